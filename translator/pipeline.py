@@ -1,0 +1,74 @@
+"""The pipeline in one place: bytes -> Script -> SlurmJob -> TrainerPlan(s).
+
+Each stage is a pure function in its own package; this module only chains them so that the CLI,
+`migrate` and `report` all convert a script the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence, Tuple
+
+from translator.diagnostics import Diagnostic
+from translator.read.ast import Script
+from translator.slurm.job import SlurmJob
+from translator.plan.model import TrainerPlan
+
+
+@dataclass(frozen=True)
+class ConvertSettings:
+    runtime: Optional[str] = None            # --runtime: overrides the runtime name chosen by the launcher
+    image: Optional[str] = None              # --image
+    namespace: Optional[str] = None          # --namespace
+    array_mode: str = "finding"              # "finding" | "expand"
+    gpu_resource: str = "nvidia.com/gpu"     # --gpu-resource
+    sbatch_env: Tuple[Tuple[str, str], ...] = ()   # SBATCH_* input variables (precedence over #SBATCH)
+    sbatch_args: Tuple[str, ...] = ()        # sbatch command-line options (precedence over everything)
+    profile: Optional[object] = None         # translator.profile.model.Profile, when one applies
+
+
+@dataclass(frozen=True)
+class Conversion:
+    path: str
+    script: Optional[Script]
+    job: Optional[SlurmJob]
+    plans: Tuple[TrainerPlan, ...] = ()
+    file_error: Optional[Diagnostic] = None  # the file could not be read at all
+
+    @property
+    def diagnostics(self) -> Tuple[Diagnostic, ...]:
+        if self.file_error is not None:
+            return (self.file_error,)
+        return self.job.diagnostics if self.job is not None else ()
+
+    @property
+    def findings(self):
+        seen = []
+        for p in self.plans:
+            for f in p.findings:
+                if f not in seen:
+                    seen.append(f)
+        return tuple(seen)
+
+
+def read_and_resolve(path: str, data: Optional[bytes] = None, settings: ConvertSettings = ConvertSettings()):
+    """Read one file and resolve the Slurm job. Returns (script, job, file_error)."""
+    from translator.read import read_file, read_script, ReadError
+    from translator.slurm.resolve import resolve
+
+    try:
+        script = read_script(data, path) if data is not None else read_file(path)
+    except ReadError as exc:
+        return None, None, exc.diagnostic
+    job = resolve(script, env=dict(settings.sbatch_env), cli_args=settings.sbatch_args)
+    return script, job, None
+
+
+def convert(path: str, data: Optional[bytes] = None, settings: ConvertSettings = ConvertSettings()) -> Conversion:
+    """Read, resolve and plan one script. Never raises for bad input."""
+    from translator.plan.build import build_plans
+
+    script, job, err = read_and_resolve(path, data, settings)
+    if err is not None:
+        return Conversion(path=path, script=None, job=None, file_error=err)
+    plans = build_plans(script, job, settings)
+    return Conversion(path=path, script=script, job=job, plans=tuple(plans))

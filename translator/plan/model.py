@@ -1,0 +1,88 @@
+"""The trainer plan: CommandTrainer's parameters plus what a TrainJob needs, and the findings.
+
+Emitters (translator/emit/*) render a TrainerPlan and nothing else; they never re-read the script.
+All Kubernetes values are kept in API (camelCase) form so YAML and SDK code render them the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from translator.diagnostics import Finding
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str
+    line: Optional[int] = None     # source line of the export, if any
+
+
+@dataclass(frozen=True)
+class PodPatch:
+    """What one replicated job of the runtime gets through `spec.runtimePatches` (SDK: RuntimePatch).
+
+    Only fields that both the CRD's PodSpecPatch and SDK 0.5's PodSpecPatch/ContainerPatch carry.
+    """
+
+    job: str = "node"                                  # replicatedJob name in the runtime
+    container: str = "node"                            # container receiving volume mounts
+    node_selector: Tuple[Tuple[str, str], ...] = ()
+    tolerations: Tuple[dict, ...] = ()                 # core/v1 Toleration dicts (camelCase)
+    affinity: Optional[dict] = None                    # core/v1 Affinity dict (camelCase)
+    volumes: Tuple[dict, ...] = ()                     # core/v1 Volume dicts (camelCase)
+    volume_mounts: Tuple[dict, ...] = ()               # core/v1 VolumeMount dicts for `container`
+    image_pull_secrets: Tuple[str, ...] = ()
+    service_account_name: Optional[str] = None
+
+    def is_empty(self) -> bool:
+        return not (self.node_selector or self.tolerations or self.affinity or self.volumes
+                    or self.volume_mounts or self.image_pull_secrets or self.service_account_name)
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """Which script lines a plan field came from (for the report's side-by-side view)."""
+
+    field: str                 # e.g. "spec.trainer.numNodes", "spec.trainer.command"
+    lines: Tuple[int, ...]
+    status: str                # "mapped" | "approximated" | "dropped" | "unsupported"
+
+
+@dataclass(frozen=True)
+class TrainerPlan:
+    # --- identity ---
+    name: str                                   # metadata.name (RFC 1035 label, <= 63)
+    source_path: str
+    job_name: str                               # Slurm job name as sbatch resolved it
+    namespace: Optional[str] = None
+    labels: Tuple[Tuple[str, str], ...] = ()
+    annotations: Tuple[Tuple[str, str], ...] = ()
+    # --- runtime ---
+    runtime: str = "torch-distributed"          # runtimeRef.name (ClusterTrainingRuntime)
+    runtime_kind: str = "ClusterTrainingRuntime"
+    framework: str = "torch"                    # torch | mpi | jax | plain (runtime's ML policy)
+    launcher: str = "python"                    # launcher family that produced the command
+    # --- CommandTrainer parameters ---
+    image: Optional[str] = None                 # None = the runtime's own image (emitters resolve it)
+    command: Tuple[str, ...] = ()               # the launcher command, before package installs are added
+    args: Tuple[str, ...] = ()
+    packages: Tuple[str, ...] = ()              # pip requirement specs (or `-r FILE`) to install first
+    pip_index_urls: Tuple[str, ...] = ()
+    pip_extra_args: Tuple[str, ...] = ()
+    env: Tuple[EnvVar, ...] = ()
+    num_nodes: int = 1
+    proc_per_node: Optional[int] = None         # rendered into the command (SDK 0.5 cannot set numProcPerNode)
+    resources_per_node: Tuple[Tuple[str, str], ...] = ()   # (k8s resource name, quantity string)
+    # --- job-level ---
+    active_deadline_seconds: Optional[int] = None
+    patches: Tuple[PodPatch, ...] = ()
+    array_index: Optional[int] = None           # set when --array-mode=expand produced this plan
+    # --- review ---
+    findings: Tuple[Finding, ...] = ()
+    source_map: Tuple[SourceMap, ...] = ()
+
+    @property
+    def can_run(self) -> bool:
+        """False when an error-level finding means the job cannot run as converted."""
+        return not any(f.severity == "error" for f in self.findings)

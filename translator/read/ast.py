@@ -1,0 +1,170 @@
+"""The script AST: what the reader produces. Plain frozen dataclasses, every node with 1-based lines.
+
+The header is read exactly as sbatch reads it (see docs/sbatch-semantics in shared docs):
+`Directive` for every `#SBATCH`/`#SLURM` line sbatch applies, `IgnoredLine` for lines that look like
+directives but that sbatch does not apply (with the reason), `ForeignDirective` for `#PBS`/`#BSUB`.
+The body is a sequence of `Statement`s; what the body grammar does not model is an opaque `Command`
+with kind OTHER, never a parse failure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple, Union
+
+from translator.diagnostics import Diagnostic
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One `#SBATCH` (or `#SLURM`) line that sbatch applies."""
+
+    line: int
+    text: str                 # the raw line, without the line break
+    prefix: str               # "#SBATCH" or "#SLURM"
+    words: Tuple[str, ...]    # argv words, tokenized as sbatch's get_argument does (quotes removed, no expansion)
+    component: int = 0        # hetjob component index (0 before the first `#SBATCH hetjob`)
+
+
+@dataclass(frozen=True)
+class IgnoredLine:
+    """A line that looks like a directive but that sbatch does not apply."""
+
+    line: int
+    text: str
+    reason: str               # a diagnostic code, e.g. R120 (after first command), R121 (`# SBATCH`)
+    explanation: str          # human sentence
+
+
+@dataclass(frozen=True)
+class ForeignDirective:
+    """`#PBS` / `#BSUB` lines, which sbatch translates (not supported by us; reported)."""
+
+    line: int
+    text: str
+    family: str               # "PBS" or "BSUB"
+
+
+# ---- body -------------------------------------------------------------------------------------
+
+# Command kinds (classification done by the reader; interpretation done by launchers/plan).
+MODULE = "module"        # module load/purge/use/swap, ml
+SOURCE = "source"        # source FILE / . FILE (not venv/conda activation)
+CONDA = "conda"          # conda/mamba/micromamba activate, source activate ENV
+VENV = "venv"            # source PATH/bin/activate
+PIP = "pip"              # pip/pip3/python -m pip install ...
+CD = "cd"
+EXPORT = "export"        # export with no plain assignment form (e.g. `export -f`, `export VAR` alone)
+LAUNCH = "launch"        # srun, torchrun, python -m torch.distributed.*, mpirun/mpiexec, deepspeed,
+                         # accelerate launch, python/python3 SCRIPT|-m MOD|-c, apptainer/singularity exec
+SBATCH = "sbatch"        # nested sbatch submission
+OTHER = "other"          # anything else, kept verbatim
+
+COMMAND_KINDS = (MODULE, SOURCE, CONDA, VENV, PIP, CD, EXPORT, LAUNCH, SBATCH, OTHER)
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word of a command."""
+
+    raw: str        # as written, with quotes and escapes
+    value: str      # quotes removed and escapes resolved; `$VAR`, `$(..)`, backticks kept literally
+    literal: bool   # True when the word contains no expansion that the shell would perform
+                    # (no unquoted/double-quoted `$` or backtick, no unquoted glob or `~`)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """`NAME=value` or `export NAME=value` (also `declare -x`), on its own or as command prefix."""
+
+    line: int
+    name: str
+    value: Word
+    exported: bool
+
+
+@dataclass(frozen=True)
+class Command:
+    """A simple command. `kind` classifies it; `words[0]` is the command name (after prefixes)."""
+
+    line: int
+    end_line: int
+    text: str                              # source text of this command (continuations joined with spaces)
+    words: Tuple[Word, ...]
+    kind: str = OTHER
+    prefix_assignments: Tuple[Assignment, ...] = ()   # `VAR=x cmd ...`
+    background: bool = False               # ends with `&`
+    connector: str = ""                    # operator joining it to the previous command on the line:
+                                           # "" (new statement), ";", "&&", "||", "|"
+    redirections: Tuple[str, ...] = ()     # e.g. (">log.txt", "2>&1"), kept verbatim
+
+    @property
+    def argv(self) -> Tuple[str, ...]:
+        return tuple(w.value for w in self.words)
+
+
+@dataclass(frozen=True)
+class Comment:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """A compound construct kept as one block with its position; commands inside are still parsed.
+
+    kind: "heredoc" (a command with a here-document; `body` holds the document text),
+          "function", "for", "while", "until", "if", "case", "subshell", "group".
+    """
+
+    kind: str
+    line: int
+    end_line: int
+    text: str                                   # the header line, e.g. `for i in 1 2 3; do`
+    children: Tuple["Statement", ...] = ()      # parsed statements inside (not for heredoc bodies)
+    heredoc_body: Optional[str] = None          # heredoc text (not parsed as commands)
+    heredoc_delimiter: Optional[str] = None
+    command: Optional[Command] = None           # for heredoc: the command that reads it (e.g. `cat > x`)
+
+
+Statement = Union[Assignment, Command, Comment, Block]
+
+
+@dataclass(frozen=True)
+class Script:
+    """Everything the reader learned from one file."""
+
+    path: str                                   # as given by the caller
+    text: str                                   # decoded text ('' when undecodable)
+    line_count: int
+    shebang: Optional[str]                      # first line if it starts with `#!`, else None
+    shell: str                                  # "bash", "sh", "zsh", "csh", "tcsh", "unknown" from shebang
+    directives: Tuple[Directive, ...]
+    ignored: Tuple[IgnoredLine, ...]
+    foreign: Tuple[ForeignDirective, ...]
+    body: Tuple[Statement, ...]
+    body_start_line: Optional[int]              # first line sbatch sees as a command (ends the header)
+    components: int                             # 1 + number of `#SBATCH hetjob` separators
+    diagnostics: Tuple[Diagnostic, ...] = ()    # reader diagnostics (R1xx)
+    sbatch_refuses: bool = False                # True when sbatch would refuse the file itself
+                                                # (no `#!`, CRLF, NUL, empty, unmatched quote in a directive)
+
+
+def iter_commands(statements):
+    """Yield every Command in statements, descending into blocks (heredoc readers included)."""
+    for st in statements:
+        if isinstance(st, Command):
+            yield st
+        elif isinstance(st, Block):
+            if st.command is not None:
+                yield st.command
+            yield from iter_commands(st.children)
+
+
+def iter_assignments(statements):
+    for st in statements:
+        if isinstance(st, Assignment):
+            yield st
+        elif isinstance(st, Command):
+            yield from st.prefix_assignments
+        elif isinstance(st, Block):
+            yield from iter_assignments(st.children)
