@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs what the tests need, starts the Slurm oracle, runs pytest.
+#   ./test.sh [PYTEST ARGS...]
+# Environment: SLURM2KF_SHARED (default ../shared), SLURM_ORACLE_STATE (default: a fresh temp dir).
+set -euo pipefail
+cd "$(dirname "$0")"
+SHARED="${SLURM2KF_SHARED:-$(cd .. && pwd)/shared}"
+export SLURM2KF_SHARED="$SHARED"
+
+# 1. The project and its test dependencies (kubeflow==0.5.0 included) in ./.venv.
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+
+# 2. Real Slurm 22.05 on 127.0.0.1 (installs munge/slurm from Debian packages when missing).
+export SLURM_ORACLE_STATE="${SLURM_ORACLE_STATE:-$(mktemp -d /tmp/slurm2kf-oracle.XXXXXX)}"
+if [ ! -d "$SHARED/slurm-oracle" ]; then
+  echo "test.sh: $SHARED/slurm-oracle not found (set SLURM2KF_SHARED)" >&2; exit 2
+fi
+bash "$SHARED/slurm-oracle/setup.sh" >/tmp/slurm2kf-oracle-setup.log 2>&1 || {
+  cat /tmp/slurm2kf-oracle-setup.log >&2; echo "test.sh: the Slurm oracle did not start" >&2; exit 2; }
+export SLURM_CONF="$SLURM_ORACLE_STATE/etc/slurm.conf"
+
+# 3. The tests. Oracle-dependent tests fail (never skip) when the oracle or shared data is missing.
+exec .venv/bin/python -m pytest "$@"
