@@ -20,5 +20,15 @@ bash "$SHARED/slurm-oracle/setup.sh" >/tmp/slurm2kf-oracle-setup.log 2>&1 || {
   cat /tmp/slurm2kf-oracle-setup.log >&2; echo "test.sh: the Slurm oracle did not start" >&2; exit 2; }
 export SLURM_CONF="$SLURM_ORACLE_STATE/etc/slurm.conf"
 
-# 3. The tests. Oracle-dependent tests fail (never skip) when the oracle or shared data is missing.
+# 3. Headless Chromium for the HTML report tests (Debian package), when missing.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/tmp/slurm2kf-chromium.log 2>&1 \
+      || { tail -20 /tmp/slurm2kf-chromium.log >&2; echo "test.sh: could not install chromium" >&2; exit 2; }
+  else
+    echo "test.sh: chromium is missing; install Debian's chromium package" >&2; exit 2
+  fi
+fi
+
+# 4. The tests. Oracle-dependent tests fail (never skip) when the oracle or shared data is missing.
 exec .venv/bin/python -m pytest "$@"
