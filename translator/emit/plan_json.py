@@ -1,0 +1,33 @@
+"""`--to json`: the plan(s) as data, with findings and the TrainJob each one renders to."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Sequence
+
+from translator.emit.trainjob import trainjob_dict
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def plan_dict(plan) -> dict:
+    out = _plain(plan)
+    # pairs are clearer as objects in JSON
+    for key in ("labels", "annotations", "resources_per_node"):
+        out[key] = {str(k): str(v) for k, v in getattr(plan, key)}
+    out["can_run"] = plan.can_run
+    out["trainjob"] = trainjob_dict(plan)
+    return out
+
+
+def render(plans: Sequence) -> str:
+    """JSON document: {"plans": [...]} (non-ASCII escaped so any text survives any terminal encoding)."""
+    return json.dumps({"plans": [plan_dict(p) for p in plans]}, indent=2, ensure_ascii=True) + "\n"

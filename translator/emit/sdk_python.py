@@ -1,0 +1,256 @@
+"""Python for the released Kubeflow SDK (``kubeflow==0.5.0``) that submits the same TrainJob as the YAML.
+
+One ``client.train(...)`` call per plan, with ``CustomTrainerContainer`` and options
+(``Name``, ``Labels``, ``Annotations``, ``TrainerCommand``, ``TrainerArgs``, ``ActiveDeadlineSeconds``,
+one ``RuntimePatch``).  All values come from :mod:`translator.emit.trainjob`, the same functions the
+YAML emitter uses, so the two outputs cannot drift.
+
+Injection safety: every value from the script is written with :func:`repr` of a ``str``/``int`` (or
+of a dict/list of them), which Python reads back as exactly that constant; comments are single lines
+with every non-printable character replaced.  Pitfalls of SDK 0.5 avoided here: quantities are
+strings (numbers would become floats), env values are strings, options that the SDK drops when
+empty are not written, dicts inside patches use the API's camelCase keys (the SDK's pydantic
+round-trip drops snake_case keys), and all patches share ONE ``RuntimePatch`` (each gets the SDK's
+fixed manager, two would collide).  The code does not wait for the job (``wait_for_job_status``
+needs a live cluster); it prints the job name.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from translator.emit.command import container_command
+from translator.emit.trainjob import env_map, patches_by_job, resources_map
+from translator.emit.trainjob_yaml import sanitize_comment
+
+_INDENT = "    "
+
+
+def _lit(value) -> str:
+    """A Python literal for a str/int/bool/None or a dict/list of them, one line."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, str):
+        return repr(str(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_lit(str(k))}: {_lit(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_lit(v) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(float(value))
+    return repr(str(value))
+
+
+def _comment(text: str) -> str:
+    return "# " + sanitize_comment(text)
+
+
+def _lines_of(plan, field: str) -> tuple:
+    for sm in getattr(plan, "source_map", ()) or ():
+        if sm.field == field and sm.lines:
+            return tuple(sm.lines)
+    return ()
+
+
+def _where(plan, field: str) -> str:
+    lines = _lines_of(plan, field)
+    if not lines:
+        return ""
+    word = "line" if len(lines) == 1 else "lines"
+    return f"  # {word} {', '.join(str(n) for n in lines)}"
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: List[str] = []
+
+    def add(self, depth: int, text: str) -> None:
+        self.lines.append(_INDENT * depth + text if text else "")
+
+
+def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
+    """``head[`` one item per line ``]tail`` (readable for commands and patches)."""
+    if len(items) <= 1 and sum(len(_lit(i)) for i in items) < 60:
+        w.add(depth, f"{head}{_lit(list(items))}{tail}")
+        return
+    w.add(depth, f"{head}[")
+    for item in items:
+        w.add(depth + 1, f"{_lit(item)},")
+    w.add(depth, f"]{tail}")
+
+
+def _runtime_patch(w: _Writer, depth: int, jobs: Dict[str, dict], used: set) -> None:
+    used.update({"RuntimePatch", "TrainingRuntimeSpecPatch", "JobSetTemplatePatch", "JobSetSpecPatch",
+                 "ReplicatedJobPatch", "JobTemplatePatch", "JobSpecPatch", "PodTemplatePatch",
+                 "PodSpecPatch"})
+    d = depth
+    w.add(d, "RuntimePatch(")
+    w.add(d + 1, "training_runtime_spec=TrainingRuntimeSpecPatch(")
+    w.add(d + 2, "template=JobSetTemplatePatch(")
+    w.add(d + 3, "spec=JobSetSpecPatch(")
+    w.add(d + 4, "replicated_jobs=[")
+    for job, spec in jobs.items():
+        b = d + 5
+        w.add(b, "ReplicatedJobPatch(")
+        w.add(b + 1, f"name={_lit(job)},")
+        w.add(b + 1, "template=JobTemplatePatch(")
+        w.add(b + 2, "spec=JobSpecPatch(")
+        w.add(b + 3, "template=PodTemplatePatch(")
+        w.add(b + 4, "spec=PodSpecPatch(")
+        s = b + 5
+        if "serviceAccountName" in spec:
+            w.add(s, f"service_account_name={_lit(spec['serviceAccountName'])},")
+        if "volumes" in spec:
+            _list_block(w, s, "volumes=", spec["volumes"])
+        if "containers" in spec:
+            used.add("ContainerPatch")
+            w.add(s, "containers=[")
+            for c in spec["containers"]:
+                w.add(s + 1, "ContainerPatch(")
+                w.add(s + 2, f"name={_lit(c['name'])},")
+                _list_block(w, s + 2, "volume_mounts=", c["volumeMounts"])
+                w.add(s + 1, "),")
+            w.add(s, "],")
+        if "imagePullSecrets" in spec:
+            w.add(s, f"image_pull_secrets={_lit(spec['imagePullSecrets'])},")
+        if "nodeSelector" in spec:
+            w.add(s, f"node_selector={_lit(spec['nodeSelector'])},")
+        if "affinity" in spec:
+            w.add(s, f"affinity={_lit(spec['affinity'])},")
+        if "tolerations" in spec:
+            _list_block(w, s, "tolerations=", spec["tolerations"])
+        w.add(b + 4, "),")
+        w.add(b + 3, "),")
+        w.add(b + 2, "),")
+        w.add(b + 1, "),")
+        w.add(b, "),")
+    w.add(d + 4, "],")
+    w.add(d + 3, "),")
+    w.add(d + 2, "),")
+    w.add(d + 1, "),")
+    w.add(d, "),")
+
+
+def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client: bool) -> None:
+    d = 1
+    title = f"TrainJob {index + 1} of {total}" if total > 1 else "The TrainJob"
+    src = sanitize_comment(plan.source_path)
+    if plan.array_index is not None:
+        title += f" (array index {plan.array_index})"
+    w.add(d, _comment(f"{title}, converted from {src}"))
+    for f in plan.findings:
+        where = f"line {f.line}" if f.line is not None else "script"
+        text = f"{f.code} {f.severity} {where}: {f.message}"
+        if f.suggestion:
+            text += f" (fix: {f.suggestion})"
+        w.add(d, _comment(text))
+    if own_client:   # the plans target different namespaces: one client each
+        if plan.namespace:
+            used.add("KubernetesBackendConfig")
+            w.add(d, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
+        else:
+            w.add(d, "client = TrainerClient()")
+    w.add(d, "job_name = client.train(")
+    w.add(d + 1, f"runtime={_lit(str(plan.runtime))},")
+    w.add(d + 1, "trainer=CustomTrainerContainer(")
+    t = d + 2
+    w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},")
+    if plan.num_nodes:
+        w.add(t, f"num_nodes={int(plan.num_nodes)},{_where(plan, 'spec.trainer.numNodes')}")
+    res = resources_map(plan)
+    if res:
+        w.add(t, f"resources_per_node={_lit(res)},{_where(plan, 'spec.trainer.resourcesPerNode')}")
+    env = env_map(plan)
+    if env:
+        w.add(t, "env={")
+        lines_by_name = {}
+        for var in plan.env:
+            lines_by_name[str(var.name)] = var.line
+        for k, v in env.items():
+            line = lines_by_name.get(k)
+            where = f"  # line {line}" if line is not None else ""
+            w.add(t + 1, f"{_lit(k)}: {_lit(v)},{where}")
+        w.add(t, "},")
+    w.add(d + 1, "),")
+    w.add(d + 1, "options=[")
+    o = d + 2
+    used.add("Name")
+    w.add(o, f"Name({_lit(str(plan.name))}),{_where(plan, 'metadata.name')}")
+    labels = {str(k): str(v) for k, v in plan.labels}
+    if labels:
+        used.add("Labels")
+        w.add(o, f"Labels({_lit(labels)}),")
+    annotations = {str(k): str(v) for k, v in plan.annotations}
+    if annotations:
+        used.add("Annotations")
+        w.add(o, f"Annotations({_lit(annotations)}),")
+    command, args = container_command(plan)
+    if command:
+        used.add("TrainerCommand")
+        if plan.packages:
+            w.add(o, _comment("pip packages are installed by a bash wrapper, which then execs the launcher"))
+        _list_block(w, o, "TrainerCommand(", command, tail=f"),{_where(plan, 'spec.trainer.command')}")
+    if args:
+        used.add("TrainerArgs")
+        _list_block(w, o, "TrainerArgs(", args, tail=f"),{_where(plan, 'spec.trainer.args')}")
+    if plan.active_deadline_seconds:
+        used.add("ActiveDeadlineSeconds")
+        w.add(o, f"ActiveDeadlineSeconds({int(plan.active_deadline_seconds)}),"
+                 f"{_where(plan, 'spec.activeDeadlineSeconds')}")
+    jobs = patches_by_job(plan)
+    if jobs:
+        _runtime_patch(w, o, jobs, used)
+    w.add(d + 1, "],")
+    w.add(d, ")")
+    w.add(d, 'print(f"submitted TrainJob {job_name}")')
+
+
+_OPTION_ORDER = ("Name", "Labels", "Annotations", "TrainerCommand", "TrainerArgs", "ActiveDeadlineSeconds",
+                 "RuntimePatch", "TrainingRuntimeSpecPatch", "JobSetTemplatePatch", "JobSetSpecPatch",
+                 "ReplicatedJobPatch", "JobTemplatePatch", "JobSpecPatch", "PodTemplatePatch",
+                 "PodSpecPatch", "ContainerPatch")
+
+
+def render(plans: Sequence) -> str:
+    """A runnable Python file submitting one TrainJob per plan with ``kubeflow==0.5.0``."""
+    plans = list(plans)
+    body = _Writer()
+    used: set = set()
+    namespaces = {p.namespace for p in plans}
+    shared_client = len(namespaces) <= 1
+    namespace: Optional[str] = plans[0].namespace if plans and shared_client else None
+    for i, plan in enumerate(plans):
+        if i:
+            body.add(0, "")
+        _train_call(body, plan, i, len(plans), used, own_client=not shared_client)
+
+    out = _Writer()
+    sources = sorted({sanitize_comment(p.source_path) for p in plans})
+    out.add(0, _comment("Generated by slurm2kf from " + ", ".join(sources)))
+    out.add(0, _comment("Submits the converted TrainJob(s) with the Kubeflow SDK: pip install 'kubeflow==0.5.0'"))
+    out.add(0, _comment("Uses the cluster and namespace of the current kubeconfig context"
+                        + (" (namespace set below)." if namespace else ".")))
+    top = ["CustomTrainerContainer", "TrainerClient"]
+    if namespace or "KubernetesBackendConfig" in used:
+        top.insert(1, "KubernetesBackendConfig")
+    out.add(0, f"from kubeflow.trainer import {', '.join(top)}")
+    opts = [name for name in _OPTION_ORDER if name in used]
+    if opts:
+        out.add(0, "from kubeflow.trainer.options import (")
+        for name in opts:
+            out.add(1, f"{name},")
+        out.add(0, ")")
+    out.add(0, "")
+    out.add(0, "")
+    out.add(0, "def main() -> None:")
+    if namespace:
+        out.add(1, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(namespace))}))")
+    elif shared_client:
+        out.add(1, "client = TrainerClient()")
+    out.lines.extend(body.lines)
+    out.add(0, "")
+    out.add(0, "")
+    out.add(0, 'if __name__ == "__main__":')
+    out.add(1, "main()")
+    return "\n".join(out.lines) + "\n"

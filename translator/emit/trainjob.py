@@ -1,0 +1,158 @@
+"""The TrainJob object of a plan, as plain dicts/lists/str/int: what both emitters render.
+
+The YAML emitter dumps :func:`trainjob_dict`; the SDK emitter writes Python that makes
+``kubeflow==0.5.0`` build the same object.  Everything that could differ between the two is decided
+here once:
+
+* command/args: :func:`translator.emit.command.container_command`;
+* env: a ``dict`` (SDK ``env: dict[str, str]``), so a name exported twice keeps its first position
+  and its last value, as the SDK's dict does; values are strings;
+* resources: the SDK's key normalisation (standard names lower-cased, ``gpu`` -> ``nvidia.com/gpu``),
+  ``requests`` = ``limits`` = the same map, quantities as strings;
+* values the SDK drops by truthiness (``num_nodes=0``, empty env/labels/annotations/patches) are
+  omitted from the YAML as well;
+* ``runtimeRef`` carries ``name`` and ``kind`` (never ``apiGroup``), like the SDK;
+* all pod patches go into ONE ``runtimePatches`` entry with the SDK's fixed manager (two SDK
+  ``RuntimePatch`` options would both get that manager and collide on the list-map key).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from translator.emit.command import container_command
+
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
+KIND = "TrainJob"
+#: `RuntimePatch.manager` as SDK 0.5 always sets it (kubeflow/trainer/options/kubernetes.py).
+SDK_PATCH_MANAGER = "trainer.kubeflow.org/kubeflow-sdk"
+
+_STANDARD_RESOURCES = {"cpu", "memory", "gpu", "storage", "ephemeral-storage"}
+_RESOURCE_ALIASES = {"gpu": "nvidia.com/gpu", "storage": "ephemeral-storage"}
+_CONTAINER_NODE = "node"
+
+
+def resource_name(key: str) -> str:
+    """The resource name SDK 0.5's ``get_resources_per_node`` turns ``key`` into."""
+    low = key.lower()
+    name = low if (low in _STANDARD_RESOURCES or low.startswith("mig-")) else key
+    name = _RESOURCE_ALIASES.get(name, name)
+    if name.startswith("mig-"):
+        name = "nvidia.com/" + name
+    return name
+
+
+def resources_map(plan) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for key, qty in plan.resources_per_node:
+        out[resource_name(str(key))] = str(qty)
+    return out
+
+
+def env_map(plan) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for var in plan.env:
+        out[str(var.name)] = str(var.value)
+    return out
+
+
+def _pairs(pairs) -> Dict[str, str]:
+    return {str(k): str(v) for k, v in pairs}
+
+
+def pod_spec_patch(patches) -> Dict[str, object]:
+    """The PodSpecPatch dict (API camelCase) for all PodPatch entries of one replicated job."""
+    spec: Dict[str, object] = {}
+    volumes: List[dict] = []
+    mounts: Dict[str, List[dict]] = {}
+    node_selector: Dict[str, str] = {}
+    tolerations: List[dict] = []
+    pull_secrets: List[dict] = []
+    for p in patches:
+        if p.service_account_name:
+            spec["serviceAccountName"] = str(p.service_account_name)
+        volumes.extend(dict(v) for v in p.volumes)
+        if p.volume_mounts:
+            mounts.setdefault(p.container or _CONTAINER_NODE, []).extend(dict(m) for m in p.volume_mounts)
+        node_selector.update(_pairs(p.node_selector))
+        tolerations.extend(dict(t) for t in p.tolerations)
+        if p.affinity:
+            spec["affinity"] = dict(p.affinity)
+        pull_secrets.extend({"name": str(s)} for s in p.image_pull_secrets)
+    if volumes:
+        spec["volumes"] = volumes
+    if mounts:
+        spec["containers"] = [{"name": c, "volumeMounts": m} for c, m in mounts.items()]
+    if pull_secrets:
+        spec["imagePullSecrets"] = pull_secrets
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return spec
+
+
+def patches_by_job(plan) -> Dict[str, Dict[str, object]]:
+    """replicatedJob name -> PodSpecPatch dict, in first-seen order, empty ones left out."""
+    grouped: Dict[str, list] = {}
+    for p in plan.patches:
+        if not p.is_empty():
+            grouped.setdefault(p.job or _CONTAINER_NODE, []).append(p)
+    out = {}
+    for job, group in grouped.items():
+        spec = pod_spec_patch(group)
+        if spec:
+            out[job] = spec
+    return out
+
+
+def runtime_patch(plan) -> Optional[dict]:
+    jobs = patches_by_job(plan)
+    if not jobs:
+        return None
+    replicated = [{"name": job, "template": {"spec": {"template": {"spec": spec}}}}
+                  for job, spec in jobs.items()]
+    return {"manager": SDK_PATCH_MANAGER,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
+
+
+def trainer_dict(plan) -> Dict[str, object]:
+    trainer: Dict[str, object] = {}
+    if plan.image:
+        trainer["image"] = str(plan.image)
+    command, args = container_command(plan)
+    if command:
+        trainer["command"] = command
+    if args:
+        trainer["args"] = args
+    env = env_map(plan)
+    if env:
+        trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    if plan.num_nodes:
+        trainer["numNodes"] = int(plan.num_nodes)
+    res = resources_map(plan)
+    if res:
+        trainer["resourcesPerNode"] = {"requests": dict(res), "limits": dict(res)}
+    return trainer
+
+
+def trainjob_dict(plan) -> Dict[str, object]:
+    """The TrainJob for ``plan`` (what ``kubectl apply`` gets and what the SDK code submits)."""
+    metadata: Dict[str, object] = {"name": str(plan.name)}
+    if plan.namespace:
+        metadata["namespace"] = str(plan.namespace)
+    labels = _pairs(plan.labels)
+    if labels:
+        metadata["labels"] = labels
+    annotations = _pairs(plan.annotations)
+    if annotations:
+        metadata["annotations"] = annotations
+    spec: Dict[str, object] = {"runtimeRef": {"name": str(plan.runtime), "kind": str(plan.runtime_kind)}}
+    trainer = trainer_dict(plan)
+    if trainer:
+        spec["trainer"] = trainer
+    if plan.active_deadline_seconds:
+        spec["activeDeadlineSeconds"] = int(plan.active_deadline_seconds)
+    patch = runtime_patch(plan)
+    if patch:
+        spec["runtimePatches"] = [patch]
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

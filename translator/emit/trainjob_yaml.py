@@ -1,0 +1,80 @@
+"""TrainJob YAML: one document per plan, ``---`` between them.
+
+Safe by construction: the object is plain dicts/lists/str/int (:mod:`translator.emit.trainjob`) and
+is written by PyYAML's safe dumper, so every string is a scalar that loads back to itself.  On top of
+PyYAML's own quoting, strings that a Kubernetes YAML decoder (sigs.k8s.io/yaml, YAML 1.1 rules plus
+Go's number syntax) would not read as strings are single-quoted: ``y``/``n``, ``0o17``, ``1_000``,
+``.5``... Multi-line strings (the package-install script) are written as literal blocks when YAML
+allows it, so they stay readable.
+
+The optional findings block is a run of ``#`` comment lines; every character that could end a
+comment line (any line break YAML 1.1 knows, other control characters) is replaced first.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+from translator.emit.trainjob import trainjob_dict
+
+# Strings a Go YAML decoder may read as a number or bool although PyYAML (YAML 1.1) does not.
+_GO_NUMBERISH = re.compile(
+    r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
+_GO_BOOLISH = {"y", "Y", "n", "N"}
+
+
+def _dumper():
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data):  # never emit &id001 anchors for shared dicts
+            return True
+
+    def represent_str(dumper, value):
+        style = None
+        if "\n" in value:
+            style = "|"          # PyYAML falls back to double quotes when a block cannot hold it
+        elif _GO_NUMBERISH.match(value) or value in _GO_BOOLISH:
+            style = "'"
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, represent_str)
+    return Dumper
+
+
+def sanitize_comment(text: str) -> str:
+    """One comment line's text: every non-printable character (line breaks included) becomes a space."""
+    return "".join(ch if (ch.isprintable() or ch == "\t") else " " for ch in str(text)).replace("\t", " ")
+
+
+def findings_comment_lines(plan) -> list:
+    lines = []
+    if plan.findings:
+        lines.append(sanitize_comment(f"slurm2kf findings for {plan.source_path}:"))
+    for f in plan.findings:
+        where = f"line {f.line}" if f.line is not None else "script"
+        text = f"{f.code} {f.severity} {where}: {f.message}"
+        if f.suggestion:
+            text += f" (fix: {f.suggestion})"
+        lines.append(sanitize_comment(text))
+    return ["# " + line if line else "#" for line in lines]
+
+
+def dump(obj) -> str:
+    import yaml
+
+    return yaml.dump(obj, Dumper=_dumper(), sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=100)
+
+
+def render(plans: Sequence, *, findings_comment: bool = False) -> str:
+    """Multi-document TrainJob YAML for ``plans`` (each with its findings as comments if asked)."""
+    docs = []
+    for plan in plans:
+        text = dump(trainjob_dict(plan))
+        if findings_comment:
+            comment = findings_comment_lines(plan)
+            if comment:
+                text = "\n".join(comment) + "\n" + text
+        docs.append(text)
+    return "---\n".join(docs)
