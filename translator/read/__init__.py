@@ -1,1 +1,131 @@
+"""The reader: bytes -> Script (translator/read/ast.py), exactly as sbatch reads the file.
 
+`read_file(path)` and `read_script(data, path)` never raise for bad content: an empty, binary,
+CRLF or non-UTF-8 file gives a Script with diagnostics and `sbatch_refuses` set as sbatch would.
+`ReadError` is raised only when the file cannot be read at all (missing, a directory, no
+permission, larger than MAX_FILE_BYTES).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+from translator.diagnostics import Diagnostic, ERROR, INFO
+from translator.read.ast import Script
+
+__all__ = ["read_file", "read_script", "ReadError", "MAX_FILE_BYTES"]
+
+R100_NOT_FOUND = "R100"
+R101_IS_DIRECTORY = "R101"
+R102_UNREADABLE = "R102"
+R103_TOO_LARGE = "R103"
+R150_UNKNOWN_SHELL = "R150"
+
+# Hard limit: job scripts are kilobytes; 64 MiB is far beyond any real script and keeps memory bounded.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+class ReadError(Exception):
+    """The file cannot be read at all. `.diagnostic` is an R10x error with line None."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def read_file(path: str) -> Script:
+    """Read and parse one file. Raises ReadError only when it cannot be read."""
+    try:
+        if os.path.isdir(path):
+            raise ReadError(Diagnostic(ERROR, R101_IS_DIRECTORY, f"{path} is a directory, not a job script"))
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except ReadError:
+        raise
+    except FileNotFoundError:
+        raise ReadError(Diagnostic(ERROR, R100_NOT_FOUND, f"{path}: no such file")) from None
+    except IsADirectoryError:
+        raise ReadError(Diagnostic(ERROR, R101_IS_DIRECTORY, f"{path} is a directory, not a job script")) from None
+    except PermissionError:
+        raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path}: permission denied")) from None
+    except OSError as exc:
+        raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path}: cannot be read ({exc.strerror or exc})")) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ReadError(Diagnostic(ERROR, R103_TOO_LARGE, f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
+                                   "it is not a job script"))
+    return read_script(data, path)
+
+
+_SHEBANG_SHELL = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
+_KNOWN_SHELLS = {"bash": "bash", "sh": "sh", "zsh": "zsh", "csh": "csh", "tcsh": "tcsh", "ksh": "sh", "dash": "sh"}
+
+
+def shell_of(shebang: Optional[str]) -> str:
+    if not shebang:
+        return "unknown"
+    m = _SHEBANG_SHELL.match(shebang)
+    if not m:
+        return "unknown"
+    prog = m.group(1).rsplit("/", 1)[-1]
+    if prog == "env" and m.group(2):
+        prog = m.group(2).rsplit("/", 1)[-1]
+    return _KNOWN_SHELLS.get(prog, "unknown")
+
+
+def read_script(data: bytes, path: str) -> Script:
+    """Parse `data` (the file's bytes). Never raises for bad content."""
+    if data is None:
+        data = b""
+    if len(data) > MAX_FILE_BYTES:
+        raise ReadError(Diagnostic(ERROR, R103_TOO_LARGE, f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
+                                   "it is not a job script"))
+    from translator.read.source import decode_source
+    from translator.read.header import read_header, scan_after_header, scan_foreign
+    from translator.read.body import parse_body
+
+    src = decode_source(bytes(data))
+    lines = src.lines
+    diags = list(src.diagnostics)
+    refuses = src.sbatch_refuses
+
+    header = read_header(lines)
+    diags.extend(header.diagnostics)
+    refuses = refuses or header.sbatch_refuses
+
+    shebang = lines[0] if lines and lines[0].startswith("#!") else None
+    shell = shell_of(shebang)
+
+    body = ()
+    ignored = list(header.ignored)
+    if header.body_start_line is not None:
+        parsed = parse_body(lines, header.body_start_line, shell)
+        body = parsed.statements
+        diags.extend(parsed.diagnostics)
+        more, more_diags = scan_after_header(lines, header.body_start_line, parsed.heredoc_lines)
+        ignored.extend(more)
+        diags.extend(more_diags)
+    foreign = ()
+    if any("#PBS" in ln or "#BSUB" in ln for ln in lines):
+        found, fdiags = scan_foreign(lines)
+        foreign = tuple(found)
+        diags.extend(fdiags)
+
+    diags.sort(key=lambda d: (d.line if d.line is not None else 0))
+    return Script(
+        path=path,
+        text=src.text,
+        line_count=len(lines),
+        shebang=shebang,
+        shell=shell,
+        directives=tuple(header.directives),
+        ignored=tuple(sorted(ignored, key=lambda i: i.line)),
+        foreign=foreign,
+        body=tuple(body),
+        body_start_line=header.body_start_line,
+        components=header.components,
+        diagnostics=tuple(diags),
+        sbatch_refuses=refuses,
+        hetjob_separator_lines=tuple(header.hetjob_separators),
+        latin1_lines=src.latin1_lines,
+    )

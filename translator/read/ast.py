@@ -147,6 +147,8 @@ class Script:
     diagnostics: Tuple[Diagnostic, ...] = ()    # reader diagnostics (R1xx)
     sbatch_refuses: bool = False                # True when sbatch would refuse the file itself
                                                 # (no `#!`, CRLF, NUL, empty, unmatched quote in a directive)
+    hetjob_separator_lines: Tuple[int, ...] = ()  # lines of `#SBATCH hetjob`/`packjob` separators (not Directives)
+    latin1_lines: Tuple[int, ...] = ()          # lines that were not valid UTF-8 and were decoded as Latin-1
 
 
 def iter_commands(statements):

@@ -1,0 +1,339 @@
+"""The `#SBATCH` header, read exactly as sbatch reads it (Slurm 22.05 `src/sbatch/opt.c`).
+
+* `_opt_batch_script`: a line is a directive only when it starts, at column 0 and case-sensitively,
+  with `#SBATCH` (or `#SLURM`, accepted with a complaint). No blank is needed after the magic word.
+  Scanning goes on over blank lines and lines whose first non-blank character is `#`, and stops at
+  the first other line (the first command).
+* `get_argument`: the tokenizer of a directive line (see `tokenize_directive`).
+* heterogeneous jobs: a directive whose text (after optional blanks) starts with `hetjob` or
+  `packjob` (any case) followed by a blank or the end of the line separates components; the rest
+  of that line is ignored. The same word later in a line ends that line (checked against real
+  Slurm 22.05: `#SBATCH -N 2 packjob -t 4` sets only `-N 2`).
+* `#BSUB`/`#PBS` lines (xlate.c): sbatch translates them and applies them after `#SBATCH`; the scan
+  does not stop at the first command but gives up after 100 lines not starting with `#`.
+
+Lines that look like directives but are not applied are kept as `IgnoredLine`s with a reason code.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from translator.diagnostics import Diagnostic, ERROR, INFO, WARNING
+from translator.read.ast import Directive, ForeignDirective, IgnoredLine
+
+R120_AFTER_FIRST_COMMAND = "R120"
+R121_SPACE_AFTER_HASH = "R121"
+R122_DOUBLE_HASH = "R122"
+R123_INDENTED = "R123"
+R124_WRONG_CASE = "R124"
+R125_TYPO = "R125"
+R126_SHEBANG_LIKE = "R126"
+R127_SLURM_PREFIX = "R127"
+R128_FOREIGN = "R128"
+R129_IN_HEREDOC = "R129"
+R130_UNMATCHED_QUOTE = "R130"
+R131_LEADING_COLON = "R131"
+R132_HASH_ENDS_LINE = "R132"
+R133_ESCAPED_BLANK = "R133"
+R134_HETJOB_WORD = "R134"
+R135_HETJOB_SEPARATOR = "R135"
+
+# C isspace() in the "C" locale
+_C_SPACE = " \t\n\v\f\r"
+_PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
+
+
+@dataclass
+class TokenizedLine:
+    words: List[str]
+    error: Optional[Tuple[str, str]] = None        # (code, message): sbatch would stop with a fatal error
+    notes: List[Tuple[str, str, str]] = field(default_factory=list)   # (severity, code, message)
+    hetjob_separator: bool = False
+
+
+def _het_word_at(text: str, i: int) -> bool:
+    for word in ("hetjob", "packjob"):
+        end = i + len(word)
+        if text[i:end].lower() == word and (end == len(text) or text[end] in _C_SPACE):
+            return True
+    return False
+
+
+def tokenize_directive(text: str) -> TokenizedLine:
+    """Split the text after `#SBATCH` into argv words as sbatch's `get_argument` does.
+
+    Blanks separate words; `'...'` and `"..."` group and are removed (they may start mid-word); a
+    backslash takes the next character literally anywhere, even inside single quotes, but an
+    unquoted blank still ends the word (`a\\ b` gives `a`, then `b`); an unquoted `#` ends the line,
+    even mid-word; a word starting with `:` is fatal; an unmatched quote is fatal; no expansion.
+    """
+    out = TokenizedLine([])
+    n = len(text)
+    i = 0
+    first = True
+    while True:
+        while i < n and text[i] in _C_SPACE:
+            i += 1
+        if i >= n:
+            break
+        c = text[i]
+        if c == ":":
+            out.error = (R131_LEADING_COLON, f"unexpected `:` in [{text}]: a word starting with `:` is the hetjob separator of "
+                                             "the command line, sbatch refuses it in a script")
+            break
+        if _het_word_at(text, i):
+            if first:
+                out.hetjob_separator = True
+                rest = text[i:].split(None, 1)
+                if len(rest) > 1 and rest[1].strip() and not rest[1].lstrip().startswith("#"):
+                    out.notes.append((WARNING, R134_HETJOB_WORD, f"the text after `{rest[0]}` on this line is ignored by sbatch: "
+                                      f"`{rest[1].strip()}`"))
+            else:
+                out.notes.append((WARNING, R134_HETJOB_WORD, f"the word `{text[i:].split(None, 1)[0]}` ends this directive line "
+                                  f"for sbatch; it and everything after it are ignored: `{text[i:].strip()}`"))
+            break
+        if c == "#":
+            break
+        first = False
+        buf: List[str] = []
+        quote = ""
+        escaped = False
+        hash_cut = False
+        while i < n:
+            ch = text[i]
+            if not quote and ch in _C_SPACE:
+                if escaped:
+                    out.notes.append((WARNING, R133_ESCAPED_BLANK, f"`\\` before a blank does not join words in a directive: "
+                                      f"sbatch ends the word `{''.join(buf)}` there; quote the value instead"))
+                break
+            if escaped:
+                escaped = False
+                buf.append(ch)
+                i += 1
+                continue
+            if ch == "\\":
+                escaped = True
+                i += 1
+                continue
+            if quote:
+                if ch == quote:
+                    quote = ""
+                else:
+                    buf.append(ch)
+                i += 1
+                continue
+            if ch == '"' or ch == "'":
+                quote = ch
+                i += 1
+                continue
+            if ch == "#":
+                hash_cut = True
+                break
+            m = _PLAIN_RUN.match(text, i)
+            if m:
+                buf.append(m.group())
+                i = m.end()
+            else:  # pragma: no cover - every other char is handled above
+                buf.append(ch)
+                i += 1
+        if quote:
+            out.error = (R130_UNMATCHED_QUOTE, f"unmatched `{quote}` in [{text}]; sbatch refuses the script")
+            break
+        word = "".join(buf)
+        out.words.append(word)
+        if hash_cut:
+            rest = text[i:]
+            out.notes.append((INFO, R132_HASH_ENDS_LINE, f"the unquoted `#` ends the directive after `{word}`; ignored: `{rest}`"
+                              + (" (quote or escape `#` to keep it)" if word and not rest.startswith("# ") else "")))
+            break
+    return out
+
+
+# ---- look-alikes ---------------------------------------------------------------------------------
+
+_LOOKALIKE = re.compile(r"^([ \t]*)(#+)(!?)([ \t]*)([A-Za-z]+)(.*)$")
+_OPTION_AFTER = re.compile(r"[ \t]*-")
+
+
+def _distance(a: str, b: str, limit: int = 2) -> int:
+    """Optimal string alignment distance (Damerau-Levenshtein with adjacent transpositions)."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2 = None
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if prev2 is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
+def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
+    """If `line` (a comment line, not a directive) looks like a directive, return (code, explanation)."""
+    m = _LOOKALIKE.match(line)
+    if m is None:
+        return None
+    indent, hashes, bang, space, word, rest = m.groups()
+    upper = word.upper()
+    if upper.startswith("SBATCH") and len(upper) > 6 and word[:6] == "SBATCH":
+        upper = word = "SBATCH"
+    elif upper.startswith("SBATCH") and len(upper) > 6:
+        upper, word = "SBATCH", word[:6]
+    exact = word in ("SBATCH", "SLURM")
+    near = upper in ("SBATCH", "SLURM")
+    if not near:
+        if not (4 <= len(upper) <= 8 and _OPTION_AFTER.match(rest) and _distance(upper, "SBATCH") <= 2):
+            return None
+    shown = f"{hashes}{bang}{space}{word}"
+    if indent and hashes == "#" and not bang and not space and exact:
+        return R123_INDENTED, (f"`{shown}` is indented; sbatch only reads `#{word}` at column 0, so this line is a comment")
+    if bang:
+        return R126_SHEBANG_LIKE, f"`{shown}` is not `#SBATCH`; sbatch reads it as a comment"
+    if len(hashes) > 1:
+        return R122_DOUBLE_HASH, (f"`{shown}` starts with `{hashes}`; sbatch reads it as a comment "
+                                  "(often a directive switched off on purpose)")
+    if space:
+        return R121_SPACE_AFTER_HASH, (f"`{shown}` has a blank after `#`; sbatch only reads `#SBATCH` with no blank, so this "
+                                       "line is a comment")
+    if near and not exact:
+        return R124_WRONG_CASE, f"`#{word}` is not `#SBATCH`: the magic word is case-sensitive, so this line is a comment"
+    if not near:
+        return R125_TYPO, f"`#{word}` looks like a misspelt `#SBATCH`; sbatch reads it as a comment"
+    return None
+
+
+# ---- the scan ------------------------------------------------------------------------------------
+
+@dataclass
+class Header:
+    directives: List[Directive]
+    ignored: List[IgnoredLine]
+    foreign: List[ForeignDirective]
+    body_start_line: Optional[int]
+    components: int
+    diagnostics: List[Diagnostic]
+    sbatch_refuses: bool
+    hetjob_separators: List[int]
+
+
+def _is_command_line(line: str) -> bool:
+    for ch in line:
+        if ch in _C_SPACE:
+            continue
+        return ch != "#"
+    return False
+
+
+def read_header(lines: List[str]) -> Header:
+    """Scan `lines` (no line breaks) as sbatch scans them."""
+    directives: List[Directive] = []
+    ignored: List[IgnoredLine] = []
+    diags: List[Diagnostic] = []
+    refuses = False
+    component = 0
+    separators: List[int] = []
+    body_start: Optional[int] = None
+
+    for number, line in enumerate(lines, 1):
+        if line.startswith("#SBATCH"):
+            prefix = "#SBATCH"
+        elif line.startswith("#SLURM"):
+            prefix = "#SLURM"
+            diags.append(Diagnostic(WARNING, R127_SLURM_PREFIX, "`#SLURM` is accepted by sbatch with an error message (\"Change "
+                                    "from #SLURM to #SBATCH in your script\")", number, "write `#SBATCH`"))
+        else:
+            if _is_command_line(line):
+                body_start = number
+                break
+            if "SBATCH" in line.upper() or "SLURM" in line.upper() or _LOOKALIKE.match(line):
+                found = classify_lookalike(line)
+                if found is not None:
+                    code, why = found
+                    ignored.append(IgnoredLine(number, line, code, why))
+                    diags.append(Diagnostic(WARNING, code, f"ignored `{line.strip()[:80]}`: {why}", number,
+                                            "write `#SBATCH` at column 0 if this option is meant"))
+            continue
+        tok = tokenize_directive(line[len(prefix):])
+        for severity, code, message in tok.notes:
+            diags.append(Diagnostic(severity, code, message, number))
+        if tok.error is not None:
+            code, message = tok.error
+            diags.append(Diagnostic(ERROR, code, message, number,
+                                    "close the quote or escape it with `\\`" if code == R130_UNMATCHED_QUOTE else None))
+            refuses = True
+        if tok.hetjob_separator:
+            component += 1
+            separators.append(number)
+            diags.append(Diagnostic(INFO, R135_HETJOB_SEPARATOR, f"`{line.strip()}` starts heterogeneous job component "
+                                    f"{component}", number))
+            continue
+        directives.append(Directive(number, line, prefix, tuple(tok.words), component))
+
+    return Header(directives, ignored, [], body_start, component + 1, diags, refuses, separators)
+
+
+def scan_after_header(lines: List[str], start: int, heredoc_lines=frozenset()) -> Tuple[List[IgnoredLine], List[Diagnostic]]:
+    """Report directive look-alikes at or after line `start` (the first command), which sbatch ignores."""
+    ignored: List[IgnoredLine] = []
+    diags: List[Diagnostic] = []
+    for number in range(start + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if "SBATCH" not in line and "SLURM" not in line.upper() and "sbatch" not in line.lower():
+            continue
+        if line.startswith(("#SBATCH", "#SLURM")):
+            found = (R120_AFTER_FIRST_COMMAND, "")
+        else:
+            found = classify_lookalike(line)
+            if found is None:
+                continue
+        if number in heredoc_lines:
+            why = (f"inside a here-document (text the script writes or feeds to a command); sbatch stopped reading "
+                   f"directives at the first command, line {start}")
+            ignored.append(IgnoredLine(number, line, R129_IN_HEREDOC, why))
+            diags.append(Diagnostic(INFO, R129_IN_HEREDOC, f"`{line.strip()[:80]}` is {why}", number))
+            continue
+        why = (f"comes after the first command (line {start}: `{lines[start - 1].strip()[:60]}`); sbatch stops reading "
+               "directives there")
+        if found[0] != R120_AFTER_FIRST_COMMAND:
+            why += f"; also {found[1]}"
+        ignored.append(IgnoredLine(number, line, R120_AFTER_FIRST_COMMAND, why))
+        diags.append(Diagnostic(WARNING, R120_AFTER_FIRST_COMMAND, f"ignored `{line.strip()[:80]}`: {why}", number,
+                                "move all #SBATCH lines above the first command"))
+    return ignored, diags
+
+
+def scan_foreign(lines: List[str]) -> Tuple[List[ForeignDirective], List[Diagnostic]]:
+    """`#BSUB`/`#PBS` lines as sbatch's wrapper scan finds them (gives up after 100 non-`#` lines)."""
+    found = {"BSUB": [], "PBS": []}
+    for family in ("BSUB", "PBS"):
+        magic = "#" + family
+        if not any(magic in ln for ln in lines[:2000]) and not any(ln.startswith(magic) for ln in lines):
+            continue
+        non_comments = 0
+        for number, line in enumerate(lines, 1):
+            if not line.startswith(magic):
+                if not line.startswith("#"):
+                    non_comments += 1
+                    if non_comments > 100:
+                        break
+                continue
+            found[family].append(ForeignDirective(number, line, family))
+    used = "BSUB" if found["BSUB"] else "PBS"
+    foreign = found["BSUB"] + found["PBS"]
+    foreign.sort(key=lambda f: f.line)
+    diags = []
+    for f in foreign:
+        if f.family == used:
+            diags.append(Diagnostic(WARNING, R128_FOREIGN, f"`{f.text.strip()[:80]}`: sbatch translates #{f.family} lines and "
+                                    "applies them after #SBATCH (they override it); slurm2kf does not translate them",
+                                    f.line, "rewrite it as an #SBATCH directive, or run sbatch with --ignore-pbs"))
+        else:
+            diags.append(Diagnostic(INFO, R128_FOREIGN, f"`{f.text.strip()[:80]}`: sbatch ignores #{f.family} lines when #BSUB "
+                                    "lines are present", f.line))
+    return foreign, diags
