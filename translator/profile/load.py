@@ -1,0 +1,423 @@
+"""Load and validate a site profile; find which profile applies to a script.
+
+`load_profile(path)` returns a `Profile` or raises `ProfileError` whose diagnostics name the key path
+and the line of every problem (all problems, not just the first). `find_profile` implements the lookup
+order: `--profile FILE`, then `$SLURM2KF_PROFILE`, then `slurm2kf.yaml` in the script's directory or
+the nearest parent directory.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from translator.diagnostics import ERROR, Diagnostic
+from translator.launchers.intent import (ACCELERATE, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
+                                         TORCHRUN)
+from translator.profile import kube_names
+from translator.profile.model import (API_VERSION, ENV_KINDS, KIND, AccountRule, Defaults, FeatureRule,
+                                      Filesystem, GpuTypeRule, ImageRule, NodeShape, PartitionRule,
+                                      Placement, Profile, QosRule, RuntimeRule)
+from translator.profile.schema import (F_NOT_FOUND, F_REQUIRED, F_SYNTAX, F_VALUE, F_VERSION, Checker, Field,
+                                       boolean, free_form, integer, list_of, mapping_of, obj, one_of, pattern,
+                                       patterns, plain, quantity, string)
+
+PROFILE_FILENAME = "slurm2kf.yaml"
+PROFILE_ENV = "SLURM2KF_PROFILE"
+LAUNCHER_FAMILIES = (TORCHRUN, SRUN_TASKS, ACCELERATE, DEEPSPEED, MPI, JAX, PYTHON, SCRIPT)
+MAX_PROFILE_BYTES = 4 * 1024 * 1024
+
+
+class ProfileError(Exception):
+    """The profile cannot be used. `diagnostics` name key path and line; `path` is the profile file."""
+
+    def __init__(self, path: str, diagnostics):
+        self.path = path
+        self.diagnostics = tuple(diagnostics)
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        return "\n".join(d.format(self.path) for d in self.diagnostics)
+
+
+# ---- Kubernetes shapes ------------------------------------------------------------------------
+
+def _label_key():
+    return string(lambda v: kube_names.qualified_name_problem(v))
+
+
+def _label_value():
+    return string(kube_names.label_value_problem)
+
+
+_LABEL_SELECTOR_REQ = obj({
+    "key": Field(_label_key(), required=True),
+    "operator": Field(one_of("In", "NotIn", "Exists", "DoesNotExist"), required=True),
+    "values": Field(list_of(string())),
+})
+_NODE_SELECTOR_REQ = obj({
+    "key": Field(string(), required=True),
+    "operator": Field(one_of("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"), required=True),
+    "values": Field(list_of(string())),
+})
+_NODE_SELECTOR_TERM = obj({
+    "matchExpressions": Field(list_of(_NODE_SELECTOR_REQ)),
+    "matchFields": Field(list_of(_NODE_SELECTOR_REQ)),
+})
+_LABEL_SELECTOR = obj({
+    "matchLabels": Field(mapping_of(_label_key(), _label_value())),
+    "matchExpressions": Field(list_of(_LABEL_SELECTOR_REQ)),
+})
+_POD_AFFINITY_TERM = obj({
+    "labelSelector": Field(_LABEL_SELECTOR),
+    "namespaceSelector": Field(_LABEL_SELECTOR),
+    "namespaces": Field(list_of(string(kube_names.dns_label_problem))),
+    "topologyKey": Field(_label_key(), required=True),
+    "matchLabelKeys": Field(list_of(_label_key())),
+    "mismatchLabelKeys": Field(list_of(_label_key())),
+})
+_WEIGHTED_POD_TERM = obj({
+    "weight": Field(integer(1), required=True),
+    "podAffinityTerm": Field(_POD_AFFINITY_TERM, required=True),
+})
+_POD_AFFINITY = obj({
+    "requiredDuringSchedulingIgnoredDuringExecution": Field(list_of(_POD_AFFINITY_TERM)),
+    "preferredDuringSchedulingIgnoredDuringExecution": Field(list_of(_WEIGHTED_POD_TERM)),
+})
+_AFFINITY = obj({
+    "nodeAffinity": Field(obj({
+        "requiredDuringSchedulingIgnoredDuringExecution": Field(obj({
+            "nodeSelectorTerms": Field(list_of(_NODE_SELECTOR_TERM), required=True),
+        })),
+        "preferredDuringSchedulingIgnoredDuringExecution": Field(list_of(obj({
+            "weight": Field(integer(1), required=True),
+            "preference": Field(_NODE_SELECTOR_TERM, required=True),
+        }))),
+    })),
+    "podAffinity": Field(_POD_AFFINITY),
+    "podAntiAffinity": Field(_POD_AFFINITY),
+})
+_TOLERATION = obj({
+    "key": Field(string(lambda v: kube_names.qualified_name_problem(v) if v else None)),
+    "operator": Field(one_of("Exists", "Equal")),
+    "value": Field(_label_value()),
+    "effect": Field(one_of("NoSchedule", "PreferNoSchedule", "NoExecute")),
+    "tolerationSeconds": Field(integer()),
+})
+_PLACEMENT_FIELDS = {
+    "nodeSelector": Field(mapping_of(_label_key(), _label_value()),
+                          doc="node labels the pods require (PodSpec nodeSelector)"),
+    "tolerations": Field(list_of(_TOLERATION), doc="core/v1 tolerations"),
+    "affinity": Field(_AFFINITY, doc="core/v1 affinity"),
+}
+
+# ---- the profile ------------------------------------------------------------------------------
+
+_NODE_SHAPE = obj({
+    "cpus": Field(quantity(), doc="allocatable CPUs of one node"),
+    "memory": Field(quantity(), doc="allocatable memory of one node, e.g. 480Gi"),
+    "gpus": Field(integer(0), doc="GPUs of one node"),
+})
+
+_PARTITION = obj({
+    "queue": Field(string(kube_names.queue_name_problem), doc="Kueue LocalQueue"),
+    **_PLACEMENT_FIELDS,
+    "node": Field(_NODE_SHAPE),
+    "gpuType": Field(string(), doc="GPU type of the partition's nodes (a key of gpuTypes)"),
+    "shmSize": Field(quantity()),
+})
+
+_GPU_TYPE = obj({
+    "resource": Field(string(lambda v: kube_names.qualified_name_problem(v, require_prefix=True))),
+    **_PLACEMENT_FIELDS,
+})
+
+
+def _image_rule_check(rule, chk):
+    if not any(rule.get(k) for k in ENV_KINDS) and not any(k in rule.key_lines for k in ENV_KINDS):
+        chk.error(F_REQUIRED, rule.path, rule.line, f"a rule needs one of: {', '.join(ENV_KINDS)}")
+
+
+_IMAGE_RULE = obj({
+    "module": Field(patterns()),
+    "conda": Field(patterns()),
+    "venv": Field(patterns()),
+    "container": Field(patterns()),
+    "image": Field(string(kube_names.image_problem)),
+}, check=_image_rule_check)
+
+_VOLUME_SOURCES = ("pvc", "nfs", "hostPath")
+
+
+def _filesystem_check(fs, chk):
+    path = fs.get("path")
+    sources = [k for k in _VOLUME_SOURCES if fs.get(k) is not None]
+    if len(sources) > 1:
+        chk.error(F_VALUE, fs.path, fs.line, f"set only one of {', '.join(_VOLUME_SOURCES)} (got {', '.join(sources)})")
+    if isinstance(path, str) and path.startswith("$") and sources and not fs.get("mountPath"):
+        chk.error(F_REQUIRED, fs.path + ".mountPath", fs.line,
+                  f"required when path is the variable `{path}` (where should `{path}` point in the pod?)")
+
+
+def _fs_path_problem(value: str) -> Optional[str]:
+    if value.startswith("$"):
+        name = value[2:-1] if value.startswith("${") and value.endswith("}") else value[1:]
+        problem = kube_names.env_name_problem(name)
+        return f"`{value}`: {problem}" if problem else None
+    return kube_names.abs_path_problem(value)
+
+
+_FILESYSTEM = obj({
+    "path": Field(string(_fs_path_problem), required=True,
+                  doc="prefix as scripts write it: /scratch, /lustre/proj, $HOME, $SCRATCH"),
+    "mountPath": Field(string(kube_names.abs_path_problem)),
+    "name": Field(string(kube_names.dns_label_problem), doc="volume name (DNS-1123 label)"),
+    "pvc": Field(string(kube_names.dns_subdomain_problem), doc="PersistentVolumeClaim name"),
+    "nfs": Field(obj({
+        "server": Field(string(), required=True),
+        "path": Field(string(kube_names.abs_path_problem), required=True),
+    })),
+    "hostPath": Field(obj({
+        "path": Field(string(kube_names.abs_path_problem), required=True),
+        "type": Field(one_of("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
+                             "CharDevice", "BlockDevice")),
+    })),
+    "readOnly": Field(boolean()),
+    "subPath": Field(string(lambda v: None if v and not v.startswith("/") and ".." not in v.split("/")
+                            else f"`{v}` must be a relative path without `..`")),
+}, check=_filesystem_check)
+
+_RUNTIME = obj({
+    "name": Field(string(kube_names.dns_subdomain_problem), required=True, doc="runtimeRef.name"),
+    "launchers": Field(list_of(one_of(*LAUNCHER_FAMILIES))),
+    "kind": Field(one_of("ClusterTrainingRuntime", "TrainingRuntime")),
+    "image": Field(string(kube_names.image_problem)),
+    "replicatedJobs": Field(list_of(string(kube_names.dns_label_problem))),
+})
+
+PROFILE_SCHEMA = obj({
+    "apiVersion": Field(string(), required=True),
+    "kind": Field(string(), required=True),
+    "metadata": Field(obj({"name": Field(string()), "description": Field(string())})),
+    "defaults": Field(obj({
+        "namespace": Field(string(kube_names.dns_label_problem)),
+        "partition": Field(string(), doc="the partition Slurm uses when a script names none"),
+        "labels": Field(mapping_of(_label_key(), _label_value())),
+        "annotations": Field(mapping_of(_label_key(), string())),
+        "imagePullSecrets": Field(list_of(string(kube_names.dns_subdomain_problem))),
+        "serviceAccountName": Field(string(kube_names.dns_subdomain_problem)),
+        "gpuResource": Field(string(lambda v: kube_names.qualified_name_problem(v, require_prefix=True))),
+        "shmSize": Field(quantity()),
+    })),
+    "partitions": Field(mapping_of(pattern(), _PARTITION, key_is_pattern=True)),
+    "qos": Field(mapping_of(pattern(), obj({
+        "priorityClass": Field(string(kube_names.queue_name_problem), doc="Kueue WorkloadPriorityClass"),
+    }), key_is_pattern=True)),
+    "accounts": Field(mapping_of(pattern(), obj({
+        "namespace": Field(string(kube_names.dns_label_problem)),
+    }), key_is_pattern=True)),
+    "gpuTypes": Field(mapping_of(pattern(), _GPU_TYPE, key_is_pattern=True)),
+    "constraints": Field(mapping_of(pattern(), obj(dict(_PLACEMENT_FIELDS)), key_is_pattern=True)),
+    "images": Field(obj({
+        "rules": Field(list_of(_IMAGE_RULE)),
+        "provided": Field(obj({k: Field(patterns()) for k in ENV_KINDS})),
+    })),
+    "filesystems": Field(list_of(_FILESYSTEM)),
+    "runtimes": Field(list_of(_RUNTIME)),
+})
+
+
+# ---- building the model -----------------------------------------------------------------------
+
+def _placement(o) -> Placement:
+    if not o:
+        return Placement()
+    ns = tuple((e.key, e.value) for e in (o.get("nodeSelector") or []))
+    tol = tuple(plain(i.value) for i in (o.get("tolerations") or []))
+    aff = plain(o["affinity"]) if o.get("affinity") else None
+    return Placement(node_selector=ns, tolerations=tol, affinity=aff or None)
+
+
+def _volume_name(path: str) -> str:
+    prefix = "var-" if path.startswith("$") else "fs-"
+    base = re.sub(r"[^a-z0-9]+", "-", path.lower().strip("${}")).strip("-") or "root"
+    return (prefix + base)[:63].rstrip("-")
+
+
+def _build(path: str, doc, chk: Checker) -> Optional[Profile]:
+    meta = doc.get("metadata") or {}
+    d = doc.get("defaults") or None
+    defaults = Defaults()
+    if d:
+        defaults = Defaults(
+            namespace=d.get("namespace"),
+            partition=d.get("partition"),
+            labels=tuple((e.key, e.value) for e in (d.get("labels") or []) if e.value is not None),
+            annotations=tuple((e.key, e.value) for e in (d.get("annotations") or []) if e.value is not None),
+            image_pull_secrets=tuple(i.value for i in (d.get("imagePullSecrets") or []) if i.value),
+            service_account_name=d.get("serviceAccountName"),
+            gpu_resource=d.get("gpuResource"),
+            shm_size=d.get("shmSize"),
+            lines=tuple(d.key_lines.items()),
+        )
+
+    partitions = []
+    for e in doc.get("partitions") or []:
+        o = e.value or {}
+        node = o.get("node") or {}
+        partitions.append(PartitionRule(
+            pattern=e.key, key=e.path, line=e.line, queue=o.get("queue"), placement=_placement(o),
+            node=NodeShape(cpus=node.get("cpus"), memory=node.get("memory"), gpus=node.get("gpus")),
+            gpu_type=o.get("gpuType"), shm_size=o.get("shmSize")))
+    qos = [QosRule(e.key, e.path, e.line, (e.value or {}).get("priorityClass")) for e in doc.get("qos") or []]
+    accounts = [AccountRule(e.key, e.path, e.line, (e.value or {}).get("namespace")) for e in doc.get("accounts") or []]
+    gpu_types = [GpuTypeRule(e.key, e.path, e.line, (e.value or {}).get("resource"), _placement(e.value))
+                 for e in doc.get("gpuTypes") or []]
+    constraints = [FeatureRule(e.key, e.path, e.line, _placement(e.value)) for e in doc.get("constraints") or []]
+
+    images = doc.get("images") or {}
+    image_rules = []
+    for item in images.get("rules") or []:
+        r = item.value
+        if r is None:
+            continue
+        matchers = tuple((k, p) for k in ENV_KINDS for p in (r.get(k) or ()))
+        image_rules.append(ImageRule(item.path, item.line, matchers, r.get("image")))
+    provided_obj = images.get("provided") or {}
+    provided = tuple((k, p) for k in ENV_KINDS for p in (provided_obj.get(k) or ()))
+
+    filesystems, names, mounts = [], {}, {}
+    for item in doc.get("filesystems") or []:
+        f = item.value
+        if f is None or f.get("path") is None:
+            continue
+        fs_path = f["path"]
+        if fs_path.startswith("${") and fs_path.endswith("}"):
+            fs_path = "$" + fs_path[2:-1]
+        mount = f.get("mountPath") or (fs_path if not fs_path.startswith("$") else None)
+        source = None
+        if f.get("pvc"):
+            source = {"persistentVolumeClaim": {"claimName": f["pvc"]}}
+        elif f.get("nfs"):
+            source = {"nfs": {"server": f["nfs"]["server"], "path": f["nfs"]["path"]}}
+        elif f.get("hostPath"):
+            source = {"hostPath": plain(f["hostPath"])}
+        if source is not None and f.get("readOnly"):
+            if "persistentVolumeClaim" in source:
+                source["persistentVolumeClaim"]["readOnly"] = True
+            elif "nfs" in source:
+                source["nfs"]["readOnly"] = True
+        vname = f.get("name") or _volume_name(fs_path)
+        if source is not None:
+            if vname in names:
+                chk.error(F_VALUE, item.path + ".name", item.line,
+                          f"volume name `{vname}` is already used by the entry on line {names[vname]}",
+                          "give one of them an explicit `name`")
+            names.setdefault(vname, item.line)
+            if mount in mounts:
+                chk.error(F_VALUE, item.path + ".mountPath", item.line,
+                          f"mount path `{mount}` is already used by the entry on line {mounts[mount]}")
+            mounts.setdefault(mount, item.line)
+            if mount in ("/dev/shm", "/etc/mpi", "/"):
+                chk.error(F_VALUE, item.path + ".mountPath", item.line,
+                          f"`{mount}` is reserved (runtime or shmSize mounts it)")
+        filesystems.append(Filesystem(item.path, item.line, fs_path, mount or "", vname, source,
+                                      bool(f.get("readOnly")), f.get("subPath")))
+
+    runtimes = []
+    for item in doc.get("runtimes") or []:
+        r = item.value
+        if r is None or not r.get("name"):
+            continue
+        runtimes.append(RuntimeRule(
+            key=item.path, line=item.line, name=r["name"],
+            launchers=tuple(i.value for i in (r.get("launchers") or []) if i.value),
+            kind=r.get("kind") or "ClusterTrainingRuntime", image=r.get("image"),
+            replicated_jobs=tuple(i.value for i in (r.get("replicatedJobs") or []) if i.value),
+            kind_set=bool(r.get("kind"))))
+
+    return Profile(
+        path=path, name=meta.get("name") or "", description=meta.get("description") or "",
+        defaults=defaults, partitions=tuple(partitions), qos=tuple(qos), accounts=tuple(accounts),
+        gpu_types=tuple(gpu_types), constraints=tuple(constraints), image_rules=tuple(image_rules),
+        images_provided=provided, images_line=doc.key_lines.get("images"), filesystems=tuple(filesystems),
+        filesystems_line=doc.key_lines.get("filesystems"), runtimes=tuple(runtimes))
+
+
+def parse_profile(text: str, path: str = "<profile>") -> Profile:
+    """Validate profile text; raises ProfileError listing every problem."""
+    import yaml
+
+    chk = Checker()
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        reason = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, f"not valid YAML: {reason}", line)]) from None
+    except yaml.YAMLError as exc:
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, f"not valid YAML: {exc}", None)]) from None
+    if root is None:
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, "the profile is empty", 1,
+                                             f"start with `apiVersion: {API_VERSION}` and `kind: {KIND}`")])
+    doc = PROFILE_SCHEMA(root, "", chk)
+    if doc is None or not hasattr(doc, "key_lines"):
+        if not chk.diagnostics:
+            chk.error(F_SYNTAX, "", root, "the profile must be a mapping")
+        raise ProfileError(path, chk.diagnostics)
+    if doc.get("apiVersion") not in (None, API_VERSION):
+        chk.error(F_VERSION, "apiVersion", doc.key_lines["apiVersion"],
+                  f"`{doc['apiVersion']}` is not supported (this slurm2kf reads `{API_VERSION}`)")
+    if doc.get("kind") not in (None, KIND):
+        chk.error(F_VERSION, "kind", doc.key_lines["kind"], f"`{doc['kind']}` is not `{KIND}`")
+    profile = _build(path, doc, chk)
+    if chk.diagnostics:
+        diags = sorted(chk.diagnostics, key=lambda d: (d.line or 0))
+        raise ProfileError(path, diags)
+    return profile
+
+
+def load_profile(path: str) -> Profile:
+    """Read and validate the profile at `path`. Raises ProfileError (never another exception) on failure."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PROFILE_BYTES + 1)
+    except OSError as exc:
+        raise ProfileError(path, [Diagnostic(ERROR, F_NOT_FOUND, f"cannot read the profile: {exc.strerror or exc}")]) from None
+    if len(data) > MAX_PROFILE_BYTES:
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, f"the profile is larger than {MAX_PROFILE_BYTES} bytes")])
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, "the profile is not UTF-8 text", line)]) from None
+    return parse_profile(text, path)
+
+
+def find_profile(script_path: Optional[str], explicit: Optional[str] = None,
+                 environ: Mapping[str, str] = os.environ) -> Optional[str]:
+    """Which profile applies: `explicit` (--profile), else $SLURM2KF_PROFILE, else the nearest
+    `slurm2kf.yaml` in the script's directory or one of its parents. None when there is none."""
+    if explicit:
+        return explicit
+    from_env = environ.get(PROFILE_ENV)
+    if from_env:
+        return from_env
+    if not script_path or script_path == "-":
+        start = os.getcwd()
+    else:
+        start = os.path.dirname(os.path.abspath(script_path))
+    directory = start
+    while True:
+        candidate = os.path.join(directory, PROFILE_FILENAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent

@@ -1,0 +1,268 @@
+"""What a script uses that a site profile can map: partitions, QoS, accounts, GPU types, constraint
+features, modules and environments, container images, and file-system paths.
+
+Shared by `apply_profile` (one script) and `slurm2kf profile init` (a whole repository).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Tuple
+
+from translator.read.ast import (CONDA, MODULE, VENV, Assignment, Block, Command, Script, iter_assignments,
+                                 iter_commands)
+from translator.slurm.job import SlurmJob
+
+# Module subcommands (Lmod and Environment Modules) that load the modules named after them.
+_MODULE_LOADERS = {"load", "add", "try-load", "try-add", "load-any"}
+_MODULE_SUBCOMMANDS = _MODULE_LOADERS | {
+    "unload", "rm", "del", "purge", "list", "avail", "av", "spider", "use", "unuse", "save", "restore",
+    "show", "display", "help", "swap", "switch", "sw", "keyword", "whatis", "reset", "refresh", "update",
+    "describe", "savelist", "disable", "is-loaded", "is-avail", "initadd", "initrm", "--version",
+}
+_CONTAINER_SUFFIXES = (".sif", ".simg", ".sqsh", ".squashfs")
+_CONTAINER_TOOLS = {"apptainer", "singularity"}
+_CONTAINER_SUBCOMMANDS = {"exec", "run", "shell", "test"}
+# apptainer/singularity options that take a value as the next word.
+_CONTAINER_VALUE_OPTS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--pwd",
+                         "-o", "--overlay", "--mount", "-S", "--scratch", "--security", "--app",
+                         "--network", "--network-args", "--hostname", "--apply-cgroups", "--cwd"}
+
+# System directories whose paths are not site data (not reported as unmapped file systems).
+SYSTEM_DIRS = {"/usr", "/bin", "/sbin", "/etc", "/dev", "/proc", "/sys", "/tmp", "/var", "/lib", "/lib64",
+               "/run", "/opt", "/boot", "/root", "/srv", "/mnt"}
+
+_ABS_PATH = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(,@<>|;]))(/[A-Za-z0-9._+-]+)(?=/|$|[\s'\",:;)|&<>])")
+_VAR_PATH = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/|$|[^A-Za-z0-9_])")
+
+
+@dataclass(frozen=True)
+class EnvItem:
+    """A software environment the script activates: kind is module | conda | venv | container."""
+
+    kind: str
+    name: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string from the script that may name paths (a word, an assignment value, a directive value)."""
+
+    value: str
+    line: Optional[int]
+
+
+def option_line(job: SlurmJob, name: str) -> Optional[int]:
+    """Line of the `#SBATCH` directive that set option `name` last (None for env/CLI or unset)."""
+    line = None
+    for setting in job.main.settings:
+        if setting.name == name:
+            line = setting.line if setting.source == "directive" else None
+    return line
+
+
+def _option_words(words: List[str], start: int) -> List[str]:
+    return [w for w in words[start:] if not w.startswith("-")]
+
+
+def _module_names(argv: Tuple[str, ...]) -> List[str]:
+    if not argv:
+        return []
+    tool = argv[0].rsplit("/", 1)[-1]
+    words = list(argv[1:])
+    if tool == "ml":
+        if not words:
+            return []
+        if words[0] in _MODULE_LOADERS:
+            return _option_words(words, 1)
+        if words[0] in _MODULE_SUBCOMMANDS:
+            return []
+        return [w for w in words if not w.startswith("-")]
+    # module [options] subcommand args
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 1
+    if i >= len(words):
+        return []
+    sub = words[i]
+    if sub in _MODULE_LOADERS:
+        return _option_words(words, i + 1)
+    if sub in ("swap", "switch", "sw"):
+        names = _option_words(words, i + 1)
+        return names[-1:]
+    return []
+
+
+def _conda_env(argv: Tuple[str, ...]) -> Optional[str]:
+    words = list(argv)
+    if "activate" not in words:
+        return None
+    rest = words[words.index("activate") + 1:]
+    names = []
+    skip = False
+    for w in rest:
+        if skip:
+            names.append(w)
+            skip = False
+            continue
+        if w in ("-n", "--name", "-p", "--prefix"):
+            skip = True
+            continue
+        if w.startswith("-"):
+            continue
+        names.append(w)
+    return names[-1] if names else "base"
+
+
+def _venv_path(argv: Tuple[str, ...]) -> Optional[str]:
+    for w in argv[1:]:
+        if w.endswith("/activate"):
+            path = w[: -len("/activate")]
+            if path.endswith("/bin"):
+                path = path[: -len("/bin")]
+            return path or None
+    return None
+
+
+def _containers(argv: Tuple[str, ...]) -> List[str]:
+    found: List[str] = []
+    tool = argv[0].rsplit("/", 1)[-1] if argv else ""
+    if tool in _CONTAINER_TOOLS and len(argv) > 2 and argv[1] in _CONTAINER_SUBCOMMANDS:
+        i = 2
+        while i < len(argv):
+            w = argv[i]
+            if w.startswith("-"):
+                if w in _CONTAINER_VALUE_OPTS:
+                    i += 1
+                i += 1
+                continue
+            if "://" not in w:
+                found.append(w)
+            break
+    for i, w in enumerate(argv):
+        if w.startswith("--container-image="):
+            ref = w.split("=", 1)[1]
+        elif w == "--container-image" and i + 1 < len(argv):
+            ref = argv[i + 1]
+        else:
+            ref = w
+            if not ref.endswith(_CONTAINER_SUFFIXES):
+                continue
+        if ref.endswith(_CONTAINER_SUFFIXES) or ref.startswith(("/", "./", "../")):
+            if ref not in found:
+                found.append(ref)
+    return found
+
+
+def environment_items(script: Script) -> List[EnvItem]:
+    """Modules, conda/venv environments and local container images, in script order (repeats kept once)."""
+    items: List[EnvItem] = []
+    seen = set()
+
+    def add(kind, name, line):
+        if name and (kind, name) not in seen:
+            seen.add((kind, name))
+            items.append(EnvItem(kind, name, line))
+
+    for cmd in iter_commands(script.body):
+        argv = cmd.argv
+        if cmd.kind == MODULE or (argv and argv[0] in ("module", "ml")):
+            for name in _module_names(argv):
+                add("module", name, cmd.line)
+        elif cmd.kind == CONDA:
+            add("conda", _conda_env(argv), cmd.line)
+        elif cmd.kind == VENV:
+            add("venv", _venv_path(argv), cmd.line)
+        for ref in _containers(argv):
+            add("container", ref, cmd.line)
+    return items
+
+
+def script_texts(script: Script, job: Optional[SlurmJob]) -> List[Text]:
+    """Every string in which the script can name a path: command words, assignment values, here-document
+    bodies, and the --chdir/--output/--error directive values."""
+    out: List[Text] = []
+    for cmd in iter_commands(script.body):
+        for w in cmd.words:
+            out.append(Text(w.value, cmd.line))
+        for r in cmd.redirections:
+            out.append(Text(r.lstrip("0123456789<>&|"), cmd.line))
+    for a in iter_assignments(script.body):
+        out.append(Text(a.value.value, a.line))
+
+    def heredocs(statements):
+        for st in statements:
+            if isinstance(st, Block):
+                if st.heredoc_body:
+                    for i, text in enumerate(st.heredoc_body.splitlines()):
+                        out.append(Text(text, st.line + 1 + i))
+                heredocs(st.children)
+
+    heredocs(script.body)
+    if job is not None:
+        for name in ("chdir", "output", "error"):
+            value = getattr(job.fields, name, None)
+            if value:
+                out.append(Text(value, option_line(job, name)))
+    return out
+
+
+def uses_prefix(texts: Iterable[Text], prefix: str) -> Optional[Text]:
+    """The first text that uses path `prefix` (`/scratch` or `$SCRATCH`) at a path boundary."""
+    if prefix.startswith("$"):
+        name = prefix[1:]
+        rx = re.compile(r"\$\{?" + re.escape(name) + r"\}?(?![A-Za-z0-9_])")
+        if name == "HOME":
+            rx = re.compile(r"\$\{?HOME\}?(?![A-Za-z0-9_])|(?:(?<=^)|(?<=[\s=:'\"]))~(?=/|$|\s)")
+    else:
+        rx = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(,@<>|;]))" + re.escape(prefix) + r"(?=/|$|[\s'\",:;)|&<>])")
+    for t in texts:
+        if rx.search(t.value):
+            return t
+    return None
+
+
+def absolute_prefixes(texts: Iterable[Text]) -> List[Tuple[str, Text]]:
+    """Top-level directories (`/scratch`) of absolute paths in texts, first use of each, in order."""
+    seen = {}
+    for t in texts:
+        for m in _ABS_PATH.finditer(t.value):
+            top = m.group(1)
+            if top not in seen:
+                seen[top] = t
+    return list(seen.items())
+
+
+def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> List[Tuple[str, Text]]:
+    """`$VAR` used as the start of a path (`$SCRATCH/data`, `${WORK}/x`), excluding Slurm/Kubeflow
+    variables and variables the script assigns itself."""
+    assigned = set(assigned)
+    seen = {}
+    for t in texts:
+        for m in re.finditer(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)", t.value):
+            name = m.group(1)
+            if name.startswith(("SLURM_", "PET_", "OMPI_")) or name in assigned or name in ("PWD", "OLDPWD"):
+                continue
+            key = "$" + name
+            if key not in seen:
+                seen[key] = t
+        if re.search(r"(?:(?<=^)|(?<=[\s=:'\"]))~/", t.value) and "$HOME" not in seen:
+            seen["$HOME"] = t
+    return list(seen.items())
+
+
+def assigned_names(script: Script) -> List[str]:
+    return [a.name for a in iter_assignments(script.body)]
+
+
+def constraint_features(expr: Optional[str]) -> Tuple[Tuple[str, ...], bool]:
+    """Feature names in a `--constraint` expression and whether it only ANDs them (`a&b`, `a,b`).
+
+    `a|b`, `[a|b]` and counts (`a*2`) make it more than a plain conjunction.
+    """
+    if not expr:
+        return (), True
+    plain_and = not any(c in expr for c in "|[]*()")
+    names = tuple(n for n in re.split(r"[&|,\[\]()*]+", expr) if n and not n.isdigit())
+    return names, plain_and
