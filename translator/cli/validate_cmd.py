@@ -1,0 +1,119 @@
+"""`slurm2kf validate FILE.yaml... [--crd CRD.yaml] [--runtimes PATH]... [--json]`."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+
+def _read(path: str):
+    """(text, error message) of a file or '-' (stdin)."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror or exc}"
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start})"
+
+
+def _runtime_files(paths):
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _dirs, files in os.walk(p):
+                for f in sorted(files):
+                    if f.endswith((".yaml", ".yml", ".json")):
+                        yield os.path.join(root, f)
+        else:
+            yield p
+
+
+def _load_runtimes(paths):
+    """name -> RuntimeInfo from (Cluster)TrainingRuntime manifests; raises click.UsageError."""
+    from translator.validate.documents import DecodeError, load_documents
+    from translator.validate.runtimes import runtime_from_manifest
+
+    out = {}
+    for f in _runtime_files(paths):
+        text, err = _read(f)
+        if err:
+            raise click.UsageError(f"--runtimes {f}: {err}")
+        try:
+            docs = load_documents(text)
+        except DecodeError as exc:
+            raise click.UsageError(f"--runtimes {f}: {exc.message}")
+        for d in docs:
+            info = runtime_from_manifest(d.data)
+            if info is not None and info.name:
+                out[info.name] = info
+    return out
+
+
+@click.command("validate")
+@click.argument("files", nargs=-1, required=True, metavar="FILE.yaml...")
+@click.option("--crd", "crd_path", metavar="CRD.yaml",
+              help="TrainJob CustomResourceDefinition to validate against "
+                   "(default: the bundled Kubeflow Trainer v2.3.0 CRD).")
+@click.option("--runtimes", "runtime_paths", multiple=True, metavar="PATH",
+              help="(Cluster)TrainingRuntime manifests (file or folder) for runtime-aware checks; "
+                   "the shipped runtimes are always known.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per TrainJob on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="Only print problems and the summary.")
+def command(files, crd_path, runtime_paths, as_json, quiet):
+    """Check TrainJob YAML against a TrainJob CRD: the OpenAPI schema with unknown fields as errors,
+    defaults, list keys, the CEL rules that apply at create, and the Kubeflow Trainer webhook rules.
+
+    Exit status: 0 all TrainJobs valid, 1 some invalid, 2 a file or the CRD could not be read.
+    """
+    from translator.validate.crd import CRDError, load_crd
+    from translator.validate.validator import validate_text
+
+    try:
+        crd = load_crd(crd_path)
+    except CRDError as exc:
+        click.echo(f"slurm2kf validate: {exc}", err=True)
+        sys.exit(2)
+    runtimes = _load_runtimes(runtime_paths)
+
+    unreadable = False
+    results = []
+    for path in files:
+        text, err = _read(path)
+        if err is not None:
+            unreadable = True
+            from translator.validate.validator import Problem, Result
+
+            results.append(Result(path, None, None, problems=[Problem("V701", "error", "<file>", None, err)]))
+            continue
+        file_results = validate_text(text, crd, file=path, runtimes=runtimes)
+        if any(p.code == "V701" for r in file_results for p in r.problems):
+            unreadable = True
+        results.extend(file_results)
+
+    verdicts = [r for r in results if not r.skipped]
+    if as_json:
+        for r in verdicts:
+            click.echo(json.dumps(r.to_json(), ensure_ascii=True))
+    else:
+        for r in results:
+            where_doc = f" (document {r.index + 1})" if r.index is not None else ""
+            for p in sorted(r.problems, key=lambda x: (x.line or 0)):
+                loc = f"{r.file}:{p.line}" if p.line is not None else r.file
+                click.echo(f"{loc}: {p.severity} {p.code} {p.message}{where_doc}")
+            if not quiet and not r.skipped and r.index is not None:
+                state = "valid" if r.valid else "INVALID"
+                click.echo(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} "
+                           f"(CEL rules evaluated {r.cel_evaluated}, transition rules skipped "
+                           f"{r.cel_skipped_transition})")
+    n_valid = sum(1 for r in verdicts if r.valid)
+    click.echo(f"valid: {n_valid}/{len(verdicts)}", err=as_json)
+    if unreadable:
+        sys.exit(2)
+    sys.exit(0 if n_valid == len(verdicts) else 1)

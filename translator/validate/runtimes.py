@@ -1,0 +1,74 @@
+"""What the validator needs to know about a training runtime: its ML policy and its jobs/containers.
+
+The shipped ClusterTrainingRuntimes of Kubeflow Trainer v2.3.0 are described here by hand (from
+their manifests: policy, replicated jobs, container names); more can be read from
+(Cluster)TrainingRuntime manifests given on the command line or placed in the same file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+# Env names the controller sets for a policy; the trainer webhook rejects them in spec.trainer.env.
+RESERVED_ENV = {
+    "torch": ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
+    "mpi": ("OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",
+            "OMPI_MCA_orte_set_default_slots"),
+    "xgboost": ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
+}
+# Set by the JAX plugin (not webhook-checked, but a value given here would fight the controller).
+CONTROLLER_ENV = {
+    "jax": ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "JAX_COORDINATOR_ADDRESS"),
+}
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    name: str
+    policy: str                                        # torch | mpi | jax | xgboost | flux | plain
+    jobs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)       # job -> containers
+    init_containers: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    kind: str = "ClusterTrainingRuntime"
+
+
+_NODE = {"node": ("node",)}
+_MPI = {"node": ("node",), "launcher": ("node",)}
+_TORCHTUNE = {"dataset-initializer": ("dataset-initializer",), "model-initializer": ("model-initializer",),
+              "node": ("node",)}
+
+SHIPPED = {
+    r.name: r for r in (
+        RuntimeInfo("torch-distributed", "torch", _NODE),
+        RuntimeInfo("torch-distributed-with-cache", "torch",
+                    {"dataset-initializer": ("dataset-initializer",), "node": ("node",)}),
+        RuntimeInfo("deepspeed-distributed", "mpi", _MPI),
+        RuntimeInfo("mlx-distributed", "mpi", _MPI),
+        RuntimeInfo("jax-distributed", "jax", _NODE),
+        RuntimeInfo("xgboost-distributed", "xgboost", _NODE),
+        RuntimeInfo("torchtune-llama3.2-1b", "torch", _TORCHTUNE),
+        RuntimeInfo("torchtune-llama3.2-3b", "torch", _TORCHTUNE),
+        RuntimeInfo("torchtune-qwen2.5-1.5b", "torch", _TORCHTUNE),
+    )
+}
+
+
+def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
+    """RuntimeInfo of a (Cluster)TrainingRuntime manifest, or None if ``doc`` is not one."""
+    if not isinstance(doc, dict) or doc.get("kind") not in ("ClusterTrainingRuntime", "TrainingRuntime"):
+        return None
+    name = str((doc.get("metadata") or {}).get("name") or "")
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    ml = spec.get("mlPolicy") if isinstance(spec.get("mlPolicy"), dict) else {}
+    policy = next((p for p in ("torch", "mpi", "jax", "xgboost", "flux") if p in ml), "plain")
+    jobs: Dict[str, Tuple[str, ...]] = {}
+    inits: Dict[str, Tuple[str, ...]] = {}
+    tmpl = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    for rj in ((tmpl.get("spec") or {}).get("replicatedJobs") or []):
+        if not isinstance(rj, dict):
+            continue
+        pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+        jobs[str(rj.get("name"))] = tuple(str(c.get("name")) for c in pod.get("containers") or []
+                                          if isinstance(c, dict))
+        inits[str(rj.get("name"))] = tuple(str(c.get("name")) for c in pod.get("initContainers") or []
+                                           if isinstance(c, dict))
+    return RuntimeInfo(name, policy, jobs, inits, kind=str(doc.get("kind")))
