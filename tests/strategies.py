@@ -288,12 +288,19 @@ def value_for(vtype: str):
 
 # ---- directive words (as sbatch's tokenizer reads them) --------------------------------------------
 
-_SBATCH_SPECIAL = set(" \t\n\r\v\f'\"#\\")
+_C_SPACE = " \t\n\v\f\r"      # C isspace() in the "C" locale
 
 
 def sbatch_escape(value: str) -> str:
-    """Backslash-escape a value so sbatch's get_argument() yields exactly `value` (no newlines)."""
-    return "".join("\\" + c if c in _SBATCH_SPECIAL else c for c in value)
+    """Write `value` so that sbatch's get_argument() yields exactly `value` as one word.
+
+    In opt.c the word loop tests `quoted || !isspace(c)` before it looks at a backslash, so an
+    unquoted `\\ ` ends the word; inside quotes a backslash still escapes the next character and
+    `#` is literal. Hence: double quotes around the whole value, `\\` before `\\` and `"`.
+    """
+    if value and not any(c in _C_SPACE or c in "'\"#\\" for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @st.composite
@@ -306,6 +313,8 @@ def directive_token(draw, value: str) -> str:
         return "'" + value + "'"
     if how == "raw":
         return value  # may be split, truncated by `#`, or leave an unmatched quote: all legal inputs
+    if how == "escape" and not any(c in _C_SPACE for c in value):
+        return "".join("\\" + c if c in "'\"#\\" else c for c in value)
     return sbatch_escape(value)
 
 

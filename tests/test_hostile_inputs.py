@@ -1,0 +1,272 @@
+"""Hostile and broken files, each generated here in a temp dir (nothing binary is committed).
+
+Each must give a diagnostic naming the file and a line (or a clear file-level error naming the file),
+exit 0/1/2, never a traceback, and finish in bounded time and memory. Big inputs run as real
+subprocesses so that wall time and peak RSS (os.wait4) are those of the command a user runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+import strategies as S
+
+EXE = S.REPO / ".venv" / "bin" / "slurm2kf"
+MB = 1024 * 1024
+
+
+def run_measured(args, timeout: float):
+    """Run `slurm2kf ARGS` as a subprocess; returns (rc, stdout, stderr, seconds, peak RSS in MiB)."""
+    assert EXE.exists(), "the slurm2kf console script is not installed in .venv"
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen([str(EXE), *map(str, args)], stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - start > timeout:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                pytest.fail(f"slurm2kf {' '.join(map(str, args))[:200]} still running after {timeout} s")
+            time.sleep(0.02)
+        seconds = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024
+
+
+def inspect_json(path, timeout: float = 60):
+    rc, out, err, secs, rss = run_measured(["inspect", "--json", path], timeout)
+    assert rc in (0, 1, 2), (rc, err[-2000:])
+    assert b"Traceback" not in err and b"Traceback" not in out, err[-3000:]
+    objs = [json.loads(line) for line in out.decode("utf-8").splitlines() if line.strip()]
+    return rc, objs, err.decode("utf-8", "replace"), secs, rss
+
+
+def in_process(args):
+    result = S.run_cli(args)
+    assert S.cli_result_problem(result) == ""
+    return result
+
+
+def diag_lines(obj):
+    return [(d["line"], d["code"], d["severity"]) for d in obj["diagnostics"]]
+
+
+# ---- bytes and encodings ---------------------------------------------------------------------------
+
+def test_nul_byte_is_named_with_its_line(tmp_path):
+    path = tmp_path / "nul.sbatch"
+    path.write_bytes(b"#!/bin/bash\n#SBATCH -N 2\n#SBATCH -t 10\x00\nsrun python train.py\n")
+    result = in_process(["inspect", "--json", str(path)])
+    assert result.exit_code == 1, result.output   # sbatch refuses a script containing NUL
+    obj = json.loads(result.stdout.splitlines()[0])
+    assert obj["sbatch_accepts"] is False
+    assert any(line == 3 and sev == "error" for line, _c, sev in diag_lines(obj)), obj["diagnostics"]
+
+
+def test_invalid_utf8_is_a_line_diagnostic_not_a_crash(tmp_path):
+    path = tmp_path / "latin1.sbatch"
+    path.write_bytes(b"#!/bin/bash\n#SBATCH --job-name=caf\xe9\n#SBATCH -N 1\necho \xff\xfe\nsrun python t.py\n")
+    result = in_process(["inspect", "--json", str(path)])
+    obj = json.loads(result.stdout.splitlines()[0])
+    lines = [line for line, code, _s in diag_lines(obj) if code.startswith("R")]
+    assert 2 in lines, obj["diagnostics"]                     # the undecodable line is named
+    assert obj["job"]["nodes_min"] == 1                        # the rest of the header is still read
+    for to in ("yaml", "python"):
+        conv = in_process(["convert", str(path), "--to", to])
+        assert conv.exit_code in (0, 1)
+
+
+def test_utf16_with_bom_is_refused_with_a_reason(tmp_path):
+    path = tmp_path / "utf16.sbatch"
+    path.write_bytes("#!/bin/bash\n#SBATCH -N 2\nsrun python t.py\n".encode("utf-16"))
+    result = in_process(["inspect", "--json", str(path)])
+    assert result.exit_code == 1, result.output   # sbatch sees no `#!` at byte 0 and NUL bytes
+    obj = json.loads(result.stdout.splitlines()[0])
+    assert obj["sbatch_accepts"] is False
+    errors = [d for d in obj["diagnostics"] if d["severity"] == "error"]
+    assert errors and all(d["code"].startswith("R") for d in errors), obj["diagnostics"]
+    assert any("16" in d["message"] or "BOM" in d["message"] or "NUL" in d["message"] for d in errors), errors
+
+
+def test_binary_file_and_empty_file(tmp_path):
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 64)
+    empty = tmp_path / "empty.sbatch"
+    empty.write_bytes(b"")
+    result = in_process(["inspect", "--json", str(binary), str(empty)])
+    assert result.exit_code in (1, 2)
+    objs = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    for obj in objs:
+        assert obj["sbatch_accepts"] is False and obj["diagnostics"], obj
+
+
+# ---- size and shape ----------------------------------------------------------------------------------
+
+def _write_big(path, header_lines: int, body_bytes: int):
+    with open(path, "wb") as fh:
+        fh.write(b"#!/bin/bash\n")
+        chunk = b"#SBATCH --comment=padding-line-for-a-very-long-header\n"
+        fh.write(chunk * header_lines)
+        fh.write(b"#SBATCH -N 2 --ntasks-per-node=1\n")
+        line = b"echo 'body line' $SLURM_JOB_ID >> log.txt\n"
+        fh.write(line * (body_bytes // len(line)))
+        fh.write(b"srun torchrun --nproc-per-node=4 train.py\n")
+
+
+def test_50_mb_script_in_bounded_time_and_memory(tmp_path):
+    path = tmp_path / "huge.sbatch"
+    _write_big(path, 0, 50 * MB)
+    rc, objs, err, secs, rss = inspect_json(path, timeout=240)
+    assert rc in (0, 1, 2)
+    if rc == 2:   # refused as too large: acceptable only with a file-level error naming it
+        assert str(path) in err
+    else:
+        assert objs and objs[0]["job"]["nodes_min"] == 2
+    assert rss < 2048, f"peak RSS {rss:.0f} MiB for a 50 MB script"
+
+
+def test_100000_line_header(tmp_path):
+    path = tmp_path / "header.sbatch"
+    _write_big(path, 100_000, 0)
+    rc, objs, err, secs, rss = inspect_json(path, timeout=120)
+    assert rc == 0, err[-2000:]
+    assert objs[0]["options"].get("comment") == "padding-line-for-a-very-long-header"
+    assert objs[0]["job"]["nodes_min"] == 2            # the last line of the header is still applied
+    assert rss < 1024, f"peak RSS {rss:.0f} MiB"
+
+
+def test_10_mb_single_lines(tmp_path):
+    head = tmp_path / "longdirective.sbatch"
+    head.write_bytes(b"#!/bin/bash\n#SBATCH --comment=" + b"c" * (10 * MB) + b"\n#SBATCH -N 3\nsrun python t.py\n")
+    body = tmp_path / "longbody.sbatch"
+    body.write_bytes(b"#!/bin/bash\n#SBATCH -N 3\nsrun python t.py --x " + b"'" + b"a b " * (10 * MB // 4) + b"'\n")
+    for path in (head, body):
+        rc, objs, err, secs, rss = inspect_json(path, timeout=120)
+        assert rc in (0, 1), err[-2000:]
+        assert objs[0]["job"]["nodes_min"] == 3
+        assert rss < 1024, f"peak RSS {rss:.0f} MiB"
+        rc, out, err2, secs, rss = run_measured(["convert", path, "--to", "yaml"], timeout=120)
+        assert rc in (0, 1, 2) and b"Traceback" not in err2, err2[-2000:]
+
+
+@pytest.mark.parametrize("opener,closer", [
+    ("if true; then", "fi"), ("while true; do", "done"), ("(", ")"), ("{", "}"), ("f() {", "}"),
+    ("for i in 1; do", "done"), ("case x in x)", ";; esac"),
+])
+def test_10000_levels_of_nesting(tmp_path, opener, closer):
+    depth = 10_000
+    text = "#!/bin/bash\n#SBATCH -N 2\n" + (opener + "\n") * depth + "srun python train.py\n" + (closer + "\n") * depth
+    path = tmp_path / "deep.sbatch"
+    path.write_text(text)
+    result = in_process(["inspect", "--json", str(path)])
+    assert result.exit_code == 0, result.output[-2000:]
+    conv = in_process(["convert", str(path), "--to", "python"])
+    assert conv.exit_code in (0, 1)
+    if conv.exit_code == 0:
+        assert S.python_problems(conv.stdout) == []
+
+
+@pytest.mark.parametrize("text,bad_line", [
+    ("#!/bin/bash\n#SBATCH -N 1\ncat > gen.sh <<EOF\n#!/bin/bash\n#SBATCH -N 4\nsrun x\n", 3),
+    ("#!/bin/bash\n#SBATCH -N 1\npython - <<'PY'\nimport os\nprint('no end')\n", 3),
+    ("#!/bin/bash\n#SBATCH -N 1\necho \"unterminated\nsrun python t.py\n", 3),
+    ("#!/bin/bash\n#SBATCH -N 1\necho 'unterminated\nsrun python t.py\n", 3),
+    ("#!/bin/bash\n#SBATCH -N 1\nx=$(echo (\nsrun python t.py\n", 3),
+    ("#!/bin/bash\n#SBATCH -N 1\nx=`echo\nsrun python t.py\n", 3),
+    ("#!/bin/bash\n#SBATCH -N 1\nif true; then\nsrun python t.py\n", 3),
+])
+def test_unterminated_constructs_in_the_body(tmp_path, text, bad_line):
+    path = tmp_path / "open.sbatch"
+    path.write_text(text)
+    result = in_process(["inspect", "--json", str(path)])
+    obj = json.loads(result.stdout.splitlines()[0])
+    assert obj["job"]["nodes_min"] == 1
+    assert any(d["line"] == bad_line and d["code"].startswith("R") for d in obj["diagnostics"]), obj["diagnostics"]
+    for to in ("yaml", "python"):
+        assert in_process(["convert", str(path), "--to", to]).exit_code in (0, 1, 2)
+
+
+def test_unmatched_quote_in_a_directive(tmp_path):
+    path = tmp_path / "quote.sbatch"
+    path.write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --job-name='oops\nsrun python t.py\n")
+    result = in_process(["inspect", "--json", str(path)])
+    assert result.exit_code == 1     # sbatch: fatal "Unmatched ' in [...]"
+    obj = json.loads(result.stdout.splitlines()[0])
+    assert any(d["line"] == 3 and d["severity"] == "error" for d in obj["diagnostics"]), obj["diagnostics"]
+
+
+# ---- files that are not regular, readable files -----------------------------------------------------
+
+def _file_level_error(result, path):
+    assert result.exit_code == 2, (result.exit_code, result.output[-2000:])
+    assert str(path) in result.output, result.output
+
+
+def test_symlink_loop(tmp_path):
+    a, b = tmp_path / "a.sbatch", tmp_path / "b.sbatch"
+    os.symlink(b, a)
+    os.symlink(a, b)
+    _file_level_error(in_process(["inspect", str(a)]), a)
+    _file_level_error(in_process(["convert", str(a)]), a)
+
+
+def test_missing_file_and_directory_named_like_a_script(tmp_path):
+    missing = tmp_path / "missing.sbatch"
+    folder = tmp_path / "job.sbatch"
+    folder.mkdir()
+    _file_level_error(in_process(["inspect", str(missing)]), missing)
+    _file_level_error(in_process(["inspect", "--json", str(folder)]), folder)
+    _file_level_error(in_process(["convert", str(folder)]), folder)
+
+
+def test_fifo_does_not_hang(tmp_path):
+    """A named pipe with no writer would block a plain open()/read() forever."""
+    fifo = tmp_path / "pipe.sbatch"
+    os.mkfifo(fifo)
+    for args in (["inspect", "--json", fifo], ["convert", fifo, "--to", "yaml"]):
+        rc, out, err, secs, rss = run_measured(args, timeout=20)
+        assert rc == 2 and str(fifo).encode() in err + out, (rc, err[-1000:])
+        assert b"Traceback" not in err
+
+
+def test_device_file_is_not_read_forever(tmp_path):
+    rc, out, err, secs, rss = run_measured(["inspect", "--json", "/dev/zero"], timeout=60)
+    assert rc in (1, 2) and b"Traceback" not in err, err[-1000:]
+    assert rss < 512, f"peak RSS {rss:.0f} MiB reading /dev/zero"
+
+
+def test_unreadable_file(tmp_path):
+    """Tests run as root, which reads any file: drop the effective uid to `nobody` for the read."""
+    if os.geteuid() != 0:
+        pytest.fail("this test needs root to switch to the `nobody` user (CI runs as root)")
+    path = tmp_path / "secret.sbatch"
+    path.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
+    os.chmod(path, 0)
+    ok = tmp_path / "ok.sbatch"
+    ok.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
+    os.chmod(tmp_path, 0o755)
+    in_process(["inspect", str(ok)])           # import everything the command needs while still root
+    in_process(["convert", str(ok)])
+    import pwd
+    nobody = pwd.getpwnam("nobody").pw_uid
+    os.seteuid(nobody)
+    try:
+        inspect_result = S.run_cli(["inspect", "--json", str(path)])
+        convert_result = S.run_cli(["convert", str(path)])
+    finally:
+        os.seteuid(0)
+    for result in (inspect_result, convert_result):
+        assert S.cli_result_problem(result) == ""
+        _file_level_error(result, path)
+        assert "permission" in result.output.lower(), result.output
