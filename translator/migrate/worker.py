@@ -1,0 +1,139 @@
+"""One unit of migrate work: read a candidate, decide by content, convert, render, write, report.
+
+Runs in pool workers (and inline for `--jobs 1`). The pipeline and emitters are imported once per
+process (`init`), and each call handles a batch of files to keep inter-process traffic low. A
+failure on one file is caught and recorded (M606); it never stops the batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+from translator.migrate.discover import Candidate, is_job_script, looks_binary
+from translator.migrate.files import UNCHANGED, WRITTEN, sha256_bytes, write_if_changed
+
+YAML_SUFFIX = ".trainjob.yaml"
+PY_SUFFIX = ".trainjob.py"
+
+
+@dataclass(frozen=True)
+class WorkContext:
+    out_dir: Optional[str]          # None: report only, nothing written or compared
+    settings: object                # translator.pipeline.ConvertSettings
+    check: bool = False
+    max_size: int = 1 << 20
+    source_label: str = ""          # prefix for the source path recorded in annotations ("" = relative)
+
+
+@dataclass
+class FileResult:
+    """What the parent needs back about one candidate."""
+
+    rel: str
+    kind: str                                   # "script" | "other" | "binary" | "unreadable"
+    record: Optional[dict] = None               # ScriptReport.to_json() (scripts)
+    outputs: Tuple[Tuple[str, str, str], ...] = ()   # (rel OUT path, sha256, WRITTEN|UNCHANGED)
+    names: Tuple[str, ...] = ()                 # TrainJob names as emitted
+    base_names: Tuple[str, ...] = ()            # TrainJob names before any clash suffix
+    suffixed: bool = False                      # a clash suffix was applied
+    runnable: bool = False                      # goes into the kustomization
+    skipped: Optional[dict] = None              # SkippedFile.to_json() (unreadable)
+
+
+_CTX: Optional[WorkContext] = None
+
+
+def init(ctx: WorkContext) -> None:
+    """Pool initializer: keep the context and import the whole pipeline once."""
+    global _CTX
+    _CTX = ctx
+    warm_up()
+
+
+def warm_up() -> None:
+    import translator.pipeline  # noqa: F401
+    import translator.report.build  # noqa: F401
+    for mod in ("translator.read", "translator.slurm.resolve", "translator.plan.build",
+                "translator.emit.trainjob_yaml", "translator.emit.sdk_python"):
+        try:
+            __import__(mod)
+        except ImportError:
+            pass
+
+
+def run_batch(batch: Sequence[Tuple[Candidate, Optional[str]]]) -> List[FileResult]:
+    """Process (candidate, rename_suffix) pairs with the process-wide context."""
+    assert _CTX is not None, "worker.init() was not called"
+    return [process(c, _CTX, suffix) for c, suffix in batch]
+
+
+def renamed(name: str, suffix: str) -> str:
+    base = name[: 63 - len(suffix) - 1].rstrip("-")
+    return f"{base}-{suffix}"
+
+
+def rename_suffix(rel: str) -> str:
+    return hashlib.sha1(rel.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> FileResult:
+    from translator.report.model import SkippedFile
+
+    try:
+        with open(c.path, "rb") as fh:
+            data = fh.read(ctx.max_size + 1)
+    except OSError as exc:
+        sk = SkippedFile(c.rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
+        return FileResult(c.rel, "unreadable", skipped=sk.to_json())
+    if not is_job_script(data):
+        return FileResult(c.rel, "binary" if looks_binary(data) else "other")
+    try:
+        return _convert(c, data, ctx, suffix)
+    except Exception as exc:  # a bug in a stage must not stop the run: record it against the script
+        from translator.report.model import ERRORS, Issue, ScriptReport
+
+        msg = f"internal error while converting ({type(exc).__name__}: {exc})"
+        sr = ScriptReport(path=c.rel, outcome=ERRORS, sbatch_accepts=False,
+                          issues=(Issue("error", "M606", msg[:500], None,
+                                        "report this script to the slurm2kf maintainers"),))
+        return FileResult(c.rel, "script", record=sr.to_json())
+
+
+def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str]) -> FileResult:
+    from translator.pipeline import convert
+    from translator.report.build import script_report
+
+    conv = convert(ctx.source_label + c.rel, data=data, settings=ctx.settings)
+    plans = tuple(conv.plans)
+    base_names = tuple(p.name for p in plans)
+    if suffix and plans:
+        plans = tuple(dataclasses.replace(p, name=renamed(p.name, suffix)) for p in plans)
+        conv = dataclasses.replace(conv, plans=plans)
+    yaml_text = ""
+    outputs: List[Tuple[str, str, str]] = []
+    if plans:
+        from translator.emit import sdk_python, trainjob_yaml
+
+        yaml_text = trainjob_yaml.render(plans, findings_comment=True)
+        py_text = sdk_python.render(plans)
+        for suffix_, text in ((YAML_SUFFIX, yaml_text), (PY_SUFFIX, py_text)):
+            rel_out = c.out_stem + suffix_
+            blob = text.encode("utf-8")
+            status = UNCHANGED
+            if ctx.out_dir is not None:
+                status = write_if_changed(os.path.join(ctx.out_dir, *rel_out.split("/")), blob, ctx.check)
+            outputs.append((rel_out, sha256_bytes(blob), status))
+    sr = script_report(conv, c.rel, yaml_text, [o[0] for o in outputs])
+    if suffix and plans:
+        from translator.report.model import Issue
+
+        note = Issue("info", "M607", f"TrainJob name {', '.join(base_names)} is shared with another script "
+                                     f"of the repository; renamed to {', '.join(sr.names)}", None,
+                     "give the scripts distinct --job-name values to choose the names yourself")
+        sr = dataclasses.replace(sr, issues=sr.issues + (note,))
+    return FileResult(c.rel, "script", record=sr.to_json(), outputs=tuple(outputs),
+                      names=sr.names, base_names=base_names,
+                      suffixed=bool(suffix and plans), runnable=bool(plans) and sr.outcome != "errors")

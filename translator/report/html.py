@@ -1,0 +1,236 @@
+"""The HTML report: one self-contained page (inline CSS and JS, no network), readable on a laptop.
+
+The Content-Security-Policy forbids every network fetch, so the page behaves the same offline. The
+side-by-side table uses a fixed layout with wrapping code cells, so it fits a 1280 px window without
+horizontal scrolling. All user text goes through `html.escape`; element ids are generated numbers,
+never user text.
+"""
+from __future__ import annotations
+
+from html import escape
+from typing import IO
+
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport
+
+_CSS = """
+*{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1d232a;background:#f6f7f9}
+main{max-width:1500px;margin:0 auto;padding:16px 20px 48px}
+h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d8dde3;padding-bottom:4px}
+h3{font-size:15px;margin:0 0 6px;overflow-wrap:anywhere}
+code,pre,.code{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
+.muted{color:#5c6670}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
+.card{background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:10px 14px;min-width:130px}
+.card b{display:block;font-size:20px}
+.card.clean b{color:#17803d}.card.warnings b{color:#a35f00}.card.errors b{color:#c21f32}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:14px}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{border:1px solid #d8dde3;padding:4px 7px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:#eef1f4;font-weight:600}
+td.num,th.num{text-align:right;white-space:nowrap}
+.sbs{table-layout:fixed}
+.sbs td.src,.sbs td.fld{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
+.sbs td.ln{color:#5c6670;text-align:right}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;white-space:nowrap}
+.st-mapped{background:#dcf5e3;color:#0f5e2b}.st-approximated{background:#fff1d6;color:#7a4700}
+.st-dropped{background:#eceff2;color:#46505a}.st-unsupported{background:#fde0e3;color:#8f1020}
+.st-ignored{background:#e6e9ff;color:#2f3a8f}
+.oc-clean{background:#dcf5e3;color:#0f5e2b}.oc-warnings{background:#fff1d6;color:#7a4700}.oc-errors{background:#fde0e3;color:#8f1020}
+tr.row-unsupported td.src{border-left:4px solid #c21f32}tr.row-dropped td.src{border-left:4px solid #8a96a3}
+tr.row-approximated td.src{border-left:4px solid #d18b00}tr.row-mapped td.src{border-left:4px solid #2ea44f}
+tr.row-ignored td.src{border-left:4px solid #5563d6}
+.note{margin:0 0 4px}.note .sev-error{color:#c21f32;font-weight:600}.note .sev-warning{color:#a35f00;font-weight:600}
+.note .sev-info{color:#46505a;font-weight:600}
+.fix{color:#2f3a8f}
+section.script{background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:12px 14px;margin:14px 0}
+section.script.hidden,tr.hidden{display:none}
+.decide{background:#fffaf0;border:1px solid #f0d9a8;border-radius:6px;padding:6px 10px 6px 28px;margin:8px 0}
+pre.yaml{background:#f3f5f7;border:1px solid #d8dde3;border-radius:6px;padding:10px;white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
+details>summary{cursor:pointer;margin:6px 0}
+.toolbar{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:8px 0}
+.toolbar input{flex:1 1 280px;padding:5px 8px;border:1px solid #b9c1c9;border-radius:6px;font:inherit}
+.toolbar button{padding:4px 10px;border:1px solid #b9c1c9;border-radius:6px;background:#fff;font:inherit;cursor:pointer}
+.toolbar button[aria-pressed=true]{background:#1d232a;color:#fff}
+.index td a{overflow-wrap:anywhere}
+"""
+
+_JS = """
+(function(){
+  var q=document.getElementById('filter-text'),cur='all';
+  var rows=document.querySelectorAll('#script-index tbody tr');
+  var secs=document.querySelectorAll('section.script');
+  function apply(){
+    var t=(q.value||'').toLowerCase();
+    for(var i=0;i<rows.length;i++){
+      var r=rows[i],ok=(cur==='all'||r.getAttribute('data-outcome')===cur)&&(!t||r.getAttribute('data-path').toLowerCase().indexOf(t)>=0);
+      r.classList.toggle('hidden',!ok);
+      var s=document.getElementById(r.getAttribute('data-target'));if(s){s.classList.toggle('hidden',!ok);}
+    }
+  }
+  var bs=document.querySelectorAll('.toolbar button');
+  for(var j=0;j<bs.length;j++){bs[j].addEventListener('click',function(){cur=this.getAttribute('data-outcome');
+    for(var k=0;k<bs.length;k++){bs[k].setAttribute('aria-pressed',bs[k]===this?'true':'false');}apply();});}
+  q.addEventListener('input',apply);
+})();
+"""
+
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'")
+_STATUS_LABEL = {"mapped": "mapped", "approximated": "approximated", "dropped": "dropped",
+                 "unsupported": "unsupported", "ignored": "ignored by Slurm"}
+
+
+def e(s) -> str:
+    return escape(str(s), quote=True)
+
+
+def _card(label: str, value, cls: str = "") -> str:
+    return f'<div class="card {cls}"><b>{e(value)}</b>{e(label)}</div>'
+
+
+def _table_counts(title: str, head: str, items, as_code: bool = True) -> str:
+    if not items:
+        return ""
+    rows = "".join(f"<tr><td>{'<code>' + e(k) + '</code>' if as_code else e(k)}</td><td class=num>{v:,}</td></tr>"
+                   for k, v in items)
+    return (f'<div><h3>{e(title)}</h3><table><thead><tr><th>{e(head)}</th><th class=num>scripts</th></tr>'
+            f"</thead><tbody>{rows}</tbody></table></div>")
+
+
+def _codes_table(title: str, codes, ids) -> str:
+    if not codes:
+        return ""
+    out = [f"<h2>{e(title)}</h2><table><colgroup><col style='width:8%'><col style='width:8%'>"
+           "<col style='width:44%'><col style='width:40%'></colgroup><thead><tr><th>code</th>"
+           "<th class=num>scripts</th><th>example</th><th>affected</th></tr></thead><tbody>"]
+    for c in codes:
+        aff = ", ".join(
+            (f'<a href="#{ids[p]}"><code>{e(p)}</code></a>' if p in ids else f"<code>{e(p)}</code>")
+            for p in c.affected[:8])
+        if c.scripts > 8:
+            aff += f" <span class=muted>and {c.scripts - min(8, len(c.affected))} more</span>"
+        out.append(f"<tr><td><code>{e(c.code)}</code></td><td class=num>{c.scripts:,}</td>"
+                   f"<td>{e(c.example_message)}</td><td>{aff}</td></tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _notes(row) -> str:
+    out = []
+    for n in row.notes:
+        fix = f' <span class="fix">fix: {e(n.suggestion)}</span>' if n.suggestion else ""
+        out.append(f'<p class="note"><span class="sev-{e(n.severity)}">{e(n.code)}</span> {e(n.message)}{fix}</p>')
+    return "".join(out)
+
+
+def _script(sr: ScriptReport, sid: str) -> str:
+    out = [f'<section class="script" id="{sid}" data-outcome="{e(sr.outcome)}">',
+           f'<h3><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}</span> <code>{e(sr.path)}</code></h3>']
+    facts = []
+    if sr.names:
+        facts.append("TrainJob " + ", ".join(f"<code>{e(n)}</code>" for n in sr.names))
+    else:
+        facts.append("no TrainJob emitted")
+    if sr.launcher:
+        facts.append(f"launcher <b>{e(sr.launcher)}</b>")
+    if sr.runtime:
+        facts.append(f"runtime <code>{e(sr.runtime)}</code>")
+    if sr.image:
+        facts.append(f"image <code>{e(sr.image)}</code>")
+    facts.append(f"{sr.nodes} node(s), {sr.gpus} GPU(s)")
+    if sr.time_limit_seconds:
+        facts.append(f"time limit {sr.time_limit_seconds // 60} min")
+    out.append('<p class="muted">' + " · ".join(facts) + "</p>")
+    if sr.decisions:
+        out.append('<div class="decide"><b>Reviewer must decide</b><ul>')
+        out.extend(f"<li>{e(d)}</li>" for d in sr.decisions)
+        out.append("</ul></div>")
+    if sr.rows:
+        out.append('<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
+                   '<col style="width:112px"><col style="width:24%"><col></colgroup>'
+                   "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
+                   "<th>why</th></tr></thead><tbody>")
+        for r in sr.rows:
+            st = r.status or ""
+            badge = f'<span class="badge st-{e(st)}">{e(_STATUS_LABEL.get(st, st))}</span>' if st else ""
+            fields = "\n".join(
+                (f.field if f.status == st else f"{f.field} ({f.status})") for f in r.fields)
+            out.append(f'<tr class="row-{e(st) or "context"}"><td class="ln">{r.line}</td>'
+                       f'<td class="src">{e(r.text)}</td><td>{badge}</td><td class="fld">{e(fields)}</td>'
+                       f"<td>{_notes(r)}</td></tr>")
+        out.append("</tbody></table>")
+    general = [i for i in sr.issues if i.line is None]
+    if general:
+        out.append("<ul>")
+        for i in general:
+            fix = f' <span class="fix">fix: {e(i.suggestion)}</span>' if i.suggestion else ""
+            out.append(f'<li class="note"><span class="sev-{e(i.severity)}">{e(i.code)}</span> {e(i.message)}{fix}</li>')
+        out.append("</ul>")
+    if sr.yaml:
+        out.append(f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(sr.yaml)}</pre></details>')
+    out.append("</section>\n")
+    return "".join(out)
+
+
+def write(report: Report, out: IO[str]) -> None:
+    s = report.summary
+    w = out.write
+    w("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+      f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+      '<meta name=viewport content="width=device-width,initial-scale=1">'
+      f"<title>{e(report.title)}</title><style>{_CSS}</style></head><body><main>\n")
+    w(f"<h1>{e(report.title)}</h1>")
+    if report.source:
+        w(f'<p class="muted">Source: <code>{e(report.source)}</code></p>')
+    w('<div class="cards">' + _card("scripts", f"{s.scripts:,}") + _card("clean", s.outcome(CLEAN), "clean")
+      + _card("with warnings", s.outcome(WARNINGS), "warnings") + _card("with errors", s.outcome(ERRORS), "errors")
+      + _card("nodes requested", f"{s.nodes:,}") + _card("GPUs requested", f"{s.gpus:,}")
+      + _card("node-hours", f"{s.node_hours:,.1f}") + _card("GPU-hours", f"{s.gpu_hours:,.1f}")
+      + _card("without time limit", f"{s.scripts_without_time_limit:,}") + "</div>\n")
+
+    # Index ids first (a pass over the scripts), so summary tables can link to script sections.
+    ids = {}
+    for n, sr in enumerate(report.light()):
+        ids[sr.path] = f"s{n + 1}"
+    w(_codes_table("Most common blockers", s.blockers, ids))
+    w(_codes_table("Most common warnings", s.warnings, ids))
+    w('<h2>Mix and needs</h2><div class="grid">')
+    w(_table_counts("Launchers", "launcher", s.launchers, as_code=False))
+    w(_table_counts("Runtimes", "runtime", s.runtimes))
+    w(_table_counts("Modules that need an image", "module", s.modules))
+    w(_table_counts("Environments that need an image", "environment", s.environments))
+    w(_table_counts("Paths that need a volume", "path prefix", s.paths))
+    w("</div>\n")
+    if report.skipped:
+        w("<h2>Files not converted</h2><table><thead><tr><th>file</th><th>code</th><th>why</th></tr></thead><tbody>")
+        for f in report.skipped:
+            w(f"<tr><td><code>{e(f.path)}</code></td><td><code>{e(f.code)}</code></td><td>{e(f.message)}</td></tr>")
+        w("</tbody></table>\n")
+
+    w('<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
+      'aria-label="filter by path">')
+    for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
+        w(f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>')
+    w('</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th><th>launcher</th>'
+      '<th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>')
+    for sr in report.light():
+        sid = ids[sr.path]
+        codes = " ".join(sr.codes)
+        w(f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
+          f'<td><a href="#{sid}">{e(sr.path)}</a></td><td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
+          f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
+          f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>")
+    w("</tbody></table>\n")
+    for sr in report.scripts:
+        w(_script(sr, ids[sr.path]))
+    w(f"</main><script>{_JS}</script></body></html>\n")
+
+
+def render(report: Report) -> str:
+    import io
+
+    buf = io.StringIO()
+    write(report, buf)
+    return buf.getvalue()

@@ -1,0 +1,69 @@
+"""The JSON report (for dashboards, and what `slurm2kf report OUT` reads back).
+
+Streamed: the scripts are written one by one, so a report of 10,000 scripts never sits in memory.
+"""
+from __future__ import annotations
+
+import json
+from typing import IO, Iterator, List, Tuple
+
+from translator.report.model import (
+    REPORT_FORMAT_VERSION, Report, RepoSummary, ScriptReport, SkippedFile, SummaryBuilder,
+)
+
+FORMAT_NAME = "slurm2kf-report"
+
+
+def write(report: Report, out: IO[str]) -> None:
+    head = {
+        "format": FORMAT_NAME,
+        "version": REPORT_FORMAT_VERSION,
+        "title": report.title,
+        "source": report.source,
+        "summary": report.summary.to_json(),
+        "skipped": [f.to_json() for f in report.skipped],
+    }
+    if report.extra:
+        head["migrate"] = report.extra
+    text = json.dumps(head, indent=1, sort_keys=False, ensure_ascii=False)
+    out.write(text[:-2])          # drop the closing "\n}"
+    out.write(',\n "scripts": [')
+    first = True
+    for s in report.scripts:
+        out.write("\n  " if first else ",\n  ")
+        out.write(json.dumps(s.to_json(), sort_keys=False, ensure_ascii=False, separators=(",", ":")))
+        first = False
+    out.write("\n ]\n}\n")
+
+
+def render(report: Report) -> str:
+    import io
+
+    buf = io.StringIO()
+    write(report, buf)
+    return buf.getvalue()
+
+
+class ReportFormatError(ValueError):
+    pass
+
+
+def load(path: str) -> Report:
+    """Read a JSON report back into a Report (summary recomputed from the scripts, not trusted)."""
+    with open(path, "r", encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ReportFormatError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+        raise ReportFormatError(f"{path}: not a slurm2kf report (no \"format\": \"{FORMAT_NAME}\")")
+    try:
+        scripts = [ScriptReport.from_json(d) for d in data.get("scripts", [])]
+        skipped = [SkippedFile.from_json(d) for d in data.get("skipped", [])]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReportFormatError(f"{path}: malformed script record ({exc})") from None
+    rep = Report.from_scripts(str(data.get("title", "slurm2kf review")), str(data.get("source", "")),
+                              scripts, skipped)
+    if isinstance(data.get("migrate"), dict):
+        rep.extra = data["migrate"]
+    return rep

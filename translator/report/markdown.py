@@ -1,0 +1,173 @@
+"""The Markdown report: sized for a pull request description or a file committed next to the outputs.
+
+Repository summary first, then one collapsible section per script that needs a decision (errors
+first, then warnings), each with its side-by-side table and emitted YAML. Clean scripts are listed
+in one line each. All user text is escaped (HTML entities plus Markdown punctuation), so a hostile
+file name or directive cannot inject markup.
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import IO, List
+
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport
+
+# Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
+DETAILED_SCRIPTS = 200
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+_STATUS_MARK = {"mapped": "✅ mapped", "approximated": "≈ approximated", "dropped": "✂ dropped",
+                "unsupported": "⛔ unsupported", "ignored": "💤 ignored by Slurm"}
+_OUTCOME_MARK = {CLEAN: "✅ clean", WARNINGS: "⚠️ warnings", ERRORS: "⛔ errors"}
+
+
+def text(s) -> str:
+    """Escape user text for Markdown table cells and prose: no markup, no line breaks."""
+    s = html.escape(str(s), quote=True)
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    return s.replace("\r", " ").replace("\n", " ")
+
+
+def code(s) -> str:
+    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped)."""
+    s = html.escape(str(s), quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
+    s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
+    return f"<code>{s}</code>" if s else ""
+
+
+def fenced(body: str, lang: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{body.rstrip()}\n{fence}\n"
+
+
+def _hours(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def _summary(report: Report, w) -> None:
+    s = report.summary
+    w(f"# {text(report.title)}\n\n")
+    if report.source:
+        w(f"Source: {code(report.source)}\n\n")
+    w(f"**{s.scripts}** scripts: **{s.outcome(CLEAN)}** clean, **{s.outcome(WARNINGS)}** with warnings, "
+      f"**{s.outcome(ERRORS)}** with errors.\n\n")
+    w("| requested in total | value |\n|---|---:|\n")
+    w(f"| nodes | {s.nodes:,} |\n| GPUs | {s.gpus:,} |\n| node-hours (from time limits) | {_hours(s.node_hours)} |\n"
+      f"| GPU-hours (from time limits) | {_hours(s.gpu_hours)} |\n"
+      f"| scripts without a time limit | {s.scripts_without_time_limit:,} |\n\n")
+    if s.blockers:
+        w("## Most common blockers\n\n| code | scripts | example | affected |\n|---|---:|---|---|\n")
+        for c in s.blockers[:15]:
+            aff = ", ".join(code(p) for p in c.affected[:5]) + (" …" if c.scripts > 5 else "")
+            w(f"| {text(c.code)} | {c.scripts} | {text(c.example_message)} | {aff} |\n")
+        w("\n")
+    if s.warnings:
+        w("## Most common warnings\n\n| code | scripts | example |\n|---|---:|---|\n")
+        for c in s.warnings[:15]:
+            w(f"| {text(c.code)} | {c.scripts} | {text(c.example_message)} |\n")
+        w("\n")
+    if s.launchers or s.runtimes:
+        w("## Launchers and runtimes\n\n| launcher | scripts |\n|---|---:|\n")
+        for k, v in s.launchers:
+            w(f"| {text(k)} | {v} |\n")
+        w("\n| runtime | scripts |\n|---|---:|\n")
+        for k, v in s.runtimes:
+            w(f"| {code(k)} | {v} |\n")
+        w("\n")
+    if s.modules or s.environments or s.paths:
+        w("## Still needs a home (feeds the site profile)\n\n| kind | name | scripts |\n|---|---|---:|\n")
+        for kind, items in (("module", s.modules), ("environment", s.environments), ("path", s.paths)):
+            for k, v in items[:30]:
+                w(f"| {kind} | {code(k)} | {v} |\n")
+        w("\n")
+    if s.skipped:
+        w("## Files not converted\n\n| code | files |\n|---|---:|\n")
+        for k, v in s.skipped:
+            w(f"| {text(k)} | {v} |\n")
+        w("\n")
+        for f in report.skipped[:50]:
+            w(f"- {code(f.path)}: {text(f.code)} {text(f.message)}\n")
+        if len(report.skipped) > 50:
+            w(f"- … and {len(report.skipped) - 50} more (see the JSON report)\n")
+        w("\n")
+
+
+def _script(sr: ScriptReport, w) -> None:
+    names = ", ".join(code(n) for n in sr.names) or "no TrainJob"
+    w(f"<details><summary>{_OUTCOME_MARK[sr.outcome]} {code(sr.path)} → {names}</summary>\n\n")
+    facts = []
+    if sr.launcher:
+        facts.append(f"launcher {text(sr.launcher)}")
+    if sr.runtime:
+        facts.append(f"runtime {code(sr.runtime)}")
+    facts.append(f"{sr.nodes} node(s), {sr.gpus} GPU(s)")
+    w(" · ".join(facts) + "\n\n")
+    if sr.decisions:
+        w("**Reviewer must decide:**\n\n")
+        for d in sr.decisions:
+            w(f"- [ ] {text(d)}\n")
+        w("\n")
+    if sr.rows:
+        w("| line | sbatch | status | Kubeflow field | why |\n|---:|---|---|---|---|\n")
+        for r in sr.rows:
+            fields = "<br>".join(f"{code(f.field)} ({text(f.status)})" for f in r.fields)
+            why = "<br>".join(f"{text(n.code)} {text(n.message)}" for n in r.notes)
+            mark = _STATUS_MARK.get(r.status or "", "")
+            w(f"| {r.line} | {code(r.text)} | {mark} | {fields} | {why} |\n")
+        w("\n")
+    other = [i for i in sr.issues if i.line is None]
+    for i in other:
+        w(f"- {text(i.severity)} {text(i.code)}: {text(i.message)}\n")
+    if other:
+        w("\n")
+    if sr.yaml:
+        w(fenced(sr.yaml, "yaml"))
+    w("\n</details>\n\n")
+
+
+def write(report: Report, out: IO[str]) -> None:
+    w = out.write
+    _summary(report, w)
+    detailed: List[str] = []
+    rest: List[str] = []
+    clean: List[str] = []
+    for wanted in (ERRORS, WARNINGS):
+        for sr in report.light():
+            if sr.outcome == wanted:
+                (detailed if len(detailed) < DETAILED_SCRIPTS else rest).append(sr.path)
+    for sr in report.light():
+        if sr.outcome == CLEAN:
+            clean.append(sr.path)
+    if detailed:
+        wanted_paths = set(detailed)
+        full = {sr.path: sr for sr in report.scripts if sr.path in wanted_paths}
+        current = None
+        for p in detailed:
+            sr = full[p]
+            if sr.outcome != current:
+                current = sr.outcome
+                w(f"## Scripts with {current}\n\n")
+            _script(sr, w)
+    if rest:
+        w(f"{len(rest)} more scripts need review (shown in the HTML and JSON reports):\n\n")
+        for p in rest[:500]:
+            w(f"- {code(p)}\n")
+        if len(rest) > 500:
+            w(f"- … and {len(rest) - 500} more\n")
+        w("\n")
+    if clean:
+        w(f"## Clean scripts ({len(clean)})\n\n")
+        for p in clean[:500]:
+            w(f"- {code(p)}\n")
+        if len(clean) > 500:
+            w(f"- … and {len(clean) - 500} more\n")
+        w("\n")
+
+
+def render(report: Report) -> str:
+    import io
+
+    buf = io.StringIO()
+    write(report, buf)
+    return buf.getvalue()
