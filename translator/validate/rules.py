@@ -79,6 +79,9 @@ def check_metadata(meta: Any) -> List[Problem]:
     for key in meta:
         if key not in _OBJECT_META_FIELDS:
             out.append(("V710", "error", base + (key,), f"unknown field metadata.{key}"))
+        elif key == "resourceVersion":
+            out.append(("V730", "error", base + (key,), "metadata.resourceVersion must not be set on an object "
+                                                       "to be created"))
         elif key in _SERVER_SET:
             out.append(("V730", "warning", base + (key,), f"metadata.{key} is set by the server; leave it out"))
     name, gen = meta.get("name"), meta.get("generateName")
@@ -213,6 +216,8 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
     patches = spec.get("runtimePatches")
     if not isinstance(patches, list):
         return out
+    patch_volumes: Dict[Any, set] = {}        # job -> volume names all patches add
+    mounts: List[Tuple[Any, Tuple, str]] = []  # (job, path, volume name)
     for i, patch in enumerate(patches):
         if not isinstance(patch, dict):
             continue
@@ -242,12 +247,18 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             if not isinstance(pod, dict):
                 continue
             ppath = jpath + ("template", "spec", "template", "spec")
+            for vol in pod.get("volumes") or []:
+                if isinstance(vol, dict):
+                    patch_volumes.setdefault(jname, set()).add(vol.get("name"))
             for field, known in (("containers", runtime.jobs.get(jname) if runtime else None),
                                  ("initContainers", runtime.init_containers.get(jname) if runtime else None)):
                 for c, cont in enumerate(pod.get(field) or []):
                     if not isinstance(cont, dict):
                         continue
                     cname = cont.get("name")
+                    for m, mount in enumerate(cont.get("volumeMounts") or []):
+                        if isinstance(mount, dict) and isinstance(mount.get("name"), str):
+                            mounts.append((jname, ppath + (field, c, "volumeMounts", m, "name"), mount["name"]))
                     if field == "containers" and cname in _NO_ENV_PATCH_CONTAINERS and cont.get("env"):
                         out.append(("V741", "error", ppath + (field, c, "env"),
                                     f"env in a runtime patch of container {cname!r} is rejected by the "
@@ -256,6 +267,17 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
                         out.append(("V744", "error", ppath + (field, c, "name"),
                                     f"{field[:-1]} {cname!r} does not exist in job {jname!r} of runtime "
                                     f"{runtime.name}"))
+    for jname, path, vol in mounts:
+        if vol in patch_volumes.get(jname, set()):
+            continue
+        if runtime is not None and runtime.volumes is not None:
+            if vol in runtime.volumes.get(jname, ()):
+                continue
+            out.append(("V746", "error", path, f"volumeMount {vol!r}: no volume of that name in job {jname!r} "
+                                               f"of runtime {runtime.name} or in the runtime patches"))
+        else:
+            out.append(("V746", "warning", path, f"volumeMount {vol!r}: no volume of that name in the runtime "
+                                                 "patches; it must come from the runtime"))
     return out
 
 

@@ -29,6 +29,9 @@ class RuntimeInfo:
     jobs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)       # job -> containers
     init_containers: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     kind: str = "ClusterTrainingRuntime"
+    # job -> volume names the pods get from the runtime; None when the controller or the runtime may add
+    # volumes this description does not know (MPI ssh/hostfile, volumeClaimPolicies)
+    volumes: Optional[Dict[str, Tuple[str, ...]]] = None
 
 
 _NODE = {"node": ("node",)}
@@ -38,13 +41,13 @@ _TORCHTUNE = {"dataset-initializer": ("dataset-initializer",), "model-initialize
 
 SHIPPED = {
     r.name: r for r in (
-        RuntimeInfo("torch-distributed", "torch", _NODE),
+        RuntimeInfo("torch-distributed", "torch", _NODE, volumes={"node": ()}),
         RuntimeInfo("torch-distributed-with-cache", "torch",
                     {"dataset-initializer": ("dataset-initializer",), "node": ("node",)}),
         RuntimeInfo("deepspeed-distributed", "mpi", _MPI),
         RuntimeInfo("mlx-distributed", "mpi", _MPI),
-        RuntimeInfo("jax-distributed", "jax", _NODE),
-        RuntimeInfo("xgboost-distributed", "xgboost", _NODE),
+        RuntimeInfo("jax-distributed", "jax", _NODE, volumes={"node": ()}),
+        RuntimeInfo("xgboost-distributed", "xgboost", _NODE, volumes={"node": ()}),
         RuntimeInfo("torchtune-llama3.2-1b", "torch", _TORCHTUNE),
         RuntimeInfo("torchtune-llama3.2-3b", "torch", _TORCHTUNE),
         RuntimeInfo("torchtune-qwen2.5-1.5b", "torch", _TORCHTUNE),
@@ -62,6 +65,7 @@ def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
     policy = next((p for p in ("torch", "mpi", "jax", "xgboost", "flux") if p in ml), "plain")
     jobs: Dict[str, Tuple[str, ...]] = {}
     inits: Dict[str, Tuple[str, ...]] = {}
+    volumes: Dict[str, Tuple[str, ...]] = {}
     tmpl = spec.get("template") if isinstance(spec.get("template"), dict) else {}
     for rj in ((tmpl.get("spec") or {}).get("replicatedJobs") or []):
         if not isinstance(rj, dict):
@@ -71,4 +75,7 @@ def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
                                           if isinstance(c, dict))
         inits[str(rj.get("name"))] = tuple(str(c.get("name")) for c in pod.get("initContainers") or []
                                            if isinstance(c, dict))
-    return RuntimeInfo(name, policy, jobs, inits, kind=str(doc.get("kind")))
+        volumes[str(rj.get("name"))] = tuple(str(v.get("name")) for v in pod.get("volumes") or []
+                                             if isinstance(v, dict))
+    exact = policy not in ("mpi", "flux") and not (tmpl.get("spec") or {}).get("volumeClaimPolicies")
+    return RuntimeInfo(name, policy, jobs, inits, kind=str(doc.get("kind")), volumes=volumes if exact else None)
