@@ -1,0 +1,136 @@
+"""Session fixtures shared by the whole test suite.
+
+Oracles (see ``tests/oracles.py`` for the helpers behind these fixtures):
+
+``shared_dir``
+    The shared directory (env ``SLURM2KF_SHARED``, default ``<repo>/../shared``). A test that
+    asks for it FAILS with a clear message when it is missing; nothing is ever skipped.
+``slurm_oracle``
+    Real Slurm's reading of every corpus script (``tests/fixtures/sbatch/*`` and the oracle's
+    own ``samples/*.sh``), from ONE ``resolve.py`` call per session. It is a mapping
+    ``path -> resolve.py record`` (any spelling of the path works) with extras:
+    ``slurm_oracle.jsonl`` (raw output, for compare.py) and
+    ``slurm_oracle.resolve(paths, env=(), sbatch_args=())`` for other scripts or for
+    precedence runs (``SBATCH_*`` variables, sbatch command-line words); those are cached.
+    Fails when the oracle answers "oracle-unavailable".
+``corpus_scripts``
+    The list of corpus paths above (fixtures first, then the oracle's samples).
+``kf_oracle``
+    The Kubeflow oracle helpers as one namespace: ``kf_oracle.validate_trainjob(...)``,
+    ``kf_oracle.run_sdk_code(...)``, ``kf_oracle.compare_outputs(...)`` (checked to exist).
+
+Our CLI:
+
+``cli``
+    Runs ``slurm2kf`` in-process with click's ``CliRunner``: ``cli("inspect", "--json", path)``
+    returns the click ``Result`` (``exit_code``, ``output``, ``stdout``, ``stderr``).
+``cli_subprocess``
+    Runs ``slurm2kf`` as a separate process: ``cli_subprocess("inspect", path)`` returns a
+    ``subprocess.CompletedProcess`` (text mode; ``input=``, ``env=``, ``cwd=`` keywords).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Dict, Sequence, Tuple
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import oracles  # noqa: E402  (tests/oracles.py)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return oracles.REPO
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return oracles.FIXTURES
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    try:
+        return oracles.shared_dir()
+    except oracles.OracleMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def corpus_scripts(shared_dir) -> list:
+    """Our fixtures, then the Slurm oracle's own samples."""
+    samples = sorted((shared_dir / "slurm-oracle" / "samples").glob("*.sh"))
+    if not samples:
+        pytest.fail("no samples in %s/slurm-oracle/samples" % shared_dir, pytrace=False)
+    return oracles.fixture_scripts() + samples
+
+
+class SlurmOracle(oracles.OracleRecords):
+    """The session's corpus records plus a cached ``resolve()`` for other runs."""
+
+    def __init__(self, base: oracles.OracleRecords):
+        super().__init__((), base.jsonl)
+        self._by = dict(base._by)
+        self._cache: Dict[Tuple, oracles.OracleRecords] = {}
+
+    def resolve(self, paths: Sequence, env: Sequence[Tuple[str, str]] = (),
+                sbatch_args: Sequence[str] = ()) -> oracles.OracleRecords:
+        """resolve.py over ``paths`` (one call), with ``--env`` items and ``--sbatch-arg``
+        words; cached per (paths, env, args) for the session."""
+        key = (tuple(oracles.realpath(p) for p in paths), tuple(env), tuple(sbatch_args))
+        if key not in self._cache:
+            try:
+                self._cache[key] = oracles.resolve_scripts(paths, env=env, sbatch_args=sbatch_args)
+            except oracles.OracleMissing as exc:
+                pytest.fail(str(exc), pytrace=False)
+        return self._cache[key]
+
+
+@pytest.fixture(scope="session")
+def slurm_oracle(corpus_scripts) -> SlurmOracle:
+    try:
+        base = oracles.resolve_scripts(corpus_scripts)
+    except oracles.OracleMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    return SlurmOracle(base)
+
+
+@pytest.fixture(scope="session")
+def kf_oracle(shared_dir):
+    try:
+        oracles.kubeflow_oracle_dir(shared_dir)
+    except oracles.OracleMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    return types.SimpleNamespace(validate_trainjob=oracles.validate_trainjob,
+                                 run_sdk_code=oracles.run_sdk_code,
+                                 compare_outputs=oracles.compare_outputs)
+
+
+@pytest.fixture
+def cli():
+    """In-process ``slurm2kf``: ``cli(*args, input=None, env=None)`` -> click Result."""
+    from click.testing import CliRunner
+
+    from translator.cli import cli as group
+
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 always keeps stderr apart
+        runner = CliRunner()
+
+    def invoke(*args, input=None, env=None):
+        return runner.invoke(group, [str(a) for a in args], input=input, env=env,
+                             catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def cli_subprocess():
+    """``slurm2kf`` in a child process: ``cli_subprocess(*args, input=None, env=None, cwd=None)``."""
+    return oracles.run_slurm2kf

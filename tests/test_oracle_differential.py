@@ -1,0 +1,257 @@
+"""Differential tests: `slurm2kf inspect --json` against real Slurm 22.05 (the shared oracle).
+
+Every corpus script (tests/fixtures/sbatch/* and the oracle's samples/*.sh) is read once by real
+sbatch/slurmctld (resolve.py, one call per session) and once by `slurm2kf inspect --json` (one
+subprocess for all files). Then:
+
+* the shared scorer compare.py must report 100 % of job fields agreeing, every rejection
+  agreeing, every script matched, and every sbatch option agreeing;
+* per script (parametrized, so a failure names the fixture): each job field the script sets
+  equals Slurm's value, and `sbatch_accepts` is false exactly for scripts sbatch refuses;
+* precedence (command line > SBATCH_* environment > #SBATCH): the same script through the
+  oracle with `--env`/`--sbatch-arg` and through `inspect --sbatch-env ... -- ARGS`.
+
+The oracle must be running (./test.sh starts it). When it is not, these tests FAIL.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import oracles
+
+pytestmark = pytest.mark.slurm
+
+FIXTURES = oracles.fixture_scripts()
+SHARED_SAMPLES_GLOB = "slurm-oracle/samples/*.sh"
+
+
+def _sample_scripts():
+    try:
+        return sorted((oracles.shared_dir()).glob(SHARED_SAMPLES_GLOB))
+    except oracles.OracleMissing:
+        return []     # the shared_dir fixture makes the tests fail with the reason
+
+
+ALL_SCRIPTS = FIXTURES + _sample_scripts()
+
+
+def _id(path: Path) -> str:
+    return path.name if path.parent == oracles.FIXTURES else "samples/" + path.name
+
+
+@pytest.fixture(scope="session")
+def inspect_corpus(corpus_scripts):
+    """`slurm2kf inspect --json` over the whole corpus, in ONE subprocess."""
+    return oracles.inspect_json(corpus_scripts)
+
+
+@pytest.fixture(scope="session")
+def compare_report(slurm_oracle, inspect_corpus, tmp_path_factory):
+    """The shared compare.py --json verdict on the whole corpus."""
+    d = tmp_path_factory.mktemp("differential")
+    oracle_file = slurm_oracle.write_jsonl(d / "oracle.jsonl")
+    ours = d / "translator.jsonl"
+    ours.write_text(inspect_corpus.jsonl, encoding="utf-8")
+    return oracles.compare_with_oracle(oracle_file, ours)
+
+
+CONTRACT_TOP = ("path", "sbatch_accepts", "diagnostics", "options", "job")
+CONTRACT_JOB = ("job_name", "partition", "account", "qos", "nodes_min", "nodes_max", "ntasks",
+                "ntasks_per_node", "cpus_per_task", "gpus_per_node", "gpus_per_task", "gpus_total",
+                "gpu_type", "mem_per_node_mb", "mem_per_cpu_mb", "mem_per_gpu_mb",
+                "time_limit_seconds", "array", "array_throttle", "dependency", "exclusive",
+                "constraint", "output", "error", "chdir", "requeue", "signal", "export", "comment")
+
+
+def _fmt(items, limit=40):
+    lines = ["  %s" % (x,) for x in items[:limit]]
+    if len(items) > limit:
+        lines.append("  ... %d more" % (len(items) - limit))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ whole-corpus scorer
+def test_inspect_answers_for_every_corpus_script(corpus_scripts, inspect_corpus):
+    missing = [str(p) for p in corpus_scripts if oracles.realpath(p) not in inspect_corpus.records]
+    assert not missing, "inspect --json printed no record for:\n" + _fmt(missing)
+
+
+def test_inspect_exit_status_over_corpus(inspect_corpus, slurm_oracle, corpus_scripts):
+    """One refused script in the batch makes the exit status 1 (the corpus has several)."""
+    refused = [p for p in corpus_scripts if slurm_oracle[p]["rejected_by"] == "sbatch"]
+    assert refused, "the corpus must contain scripts sbatch refuses"
+    assert inspect_corpus.returncode == 1, inspect_corpus.stderr[-2000:]
+
+
+def test_compare_every_script_matched(compare_report):
+    assert compare_report["matched"] == len(ALL_SCRIPTS)
+    assert not compare_report["only_oracle"], "no inspect record for:\n" + _fmt(compare_report["only_oracle"])
+    assert not compare_report["only_translator"], _fmt(compare_report["only_translator"])
+    assert not compare_report["duplicates"], _fmt(compare_report["duplicates"])
+
+
+def test_compare_every_rejection_agrees(compare_report):
+    t = compare_report["totals"]
+    assert t["rejections_agree"] == t["rejections_total"], (
+        "%s\n%s" % (compare_report["fidelity_line"], _fmt(compare_report["rejection_disagreements"])))
+
+
+def test_compare_all_job_fields_agree(compare_report):
+    t = compare_report["totals"]
+    job_dis = [d for d in compare_report["disagreements"] if not d["field"].startswith("options.")]
+    assert t["fields_compared"] > 500
+    assert t["fields_agree"] == t["fields_compared"], (
+        "%s\n%s" % (compare_report["fidelity_line"],
+                    _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"], d["translator"])
+                          for d in job_dis])))
+
+
+def test_compare_all_options_agree(compare_report):
+    """The contract's `options` map: every option sbatch set, merged as sbatch merges them."""
+    t = compare_report["totals"]
+    opt_dis = [d for d in compare_report["disagreements"] if d["field"].startswith("options.")]
+    assert t["options_agree"] == t["options_compared"] and not opt_dis, (
+        "options %.1f%% agree\n%s" % (t["options_pct"],
+                                     _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"],
+                                            d["translator"]) for d in opt_dis])))
+
+
+# ------------------------------------------------------------------ per-script assertions
+@pytest.mark.parametrize("script", ALL_SCRIPTS, ids=_id)
+def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus):
+    rec = slurm_oracle[script]
+    ours = inspect_corpus.records.get(oracles.realpath(script))
+    assert ours is not None, "no inspect record"
+    refused = rec["rejected_by"] == "sbatch"
+    errors = [d for d in ours.get("diagnostics", []) if d.get("severity") == "error"]
+    if refused:
+        assert ours["sbatch_accepts"] is False, "sbatch refuses it (%s) but inspect says it accepts" % rec["error"]
+        assert errors, "a refused script needs an error diagnostic saying why (sbatch: %s)" % rec["error"]
+        assert all(isinstance(d.get("line"), (int, type(None))) for d in errors)
+    else:
+        assert ours["sbatch_accepts"] is True, (
+            "sbatch accepts it (Slurm: %s) but inspect refuses: %s"
+            % ("accepted" if rec["accepted"] else "slurmctld: " + str(rec["error"]),
+               [(d.get("code"), d.get("line"), d.get("message")) for d in errors]))
+
+
+@pytest.mark.parametrize("script", ALL_SCRIPTS, ids=_id)
+def test_job_fields_match_slurm(script, slurm_oracle, inspect_corpus):
+    rec = slurm_oracle[script]
+    ours = inspect_corpus.records.get(oracles.realpath(script))
+    assert ours is not None, "no inspect record"
+    # The contract shape holds for every script, refused ones included ("still print
+    # everything we could read").
+    assert set(CONTRACT_TOP) <= set(ours), "missing top-level keys: %s" % sorted(set(CONTRACT_TOP) - set(ours))
+    job = ours.get("job")
+    assert isinstance(job, dict) and set(CONTRACT_JOB) <= set(job), (
+        "job lacks contract keys: %s" % sorted(set(CONTRACT_JOB) - set(job or {})))
+    for d in ours["diagnostics"]:
+        assert d.get("severity") in ("error", "warning", "info") and d.get("code") and d.get("message"), d
+    if rec["rejected_by"] == "sbatch":
+        return      # sbatch resolves nothing for a refused script: the verdict test covers it
+    expected = oracles.oracle_expected_job(rec)
+    sdir = os.path.dirname(oracles.realpath(script))
+    wrong = []
+    for name, want in expected.items():
+        got = job.get(name)
+        if oracles.normalise_field(name, want, sdir) != oracles.normalise_field(name, got, sdir):
+            wrong.append("%s: Slurm %r, inspect %r" % (name, want, got))
+    assert not wrong, "fields the script sets disagree with real Slurm:\n  " + "\n  ".join(wrong)
+
+
+@pytest.mark.parametrize("script", [p for p in FIXTURES if p.name in (
+    "gres_gpu_typed_multinode_torchrun.sbatch", "syntax_trailing_comments.sbatch",
+    "mem_decimal_refused.sbatch", "no_shebang_refused.sbatch")], ids=_id)
+def test_inspect_single_file_exit_status(script, slurm_oracle, cli_subprocess):
+    """Exit status 0 when sbatch would accept the script, 1 when it would refuse it."""
+    proc = cli_subprocess("inspect", "--json", script)
+    want = 1 if slurm_oracle[script]["rejected_by"] == "sbatch" else 0
+    assert proc.returncode == want, proc.stdout[-1000:] + proc.stderr[-1000:]
+    assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ precedence
+def F(name):
+    return oracles.FIXTURES / name
+
+
+# (id, script, SBATCH_* environment, sbatch command-line words). Each runs through the oracle
+# (resolve.py --env/--sbatch-arg) and through inspect (--sbatch-env ... -- ARGS).
+PRECEDENCE_CASES = [
+    ("env-partition-and-time-beat-directives", "partition_debug_over_limit_rejected.sbatch",
+     [("SBATCH_PARTITION", "cpu"), ("SBATCH_TIMELIMIT", "10")], []),
+    ("cli-partition-beats-env", "partition_debug_over_limit_rejected.sbatch",
+     [("SBATCH_PARTITION", "cpu")], ["-p", "debug"]),
+    ("cli-time-beats-env-beats-directive", "time_minutes_only.sbatch",
+     [("SBATCH_TIMELIMIT", "30")], ["--time=5"]),
+    ("env-job-name-beats-directive", "job_name_quoted_spaces.sbatch",
+     [("SBATCH_JOB_NAME", "from-env")], []),
+    ("cli-job-name-beats-env", "job_name_quoted_spaces.sbatch",
+     [("SBATCH_JOB_NAME", "from-env")], ["--job-name=from-cli"]),
+    ("cli-nodes-and-short-c-beat-directives", "nodes_min_max_range.sbatch",
+     [], ["--nodes=3", "-c", "2"]),
+    ("sbatch-nodes-is-not-an-input-variable", "nodes_min_max_range.sbatch",
+     [("SBATCH_NODES", "5"), ("SBATCH_NTASKS", "7")], []),
+    ("directive-memory-resets-env-memory", "mem_per_cpu_gigabytes.sbatch",
+     [("SBATCH_MEM_PER_NODE", "8G")], []),
+    ("two-env-memory-options-refused", "time_minutes_only.sbatch",
+     [("SBATCH_MEM_PER_NODE", "8G"), ("SBATCH_MEM_PER_CPU", "1G")], []),
+    ("cli-mem-with-directive-mem-per-cpu-refused", "mem_per_cpu_gigabytes.sbatch",
+     [], ["--mem=1G"]),
+    ("empty-env-exclusive-sets-it", "time_minutes_only.sbatch",
+     [("SBATCH_EXCLUSIVE", "")], []),
+    ("env-array", "time_minutes_only.sbatch", [("SBATCH_ARRAY_INX", "0-3%2")], []),
+    ("env-no-requeue-beats-directive-requeue", "requeue_signal_checkpoint.sbatch",
+     [("SBATCH_NO_REQUEUE", "1")], []),
+    ("env-requeue-beats-directive-no-requeue", "no_requeue_signal_plain.sbatch",
+     [("SBATCH_REQUEUE", "1")], []),
+    ("env-gres-constraint-export-signal", "gres_bare_gpu_name.sbatch",
+     [("SBATCH_GRES", "gpu:a100:2"), ("SBATCH_CONSTRAINT", "a100"), ("SBATCH_EXPORT", "NONE"),
+      ("SBATCH_SIGNAL", "B:USR1@60")], []),
+    ("cli-gpus-and-account", "gres_gpu_untyped_count.sbatch",
+     [("SBATCH_ACCOUNT", "EnvAccount")], ["-G", "a100:2", "--account=CliAccount"]),
+    ("env-on-refused-script-still-refused", "no_shebang_refused.sbatch",
+     [("SBATCH_PARTITION", "cpu")], []),
+]
+
+
+@pytest.mark.parametrize("case", PRECEDENCE_CASES, ids=[c[0] for c in PRECEDENCE_CASES])
+def test_precedence_matches_slurm(case, slurm_oracle):
+    _, name, env, args = case
+    script = F(name)
+    rec = slurm_oracle.resolve([script], env=env, sbatch_args=args)[script]
+    assert rec["rejected_by"] != "oracle-unavailable"
+    run = oracles.inspect_json([script], sbatch_env=env, sbatch_args=args)
+    ours = run.records.get(oracles.realpath(script))
+    assert ours is not None, "no inspect record (rc=%d): %s" % (run.returncode, run.stderr[-1500:])
+    refused = rec["rejected_by"] == "sbatch"
+    assert ours["sbatch_accepts"] is (not refused), (
+        "Slurm: %s; inspect sbatch_accepts=%r %s" % (
+            "refused by sbatch: %s" % rec["error"] if refused else "sbatch accepts",
+            ours["sbatch_accepts"], [d.get("message") for d in ours.get("diagnostics", [])
+                                     if d.get("severity") == "error"]))
+    assert run.returncode == (1 if refused else 0)
+    if refused:
+        return
+    expected = oracles.oracle_expected_job(rec)
+    job = ours.get("job") or {}
+    sdir = os.path.dirname(oracles.realpath(script))
+    wrong = ["%s: Slurm %r, inspect %r" % (k, v, job.get(k)) for k, v in expected.items()
+             if oracles.normalise_field(k, v, sdir) != oracles.normalise_field(k, job.get(k), sdir)]
+    assert not wrong, "with env %r and args %r:\n  %s" % (env, args, "\n  ".join(wrong))
+
+
+def test_precedence_cases_really_exercise_precedence(slurm_oracle):
+    """Guard for the cases above: the environment and the command line do change Slurm's
+    reading (otherwise the precedence tests would prove nothing)."""
+    script = F("time_minutes_only.sbatch")
+    plain = slurm_oracle.resolve([script])[script]
+    env_only = slurm_oracle.resolve([script], env=[("SBATCH_TIMELIMIT", "30")])[script]
+    both = slurm_oracle.resolve([script], env=[("SBATCH_TIMELIMIT", "30")], sbatch_args=["--time=5"])[script]
+    assert plain["job"]["time_limit_seconds"] == 90 * 60
+    assert env_only["job"]["time_limit_seconds"] == 30 * 60
+    assert both["job"]["time_limit_seconds"] == 5 * 60
