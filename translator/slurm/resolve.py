@@ -1,0 +1,455 @@
+"""Script -> SlurmJob: the options sbatch 22.05 would submit, merged as sbatch merges them.
+
+Order of application (opt.c `process_options_second_pass`), a later step overriding an earlier:
+`#SBATCH` directives (top to bottom, last occurrence wins, `--mail-type` accumulates), then the
+`SBATCH_*` input environment, then command-line options; then the cross-option checks sbatch
+makes before submitting. A hetjob is read once per component; options that Slurm does not reset
+between components (job name, time, output, ...) carry over to the next component.
+
+Every application is kept as an `OptionSetting` (source, line, as written) for the line-by-line
+explanation. Diagnostics use codes O2xx (documented in README, section codes-O).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
+from translator.read.ast import Script
+from translator.slurm import values as V
+from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
+from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
+from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
+
+# ---- diagnostic codes ------------------------------------------------------------------------
+O201_UNKNOWN_OPTION = "O201"
+O202_AMBIGUOUS_OPTION = "O202"
+O203_MISSING_ARGUMENT = "O203"
+O204_UNEXPECTED_ARGUMENT = "O204"
+O205_STRAY_WORD = "O205"
+O206_PLUGIN_OPTION = "O206"
+O207_INVALID_VALUE = "O207"
+O208_CONFLICT = "O208"
+O209_CONTROLLER_REJECTS = "O209"
+O210_ABBREVIATION = "O210"
+O211_ALIAS = "O211"
+O212_OVERRIDDEN = "O212"
+O213_NOT_EXPANDED = "O213"
+O214_UNKNOWN_ENV = "O214"
+O215_SITE_GRES = "O215"
+O216_DOUBLE_GPU_REQUEST = "O216"
+O217_SHARED_SETTING = "O217"
+O218_ENV_IGNORED = "O218"
+O219_MISSING_REQUIREMENT = "O219"
+
+CODES = {
+    O201_UNKNOWN_OPTION: ERROR, O202_AMBIGUOUS_OPTION: ERROR, O203_MISSING_ARGUMENT: ERROR,
+    O204_UNEXPECTED_ARGUMENT: ERROR, O205_STRAY_WORD: ERROR, O206_PLUGIN_OPTION: WARNING,
+    O207_INVALID_VALUE: ERROR, O208_CONFLICT: ERROR, O209_CONTROLLER_REJECTS: WARNING,
+    O210_ABBREVIATION: INFO, O211_ALIAS: INFO, O212_OVERRIDDEN: INFO, O213_NOT_EXPANDED: WARNING,
+    O214_UNKNOWN_ENV: WARNING, O215_SITE_GRES: WARNING, O216_DOUBLE_GPU_REQUEST: WARNING,
+    O217_SHARED_SETTING: INFO, O218_ENV_IGNORED: INFO, O219_MISSING_REQUIREMENT: ERROR,
+}
+
+_GETOPT_CODES = {
+    "unknown": O201_UNKNOWN_OPTION, "ambiguous": O202_AMBIGUOUS_OPTION,
+    "missing-argument": O203_MISSING_ARGUMENT, "unexpected-argument": O204_UNEXPECTED_ARGUMENT,
+    "stray-word": O205_STRAY_WORD, "spank": O206_PLUGIN_OPTION,
+}
+
+# Options that share one field in Slurm: setting one changes what the other reports.
+_SHARED = {
+    "exclusive": "share", "oversubscribe": "share",
+    "requeue": "requeue", "no-requeue": "requeue",
+}
+
+DIRECTIVE, ENV, CLI = "directive", "env", "cli"
+
+
+@dataclass
+class _Value:
+    value: Optional[str]     # merged value string (None for flags given without value)
+    parsed: object
+    source: str
+    line: Optional[int]
+
+
+class _Component:
+    """The option state of one hetjob component while it is being built."""
+
+    def __init__(self, index: int, carried: Optional[Dict[str, _Value]] = None):
+        self.index = index
+        self.state: Dict[str, _Value] = dict(carried or {})
+        self.order: Dict[str, int] = {}
+        self.settings: List[OptionSetting] = []
+        self.spank: Dict[str, Tuple[str, Optional[str]]] = {}
+        self.tick = 0
+        for k in self.state:
+            self.order[k] = 0
+
+    def set(self, name: str, val: _Value) -> None:
+        self.tick += 1
+        self.state[name] = val
+        self.order[name] = self.tick
+
+    def reset(self, name: str) -> None:
+        self.state.pop(name, None)
+
+    def by_cli(self, name: str) -> bool:
+        v = self.state.get(name)
+        return v is not None and v.source != ENV
+
+    def by_env(self, name: str) -> bool:
+        v = self.state.get(name)
+        return v is not None and v.source == ENV
+
+
+class _Resolver:
+    def __init__(self, script: Script):
+        self.script = script
+        self.diags: List[Diagnostic] = []
+
+    def diag(self, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None) -> None:
+        self.diags.append(Diagnostic(CODES[code], code, message, line, suggestion))
+
+    # ---- parsing one option value --------------------------------------------------------
+
+    def parse_value(self, spec: OptionSpec, value: Optional[str]):
+        """Validate as sbatch does; returns (value string to record, parsed value)."""
+        kind = spec.value
+        name = spec.key
+        if kind == "flag":
+            return value, True
+        if kind == "count":
+            return value, V.parse_count(value, name)
+        if kind == "count0":
+            return value, V.parse_count(value, name, allow_zero=True)
+        if kind == "time":
+            return value, V.parse_time(value, name)
+        if kind == "mem":
+            return value, V.parse_mem(value, name)
+        if kind == "nodes":
+            lo, hi = V.parse_nodes(value)
+            return V.format_nodes(lo, hi), (lo, hi)
+        if kind == "gres":
+            return value, V.parse_gres(value)
+        if kind == "gpus":
+            return value, V.parse_gpus(value)
+        if kind == "signal":
+            return value, V.parse_signal(value)
+        if kind == "exclusive":
+            v = V.parse_exclusive(value)
+            return v, v
+        if kind == "open_mode":
+            return value, V.parse_open_mode(value)
+        if kind == "yes_no":
+            v = V.parse_yes_no(value, name)
+            return v, v
+        if kind == "no_kill":
+            v = V.parse_no_kill(value)
+            return ("set" if v else "unset"), v
+        if kind == "nice":
+            v = V.parse_nice(value)
+            return str(v), v
+        if kind == "wait_all_nodes":
+            return value, V.parse_wait_all_nodes(value)
+        if kind == "gres_flags":
+            return value, V.parse_gres_flags(value)
+        if kind == "mail_type":
+            return value, V.parse_mail_type(value)
+        if name == "hint":
+            return value, V.parse_hint(value)
+        if name == "distribution":
+            return value, V.parse_distribution(value)
+        return value, value
+
+    # ---- applying ------------------------------------------------------------------------
+
+    def apply(self, comp: _Component, spec: OptionSpec, value: Optional[str], source: str,
+              line: Optional[int], written: str, reset_flag: bool = False) -> None:
+        name = spec.key
+        if reset_flag:   # an env flag with a false value resets the option
+            comp.reset(name)
+            comp.settings.append(OptionSetting(name, "unset", source, line, written))
+            return
+        try:
+            text, parsed = self.parse_value(spec, value)
+        except V.InvalidValue as exc:
+            self.diag(O207_INVALID_VALUE, f"{exc} (in `{written}`)", line)
+            return
+        previous = comp.state.get(name)
+        if spec.value == "mail_type" and previous is not None:
+            parsed = tuple(dict.fromkeys(tuple(previous.parsed) + tuple(parsed)))
+        if name in _SHARED:
+            group = _SHARED[name]
+            shared_text = text if name == "exclusive" else name
+            for other, g in _SHARED.items():
+                if g == group and other != name and other in comp.state:
+                    o = comp.state[other]
+                    comp.state[other] = _Value(shared_text, o.parsed, o.source, o.line)
+            text = shared_text
+        if spec.value == "mail_type":
+            text = ",".join(parsed) if parsed else "NONE"
+        if previous is not None and source == DIRECTIVE and previous.source == DIRECTIVE \
+                and spec.value != "mail_type" and previous.value != text:
+            self.diag(O212_OVERRIDDEN, f"--{name}={text} (line {line}) overrides --{name}="
+                      f"{previous.value} from line {previous.line}: the last occurrence wins", line)
+        comp.set(name, _Value(text, parsed, source, line))
+        comp.settings.append(OptionSetting(name, "" if text is None else text, source, line, written))
+        if value and ("$" in value or value.startswith("~")) and source == DIRECTIVE:
+            self.diag(O213_NOT_EXPANDED, f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; "
+                      f"the value is used literally", line,
+                      "write the value out, or pass it on the sbatch command line where the shell expands it")
+
+    def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
+        for po in opts:
+            if po.spec is None:   # plugin option: recorded, not applied
+                comp.spank[po.spank[1]] = (po.spank[0], po.value)
+                comp.settings.append(OptionSetting(po.spank[1], po.value or "", source, po.line, po.written))
+                continue
+            self._note_spelling(po, source)
+            self.apply(comp, po.spec, po.value, source, po.line, po.written)
+
+    def _note_spelling(self, po: ParsedOption, source: str) -> None:
+        w = po.written
+        if not w.startswith("--"):
+            return
+        typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
+        if typed != po.spec.name:
+            self.diag(O210_ABBREVIATION, f"`--{typed}` is an abbreviation of `--{po.spec.name}` "
+                      f"(getopt accepts unique prefixes)", po.line, f"write `--{po.spec.key}` in full")
+        if po.spec.canonical:
+            self.diag(O211_ALIAS, f"`--{po.spec.name}` is a hidden alias of `--{po.spec.canonical}`", po.line)
+
+    def report_getopt(self, errors: Sequence[GetoptError], source: str) -> None:
+        for e in errors:
+            code = _GETOPT_CODES[e.kind]
+            where = "" if source == DIRECTIVE else f" ({'command line' if source == CLI else 'environment'})"
+            if e.kind == "spank":
+                plugin, name = e.spank
+                self.diag(code, f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
+                          f"sbatch 22.05 without that plugin refuses it ({e.message}){where}", e.line,
+                          "keep it only for sites with the plugin; the container image is translated from it")
+            elif e.kind == "stray-word":
+                self.diag(code, f"{e.message}{where}: getopt stops at the first word that is not an option",
+                          e.line, "quote values that contain spaces; optional arguments need `=`")
+            elif e.kind == "ambiguous":
+                self.diag(code, f"{e.message}{where}", e.line, "write the option name in full")
+            else:
+                self.diag(code, f"{e.message}{where}", e.line)
+
+    # ---- environment ---------------------------------------------------------------------
+
+    def apply_env(self, comp: _Component, env: Mapping[str, str]) -> None:
+        for key in sorted(env):
+            if not key.startswith("SBATCH_") and key not in ENV_OPTIONS:
+                continue
+            value = env[key]
+            name = ENV_OPTIONS.get(key)
+            if name is None:
+                if key not in ENV_ONLY and comp.index == 0:
+                    self.diag(O214_UNKNOWN_ENV, f"{key} is not an input variable of sbatch 22.05; it is ignored", None)
+                continue
+            spec = CANONICAL[name]
+            written = f"{key}={value}"
+            if spec.arg == NONE:
+                # flags from env: set when empty, "yes" or a non-zero number; anything else resets
+                is_set = value == "" or value.lower() == "yes" or _nonzero_int(value)
+                self.apply(comp, spec, None, ENV, None, written, reset_flag=not is_set)
+                continue
+            if spec.arg == OPTIONAL and value == "":
+                value = None
+            self.apply(comp, spec, value, ENV, None, written)
+
+    # ---- checks after merging ------------------------------------------------------------
+
+    def verify(self, comp: _Component) -> None:
+        st = comp.state
+        line_of = lambda n: st[n].line if n in st else None  # noqa: E731
+        mem = ("mem", "mem-per-cpu", "mem-per-gpu")
+        cli = [m for m in mem if comp.by_cli(m)]
+        if len(cli) > 1:
+            self.diag(O208_CONFLICT, "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive "
+                      f"(set: {', '.join('--' + m for m in cli)})", line_of(cli[-1]), "keep only one memory option")
+        elif len(cli) == 1:
+            for m in mem:
+                if m != cli[0] and comp.by_env(m):
+                    comp.reset(m)
+                    self.diag(O218_ENV_IGNORED, f"the environment's --{m} is ignored because --{cli[0]} is set",
+                              line_of(cli[0]))
+        elif sum(comp.by_env(m) for m in mem) > 1:
+            self.diag(O208_CONFLICT, "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually "
+                      "exclusive", None)
+        if "cpus-per-task" in st and "cpus-per-gpu" in st:
+            self.diag(O208_CONFLICT, "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+                      line_of("cpus-per-gpu"), "keep one of the two")
+        if "ntasks-per-gpu" in st:
+            for other in ("gpus-per-task", "gpus-per-socket", "ntasks-per-node"):
+                if other in st:
+                    self.diag(O208_CONFLICT, f"--{other} is mutually exclusive with --ntasks-per-gpu",
+                              line_of(other))
+        if comp.by_cli("core-spec") and comp.by_cli("thread-spec"):
+            self.diag(O208_CONFLICT, "-S/--core-spec and --thread-spec options are mutually exclusive",
+                      line_of("thread-spec"))
+        if "gpus-per-task" in st and "gpus" not in st and "ntasks" not in st and not (
+                "ntasks-per-node" in st and "nodes" in st):
+            self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-task used without either --gpus or -n/--ntasks is "
+                      "not allowed", line_of("gpus-per-task"), "add --ntasks (or --nodes with --ntasks-per-node)")
+        if "gpus-per-socket" in st and "sockets-per-node" not in st:
+            self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-socket option requires --sockets-per-node "
+                      "specification", line_of("gpus-per-socket"))
+        if "gres" in st:
+            items = st["gres"].parsed
+            names = sorted({i.name for i in items if i.name != "gpu"})
+            if names:
+                self.diag(O215_SITE_GRES, f"GRES {', '.join(names)} must be configured on the cluster "
+                          "(sbatch refuses GRES names the site does not define)", line_of("gres"))
+            if any(i.name == "gpu" for i in items) and "gpus-per-node" in st:
+                self.diag(O216_DOUBLE_GPU_REQUEST, "both --gres=gpu and --gpus-per-node ask for GPUs per node; "
+                          "Slurm 22.05 keeps both requests", line_of("gpus-per-node"), "keep one of the two")
+        if "exclusive" in st and "oversubscribe" in st:
+            winner = "exclusive" if comp.order.get("exclusive", 0) > comp.order.get("oversubscribe", 0) \
+                else "oversubscribe"
+            self.diag(O217_SHARED_SETTING, f"--exclusive and --oversubscribe set the same Slurm field; the later "
+                      f"one (--{winner}) wins", line_of(winner))
+        if "requeue" in st and "no-requeue" in st:
+            winner = "requeue" if comp.order.get("requeue", 0) > comp.order.get("no-requeue", 0) else "no-requeue"
+            self.diag(O217_SHARED_SETTING, f"--requeue and --no-requeue set the same Slurm field; the later one "
+                      f"(--{winner}) wins", line_of(winner))
+        if "array" in st:
+            spec, _thr = V.split_array(st["array"].value or "")
+            _idx, problems = V.array_indexes(spec)
+            for p in problems:
+                self.diag(O209_CONTROLLER_REJECTS, f"--array={st['array'].value}: {p}; slurmctld refuses the job "
+                          f"(\"Invalid job array specification\")", line_of("array"))
+        if "dependency" in st:
+            for p in V.dependency_problems(st["dependency"].value or ""):
+                self.diag(O209_CONTROLLER_REJECTS, f"--dependency={st['dependency'].value}: {p}; slurmctld refuses "
+                          f"the job (\"Job dependency problem\")", line_of("dependency"))
+
+
+def _nonzero_int(s: str) -> bool:
+    try:
+        return int(s) != 0
+    except ValueError:
+        return False
+
+
+def _is_separator(words: Sequence[str]) -> bool:
+    return bool(words) and words[0].lower() in ("hetjob", "packjob")
+
+
+def _split_cli_components(args: Sequence[str]) -> List[List[str]]:
+    comps: List[List[str]] = [[]]
+    for a in args:
+        if a == ":":
+            comps.append([])
+        else:
+            comps[-1].append(a)
+    return comps
+
+
+def default_job_name(path: str) -> str:
+    """sbatch's default job name: the script's file name ("sbatch" for standard input)."""
+    if path in ("", "-", "<stdin>"):
+        return "sbatch"
+    return os.path.basename(path)
+
+
+def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: Sequence[str] = ()) -> SlurmJob:
+    """Resolve a read script into the job sbatch would submit (see module docstring)."""
+    env = dict(env or {})
+    r = _Resolver(script)
+    n_components = max(1, script.components,
+                       1 + max((d.component for d in script.directives), default=0))
+    cli_components = _split_cli_components(cli_args)
+    components: List[JobComponent] = []
+    carried: Dict[str, _Value] = {}
+    for index in range(n_components):
+        comp = _Component(index, carried)
+        words = [(w, d.line) for d in script.directives if d.component == index and not _is_separator(d.words)
+                 for w in d.words]
+        parsed = getopt_long(words)
+        r.report_getopt(parsed.errors, DIRECTIVE)
+        r.apply_parsed(comp, parsed.options, DIRECTIVE)
+        r.apply_env(comp, env)
+        cli = cli_components[index] if index < len(cli_components) else []
+        if cli:
+            cparsed = getopt_long([(a, None) for a in cli])
+            r.report_getopt(cparsed.errors, CLI)
+            r.apply_parsed(comp, cparsed.options, CLI)
+        r.verify(comp)
+        components.append(_finish(comp, script.path))
+        carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
+    diags = list(script.diagnostics) + r.diags
+    diags.sort(key=lambda d: (d.line if d.line is not None else 10 ** 9))
+    refused = script.sbatch_refuses or any(
+        d.code.startswith("O") and (d.severity == ERROR or d.code == O206_PLUGIN_OPTION) for d in r.diags)
+    return SlurmJob(path=script.path, components=tuple(components), diagnostics=tuple(diags),
+                    sbatch_accepts=not refused)
+
+
+def _finish(comp: _Component, path: str) -> JobComponent:
+    st = comp.state
+    options: Dict[str, str] = {}
+    for name in sorted(st):
+        v = st[name].value
+        options[name] = "" if v is None else v
+    for name, (_plugin, value) in comp.spank.items():
+        options[name] = "" if value is None else value
+    return JobComponent(index=comp.index, options=options, settings=tuple(comp.settings),
+                        fields=job_fields(st, path))
+
+
+def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
+    def raw(name):
+        v = st.get(name)
+        return None if v is None else v.value
+
+    def parsed(name):
+        v = st.get(name)
+        return None if v is None else v.parsed
+
+    nodes = parsed("nodes")
+    gpn_count = gpn_type = None
+    if "gpus-per-node" in st:
+        gpn_count, gpn_type = V.gpu_count_and_type(parsed("gpus-per-node"))
+    elif "gres" in st:
+        gpn_count, gpn_type = V.gpu_count_and_type(parsed("gres"))
+    gpt_count, gpt_type = V.gpu_count_and_type(parsed("gpus-per-task") or ())
+    tot_count, tot_type = V.gpu_count_and_type(parsed("gpus") or ())
+    gpu_type = gpn_type or tot_type or gpt_type
+    if gpu_type is None and "gres" in st and "gpus-per-node" in st:
+        gpu_type = V.gpu_count_and_type(parsed("gres"))[1]
+    array = throttle = None
+    if "array" in st:
+        array, throttle = V.split_array(raw("array") or "")
+    exclusive = None
+    if "exclusive" in st:
+        exclusive = raw("exclusive") in ("exclusive", "user", "mcs")
+    requeue = None
+    if "requeue" in st or "no-requeue" in st:
+        requeue = (raw("requeue") or raw("no-requeue")) == "requeue"
+    job_name = raw("job-name") if "job-name" in st else default_job_name(path)
+    return JobFields(
+        job_name=job_name,
+        partition=raw("partition"), account=raw("account"), qos=raw("qos"),
+        nodes_min=nodes[0] if nodes else None, nodes_max=nodes[1] if nodes else None,
+        ntasks=parsed("ntasks"), ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
+        gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
+        mem_per_node_mb=parsed("mem"), mem_per_cpu_mb=parsed("mem-per-cpu"), mem_per_gpu_mb=parsed("mem-per-gpu"),
+        time_limit_seconds=parsed("time"),
+        array=array, array_throttle=throttle, dependency=raw("dependency"), exclusive=exclusive,
+        constraint=raw("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
+        requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
+    )
+
+
+def explain_option(name: str) -> str:
+    """One-line summary of a canonical option (for the human explanation)."""
+    spec = CANONICAL.get(name)
+    return spec.summary if spec else ""
+
+
+__all__ = ["resolve", "default_job_name", "explain_option", "CODES", "match_long"]

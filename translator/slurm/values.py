@@ -1,0 +1,484 @@
+"""Value grammars of sbatch 22.05 options, with the validation sbatch itself performs.
+
+Each parser takes the option's argument string and returns the parsed value, or raises
+`InvalidValue` with the message sbatch prints. Rules were checked one by one against real
+sbatch 22.05.8 (the slurm-oracle), not only against the man page: e.g. `--gres=gres/gpu:2` and a
+node size list `1,2,4` are refused by 22.05, `--mem=2gb` is accepted, `--no-kill=on` is refused.
+
+Checks that slurmctld (not sbatch) performs are separate `*_problems` helpers: they return
+warnings, because sbatch itself accepts the script (e.g. `--array=0-1001` with the default
+MaxArraySize=1001, `--dependency=foo:1`).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+NO_LIMIT = 0            # time_limit_seconds for an explicitly unlimited job
+MAX_ARRAY_SIZE = 1001   # slurm.conf MaxArraySize default
+
+
+class InvalidValue(ValueError):
+    """sbatch refuses the value; the message is sbatch's own wording."""
+
+
+# ---- integers --------------------------------------------------------------------------------
+
+_INT_RE = re.compile(r"^\s*[+-]?\d+$")
+
+
+def parse_count(value: str, option: str, allow_zero: bool = False) -> int:
+    """parse_int(..., positive=true): a whole decimal number > 0 (>= 0 with allow_zero)."""
+    if not _INT_RE.match(value or ""):
+        raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
+    n = int(value)
+    if n < 0 or (n == 0 and not allow_zero):
+        raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
+    return n
+
+
+def parse_nice(value: Optional[str]) -> int:
+    """--nice[=adj]: no value means 100; the value is read like atoi (garbage gives 0)."""
+    if value is None or value == "":
+        return 100
+    m = re.match(r"^\s*([+-]?\d+)", value)
+    return int(m.group(1)) if m else 0
+
+
+# ---- time ------------------------------------------------------------------------------------
+
+def _valid_timespec(s: str) -> bool:
+    dash = colon = 0
+    for ch in s:
+        if ch.isdigit():
+            continue
+        if ch == "-":
+            if colon:
+                return False
+            dash += 1
+        elif ch == ":":
+            colon += 1
+        else:
+            return False
+    return dash <= 1 and colon <= 2
+
+
+def parse_time(value: str, option: str = "time") -> int:
+    """Time limit in seconds, as sbatch stores it: whole minutes (seconds rounded UP).
+
+    Forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S; -1/INFINITE/UNLIMITED and 0 mean no limit (0 is
+    returned for both).
+    """
+    s = value or ""
+    if s.strip().lower() in ("-1", "infinite", "unlimited"):
+        return NO_LIMIT
+    if not s or not _valid_timespec(s):
+        raise InvalidValue(f"Invalid --{option} specification")
+    days = hours = minutes = seconds = 0
+    if "-" in s:
+        d, _, rest = s.partition("-")
+        days = int(d) if d else 0
+        parts = rest.split(":") if rest else []
+        nums = [int(p) if p else 0 for p in parts]
+        if len(nums) >= 1:
+            hours = nums[0]
+        if len(nums) >= 2:
+            minutes = nums[1]
+        if len(nums) >= 3:
+            seconds = nums[2]
+    else:
+        nums = [int(p) if p else 0 for p in s.split(":")]
+        if len(nums) == 1:
+            minutes = nums[0]
+        elif len(nums) == 2:
+            minutes, seconds = nums
+        else:
+            hours, minutes, seconds = nums
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    total_min = (total + 59) // 60
+    return total_min * 60
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+_MEM_RE = re.compile(r"^\s*\+?(\d+)([kKmMgGtT]?)([bB]?)$")
+
+
+def parse_mem(value: str, option: str = "mem") -> int:
+    """str_to_mbytes: MiB; default unit M; binary K/M/G/T (K rounds up); optional trailing B.
+
+    Integers only; 0 means all the memory of the node (--mem) / no per-CPU limit.
+    """
+    m = _MEM_RE.match((value or "").rstrip())
+    if not m or (m.group(3) and not m.group(2)):
+        raise InvalidValue(f"Invalid --{option} specification")
+    n = int(m.group(1))
+    unit = m.group(2).upper()
+    if unit == "K":
+        return (n + 1023) // 1024
+    if unit == "G":
+        return n * 1024
+    if unit == "T":
+        return n * 1024 * 1024
+    return n
+
+
+# ---- nodes -----------------------------------------------------------------------------------
+
+def _node_number(s: str) -> Tuple[int, str]:
+    m = re.match(r"^\s*([+-]?\d+)([kKmM]?)(.*)$", s)
+    if not m:
+        return -1, s.strip()
+    n = int(m.group(1))
+    if m.group(2) in ("k", "K"):
+        n *= 1024
+    elif m.group(2) in ("m", "M"):
+        n *= 1048576
+    return n, m.group(3).strip()
+
+
+def parse_nodes(value: str) -> Tuple[int, int]:
+    """verify_node_count: `N` or `min-max` (k/m suffixes); returns (min, max), max=min for N.
+
+    22.05 has no node size lists (`1,2,4` and `1-4:2` are refused). An empty minimum (`-3`)
+    reads as 1; an empty maximum (`2-`) is refused.
+    """
+    s = value or ""
+    if "-" in s[1:] or (s.startswith("-") and s.count("-") == 1 and len(s) > 1):
+        idx = s.index("-", 0)
+        lo_s, hi_s = s[:idx], s[idx + 1:]
+        lo, left = _node_number(lo_s) if lo_s.strip() else (-1, "")
+        if left:
+            raise InvalidValue(f'"{lo_s}" is not a valid node count')
+        hi, left = _node_number(hi_s) if hi_s.strip() else (-1, "")
+        if left:
+            raise InvalidValue(f'"{hi_s}" is not a valid node count')
+        if hi != 0 and hi < lo:
+            raise InvalidValue(f"Maximum node count {hi} is less than minimum node count {lo}")
+        return (lo if lo >= 0 else 1), hi
+    n, left = _node_number(s)
+    if left or not s.strip() or n < 0:
+        raise InvalidValue(f'"{s}" is not a valid node count')
+    return n, n
+
+
+def format_nodes(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+# ---- GPUs and GRES ---------------------------------------------------------------------------
+
+_SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p": 1024 ** 5}
+
+
+def _gres_count(s: str) -> Optional[int]:
+    m = re.match(r"^(\d+)([kKmMgGtTpP]?)$", s)
+    if not m:
+        return None
+    return int(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1)
+
+
+@dataclass(frozen=True)
+class GresItem:
+    name: str
+    type: Optional[str]
+    count: int
+
+
+def parse_gres(value: str) -> Tuple[GresItem, ...]:
+    """`--gres=name[[:type]:count][,...]` per node; `none` = no GRES. Count suffixes k/m/g/t/p.
+
+    22.05 refuses the `gres/` prefix and a name given both with and without a type.
+    """
+    s = value or ""
+    if s.strip().lower() == "none":
+        return ()
+    items: List[GresItem] = []
+    for part in s.split(","):
+        if not part or "/" in part.split(":")[0]:
+            raise InvalidValue("Invalid generic resource (gres) specification")
+        fields = part.split(":")
+        name = fields[0]
+        typ: Optional[str] = None
+        count = 1
+        if len(fields) == 2:
+            c = _gres_count(fields[1])
+            if c is None:
+                typ = fields[1]
+            else:
+                count = c
+        elif len(fields) == 3:
+            typ = fields[1]
+            c = _gres_count(fields[2])
+            if c is None:
+                raise InvalidValue("Invalid generic resource (gres) specification")
+            count = c
+        elif len(fields) > 3:
+            raise InvalidValue("Invalid generic resource (gres) specification")
+        if not name or (typ is not None and not typ):
+            raise InvalidValue("Invalid generic resource (gres) specification")
+        items.append(GresItem(name, typ, count))
+    _check_typed_mix(items)
+    return tuple(items)
+
+
+def _check_typed_mix(items) -> None:
+    by_name = {}
+    for it in items:
+        by_name.setdefault(it.name, set()).add(it.type is None)
+    if any(len(v) > 1 for v in by_name.values()):
+        raise InvalidValue("Invalid GRES specification (with and without type identification)")
+
+
+def parse_gpus(value: str) -> Tuple[GresItem, ...]:
+    """`--gpus`/`--gpus-per-*`: `[type:]N[,type:N...]`; a bare word is a type with count 1."""
+    items: List[GresItem] = []
+    for part in (value or "").split(","):
+        fields = part.split(":")
+        if not part or len(fields) > 2:
+            raise InvalidValue("Invalid generic resource (gres) specification")
+        if len(fields) == 1:
+            c = _gres_count(fields[0])
+            items.append(GresItem("gpu", None, c) if c is not None else GresItem("gpu", fields[0], 1))
+        else:
+            c = _gres_count(fields[1])
+            if c is None or not fields[0]:
+                raise InvalidValue("Invalid generic resource (gres) specification")
+            items.append(GresItem("gpu", fields[0], c))
+    _check_typed_mix(items)
+    return tuple(items)
+
+
+def gpu_count_and_type(items) -> Tuple[Optional[int], Optional[str]]:
+    """(count, type) of the GPU items: counts summed, the first type named."""
+    gpus = [i for i in items if i.name == "gpu"]
+    if not gpus:
+        return None, None
+    typ = next((i.type for i in gpus if i.type), None)
+    return sum(i.count for i in gpus), typ
+
+
+# ---- arrays ----------------------------------------------------------------------------------
+
+def split_array(value: str) -> Tuple[str, Optional[int]]:
+    """(spec before the first `%`, throttle after it or None)."""
+    spec, pct, thr = (value or "").partition("%")
+    if not pct:
+        return spec, None
+    m = re.match(r"^\s*(\d+)", thr)
+    return spec, int(m.group(1)) if m else 0
+
+
+def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int], List[str]]:
+    """Expand an array spec; (sorted unique indexes, problems slurmctld would refuse)."""
+    problems: List[str] = []
+    out = set()
+    s = spec.strip()
+    if s.startswith("["):
+        s = s[1:]
+    if s.endswith("]"):
+        s = s[:-1]
+    for tok in s.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", tok.strip())
+        if not m:
+            problems.append(f"'{tok}' is not an index, a range N-M or a stepped range N-M:S")
+            continue
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if hi < lo:
+            problems.append(f"range '{tok}' ends before it starts")
+            continue
+        if step <= 0 or step >= max_size:
+            problems.append(f"step of '{tok}' must be between 1 and {max_size - 1}")
+            continue
+        if hi >= max_size:
+            problems.append(f"index {hi} is not below MaxArraySize={max_size} (Slurm default)")
+            continue
+        out.update(range(lo, hi + 1, step))
+    return sorted(out), problems
+
+
+# ---- dependency ------------------------------------------------------------------------------
+
+DEPENDENCY_TYPES = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok", "afterok",
+                    "singleton", "expand")
+
+
+def dependency_problems(value: str) -> List[str]:
+    """What slurmctld would refuse in a dependency expression (sbatch itself accepts any text)."""
+    problems: List[str] = []
+    s = value or ""
+    if "," in s and "?" in s:
+        problems.append("mixes ',' (all) and '?' (any) separators")
+    for clause in re.split(r"[,?]", s):
+        if not clause:
+            problems.append("empty clause")
+            continue
+        typ, colon, ids = clause.partition(":")
+        if typ == "singleton" and not colon:
+            continue
+        if typ not in DEPENDENCY_TYPES or not colon:
+            if re.fullmatch(r"\d+(_\d+)?", clause):
+                continue   # a bare job id means afterany
+            problems.append(f"'{clause}' is not type:jobid[:jobid...]")
+            continue
+        for jid in ids.split(":"):
+            if not re.fullmatch(r"\d+(_(\d+|\*))?(\+\d+)?", jid):
+                problems.append(f"'{jid}' in '{clause}' is not a job id")
+    return problems
+
+
+# ---- signal ----------------------------------------------------------------------------------
+
+SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7, "FPE": 8,
+           "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15,
+           "STKFLT": 16, "CHLD": 17, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22,
+           "URG": 23, "XCPU": 24, "XFSZ": 25, "VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29,
+           "PWR": 30, "SYS": 31}
+
+
+@dataclass(frozen=True)
+class SignalSpec:
+    flags: str          # "" or a combination of "R" and "B"
+    number: int
+    seconds: int        # default 60
+
+    @property
+    def name(self) -> str:
+        for k, v in SIGNALS.items():
+            if v == self.number:
+                return k
+        return str(self.number)
+
+
+def parse_signal(value: str) -> SignalSpec:
+    """get_signal_opts: `[{R|B}...:]sig[@secs]`; sig a number or a name (SIG prefix optional)."""
+    s = value or ""
+    flags = ""
+    if ":" in s:
+        flags, _, s = s.partition(":")
+        if not flags or any(c not in "RB" for c in flags.upper()):
+            raise InvalidValue("Invalid --signal specification")
+        flags = "".join(sorted(set(flags.upper()), key="RB".index))
+    sig, at, secs = s.partition("@")
+    if sig.isdigit():
+        num = int(sig) & 0xFFFF
+    else:
+        up = sig.upper()
+        if up.startswith("SIG"):
+            up = up[3:]
+        num = SIGNALS.get(up, 0)
+    if num <= 0:
+        raise InvalidValue("Invalid --signal specification")
+    seconds = 60
+    if at:
+        if not re.fullmatch(r"\d+", secs):
+            raise InvalidValue("Invalid --signal specification")
+        seconds = int(secs)
+    return SignalSpec(flags, num, seconds)
+
+
+# ---- enumerations ----------------------------------------------------------------------------
+
+MAIL_TYPES = ("NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT",
+              "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS")
+MAIL_ALL = ("INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE", "STAGE_OUT")
+
+
+def parse_mail_type(value: str) -> Tuple[str, ...]:
+    """Comma list, case-insensitive. ALL expands; NONE adds nothing (types accumulate)."""
+    out: List[str] = []
+    for part in (value or "").split(","):
+        up = part.strip().upper()
+        if up not in MAIL_TYPES:
+            raise InvalidValue("Invalid --mail-type specification")
+        if up == "ALL":
+            out.extend(MAIL_ALL)
+        elif up != "NONE":
+            out.append(up)
+    return tuple(dict.fromkeys(out))
+
+
+def parse_exclusive(value: Optional[str]) -> str:
+    """--exclusive[=user|mcs]: "exclusive", "user" or "mcs" (22.05 has no `topo`)."""
+    if value is None or value == "":
+        return "exclusive"
+    low = value.lower()
+    if low in ("user", "mcs"):
+        return low
+    raise InvalidValue("Invalid --exclusive specification")
+
+
+def parse_open_mode(value: str) -> str:
+    """First letter decides: a/A append, t/T truncate."""
+    if value and value[0] in "aA":
+        return "append"
+    if value and value[0] in "tT":
+        return "truncate"
+    raise InvalidValue("Invalid --open-mode specification")
+
+
+def parse_yes_no(value: str, option: str) -> str:
+    low = (value or "").lower()
+    if low in ("yes", "no"):
+        return low
+    raise InvalidValue(f"Invalid --{option} specification")
+
+
+def parse_no_kill(value: Optional[str]) -> bool:
+    if value is None or value.lower() == "set":
+        return True
+    if value.lower() in ("off", "no"):
+        return False
+    raise InvalidValue("Invalid --no-kill specification")
+
+
+def parse_wait_all_nodes(value: str) -> int:
+    if value in ("0", "1"):
+        return int(value)
+    raise InvalidValue("Invalid --wait-all-nodes specification")
+
+
+GRES_FLAGS = ("enforce-binding", "disable-binding")
+
+
+def parse_gres_flags(value: str) -> str:
+    low = (value or "").lower()
+    if low in GRES_FLAGS:
+        return low
+    raise InvalidValue("Invalid --gres-flags specification")
+
+
+HINTS = ("compute_bound", "memory_bound", "multithread", "nomultithread", "help")
+
+
+def parse_hint(value: str) -> str:
+    for part in (value or "").split(","):
+        if part.lower() not in HINTS:
+            raise InvalidValue(f'unrecognized --hint argument "{value}", see --hint=help')
+    return value
+
+
+_DIST_NODE = ("block", "cyclic", "arbitrary", "plane", "*")
+_DIST_SOCK = ("block", "cyclic", "fcyclic", "*")
+
+
+def parse_distribution(value: str) -> str:
+    s = value or ""
+    base, _, flag = s.partition(",")
+    if flag and flag.lower() not in ("pack", "nopack"):
+        raise InvalidValue("Invalid --distribution specification")
+    levels = base.split(":")
+    first = levels[0]
+    if first.startswith("plane="):
+        if not first[6:].isdigit():
+            raise InvalidValue("Invalid --distribution specification")
+        if len(levels) > 1:
+            raise InvalidValue("Invalid --distribution specification")
+        return s
+    if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
+        raise InvalidValue("Invalid --distribution specification")
+    return s
