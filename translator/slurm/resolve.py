@@ -62,9 +62,20 @@ _GETOPT_CODES = {
 _SHARED = {
     "exclusive": "share", "oversubscribe": "share",
     "requeue": "requeue", "no-requeue": "requeue",
+    "core-spec": "spec", "thread-spec": "spec",
 }
 
 DIRECTIVE, ENV, CLI = "directive", "env", "cli"
+
+# Value kinds sbatch validates only after merging all options (after its option dump)
+_CHECKED_AFTER_MERGE = ("gres", "gpus", "hint")
+
+
+@dataclass(frozen=True)
+class _Invalid:
+    """A value sbatch refuses, kept as written."""
+
+    raw: Optional[str]
 
 
 @dataclass
@@ -126,9 +137,10 @@ class _Resolver:
         if kind == "count0":
             return value, V.parse_count(value, name, allow_zero=True)
         if kind == "time":
-            return value, V.parse_time(value, name)
+            t = V.parse_time(value, name)
+            return V.format_time(t), t
         if kind == "mem":
-            return value, V.parse_mem(value, name)
+            return (value or "").strip().lstrip("+"), V.parse_mem(value, name)
         if kind == "nodes":
             lo, hi = V.parse_nodes(value)
             return V.format_nodes(lo, hi), (lo, hi)
@@ -137,12 +149,14 @@ class _Resolver:
         if kind == "gpus":
             return value, V.parse_gpus(value)
         if kind == "signal":
-            return value, V.parse_signal(value)
+            sig = V.parse_signal(value)
+            return V.format_signal(sig, value), sig
         if kind == "exclusive":
             v = V.parse_exclusive(value)
             return v, v
         if kind == "open_mode":
-            return value, V.parse_open_mode(value)
+            v = V.parse_open_mode(value)
+            return v, v
         if kind == "yes_no":
             v = V.parse_yes_no(value, name)
             return v, v
@@ -177,17 +191,25 @@ class _Resolver:
             text, parsed = self.parse_value(spec, value)
         except V.InvalidValue as exc:
             self.diag(O207_INVALID_VALUE, f"{exc} (in `{written}`)", line)
-            return
+            if spec.value not in _CHECKED_AFTER_MERGE and spec.key not in _CHECKED_AFTER_MERGE:
+                return
+            # sbatch merges this option first and checks it only before submitting: the value
+            # is part of the merged options even though the script is refused
+            text, parsed = value, _Invalid(value)
         previous = comp.state.get(name)
         if spec.value == "mail_type" and previous is not None:
             parsed = tuple(dict.fromkeys(tuple(previous.parsed) + tuple(parsed)))
         if name in _SHARED:
             group = _SHARED[name]
-            shared_text = text if name == "exclusive" else name
+            if group == "spec":       # one field: the other option now reads as unset
+                shared_text, other_text = text, "unset"
+            else:
+                shared_text = text if name == "exclusive" else name
+                other_text = shared_text
             for other, g in _SHARED.items():
                 if g == group and other != name and other in comp.state:
                     o = comp.state[other]
-                    comp.state[other] = _Value(shared_text, o.parsed, o.source, o.line)
+                    comp.state[other] = _Value(other_text, o.parsed, o.source, o.line)
             text = shared_text
         if spec.value == "mail_type":
             text = ",".join(parsed) if parsed else "NONE"
@@ -299,7 +321,7 @@ class _Resolver:
         if "gpus-per-socket" in st and "sockets-per-node" not in st:
             self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-socket option requires --sockets-per-node "
                       "specification", line_of("gpus-per-socket"))
-        if "gres" in st:
+        if "gres" in st and not isinstance(st["gres"].parsed, _Invalid):
             items = st["gres"].parsed
             names = sorted({i.name for i in items if i.name != "gpu"})
             if names:
@@ -412,19 +434,43 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
         return None if v is None else v.parsed
 
     nodes = parsed("nodes")
+
+    def gpu(name):
+        v = parsed(name)
+        if v is None:
+            return None, None
+        if isinstance(v, _Invalid):
+            raw_value = v.raw or ""
+            if name == "gres":
+                items = [i for i in raw_value.split(",") if i.replace("gres:", "").replace("gres/", "").startswith("gpu")]
+                if not items:
+                    return None, None
+                raw_value = items[-1]
+            return V.lenient_gpu_spec(raw_value)
+        return V.gpu_count_and_type(v)
+
     gpn_count = gpn_type = None
     if "gpus-per-node" in st:
-        gpn_count, gpn_type = V.gpu_count_and_type(parsed("gpus-per-node"))
+        gpn_count, gpn_type = gpu("gpus-per-node")
     elif "gres" in st:
-        gpn_count, gpn_type = V.gpu_count_and_type(parsed("gres"))
-    gpt_count, gpt_type = V.gpu_count_and_type(parsed("gpus-per-task") or ())
-    tot_count, tot_type = V.gpu_count_and_type(parsed("gpus") or ())
+        gpn_count, gpn_type = gpu("gres")
+    gpt_count, gpt_type = gpu("gpus-per-task")
+    tot_count, tot_type = gpu("gpus")
     gpu_type = gpn_type or tot_type or gpt_type
     if gpu_type is None and "gres" in st and "gpus-per-node" in st:
-        gpu_type = V.gpu_count_and_type(parsed("gres"))[1]
+        gpu_type = gpu("gres")[1]
+    mem_per_cpu = parsed("mem-per-cpu")
+    mem_per_node = parsed("mem")
+    if mem_per_cpu == 0:        # Slurm stores --mem-per-cpu=0 as "all the memory of the node"
+        mem_per_cpu = None
+        if mem_per_node is None:
+            mem_per_node = 0
     array = throttle = None
     if "array" in st:
         array, throttle = V.split_array(raw("array") or "")
+        array = array.strip()
+        if array.startswith("[") and array.endswith("]"):
+            array = array[1:-1]
     exclusive = None
     if "exclusive" in st:
         exclusive = raw("exclusive") in ("exclusive", "user", "mcs")
@@ -435,10 +481,10 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
     return JobFields(
         job_name=job_name,
         partition=raw("partition"), account=raw("account"), qos=raw("qos"),
-        nodes_min=nodes[0] if nodes else None, nodes_max=nodes[1] if nodes else None,
+        nodes_min=nodes[0] if nodes else None, nodes_max=(nodes[1] or None) if nodes else None,
         ntasks=parsed("ntasks"), ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
         gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
-        mem_per_node_mb=parsed("mem"), mem_per_cpu_mb=parsed("mem-per-cpu"), mem_per_gpu_mb=parsed("mem-per-gpu"),
+        mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
         time_limit_seconds=parsed("time"),
         array=array, array_throttle=throttle, dependency=raw("dependency"), exclusive=exclusive,
         constraint=raw("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),

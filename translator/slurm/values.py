@@ -252,12 +252,46 @@ def parse_gpus(value: str) -> Tuple[GresItem, ...]:
 
 
 def gpu_count_and_type(items) -> Tuple[Optional[int], Optional[str]]:
-    """(count, type) of the GPU items: counts summed, the first type named."""
+    """(count, type) of the first GPU item, as Slurm reports a multi-type request (per node 2 for
+    `a100:2,v100:1`, type a100)."""
     gpus = [i for i in items if i.name == "gpu"]
     if not gpus:
         return None, None
-    typ = next((i.type for i in gpus if i.type), None)
-    return sum(i.count for i in gpus), typ
+    return gpus[0].count, gpus[0].type
+
+
+def lenient_gpu_spec(value: str) -> Tuple[int, Optional[str]]:
+    """Best-effort (count, type) of a GPU request sbatch refuses, for reporting what was asked:
+    the last `:` field is the count, what comes before (after `gres:`/`gpu:`) the type."""
+    s = value or ""
+    for prefix in ("gres:", "gres/", "gpu:"):
+        if s.startswith(prefix):
+            s = s[len(prefix):]
+    head, colon, tail = s.rpartition(":")
+    if colon:
+        c = _gres_count(tail)
+        return (c, head or None) if c is not None else (1, s)
+    c = _gres_count(s)
+    return (c, None) if c is not None else (1, s or None)
+
+
+def format_signal(sig: "SignalSpec", written: str) -> str:
+    """The signal as sbatch renders it: flags, then the name (or the number if given as one)."""
+    body = written.split(":", 1)[1] if ":" in written else written
+    name_part = body.split("@", 1)[0]
+    name = str(sig.number) if name_part.isdigit() else sig.name
+    text = (sig.flags_written + ":" if sig.flags_written else "") + name
+    return text + (f"@{sig.seconds}" if "@" in body else "")
+
+
+def format_time(seconds: int) -> str:
+    """mins2time_str: `UNLIMITED`, `HH:MM:SS` or `D-HH:MM:SS`."""
+    if seconds == NO_LIMIT:
+        return "UNLIMITED"
+    minutes = seconds // 60
+    d, rem = divmod(minutes, 1440)
+    h, m = divmod(rem, 60)
+    return f"{d}-{h:02d}:{m:02d}:00" if d else f"{h:02d}:{m:02d}:00"
 
 
 # ---- arrays ----------------------------------------------------------------------------------
@@ -345,6 +379,7 @@ class SignalSpec:
     flags: str          # "" or a combination of "R" and "B"
     number: int
     seconds: int        # default 60
+    flags_written: str = ""
 
     @property
     def name(self) -> str:
@@ -362,7 +397,8 @@ def parse_signal(value: str) -> SignalSpec:
         flags, _, s = s.partition(":")
         if not flags or any(c not in "RB" for c in flags.upper()):
             raise InvalidValue("Invalid --signal specification")
-        flags = "".join(sorted(set(flags.upper()), key="RB".index))
+        written_flags = flags.upper()
+        flags = "".join(sorted(set(written_flags), key="RB".index))
     sig, at, secs = s.partition("@")
     if sig.isdigit():
         num = int(sig) & 0xFFFF
@@ -378,7 +414,7 @@ def parse_signal(value: str) -> SignalSpec:
         if not re.fullmatch(r"\d+", secs):
             raise InvalidValue("Invalid --signal specification")
         seconds = int(secs)
-    return SignalSpec(flags, num, seconds)
+    return SignalSpec(flags, num, seconds, written_flags if flags else "")
 
 
 # ---- enumerations ----------------------------------------------------------------------------
