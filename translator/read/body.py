@@ -1,13 +1,269 @@
-"""Shell body parsing (placeholder: filled in next)."""
+"""The script body: line tokens (shell_lexer) -> block structure (grammars/sbatch.lark) -> ast.Statement.
+
+The LALR parser is built once per process (module-level cache) and Lark's grammar cache is kept
+on disk under the user cache directory, so a cold start does not rebuild the parse tables.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
 from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from translator.diagnostics import Diagnostic, INFO, WARNING
+from translator.read import ast
+from translator.read.classify import classify, program_index
+from translator.read.shell_lexer import LexToken, Segment, ShellLexer
+from translator.read.words import make_assignment, make_word, split_assignment
+
+R144_CSH_BODY = "R144"
+R145_PARSER_FALLBACK = "R145"
+
+_DECLARE_EXPORTING = {"declare", "typeset"}
+_ASSIGNING_BUILTINS = {"readonly", "local", "declare", "typeset"}
 
 
 @dataclass
 class ParsedBody:
-    statements: tuple = ()
-    diagnostics: list = field(default_factory=list)
+    statements: Tuple[ast.Statement, ...] = ()
+    diagnostics: List[Diagnostic] = field(default_factory=list)
     heredoc_lines: frozenset = frozenset()
 
 
-def parse_body(lines, start, shell):
-    return ParsedBody()
+# ---- the parser (built once) ---------------------------------------------------------------------
+
+_PARSER = None
+
+
+def _cache_file() -> Optional[str]:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for directory in (os.path.join(base, "slurm2kf"), os.path.join(tempfile.gettempdir(), f"slurm2kf-{os.getuid()}")
+                      if hasattr(os, "getuid") else None):
+        if not directory:
+            continue
+        try:
+            os.makedirs(directory, exist_ok=True)
+            if os.access(directory, os.W_OK):
+                return os.path.join(directory, "sbatch-grammar.lark.cache")
+        except OSError:
+            continue
+    return None
+
+
+def _token_lexer_class():
+    from lark.lexer import Lexer, Token
+
+    class LineTokenLexer(Lexer):
+        """Feeds pre-lexed line tokens to the LALR parser; the token value is its index."""
+
+        def __init__(self, lexer_conf):  # noqa: D401 - Lark API
+            pass
+
+        def lex(self, data):
+            for index, tok in enumerate(data):
+                yield Token(tok.type, str(index))
+
+    return LineTokenLexer
+
+
+def get_parser():
+    """The body parser: built once per process, grammar analysis cached on disk when possible."""
+    global _PARSER
+    if _PARSER is not None:
+        return _PARSER
+    from importlib import resources
+
+    from lark import Lark
+
+    grammar = resources.files("translator.grammars").joinpath("sbatch.lark").read_text(encoding="utf-8")
+    lexer = _token_lexer_class()
+    cache = _cache_file()
+    try:
+        _PARSER = Lark(grammar, parser="lalr", lexer=lexer, cache=cache if cache else False, maybe_placeholders=False)
+    except Exception:  # an unreadable/corrupt cache file: build without it
+        _PARSER = Lark(grammar, parser="lalr", lexer=lexer, maybe_placeholders=False)
+    return _PARSER
+
+
+# ---- AST building --------------------------------------------------------------------------------
+
+def _command_from_segment(seg: Segment) -> List[ast.Statement]:
+    """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
+    words = seg.words
+    line = seg.line
+    prefix: List[ast.Assignment] = []
+    i = 0
+    while i < len(words):
+        a = make_assignment(words[i], line, False) if "=" in words[i] else None
+        if a is None:
+            break
+        prefix.append(a)
+        i += 1
+    rest = words[i:]
+    if not rest:
+        if prefix and not seg.redirections:
+            return list(prefix)
+        if not prefix and not seg.redirections:
+            return []
+    word_objs = tuple(make_word(w) for w in rest)
+    argv = [w.value for w in word_objs]
+    prog = argv[0] if argv else ""
+    if prog in ("export", "declare", "typeset", "readonly", "local") and not seg.redirections and not seg.heredocs:
+        exported = prog == "export" or (prog in _DECLARE_EXPORTING and any(
+            a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:]))
+        out: List[ast.Statement] = list(prefix)
+        leftovers = False
+        for raw in rest[1:]:
+            if raw.startswith("-") or raw.startswith("+"):
+                leftovers = leftovers or prog == "export"
+                continue
+            a = make_assignment(raw, line, exported)
+            if a is not None:
+                out.append(a)
+            elif prog == "export":
+                leftovers = True
+        if prog == "export" and (leftovers or len(rest) == 1):
+            out.append(ast.Command(line, seg.end_line, seg.text, word_objs, ast.EXPORT, (), seg.background,
+                                   seg.connector, tuple(seg.redirections)))
+        elif prog != "export" and not any(isinstance(s, ast.Assignment) for s in out[len(prefix):]):
+            out.append(ast.Command(line, seg.end_line, seg.text, word_objs, ast.OTHER, tuple(prefix), seg.background,
+                                   seg.connector, tuple(seg.redirections)))
+        return out
+    kind = classify(argv) if argv else ast.OTHER
+    return [ast.Command(line, seg.end_line, seg.text, word_objs, kind, tuple(prefix), seg.background, seg.connector,
+                        tuple(seg.redirections))]
+
+
+def _segment_statements(seg: Segment) -> List[ast.Statement]:
+    stmts = _command_from_segment(seg)
+    if not seg.heredocs:
+        return stmts
+    cmd = next((s for s in stmts if isinstance(s, ast.Command)), None)
+    hd = seg.heredocs[0]
+    block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd)
+    return [s for s in stmts if not isinstance(s, ast.Command)] + [block]
+
+
+class _Builder:
+    def __init__(self, tokens: Sequence[LexToken], lines: Sequence[str]):
+        self.tokens = tokens
+        self.lines = lines
+
+    def tok(self, t) -> LexToken:
+        return self.tokens[int(t)]
+
+    def stmts(self, children) -> List[ast.Statement]:
+        out: List[ast.Statement] = []
+        for ch in children:
+            if isinstance(ch, list):
+                out.extend(ch)
+            elif isinstance(ch, ast.Block):
+                out.append(ch)
+            else:
+                tok = self.tokens[int(ch)]
+                if tok.type == "CMD":
+                    out.extend(_segment_statements(tok.segment))
+                elif tok.type == "COMMENT":
+                    out.append(ast.Comment(tok.line, tok.text))
+                elif tok.type == "PATTERN":
+                    out.append(ast.Comment(tok.line, f"case pattern {tok.text}"))
+        return out
+
+    def header_text(self, tok: LexToken) -> str:
+        if 0 < tok.line <= len(self.lines):
+            return self.lines[tok.line - 1].strip()
+        return tok.text
+
+    def block(self, kind: str, children) -> ast.Block:
+        first = self.tok(children[0]) if not isinstance(children[0], (list, ast.Block)) else None
+        last_tok = None
+        for ch in reversed(children):
+            if not isinstance(ch, (list, ast.Block)) and self.tokens[int(ch)].type in ("FI", "DONE", "ESAC", "RBRACE", "RPAREN"):
+                last_tok = self.tokens[int(ch)]
+                break
+        inner = [c for c in children[1:] if isinstance(c, (list, ast.Block)) or self.tokens[int(c)].type in ("CMD", "COMMENT")]
+        stmts = self.stmts(inner)
+        line = first.line if first else 0
+        end = last_tok.end_line if last_tok else (stmts[-1].line if stmts else line)
+        return ast.Block(kind, line, max(end, line), self.header_text(first) if first else "", tuple(stmts))
+
+
+def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> List[ast.Statement]:
+    b = _Builder(tokens, lines)
+
+    def conv(node):
+        """Tree -> list of flat children for the parent (Blocks, token indices, lists)."""
+        data = node.data
+        kids = []
+        for ch in node.children:
+            if hasattr(ch, "data"):
+                kids.append(conv(ch))
+            else:
+                kids.append(ch)
+        if data == "if_block":
+            return b.block("if", _flatten_parts(kids))
+        if data in ("elif_part", "else_part", "case_item"):
+            return kids
+        if data == "loop_block":
+            tok = b.tok(kids[0])
+            word = tok.text.split()[0] if tok.text.split() else "for"
+            kind = {"for": "for", "select": "for", "while": "while", "until": "until"}.get(word, "for")
+            return b.block(kind, kids)
+        if data == "case_block":
+            return b.block("case", _flatten_parts(kids))
+        if data == "group":
+            return b.block("group", kids)
+        if data == "subshell":
+            return b.block("subshell", kids)
+        if data == "func_def":
+            ftok = b.tok(kids[0])
+            body = [k for k in kids[1:] if isinstance(k, ast.Block)]
+            inner = body[0] if body else None
+            children = (inner,) if inner is not None else ()
+            end = inner.end_line if inner is not None else ftok.line
+            return ast.Block("function", ftok.line, end, b.header_text(ftok), children)
+        return kids
+
+    top = conv(tree)
+    return b.stmts(top)
+
+
+def _flatten_parts(kids):
+    out = []
+    for k in kids:
+        if isinstance(k, list):
+            out.extend(k)
+        else:
+            out.append(k)
+    return out
+
+
+def _flat_fallback(tokens: Sequence[LexToken]) -> List[ast.Statement]:
+    out: List[ast.Statement] = []
+    for tok in tokens:
+        if tok.type == "CMD" and tok.segment is not None:
+            out.extend(_segment_statements(tok.segment))
+        elif tok.type == "COMMENT":
+            out.append(ast.Comment(tok.line, tok.text))
+    return out
+
+
+def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedBody:
+    """Parse lines[start-1:] (start is 1-based: the first command line). Never raises."""
+    text = "\n".join(lines[start - 1:])
+    diags: List[Diagnostic] = []
+    if shell in ("csh", "tcsh"):
+        diags.append(Diagnostic(INFO, R144_CSH_BODY, f"{shell} script: the header is read exactly as sbatch reads it, the body "
+                                "is modelled loosely (csh syntax is not bash)", start))
+    lexer = ShellLexer(text, start).run()
+    diags.extend(lexer.diagnostics)
+    tokens = lexer.tokens
+    statements: List[ast.Statement]
+    try:
+        tree = get_parser().parse(tokens)
+        statements = _build(tree, tokens, lines)
+    except Exception as exc:  # the lexer balances the stream, so this is a safety net only
+        diags.append(Diagnostic(WARNING, R145_PARSER_FALLBACK, f"block structure not recognised ({type(exc).__name__}); "
+                                "commands are listed without their blocks", start))
+        statements = _flat_fallback(tokens)
+    return ParsedBody(tuple(statements), diags, frozenset(lexer.heredoc_lines))

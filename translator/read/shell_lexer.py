@@ -1,0 +1,802 @@
+"""A fast, forgiving lexer for the shell body: text -> line tokens for the block grammar.
+
+One pass over the text, jumping over runs of ordinary characters with a regex. It knows just enough
+bash to find where commands start and end: quotes ('...', "...", $'...'), escapes and `\\`-newline
+continuations, command and arithmetic substitution ($(...), $((...)), backticks), ${...}, comments,
+here-documents (<<EOF, <<-EOF, <<'EOF'), `[[ ... ]]`, `(( ... ))`, redirections, and the operators
+`;` `&` `&&` `||` `|` `;;`. Reserved words are recognised where bash recognises them (first word of
+a command) and become block tokens; everything else becomes a `Segment` (one simple command).
+
+It never fails: an unterminated quote, heredoc or block is reported (R14x) and closed at the end of
+the file, and a closing word without its opener is kept as an ordinary command.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from translator.diagnostics import Diagnostic, INFO, WARNING
+
+R140_UNTERMINATED_HEREDOC = "R140"
+R141_UNCLOSED_BLOCK = "R141"
+R142_UNEXPECTED_CLOSER = "R142"
+R143_UNTERMINATED_QUOTE = "R143"
+
+# ordinary word characters: anything but blanks, quotes, escapes, expansions and operators
+_PLAIN = re.compile(r"[^ \t\n'\"\\`$;&|<>()]+")
+_BLANKS = re.compile(r"[ \t]+")
+_PAREN_PLAIN = re.compile(r"[^()'\"\\`$#]+")
+_DQ_PLAIN = re.compile(r"[^\"\\`$]+")
+_SQ_END = re.compile(r"'")
+_NAME_PAREN = re.compile(r"[ \t]*\([ \t]*\)")
+_REDIR_OP = re.compile(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
+_FD_PREFIX = re.compile(r"^(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
+_ASSIGN_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+
+OPENERS_THEN_CMD = {"if": "IF", "elif": "ELIF", "while": "LOOP", "until": "LOOP"}
+SIMPLE_KEYWORDS = {"then": "THEN", "else": "ELSE", "do": "DO", "{": "LBRACE"}
+CLOSERS = {"fi": "FI", "done": "DONE", "esac": "ESAC", "}": "RBRACE"}
+
+
+@dataclass
+class Heredoc:
+    delimiter: str
+    quoted: bool
+    strip_tabs: bool
+    line: int                       # line of the `<<` operator
+    body: str = ""
+    body_start: int = 0             # first line of the body
+    end_line: int = 0               # line of the closing delimiter (or last line when unterminated)
+
+
+@dataclass
+class Segment:
+    """One simple command as written: raw words (quotes kept), redirections, heredocs, position."""
+
+    start: int                      # offset in text
+    end: int = 0
+    words: List[str] = field(default_factory=list)
+    redirections: List[str] = field(default_factory=list)
+    heredocs: List[Heredoc] = field(default_factory=list)
+    connector: str = ""             # "", ";", "&&", "||", "|"
+    background: bool = False
+    line: int = 0
+    end_line: int = 0
+    text: str = ""
+
+
+@dataclass
+class LexToken:
+    type: str                       # grammar terminal name
+    line: int
+    end_line: int
+    text: str
+    segment: Optional[Segment] = None
+    synthetic: bool = False
+
+
+@dataclass
+class _Frame:
+    kind: str                       # if, loop, case, group, subshell
+    phase: str                      # if: cond/body/else; loop: cond/body; case: pattern/body
+    line: int
+    word: str
+
+
+class ShellLexer:
+    def __init__(self, text: str, first_line: int = 1):
+        self.text = text
+        self.n = len(text)
+        self.first_line = first_line
+        self.newlines = [m.start() for m in re.finditer("\n", text)] if "\n" in text else []
+        self.tokens: List[LexToken] = []
+        self.diagnostics: List[Diagnostic] = []
+        self.frames: List[_Frame] = []
+        self.heredoc_lines: set = set()
+        self.pending_heredocs: List[Heredoc] = []
+        self.pending_func: Optional[int] = None      # index of a FUNC token waiting for its body
+
+    # ---- positions -----------------------------------------------------------------------------
+    def line_at(self, offset: int) -> int:
+        return self.first_line + bisect.bisect_left(self.newlines, offset)
+
+    # ---- token emission with balancing ---------------------------------------------------------
+    def _push(self, tok: LexToken) -> None:
+        if self.pending_func is not None and tok.type != "COMMENT":
+            if tok.type not in ("LBRACE", "LPAREN", "IF", "LOOP", "CASE"):
+                ftok = self.tokens[self.pending_func]
+                ftok.type = "CMD"
+                ftok.segment = Segment(0, words=ftok.text.split()[:1], line=ftok.line, end_line=ftok.line, text=ftok.text)
+            self.pending_func = None
+        self.tokens.append(tok)
+
+    def _demote(self, tok: LexToken, why: str) -> None:
+        self.diagnostics.append(Diagnostic(WARNING, R142_UNEXPECTED_CLOSER, why, tok.line))
+        seg = tok.segment or Segment(0, words=[tok.text.split()[0] if tok.text.split() else tok.text], line=tok.line,
+                                     end_line=tok.end_line, text=tok.text)
+        self._push(LexToken("CMD", tok.line, tok.end_line, tok.text, seg))
+
+    def _close_frame(self, frame: _Frame, line: int) -> None:
+        if frame.kind == "if":
+            if frame.phase == "cond":
+                self._push(LexToken("THEN", line, line, "", synthetic=True))
+            self._push(LexToken("FI", line, line, "", synthetic=True))
+        elif frame.kind == "loop":
+            if frame.phase == "cond":
+                self._push(LexToken("DO", line, line, "", synthetic=True))
+            self._push(LexToken("DONE", line, line, "", synthetic=True))
+        elif frame.kind == "case":
+            self._push(LexToken("ESAC", line, line, "", synthetic=True))
+        elif frame.kind == "group":
+            self._push(LexToken("RBRACE", line, line, "", synthetic=True))
+        elif frame.kind == "subshell":
+            self._push(LexToken("RPAREN", line, line, "", synthetic=True))
+
+    _CLOSES = {"FI": "if", "DONE": "loop", "ESAC": "case", "RBRACE": "group", "RPAREN": "subshell"}
+    _EXPECT = {"if": "fi", "loop": "done", "case": "esac", "group": "}", "subshell": ")"}
+
+    def emit(self, tok: LexToken) -> None:
+        t = tok.type
+        frames = self.frames
+        top = frames[-1] if frames else None
+        if t in ("CMD", "COMMENT"):
+            self._push(tok)
+        elif t == "IF":
+            frames.append(_Frame("if", "cond", tok.line, "if"))
+            self._push(tok)
+        elif t == "LOOP":
+            frames.append(_Frame("loop", "cond", tok.line, tok.text.split()[0] if tok.text.split() else "for"))
+            self._push(tok)
+        elif t == "CASE":
+            frames.append(_Frame("case", "pattern", tok.line, "case"))
+            self._push(tok)
+        elif t in ("LBRACE", "LPAREN"):
+            frames.append(_Frame("group" if t == "LBRACE" else "subshell", "body", tok.line, tok.text))
+            self._push(tok)
+        elif t == "FUNC":
+            self._push(tok)
+            self.pending_func = len(self.tokens) - 1
+        elif t == "THEN":
+            if top is not None and top.kind == "if" and top.phase in ("cond", "elifcond"):
+                top.phase = "body"
+                self._push(tok)
+            else:
+                self._demote(tok, "`then` without a matching `if`")
+        elif t == "ELIF":
+            if top is not None and top.kind == "if" and top.phase == "body":
+                top.phase = "elifcond"
+                self._push(tok)
+            else:
+                self._demote(tok, "`elif` without a matching `if ... then`")
+        elif t == "ELSE":
+            if top is not None and top.kind == "if" and top.phase == "body":
+                top.phase = "else"
+                self._push(tok)
+            else:
+                self._demote(tok, "`else` without a matching `if ... then`")
+        elif t == "DO":
+            if top is not None and top.kind == "loop" and top.phase == "cond":
+                top.phase = "body"
+                self._push(tok)
+            else:
+                self._demote(tok, "`do` without a matching `for`/`while`/`until`")
+        elif t == "PATTERN":
+            top.phase = "body"
+            self._push(tok)
+        elif t == "DSEMI":
+            if top is not None and top.kind == "case" and top.phase == "body":
+                top.phase = "pattern"
+                self._push(tok)
+        elif t in self._CLOSES:
+            kind = self._CLOSES[t]
+            idx = len(frames) - 1
+            while idx >= 0 and frames[idx].kind != kind:
+                idx -= 1
+            if idx < 0:
+                self._demote(tok, f"`{tok.text.split()[0] if tok.text.split() else t.lower()}` without a matching opener; "
+                                  "kept as a command")
+                return
+            while len(frames) - 1 > idx:
+                inner = frames.pop()
+                self.diagnostics.append(Diagnostic(WARNING, R141_UNCLOSED_BLOCK, f"`{inner.word}` opened at line {inner.line} "
+                                                   f"has no `{self._EXPECT[inner.kind]}` before line {tok.line}; closed there",
+                                                   inner.line))
+                self._close_frame(inner, tok.line)
+            frame = frames.pop()
+            if frame.kind == "if" and frame.phase in ("cond", "elifcond"):
+                self._push(LexToken("THEN", tok.line, tok.line, "", synthetic=True))
+            elif frame.kind == "loop" and frame.phase == "cond":
+                self._push(LexToken("DO", tok.line, tok.line, "", synthetic=True))
+            self._push(tok)
+        else:  # pragma: no cover
+            self._push(tok)
+
+    def finish(self) -> None:
+        last = self.line_at(self.n) if self.n else self.first_line
+        if self.pending_func is not None:
+            self._push(LexToken("CMD", last, last, "", Segment(self.n, self.n, line=last, end_line=last), synthetic=True))
+        while self.frames:
+            frame = self.frames.pop()
+            self.diagnostics.append(Diagnostic(WARNING, R141_UNCLOSED_BLOCK, f"`{frame.word}` opened at line {frame.line} has no "
+                                               f"`{self._EXPECT[frame.kind]}` before the end of the file", frame.line))
+            self._close_frame(frame, last)
+        self.tokens = [t for t in self.tokens if not (t.synthetic and t.type == "CMD")]
+
+    # ---- scanning helpers ----------------------------------------------------------------------
+    def _unterminated(self, what: str, start: int) -> int:
+        line = self.line_at(start)
+        self.diagnostics.append(Diagnostic(WARNING, R143_UNTERMINATED_QUOTE, f"unterminated {what} starting at line {line}; "
+                                           "the rest of the file is read as part of it", line))
+        return self.n
+
+    def skip_single(self, i: int) -> int:
+        """i at the opening quote; returns the offset after the closing one."""
+        j = self.text.find("'", i + 1)
+        if j < 0:
+            return self._unterminated("single quote", i)
+        return j + 1
+
+    def skip_ansi(self, i: int) -> int:
+        """i at `$'`."""
+        text = self.text
+        j = i + 2
+        while j < self.n:
+            c = text[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "'":
+                return j + 1
+            j += 1
+        return self._unterminated("$'...' string", i)
+
+    def skip_double(self, i: int) -> int:
+        text, n = self.text, self.n
+        j = i + 1
+        while j < n:
+            m = _DQ_PLAIN.match(text, j)
+            if m:
+                j = m.end()
+                if j >= n:
+                    break
+            c = text[j]
+            if c == '"':
+                return j + 1
+            if c == "\\":
+                j += 2
+            elif c == "`":
+                j = self.skip_backtick(j)
+            elif c == "$":
+                j = self.skip_dollar(j)
+            else:  # pragma: no cover
+                j += 1
+        return self._unterminated("double quote", i)
+
+    def skip_backtick(self, i: int) -> int:
+        text = self.text
+        j = i + 1
+        while j < self.n:
+            c = text[j]
+            if c == "\\":
+                j += 2
+                continue
+            if c == "`":
+                return j + 1
+            j += 1
+        return self._unterminated("backquote", i)
+
+    def skip_dollar(self, i: int) -> int:
+        """i at `$`; returns the offset after the expansion (or after `$` when nothing follows)."""
+        text = self.text
+        nxt = text[i + 1:i + 2]
+        if nxt == "(":
+            return self.skip_parens(i + 1)
+        if nxt == "{":
+            return self.skip_braces(i + 1)
+        if nxt == "'":
+            return self.skip_ansi(i)
+        if nxt == '"':
+            return self.skip_double(i + 1)
+        return i + 1
+
+    def skip_parens(self, i: int) -> int:
+        """i at `(`: skip a balanced (...) group, quote- and substitution-aware."""
+        text, n = self.text, self.n
+        depth = 0
+        j = i
+        while j < n:
+            c = text[j]
+            if c == "(":
+                depth += 1
+                j += 1
+            elif c == ")":
+                depth -= 1
+                j += 1
+                if depth == 0:
+                    return j
+            elif c == "'":
+                j = self.skip_single(j)
+            elif c == '"':
+                j = self.skip_double(j)
+            elif c == "\\":
+                j += 2
+            elif c == "`":
+                j = self.skip_backtick(j)
+            elif c == "$":
+                j = self.skip_dollar(j) if text[j + 1:j + 2] in ("{", "'", '"') else j + 1
+            elif c == "#" and (j == 0 or text[j - 1] in " \t\n;(|&"):
+                k = text.find("\n", j)
+                j = n if k < 0 else k
+            else:
+                m = _PAREN_PLAIN.match(text, j)
+                j = m.end() if m else j + 1
+        return self._unterminated("`(`", i)
+
+    def skip_braces(self, i: int) -> int:
+        text, n = self.text, self.n
+        depth = 0
+        j = i
+        while j < n:
+            c = text[j]
+            if c == "{":
+                depth += 1
+                j += 1
+            elif c == "}":
+                depth -= 1
+                j += 1
+                if depth == 0:
+                    return j
+            elif c == "'":
+                j = self.skip_single(j)
+            elif c == '"':
+                j = self.skip_double(j)
+            elif c == "\\":
+                j += 2
+            elif c == "`":
+                j = self.skip_backtick(j)
+            elif c == "$":
+                j = self.skip_dollar(j) if text[j + 1:j + 2] in ("(", "{") else j + 1
+            else:
+                j += 1
+        return self._unterminated("`${`", i)
+
+    def read_heredoc_bodies(self, i: int) -> int:
+        """i just after a newline: consume the bodies of pending heredocs, return the new offset."""
+        text, n = self.text, self.n
+        for hd in self.pending_heredocs:
+            hd.body_start = self.line_at(i)
+            start = i
+            found = False
+            while i < n:
+                k = text.find("\n", i)
+                end = n if k < 0 else k
+                line = text[i:end]
+                check = line.lstrip("\t") if hd.strip_tabs else line
+                if check == hd.delimiter:
+                    hd.body = text[start:i]
+                    hd.end_line = self.line_at(i)
+                    i = end + 1 if k >= 0 else n
+                    found = True
+                    break
+                i = end + 1 if k >= 0 else n
+            if not found:
+                hd.body = text[start:n]
+                hd.end_line = self.line_at(n)
+                self.diagnostics.append(Diagnostic(WARNING, R140_UNTERMINATED_HEREDOC, f"here-document `<<{hd.delimiter}` at line "
+                                                   f"{hd.line} is not terminated by a `{hd.delimiter}` line; it runs to the end "
+                                                   "of the file", hd.line))
+            for ln in range(hd.body_start, hd.end_line + (0 if found else 1)):
+                self.heredoc_lines.add(ln)
+        self.pending_heredocs = []
+        return min(i, n)
+
+    # ---- the main scan -------------------------------------------------------------------------
+    def run(self) -> "ShellLexer":
+        text, n = self.text, self.n
+        i = 0
+        seg: Optional[Segment] = None
+        mode = "cmd"                 # cmd | header (for/select/case/function headers) | tail (after a closer)
+        header_kind = ""
+        header_start = 0
+        connector = ""
+        cur_start = -1               # start offset of the current word, -1 when between words
+
+        def new_segment(at: int) -> Segment:
+            return Segment(at, connector=connector)
+
+        def finish_word(end: int) -> None:
+            nonlocal cur_start, seg, mode, header_kind, header_start, connector
+            raw = text[cur_start:end]
+            cur_start = -1
+            if seg is None:
+                seg = new_segment(end - len(raw))
+            if mode == "tail":
+                return
+            if mode == "header":
+                seg.words.append(raw)
+                if header_kind == "case" and raw == "in" and len(seg.words) >= 3:
+                    self._emit_header(seg, header_kind, header_start, end)
+                    seg = None
+                    mode = "cmd"
+                elif header_kind == "function" and len(seg.words) == 2:
+                    k = _NAME_PAREN.match(text, end)
+                    hdr_end = k.end() if k else end
+                    self._emit_func(seg.words[1], header_start, hdr_end)
+                    seg = None
+                    mode = "cmd"
+                    nonlocal_skip[0] = hdr_end
+                return
+            if not seg.words and not seg.redirections:
+                if raw in SIMPLE_KEYWORDS:
+                    ln = self.line_at(seg.start)
+                    self.emit(LexToken(SIMPLE_KEYWORDS[raw], ln, ln, raw))
+                    seg = None
+                    connector = ""
+                    return
+                if raw in OPENERS_THEN_CMD:
+                    ln = self.line_at(seg.start)
+                    self.emit(LexToken(OPENERS_THEN_CMD[raw], ln, ln, raw))
+                    seg = None
+                    connector = ""
+                    return
+                if raw in CLOSERS:
+                    ln = self.line_at(seg.start)
+                    self.emit(LexToken(CLOSERS[raw], ln, ln, raw))
+                    mode = "tail"
+                    return
+                if raw in ("for", "select", "case", "function"):
+                    mode = "header"
+                    header_kind = raw
+                    header_start = seg.start
+                    seg.words.append(raw)
+                    return
+                if raw == "!":
+                    return
+            seg.words.append(raw)
+
+        nonlocal_skip = [0]
+
+        def end_segment(end: int, conn_after: str = "", background: bool = False) -> None:
+            nonlocal seg, mode, connector
+            if cur_start >= 0:
+                finish_word(end)
+                if nonlocal_skip[0] > end:
+                    pass
+            if seg is not None:
+                if mode == "header":
+                    self._emit_header(seg, header_kind, header_start, end)
+                elif mode == "tail":
+                    pass
+                elif seg.words or seg.redirections:
+                    seg.end = end
+                    seg.background = background
+                    seg.line = self.line_at(seg.start)
+                    seg.end_line = self.line_at(max(seg.start, end - 1))
+                    seg.text = text[seg.start:end].replace("\\\n", " ").strip()
+                    self.emit(LexToken("CMD", seg.line, seg.end_line, seg.text, seg))
+            seg = None
+            mode = "cmd"
+            connector = conn_after
+
+        while i < n:
+            if nonlocal_skip[0] > i:
+                i = nonlocal_skip[0]
+                continue
+            # case patterns
+            if (seg is None and cur_start < 0 and self.frames and self.frames[-1].kind == "case"
+                    and self.frames[-1].phase == "pattern"):
+                i = self._case_pattern(i)
+                continue
+            c = text[i]
+            if c == " " or c == "\t":
+                if cur_start >= 0:
+                    finish_word(i)
+                m = _BLANKS.match(text, i)
+                i = m.end()
+                continue
+            if c == "\n":
+                end_segment(i, "")
+                i += 1
+                if self.pending_heredocs:
+                    i = self.read_heredoc_bodies(i)
+                continue
+            if c == "#" and cur_start < 0:
+                k = text.find("\n", i)
+                k = n if k < 0 else k
+                if seg is None:
+                    ln = self.line_at(i)
+                    self.emit(LexToken("COMMENT", ln, ln, text[i:k]))
+                i = k
+                continue
+            if c == "\\":
+                if text[i + 1:i + 2] == "\n":
+                    if cur_start >= 0:
+                        # a continuation inside a word joins the two parts
+                        i += 2
+                        continue
+                    i += 2
+                    continue
+                if cur_start < 0:
+                    cur_start = i
+                i += 2
+                continue
+            if c == "'":
+                if cur_start < 0:
+                    cur_start = i
+                i = self.skip_single(i)
+                continue
+            if c == '"':
+                if cur_start < 0:
+                    cur_start = i
+                i = self.skip_double(i)
+                continue
+            if c == "`":
+                if cur_start < 0:
+                    cur_start = i
+                i = self.skip_backtick(i)
+                continue
+            if c == "$":
+                if cur_start < 0:
+                    cur_start = i
+                i = self.skip_dollar(i)
+                continue
+            if c == ";":
+                if text.startswith(";;&", i) or text.startswith(";;", i) or text.startswith(";&", i):
+                    op = ";;&" if text.startswith(";;&", i) else (";;" if text.startswith(";;", i) else ";&")
+                    end_segment(i, "")
+                    if self.frames and self.frames[-1].kind == "case":
+                        ln = self.line_at(i)
+                        self.emit(LexToken("DSEMI", ln, ln, op))
+                    i += len(op)
+                    continue
+                end_segment(i, ";")
+                i += 1
+                continue
+            if c == "&":
+                if text.startswith("&&", i):
+                    end_segment(i, "&&")
+                    i += 2
+                    continue
+                if text.startswith("&>", i):
+                    if cur_start >= 0:
+                        finish_word(i)
+                    if seg is None:
+                        seg = new_segment(i)
+                    i = self._redirection(i, seg)
+                    continue
+                end_segment(i, "", background=True)
+                i += 1
+                continue
+            if c == "|":
+                if text.startswith("||", i):
+                    end_segment(i, "||")
+                    i += 2
+                    continue
+                end_segment(i, "|")
+                i += 2 if text.startswith("|&", i) else 1
+                continue
+            if c == "<" or c == ">":
+                if text[i + 1:i + 2] == "(":
+                    # process substitution <(...) / >(...)
+                    if cur_start < 0:
+                        cur_start = i
+                    i = self.skip_parens(i + 1)
+                    continue
+                if seg is None:
+                    seg = new_segment(i if cur_start < 0 else cur_start)
+                fd = ""
+                if cur_start >= 0:
+                    word = text[cur_start:i]
+                    if _FD_PREFIX.match(word):
+                        fd = word
+                    else:
+                        finish_word(i)
+                        if seg is None:
+                            seg = new_segment(i)
+                    cur_start = -1
+                i = self._redirection(i, seg, fd)
+                continue
+            if c == "(":
+                if cur_start < 0 and (seg is None or (not seg.words and not seg.redirections)) and mode == "cmd":
+                    if text.startswith("((", i):
+                        # arithmetic command (( ... ))
+                        cur_start = i
+                        i = self.skip_parens(i)
+                        continue
+                    ln = self.line_at(i)
+                    seg = None
+                    self.emit(LexToken("LPAREN", ln, ln, "("))
+                    i += 1
+                    connector = ""
+                    continue
+                if mode == "header" and header_kind in ("for", "select") and cur_start < 0:
+                    cur_start = i
+                    i = self.skip_parens(i)
+                    continue
+                # name() -> function definition
+                m = _NAME_PAREN.match(text, i)
+                if m and seg is not None and mode == "cmd" and (
+                        (cur_start >= 0 and not seg.words) or (cur_start < 0 and len(seg.words) == 1)):
+                    name = text[cur_start:i] if cur_start >= 0 else seg.words[0]
+                    self._emit_func(name, seg.start if seg.words else cur_start, m.end())
+                    seg = None
+                    cur_start = -1
+                    i = m.end()
+                    continue
+                if seg is None and cur_start >= 0 and mode == "cmd":
+                    m2 = _NAME_PAREN.match(text, i)
+                    if m2:
+                        name = text[cur_start:i]
+                        self._emit_func(name, cur_start, m2.end())
+                        cur_start = -1
+                        i = m2.end()
+                        continue
+                # array assignment a=(...), extglob @(...), or a stray paren: part of the word
+                if cur_start < 0:
+                    cur_start = i
+                i = self.skip_parens(i)
+                continue
+            if c == ")":
+                if cur_start >= 0:
+                    finish_word(i)
+                if any(f.kind == "subshell" for f in self.frames):
+                    end_segment(i, "")
+                    ln = self.line_at(i)
+                    self.emit(LexToken("RPAREN", ln, ln, ")"))
+                    mode = "tail"
+                    seg = Segment(i)
+                    i += 1
+                    continue
+                # stray `)`: keep it as a word character
+                cur_start = i
+                i += 1
+                continue
+            # ordinary characters
+            if cur_start < 0:
+                cur_start = i
+                if seg is None:
+                    seg = new_segment(i)
+            m = _PLAIN.match(text, i)
+            i = m.end() if m else i + 1
+            if cur_start >= 0 and text[cur_start:i] == "[[" and (seg is None or not seg.words) and mode == "cmd" \
+                    and (i >= n or text[i] in " \t\n"):
+                i = self._double_bracket(i)
+                continue
+        end_segment(n, "")
+        if self.pending_heredocs:
+            self.read_heredoc_bodies(n)
+        self.finish()
+        return self
+
+    def _double_bracket(self, i: int) -> int:
+        """After `[[`: skip to the matching `]]` word (operators inside are not shell operators)."""
+        text = self.text
+        j = i
+        while j < self.n:
+            c = text[j]
+            if c == "'":
+                j = self.skip_single(j)
+            elif c == '"':
+                j = self.skip_double(j)
+            elif c == "\\":
+                j += 2
+            elif c == "$":
+                j = self.skip_dollar(j)
+            elif c == "`":
+                j = self.skip_backtick(j)
+            elif c == "]" and text.startswith("]]", j) and (j + 2 >= self.n or text[j + 2] in " \t\n;&|)"):
+                return j + 2
+            elif c == "\n":
+                return j
+            else:
+                j += 1
+        return j
+
+    def _redirection(self, i: int, seg: Segment, fd: str = "") -> int:
+        """i at the operator; appends `fd op target` to the segment and returns the offset after it."""
+        text = self.text
+        m = _REDIR_OP.match(text, i)
+        op = m.group()
+        j = m.end()
+        k = _BLANKS.match(text, j)
+        if k:
+            j = k.end()
+        t0 = j
+        # the target word
+        while j < self.n:
+            c = text[j]
+            if c in " \t\n;&|<>()":
+                break
+            if c == "'":
+                j = self.skip_single(j)
+            elif c == '"':
+                j = self.skip_double(j)
+            elif c == "\\":
+                j += 2
+            elif c == "$":
+                j = self.skip_dollar(j)
+            elif c == "`":
+                j = self.skip_backtick(j)
+            else:
+                j += 1
+        target = text[t0:j]
+        seg.redirections.append(f"{fd}{op}{target}")
+        if op in ("<<", "<<-") and target:
+            delim = target.replace("'", "").replace('"', "").replace("\\", "")
+            quoted = delim != target
+            self.pending_heredocs.append(Heredoc(delim, quoted, op == "<<-", self.line_at(i)))
+            seg.heredocs.append(self.pending_heredocs[-1])
+        return j
+
+    def _case_pattern(self, i: int) -> int:
+        """At a case pattern position: skip blanks/comments, then read `pattern)` or `esac`."""
+        text, n = self.text, self.n
+        while i < n:
+            c = text[i]
+            if c in " \t\n;":
+                i += 1
+                continue
+            if c == "#":
+                k = text.find("\n", i)
+                i = n if k < 0 else k
+                continue
+            break
+        if i >= n:
+            return n
+        if text.startswith("esac", i) and (i + 4 >= n or text[i + 4] in " \t\n;)&|"):
+            ln = self.line_at(i)
+            self.emit(LexToken("ESAC", ln, ln, "esac"))
+            # skip the rest of the esac word; redirections after it are ignored
+            j = i + 4
+            k = text.find("\n", j)
+            semi = text.find(";", j)
+            if semi >= 0 and (k < 0 or semi < k):
+                return semi + 1
+            return n if k < 0 else k
+        start = i
+        if text[i] == "(":
+            i += 1
+        depth = 0
+        while i < n:
+            c = text[i]
+            if c == "'":
+                i = self.skip_single(i)
+            elif c == '"':
+                i = self.skip_double(i)
+            elif c == "\\":
+                i += 2
+            elif c == "$":
+                i = self.skip_dollar(i)
+            elif c == "(":
+                depth += 1
+                i += 1
+            elif c == ")":
+                if depth == 0:
+                    i += 1
+                    break
+                depth -= 1
+                i += 1
+            elif c == "\n":
+                break
+            else:
+                i += 1
+        ln = self.line_at(start)
+        self.emit(LexToken("PATTERN", ln, ln, text[start:i].strip()))
+        return i
+
+    def _emit_header(self, seg: Segment, kind: str, start: int, end: int) -> None:
+        ln = self.line_at(start)
+        header = self.text[start:end].replace("\\\n", " ").strip()
+        if kind in ("for", "select"):
+            self.emit(LexToken("LOOP", ln, self.line_at(max(start, end - 1)), header))
+        elif kind == "case":
+            self.emit(LexToken("CASE", ln, ln, header))
+        elif kind == "function":
+            name = seg.words[1] if len(seg.words) > 1 else ""
+            self._emit_func(name, start, end)
+
+    def _emit_func(self, name: str, start: int, end: int) -> None:
+        ln = self.line_at(start)
+        self.emit(LexToken("FUNC", ln, ln, self.text[start:end].strip() or name))
