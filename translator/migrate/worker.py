@@ -44,6 +44,30 @@ class FileResult:
 
 
 _CTX: Optional[WorkContext] = None
+_PROFILES: dict = {}       # profile path -> (Profile | None, load diagnostics), per process
+
+
+def _settings_for(c: Candidate, ctx: WorkContext):
+    """The run's settings, with the nearest `slurm2kf.yaml` profile when no --profile was given."""
+    settings = ctx.settings
+    if getattr(settings, "profile", None) is not None:
+        return settings, ()
+    try:
+        from translator.profile.load import ProfileError, find_profile, load_profile
+    except ImportError:
+        return settings, ()
+    path = find_profile(os.path.abspath(c.path))
+    if not path:
+        return settings, ()
+    if path not in _PROFILES:
+        try:
+            _PROFILES[path] = (load_profile(path), ())
+        except ProfileError as exc:
+            _PROFILES[path] = (None, exc.diagnostics)
+    prof, diags = _PROFILES[path]
+    if prof is None:
+        return settings, diags
+    return dataclasses.replace(settings, profile=prof), ()
 
 
 def init(ctx: WorkContext) -> None:
@@ -106,7 +130,8 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
     from translator.pipeline import convert
     from translator.report.build import script_report
 
-    conv = convert(ctx.source_label + c.rel, data=data, settings=ctx.settings)
+    settings, profile_errors = _settings_for(c, ctx)
+    conv = convert(ctx.source_label + c.rel, data=data, settings=settings)
     plans = tuple(conv.plans)
     base_names = tuple(p.name for p in plans)
     if suffix and plans:
@@ -127,6 +152,10 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
                 status = write_if_changed(os.path.join(ctx.out_dir, *rel_out.split("/")), blob, ctx.check)
             outputs.append((rel_out, sha256_bytes(blob), status))
     sr = script_report(conv, c.rel, yaml_text, [o[0] for o in outputs])
+    if profile_errors:
+        from translator.report.build import _issue
+
+        sr = dataclasses.replace(sr, outcome="errors", issues=tuple(_issue(d) for d in profile_errors) + sr.issues)
     if suffix and plans:
         from translator.report.model import Issue
 

@@ -203,8 +203,8 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
             status = worst_status(x.status for x in f)
         elif kind == "directive":
             status = UNSUPPORTED if any(x.severity == "error" for x in ns) else DROPPED
-        elif ns and any(x.severity in ("error", "warning") for x in ns):
-            status = UNSUPPORTED if any(x.severity == "error" for x in ns) else APPROXIMATED
+        elif any(x.severity == "error" for x in ns):
+            status = UNSUPPORTED
         else:
             status = None
         rows.append(LineRow(n, text_of(n), kind, status, f, tuple(ns)))

@@ -1,0 +1,126 @@
+"""`slurm2kf report SRC|OUT`: the review report of a script folder, or of a migrate output."""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import click
+
+
+def convert_options(f):
+    """The conversion options `migrate` and `report` share with `convert`."""
+    opts = [
+        click.option("--runtime", default=None, help="Runtime name (overrides the launcher's choice)."),
+        click.option("--image", default=None, help="Container image for every TrainJob."),
+        click.option("--namespace", default=None, help="Namespace of the TrainJobs."),
+        click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True,
+                     help="Kubernetes resource name for GPUs."),
+        click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding",
+                     show_default=True, help="Array jobs: a finding, or one TrainJob per index."),
+        click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+                     help="Site profile for every script (default: the nearest slurm2kf.yaml)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def settings_from(opts: dict):
+    """ConvertSettings from the shared options; an explicit --profile must load (exit 2 otherwise)."""
+    from translator.pipeline import ConvertSettings
+
+    profile = None
+    if opts.get("profile_path"):
+        from translator.profile.load import ProfileError, load_profile
+
+        try:
+            profile = load_profile(opts["profile_path"])
+        except ProfileError as exc:
+            click.echo(exc.format(), err=True)
+            sys.exit(2)
+    return ConvertSettings(runtime=opts.get("runtime"), image=opts.get("image"), namespace=opts.get("namespace"),
+                           gpu_resource=opts.get("gpu_resource") or "nvidia.com/gpu",
+                           array_mode=opts.get("array_mode") or "finding", profile=profile)
+
+
+_FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}
+
+
+@click.command("report")
+@click.argument("source", type=click.Path(exists=True, file_okay=True, dir_okay=True))
+@click.option("-o", "--output", "output", default="-", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Report file (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(sorted(_FORMATS)), default=None,
+              help="md, html or json (default: from the output file's extension, else md).")
+@click.option("-j", "--jobs", type=click.IntRange(0, 512), default=0, show_default="all cores")
+@click.option("--include", multiple=True, metavar="GLOB")
+@click.option("--exclude", multiple=True, metavar="GLOB")
+@click.option("--max-size", type=click.IntRange(1, None), default=1 << 20, show_default=True, metavar="BYTES")
+@convert_options
+def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opts) -> None:
+    """Write the review report of SOURCE: a folder of scripts (converted now), a single script,
+    or a `slurm2kf migrate` output folder (read from its slurm2kf-report.json).
+
+    Exit status: 0 no script has errors, 1 some scripts have errors, 2 usage or I/O failure.
+    """
+    import importlib
+
+    from translator.migrate.files import MANIFEST_NAME, REPORT_BASENAME
+
+    if fmt is None:
+        ext = os.path.splitext(output)[1].lower().lstrip(".") if output != "-" else ""
+        fmt = {"htm": "html", "markdown": "md"}.get(ext, ext) if ext in ("md", "markdown", "html", "htm", "json") else "md"
+    writer = importlib.import_module(f"translator.report.{_FORMATS[fmt]}")
+
+    saved = os.path.join(source, REPORT_BASENAME + ".json")
+    if os.path.isdir(source) and os.path.isfile(os.path.join(source, MANIFEST_NAME)):
+        from translator.report.json_report import ReportFormatError, load
+
+        try:
+            report = load(saved)
+        except (OSError, ReportFormatError) as exc:
+            click.echo(f"slurm2kf report: error M614 cannot read {saved}: {exc}", err=True)
+            sys.exit(2)
+    else:
+        report = _convert_and_report(source, jobs, include, exclude, max_size, convert_opts)
+
+    try:
+        if output == "-":
+            writer.write(report, sys.stdout)
+        else:
+            from translator.migrate.files import write_stream_if_changed
+
+            write_stream_if_changed(output, lambda fh: writer.write(report, fh))
+    except OSError as exc:
+        click.echo(f"slurm2kf report: error M610 cannot write {output}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    errors = report.summary.outcome("errors") + sum(1 for f in report.skipped if f.severity == "error")
+    sys.exit(1 if errors else 0)
+
+
+def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts):
+    from translator.migrate.run import MigrateError, MigrateOptions, migrate
+
+    settings = settings_from(convert_opts)
+    if os.path.isfile(source):
+        from translator.pipeline import convert
+        from translator.report.build import script_report
+        from translator.report.model import Report
+
+        conv = convert(source, settings=settings)
+        yaml_text = ""
+        if conv.plans:
+            from translator.emit import trainjob_yaml
+
+            yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
+        sr = script_report(conv, os.path.basename(source), yaml_text)
+        return Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr])
+    try:
+        res = migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,
+                                     exclude=exclude, max_size=max_size, progress=False,
+                                     echo=lambda s: None))
+    except MigrateError as exc:
+        click.echo(f"slurm2kf report: error {exc.code} {exc.message}", err=True)
+        sys.exit(2)
+    return res.report
