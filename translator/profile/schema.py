@@ -66,7 +66,7 @@ class Checker:
 
     def error(self, code: str, path: str, node_or_line, message: str, suggestion: Optional[str] = None):
         line = node_or_line if isinstance(node_or_line, int) or node_or_line is None else _line(node_or_line)
-        where = f"{path}: " if path else ""
+        where = f"{path}: " if path else "top level: "
         self.diagnostics.append(Diagnostic(ERROR, code, where + message, line, suggestion))
         return INVALID
 
