@@ -21,6 +21,8 @@ from translator.emit.trainjob import trainjob_dict
 _GO_NUMBERISH = re.compile(
     r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
 _GO_BOOLISH = {"y", "Y", "n", "N"}
+# YAML 1.1 line breaks besides \n and \r, and the BOM: only safe inside double quotes (escaped)
+_YAML_SPECIAL_BREAKS = "\x85\u2028\u2029\ufeff\r"
 
 
 def _dumper():
@@ -32,7 +34,9 @@ def _dumper():
 
     def represent_str(dumper, value):
         style = None
-        if "\n" in value:
+        if any(ch in _YAML_SPECIAL_BREAKS or (ch != "\n" and not ch.isprintable()) for ch in value):
+            style = '"'          # escapes everything; PyYAML would write NEL/LS/PS raw in other styles
+        elif "\n" in value:
             style = "|"          # PyYAML falls back to double quotes when a block cannot hold it
         elif _GO_NUMBERISH.match(value) or value in _GO_BOOLISH:
             style = "'"
