@@ -15,7 +15,7 @@ from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptRepor
 
 # Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
 DETAILED_SCRIPTS = 200
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _STATUS_MARK = {"mapped": "✅ mapped", "approximated": "≈ approximated", "dropped": "✂ dropped",
                 "unsupported": "⛔ unsupported", "ignored": "💤 ignored by Slurm"}
 _OUTCOME_MARK = {CLEAN: "✅ clean", WARNINGS: "⚠️ warnings", ERRORS: "⛔ errors"}
@@ -23,8 +23,8 @@ _OUTCOME_MARK = {CLEAN: "✅ clean", WARNINGS: "⚠️ warnings", ERRORS: "⛔ e
 
 def text(s) -> str:
     """Escape user text for Markdown table cells and prose: no markup, no line breaks."""
-    s = html.escape(str(s), quote=True)
-    s = _MD_SPECIAL.sub(r"\\\1", s)
+    s = _MD_SPECIAL.sub(r"\\\1", str(s))
+    s = html.escape(s, quote=False)        # < > & : no raw HTML reaches the renderer
     return s.replace("\r", " ").replace("\n", " ")
 
 
