@@ -156,8 +156,14 @@ def render_human(script, job, env, sbatch_args) -> str:
     for ig in script.ignored:
         events.append((ig.line, f"  {ig.line:>4} | {ig.text}\n       -> ignored by sbatch: {ig.explanation} [{ig.reason}]"))
     for fd in script.foreign:
-        events.append((fd.line, f"  {fd.line:>4} | {fd.text}\n       -> #{fd.family} line (sbatch translates these; "
-                                f"not supported by slurm2kf)"))
+        sets = by_line.get(fd.line, [])
+        if sets:
+            desc = "translated by sbatch to " + "; ".join(
+                f"--{s.name}" + (f"={s.value}" if s.value not in ("", s.name, "set") else "") for _, s in sets)
+        else:
+            codes = sorted({d.code for d in line_diags.get(fd.line, []) if d.code.startswith("O")})
+            desc = f"#{fd.family} line not applied by sbatch" + (f" (see {', '.join(codes)})" if codes else "")
+        events.append((fd.line, f"  {fd.line:>4} | {fd.text}\n       -> {desc}"))
     events.sort(key=lambda e: e[0])
     out.append("Directives:")
     if events:

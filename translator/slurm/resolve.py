@@ -18,6 +18,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
 from translator.slurm import values as V
+from translator.slurm.foreign import BSUB, PBS, Translation, translate
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
@@ -42,6 +43,9 @@ O216_DOUBLE_GPU_REQUEST = "O216"
 O217_SHARED_SETTING = "O217"
 O218_ENV_IGNORED = "O218"
 O219_MISSING_REQUIREMENT = "O219"
+O220_WRAPPER_TRANSLATED = "O220"
+O221_WRAPPER_ERROR = "O221"
+O222_WRAPPER_IGNORED = "O222"
 
 CODES = {
     O201_UNKNOWN_OPTION: ERROR, O202_AMBIGUOUS_OPTION: ERROR, O203_MISSING_ARGUMENT: ERROR,
@@ -50,6 +54,7 @@ CODES = {
     O210_ABBREVIATION: INFO, O211_ALIAS: INFO, O212_OVERRIDDEN: INFO, O213_NOT_EXPANDED: WARNING,
     O214_UNKNOWN_ENV: WARNING, O215_SITE_GRES: WARNING, O216_DOUBLE_GPU_REQUEST: WARNING,
     O217_SHARED_SETTING: INFO, O218_ENV_IGNORED: INFO, O219_MISSING_REQUIREMENT: ERROR,
+    O220_WRAPPER_TRANSLATED: WARNING, O221_WRAPPER_ERROR: ERROR, O222_WRAPPER_IGNORED: INFO,
 }
 
 _GETOPT_CODES = {
@@ -214,7 +219,7 @@ class _Resolver:
         if spec.value == "mail_type":
             text = ",".join(parsed) if parsed else "NONE"
         if previous is not None and source == DIRECTIVE and previous.source == DIRECTIVE \
-                and spec.value != "mail_type" and previous.value != text:
+                and spec.value != "mail_type" and previous.value != text and written.startswith("-"):
             self.diag(O212_OVERRIDDEN, f"--{name}={text} (line {line}) overrides --{name}="
                       f"{previous.value} from line {previous.line}: the last occurrence wins", line)
         comp.set(name, _Value(text, parsed, source, line))
@@ -260,6 +265,37 @@ class _Resolver:
                 self.diag(code, f"{e.message}{where}", e.line, "write the option name in full")
             else:
                 self.diag(code, f"{e.message}{where}", e.line)
+
+    # ---- #PBS / #BSUB ---------------------------------------------------------------------
+
+    def apply_wrapper(self, comp: _Component, tr: Translation, report: bool) -> None:
+        n_diags = len(self.diags)
+        for t in tr.applied:
+            spec = CANONICAL[t.option]
+            value = t.value
+            prev = comp.state.get(t.option)
+            if t.append and prev is not None and prev.value:
+                value = f"{prev.value},{value}"
+            if t.option == "time":
+                try:
+                    V.parse_time(value or "")
+                except V.InvalidValue as exc:
+                    # sbatch prints the error but keeps going with the earlier time limit
+                    self.diag(O222_WRAPPER_IGNORED, f"`{t.written}`: {exc}; sbatch keeps the previous time limit",
+                              t.line)
+                    continue
+            self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
+            if report:
+                self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
+                          + (f"={value}" if value else "") + f" and overrides #SBATCH",
+                          t.line, "write it as an #SBATCH directive (or submit with --ignore-pbs)")
+        if report:
+            for line, msg in tr.errors:
+                self.diag(O221_WRAPPER_ERROR, f"#{tr.family}: {msg}", line)
+            for line, msg in tr.ignored:
+                self.diag(O222_WRAPPER_IGNORED, msg, line)
+        else:
+            del self.diags[n_diags:]
 
     # ---- environment ---------------------------------------------------------------------
 
@@ -362,6 +398,23 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and words[0].lower() in ("hetjob", "packjob")
 
 
+def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
+    """The argv sbatch builds from one component's directive lines, each word with its line.
+
+    sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
+    reading of that line: the words after it on the same line are never seen.
+    """
+    out: List[Tuple[str, int]] = []
+    for d in script.directives:
+        if d.component != component or _is_separator(d.words):
+            continue
+        for w in d.words:
+            if w == "":
+                break
+            out.append((w, d.line))
+    return out
+
+
 def _split_cli_components(args: Sequence[str]) -> List[List[str]]:
     comps: List[List[str]] = [[]]
     for a in args:
@@ -386,15 +439,20 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
     n_components = max(1, script.components,
                        1 + max((d.component for d in script.directives), default=0))
     cli_components = _split_cli_components(cli_args)
+    wrapper = None
+    if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
+        family = BSUB if any(f.family == BSUB for f in script.foreign) else PBS
+        wrapper = translate([(f.line, f.text) for f in script.foreign if f.family == family], family)
     components: List[JobComponent] = []
     carried: Dict[str, _Value] = {}
     for index in range(n_components):
         comp = _Component(index, carried)
-        words = [(w, d.line) for d in script.directives if d.component == index and not _is_separator(d.words)
-                 for w in d.words]
+        words = directive_words(script, index)
         parsed = getopt_long(words)
         r.report_getopt(parsed.errors, DIRECTIVE)
         r.apply_parsed(comp, parsed.options, DIRECTIVE)
+        if wrapper is not None:
+            r.apply_wrapper(comp, wrapper, report=index == 0)
         r.apply_env(comp, env)
         cli = cli_components[index] if index < len(cli_components) else []
         if cli:
