@@ -3,9 +3,8 @@
 sbatch scans the whole script (not only the header; it gives up after 100 lines that do not start
 with `#`), uses `#BSUB` lines if there are any and `#PBS` lines otherwise, and applies the
 translated options AFTER the `#SBATCH` directives and before the `SBATCH_*` environment, so they
-override `#SBATCH`. `--ignore-pbs` on the command line or `SBATCH_IGNORE_PBS` in the environment
-turns this off (`#SBATCH --ignore-pbs` does not: it is an early-pass option that directives
-cannot set).
+override `#SBATCH`. `--ignore-pbs` (command line or `#SBATCH` line) or `SBATCH_IGNORE_PBS` in the
+environment turns this off. Checked against sbatch 22.05.8 with the slurm-oracle.
 
 The result is a list of applications (canonical sbatch option, value) for the resolver, plus the
 problems sbatch reports. Only what sbatch itself translates is translated; the rest of the
@@ -267,8 +266,9 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
             _add(tr, "time", v, line, written, validate=True)
         elif rest.startswith("file="):
             v, i = _value(rl, i + 5, ",")
-            # sbatch 22.05 inverts this check: any valid size is reported as invalid and exits
-            tr.errors.append((line, f"invalid tmp value {v[:-1] if v[-1:].upper() == 'B' else v}"))
+            if v[-1:].upper() == "B":
+                v = v[:-1]
+            _add(tr, "tmp", v, line, written)
         elif rest.startswith("mem="):
             v, i = _value(rl, i + 4, ",")
             if v[-1:].upper() == "B":
@@ -345,8 +345,10 @@ def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, writte
     elif ch == "m":
         _add(tr, "nodelist", (val or "").replace(" ", ","), line, written)
     elif ch == "M":
-        m = re.match(r"\s*[+-]?\d+", val or "")
-        _add(tr, "mem-per-cpu", m.group(0).strip() if m else "0", line, written, validate=False)
+        # the LSF memory limit is in KiB; sbatch stores it per CPU in MiB, rounded up
+        m = re.match(r"\s*\+?(\d+)", val or "")
+        kib = int(m.group(1)) if m else 0
+        _add(tr, "mem-per-cpu", str((kib + 1023) // 1024), line, written)
     elif ch == "n":
         v = val or ""
         if "," in v:

@@ -276,14 +276,6 @@ class _Resolver:
             prev = comp.state.get(t.option)
             if t.append and prev is not None and prev.value:
                 value = f"{prev.value},{value}"
-            if t.option == "time":
-                try:
-                    V.parse_time(value or "")
-                except V.InvalidValue as exc:
-                    # sbatch prints the error but keeps going with the earlier time limit
-                    self.diag(O222_WRAPPER_IGNORED, f"`{t.written}`: {exc}; sbatch keeps the previous time limit",
-                              t.line)
-                    continue
             self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
             if report:
                 self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
@@ -394,6 +386,13 @@ def _nonzero_int(s: str) -> bool:
         return False
 
 
+def _names_ignore_pbs(word: str) -> bool:
+    if not word.startswith("--") or len(word) < 3:
+        return False
+    found, _ = match_long(word[2:].split("=", 1)[0])
+    return found is not None and found.name == "ignore-pbs"
+
+
 def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and words[0].lower() in ("hetjob", "packjob")
 
@@ -443,6 +442,8 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
         family = BSUB if any(f.family == BSUB for f in script.foreign) else PBS
         wrapper = translate([(f.line, f.text) for f in script.foreign if f.family == family], family)
+        if any(_names_ignore_pbs(w) for d in script.directives for w in d.words):
+            wrapper = None   # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: List[JobComponent] = []
     carried: Dict[str, _Value] = {}
     for index in range(n_components):
