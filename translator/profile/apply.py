@@ -212,6 +212,8 @@ def _partition(b: _Builder, job) -> Optional[PartitionRule]:
             b.warn(F_NOT_FILLED, f"{how}: {b.where(rule.key, rule.line)} is not filled in (no queue, "
                    f"placement or node shape)", line, "fill in the partition in the profile")
         return rule
+    if not profile.partitions:
+        return None
     b.warn(F_UNMAPPED, f"partition `{written or names[0]}` is not in the profile's `partitions`; no queue or "
            f"placement was set", line, "add the partition to the profile")
     return None
@@ -224,6 +226,8 @@ def _qos(b: _Builder, job) -> None:
     line = option_line(job, "qos")
     rule = _first_rule(b.profile.qos, qos)
     if rule is None:
+        if not b.profile.qos:
+            return
         b.warn(F_UNMAPPED, f"QoS `{qos}` is not in the profile's `qos`; no priority was set", line,
                "map it to a Kueue WorkloadPriorityClass in the profile")
         return
@@ -295,7 +299,7 @@ def _gpus_and_constraints(b: _Builder, job, partition: Optional[PartitionRule]) 
     gpu_keys = [k for k in b.resources if _is_gpu_resource(k)]
     cli_resource = (b.settings is not None and getattr(b.settings, "gpu_resource", DEFAULT_GPU_RESOURCE)
                     not in (None, DEFAULT_GPU_RESOURCE))
-    if gpu_type and gpu_rule is None:
+    if gpu_type and gpu_rule is None and profile.gpu_types:
         b.warn(F_GPU_TYPE_UNKNOWN, f"GPU type `{gpu_type}` (from {type_from}) is not in the profile's `gpuTypes`; "
                f"no GPU node selector was set", type_line, "add the type to `gpuTypes` in the profile")
     resource, resource_who = None, None
@@ -381,7 +385,7 @@ def _image(b: _Builder, script) -> None:
     items: List[EnvItem] = environment_items(script)
     if plan.image and _is_local_image(plan.image) and not any(i.kind == "container" and i.name == plan.image for i in items):
         items.append(EnvItem("container", plan.image, None))
-    if not items:
+    if not items or not (b.profile.image_rules or b.profile.images_provided):
         return
     chosen = None
     for rule in b.profile.image_rules:
