@@ -1,1 +1,187 @@
+"""Launch-line analysis: Script + SlurmJob -> LaunchIntent (how the training starts, per node).
 
+`detect` finds the launch lines of the body (inside blocks too), picks the one that starts the
+training, and hands it to the module of its family:
+
+  torchrun.py     torchrun / python -m torch.distributed.run|launch (alone or under srun)
+  srun_tasks.py   srun python train.py, one task per process
+  accelerate.py   accelerate launch
+  deepspeed.py    deepspeed
+  mpi.py          mpirun / mpiexec / srun --mpi / srun of a compiled program
+  jax.py          python programs using jax.distributed
+  python.py       a program run once (plain python)
+  container.py    apptainer/singularity exec, pyxis --container-image (wrapping any of the above)
+  script.py       anything else: the body under bash -c with a Slurm-compatibility prologue
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from typing import List, Optional, Tuple
+
+from translator.diagnostics import INFO, WARNING
+from translator.launchers import common
+from translator.launchers.common import LaunchContext, SrunCall, Tok
+from translator.launchers.intent import LaunchIntent
+from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+
+LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "accelerate", "apptainer",
+             "singularity"}
+# srun steps that only print information; dropped (with a finding) when a training launch follows.
+AUX_PROGRAMS = {"hostname", "nvidia-smi", "echo", "date", "env", "printenv", "uname", "ls", "free", "lscpu",
+                "which", "true", "sleep", "nproc", "ibstat", "ibv_devinfo", "rocm-smi", "df", "id", "whoami"}
+_SHELL_META = re.compile(r"[;&|<>`\n(){}]|\$\(")
+
+
+def _walk(statements, block: Optional[str] = None):
+    """Yield (statement, enclosing block kind or None) for commands and assignments, in order."""
+    for st in statements:
+        if isinstance(st, Block):
+            kind = block or st.kind
+            if st.command is not None:
+                yield st.command, kind if st.kind != "heredoc" else block
+            yield from _walk(st.children, kind if st.kind != "heredoc" else block)
+        else:
+            yield st, block
+
+
+def is_launch(cmd: Command) -> bool:
+    if not cmd.words or cmd.kind == PIP:
+        return False
+    w0 = common.basename(cmd.words[0].value)
+    return cmd.kind == LAUNCH or w0 in LAUNCHERS or common.is_python(w0)
+
+
+def is_aux(cmd: Command) -> bool:
+    words = [w.value for w in cmd.words]
+    if common.is_python(words[0]) and len(words) > 1 and words[1] in ("-c", "--version", "-V"):
+        return True
+    if common.basename(words[0]) == "srun":
+        inner = common.parse_srun(cmd.words).command
+        return bool(inner) and common.basename(inner[0].value) in AUX_PROGRAMS
+    return False
+
+
+def _inner_words(text: str) -> Optional[List[Tok]]:
+    """`bash -c 'torchrun …'`: the words of a simple command string, or None when it is shell logic."""
+    if _SHELL_META.search(text):
+        return None
+    try:
+        parts = shlex.split(text, posix=True)
+    except ValueError:
+        return None
+    out = []
+    for p in parts:
+        if "$" in p or any(ch in p for ch in "*?[~"):
+            quoted = '"' + p.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
+            out.append(Tok(p, quoted, False))
+        else:
+            out.append(Tok.gen(p))
+    return out or None
+
+
+def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    """The intent for one command (already stripped of `srun` when srun is given)."""
+    from translator.launchers import (accelerate, container, deepspeed, jax, mpi, python, script, srun_tasks,
+                                      torchrun)
+
+    if not toks:
+        return script.build(ctx, line, ["the launch line has no command"])
+    w0 = common.basename(toks[0].value)
+    step = common.step_shape(ctx.shape, srun)
+    if w0 in container.APPTAINER:
+        return container.apptainer(ctx, toks, srun, line, dispatch)
+    if torchrun.is_torchrun(toks):
+        return torchrun.build(ctx, toks, srun, line)
+    if w0 == "accelerate" and len(toks) > 1 and toks[1].value == "launch":
+        return accelerate.build(ctx, toks, srun, line)
+    if w0 == "deepspeed":
+        return deepspeed.build(ctx, toks, srun, line)
+    if w0 in mpi.MPI_TOOLS:
+        return mpi.build(ctx, toks, srun, line)
+    if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
+        inner = _inner_words(toks[2].value)
+        if inner is None:
+            return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
+        return dispatch(ctx, inner, srun, line)
+    if common.is_python(w0):
+        if jax.uses_jax(ctx, toks):
+            return jax.build(ctx, toks, srun, line)
+        if srun is not None and (step.total_tasks > 1 or step.nodes > 1):
+            return srun_tasks.build(ctx, toks, srun, line, _slurm_names(ctx))
+        return python.build(ctx, toks, srun, line)
+    if srun is not None and (step.total_tasks > 1 or step.nodes > 1):
+        if w0 in ("bash", "sh") or w0.endswith(".sh"):
+            return srun_tasks.build(ctx, toks, srun, line, _slurm_names(ctx))
+        return mpi.build(ctx, toks, srun, line)
+    return python.build(ctx, toks, srun, line)
+
+
+def _slurm_names(ctx: LaunchContext) -> List[str]:
+    names: List[str] = []
+    for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b", getattr(ctx.script, "text", "") or ""):
+        if m.group(1) not in names:
+            names.append(m.group(1))
+    return names
+
+
+def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
+    from translator.launchers import container, mpi
+
+    line = cmd.line
+    if common.basename(cmd.words[0].value) == "srun":
+        call = common.parse_srun(cmd.words)
+        inner = common.toks_of(call.command)
+        if call.options.get("container-image"):
+            return container.pyxis(ctx, call, inner, line, dispatch)
+        mpi_kind = call.options.get("mpi")
+        if mpi_kind and mpi_kind != "none" and inner:
+            return mpi.build(ctx, inner, call, line)
+        return dispatch(ctx, inner, call, line)
+    return dispatch(ctx, common.toks_of(cmd.words), None, line)
+
+
+def detect(script, job) -> LaunchIntent:
+    """Choose the launch line and convert it with its family's module."""
+    from translator.launchers import script as script_family
+
+    shape = common.job_shape(job.fields)
+    entries = list(_walk(script.body))
+    launches: List[Tuple[Command, Optional[str]]] = []
+    aux: List[Command] = []
+    for st, block in entries:
+        if isinstance(st, Command) and is_launch(st):
+            (aux if is_aux(st) else launches).append((st, block) if not is_aux(st) else st)
+    block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+
+    def context_for(line: int) -> LaunchContext:
+        top = tuple(st for st, block in entries if isinstance(st, Assignment) and block is None and st.line < line)
+        return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
+
+    reasons: List[str] = []
+    if len(launches) == 1:
+        cmd, block = launches[0]
+        if block is not None:
+            reasons.append(f"the launch on line {cmd.line} is inside a {block} block")
+        elif cmd.background:
+            reasons.append(f"the launch on line {cmd.line} runs in the background")
+        elif cmd.connector in ("&&", "||", "|"):
+            reasons.append(f"the launch on line {cmd.line} is part of a `{cmd.connector}` list")
+    elif len(launches) > 1:
+        reasons.append("launch lines " + ", ".join(str(c.line) for c, _ in launches) + " run as several steps")
+    if len(launches) != 1 or reasons:
+        ctx = context_for(launches[0][0].line if launches else (script.body_start_line or 1))
+        if not launches:
+            reasons.append("no launch line (srun, torchrun, mpirun, deepspeed, accelerate, python) was found")
+        intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+    cmd, _ = launches[0]
+    ctx = context_for(cmd.line)
+    intent = _dispatch_top(ctx, cmd)
+    if intent.family == "script":
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+    for a in aux:
+        ctx.add(INFO, "L326", f"informational step `{a.text.strip()}` is not part of the TrainJob", a.line)
+    consumed = tuple(range(cmd.line, (cmd.end_line or cmd.line) + 1))
+    return dataclasses.replace(intent, findings=tuple(ctx.findings), consumed_lines=consumed)

@@ -29,3 +29,8 @@ class LaunchIntent:
     env: Tuple[Tuple[str, str], ...] = ()   # extra env the launcher needs (e.g. a shim's settings)
     findings: Tuple[Finding, ...] = ()
     consumed_lines: Tuple[int, ...] = ()    # body lines folded into the launch (for the report)
+    # --- added by the launchers stage (defaults keep older callers working) ---
+    runtime: Optional[str] = None           # runtime the launcher needs (None = the framework's default)
+    num_nodes: Optional[int] = None         # node count the launch implies when it differs from the job's
+    mounts: Tuple[Tuple[str, str], ...] = ()  # container binds (host path, container path) to map to volumes
+    uses_shell: bool = False                # command is `bash -c` around text taken from the script

@@ -1,0 +1,80 @@
+"""`accelerate launch [options] train.py …` (Hugging Face Accelerate), usually under `srun` one per node.
+
+Runtime `torch-distributed`; the tool is kept. Its machine flags are fed from what the controller sets
+on every node: `--num_machines "$PET_NNODES" --machine_rank "$PET_NODE_RANK" --main_process_ip
+"$PET_MASTER_ADDR" --main_process_port "$PET_MASTER_PORT"`, through `bash -c` (Kubernetes does not
+expand `$VAR` in args). The user's own arguments follow as positional parameters ("$@"), never as
+shell code. Slurm-fed values of those flags (and --rdzv_backend, which with c10d would ignore the
+machine rank) are dropped; --num_processes (total processes) is recomputed when it was an expression.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from translator.diagnostics import INFO, WARNING
+from translator.launchers import common
+from translator.launchers.common import LaunchContext, SrunCall, Tok
+from translator.launchers.intent import ACCELERATE, LaunchIntent
+
+_FLAGS = {"--multi-gpu", "--cpu", "--use-deepspeed", "--use-fsdp", "--use-megatron-lm", "--use-xpu", "--tpu",
+          "-m", "--module", "--no-python", "--debug", "-q", "--quiet", "--same-network", "--mps",
+          "--enable-cpu-affinity", "--tpu-use-cluster", "--tpu-use-sudo", "--downcast-bf16", "--ipex",
+          "--dynamo-use-fullgraph", "--dynamo-use-dynamic", "--dynamo-use-regional-compilation", "-h", "--help"}
+_MACHINE = {"--num-machines", "--machine-rank", "--main-process-ip", "--main-process-port", "--rdzv-backend"}
+PET_FLAGS = ('--num_machines "$PET_NNODES" --machine_rank "$PET_NODE_RANK" '
+             '--main_process_ip "$PET_MASTER_ADDR" --main_process_port "$PET_MASTER_PORT"')
+
+
+def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    step = common.step_shape(ctx.shape, srun)
+    rest = toks[2:]                       # after `accelerate launch`
+    kept: List[Tok] = []
+    dropped: List[str] = []
+    j = 0
+    nprocs_seen = False
+    while j < len(rest):
+        t = rest[j]
+        if not t.value.startswith("-") or t.value == "-":
+            break
+        name, inline = common.split_option(t)
+        key = common.norm(name)
+        n = 0 if (inline is not None or key in _FLAGS) else 1
+        group = rest[j:j + 1 + n]
+        if key in _MACHINE:
+            dropped.append(" ".join(g.raw for g in group))
+        elif key == "--num-processes":
+            nprocs_seen = True
+            vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
+            v = common.static_value(ctx, vt) if vt is not None else None
+            if v is None:
+                per_node = ctx.shape.gpus_per_node or step.tasks_per_node
+                v = str(step.nodes * per_node)
+                ctx.add(INFO, "L314", f"--num_processes `{vt.raw if vt else ''}` computed as {step.nodes} node(s) × "
+                                      f"{per_node} process(es) = {v}", line)
+            kept += [Tok.gen("--num_processes"), Tok.gen(v)]
+        else:
+            kept += group
+        j += 1 + n
+    kept = common.resolve_static(ctx, kept)
+    program = common.resolve_static(ctx, rest[j:])
+    if srun is not None:
+        common.check_batch_expansion(ctx, toks, line)
+        if step.tasks_per_node > 1:
+            ctx.add(WARNING, "L303",
+                    f"srun starts {step.tasks_per_node} copies of `accelerate launch` on each node; it is a "
+                    "per-node launcher, so the TrainJob runs one per node", line,
+                    "on Slurm use `srun --ntasks-per-node=1 accelerate launch …`")
+    if dropped:
+        ctx.add(INFO, "L317", "accelerate machine options replaced by the runtime's PET_NNODES, PET_NODE_RANK, "
+                              "PET_MASTER_ADDR and PET_MASTER_PORT: " + ", ".join(dropped), line)
+    ctx.add(INFO, "L319", "the image must provide the `accelerate` command (the runtime's default image does not)",
+            line, "pass --image with accelerate installed, or keep `pip install accelerate` in the script")
+    user = kept + program
+    if step.nodes > 1:
+        command, args = common.shell_launch(ctx, "accelerate launch " + PET_FLAGS, user, "accelerate")
+        shell = not common.all_literal(user)
+    else:
+        command, args, shell = common.plain_or_shell(ctx, [Tok.gen("accelerate"), Tok.gen("launch")] + user)
+    return LaunchIntent(family=ACCELERATE, framework="torch", command=command, args=args, line=line,
+                        proc_per_node=ctx.shape.gpus_per_node or None, runtime="torch-distributed",
+                        num_nodes=step.nodes, uses_shell=shell)

@@ -1,0 +1,380 @@
+"""Shared pieces of the launcher modules: command words, the job's shape, srun options, shell text.
+
+A launch line is a list of `Tok`s: the user's words (value, raw text, whether the shell would expand
+them) and words we generate (always literal). When every word is literal the TrainJob gets them as a
+plain argv; when a word needs the shell (`$DATA`, `"${ARGS[@]}"`), the command becomes `bash -c` with
+the user's raw text after a preamble that defines what it refers to (see `shell_launch`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from translator.diagnostics import Finding, INFO, WARNING
+from translator.read.ast import Assignment, Block, Command, Word
+
+
+@dataclass(frozen=True)
+class Tok:
+    """One word of a launch command."""
+
+    value: str
+    raw: str
+    literal: bool = True
+
+    @classmethod
+    def gen(cls, value: str) -> "Tok":
+        return cls(value, shlex.quote(value), True)
+
+    @classmethod
+    def of(cls, word: Word) -> "Tok":
+        return cls(word.value, word.raw, bool(word.literal))
+
+    def shell(self) -> str:
+        """Shell source that yields this word: normalised quoting for literals, the raw text otherwise."""
+        return shlex.quote(self.value) if self.literal else self.raw
+
+
+def toks_of(words: Iterable[Word]) -> List[Tok]:
+    return [Tok.of(w) for w in words]
+
+
+def all_literal(toks: Sequence[Tok]) -> bool:
+    return all(t.literal for t in toks)
+
+
+_VAR_REF = re.compile(r"\$(?:\{[#!]?([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def var_refs(text: str) -> List[str]:
+    """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates."""
+    out: List[str] = []
+    for m in _VAR_REF.finditer(text):
+        name = m.group(1) or m.group(2)
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def basename(word: str) -> str:
+    return os.path.basename(word) if word else word
+
+
+# ---- the job's shape ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Shape:
+    """Nodes, tasks and GPUs of the job (or of one srun step), as Slurm lays them out."""
+
+    nodes: int = 1
+    tasks_per_node: int = 1
+    total_tasks: int = 1
+    gpus_per_node: int = 0
+    cpus_per_task: Optional[int] = None
+    nodes_given: bool = False
+    tasks_given: bool = False          # -n or --ntasks-per-node given (Slurm then sets SLURM_NTASKS)
+    gpus_uneven: bool = False          # --gpus total not divisible by the node count
+
+
+def job_shape(fields) -> Shape:
+    """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules')."""
+    nodes = fields.nodes_min
+    tpn = fields.ntasks_per_node
+    ntasks = fields.ntasks
+    nodes_given = nodes is not None
+    if nodes is None:
+        nodes = math.ceil(ntasks / tpn) if (ntasks and tpn) else 1
+    nodes = max(1, int(nodes))
+    if ntasks and tpn:
+        tpn = min(tpn, math.ceil(ntasks / nodes))
+    elif ntasks:
+        tpn = math.ceil(ntasks / nodes)
+    tpn = max(1, int(tpn or 1))
+    total = int(ntasks) if ntasks else nodes * tpn
+    gpus = 0
+    uneven = False
+    if fields.gpus_per_node:
+        gpus = int(fields.gpus_per_node)
+    elif fields.gpus_per_task:
+        gpus = int(fields.gpus_per_task) * tpn
+    elif fields.gpus_total:
+        gpus = math.ceil(fields.gpus_total / nodes)
+        uneven = fields.gpus_total % nodes != 0
+    return Shape(nodes=nodes, tasks_per_node=tpn, total_tasks=total, gpus_per_node=gpus,
+                 cpus_per_task=fields.cpus_per_task, nodes_given=nodes_given,
+                 tasks_given=bool(fields.ntasks or fields.ntasks_per_node), gpus_uneven=uneven)
+
+
+# ---- srun ---------------------------------------------------------------------------------------
+
+# srun options that take a value (srun.1, Slurm 22.05; pyxis adds the --container-* ones).
+_SRUN_SHORT_VALUE = set("ABbCcDdeGiJLMmNnopqrSTtwWx")
+_SRUN_LONG_FLAGS = {
+    "exclusive", "overlap", "exact", "label", "unbuffered", "verbose", "quiet", "pty", "no-kill",
+    "overcommit", "oversubscribe", "spread-job", "test-only", "usage", "help", "disable-status",
+    "kill-on-bad-exit", "multi-prog", "preserve-env", "quit-on-interrupt", "contiguous", "hold",
+    "no-allocate", "reboot", "container-remap-root", "no-container-remap-root", "container-mount-home",
+    "no-container-mount-home", "container-writable", "container-readonly", "no-container-entrypoint",
+    "container-entrypoint", "container-env", "whole", "x11", "cpu-freq", "send-libs",
+}
+_SRUN_SHORT_FLAGS = set("EHhIKklOQsuvXZ")  # everything else short takes a value
+
+
+@dataclass(frozen=True)
+class SrunCall:
+    options: Dict[str, str]            # canonical long name (or short letter) -> value ("" for flags)
+    written: Tuple[str, ...]           # the option words as written
+    command: Tuple[Word, ...]          # the command srun runs
+
+
+_SHORT_TO_LONG = {"N": "nodes", "n": "ntasks", "c": "cpus-per-task", "G": "gpus", "w": "nodelist",
+                  "x": "exclude", "J": "job-name", "o": "output", "e": "error", "p": "partition",
+                  "t": "time", "m": "distribution", "D": "chdir", "A": "account", "l": "label",
+                  "u": "unbuffered", "K": "kill-on-bad-exit", "r": "relative", "W": "wait"}
+
+
+def parse_srun(words: Sequence[Word]) -> SrunCall:
+    """Split `srun [options] command...` (words[0] is srun)."""
+    opts: Dict[str, str] = {}
+    written: List[str] = []
+    i = 1
+    while i < len(words):
+        w = words[i].value
+        if w == "--":
+            written.append(w)
+            i += 1
+            break
+        if w.startswith("--") and len(w) > 2:
+            name, eq, val = w[2:].partition("=")
+            written.append(w)
+            if eq:
+                opts[name] = val
+            elif name in _SRUN_LONG_FLAGS or i + 1 >= len(words):
+                opts[name] = ""
+            else:
+                opts[name] = words[i + 1].value
+                written.append(words[i + 1].value)
+                i += 1
+            i += 1
+            continue
+        if w.startswith("-") and len(w) > 1:
+            written.append(w)
+            j = 1
+            while j < len(w):
+                ch = w[j]
+                long = _SHORT_TO_LONG.get(ch, ch)
+                if ch in _SRUN_SHORT_VALUE:
+                    rest = w[j + 1:]
+                    if rest:
+                        opts[long] = rest
+                    elif i + 1 < len(words):
+                        opts[long] = words[i + 1].value
+                        written.append(words[i + 1].value)
+                        i += 1
+                    else:
+                        opts[long] = ""
+                    break
+                opts[long] = ""
+                j += 1
+            i += 1
+            continue
+        break
+    return SrunCall(options=opts, written=tuple(written), command=tuple(words[i:]))
+
+
+def _int(value: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
+    """The layout of one srun step: srun's -N/-n/--ntasks-per-node override the job's."""
+    if srun is None:
+        return job
+    nodes = _int(srun.options.get("nodes", "").split("-")[0]) or job.nodes
+    nodes = min(nodes, job.nodes) if job.nodes_given else nodes
+    ntasks = _int(srun.options.get("ntasks"))
+    tpn = _int(srun.options.get("ntasks-per-node"))
+    if ntasks and not tpn:
+        tpn = math.ceil(ntasks / nodes)
+    if tpn is None:
+        tpn = job.tasks_per_node
+    total = ntasks or nodes * tpn
+    return Shape(nodes=nodes, tasks_per_node=max(1, tpn), total_tasks=total, gpus_per_node=job.gpus_per_node,
+                 cpus_per_task=_int(srun.options.get("cpus-per-task")) or job.cpus_per_task,
+                 nodes_given=job.nodes_given, tasks_given=job.tasks_given, gpus_uneven=job.gpus_uneven)
+
+
+# ---- context handed to every launcher -------------------------------------------------------------
+
+@dataclass
+class LaunchContext:
+    script: object                      # translator.read.ast.Script
+    job: object                         # translator.slurm.job.SlurmJob
+    shape: Shape
+    assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
+    block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
+    findings: List[Finding] = field(default_factory=list)
+
+    def add(self, severity: str, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None):
+        f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
+        if f not in self.findings:
+            self.findings.append(f)
+
+
+# Slurm variables that differ per task; the batch shell expands them to the batch task's values.
+PER_TASK_VARS = ("SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID")
+
+
+def check_batch_expansion(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> None:
+    """`srun cmd --rank=$SLURM_PROCID` is expanded once by the batch shell: every task got the batch values."""
+    for t in toks:
+        if t.literal:
+            continue
+        for name in var_refs(t.raw):
+            if name in PER_TASK_VARS:
+                ctx.add(WARNING, "L302",
+                        f"`{t.raw}` is expanded by the batch shell before srun starts the tasks, so on Slurm every "
+                        f"task received the batch script's value of {name} (0), not its own",
+                        line, "the converted job gets per-node values from the Kubeflow runtime; check that the "
+                              "original job really did what was intended")
+
+
+# ---- shell text ----------------------------------------------------------------------------------
+
+def _assignment_text(a: Assignment) -> str:
+    return f"{'export ' if a.exported else ''}{a.name}={a.value.raw}"
+
+
+def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False) -> List[str]:
+    """Lines that define what `texts` (shell source) refer to: earlier assignments and Slurm variables.
+
+    Exported literal assignments become TrainJob env (plan/env.py) and need nothing here.
+    """
+    from translator.plan import prologue
+
+    last: Dict[str, Assignment] = {}
+    for a in ctx.assignments:
+        last[a.name] = a
+    needed: List[Assignment] = []
+    slurm: List[str] = []
+    seen: Set[str] = set()
+    pending = [n for t in texts for n in var_refs(t)]
+    uses_scontrol = any("scontrol" in t for t in texts)
+    while pending:
+        name = pending.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        a = last.get(name)
+        if a is not None:
+            if a.exported and a.value.literal:
+                continue
+            needed.append(a)
+            pending.extend(var_refs(a.value.raw))
+            uses_scontrol = uses_scontrol or "scontrol" in a.value.raw
+        elif name.startswith("SLURM_") or name.startswith("SLURMD_"):
+            slurm.append(name)
+    lines: List[str] = []
+    if slurm or uses_scontrol:
+        lines.extend(prologue.prologue_lines(slurm, ctx.job, ctx.shape, export=export_slurm,
+                                             functions=("scontrol",) if uses_scontrol else ()))
+        unknown = [n for n in slurm if prologue.definition(n, ctx.job, ctx.shape) is None]
+        for n in unknown:
+            ctx.add(WARNING, "L325", f"the launch line uses {n}, which this job does not define on Kubernetes (and Slurm may not have set it either); it expands to an empty string",
+                    None, f"replace ${n} with a literal value")
+    order = {id(a): i for i, a in enumerate(ctx.assignments)}
+    for a in sorted(needed, key=lambda a: order.get(id(a), 0)):
+        lines.append(_assignment_text(a))
+    return lines
+
+
+def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
+                 export_slurm: bool = False) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """`bash -c` running `head` (trusted generated shell code) followed by the user's words.
+
+    All-literal words are passed as positional parameters (`"$@"`): no user text in shell code.
+    Otherwise the user's raw words follow `head` after a preamble defining what they refer to.
+    """
+    if all_literal(toks):
+        return ("bash", "-c"), (f'exec {head} "$@"', argv0, *[t.value for t in toks])
+    text_parts = [t.shell() for t in toks]
+    pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal], export_slurm=export_slurm)
+    body = "\n".join(pre + [f"exec {head} " + " ".join(text_parts)])
+    return ("bash", "-c"), (body,)
+
+
+def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, ...], Tuple[str, ...], bool]:
+    """The user's command as argv when literal, else `bash -c` with a preamble. Returns (command, args, shell)."""
+    if all_literal(toks):
+        return (toks[0].value,), tuple(t.value for t in toks[1:]), False
+    pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal])
+    body = "\n".join(pre + ["exec " + " ".join(t.shell() for t in toks)])
+    return ("bash", "-c"), (body,), True
+
+
+# ---- generic option scanning for launchers ---------------------------------------------------------
+
+def split_option(tok: Tok) -> Tuple[str, Optional[str]]:
+    """`--flag=value` -> ("--flag", "value"); `--flag` -> ("--flag", None)."""
+    if tok.value.startswith("--") and "=" in tok.value:
+        name, _, val = tok.value.partition("=")
+        return name, val
+    return tok.value, None
+
+
+def norm(opt: str) -> str:
+    """Option spelling without the `_`/`-` difference: `--node_rank` == `--node-rank`."""
+    return opt.replace("_", "-")
+
+
+_SINGLE_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
+
+
+def static_value(ctx: LaunchContext, tok: Tok) -> Optional[str]:
+    """The value of a word that is exactly one variable reference, when it is known at conversion time.
+
+    Known: a literal top-level assignment before the launch line (not reassigned inside a block), or a
+    Slurm variable whose value follows from the job's options (e.g. SLURM_GPUS_ON_NODE).
+    """
+    if tok.literal:
+        return tok.value
+    m = _SINGLE_REF.match(tok.value)
+    if not m:
+        return None
+    name = m.group(1) or m.group(2)
+    last = None
+    for a in ctx.assignments:
+        if a.name == name:
+            last = a
+    if last is not None:
+        return last.value.value if last.value.literal and name not in ctx.block_assigned else None
+    if name in ctx.block_assigned:
+        return None
+    from translator.plan import prologue
+    return prologue.static_value(name, ctx.job, ctx.shape)
+
+
+def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> List[Tok]:
+    """Replace words that are a single variable with a known value by that value (as a literal word)."""
+    out = []
+    for t in toks:
+        if t.literal:
+            out.append(t)
+            continue
+        v = static_value(ctx, t)
+        out.append(Tok(v, t.raw, True) if v is not None else t)
+    return out
+
+
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+def is_python(word: str) -> bool:
+    return bool(_PYTHON.match(basename(word)))

@@ -1,0 +1,124 @@
+"""Container wrappers: `apptainer|singularity exec [--nv] [--bind a:b] IMAGE cmd …` and pyxis
+`srun --container-image=REG#IMAGE --container-mounts=a:b …`.
+
+The image becomes the TrainJob image and the inner command is converted by its own launcher family.
+Registry references are rewritten to what Kubernetes pulls: `docker://nvcr.io/nvidia/pytorch:24.01-py3`
+and enroot's `nvcr.io#nvidia/pytorch:24.01-py3` both become `nvcr.io/nvidia/pytorch:24.01-py3`. A local
+image (`.sif`, `.sqsh`, a sandbox directory) cannot be pulled by a node: error finding asking for a
+registry image (or `--image`). Binds become a finding listing the volumes the TrainJob needs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import List, Optional, Tuple
+
+from translator.diagnostics import ERROR, INFO, WARNING
+from translator.launchers import common
+from translator.launchers.common import LaunchContext, SrunCall, Tok
+from translator.launchers.intent import LaunchIntent
+
+APPTAINER = ("apptainer", "singularity")
+# apptainer/singularity exec|run options that take a value (everything else starting with '-' is a flag).
+_VALUE = {"-B", "--bind", "--mount", "-H", "--home", "--env", "--env-file", "-W", "--workdir", "--pwd",
+          "-o", "--overlay", "--security", "--network", "--network-args", "--hostname", "-S", "--scratch",
+          "--app", "--cpus", "--memory", "--dns", "--no-mount", "--add-caps", "--drop-caps", "--apply-cgroups",
+          "--cpu-shares", "--cpuset-cpus", "--memory-reservation", "--memory-swap", "--pids-limit",
+          "--blkio-weight", "--oci-config", "--docker-login"}
+_LOCAL = re.compile(r"(\.(sif|simg|img|sqsh|squashfs)$)|^[./~]|^\$")
+
+
+def registry_image(ref: str) -> Tuple[Optional[str], Optional[str]]:
+    """(image Kubernetes can pull, None) or (None, reason it cannot)."""
+    ref = ref.strip()
+    if ref.startswith("docker://"):
+        ref = ref[len("docker://"):]
+    elif re.match(r"^(library|shub|oras|docker-daemon|docker-archive|oci-archive|instance)://?", ref):
+        return None, f"`{ref}` is not an image a Kubernetes node can pull"
+    if "#" in ref:                                   # enroot: [USER@][REGISTRY#]IMAGE[:TAG]
+        registry, _, image = ref.partition("#")
+        if "@" in registry:
+            registry = registry.rsplit("@", 1)[1]
+        ref = f"{registry}/{image}" if registry else image
+    if not ref or _LOCAL.search(ref) or ref.startswith("/"):
+        return None, f"`{ref}` is a local image file or directory, which Kubernetes nodes cannot pull"
+    if re.search(r"\s", ref):
+        return None, f"`{ref}` is not an image reference"
+    return ref, None
+
+
+def _mounts(spec: str) -> List[Tuple[str, str]]:
+    out = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        parts = item.split(":")
+        src = parts[0]
+        dst = parts[1] if len(parts) > 1 and parts[1] else src
+        out.append((src, dst))
+    return out
+
+
+def _finish(ctx: LaunchContext, inner: LaunchIntent, image_tok: Tok, mounts, line: int, how: str) -> LaunchIntent:
+    image = common.static_value(ctx, image_tok)
+    pulled, why = registry_image(image) if image is not None else (None, f"`{image_tok.raw}` is computed by the shell")
+    if pulled is None:
+        ctx.add(ERROR, "L310", f"{how} image {why}", line,
+                "push the image to a registry (e.g. `apptainer push`/`enroot export` + `docker push`) and pass "
+                "--image REGISTRY/IMAGE:TAG")
+    else:
+        ctx.add(INFO, "L322", f"{how} image `{image_tok.value}` becomes the TrainJob image `{pulled}`", line)
+    if mounts:
+        ctx.add(WARNING, "L323",
+                "container binds need volumes on Kubernetes (a PersistentVolumeClaim or hostPath per path, via a "
+                "site profile or runtimePatches): " + ", ".join(f"{s} -> {d}" for s, d in mounts), line,
+                "add the volumes with a site profile (`slurm2kf profile`)")
+    return dataclasses.replace(inner, image=pulled, mounts=tuple(mounts))
+
+
+def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int, dispatch) -> LaunchIntent:
+    i = 1
+    while i < len(toks) and toks[i].value.startswith("-"):     # global options (--debug, -s, …)
+        i += 1
+    sub = toks[i].value if i < len(toks) else ""
+    i += 1
+    mounts: List[Tuple[str, str]] = []
+    while i < len(toks) and toks[i].value.startswith("-"):
+        name, inline = common.split_option(toks[i])
+        value = inline
+        if inline is None and name in _VALUE and i + 1 < len(toks):
+            value = toks[i + 1].value
+            i += 1
+        if name in ("-B", "--bind") and value:
+            mounts += _mounts(value)
+        elif name == "--mount" and value:
+            kv = dict(p.split("=", 1) for p in value.split(",") if "=" in p)
+            src = kv.get("src") or kv.get("source")
+            if src:
+                mounts.append((src, kv.get("dst") or kv.get("destination") or kv.get("target") or src))
+        elif name in ("-W", "--workdir", "--pwd"):
+            ctx.add(WARNING, "L324", f"container option `{toks[i].raw}` has no TrainJob equivalent", line)
+        i += 1
+    if i >= len(toks):
+        return dispatch(ctx, [], srun, line)
+    image_tok = toks[i]
+    inner = toks[i + 1:]
+    if sub == "run" or not inner:
+        ctx.add(WARNING, "L324", f"`{toks[0].value} {sub}` runs the image's own runscript; the TrainJob runs the "
+                                 "image's entrypoint with the given arguments", line)
+        base = dispatch(ctx, [Tok.gen("true")], srun, line)
+        intent = dataclasses.replace(base, command=(), args=tuple(t.value for t in inner))
+    else:
+        intent = dispatch(ctx, inner, srun, line)
+    return _finish(ctx, intent, image_tok, mounts, line, f"{toks[0].value} {sub}")
+
+
+def pyxis(ctx: LaunchContext, call: SrunCall, inner: List[Tok], line: int, dispatch) -> LaunchIntent:
+    image = call.options.get("container-image", "")
+    mounts = _mounts(call.options.get("container-mounts", ""))
+    if call.options.get("container-workdir"):
+        ctx.add(WARNING, "L324", f"--container-workdir={call.options['container-workdir']} has no TrainJob "
+                                 "equivalent; the image's working directory is used", line)
+    intent = dispatch(ctx, inner, call, line)
+    return _finish(ctx, intent, Tok(image, image, True), mounts, line, "pyxis --container-image")

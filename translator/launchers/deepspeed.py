@@ -1,0 +1,84 @@
+"""`deepspeed [launcher options] train.py …` (DeepSpeed's runner).
+
+Choice (see README): DeepSpeed's runner discovers its nodes from a hostfile and starts the ranks
+itself. On one node it needs nothing from Kubernetes: runtime `torch-distributed`, the command is kept
+as written. On several nodes (or with `--hostfile`) the TrainJob uses the MPI runtime
+`deepspeed-distributed` — Kubeflow's runtime built for DeepSpeed, whose image ships DeepSpeed, Open
+MPI and sshd — and the runner is pointed at the runtime's hostfile with its Open MPI launcher:
+`deepspeed --hostfile /etc/mpi/hostfile --launcher openmpi …`. The runner then runs mpirun from the
+launcher pod over the runtime's ssh keys; node count, ranks and master address come from the hostfile.
+Options that described the Slurm nodes (--num_nodes, --node_rank, --master_addr, --include, …) are
+dropped.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from translator.diagnostics import INFO, WARNING
+from translator.launchers import common
+from translator.launchers.common import LaunchContext, SrunCall, Tok
+from translator.launchers.intent import DEEPSPEED, LaunchIntent
+from translator.launchers.mpi import HOSTFILE
+
+_FLAGS = {"--module", "-m", "--no-python", "--no-local-rank", "--no-ssh", "--no-ssh-check", "--force-multi",
+          "--save-pid", "--elastic-training", "--bind-cores-to-rank", "--enable-each-rank-log-dummy"}
+# Options that describe the Slurm node set, replaced by the runtime's hostfile (multi-node) or
+# meaningless on one pod.
+_NODESET = {"-H", "--hostfile", "-i", "--include", "-e", "--exclude", "--num-nodes", "--node-rank",
+            "--master-addr", "--master-port", "--launcher", "--launcher-args", "--no-ssh", "--no-ssh-check",
+            "--force-multi", "--min-elastic-nodes", "--max-elastic-nodes", "--ssh-port"}
+
+
+def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    step = common.step_shape(ctx.shape, srun)
+    rest = toks[1:]
+    kept: List[Tok] = []
+    dropped: List[str] = []
+    had_hostfile = False
+    j = 0
+    while j < len(rest):
+        t = rest[j]
+        if not t.value.startswith("-") or t.value == "-":
+            break
+        name, inline = common.split_option(t)
+        key = common.norm(name) if name.startswith("--") else name
+        n = 0 if (inline is not None or key in _FLAGS) else 1
+        group = rest[j:j + 1 + n]
+        if key in ("-H", "--hostfile"):
+            had_hostfile = True
+        if key in _NODESET:
+            dropped.append(" ".join(g.raw for g in group))
+        else:
+            kept += group
+        j += 1 + n
+    program = common.resolve_static(ctx, rest[j:])
+    kept = common.resolve_static(ctx, kept)
+    if srun is not None:
+        common.check_batch_expansion(ctx, toks, line)
+        if step.nodes > 1 and step.tasks_per_node >= 1:
+            ctx.add(WARNING, "L303",
+                    f"srun starts the DeepSpeed runner on each of {step.nodes} node(s); the runner is started once "
+                    "on Kubeflow and reaches the other nodes itself", line)
+    multi = step.nodes > 1 or had_hostfile
+    if multi:
+        head = [Tok.gen(w) for w in ("deepspeed", "--hostfile", HOSTFILE, "--launcher", "openmpi")]
+        runtime, framework = "deepspeed-distributed", "mpi"
+        ctx.add(INFO, "L311",
+                "multi-node DeepSpeed runs on the MPI runtime deepspeed-distributed: the runner reads the "
+                f"runtime's hostfile {HOSTFILE} and starts the ranks with Open MPI from the launcher pod", line)
+        ctx.add(WARNING, "L306",
+                "MPI runtimes start worker pods from the runtime's own image (sshd, user mpiuser), not from "
+                "spec.trainer.image, and support Open MPI only; the program and its libraries must exist in the "
+                "runtime image at the same path", line,
+                "build a custom MPI (Cluster)TrainingRuntime from your image, or use a shared volume for the program")
+    else:
+        head = [Tok.gen("deepspeed")]
+        runtime, framework = "torch-distributed", "torch"
+        ctx.add(INFO, "L312", "single-node DeepSpeed keeps its runner on the torch-distributed runtime; the image "
+                              "must provide the `deepspeed` command", line, "pass --image with DeepSpeed installed")
+    if dropped:
+        ctx.add(INFO, "L313", "DeepSpeed options describing the Slurm nodes dropped: " + ", ".join(dropped), line)
+    command, args, shell = common.plain_or_shell(ctx, head + kept + program)
+    gpus = ctx.shape.gpus_per_node
+    return LaunchIntent(family=DEEPSPEED, framework=framework, command=command, args=args, line=line,
+                        proc_per_node=gpus or None, runtime=runtime, num_nodes=step.nodes, uses_shell=shell)

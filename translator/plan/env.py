@@ -1,0 +1,75 @@
+"""Environment: literal `export`s before the launch line become TrainJob env.
+
+* Only exports whose value needs no shell (`export NCCL_DEBUG=INFO`, quoted text) are carried as env;
+  values that need the shell (`$(hostname)`, `$OTHER`) stay with the command (the launcher's preamble
+  defines them when the command refers to them) or are reported.
+* Names the runtimes reserve (PET_*, OMPI_MCA_*, and for the JAX/XGBoost policies JAX_*/DMLC_*) are never
+  set: the webhook rejects them and the controller provides them.
+* Rendezvous variables (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, …) computed from Slurm are provided
+  by the launcher; SLURM_* variables are never exported to pods (a partial Slurm environment makes
+  frameworks such as Lightning detect Slurm and fail) — the launchers define them where needed.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Tuple
+
+from translator.diagnostics import Finding, INFO, WARNING
+from translator.plan.model import EnvVar, SourceMap
+
+RESERVED_PREFIXES = ("PET_", "OMPI_MCA_")
+RESERVED_BY_POLICY = {"jax": ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"),
+                      "xgboost": ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")}
+RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK", "LOCAL_WORLD_SIZE",
+              "GROUP_RANK", "NNODES", "NPROC_PER_NODE")
+CLUSTER_SPECIFIC = re.compile(r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_INDEX|NCCL_NET|NCCL_TOPO_FILE|"
+                              r"GLOO_SOCKET_IFNAME|FI_PROVIDER|FI_EFA_.*|UCX_NET_DEVICES|UCX_TLS|LD_LIBRARY_PATH|"
+                              r"LD_PRELOAD|PATH|PYTHONPATH|CUDA_HOME|HF_HOME|TRANSFORMERS_CACHE|TMPDIR)$")
+
+
+def collect(script, launch_line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], List[Finding], List[SourceMap]]:
+    from translator.read.ast import iter_assignments
+
+    env: List[EnvVar] = []
+    findings: List[Finding] = []
+    lines_mapped: List[int] = []
+    lines_dropped: List[int] = []
+    reserved = RESERVED_BY_POLICY.get(policy, ())
+    cluster: List[str] = []
+    for a in iter_assignments(script.body):
+        if not a.exported or (launch_line is not None and a.line >= launch_line):
+            continue
+        name = a.name
+        if name.startswith(RESERVED_PREFIXES) or name in reserved:
+            findings.append(Finding(WARNING, "P420", f"`export {name}=…` is not carried: the Kubeflow runtime sets "
+                                    f"{name} itself and rejects it in spec.trainer.env", a.line))
+            lines_dropped.append(a.line)
+            continue
+        if name.startswith("SLURM") or name in RENDEZVOUS:
+            findings.append(Finding(INFO, "P421", f"`export {name}=…` is not carried: "
+                                    + ("Slurm variables are defined by the converted command where it reads them"
+                                       if name.startswith("SLURM") else
+                                       "the launcher provides rendezvous variables on every node"), a.line))
+            lines_dropped.append(a.line)
+            continue
+        if not a.value.literal:
+            findings.append(Finding(INFO, "P422", f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
+                                    "env (the command defines it where the launch line uses it)", a.line,
+                                    f"give {name} a literal value if the program reads it"))
+            lines_dropped.append(a.line)
+            continue
+        env = [e for e in env if e.name != name]
+        env.append(EnvVar(name=name, value=escape(a.value.value), line=a.line))
+        lines_mapped.append(a.line)
+        if CLUSTER_SPECIFIC.match(name):
+            cluster.append(name)
+    if cluster:
+        findings.append(Finding(WARNING, "P423", "cluster-specific settings copied as env, check them on the "
+                                "Kubernetes nodes: " + ", ".join(cluster),
+                                next((e.line for e in env if e.name == cluster[0]), None)))
+    smap = []
+    if lines_mapped:
+        smap.append(SourceMap("spec.trainer.env", tuple(lines_mapped), "mapped"))
+    if lines_dropped:
+        smap.append(SourceMap("spec.trainer.env", tuple(lines_dropped), "dropped"))
+    return tuple(env), findings, smap

@@ -1,0 +1,196 @@
+"""The Slurm-compatibility prologue: bash that defines the SLURM_* variables a script uses.
+
+On Slurm the batch script runs once and `srun` fans out; on Kubeflow every node of the TrainJob runs
+the command. The prologue recreates what the script reads from what the runtime provides:
+
+* node rank: `PET_NODE_RANK` (torch runtimes), else `JOB_COMPLETION_INDEX` (every Indexed Job pod);
+* node count: `PET_NNODES`; node host names: derived from `PET_MASTER_ADDR`
+  (`<trainjob>-node-0-0.<trainjob>`; node i is `<trainjob>-node-0-i.<trainjob>`);
+* everything that follows from the job's options (CPUs, GPUs, memory, job name) as constants.
+
+`scontrol show hostnames` and `srun` are provided as bash functions when the script calls them.
+Nothing here contains text from the script except the (shell-quoted) job name and option values.
+"""
+from __future__ import annotations
+
+import hashlib
+import shlex
+from typing import Iterable, List, Optional, Sequence
+
+#: bash expressions evaluated on each node (defined first by `_BASE`).
+_BASE = [
+    '_s2k_node="${PET_NODE_RANK:-${JOB_COMPLETION_INDEX:-0}}"',
+    '_s2k_nnodes="${PET_NNODES:-1}"',
+    "_s2k_hosts() {",
+    '  local h="${PET_MASTER_ADDR:-}" n="${PET_NNODES:-1}" i base dom=""',
+    '  if [ -z "$h" ]; then hostname; return; fi',
+    '  base="${h%%.*}"; [ "$base" = "$h" ] || dom=".${h#*.}"; base="${base%-0}"',
+    '  for ((i = 0; i < n; i++)); do echo "${base}-${i}${dom}"; done',
+    "}",
+]
+
+_DYNAMIC = {
+    "SLURM_NODEID": '"$_s2k_node"',
+    "SLURM_PROCID": '"$(( _s2k_node * _s2k_tpn ))"',
+    "SLURM_LOCALID": "0",
+    "SLURM_JOB_NODELIST": '"$(_s2k_hosts | paste -sd, -)"',
+    "SLURM_NODELIST": '"$(_s2k_hosts | paste -sd, -)"',
+    "SLURM_STEP_NODELIST": '"$(_s2k_hosts | paste -sd, -)"',
+    "SLURM_SUBMIT_DIR": '"$PWD"',
+    "SLURM_SUBMIT_HOST": '"$(hostname)"',
+    "SLURMD_NODENAME": '"$(hostname)"',
+    "SLURM_TOPOLOGY_ADDR": '"$(hostname)"',
+    "SLURM_LAUNCH_NODE_IPADDR": '"$(hostname -i 2>/dev/null | cut -d" " -f1)"',
+    "SLURM_JOB_START_TIME": '"$(date +%s)"',
+}
+
+# Values that come from the TrainJob env (set by the plan), never redefined here.
+_FROM_ENV = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
+             "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP")
+
+
+def job_id_number(job) -> str:
+    """A stable stand-in for SLURM_JOB_ID (numeric, as scripts do arithmetic on it)."""
+    seed = f"{job.path}\0{job.fields.job_name}".encode("utf-8", "surrogatepass")
+    return str(100000 + int(hashlib.sha256(seed).hexdigest()[:8], 16) % 900000)
+
+
+def _per_node(value: int, nodes: int) -> str:
+    return f"{value}(x{nodes})" if nodes > 1 else str(value)
+
+
+def static_value(name: str, job, shape) -> Optional[str]:
+    """The value Slurm gives `name` in this job when it follows from the options alone, else None."""
+    f = job.fields
+    tpn = shape.tasks_per_node
+    cpus_node = (shape.cpus_per_task or 1) * tpn
+    table = {
+        "SLURM_JOB_NAME": f.job_name or None,
+        "SLURM_JOB_ID": job_id_number(job),
+        "SLURM_JOBID": job_id_number(job),
+        "SLURM_NNODES": str(shape.nodes),
+        "SLURM_JOB_NUM_NODES": str(shape.nodes),
+        "SLURM_STEP_NUM_NODES": str(shape.nodes),
+        "SLURM_NTASKS": str(shape.total_tasks) if shape.tasks_given else None,
+        "SLURM_NPROCS": str(shape.total_tasks) if shape.tasks_given else None,
+        "SLURM_STEP_NUM_TASKS": str(shape.total_tasks),
+        "SLURM_NTASKS_PER_NODE": str(f.ntasks_per_node) if f.ntasks_per_node else None,
+        "SLURM_TASKS_PER_NODE": _per_node(tpn, shape.nodes),
+        "SLURM_STEP_TASKS_PER_NODE": _per_node(tpn, shape.nodes),
+        "SLURM_CPUS_PER_TASK": str(f.cpus_per_task) if f.cpus_per_task else None,
+        "SLURM_CPUS_ON_NODE": str(cpus_node),
+        "SLURM_JOB_CPUS_PER_NODE": _per_node(cpus_node, shape.nodes),
+        "SLURM_GPUS_ON_NODE": str(shape.gpus_per_node) if shape.gpus_per_node else None,
+        "SLURM_GPUS_PER_NODE": str(f.gpus_per_node) if f.gpus_per_node else None,
+        "SLURM_GPUS_PER_TASK": str(f.gpus_per_task) if f.gpus_per_task else None,
+        "SLURM_GPUS": str(f.gpus_total) if f.gpus_total else None,
+        "SLURM_MEM_PER_NODE": str(f.mem_per_node_mb) if f.mem_per_node_mb else None,
+        "SLURM_MEM_PER_CPU": str(f.mem_per_cpu_mb) if f.mem_per_cpu_mb else None,
+        "SLURM_MEM_PER_GPU": str(f.mem_per_gpu_mb) if f.mem_per_gpu_mb else None,
+        "SLURM_JOB_PARTITION": f.partition,
+        "SLURM_JOB_ACCOUNT": f.account,
+        "SLURM_JOB_QOS": f.qos,
+        "SLURM_RESTART_COUNT": "0",
+        "SLURM_CLUSTER_NAME": "kubernetes",
+        "SLURM_STEP_ID": "0",
+        "SLURM_STEPID": "0",
+    }
+    value = table.get(name)
+    return None if value is None else str(value)
+
+
+def definition(name: str, job, shape) -> Optional[str]:
+    """Shell source for the value of `name` on a node, or None when the job leaves it unset."""
+    if name in _FROM_ENV:
+        return f'"${{{name}:-}}"'
+    value = static_value(name, job, shape)
+    if value is not None:
+        return shlex.quote(value)
+    return _DYNAMIC.get(name)
+
+
+SCONTROL_FUNCTION = [
+    "scontrol() {  # slurm2kf: only `scontrol show hostnames` (this job's nodes) exists on Kubernetes",
+    '  case "$1 $2" in',
+    '    "show hostnames"|"show hostname") _s2k_hosts ;;',
+    '    *) echo "slurm2kf: scontrol $* is not available on Kubernetes" >&2; return 1 ;;',
+    "  esac",
+    "}",
+]
+
+# srun options that take a value as the next word (srun.1, pyxis).
+_SRUN_VALUE_LONG = (
+    "nodelist|exclude|job-name|output|error|input|partition|time|distribution|chdir|account|cpus-per-task|"
+    "gpus|gpus-per-node|gpus-per-task|gres|mem|mem-per-cpu|mem-per-gpu|cpu-bind|mem-bind|gpu-bind|mpi|export|"
+    "relative|dependency|qos|constraint|het-group|container-image|container-mounts|container-workdir|"
+    "container-name|signal|wait|ntasks-per-gpu|cpus-per-gpu|hint|threads-per-core|network|comment|reservation|"
+    "begin|deadline|licenses|nice|priority|tres-per-task|switches|core-spec|prolog|epilog|task-prolog|"
+    "task-epilog|open-mode|cores-per-socket|sockets-per-node|extra-node-info|clusters|ntasks-per-core|"
+    "ntasks-per-socket|gres-flags|cpu-freq|bcast|jobid|mincpus|tmp|uid|gid|accel-bind|profile|"
+    "resv-ports|slurmd-debug|thread-spec|tres-bind|wckey"
+)
+SRUN_FUNCTION = [
+    "srun() {  # slurm2kf: runs this node's share of the step's tasks (the body runs on every node)",
+    '  local ntasks="" nnodes="" tpn="" l r rc=0 pids=()',
+    '  while [ $# -gt 0 ]; do',
+    '    case "$1" in',
+    "      --) shift; break ;;",
+    '      -n|--ntasks) ntasks="$2"; shift 2 ;;',
+    '      --ntasks=*) ntasks="${1#*=}"; shift ;;',
+    '      -n*) ntasks="${1#-n}"; shift ;;',
+    '      -N|--nodes) nnodes="$2"; shift 2 ;;',
+    '      --nodes=*) nnodes="${1#*=}"; shift ;;',
+    '      -N*) nnodes="${1#-N}"; shift ;;',
+    '      --ntasks-per-node) tpn="$2"; shift 2 ;;',
+    '      --ntasks-per-node=*) tpn="${1#*=}"; shift ;;',
+    "      --*=*) shift ;;",
+    f"      --{_SRUN_VALUE_LONG.replace('|', '|--')}) shift 2 ;;",
+    "      --*) shift ;;",
+    "      -[ABbCcDdeGiJLMmopqrSTtwWx]) shift 2 ;;",
+    "      -*) shift ;;",
+    "      *) break ;;",
+    "    esac",
+    "  done",
+    '  nnodes="${nnodes%%-*}"; nnodes="${nnodes:-$_s2k_nnodes}"',
+    '  if [ -z "$tpn" ]; then',
+    '    if [ -n "$ntasks" ]; then tpn=$(( (ntasks + nnodes - 1) / nnodes )); else tpn="$_s2k_tpn"; fi',
+    "  fi",
+    '  ntasks="${ntasks:-$(( nnodes * tpn ))}"',
+    '  [ "$_s2k_node" -lt "$nnodes" ] || return 0',
+    "  for ((l = 0; l < tpn; l++)); do",
+    "    r=$(( _s2k_node * tpn + l )); [ \"$r\" -lt \"$ntasks\" ] || break",
+    '    ( export SLURM_PROCID="$r" SLURM_LOCALID="$l" SLURM_NODEID="$_s2k_node" SLURM_NTASKS="$ntasks" \\',
+    '        SLURM_NPROCS="$ntasks" SLURM_STEP_NUM_TASKS="$ntasks" SLURM_STEP_NUM_NODES="$nnodes" \\',
+    '        SLURM_STEP_NODELIST="$(_s2k_hosts | head -n "$nnodes" | paste -sd, -)"; exec "$@" ) &',
+    '    pids+=("$!")',
+    "  done",
+    '  for r in "${pids[@]}"; do wait "$r" || rc=$?; done',
+    "  return $rc",
+    "}",
+]
+
+SBATCH_FUNCTION = [
+    "sbatch() { echo \"slurm2kf: nested sbatch is not available on Kubernetes: $*\" >&2; return 1; }",
+]
+
+
+def prologue_lines(names: Sequence[str], job, shape, export: bool = False,
+                   functions: Iterable[str] = ()) -> List[str]:
+    """Bash lines defining `names` (Slurm variables) and the requested helper functions."""
+    functions = tuple(functions)
+    lines = ["# slurm2kf: Slurm compatibility prologue (values from the Kubeflow runtime and the job's options)"]
+    lines += _BASE
+    lines.append(f"_s2k_tpn={shape.tasks_per_node}")
+    keyword = "export " if export else ""
+    for name in names:
+        expr = definition(name, job, shape)
+        if expr is None or name in _FROM_ENV:
+            continue
+        lines.append(f"{keyword}{name}={expr}")
+    if "scontrol" in functions:
+        lines += SCONTROL_FUNCTION
+    if "srun" in functions:
+        lines += SRUN_FUNCTION
+    if "sbatch" in functions:
+        lines += SBATCH_FUNCTION
+    return lines
