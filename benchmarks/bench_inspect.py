@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Benchmark `slurm2kf inspect`: cold start-up and parse throughput (not a timed test).
+
+    .venv/bin/python benchmarks/bench_inspect.py [--runs 21] [--seconds 3] [--script FILE] [--profile]
+
+Prints
+  1. the median wall time of a cold `slurm2kf inspect job.sbatch` (a new process each run),
+     next to `python -c pass` with the same interpreter: target < 150 ms;
+  2. parse throughput: read + resolve (translator.pipeline.read_and_resolve) of a realistic
+     40-line job script, in-process, pinned to one core: target >= 2,000 scripts/s.
+With --profile, also the functions where the parse time goes (cProfile, top 25 by own time).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A realistic multi-node training job: 40 lines, 14 directives, modules, conda, exports, a
+# rendezvous head lookup and a torchrun launch through srun.
+JOB_40_LINES = """\
+#!/bin/bash
+#SBATCH --job-name=llama-7b-pretrain
+#SBATCH --nodes=4
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=a100:8
+#SBATCH --cpus-per-task=64
+#SBATCH --mem=0
+#SBATCH --time=2-00:00:00
+#SBATCH --partition=gpu
+#SBATCH --account=ml-research
+#SBATCH --output=logs/%x-%j.out
+#SBATCH --error=logs/%x-%j.err
+#SBATCH --signal=B:USR1@300
+#SBATCH --requeue
+#SBATCH --exclusive   # whole nodes
+
+set -euo pipefail
+module purge
+module load cuda/12.1 nccl/2.18 gcc/11.3.0
+source ~/miniconda3/etc/profile.d/conda.sh
+conda activate llm
+
+export NCCL_DEBUG=WARN
+export NCCL_SOCKET_IFNAME=ib0
+export OMP_NUM_THREADS=8
+export HF_HOME=$SCRATCH/hf
+
+head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+head_ip=$(srun --nodes=1 --ntasks=1 -w "$head_node" hostname --ip-address)
+trap 'echo "USR1: checkpoint"; touch ckpt/REQUEST' USR1
+
+srun torchrun \\
+    --nnodes "$SLURM_NNODES" \\
+    --nproc_per_node 8 \\
+    --rdzv_id "$SLURM_JOB_ID" \\
+    --rdzv_backend c10d \\
+    --rdzv_endpoint "$head_ip:29500" \\
+    pretrain.py --config configs/llama_7b.yaml --resume auto
+status=$?
+echo "done: $status"
+"""
+
+
+def slurm2kf_command():
+    exe = Path(sys.executable).parent / "slurm2kf"
+    if exe.is_file():
+        return [str(exe)]
+    found = shutil.which("slurm2kf")
+    return [found] if found else [sys.executable, "-m", "translator"]
+
+
+def median_wall(argv, runs):
+    times = []
+    rc = None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        times.append(time.perf_counter() - t0)
+        rc = proc.returncode
+        if proc.returncode not in (0, 1):
+            sys.exit("%s failed (rc=%d): %s" % (" ".join(argv), proc.returncode,
+                                                proc.stderr.decode(errors="replace")[-2000:]))
+    return statistics.median(times), min(times), rc
+
+
+def pin_one_core():
+    if hasattr(os, "sched_setaffinity"):
+        cpu = sorted(os.sched_getaffinity(0))[0]
+        os.sched_setaffinity(0, {cpu})
+        return "pinned to CPU %d" % cpu
+    return "not pinned (no sched_setaffinity)"
+
+
+def throughput(path: str, data: bytes, seconds: float):
+    from translator.pipeline import read_and_resolve
+
+    script, job, err = read_and_resolve(path, data)       # warm-up: grammar built and cached
+    if err is not None or job is None:
+        sys.exit("read_and_resolve failed on the benchmark script: %r" % (err,))
+    n = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while True:
+        for _ in range(50):
+            read_and_resolve(path, data)
+        n += 50
+        now = time.perf_counter()
+        if now >= deadline:
+            return n / (now - t0), (now - t0) / n, job
+
+
+def profile(path: str, data: bytes, n: int = 2000):
+    import cProfile
+    import pstats
+
+    from translator.pipeline import read_and_resolve
+
+    read_and_resolve(path, data)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        read_and_resolve(path, data)
+    prof.disable()
+    print("\nprofile of %d read+resolve runs (top 25 by own time):" % n)
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=21, help="cold runs per command (default 21)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="throughput measuring time (default 3 s)")
+    ap.add_argument("--script", help="job script for both measurements (default: the built-in 40-line job)")
+    ap.add_argument("--profile", action="store_true", help="also print a cProfile of read+resolve")
+    a = ap.parse_args(argv)
+
+    tmp = tempfile.mkdtemp(prefix="slurm2kf-bench-")
+    try:
+        if a.script:
+            path = os.path.abspath(a.script)
+            data = Path(path).read_bytes()
+        else:
+            path = os.path.join(tmp, "job.sbatch")
+            data = JOB_40_LINES.encode()
+            Path(path).write_bytes(data)
+        lines = data.count(b"\n")
+        load = "load average %.2f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
+        print("slurm2kf inspect benchmark  (python %s, %d CPUs online, %s; script %s: %d lines)"
+              % (sys.version.split()[0], os.cpu_count() or 0, load,
+                 "built-in job" if not a.script else path, lines))
+        print("   (figures from a busy machine are upper bounds: rerun when the load average is low)")
+
+        # 1. cold start
+        base_med, base_min, _ = median_wall([sys.executable, "-c", "pass"], a.runs)
+        cmd = slurm2kf_command() + ["inspect", path]
+        insp_med, insp_min, rc = median_wall(cmd, a.runs)
+        print("\n1. cold start, median of %d runs (min in brackets)" % a.runs)
+        print("   python -c pass              %7.1f ms  (%.1f)" % (base_med * 1e3, base_min * 1e3))
+        print("   slurm2kf inspect job.sbatch %7.1f ms  (%.1f)   exit %s" % (insp_med * 1e3, insp_min * 1e3, rc))
+        print("   slurm2kf's own share        %7.1f ms" % ((insp_med - base_med) * 1e3))
+        print("   target < 150 ms: %s" % ("MET" if insp_med < 0.150 else "NOT MET"))
+
+        # 2. throughput on one core
+        where = pin_one_core()
+        rate, per, job = throughput(path, data, a.seconds)
+        print("\n2. parse throughput, read + resolve in-process, %s, %.1f s" % (where, a.seconds))
+        print("   %8.0f scripts/s   (%.3f ms per script, %.0f lines/s)" % (rate, per * 1e3, rate * lines))
+        print("   target >= 2,000 scripts/s: %s" % ("MET" if rate >= 2000 else "NOT MET"))
+        fields = getattr(job, "fields", job)
+        print("   (sanity: resolved nodes %s, gpus/node %s, time %s s, sbatch accepts: %s)"
+              % (getattr(fields, "nodes_min", "?"), getattr(fields, "gpus_per_node", "?"),
+                 getattr(fields, "time_limit_seconds", "?"), getattr(job, "sbatch_accepts", "?")))
+        if a.profile:
+            profile(path, data)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
