@@ -1,33 +1,60 @@
 """Kubernetes' own expansion in container command, args and env values.
 
-The kubelet expands `$(VAR_NAME)` in `command`, `args` and env `value`s and turns `$$` into `$`
-(core/v1 Container docs). Shell text copied from a Slurm script is full of `$(…)` and `$$`, so every
-`$` that is followed by `(` or `$` is doubled: the process then receives exactly the text we meant.
-Plans hold these API values, so YAML and SDK code write the same strings.
+The kubelet expands `$(VAR_NAME)` in `command`, `args` and env `value`s when VAR_NAME is defined in
+the container's environment, and turns every `$$` into `$` (core/v1 Container docs; expansion.go).
+Text copied from a Slurm script can hold both (`$$` is bash's PID, `$(NCCL_DEBUG)` is rare but
+possible), so exactly those spots are escaped: `$$` -> `$$$$` and `$(NAME)` with NAME a variable name ->
+`$$(NAME)`. Other `$(` forms (`$(hostname)`, `$((1+2))`) can never match a variable the container
+defines — every name in the TrainJob env and the runtime-injected env is an identifier — and are left
+as written, so the process receives exactly the text we meant and the YAML stays readable.
 """
 from __future__ import annotations
+
+import re
+
+_SPOT = re.compile(r"\$(?=\$)|\$(?=\([A-Za-z_][A-Za-z0-9_]*\))")
 
 
 def escape(text: str) -> str:
     out = []
+    i = 0
     n = len(text)
-    for i, ch in enumerate(text):
+    while i < n:
+        ch = text[i]
+        if ch == "$" and i + 1 < n and text[i + 1] == "$":
+            out.append("$$$$")
+            i += 2
+            continue
+        if ch == "$" and re.match(r"\([A-Za-z_][A-Za-z0-9_]*\)", text[i + 1:]):
+            out.append("$$")
+            i += 1
+            continue
         out.append(ch)
-        if ch == "$" and i + 1 < n and text[i + 1] in "($":
-            out.append("$")
+        i += 1
     return "".join(out)
 
 
-def unescape(text: str) -> str:
-    """What the container receives (for tests and reports)."""
+def expand(text: str, env=None) -> str:
+    """What the kubelet makes of `text` given the container env (for tests and reports)."""
+    env = env or {}
     out = []
     i = 0
-    while i < len(text):
+    n = len(text)
+    while i < n:
         ch = text[i]
-        if ch == "$" and i + 1 < len(text) and text[i + 1] == "$":
-            out.append("$")
-            i += 2
-            continue
+        if ch == "$" and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "(":
+                close = text.find(")", i + 2)
+                if close != -1:
+                    name = text[i + 2:close]
+                    out.append(env[name] if name in env else text[i:close + 1])
+                    i = close + 1
+                    continue
         out.append(ch)
         i += 1
     return "".join(out)

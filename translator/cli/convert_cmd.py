@@ -1,0 +1,148 @@
+"""`slurm2kf convert`: one sbatch script -> TrainJob YAML (default), SDK 0.5 Python, or plan JSON.
+
+Findings go to stderr as `path:line: severity CODE message (fix: …)`.
+Exit status: 0 converted; 1 sbatch would refuse the script, or an error-level finding means the job
+cannot run as converted (the output is still written); 2 usage error or unreadable file.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import Dict, List
+
+import click
+
+USAGE_ERROR = 2
+PROFILE_ENV = "SLURM2KF_PROFILE"
+
+
+class _ConvertCommand(click.Command):
+    """Splits the raw arguments at the first `--`: what follows are sbatch options, kept verbatim."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        args = list(args)
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta["slurm2kf.sbatch_args"] = args[i + 1:]
+            args = args[:i]
+        return super().parse_args(ctx, args)
+
+
+def _env_items(items) -> Dict[str, str]:
+    env: Dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
+        env[key] = value
+    return env
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".slurm2kf-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _load_profile(option_path, script_path):
+    """--profile FILE, else $SLURM2KF_PROFILE, else ./slurm2kf.yaml found upward from the script."""
+    path = option_path or os.environ.get(PROFILE_ENV) or None
+    try:
+        from translator.profile import load as profile_load
+    except ImportError:
+        if path:
+            raise click.UsageError("site profiles are not available in this build")
+        return None, None
+    if not path:
+        finder = getattr(profile_load, "find_profile", None)
+        path = finder(script_path) if finder else None
+        if not path:
+            return None, None
+    try:
+        return profile_load.load_profile(path), path
+    except Exception as exc:  # the loader reports line-numbered problems; show them, no traceback
+        diag = getattr(exc, "diagnostic", None) or getattr(exc, "diagnostics", None)
+        if isinstance(diag, (list, tuple)):
+            msg = "\n".join(d.format(path) for d in diag)
+        elif diag is not None:
+            msg = diag.format(path)
+        else:
+            msg = f"{path}: {exc}"
+        click.echo(msg, err=True)
+        raise SystemExit(USAGE_ERROR)
+
+
+@click.command(name="convert", cls=_ConvertCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("script", metavar="SCRIPT")
+@click.option("--to", "to", type=click.Choice(["yaml", "python", "json"]), default="yaml", show_default=True,
+              help="Output: TrainJob YAML, Python for the kubeflow==0.5.0 SDK, or the plan as JSON.")
+@click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
+@click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
+@click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
+@click.option("--namespace", metavar="NS", help="metadata.namespace of the TrainJob.")
+@click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, metavar="NAME",
+              help="Kubernetes resource name for GPUs.")
+@click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding", show_default=True,
+              help="Job arrays: one TrainJob and a finding, or one TrainJob per index.")
+@click.option("--profile", "profile_path", metavar="FILE",
+              help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
+@click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
+@click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
+              help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@click.pass_context
+def command(ctx: click.Context, script: str, to: str, output: str, runtime, image, namespace, gpu_resource,
+            array_mode, profile_path, findings_comment, sbatch_env) -> None:
+    """Convert SCRIPT into a Kubeflow Trainer TrainJob. Options after `--` are sbatch options."""
+    from translator.pipeline import ConvertSettings, convert
+
+    sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
+    env = _env_items(sbatch_env)
+    if not gpu_resource.strip():
+        raise click.UsageError("--gpu-resource must not be empty")
+    if not os.path.exists(script):
+        click.echo(f"{script}: error: no such file", err=True)
+        sys.exit(USAGE_ERROR)
+    profile, _ = _load_profile(profile_path, script)
+    settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
+                               array_mode=array_mode, gpu_resource=gpu_resource.strip(),
+                               sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile)
+    conv = convert(script, settings=settings)
+    if conv.file_error is not None:
+        click.echo(conv.file_error.format(script), err=True)
+        sys.exit(USAGE_ERROR)
+    for d in conv.diagnostics:
+        if d.severity in ("error", "warning"):
+            click.echo(d.format(script), err=True)
+    for f in conv.findings:
+        click.echo(f.format(script), err=True)
+    if to == "yaml":
+        from translator.emit import trainjob_yaml
+        text = trainjob_yaml.render(conv.plans, findings_comment=findings_comment)
+    elif to == "python":
+        from translator.emit import sdk_python
+        text = sdk_python.render(conv.plans)
+    else:
+        from translator.emit import plan_json
+        text = plan_json.render(conv.plans)
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        try:
+            write_atomic(output, text)
+        except OSError as exc:
+            click.echo(f"{output}: error: cannot write: {exc.strerror or exc}", err=True)
+            sys.exit(USAGE_ERROR)
+    refused = conv.job is not None and not conv.job.sbatch_accepts
+    if refused or any(not p.can_run for p in conv.plans):
+        sys.exit(1)
