@@ -100,6 +100,7 @@ class _Component:
         self.order: Dict[str, int] = {}
         self.settings: List[OptionSetting] = []
         self.spank: Dict[str, Tuple[str, Optional[str]]] = {}
+        self.dropped: set = set()   # merged, then discarded by sbatch's final checks
         self.tick = 0
         for k in self.state:
             self.order[k] = 0
@@ -179,6 +180,8 @@ class _Resolver:
             return value, V.parse_mail_type(value)
         if name == "hint":
             return value, V.parse_hint(value)
+        if name == "extra-node-info":
+            return value, V.parse_extra_node_info(value)
         if name == "distribution":
             return value, V.parse_distribution(value)
         return value, value
@@ -223,6 +226,12 @@ class _Resolver:
             self.diag(O212_OVERRIDDEN, f"--{name}={text} (line {line}) overrides --{name}="
                       f"{previous.value} from line {previous.line}: the last occurrence wins", line)
         comp.set(name, _Value(text, parsed, source, line))
+        if name == "extra-node-info" and isinstance(parsed, tuple):
+            # -B writes the sockets/cores/threads fields; options already set now read those values
+            for part, other in zip(parsed, ("sockets-per-node", "cores-per-socket", "threads-per-core")):
+                if part is not None and other in comp.state:
+                    o = comp.state[other]
+                    comp.state[other] = _Value(str(part), part, o.source, o.line)
         comp.settings.append(OptionSetting(name, "" if text is None else text, source, line, written))
         if value and ("$" in value or value.startswith("~")) and source == DIRECTIVE:
             self.diag(O213_NOT_EXPANDED, f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; "
@@ -314,6 +323,50 @@ class _Resolver:
 
     # ---- checks after merging ------------------------------------------------------------
 
+    def _verify_gpus(self, comp: _Component) -> None:
+        """The GPU request checks sbatch makes before submitting (gres_job_state_validate)."""
+        st = comp.state
+
+        def count(name):
+            v = st.get(name)
+            if v is None or isinstance(v.parsed, _Invalid):
+                return None
+            return V.gpu_count_and_type(v.parsed)[0]
+
+        line_of = lambda n: st[n].line if n in st else None  # noqa: E731
+        total = count("gpus")
+        per_node = count("gpus-per-node")
+        if per_node is None:
+            per_node = count("gres")
+        per_task = count("gpus-per-task")
+        any_gpu = any(n in st for n in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")) or (
+            "gres" in st and count("gres") is not None)
+        if "cpus-per-task" in st and "cpus-per-gpu" in st:
+            self.diag(O208_CONFLICT, "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+                      line_of("cpus-per-gpu"), "keep one of the two")
+        if "mem-per-gpu" in st and not any_gpu:
+            self.diag(O219_MISSING_REQUIREMENT, "--mem-per-gpu without any GPU request: sbatch refuses it "
+                      "(\"did not request any GPU\")", line_of("mem-per-gpu"), "request GPUs, or use --mem")
+        if "ntasks-per-gpu" in st and not any_gpu and "nodes" not in st and "ntasks" not in st:
+            self.diag(O219_MISSING_REQUIREMENT, "--ntasks-per-gpu needs either a GPU request or a node/task count",
+                      line_of("ntasks-per-gpu"))
+        if total is None:
+            return
+        if (per_node is not None and total < per_node) or (per_task is not None and total < per_task):
+            self.diag(O208_CONFLICT, f"--gpus={total} is less than the GPUs asked per node or per task; sbatch "
+                      "refuses it (\"Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket\")",
+                      line_of("gpus"))
+            return
+        if per_node and "nodes" in st and total % per_node:
+            self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of the {per_node} GPUs per node",
+                      line_of("gpus"))
+        if per_task and total % per_task:
+            self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of --gpus-per-task={per_task}", line_of("gpus"))
+        nodes = st.get("nodes")
+        if nodes is not None and not isinstance(nodes.parsed, _Invalid) and total < nodes.parsed[0]:
+            self.diag(O208_CONFLICT, f"--gpus={total} is less than the {nodes.parsed[0]} nodes: sbatch refuses it "
+                      "(\"--gpus < -N\"; every node needs at least one GPU)", line_of("gpus"))
+
     def verify(self, comp: _Component) -> None:
         st = comp.state
         line_of = lambda n: st[n].line if n in st else None  # noqa: E731
@@ -325,15 +378,12 @@ class _Resolver:
         elif len(cli) == 1:
             for m in mem:
                 if m != cli[0] and comp.by_env(m):
-                    comp.reset(m)
+                    comp.dropped.add(m)
                     self.diag(O218_ENV_IGNORED, f"the environment's --{m} is ignored because --{cli[0]} is set",
                               line_of(cli[0]))
         elif sum(comp.by_env(m) for m in mem) > 1:
             self.diag(O208_CONFLICT, "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually "
                       "exclusive", None)
-        if "cpus-per-task" in st and "cpus-per-gpu" in st:
-            self.diag(O208_CONFLICT, "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
-                      line_of("cpus-per-gpu"), "keep one of the two")
         if "ntasks-per-gpu" in st:
             for other in ("gpus-per-task", "gpus-per-socket", "ntasks-per-node"):
                 if other in st:
@@ -342,8 +392,8 @@ class _Resolver:
         if comp.by_cli("core-spec") and comp.by_cli("thread-spec"):
             self.diag(O208_CONFLICT, "-S/--core-spec and --thread-spec options are mutually exclusive",
                       line_of("thread-spec"))
-        if "gpus-per-task" in st and "gpus" not in st and "ntasks" not in st and not (
-                "ntasks-per-node" in st and "nodes" in st):
+        self._verify_gpus(comp)
+        if "gpus-per-task" in st and "gpus" not in st and "ntasks" not in st and "ntasks-per-node" not in st:
             self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-task used without either --gpus or -n/--ntasks is "
                       "not allowed", line_of("gpus-per-task"), "add --ntasks (or --nodes with --ntasks-per-node)")
         if "gpus-per-socket" in st and "sockets-per-node" not in st:
@@ -480,7 +530,7 @@ def _finish(comp: _Component, path: str) -> JobComponent:
     for name, (_plugin, value) in comp.spank.items():
         options[name] = "" if value is None else value
     return JobComponent(index=comp.index, options=options, settings=tuple(comp.settings),
-                        fields=job_fields(st, path))
+                        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path))
 
 
 def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
@@ -540,7 +590,7 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
     return JobFields(
         job_name=job_name,
         partition=raw("partition"), account=raw("account"), qos=raw("qos"),
-        nodes_min=nodes[0] if nodes else None, nodes_max=(nodes[1] or None) if nodes else None,
+        nodes_min=nodes[0] if nodes else None, nodes_max=_nodes_max(nodes, tot_count),
         ntasks=parsed("ntasks"), ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
         gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
         mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
@@ -549,6 +599,15 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
         constraint=raw("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
         requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
     )
+
+
+def _nodes_max(nodes, gpus_total) -> Optional[int]:
+    if not nodes or not nodes[1]:
+        return None
+    hi = nodes[1]
+    if gpus_total and gpus_total < hi:   # a job cannot use more nodes than it asks GPUs
+        hi = max(gpus_total, nodes[0])
+    return hi
 
 
 def explain_option(name: str) -> str:

@@ -518,3 +518,21 @@ def parse_distribution(value: str) -> str:
     if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
     return s
+
+
+def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
+    """-B/--extra-node-info `S[:C[:T]]`: each part a count, `min-max` or `*` (the minimum counts)."""
+    parts = (value or "").split(":")
+    names = ("first", "second", "third")
+    if len(parts) > 3:
+        raise InvalidValue(f'Invalid numeric value "{value}" for -B.')
+    out: List[Optional[int]] = []
+    for i, part in enumerate(parts):
+        if part == "*":
+            out.append(None)
+            continue
+        m = re.fullmatch(r"(\d+)(?:-(\d+|\*))?", part)
+        if not m:
+            raise InvalidValue(f'Invalid numeric value "{part}" for {names[i]} arg of -B.')
+        out.append(int(m.group(1)))
+    return tuple(out)
