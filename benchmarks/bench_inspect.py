@@ -79,17 +79,24 @@ def slurm2kf_command():
 
 
 def median_wall(argv, runs):
-    times = []
+    """Median and min wall time of `runs` fresh processes, plus the median CPU time
+    (user + sys of the child), which a busy machine inflates much less than wall time."""
+    import resource
+
+    times, cpu = [], []
     rc = None
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         times.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
         rc = proc.returncode
         if proc.returncode not in (0, 1):
             sys.exit("%s failed (rc=%d): %s" % (" ".join(argv), proc.returncode,
                                                 proc.stderr.decode(errors="replace")[-2000:]))
-    return statistics.median(times), min(times), rc
+    return statistics.median(times), min(times), statistics.median(cpu), rc
 
 
 def pin_one_core():
@@ -107,7 +114,7 @@ def throughput(path: str, data: bytes, seconds: float):
     if err is not None or job is None:
         sys.exit("read_and_resolve failed on the benchmark script: %r" % (err,))
     n = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     deadline = t0 + seconds
     while True:
         for _ in range(50):
@@ -115,7 +122,8 @@ def throughput(path: str, data: bytes, seconds: float):
         n += 50
         now = time.perf_counter()
         if now >= deadline:
-            return n / (now - t0), (now - t0) / n, job
+            cpu = time.process_time() - c0
+            return n / (now - t0), n / cpu if cpu > 0 else float("nan"), job
 
 
 def profile(path: str, data: bytes, n: int = 2000):
@@ -159,21 +167,27 @@ def main(argv=None):
         print("   (figures from a busy machine are upper bounds: rerun when the load average is low)")
 
         # 1. cold start
-        base_med, base_min, _ = median_wall([sys.executable, "-c", "pass"], a.runs)
+        base_med, base_min, base_cpu, _ = median_wall([sys.executable, "-c", "pass"], a.runs)
         cmd = slurm2kf_command() + ["inspect", path]
-        insp_med, insp_min, rc = median_wall(cmd, a.runs)
-        print("\n1. cold start, median of %d runs (min in brackets)" % a.runs)
-        print("   python -c pass              %7.1f ms  (%.1f)" % (base_med * 1e3, base_min * 1e3))
-        print("   slurm2kf inspect job.sbatch %7.1f ms  (%.1f)   exit %s" % (insp_med * 1e3, insp_min * 1e3, rc))
-        print("   slurm2kf's own share        %7.1f ms" % ((insp_med - base_med) * 1e3))
-        print("   target < 150 ms: %s" % ("MET" if insp_med < 0.150 else "NOT MET"))
+        insp_med, insp_min, insp_cpu, rc = median_wall(cmd, a.runs)
+        print("\n1. cold start, %d runs each: median wall (min wall) [median CPU user+sys]" % a.runs)
+        print("   python -c pass              %7.1f ms  (%6.1f)  [%6.1f]"
+              % (base_med * 1e3, base_min * 1e3, base_cpu * 1e3))
+        print("   slurm2kf inspect job.sbatch %7.1f ms  (%6.1f)  [%6.1f]   exit %s"
+              % (insp_med * 1e3, insp_min * 1e3, insp_cpu * 1e3, rc))
+        print("   slurm2kf's own share        %7.1f ms            [%6.1f]"
+              % ((insp_med - base_med) * 1e3, (insp_cpu - base_cpu) * 1e3))
+        print("   target < 150 ms: %s by wall time, %s by CPU time"
+              % ("MET" if insp_med < 0.150 else "NOT MET", "MET" if insp_cpu < 0.150 else "NOT MET"))
 
         # 2. throughput on one core
         where = pin_one_core()
-        rate, per, job = throughput(path, data, a.seconds)
+        rate, cpu_rate, job = throughput(path, data, a.seconds)
         print("\n2. parse throughput, read + resolve in-process, %s, %.1f s" % (where, a.seconds))
-        print("   %8.0f scripts/s   (%.3f ms per script, %.0f lines/s)" % (rate, per * 1e3, rate * lines))
-        print("   target >= 2,000 scripts/s: %s" % ("MET" if rate >= 2000 else "NOT MET"))
+        print("   %8.0f scripts/s wall   (%.3f ms per script, %.0f lines/s)" % (rate, 1e3 / rate, rate * lines))
+        print("   %8.0f scripts/s per CPU-second (what one uncontended core would do)" % cpu_rate)
+        print("   target >= 2,000 scripts/s: %s by wall time, %s per CPU-second"
+              % ("MET" if rate >= 2000 else "NOT MET", "MET" if cpu_rate >= 2000 else "NOT MET"))
         fields = getattr(job, "fields", job)
         print("   (sanity: resolved nodes %s, gpus/node %s, time %s s, sbatch accepts: %s)"
               % (getattr(fields, "nodes_min", "?"), getattr(fields, "gpus_per_node", "?"),
