@@ -13,7 +13,7 @@ import dataclasses
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from translator.diagnostics import INFO, WARNING, Finding
+from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.plan.model import EnvVar, PodPatch, TrainerPlan
 from translator.profile.model import (Filesystem, GpuTypeRule, PartitionRule, Placement, Profile,
                                       RuntimeRule)
@@ -27,6 +27,11 @@ DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 SHM_VOLUME = "dshm"
 MPI_JOBS = ("launcher", "node")
 TRAINER_JOBS = ("node",)
+
+# Planner findings a profile can settle (translator/plan/build.py): --exclusive, --mem=0, --constraint.
+P_EXCLUSIVE = "P410"
+P_WHOLE_MEMORY = "P417"
+P_CONSTRAINT = "P411"
 
 # Finding codes (documented in README, codes-F).
 F_APPLIED = "F500"
@@ -127,6 +132,7 @@ class _Builder:
         self.service_account: Optional[str] = None
         self.changes: Dict[str, object] = {}
         self.set_count = 0
+        self.resolutions: Dict[str, str] = {}   # planner finding code -> how the profile settled it
         self.gpu_resource = DEFAULT_GPU_RESOURCE
 
     # -- findings ---------------------------------------------------------------------------
@@ -297,8 +303,9 @@ def _gpus_and_constraints(b: _Builder, job, partition: Optional[PartitionRule]) 
         type_from, type_line = f"{b.where(partition.key + '.gpuType', partition.line)}", option_line(job, "partition")
 
     gpu_keys = [k for k in b.resources if _is_gpu_resource(k)]
-    cli_resource = (b.settings is not None and getattr(b.settings, "gpu_resource", DEFAULT_GPU_RESOURCE)
-                    not in (None, DEFAULT_GPU_RESOURCE))
+    # The planner writes GPUs as nvidia.com/gpu unless --gpu-resource said otherwise; that one wins.
+    cli_gpu = _cli(b, "gpu_resource")
+    cli_resource = (cli_gpu not in (None, DEFAULT_GPU_RESOURCE)) or any(k != DEFAULT_GPU_RESOURCE for k in gpu_keys)
     if gpu_type and gpu_rule is None and profile.gpu_types:
         b.warn(F_GPU_TYPE_UNKNOWN, f"GPU type `{gpu_type}` (from {type_from}) is not in the profile's `gpuTypes`; "
                f"no GPU node selector was set", type_line, "add the type to `gpuTypes` in the profile")
@@ -322,6 +329,7 @@ def _gpus_and_constraints(b: _Builder, job, partition: Optional[PartitionRule]) 
                                                                         getattr(b.settings, "gpu_resource", None)
                                                                         or DEFAULT_GPU_RESOURCE)
 
+    unmapped = 0
     for feature in features:
         if feature in used_features:
             continue
@@ -332,8 +340,12 @@ def _gpus_and_constraints(b: _Builder, job, partition: Optional[PartitionRule]) 
                        f"feature `{feature}` was applied as a requirement", cline)
             b.place(rule.placement, f"{b.where(rule.key, rule.line)} (constraint feature `{feature}`)", cline)
         elif profile.constraints or profile.gpu_types:
+            unmapped += 1
             b.warn(F_UNMAPPED, f"constraint feature `{feature}` is not in the profile's `constraints` or "
                    f"`gpuTypes`; it was dropped", cline, "map the feature to a node selector in the profile")
+    if features and plain_and and not unmapped and (profile.constraints or profile.gpu_types) and \
+            all(f in used_features or _first_rule(profile.constraints, f) for f in features):
+        b.resolutions[P_CONSTRAINT] = "the site profile maps every feature to node placement (see F502)"
 
 
 def _node_shape(b: _Builder, job, partition: Optional[PartitionRule]) -> None:
@@ -354,6 +366,7 @@ def _node_shape(b: _Builder, job, partition: Optional[PartitionRule]) -> None:
     if exclusive and node.cpus:
         b.resources["cpu"] = node.cpus
         b.info(F_NODE_SHAPE, f"--exclusive: cpu = {node.cpus} (all CPUs of a node) from {who}", line)
+        b.resolutions[P_EXCLUSIVE] = f"the site profile requests a whole node: cpu {node.cpus} ({who})"
     if exclusive and node.gpus:
         gpu_keys = [k for k in b.resources if _is_gpu_resource(k)]
         if gpu_keys:
@@ -369,6 +382,7 @@ def _node_shape(b: _Builder, job, partition: Optional[PartitionRule]) -> None:
         if node.memory:
             b.resources["memory"] = node.memory
             b.info(F_NODE_SHAPE, f"--mem=0: memory = {node.memory} (all memory of a node) from {who}", mline)
+            b.resolutions[P_WHOLE_MEMORY] = f"the site profile requests memory {node.memory}, a whole node ({who})"
         else:
             b.warn(F_NO_NODE_SHAPE, f"--mem=0 asks for all memory of a node, but {who} has no `memory`", mline)
     elif exclusive:
@@ -376,11 +390,46 @@ def _node_shape(b: _Builder, job, partition: Optional[PartitionRule]) -> None:
                "gives an exclusive job only the memory it asked for)", line)
 
 
+def _shipped_images(plan: TrainerPlan) -> Tuple[str, ...]:
+    """Images the planner picks when the script names none (the runtime's own): not a script decision."""
+    try:
+        from translator.plan import runtimes
+    except ImportError:  # pragma: no cover - the planner package is part of slurm2kf
+        return ()
+    images = []
+    rt = runtimes.get(plan.runtime)
+    if rt is not None:
+        images.append(rt.image)
+    try:
+        images.append(runtimes.default_image(plan.framework))
+    except KeyError:
+        pass
+    return tuple(images)
+
+
+def _shipped_runtime(name: str) -> bool:
+    try:
+        from translator.plan import runtimes
+    except ImportError:  # pragma: no cover
+        return True
+    return runtimes.get(name) is not None
+
+
+def _cli(b: _Builder, name: str):
+    return getattr(b.settings, name, None) if b.settings is not None else None
+
+
+def _image_undecided(b: _Builder) -> bool:
+    """True when nothing but the runtime's default chose the image (so the profile may choose it)."""
+    image = b.changes.get("image", b.plan.image)
+    if _cli(b, "image"):
+        return False
+    return not image or _is_local_image(image) or image in _shipped_images(b.plan)
+
+
 def _image(b: _Builder, script) -> None:
     plan = b.plan
-    if b.settings is not None and getattr(b.settings, "image", None):
-        return
-    if plan.image and not _is_local_image(plan.image):
+    if not _image_undecided(b):
         return
     items: List[EnvItem] = environment_items(script)
     if plan.image and _is_local_image(plan.image) and not any(i.kind == "container" and i.name == plan.image for i in items):
@@ -405,6 +454,8 @@ def _image(b: _Builder, script) -> None:
         names = ", ".join(f"{i.kind} `{i.name}`" for i in hits)
         b.info(F_IMAGE, f"image `{rule.image}` for {names} from {b.where(rule.key, rule.line)} (first matching rule)",
                hits[0].line)
+        for code in _IMAGE_REQUESTS:
+            b.resolutions[code] = f"the site profile runs image `{rule.image}` ({b.where(rule.key, rule.line)})"
     for item in items:
         if chosen is not None and item in chosen[1]:
             continue
@@ -422,8 +473,8 @@ def _image(b: _Builder, script) -> None:
 
 def _runtime(b: _Builder) -> Optional[RuntimeRule]:
     plan = b.plan
-    cli_runtime = b.settings is not None and getattr(b.settings, "runtime", None)
-    if not cli_runtime:
+    # The launcher's choice is always a shipped runtime; another name came from --runtime, which wins.
+    if not _cli(b, "runtime") and _shipped_runtime(plan.runtime):
         for rule in b.profile.runtimes:
             if plan.launcher in rule.launchers:
                 if rule.name != plan.runtime or rule.kind != plan.runtime_kind:
@@ -434,11 +485,16 @@ def _runtime(b: _Builder) -> Optional[RuntimeRule]:
                 break
     name = b.changes.get("runtime", plan.runtime)
     rule = next((r for r in b.profile.runtimes if r.name == name), None)
-    if rule is not None and rule.image and not b.changes.get("image") and not plan.image \
-            and not (b.settings is not None and getattr(b.settings, "image", None)):
-        b.changes["image"] = rule.image
-        b.info(F_RUNTIME_IMAGE, f"image `{rule.image}`: the default image of runtime `{name}` from "
-               f"{b.where(rule.key + '.image', rule.line)} (nothing in the script names an image)", None)
+    if "image" not in b.changes and _image_undecided(b):
+        if rule is not None and rule.image:
+            if rule.image != plan.image:
+                b.changes["image"] = rule.image
+                b.info(F_RUNTIME_IMAGE, f"image `{rule.image}`: the default image of runtime `{name}` from "
+                       f"{b.where(rule.key + '.image', rule.line)} (nothing in the script names an image)", None)
+        elif name != plan.runtime and plan.image and not _is_local_image(plan.image):
+            b.warn(F_RUNTIME_IMAGE, f"runtime `{name}` from the profile has no `image`; the TrainJob keeps image "
+                   f"`{plan.image}`, the default of `{plan.runtime}`", None,
+                   f"set `image` on the runtime in the profile ({b.where(rule.key if rule else 'runtimes', rule.line if rule else None)})")
     return rule
 
 
@@ -588,10 +644,21 @@ def apply_profile(plan: TrainerPlan, script, job, profile: Profile, settings=Non
     _shm(b, partition)
     _defaults(b)
     patches = _patches(b, runtime_rule)
+    earlier = tuple(_resolved(f, b.resolutions[f.code]) if f.code in b.resolutions else f for f in plan.findings)
     label = f"site profile `{profile.name}`" if profile.name else "site profile"
     summary = Finding(INFO, F_APPLIED, f"{label} ({profile.path}) applied: {b.set_count} field(s) set, "
                       f"each explained below", None)
     return dataclasses.replace(
         plan, labels=tuple(b.labels.items()), annotations=tuple(b.annotations.items()),
         resources_per_node=tuple(b.resources.items()), env=tuple(b.env), patches=patches,
-        findings=tuple(plan.findings) + (summary,) + tuple(b.findings), **b.changes)
+        findings=earlier + (summary,) + tuple(b.findings), **b.changes)
+
+
+# Planner/launcher findings that ask for an image: once the profile chose one, they become information.
+_IMAGE_REQUESTS = ("L310", "P402", "P403", "P404")
+
+
+def _resolved(f: Finding, how: str) -> Finding:
+    if f.severity == ERROR and f.code != "L310":
+        return f
+    return dataclasses.replace(f, severity=INFO, message=f"{f.message}; {how}", suggestion=None)
