@@ -279,7 +279,7 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
             needed.append(a)
             pending.extend(var_refs(a.value.raw))
             uses_scontrol = uses_scontrol or "scontrol" in a.value.raw
-        elif name.startswith("SLURM_") or name.startswith("SLURMD_"):
+        elif (name.startswith("SLURM_") or name.startswith("SLURMD_")) and not prologue.from_env(name):
             slurm.append(name)
     lines: List[str] = []
     if slurm or uses_scontrol:

@@ -49,6 +49,11 @@ _FROM_ENV = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_COUN
              "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP")
 
 
+def from_env(name: str) -> bool:
+    """True for variables the TrainJob env provides (array indices), which the prologue leaves alone."""
+    return name in _FROM_ENV
+
+
 def job_id_number(job) -> str:
     """A stable stand-in for SLURM_JOB_ID (numeric, as scripts do arithmetic on it)."""
     seed = f"{job.path}\0{job.fields.job_name}".encode("utf-8", "surrogatepass")

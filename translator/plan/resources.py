@@ -41,7 +41,9 @@ def resources_per_node(job, shape, gpu_resource: str):
     findings: List[Finding] = []
     smap: List[SourceMap] = []
     cpus = None
-    if f.cpus_per_task or f.ntasks_per_node or f.ntasks:
+    # CPUs: what was asked for explicitly (-c), or one per task when several tasks share a node; a lone
+    # task without -c gets the site default on Slurm, so no CPU request is invented for it.
+    if f.cpus_per_task or shape.tasks_per_node > 1:
         cpus = (f.cpus_per_task or 1) * shape.tasks_per_node
         res.append(("cpu", str(cpus)))
         smap.append(SourceMap("spec.trainer.resourcesPerNode.cpu", _lines(job, *CPU_OPTIONS), "mapped"))
