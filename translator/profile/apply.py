@@ -56,6 +56,7 @@ F_VARIABLE = "F519"
 F_CONSTRAINT = "F520"
 F_CONFLICT = "F521"
 F_NOT_FILLED = "F522"
+F_RUNTIME_NO_IMAGE = "F523"
 
 
 def _is_gpu_resource(name: str) -> bool:
@@ -492,7 +493,7 @@ def _runtime(b: _Builder) -> Optional[RuntimeRule]:
                 b.info(F_RUNTIME_IMAGE, f"image `{rule.image}`: the default image of runtime `{name}` from "
                        f"{b.where(rule.key + '.image', rule.line)} (nothing in the script names an image)", None)
         elif name != plan.runtime and plan.image and not _is_local_image(plan.image):
-            b.warn(F_RUNTIME_IMAGE, f"runtime `{name}` from the profile has no `image`; the TrainJob keeps image "
+            b.warn(F_RUNTIME_NO_IMAGE, f"runtime `{name}` from the profile has no `image`; the TrainJob keeps image "
                    f"`{plan.image}`, the default of `{plan.runtime}`", None,
                    f"set `image` on the runtime in the profile ({b.where(rule.key if rule else 'runtimes', rule.line if rule else None)})")
     return rule
