@@ -1,0 +1,211 @@
+"""Value grammars of sbatch 22.05 options (translator.slurm.values).
+
+Expectations come from the sbatch semantics notes (shared docs, sections 6, 7, 9, 11) and from
+what real sbatch 22.05.8 did with the same values (slurm-oracle runs noted per case).
+"""
+import pytest
+
+from translator.slurm import values as V
+
+
+@pytest.mark.parametrize("text,seconds", [
+    ("90", 90 * 60),                 # M
+    ("2:30", 3 * 60),                # M:S, 2m30s rounded UP (doc table: 3 minutes)
+    ("1:30:00", 5400),               # H:M:S
+    ("1:2:3", 63 * 60),              # 1h 2m 3s -> 63 min (oracle: 01:03:00)
+    ("00:00:10", 60),                # oracle: 00:01:00
+    ("0:30", 60),                    # oracle: 00:01:00
+    ("1-12", 36 * 3600),             # D-H
+    ("5-1:2", (5 * 24 * 60 + 62) * 60),   # D-H:M (oracle: 5-01:02:00)
+    ("2-00:00:00", 172800),          # D-H:M:S
+    ("1-", 86400),                   # oracle: 1-00:00:00
+    ("0", 0), ("-1", 0), ("INFINITE", 0), ("unlimited", 0),   # no limit
+])
+def test_time_forms(text, seconds):
+    assert V.parse_time(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["1:2:3:4", "abc", "1:-2", " 10", "10.5", "", "1-2-3"])
+def test_time_invalid(text):
+    with pytest.raises(V.InvalidValue, match=r"Invalid --time specification"):
+        V.parse_time(text)
+
+
+def test_time_message_names_the_option():
+    with pytest.raises(V.InvalidValue, match=r"--time-min"):
+        V.parse_time("x", "time-min")
+
+
+def test_format_time_like_sbatch():
+    assert V.format_time(5400) == "01:30:00"
+    assert V.format_time(172800) == "2-00:00:00"
+    assert V.format_time(0) == "UNLIMITED"
+
+
+@pytest.mark.parametrize("text,mib", [
+    ("4000", 4000), ("32G", 32768), ("32g", 32768), ("100MB", 100), ("2gb", 2048),
+    ("1T", 1048576), ("1024K", 1), ("1025K", 2), ("0", 0), ("+10", 10), (" 10G", 10240),
+])
+def test_memory(text, mib):
+    assert V.parse_mem(text) == mib
+
+
+@pytest.mark.parametrize("text", ["1.5G", "-5", "10GiB", "1P", "100B", "G", ""])
+def test_memory_invalid(text):
+    with pytest.raises(V.InvalidValue, match=r"Invalid --mem specification"):
+        V.parse_mem(text)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2", (2, 2)), ("2-4", (2, 4)), ("1k", (1024, 1024)), ("2k-4k", (2048, 4096)),
+    ("0", (0, 0)), ("-3", (1, 3)),
+])
+def test_nodes(text, expected):
+    assert V.parse_nodes(text) == expected
+
+
+@pytest.mark.parametrize("text,message", [
+    ("2-1", "Maximum node count 1 is less than minimum node count 2"),
+    ("1,2,4", '"1,2,4" is not a valid node count'),       # no size lists in 22.05
+    ("1-4:2", '"4:2" is not a valid node count'),
+    ("abc", '"abc" is not a valid node count'),
+    ("2-", "Maximum node count -1 is less than minimum node count 2"),
+])
+def test_nodes_invalid(text, message):
+    with pytest.raises(V.InvalidValue) as exc:
+        V.parse_nodes(text)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "2x", "2.5", "1k", ""])
+def test_counts_must_be_positive_integers(text):
+    with pytest.raises(V.InvalidValue, match=r'Invalid numeric value ".*" for --ntasks\.'):
+        V.parse_count(text, "ntasks")
+
+
+def test_count_zero_allowed_for_core_spec():
+    assert V.parse_count("0", "core-spec", allow_zero=True) == 0
+
+
+def test_gres_forms():
+    assert V.parse_gres("gpu:4") == (V.GresItem("gpu", None, 4),)
+    assert V.parse_gres("gpu:a100:2") == (V.GresItem("gpu", "a100", 2),)
+    assert V.parse_gres("gpu:a100") == (V.GresItem("gpu", "a100", 1),)      # type, count 1
+    assert V.parse_gres("gpu") == (V.GresItem("gpu", None, 1),)
+    assert V.parse_gres("gpu:2k") == (V.GresItem("gpu", None, 2048),)       # count suffix
+    assert V.parse_gres("gpu:a100:1,nvme:100") == (V.GresItem("gpu", "a100", 1), V.GresItem("nvme", None, 100))
+    assert V.parse_gres("none") == ()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("gres/gpu:2", "Invalid generic resource (gres) specification"),     # 22.05 refuses the prefix
+    ("gpu:a100:x", "Invalid generic resource (gres) specification"),
+    ("gpu:a100:2,gpu:1", "Invalid GRES specification (with and without type identification)"),
+])
+def test_gres_invalid(text, message):
+    with pytest.raises(V.InvalidValue) as exc:
+        V.parse_gres(text)
+    assert str(exc.value) == message
+
+
+def test_gpus_forms():
+    assert V.gpu_count_and_type(V.parse_gpus("8")) == (8, None)
+    assert V.gpu_count_and_type(V.parse_gpus("a100:2")) == (2, "a100")
+    assert V.gpu_count_and_type(V.parse_gpus("a100")) == (1, "a100")        # oracle: per_job 1, type a100
+    # several types: Slurm reports the first one (oracle: per_node 2, type a100)
+    assert V.gpu_count_and_type(V.parse_gpus("a100:2,v100:1")) == (2, "a100")
+    with pytest.raises(V.InvalidValue):
+        V.parse_gpus("x:y:2")
+    with pytest.raises(V.InvalidValue):
+        V.parse_gpus("2,a100:1")
+
+
+def test_array_spec_and_throttle():
+    assert V.split_array("0-15:4%2") == ("0-15:4", 2)
+    assert V.split_array("1,3,5") == ("1,3,5", None)
+    assert V.array_indexes("0-15:4") == ([0, 4, 8, 12], [])
+    assert V.array_indexes("3,1,1-2") == ([1, 2, 3], [])
+    assert V.array_indexes("[1-5]") == ([1, 2, 3, 4, 5], [])
+    assert V.array_indexes("0-1000")[1] == []
+
+
+@pytest.mark.parametrize("spec", ["0-1001", "1-10:0", "5-1", "abc"])
+def test_array_problems_slurmctld_refuses(spec):
+    # sbatch accepts these; slurmctld answers "Invalid job array specification" (oracle)
+    assert V.array_indexes(spec)[1]
+
+
+def test_dependency_problems():
+    assert V.dependency_problems("afterok:123") == []
+    assert V.dependency_problems("afterany:100:101,singleton") == []
+    assert V.dependency_problems("afterok:1?afternotok:2") == []
+    assert V.dependency_problems("after:5+10") == []
+    assert V.dependency_problems("foo:1")                    # oracle: Job dependency problem
+    assert V.dependency_problems("afterok:$PREV")            # never expanded
+    assert V.dependency_problems("afterok:1,afterany:2?afterok:3")   # mixed separators
+
+
+@pytest.mark.parametrize("text,flags,number,seconds", [
+    ("USR1", "", 10, 60), ("B:USR1@120", "B", 10, 120), ("R:USR1@30", "R", 10, 30),
+    ("SIGUSR2@100", "", 12, 100), ("usr1", "", 10, 60), ("10", "", 10, 60), ("RB:USR1", "RB", 10, 60),
+    ("B:SIGUSR1@0", "B", 10, 0), ("70000", "", 70000 & 0xFFFF, 60),
+])
+def test_signal(text, flags, number, seconds):
+    sig = V.parse_signal(text)
+    assert (sig.flags, sig.number, sig.seconds) == (flags, number, seconds)
+
+
+@pytest.mark.parametrize("text", ["BOGUS", "B:10@abc", "X:USR1", "0", "10@-1"])
+def test_signal_invalid(text):
+    with pytest.raises(V.InvalidValue, match="Invalid --signal specification"):
+        V.parse_signal(text)
+
+
+def test_signal_rendered_as_sbatch_merges_it():
+    for text, shown in [("SIGUSR2@100", "USR2@100"), ("usr1", "USR1"), ("B:SIGUSR1@0", "B:USR1@0"),
+                        ("70000", "4464"), ("RB:USR1", "RB:USR1")]:
+        assert V.format_signal(V.parse_signal(text), text) == shown
+
+
+def test_mail_type():
+    assert V.parse_mail_type("END,FAIL") == ("END", "FAIL")
+    assert V.parse_mail_type("fail,Begin") == ("FAIL", "BEGIN")
+    assert set(V.parse_mail_type("ALL")) == {"INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE", "STAGE_OUT"}
+    assert V.parse_mail_type("NONE") == ()
+    with pytest.raises(V.InvalidValue, match="Invalid --mail-type specification"):
+        V.parse_mail_type("bogus")
+
+
+def test_exclusive_and_open_mode_and_small_enums():
+    assert V.parse_exclusive(None) == "exclusive"
+    assert V.parse_exclusive("") == "exclusive"
+    assert V.parse_exclusive("user") == "user"
+    assert V.parse_exclusive("mcs") == "mcs"
+    with pytest.raises(V.InvalidValue):
+        V.parse_exclusive("topo")            # 22.05 has no topo (oracle: refused)
+    assert V.parse_open_mode("append") == "append"
+    assert V.parse_open_mode("Apples") == "append"     # first letter decides (oracle)
+    assert V.parse_open_mode("truncate") == "truncate"
+    with pytest.raises(V.InvalidValue):
+        V.parse_open_mode("foo")
+    assert V.parse_yes_no("YES", "kill-on-invalid-dep") == "yes"
+    assert V.parse_no_kill(None) is True
+    assert V.parse_no_kill("off") is False
+    with pytest.raises(V.InvalidValue):
+        V.parse_no_kill("on")
+    assert V.parse_nice(None) == 100 and V.parse_nice("-5") == -5 and V.parse_nice("abc") == 0
+    with pytest.raises(V.InvalidValue):
+        V.parse_wait_all_nodes("2")
+    with pytest.raises(V.InvalidValue):
+        V.parse_hint("foo")
+    with pytest.raises(V.InvalidValue):
+        V.parse_distribution("foo")
+    assert V.parse_distribution("block:cyclic") == "block:cyclic"
+    assert V.parse_distribution("plane=4") == "plane=4"
+
+
+def test_extra_node_info():
+    assert V.parse_extra_node_info("2:4:1") == (2, 4, 1)
+    assert V.parse_extra_node_info("2:*") == (2, None)
+    with pytest.raises(V.InvalidValue, match='Invalid numeric value "x" for second arg of -B.'):
+        V.parse_extra_node_info("2:x")
