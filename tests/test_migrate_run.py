@@ -280,6 +280,16 @@ def test_bad_files_are_reported_and_the_run_continues(tmp_path):
     assert "unreadable.sbatch: error M602" in proc.stderr
 
 
+def test_reports_rendered_by_workers_equal_the_report_command(migrated):
+    """migrate renders per-script report parts in its workers; `slurm2kf report OUT` re-renders the
+    three reports from the JSON alone: both paths must give the same bytes."""
+    _src, out, _proc, _ = migrated
+    for fmt in ("md", "html", "json"):
+        again = run("report", out, "--format", fmt)
+        assert again.returncode == 1            # the repository has scripts with errors
+        assert again.stdout == (out / f"slurm2kf-report.{fmt}").read_text(encoding="utf-8"), fmt
+
+
 def test_report_command_on_source_and_on_output(tmp_path):
     src = _clean_repo(tmp_path / "src")
     out = tmp_path / "out"

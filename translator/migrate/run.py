@@ -242,7 +242,7 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
             return 0
         if r.kind != "script" or r.record is None:
             return 0
-        spool.add(r.record)
+        spool.add_rendered(r.rel, r.record_json, r.record, dict(r.fragments))
         if r.suffixed:
             suffixed.add(r.rel)
         else:
@@ -315,7 +315,8 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
             builder.add_skipped(f)
         title = "slurm2kf migration review: " + os.path.basename(os.path.realpath(opts.src))
         report = Report(title=title, source=os.path.basename(os.path.realpath(opts.src)),
-                        summary=builder.build(), scripts=spool, skipped=tuple(skipped), index=index)
+                        summary=builder.build(), scripts=spool, skipped=tuple(skipped), index=index,
+                        fragments=spool)
         result.scripts = len(index)
         result.outcomes = dict(report.summary.outcomes)
         result.skipped = skipped
@@ -327,6 +328,7 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
             # report-only: materialise the full records (caller renders; the spool is closed below)
             report.scripts = list(spool)
             report.index = None
+            report.fragments = None
             result.report = report
     except OSError as exc:
         raise MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})") from None

@@ -34,7 +34,9 @@ class FileResult:
 
     rel: str
     kind: str                                   # "script" | "other" | "binary" | "unreadable"
-    record: Optional[dict] = None               # ScriptReport.to_json() (scripts)
+    record: Optional[dict] = None               # light ScriptReport.to_json() (no rows, no YAML)
+    record_json: str = ""                       # the full record as the JSON report holds it
+    fragments: Tuple[Tuple[str, str], ...] = () # pre-rendered report parts: ("html", ...), ("md", ...)
     outputs: Tuple[Tuple[str, str, str], ...] = ()   # (rel OUT path, sha256, WRITTEN|UNCHANGED)
     names: Tuple[str, ...] = ()                 # TrainJob names as emitted
     base_names: Tuple[str, ...] = ()            # TrainJob names before any clash suffix
@@ -80,6 +82,9 @@ def init(ctx: WorkContext) -> None:
 def warm_up() -> None:
     import translator.pipeline  # noqa: F401
     import translator.report.build  # noqa: F401
+    import translator.report.html  # noqa: F401
+    import translator.report.json_report  # noqa: F401
+    import translator.report.markdown  # noqa: F401
     for mod in ("translator.read", "translator.slurm.resolve", "translator.plan.build",
                 "translator.emit.trainjob_yaml", "translator.emit.sdk_python"):
         try:
@@ -123,7 +128,7 @@ def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> Fil
         sr = ScriptReport(path=c.rel, outcome=ERRORS, sbatch_accepts=False,
                           issues=(Issue("error", "M606", msg[:500], None,
                                         "report this script to the slurm2kf maintainers"),))
-        return FileResult(c.rel, "script", record=sr.to_json())
+        return _result(c.rel, sr)
 
 
 def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str]) -> FileResult:
@@ -163,6 +168,17 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
                                      f"of the repository; renamed to {', '.join(sr.names)}", None,
                      "give the scripts distinct --job-name values to choose the names yourself")
         sr = dataclasses.replace(sr, issues=sr.issues + (note,))
-    return FileResult(c.rel, "script", record=sr.to_json(), outputs=tuple(outputs),
-                      names=sr.names, base_names=base_names,
-                      suffixed=bool(suffix and plans), runnable=bool(plans) and sr.outcome != "errors")
+    return _result(c.rel, sr, outputs=tuple(outputs), names=sr.names, base_names=base_names,
+                   suffixed=bool(suffix and plans), runnable=bool(plans) and sr.outcome != "errors")
+
+
+def _result(rel: str, sr, **kw) -> FileResult:
+    """Serialise the record and render its report fragments here, in the worker, in parallel."""
+    from translator.report import html, json_report, markdown
+
+    full = sr.to_json()
+    light = {k: v for k, v in full.items() if k not in ("rows", "yaml")}
+    record_json = json_report.record_text(sr)
+    md = markdown.script_section(sr) if sr.outcome != "clean" else ""
+    return FileResult(rel, "script", record=light, record_json=record_json,
+                      fragments=(("html", html.script_section(sr)), ("md", md)), **kw)

@@ -7,10 +7,11 @@ never user text.
 """
 from __future__ import annotations
 
+import hashlib
 from html import escape
 from typing import IO
 
-from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, prerendered
 
 _CSS = """
 *{box-sizing:border-box}
@@ -125,6 +126,16 @@ def _notes(row) -> str:
     return "".join(out)
 
 
+def section_id(path: str) -> str:
+    """A stable element id for a script (from its path; never user text in the markup)."""
+    return "s-" + hashlib.sha1(path.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
+def script_section(sr: ScriptReport) -> str:
+    """One script's section (migrate workers render these in parallel)."""
+    return _script(sr, section_id(sr.path))
+
+
 def _script(sr: ScriptReport, sid: str) -> str:
     out = [f'<section class="script" id="{sid}" data-outcome="{e(sr.outcome)}">',
            f'<h3><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}</span> <code>{e(sr.path)}</code></h3>']
@@ -190,10 +201,7 @@ def write(report: Report, out: IO[str]) -> None:
       + _card("node-hours", f"{s.node_hours:,.1f}") + _card("GPU-hours", f"{s.gpu_hours:,.1f}")
       + _card("without time limit", f"{s.scripts_without_time_limit:,}") + "</div>\n")
 
-    # Index ids first (a pass over the scripts), so summary tables can link to script sections.
-    ids = {}
-    for n, sr in enumerate(report.light()):
-        ids[sr.path] = f"s{n + 1}"
+    ids = {sr.path: section_id(sr.path) for sr in report.light()}
     w(_codes_table("Most common blockers", s.blockers, ids))
     w(_codes_table("Most common warnings", s.warnings, ids))
     w('<h2>Mix and needs</h2><div class="grid">')
@@ -223,8 +231,13 @@ def write(report: Report, out: IO[str]) -> None:
           f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
           f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>")
     w("</tbody></table>\n")
-    for sr in report.scripts:
-        w(_script(sr, ids[sr.path]))
+    spool = prerendered(report, "html")
+    if spool is not None:
+        for _p, text in spool.raw("html"):
+            w(text)
+    else:
+        for sr in report.scripts:
+            w(_script(sr, ids[sr.path]))
     w(f"</main><script>{_JS}</script></body></html>\n")
 
 

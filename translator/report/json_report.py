@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from typing import IO, Iterator, List, Tuple
 
-from translator.report.model import (
-    REPORT_FORMAT_VERSION, Report, RepoSummary, ScriptReport, SkippedFile, SummaryBuilder,
-)
+from translator.report.model import REPORT_FORMAT_VERSION, Report, ScriptReport, SkippedFile, prerendered
 
 FORMAT_NAME = "slurm2kf-report"
 
@@ -29,11 +27,18 @@ def write(report: Report, out: IO[str]) -> None:
     out.write(text[:-2])          # drop the closing "\n}"
     out.write(',\n "scripts": [')
     first = True
-    for s in report.scripts:
+    spool = prerendered(report, "json")
+    texts = (t for _p, t in spool.raw("json")) if spool is not None else (record_text(s) for s in report.scripts)
+    for text in texts:
         out.write("\n  " if first else ",\n  ")
-        out.write(json.dumps(s.to_json(), sort_keys=False, ensure_ascii=False, separators=(",", ":")))
+        out.write(text)
         first = False
     out.write("\n ]\n}\n")
+
+
+def record_text(s: ScriptReport) -> str:
+    """One script's record as it appears in the report (also what migrate workers pre-render)."""
+    return json.dumps(s.to_json(), sort_keys=False, ensure_ascii=False, separators=(",", ":"))
 
 
 def render(report: Report) -> str:

@@ -11,7 +11,7 @@ import html
 import re
 from typing import IO, List
 
-from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, prerendered
 
 # Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
 DETAILED_SCRIPTS = 200
@@ -93,6 +93,13 @@ def _summary(report: Report, w) -> None:
         w("\n")
 
 
+def script_section(sr: ScriptReport) -> str:
+    """One script's collapsible section (migrate workers render these in parallel)."""
+    parts: List[str] = []
+    _script(sr, parts.append)
+    return "".join(parts)
+
+
 def _script(sr: ScriptReport, w) -> None:
     names = ", ".join(code(n) for n in sr.names) or "no TrainJob"
     w(f"<details><summary>{_OUTCOME_MARK[sr.outcome]} {code(sr.path)} → {names}</summary>\n\n")
@@ -140,15 +147,20 @@ def write(report: Report, out: IO[str]) -> None:
         if sr.outcome == CLEAN:
             clean.append(sr.path)
     if detailed:
-        wanted_paths = set(detailed)
-        full = {sr.path: sr for sr in report.scripts if sr.path in wanted_paths}
+        outcome = {sr.path: sr.outcome for sr in report.light()}
+        spool = prerendered(report, "md")
+        if spool is not None:
+            texts = spool.raw("md", detailed)
+        else:
+            wanted_paths = set(detailed)
+            full = {sr.path: sr for sr in report.scripts if sr.path in wanted_paths}
+            texts = ((p, script_section(full[p])) for p in detailed)
         current = None
-        for p in detailed:
-            sr = full[p]
-            if sr.outcome != current:
-                current = sr.outcome
+        for p, text in texts:
+            if outcome[p] != current:
+                current = outcome[p]
                 w(f"## Scripts with {current}\n\n")
-            _script(sr, w)
+            w(text or "")
     if rest:
         w(f"{len(rest)} more scripts need review (shown in the HTML and JSON reports):\n\n")
         for p in rest[:500]:

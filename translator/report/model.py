@@ -314,6 +314,7 @@ class Report:
     skipped: Tuple[SkippedFile, ...] = ()
     extra: Dict[str, object] = field(default_factory=dict)   # e.g. migrate counts
     index: Optional[List[ScriptReport]] = None  # the same scripts without rows/YAML (cheap to walk)
+    fragments: Optional[object] = None          # a ScriptSpool holding pre-rendered per-script text
 
     def light(self) -> Iterable[ScriptReport]:
         """The scripts, sorted by path, possibly without their rows and YAML."""
@@ -329,6 +330,12 @@ class Report:
         for f in skipped:
             b.add_skipped(f)
         return cls(title, source, b.build(), scripts, skipped)
+
+
+def prerendered(report: "Report", kind: str):
+    """The spool when it holds `kind` fragments for every script, else None."""
+    f = report.fragments
+    return f if f is not None and f.has(kind) else None
 
 
 def iter_sorted(scripts: Iterable[ScriptReport]) -> Iterator[ScriptReport]:

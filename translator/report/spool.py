@@ -1,8 +1,9 @@
 """A disk-backed list of script records, so reports over huge repositories keep memory flat.
 
-Records are appended as JSON lines in any order; iteration yields full `ScriptReport`s sorted by
-path (via an in-memory index of offsets). `light()` gives the records without their heavy parts
-(side-by-side rows and YAML) for summaries and indexes.
+Records arrive in any order (from migrate workers), each as its JSON text plus pre-rendered report
+fragments (the HTML section, the Markdown section): rendering happens in the workers, in parallel,
+and the parent only concatenates. Iteration yields full `ScriptReport`s sorted by path (through an
+in-memory index of offsets); `light()` gives the records without rows and YAML, for summaries.
 """
 from __future__ import annotations
 
@@ -13,24 +14,37 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from translator.report.model import ScriptReport
 
+RECORD = "json"
+
 
 class ScriptSpool:
     def __init__(self, directory: Optional[str] = None) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="slurm2kf-spool-", suffix=".jsonl", dir=directory)
+        fd, self.path = tempfile.mkstemp(prefix="slurm2kf-spool-", suffix=".bin", dir=directory)
         self._fh = os.fdopen(fd, "w+b")
-        self._index: Dict[str, Tuple[int, int]] = {}    # path -> (offset, length); later adds replace
+        self._index: Dict[str, Dict[str, Tuple[int, int]]] = {}   # path -> kind -> (offset, length)
         self._light: Dict[str, ScriptReport] = {}
+        self._end = 0
+
+    def _put(self, text: str) -> Tuple[int, int]:
+        data = text.encode("utf-8")
+        self._fh.seek(self._end)
+        self._fh.write(data)
+        off = self._end
+        self._end += len(data)
+        return off, len(data)
 
     def add(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        self._fh.seek(0, os.SEEK_END)
-        off = self._fh.tell()
-        self._fh.write(line)
-        path = record["path"]
-        self._index[path] = (off, len(line))
-        light = dict(record)
-        light["rows"] = ()
-        light["yaml"] = ""
+        """Add a record given as a ScriptReport JSON dict (fragments rendered later, if asked)."""
+        light = {k: v for k, v in record.items() if k not in ("rows", "yaml")}
+        self.add_rendered(record["path"], json.dumps(record, ensure_ascii=False, separators=(",", ":")), light, {})
+
+    def add_rendered(self, path: str, record_json: str, light: dict, fragments: Dict[str, str]) -> None:
+        """Add a record as its JSON text, its light dict and pre-rendered fragments by kind. A later
+        add for the same path replaces the earlier one."""
+        entry = {RECORD: self._put(record_json)}
+        for kind, text in fragments.items():
+            entry[kind] = self._put(text)
+        self._index[path] = entry
         self._light[path] = ScriptReport.from_json(light)
 
     def __len__(self) -> int:
@@ -42,12 +56,27 @@ class ScriptSpool:
     def light(self) -> List[ScriptReport]:
         return [self._light[p] for p in self.paths()]
 
-    def __iter__(self) -> Iterator[ScriptReport]:
+    def _read(self, off_len: Tuple[int, int]) -> str:
+        off, n = off_len
+        self._fh.seek(off)
+        return self._fh.read(n).decode("utf-8")
+
+    def raw(self, kind: str, paths: Optional[List[str]] = None) -> Iterator[Tuple[str, Optional[str]]]:
+        """(path, text of that kind or None) in path order, or for the given paths in that order."""
         self._fh.flush()
-        for p in self.paths():
-            off, n = self._index[p]
-            self._fh.seek(off)
-            yield ScriptReport.from_json(json.loads(self._fh.read(n)))
+        for p in (self.paths() if paths is None else paths):
+            ol = self._index[p].get(kind)
+            yield p, (self._read(ol) if ol else None)
+
+    def has(self, kind: str) -> bool:
+        return bool(self._index) and all(kind in e for e in self._index.values())
+
+    def __iter__(self) -> Iterator[ScriptReport]:
+        for _p, text in self.raw(RECORD):
+            yield ScriptReport.from_json(json.loads(text))
+
+    def get(self, path: str) -> ScriptReport:
+        return ScriptReport.from_json(json.loads(self._read(self._index[path][RECORD])))
 
     def close(self) -> None:
         try:
