@@ -24,8 +24,8 @@ def write(tmp_dir, name: str, data: bytes):
     return path
 
 
-@S.fuzz_settings(300)
-@given(S.script_bytes())
+@S.fuzz_settings(150)
+@given(data=S.script_bytes())
 def test_inspect_json_exit_codes_and_contract(data, tmp_path_factory):
     path = write(tmp_path_factory.mktemp("inspect"), "job.sbatch", data)
     result = S.run_cli(["inspect", "--json", str(path)])
@@ -33,7 +33,7 @@ def test_inspect_json_exit_codes_and_contract(data, tmp_path_factory):
     if result.exit_code == 2:
         assert str(path) in result.output, "an unreadable file must be named in the message"
         return
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    lines = [line for line in result.stdout.split("\n") if line.strip()]
     assert len(lines) == 1, result.stdout
     obj = json.loads(lines[0])
     assert INSPECT_KEYS <= set(obj), obj.keys()
@@ -42,8 +42,8 @@ def test_inspect_json_exit_codes_and_contract(data, tmp_path_factory):
         assert set(d) == {"severity", "line", "code", "message"}, d
 
 
-@S.fuzz_settings(200)
-@given(S.script_bytes(), st.sampled_from(["yaml", "python", "json"]))
+@S.fuzz_settings(120)
+@given(data=S.script_bytes(), to=st.sampled_from(["yaml", "python", "json"]))
 def test_convert_exit_codes(data, to, tmp_path_factory):
     path = write(tmp_path_factory.mktemp("convert"), "job.sbatch", data)
     result = S.run_cli(["convert", str(path), "--to", to, "-o", "-"])
@@ -56,8 +56,8 @@ def test_convert_exit_codes(data, to, tmp_path_factory):
         assert S.python_problems(result.stdout) == []
 
 
-@S.fuzz_settings(25)
-@given(st.lists(S.script_bytes(), min_size=1, max_size=6))
+@S.fuzz_settings(12)
+@given(files=st.lists(S.script_bytes(), min_size=1, max_size=6))
 def test_migrate_exit_codes(files, tmp_path_factory):
     root = tmp_path_factory.mktemp("migrate")
     src = root / "src"

@@ -54,13 +54,13 @@ def check_outputs(conv, *, findings_comment: bool = False):
     return text
 
 
-@S.fuzz_settings(500)
+@S.fuzz_settings(250)
 @given(S.script_bytes())
 def test_convert_never_raises_and_outputs_are_faithful(data):
     check_outputs(convert(data))
 
 
-@S.fuzz_settings(300)
+@S.fuzz_settings(150)
 @given(S.tagged_scripts())
 def test_user_text_is_data_in_both_outputs(tagged):
     """Job name, comment, env values and launch arguments with hostile text stay data."""
@@ -82,8 +82,8 @@ def test_user_text_is_data_in_both_outputs(tagged):
         assert value in consts, f"env value {value!r} is not a constant of the Python"
 
 
-@S.fuzz_settings(120)
-@given(S.script_bytes())
+@S.fuzz_settings(80)
+@given(data=S.script_bytes())
 def test_every_emitted_trainjob_passes_slurm2kf_validate(data, tmp_path_factory):
     conv = convert(data)
     if conv.file_error is not None or not conv.plans:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,7 @@ def inspect_json(path, timeout: float = 60):
     rc, out, err, secs, rss = run_measured(["inspect", "--json", path], timeout)
     assert rc in (0, 1, 2), (rc, err[-2000:])
     assert b"Traceback" not in err and b"Traceback" not in out, err[-3000:]
-    objs = [json.loads(line) for line in out.decode("utf-8").splitlines() if line.strip()]
+    objs = [json.loads(line) for line in out.decode("utf-8").split("\n") if line.strip()]
     return rc, objs, err.decode("utf-8", "replace"), secs, rss
 
 
@@ -69,7 +70,7 @@ def test_nul_byte_is_named_with_its_line(tmp_path):
     path.write_bytes(b"#!/bin/bash\n#SBATCH -N 2\n#SBATCH -t 10\x00\nsrun python train.py\n")
     result = in_process(["inspect", "--json", str(path)])
     assert result.exit_code == 1, result.output   # sbatch refuses a script containing NUL
-    obj = json.loads(result.stdout.splitlines()[0])
+    obj = json.loads(result.stdout.split("\n")[0])
     assert obj["sbatch_accepts"] is False
     assert any(line == 3 and sev == "error" for line, _c, sev in diag_lines(obj)), obj["diagnostics"]
 
@@ -78,7 +79,7 @@ def test_invalid_utf8_is_a_line_diagnostic_not_a_crash(tmp_path):
     path = tmp_path / "latin1.sbatch"
     path.write_bytes(b"#!/bin/bash\n#SBATCH --job-name=caf\xe9\n#SBATCH -N 1\necho \xff\xfe\nsrun python t.py\n")
     result = in_process(["inspect", "--json", str(path)])
-    obj = json.loads(result.stdout.splitlines()[0])
+    obj = json.loads(result.stdout.split("\n")[0])
     lines = [line for line, code, _s in diag_lines(obj) if code.startswith("R")]
     assert 2 in lines, obj["diagnostics"]                     # the undecodable line is named
     assert obj["job"]["nodes_min"] == 1                        # the rest of the header is still read
@@ -92,7 +93,7 @@ def test_utf16_with_bom_is_refused_with_a_reason(tmp_path):
     path.write_bytes("#!/bin/bash\n#SBATCH -N 2\nsrun python t.py\n".encode("utf-16"))
     result = in_process(["inspect", "--json", str(path)])
     assert result.exit_code == 1, result.output   # sbatch sees no `#!` at byte 0 and NUL bytes
-    obj = json.loads(result.stdout.splitlines()[0])
+    obj = json.loads(result.stdout.split("\n")[0])
     assert obj["sbatch_accepts"] is False
     errors = [d for d in obj["diagnostics"] if d["severity"] == "error"]
     assert errors and all(d["code"].startswith("R") for d in errors), obj["diagnostics"]
@@ -106,7 +107,7 @@ def test_binary_file_and_empty_file(tmp_path):
     empty.write_bytes(b"")
     result = in_process(["inspect", "--json", str(binary), str(empty)])
     assert result.exit_code in (1, 2)
-    objs = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    objs = [json.loads(line) for line in result.stdout.split("\n") if line.strip()]
     for obj in objs:
         assert obj["sbatch_accepts"] is False and obj["diagnostics"], obj
 
@@ -190,7 +191,7 @@ def test_unterminated_constructs_in_the_body(tmp_path, text, bad_line):
     path = tmp_path / "open.sbatch"
     path.write_text(text)
     result = in_process(["inspect", "--json", str(path)])
-    obj = json.loads(result.stdout.splitlines()[0])
+    obj = json.loads(result.stdout.split("\n")[0])
     assert obj["job"]["nodes_min"] == 1
     assert any(d["line"] == bad_line and d["code"].startswith("R") for d in obj["diagnostics"]), obj["diagnostics"]
     for to in ("yaml", "python"):
@@ -202,7 +203,7 @@ def test_unmatched_quote_in_a_directive(tmp_path):
     path.write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --job-name='oops\nsrun python t.py\n")
     result = in_process(["inspect", "--json", str(path)])
     assert result.exit_code == 1     # sbatch: fatal "Unmatched ' in [...]"
-    obj = json.loads(result.stdout.splitlines()[0])
+    obj = json.loads(result.stdout.split("\n")[0])
     assert any(d["line"] == 3 and d["severity"] == "error" for d in obj["diagnostics"]), obj["diagnostics"]
 
 
@@ -246,27 +247,31 @@ def test_device_file_is_not_read_forever(tmp_path):
     assert rss < 512, f"peak RSS {rss:.0f} MiB reading /dev/zero"
 
 
-def test_unreadable_file(tmp_path):
+def test_unreadable_file():
     """Tests run as root, which reads any file: drop the effective uid to `nobody` for the read."""
     if os.geteuid() != 0:
         pytest.fail("this test needs root to switch to the `nobody` user (CI runs as root)")
-    path = tmp_path / "secret.sbatch"
-    path.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
-    os.chmod(path, 0)
-    ok = tmp_path / "ok.sbatch"
-    ok.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
-    os.chmod(tmp_path, 0o755)
-    in_process(["inspect", str(ok)])           # import everything the command needs while still root
-    in_process(["convert", str(ok)])
     import pwd
-    nobody = pwd.getpwnam("nobody").pw_uid
-    os.seteuid(nobody)
+    import shutil
+    base = Path(tempfile.mkdtemp(prefix="slurm2kf-unreadable-", dir="/tmp"))
     try:
-        inspect_result = S.run_cli(["inspect", "--json", str(path)])
-        convert_result = S.run_cli(["convert", str(path)])
+        os.chmod(base, 0o755)                  # traversable by nobody; only the file itself is closed
+        path = base / "secret.sbatch"
+        path.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
+        os.chmod(path, 0)
+        ok = base / "ok.sbatch"
+        ok.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
+        in_process(["inspect", str(ok)])       # import everything the commands need while still root
+        in_process(["convert", str(ok)])
+        os.seteuid(pwd.getpwnam("nobody").pw_uid)
+        try:
+            inspect_result = S.run_cli(["inspect", "--json", str(path)])
+            convert_result = S.run_cli(["convert", str(path)])
+        finally:
+            os.seteuid(0)
+        for result in (inspect_result, convert_result):
+            assert S.cli_result_problem(result) == ""
+            _file_level_error(result, path)
+            assert "permission" in result.output.lower(), result.output
     finally:
-        os.seteuid(0)
-    for result in (inspect_result, convert_result):
-        assert S.cli_result_problem(result) == ""
-        _file_level_error(result, path)
-        assert "permission" in result.output.lower(), result.output
+        shutil.rmtree(base, ignore_errors=True)
