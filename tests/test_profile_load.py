@@ -234,3 +234,19 @@ def test_check_missing_file_exit_2():
     res = CliRunner().invoke(cli, ["profile", "check", "/nonexistent/slurm2kf.yaml"])
     assert res.exit_code == 2
     assert "F560" in res.output
+
+
+def test_readme_example_profile_is_valid():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("<!-- SECTION:profile -->"):readme.index("<!-- /SECTION:profile -->")]
+    example = section[section.index("### A complete example"):]
+    block = example[example.index("```yaml\n") + len("```yaml\n"):example.index("\n```", example.index("```yaml"))]
+    p = parse_profile(block, "README.md")
+    assert p.name == "uni-hpc" and len(p.partitions) == 3 and len(p.runtimes) == 2
+    assert p.runtimes[1].replicated_jobs == ("launcher", "node")
+    assert p.filesystems[2].sub_path == "users" and p.filesystems[3].read_only
+    # every top-level key of the schema appears in the complete example
+    from translator.profile.load import PROFILE_SCHEMA  # noqa: F401
+    for key in ("defaults", "partitions", "qos", "accounts", "gpuTypes", "constraints", "images",
+                "filesystems", "runtimes"):
+        assert f"\n{key}:" in block
