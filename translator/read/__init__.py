@@ -3,12 +3,13 @@
 `read_file(path)` and `read_script(data, path)` never raise for bad content: an empty, binary,
 CRLF or non-UTF-8 file gives a Script with diagnostics and `sbatch_refuses` set as sbatch would.
 `ReadError` is raised only when the file cannot be read at all (missing, a directory, no
-permission, larger than MAX_FILE_BYTES).
+permission, not a regular file, larger than MAX_FILE_BYTES = 16 MiB).
 """
 from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Optional
 
 from translator.diagnostics import Diagnostic, ERROR, INFO
@@ -22,8 +23,9 @@ R102_UNREADABLE = "R102"
 R103_TOO_LARGE = "R103"
 R150_UNKNOWN_SHELL = "R150"
 
-# Hard limit: job scripts are kilobytes; 64 MiB is far beyond any real script and keeps memory bounded.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+# Hard limit: job scripts are kilobytes. 16 MiB is far beyond any real script; reading a file that size
+# takes seconds and a few hundred MiB, anything larger is refused (R103) to keep time and memory bounded.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 class ReadError(Exception):
@@ -37,8 +39,15 @@ class ReadError(Exception):
 def read_file(path: str) -> Script:
     """Read and parse one file. Raises ReadError only when it cannot be read."""
     try:
-        if os.path.isdir(path):
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
             raise ReadError(Diagnostic(ERROR, R101_IS_DIRECTORY, f"{path} is a directory, not a job script"))
+        if not stat.S_ISREG(info.st_mode):
+            # a FIFO would block and a device (/dev/zero) never ends: only regular files are read
+            raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path} is not a regular file (a pipe, socket or device); "
+                                       "it is not read"))
+        if info.st_size > MAX_FILE_BYTES:
+            raise _too_large(path)
         with open(path, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except ReadError:
@@ -52,9 +61,13 @@ def read_file(path: str) -> Script:
     except OSError as exc:
         raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path}: cannot be read ({exc.strerror or exc})")) from None
     if len(data) > MAX_FILE_BYTES:
-        raise ReadError(Diagnostic(ERROR, R103_TOO_LARGE, f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
-                                   "it is not a job script"))
+        raise _too_large(path)
     return read_script(data, path)
+
+
+def _too_large(path: str) -> ReadError:
+    return ReadError(Diagnostic(ERROR, R103_TOO_LARGE, f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the "
+                                "limit for a job script; it is not read"))
 
 
 _SHEBANG_SHELL = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
@@ -78,8 +91,7 @@ def read_script(data: bytes, path: str) -> Script:
     if data is None:
         data = b""
     if len(data) > MAX_FILE_BYTES:
-        raise ReadError(Diagnostic(ERROR, R103_TOO_LARGE, f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
-                                   "it is not a job script"))
+        raise _too_large(path)
     from translator.read.source import decode_source
     from translator.read.header import read_header, scan_after_header, scan_foreign
     from translator.read.body import parse_body

@@ -18,6 +18,10 @@ from translator.read.words import make_assignment, make_word, split_assignment
 
 R144_CSH_BODY = "R144"
 R145_PARSER_FALLBACK = "R145"
+R146_TOO_DEEP = "R146"
+
+# Deeper nesting is flattened: real scripts nest a handful of levels, and consumers walk blocks recursively.
+MAX_BLOCK_DEPTH = 100
 
 _DECLARE_EXPORTING = {"declare", "typeset"}
 _ASSIGNING_BUILTINS = {"readonly", "local", "declare", "typeset"}
@@ -50,22 +54,6 @@ def _cache_file() -> Optional[str]:
     return None
 
 
-def _token_lexer_class():
-    from lark.lexer import Lexer, Token
-
-    class LineTokenLexer(Lexer):
-        """Feeds pre-lexed line tokens to the LALR parser; the token value is its index."""
-
-        def __init__(self, lexer_conf):  # noqa: D401 - Lark API
-            pass
-
-        def lex(self, data):
-            for index, tok in enumerate(data):
-                yield Token(tok.type, str(index))
-
-    return LineTokenLexer
-
-
 def get_parser():
     """The body parser: built once per process, grammar analysis cached on disk when possible."""
     global _PARSER
@@ -76,7 +64,7 @@ def get_parser():
     from lark import Lark
 
     grammar = resources.files("translator.grammars").joinpath("sbatch.lark").read_text(encoding="utf-8")
-    lexer = _token_lexer_class()
+    from translator.read.line_token_lexer import LineTokenLexer as lexer
     cache = _cache_file()
     try:
         _PARSER = Lark(grammar, parser="lalr", lexer=lexer, cache=cache if cache else False, maybe_placeholders=False)
@@ -161,7 +149,9 @@ class _Builder:
                 out.append(ch)
             else:
                 tok = self.tokens[int(ch)]
-                if tok.type == "CMD":
+                if isinstance(tok, _Run):
+                    out.extend(_flat_fallback(tok.tokens))
+                elif tok.type == "CMD":
                     out.extend(_segment_statements(tok.segment))
                 elif tok.type == "COMMENT":
                     out.append(ast.Comment(tok.line, tok.text))
@@ -238,6 +228,41 @@ def _flatten_parts(kids):
     return out
 
 
+_SIMPLE_TYPES = frozenset(("CMD", "COMMENT"))
+
+
+@dataclass
+class _Run:
+    """Consecutive simple statements, fed to the LALR parser as one CMD token."""
+
+    tokens: List[LexToken]
+    type: str = "CMD"
+
+    @property
+    def line(self) -> int:
+        return self.tokens[0].line
+
+    @property
+    def end_line(self) -> int:
+        return self.tokens[-1].end_line
+
+
+def _compress_runs(tokens: Sequence[LexToken]) -> list:
+    out: list = []
+    run: List[LexToken] = []
+    for t in tokens:
+        if t.type in _SIMPLE_TYPES:
+            run.append(t)
+            continue
+        if run:
+            out.append(_Run(run))
+            run = []
+        out.append(t)
+    if run:
+        out.append(_Run(run))
+    return out
+
+
 def _flat_fallback(tokens: Sequence[LexToken]) -> List[ast.Statement]:
     out: List[ast.Statement] = []
     for tok in tokens:
@@ -248,6 +273,43 @@ def _flat_fallback(tokens: Sequence[LexToken]) -> List[ast.Statement]:
     return out
 
 
+def _csh_statements(lines: Sequence[str], start: int) -> List[ast.Statement]:
+    """csh/tcsh: one opaque command per logical line (`\\` continuations joined), classified by program.
+
+    `setenv NAME value` becomes an exported Assignment and `set NAME = value` a plain one.
+    """
+    out: List[ast.Statement] = []
+    number = start
+    total = len(lines)
+    while number <= total:
+        first = number
+        text = lines[number - 1]
+        while text.endswith("\\") and number < total:
+            number += 1
+            text = text[:-1] + " " + lines[number - 1]
+        number += 1
+        stripped = text.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            out.append(ast.Comment(first, stripped))
+            continue
+        for part in stripped.split(";"):
+            raw = part.split()
+            if not raw:
+                continue
+            if raw[0] == "setenv" and len(raw) >= 2:
+                out.append(ast.Assignment(first, raw[1], make_word(" ".join(raw[2:])), True))
+                continue
+            if raw[0] == "set" and len(raw) >= 2 and "=" in part:
+                name, _, value = part.strip()[3:].partition("=")
+                out.append(ast.Assignment(first, name.strip(), make_word(value.strip()), False))
+                continue
+            words = tuple(make_word(w) for w in raw)
+            out.append(ast.Command(first, number - 1, part.strip(), words, classify([w.value for w in words])))
+    return out
+
+
 def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedBody:
     """Parse lines[start-1:] (start is 1-based: the first command line). Never raises."""
     text = "\n".join(lines[start - 1:])
@@ -255,13 +317,23 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
     if shell in ("csh", "tcsh"):
         diags.append(Diagnostic(INFO, R144_CSH_BODY, f"{shell} script: the header is read exactly as sbatch reads it, the body "
                                 "is modelled loosely (csh syntax is not bash)", start))
+    if shell in ("csh", "tcsh"):
+        return ParsedBody(tuple(_csh_statements(lines, start)), diags, frozenset())
     lexer = ShellLexer(text, start).run()
     diags.extend(lexer.diagnostics)
     tokens = lexer.tokens
     statements: List[ast.Statement]
+    if lexer.max_depth > MAX_BLOCK_DEPTH:
+        diags.append(Diagnostic(WARNING, R146_TOO_DEEP, f"blocks are nested {lexer.max_depth} levels deep (more than "
+                                f"{MAX_BLOCK_DEPTH}); the commands are listed without their blocks", start))
+        return ParsedBody(tuple(_flat_fallback(tokens)), diags, frozenset(lexer.heredoc_lines))
     try:
-        tree = get_parser().parse(tokens)
-        statements = _build(tree, tokens, lines)
+        if all(t.type in _SIMPLE_TYPES for t in tokens):
+            statements = _flat_fallback(tokens)          # no compound command: nothing for the grammar to do
+        else:
+            runs = _compress_runs(tokens)
+            tree = get_parser().parse(runs)
+            statements = _build(tree, runs, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(Diagnostic(WARNING, R145_PARSER_FALLBACK, f"block structure not recognised ({type(exc).__name__}); "
                                 "commands are listed without their blocks", start))

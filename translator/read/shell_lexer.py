@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -35,12 +36,14 @@ _REDIR_OP = re.compile(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
 _FD_PREFIX = re.compile(r"^(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
 _ASSIGN_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
+_SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
+
 OPENERS_THEN_CMD = {"if": "IF", "elif": "ELIF", "while": "LOOP", "until": "LOOP"}
 SIMPLE_KEYWORDS = {"then": "THEN", "else": "ELSE", "do": "DO", "{": "LBRACE"}
 CLOSERS = {"fi": "FI", "done": "DONE", "esac": "ESAC", "}": "RBRACE"}
 
 
-@dataclass
+@dataclass(**_SLOTS)
 class Heredoc:
     delimiter: str
     quoted: bool
@@ -51,7 +54,7 @@ class Heredoc:
     end_line: int = 0               # line of the closing delimiter (or last line when unterminated)
 
 
-@dataclass
+@dataclass(**_SLOTS)
 class Segment:
     """One simple command as written: raw words (quotes kept), redirections, heredocs, position."""
 
@@ -67,7 +70,7 @@ class Segment:
     text: str = ""
 
 
-@dataclass
+@dataclass(**_SLOTS)
 class LexToken:
     type: str                       # grammar terminal name
     line: int
@@ -77,7 +80,7 @@ class LexToken:
     synthetic: bool = False
 
 
-@dataclass
+@dataclass(**_SLOTS)
 class _Frame:
     kind: str                       # if, loop, case, group, subshell
     phase: str                      # if: cond/body/else; loop: cond/body; case: pattern/body
@@ -97,6 +100,7 @@ class ShellLexer:
         self.heredoc_lines: set = set()
         self.pending_heredocs: List[Heredoc] = []
         self.pending_func: Optional[int] = None      # index of a FUNC token waiting for its body
+        self.max_depth = 0
 
     # ---- positions -----------------------------------------------------------------------------
     def line_at(self, offset: int) -> int:
@@ -145,15 +149,19 @@ class ShellLexer:
             self._push(tok)
         elif t == "IF":
             frames.append(_Frame("if", "cond", tok.line, "if"))
+            self.max_depth = max(self.max_depth, len(frames))
             self._push(tok)
         elif t == "LOOP":
             frames.append(_Frame("loop", "cond", tok.line, tok.text.split()[0] if tok.text.split() else "for"))
+            self.max_depth = max(self.max_depth, len(frames))
             self._push(tok)
         elif t == "CASE":
             frames.append(_Frame("case", "pattern", tok.line, "case"))
+            self.max_depth = max(self.max_depth, len(frames))
             self._push(tok)
         elif t in ("LBRACE", "LPAREN"):
             frames.append(_Frame("group" if t == "LBRACE" else "subshell", "body", tok.line, tok.text))
+            self.max_depth = max(self.max_depth, len(frames))
             self._push(tok)
         elif t == "FUNC":
             self._push(tok)

@@ -100,7 +100,7 @@ def decode_source(data: bytes) -> Source:
                                   "(\"Batch script contains only whitespace!\")", 1, "write the job script")], True)
 
     if not data.startswith(b"#!") and not refuses:
-        first = data.split(b"\n", 1)[0][:40].decode("utf-8", "replace")
+        first = data.split(b"\n", 1)[0][:40].decode("utf-8", "replace").encode("unicode_escape").decode("ascii")
         diags.append(Diagnostic(ERROR, R112_NO_SHEBANG, f"the first line `{first}` does not start with `#!`; sbatch refuses the "
                                 "script (\"This does not look like a batch script\")", 1,
                                 "add an interpreter line such as `#!/bin/bash` as line 1"))

@@ -54,7 +54,23 @@ def _expansion_end(raw: str, i: int) -> int:
     return m.end() if m else i + 1
 
 
+_CACHE: dict = {}
+_CACHE_LIMIT = 65536
+
+
 def make_word(raw: str) -> Word:
+    """Word for `raw`. Words are immutable, so equal raw texts share one Word (bounded cache)."""
+    w = _CACHE.get(raw)
+    if w is not None:
+        return w
+    w = _make_word(raw)
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    _CACHE[raw] = w
+    return w
+
+
+def _make_word(raw: str) -> Word:
     if _SIMPLE.match(raw):
         return Word(raw, raw, True)
     out = []
