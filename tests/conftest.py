@@ -14,7 +14,8 @@ Oracles (see ``tests/oracles.py`` for the helpers behind these fixtures):
     precedence runs (``SBATCH_*`` variables, sbatch command-line words); those are cached.
     Fails when the oracle answers "oracle-unavailable".
 ``corpus_scripts``
-    The list of corpus paths above (fixtures first, then the oracle's samples).
+    The list of corpus paths above: fixtures, the generated edge scripts (``edge_scripts_dir``:
+    empty file, CR-only line breaks, ... from ``oracles.EDGE_SCRIPTS``), the oracle's samples.
 ``kf_oracle``
     The Kubeflow oracle helpers as one namespace: ``kf_oracle.validate_trainjob(...)``,
     ``kf_oracle.run_sdk_code(...)``, ``kf_oracle.compare_outputs(...)`` (checked to exist).
@@ -62,12 +63,21 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def corpus_scripts(shared_dir) -> list:
-    """Our fixtures, then the Slurm oracle's own samples."""
+def edge_scripts_dir(tmp_path_factory) -> Path:
+    """A directory holding ``oracles.EDGE_SCRIPTS`` (empty file, CR-only, ...), written once."""
+    d = tmp_path_factory.mktemp("edge-scripts")
+    oracles.write_edge_scripts(d)
+    return d
+
+
+@pytest.fixture(scope="session")
+def corpus_scripts(shared_dir, edge_scripts_dir) -> list:
+    """Our fixtures, the generated edge scripts, then the Slurm oracle's own samples."""
     samples = sorted((shared_dir / "slurm-oracle" / "samples").glob("*.sh"))
     if not samples:
         pytest.fail("no samples in %s/slurm-oracle/samples" % shared_dir, pytrace=False)
-    return oracles.fixture_scripts() + samples
+    edges = [edge_scripts_dir / name for name in sorted(oracles.EDGE_SCRIPTS)]
+    return oracles.fixture_scripts() + edges + samples
 
 
 class SlurmOracle(oracles.OracleRecords):

@@ -274,7 +274,10 @@ def array_indexes(spec) -> Tuple[Optional[frozenset], Optional[int]]:
             return frozenset({tok}), throttle
         a = int(m.group(1))
         b = int(m.group(2)) if m.group(2) else a
-        out.update(range(a, b + 1, int(m.group(3) or 1)))
+        step = int(m.group(3) or 1)
+        if step <= 0 or (b - a) // step > 10 ** 6:
+            return frozenset({("unexpanded", tok.strip())}), throttle
+        out.update(range(a, b + 1, step))
     return frozenset(out), throttle
 
 
@@ -636,6 +639,32 @@ def inspect_json(scripts: Sequence[PathLike], sbatch_env: Sequence[Tuple[str, st
 def fixture_scripts() -> List[Path]:
     """Every job script of our corpus (tests/fixtures/sbatch/*.sbatch|*.sh), sorted."""
     return sorted(p for p in FIXTURES.iterdir() if p.suffix in (".sbatch", ".sh") and p.is_file())
+
+
+# Scripts whose bytes cannot carry a "# fixture:" header line (or that must not be committed as
+# text). The session writes them to a temporary directory (conftest: ``edge_scripts_dir``) and
+# they go through the oracles like every fixture. name -> (bytes, what it tests, verdict).
+EDGE_SCRIPTS = {
+    "empty_file_refused.sbatch": (b"", "an empty file (sbatch: batch script is empty)", "sbatch-refuses"),
+    "whitespace_only_refused.sbatch": (b"  \n\n\t\n", "blanks and tabs only", "sbatch-refuses"),
+    "cr_only_line_endings.sbatch": (
+        b"#!/bin/bash\r#SBATCH -N 2\r#SBATCH -t 10\rhostname\r",
+        "classic-Mac CR line breaks: sbatch splits on LF only, so the whole file is the shebang "
+        "line and no directive applies", "accepted"),
+    "non_utf8_body_bytes.sbatch": (
+        b"#!/bin/bash\n#SBATCH -N 2 -t 10\nprintf '\xff\xfe binary \x80\x81'\n",
+        "bytes that are not UTF-8 in the body; the directives still apply", "accepted"),
+}
+
+
+def write_edge_scripts(directory: PathLike) -> Dict[str, Path]:
+    """Write :data:`EDGE_SCRIPTS` into ``directory``; returns name -> path."""
+    out = {}
+    for name, (data, _what, _verdict) in EDGE_SCRIPTS.items():
+        path = Path(directory) / name
+        path.write_bytes(data)
+        out[name] = path
+    return out
 
 
 _EXPECT_RE = re.compile(rb"^# expect: (accepted|sbatch-refuses|slurmctld-rejects)\b", re.M)

@@ -175,3 +175,12 @@ def test_corpus_covers(name):
     rx = re.compile(COVERAGE[name], re.M)
     hits = [p.name for p in FIXTURES if rx.search(p.read_bytes().decode("utf-8", "replace"))]
     assert hits, "no fixture covers %s (pattern %r)" % (name, COVERAGE[name])
+
+
+@pytest.mark.parametrize("name", sorted(oracles.EDGE_SCRIPTS), ids=str)
+def test_generated_edge_script_verdict_matches_real_slurm(name, slurm_oracle, edge_scripts_dir):
+    """The generated edge scripts (no room for a header) do what oracles.EDGE_SCRIPTS says."""
+    data, what, expect = oracles.EDGE_SCRIPTS[name]
+    assert (edge_scripts_dir / name).read_bytes() == data
+    rec = slurm_oracle[edge_scripts_dir / name]
+    assert _verdict(rec) == expect, "%s: expected %s, Slurm: %s (%s)" % (what, expect, _verdict(rec), rec.get("error"))

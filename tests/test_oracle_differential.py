@@ -35,11 +35,24 @@ def _sample_scripts():
         return []     # the shared_dir fixture makes the tests fail with the reason
 
 
-ALL_SCRIPTS = FIXTURES + _sample_scripts()
+EDGE_KEYS = ["generated/" + name for name in sorted(oracles.EDGE_SCRIPTS)]
+ALL_SCRIPTS = FIXTURES + EDGE_KEYS + _sample_scripts()
 
 
-def _id(path: Path) -> str:
-    return path.name if path.parent == oracles.FIXTURES else "samples/" + path.name
+def _id(key) -> str:
+    if isinstance(key, str):
+        return key
+    return key.name if key.parent == oracles.FIXTURES else "samples/" + key.name
+
+
+@pytest.fixture
+def corpus_path(edge_scripts_dir):
+    """Map a parametrize key (a Path, or "generated/<name>" for an edge script) to its path."""
+    def path(key):
+        if isinstance(key, str) and key.startswith("generated/"):
+            return edge_scripts_dir / key.split("/", 1)[1]
+        return key
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +134,8 @@ def test_compare_all_options_agree(compare_report):
 
 # ------------------------------------------------------------------ per-script assertions
 @pytest.mark.parametrize("script", ALL_SCRIPTS, ids=_id)
-def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus):
+def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus, corpus_path):
+    script = corpus_path(script)
     rec = slurm_oracle[script]
     ours = inspect_corpus.records.get(oracles.realpath(script))
     assert ours is not None, "no inspect record"
@@ -139,7 +153,8 @@ def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus):
 
 
 @pytest.mark.parametrize("script", ALL_SCRIPTS, ids=_id)
-def test_job_fields_match_slurm(script, slurm_oracle, inspect_corpus):
+def test_job_fields_match_slurm(script, slurm_oracle, inspect_corpus, corpus_path):
+    script = corpus_path(script)
     rec = slurm_oracle[script]
     ours = inspect_corpus.records.get(oracles.realpath(script))
     assert ours is not None, "no inspect record"
