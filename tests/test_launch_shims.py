@@ -1,0 +1,164 @@
+"""The shell the launchers generate, executed under bash with fake programs and a fake Kubeflow env.
+
+Each pod of a torch-distributed TrainJob gets PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR and
+PET_MASTER_PORT from the controller (pod names `<job>-node-0-<i>.<job>`); torchrun gives each worker
+RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and GROUP_RANK. These tests run the generated text with
+exactly those variables and check what the user's program would see.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from translator.pipeline import ConvertSettings, convert
+from translator.plan.kube import expand
+
+FIXTURES = Path(__file__).parent / "fixtures" / "convert"
+BASH = shutil.which("bash")
+
+
+def _plan(rel=None, text=None, name="job.sbatch", **settings):
+    if text is not None:
+        return convert(name, data=text.encode(), settings=ConvertSettings(**settings)).plans[0]
+    return convert(str(FIXTURES / rel), settings=ConvertSettings(**settings)).plans[0]
+
+
+def _fake_bin(tmp_path: Path, *names: str) -> Path:
+    """Programs that print their name, their argv (one per line) and the SLURM_* env they see."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for n in names:
+        p = bindir / n
+        # one write per call (parallel tasks append to the same log)
+        p.write_text("#!/bin/bash\nrec=\"$({ echo \"CALL $(basename \"$0\")\"; for a in \"$@\"; do echo \"ARG $a\"; done; "
+                     "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; })\"\nprintf '%s\\n' \"$rec\" >> \"$FAKE_LOG\"\n")
+        p.chmod(0o755)
+    return bindir
+
+
+def _run(argv, tmp_path, bindir, **env):
+    log = tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}"
+    full = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_LOG": str(log)}
+    full.update({k: str(v) for k, v in env.items()})
+    proc = subprocess.run([expand(a) for a in argv], capture_output=True, text=True, env=full, cwd=tmp_path,
+                          timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc, (log.read_text() if log.exists() else "")
+
+
+def _calls(log: str):
+    calls = []
+    for line in log.splitlines():
+        if line.startswith("CALL "):
+            calls.append({"name": line[5:], "args": [], "env": {}})
+        elif line.startswith("ARG "):
+            calls[-1]["args"].append(line[4:])
+        elif line.startswith("ENV "):
+            k, _, v = line[4:].partition("=")
+            calls[-1]["env"][k] = v
+    return calls
+
+
+def _pet(job, rank, nnodes):
+    return {"PET_NNODES": nnodes, "PET_NODE_RANK": rank, "PET_MASTER_ADDR": f"{job}-node-0-0.{job}",
+            "PET_MASTER_PORT": 29500}
+
+
+def test_srun_tasks_shim_gives_each_process_its_slurm_ranks(tmp_path):
+    plan = _plan("srun_tasks/per_gpu_tasks.sbatch")
+    args = list(plan.args)
+    i = args.index("--no-python")
+    # what torchrun execs for worker RANK=5 (second node, local rank 1): bash -c SHIM slurm2kf-task python …
+    worker = args[i + 1:]
+    bindir = _fake_bin(tmp_path, "python")
+    env = dict(_pet("lightning-ddp", 1, 2), RANK=5, LOCAL_RANK=1, WORLD_SIZE=8, LOCAL_WORLD_SIZE=4, GROUP_RANK=1,
+               MASTER_ADDR="lightning-ddp-node-0-0.lightning-ddp", MASTER_PORT=29500)
+    _, log = _run(worker, tmp_path, bindir, **env)
+    [call] = _calls(log)
+    assert call["name"] == "python"
+    assert call["args"] == ["train_lightning.py", "--devices", "4", "--num_nodes", "2"]
+    e = call["env"]
+    assert (e["SLURM_PROCID"], e["SLURM_LOCALID"], e["SLURM_NODEID"]) == ("5", "1", "1")
+    assert (e["SLURM_NTASKS"], e["SLURM_NTASKS_PER_NODE"], e["SLURM_NNODES"]) == ("8", "4", "2")
+    assert e["SLURM_JOB_NODELIST"] == "lightning-ddp-node-0-0.lightning-ddp,lightning-ddp-node-0-1.lightning-ddp"
+    assert e["SLURM_JOB_NAME"] == "lightning-ddp" and e["SLURM_CPUS_PER_TASK"] == "10"
+    assert e["SLURM_JOB_ID"].isdigit()
+
+
+@pytest.mark.parametrize("value", ["it's \"q\"", "$(touch pwned) `id` $HOME", "a\\b c", "-- --x=1", "$$ $(PET_NNODES)"])
+def test_srun_tasks_user_arguments_are_data(tmp_path, value):
+    import shlex
+    text = ("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\n"
+            f"srun python train.py --tag {shlex.quote(value)}\n")
+    plan = _plan(text=text)
+    args = list(plan.args)
+    worker = args[args.index("--no-python") + 1:]
+    bindir = _fake_bin(tmp_path, "python")
+    _, log = _run(worker, tmp_path, bindir, RANK=0, LOCAL_RANK=0, WORLD_SIZE=2, LOCAL_WORLD_SIZE=2, GROUP_RANK=0,
+                  **_pet("job-sbatch", 0, 1))
+    [call] = _calls(log)
+    assert call["args"] == ["train.py", "--tag", value]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_script_fallback_runs_this_nodes_share_of_each_step(tmp_path):
+    plan = _plan("script/loop_steps.sbatch")
+    bindir = _fake_bin(tmp_path, "python")
+    proc, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("lr-sweep", 1, 2))
+    calls = _calls(log)
+    assert [c["args"][2] for c in calls] == ["0.1", "0.01", "0.001"]
+    for c in calls:
+        assert c["env"]["SLURM_PROCID"] == "1" and c["env"]["SLURM_NODEID"] == "1"
+        assert c["env"]["SLURM_NTASKS"] == "2"
+        job_id = c["args"][4].split("/")[1]
+        assert job_id.isdigit(), c["args"]
+    assert "sweep finished on lr-sweep-node-0-0.lr-sweep,lr-sweep-node-0-1.lr-sweep" in proc.stdout
+
+
+def test_script_fallback_srun_task_counts_cover_every_rank_once(tmp_path):
+    text = ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
+            "srun -n 6 app\nsrun --ntasks=1 --nodes=1 app once\nfor i in 1; do :; done\n")
+    plan = _plan(text=text)
+    assert plan.launcher == "script"
+    bindir = _fake_bin(tmp_path, "app")
+    ranks, once = [], []
+    for node in (0, 1):
+        _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("job-sbatch", node, 2))
+        for c in _calls(log):
+            (once if c["args"] == ["once"] else ranks).append(int(c["env"]["SLURM_PROCID"]))
+    assert sorted(ranks) == [0, 1, 2, 3, 4, 5]
+    assert once == [0]
+
+
+def test_accelerate_machine_flags_come_from_pet_variables(tmp_path):
+    plan = _plan("accelerate/multinode.sbatch")
+    bindir = _fake_bin(tmp_path, "accelerate")
+    _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("accelerate-sft", 1, 2))
+    [call] = _calls(log)
+    assert call["args"][:9] == ["launch", "--num_machines", "2", "--machine_rank", "1", "--main_process_ip",
+                                "accelerate-sft-node-0-0.accelerate-sft", "--main_process_port", "29500"]
+    assert call["args"][9:] == ["--num_processes", "16", "--mixed_precision", "bf16", "sft.py", "--model",
+                                "meta-llama/Llama-3.1-8B", "--output_dir", "/checkpoints/sft"]
+    assert not any(k.startswith("SLURM") for k in call["env"])
+
+
+def test_torchrun_word_that_needs_the_shell_gets_a_preamble(tmp_path):
+    text = ("#!/bin/bash\n#SBATCH --job-name=t\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=4\n"
+            "DATA=/datasets/c4\nOUT=$(date +%s)\n"
+            "srun torchrun --nproc_per_node=$SLURM_GPUS_ON_NODE train.py --data $DATA --node $SLURM_NODEID "
+            "--name $SLURM_JOB_NAME --out \"$OUT/x\"\n")
+    plan = _plan(text=text)
+    assert plan.command == ("bash", "-c")
+    assert "L302" in {f.code for f in plan.findings}
+    bindir = _fake_bin(tmp_path, "torchrun", "date")
+    _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("t", 1, 2))
+    calls = [c for c in _calls(log) if c["name"] == "torchrun"]
+    assert len(calls) == 1
+    args = calls[0]["args"]
+    assert args[:6] == ["--nproc-per-node", "4", "train.py", "--data", "/datasets/c4", "--node"]
+    assert args[6] == "1" and args[7:9] == ["--name", "t"]
+    assert not any(k.startswith("SLURM") for k in calls[0]["env"]), "shell-local, not exported"
