@@ -63,7 +63,7 @@ def is_aux(cmd: Command) -> bool:
     return False
 
 
-def _inner_words(text: str) -> Optional[List[Tok]]:
+def _inner_words(text: str, deferred: bool) -> Optional[List[Tok]]:
     """`bash -c 'torchrun …'`: the words of a simple command string, or None when it is shell logic."""
     if _SHELL_META.search(text):
         return None
@@ -75,7 +75,7 @@ def _inner_words(text: str) -> Optional[List[Tok]]:
     for p in parts:
         if "$" in p or any(ch in p for ch in "*?[~"):
             quoted = '"' + p.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
-            out.append(Tok(p, quoted, False))
+            out.append(Tok(p, quoted, False, deferred))
         else:
             out.append(Tok.gen(p))
     return out or None
@@ -101,7 +101,7 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
     if w0 in mpi.MPI_TOOLS:
         return mpi.build(ctx, toks, srun, line)
     if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
-        inner = _inner_words(toks[2].value)
+        inner = _inner_words(toks[2].value, deferred=toks[2].literal)
         if inner is None:
             return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)

@@ -25,6 +25,7 @@ class Tok:
     value: str
     raw: str
     literal: bool = True
+    deferred: bool = False   # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
 
     @classmethod
     def gen(cls, value: str) -> "Tok":
@@ -235,7 +236,7 @@ PER_TASK_VARS = ("SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID")
 def check_batch_expansion(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> None:
     """`srun cmd --rank=$SLURM_PROCID` is expanded once by the batch shell: every task got the batch values."""
     for t in toks:
-        if t.literal:
+        if t.literal or t.deferred:
             continue
         for name in var_refs(t.raw):
             if name in PER_TASK_VARS:
@@ -369,7 +370,7 @@ def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> List[Tok]:
             out.append(t)
             continue
         v = static_value(ctx, t)
-        out.append(Tok(v, t.raw, True) if v is not None else t)
+        out.append(Tok(v, t.raw, True, t.deferred) if v is not None else t)
     return out
 
 
