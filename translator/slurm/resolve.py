@@ -325,7 +325,7 @@ class _Resolver:
 
     def _verify_gpus(self, comp: _Component) -> None:
         """The GPU request checks sbatch makes before submitting (gres_job_state_validate)."""
-        st = comp.state
+        st = {k: v for k, v in comp.state.items() if k not in comp.dropped}
 
         def count(name):
             v = st.get(name)
