@@ -16,6 +16,7 @@ The oracle must be running (./test.sh starts it). When it is not, these tests FA
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,42 @@ def test_precedence_cases_really_exercise_precedence(slurm_oracle):
     assert plain["job"]["time_limit_seconds"] == 90 * 60
     assert env_only["job"]["time_limit_seconds"] == 30 * 60
     assert both["job"]["time_limit_seconds"] == 5 * 60
+
+
+# ------------------------------------------------------------------ het jobs: every component
+HET_SCRIPTS = [p for p in ALL_SCRIPTS if isinstance(p, Path)
+               and re.search(rb"^#SBATCH[ \t]+(hetjob|packjob)\b", p.read_bytes(), re.M)]
+
+
+@pytest.mark.parametrize("script", HET_SCRIPTS, ids=_id)
+def test_hetjob_components_match_slurm(script, slurm_oracle, inspect_corpus):
+    """compare.py scores component 0 only; here every component's job fields are checked
+    against the component Slurm created (what each component inherits from the ones before
+    it is sbatch's business, e.g. name, time, account, dependency, but not mail-type)."""
+    rec = slurm_oracle[script]
+    clis = rec.get("cli_options")
+    assert isinstance(clis, list) and len(clis) >= 2, "Slurm did not see a het job"
+    ours = inspect_corpus.records[oracles.realpath(script)]
+    comps = ours.get("components")
+    assert isinstance(comps, list) and len(comps) == len(clis), (
+        "Slurm made %d components, inspect reports %s" % (len(clis), None if comps is None else len(comps)))
+    sdir = os.path.dirname(oracles.realpath(script))
+    het_jobs = rec.get("het_components") or [None] * len(clis)
+    wrong = []
+    for i, (cli, job) in enumerate(zip(clis, het_jobs)):
+        comp_rec = {"accepted": rec["accepted"] and job is not None, "cli_options": cli, "job": job,
+                    "script_abspath": rec.get("script_abspath"), "script": rec["script"]}
+        expected = oracles.oracle_expected_job(comp_rec)
+        got_job = comps[i].get("job") or {}
+        for name, want in expected.items():
+            got = got_job.get(name)
+            if name in ("output", "error"):
+                # sbatch's dump shows later components' patterns made absolute (script dir)
+                w = oracles.normalise_field("chdir", want, sdir)
+                g = oracles.normalise_field("chdir", got, sdir)
+            else:
+                w = oracles.normalise_field(name, want, sdir)
+                g = oracles.normalise_field(name, got, sdir)
+            if w != g:
+                wrong.append("component %d %s: Slurm %r, inspect %r" % (i, name, want, got))
+    assert not wrong, "\n  ".join(["het components disagree with real Slurm:"] + wrong)
