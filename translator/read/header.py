@@ -180,17 +180,20 @@ def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
     if m is None:
         return None
     indent, hashes, bang, space, word, rest = m.groups()
+    if word[:6] == "SBATCH" and len(word) > 6:      # `##SBATCHhetjob`, `  #SBATCH--x`: the magic word glued to text
+        word = "SBATCH"
     upper = word.upper()
-    if upper.startswith("SBATCH") and len(upper) > 6 and word[:6] == "SBATCH":
-        upper = word = "SBATCH"
-    elif upper.startswith("SBATCH") and len(upper) > 6:
-        upper, word = "SBATCH", word[:6]
     exact = word in ("SBATCH", "SLURM")
     near = upper in ("SBATCH", "SLURM")
-    if not near:
-        if not (4 <= len(upper) <= 8 and _OPTION_AFTER.match(rest) and _distance(upper, "SBATCH") <= 2):
+    if not exact:
+        # case variants and misspellings count only when an option follows (`# sbatch job.sh` is prose)
+        if not _OPTION_AFTER.match(rest):
+            return None
+        if not near and not (4 <= len(upper) <= 8 and _distance(upper, "SBATCH") <= 2):
             return None
     shown = f"{hashes}{bang}{space}{word}"
+    if not near:
+        return R125_TYPO, f"`{shown}` looks like a misspelt `#SBATCH`; sbatch reads it as a comment"
     if indent and hashes == "#" and not bang and not space and exact:
         return R123_INDENTED, (f"`{shown}` is indented; sbatch only reads `#{word}` at column 0, so this line is a comment")
     if bang:
@@ -201,10 +204,8 @@ def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
     if space:
         return R121_SPACE_AFTER_HASH, (f"`{shown}` has a blank after `#`; sbatch only reads `#SBATCH` with no blank, so this "
                                        "line is a comment")
-    if near and not exact:
+    if not exact:
         return R124_WRONG_CASE, f"`#{word}` is not `#SBATCH`: the magic word is case-sensitive, so this line is a comment"
-    if not near:
-        return R125_TYPO, f"`#{word}` looks like a misspelt `#SBATCH`; sbatch reads it as a comment"
     return None
 
 

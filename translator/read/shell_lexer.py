@@ -38,6 +38,16 @@ _ASSIGN_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 
+_CONTINUATION = re.compile(r"[ \t]*\\\n[ \t]*")
+
+
+def _join_continuations(text: str) -> str:
+    """Command text with `\\`-newline continuations joined by one blank."""
+    if "\\\n" in text:
+        text = _CONTINUATION.sub(" ", text)
+    return text.strip()
+
+
 OPENERS_THEN_CMD = {"if": "IF", "elif": "ELIF", "while": "LOOP", "until": "LOOP"}
 SIMPLE_KEYWORDS = {"then": "THEN", "else": "ELSE", "do": "DO", "{": "LBRACE"}
 CLOSERS = {"fi": "FI", "done": "DONE", "esac": "ESAC", "}": "RBRACE"}
@@ -482,7 +492,7 @@ class ShellLexer:
                     seg.background = background
                     seg.line = self.line_at(seg.start)
                     seg.end_line = self.line_at(max(seg.start, end - 1))
-                    seg.text = text[seg.start:end].replace("\\\n", " ").strip()
+                    seg.text = _join_continuations(text[seg.start:end])
                     self.emit(LexToken("CMD", seg.line, seg.end_line, seg.text, seg))
             seg = None
             mode = "cmd"
@@ -516,6 +526,8 @@ class ShellLexer:
                 if seg is None:
                     ln = self.line_at(i)
                     self.emit(LexToken("COMMENT", ln, ln, text[i:k]))
+                else:
+                    end_segment(i, "")          # a trailing comment is not part of the command text
                 i = k
                 continue
             if c == "\\":
@@ -796,7 +808,7 @@ class ShellLexer:
 
     def _emit_header(self, seg: Segment, kind: str, start: int, end: int) -> None:
         ln = self.line_at(start)
-        header = self.text[start:end].replace("\\\n", " ").strip()
+        header = _join_continuations(self.text[start:end])
         if kind in ("for", "select"):
             self.emit(LexToken("LOOP", ln, self.line_at(max(start, end - 1)), header))
         elif kind == "case":

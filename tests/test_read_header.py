@@ -1,0 +1,129 @@
+"""The #SBATCH header scan (opt.c _opt_batch_script), look-alike lines, #PBS/#BSUB, hetjob components.
+
+Expectations come from sbatch-semantics.md sections 1, 4 and 15 and from the oracle's verdicts
+(sample 14: directives after the first command are ignored)."""
+from __future__ import annotations
+
+from translator.read import read_script
+
+
+def read(text: str, name="job.sbatch"):
+    return read_script(text.encode(), name)
+
+
+def codes_at(script, line):
+    return sorted(d.code for d in script.diagnostics if d.line == line)
+
+
+def test_directives_with_line_numbers_and_raw_text():
+    s = read("#!/bin/bash\n#SBATCH -N 2 -n8\n\n# comment\n#SBATCH --nodes 2\nsrun hostname\n")
+    assert [(d.line, d.words, d.prefix) for d in s.directives] == [
+        (2, ("-N", "2", "-n8"), "#SBATCH"), (5, ("--nodes", "2"), "#SBATCH")]
+    assert s.directives[0].text == "#SBATCH -N 2 -n8"
+    assert s.body_start_line == 6
+    assert s.shebang == "#!/bin/bash" and s.shell == "bash"
+    assert s.components == 1 and not s.sbatch_refuses and s.line_count == 6
+
+
+def test_scan_continues_over_blank_comment_shebang_like_and_pbs_lines():
+    text = "#!/bin/bash\n\n   \n\t# indented comment\n#!/not/a/shebang\n#PBS -N x\n#SBATCH -t 10\nmodule load x\n"
+    s = read(text)
+    assert [d.line for d in s.directives] == [7]
+    assert s.body_start_line == 8
+
+
+def test_scan_stops_at_the_first_command_even_a_colon():
+    for first in ("set -e", "echo hi", "module load cuda", ":", "  x=1", "f() { :; }"):
+        s = read(f"#!/bin/bash\n#SBATCH -N 1\n{first}\n#SBATCH -N 8 -t 10\n")
+        assert [d.words for d in s.directives] == [("-N", "1")], first
+        assert s.body_start_line == 3
+        [ign] = s.ignored
+        assert ign.line == 4 and ign.reason == "R120"
+        assert "line 3" in ign.explanation            # names the first command's line
+        assert codes_at(s, 4) == ["R120"]
+
+
+def test_no_blank_needed_and_case_sensitive_column_zero():
+    s = read("#!/bin/bash\n#SBATCH--nodes=2\n#SBATCHhetjob\n#SBATCH -t 5\nsrun x\n")
+    assert [(d.line, d.words, d.component) for d in s.directives] == [(2, ("--nodes=2",), 0), (4, ("-t", "5"), 1)]
+    assert s.components == 2 and s.hetjob_separator_lines == (3,)
+
+
+def test_lookalikes_each_have_a_code_and_a_warning_with_the_line():
+    text = ("#!/bin/bash\n"
+            "# SBATCH -N 3\n"          # 2 R121
+            "##SBATCH -N 4\n"          # 3 R122
+            "  #SBATCH -N 5\n"         # 4 R123
+            "#sbatch -N 6\n"           # 5 R124
+            "#SBATCh -N 6\n"           # 6 R124
+            "#SBTACH -N 7\n"           # 7 R125
+            "#SBACTH --time=1\n"       # 8 R125
+            "#SABTCH -N 1\n"           # 9 R125
+            "#!SBATCH -N 8\n"          # 10 R126
+            "#\tSBATCH -N 9\n"         # 11 R121
+            "#SBATCH -N 1\n"
+            "srun x\n")
+    s = read(text)
+    assert [(i.line, i.reason) for i in s.ignored] == [
+        (2, "R121"), (3, "R122"), (4, "R123"), (5, "R124"), (6, "R124"), (7, "R125"), (8, "R125"), (9, "R125"),
+        (10, "R126"), (11, "R121")]
+    for ign in s.ignored:
+        assert codes_at(s, ign.line) == [ign.reason]
+        assert ign.explanation
+    assert [d.words for d in s.directives] == [("-N", "1")]
+
+
+def test_ordinary_comments_are_not_lookalikes():
+    s = read("#!/bin/bash\n# Submit with sbatch job.sh\n# batch size -N\n# SEARCH the logs\n# sbatchfile\n#SBATCH -N 1\nx\n")
+    assert s.ignored == ()
+    assert [d.code for d in s.diagnostics] == []
+    # a near miss followed by an option is a misspelt directive, whatever the spacing
+    s = read("#!/bin/bash\n# BATCH -x\n#SBATCH -N 1\nx\n")
+    assert [(i.line, i.reason) for i in s.ignored] == [(2, "R125")]
+
+
+def test_slurm_prefix_is_applied_with_a_warning():
+    s = read("#!/bin/bash\n#SLURM -N 3\nsrun x\n")
+    assert [(d.prefix, d.words) for d in s.directives] == [("#SLURM", ("-N", "3"))]
+    assert codes_at(s, 2) == ["R127"] and not s.sbatch_refuses
+
+
+def test_pbs_and_bsub_are_foreign_directives_with_warnings():
+    s = read("#!/bin/bash\n#SBATCH -t 10\n#PBS -l walltime=1:00:00\necho x\n#PBS -N late\n")
+    assert [(f.line, f.family) for f in s.foreign] == [(3, "PBS"), (5, "PBS")]   # not limited to the header
+    assert codes_at(s, 3) == ["R128"] and codes_at(s, 5) == ["R128"]
+    s = read("#!/bin/bash\n#BSUB -n 4\n#PBS -N x\nhostname\n")
+    assert [(f.line, f.family) for f in s.foreign] == [(2, "BSUB"), (3, "PBS")]
+    sev = {d.line: d.severity for d in s.diagnostics}
+    assert sev == {2: "warning", 3: "info"}       # BSUB is tried first; only one family is used
+
+
+def test_pbs_scan_gives_up_after_100_non_comment_lines():
+    body = "echo x\n" * 101
+    s = read("#!/bin/bash\n" + body + "#PBS -N late\n")
+    assert s.foreign == ()
+
+
+def test_hetjob_components_and_separator_lines():
+    s = read("#!/bin/bash\n#SBATCH -N 2\n#SBATCH hetjob\n#SBATCH -N 3\n#SBATCH packjob\n#SBATCH -N 4\nsrun x\n")
+    assert [(d.line, d.component) for d in s.directives] == [(2, 0), (4, 1), (6, 2)]
+    assert s.components == 3 and s.hetjob_separator_lines == (3, 5)
+    assert "R135" in codes_at(s, 3)
+
+
+def test_heredoc_directives_after_the_first_command_are_reported_as_generated_text():
+    s = read("#!/bin/bash\n#SBATCH -N 1\ncat > gen.sh <<EOF\n#!/bin/bash\n#SBATCH -N 4\nsrun x\nEOF\n#SBATCH -N 9\n")
+    assert [(i.line, i.reason) for i in s.ignored] == [(5, "R129"), (8, "R120")]
+
+
+def test_directive_line_keeps_template_placeholders():
+    s = read("#!/bin/bash\n#SBATCH --nodes={{nodes}}\n#SBATCH -A <netid>\nsrun x\n")
+    assert [d.words for d in s.directives] == [("--nodes={{nodes}}",), ("-A", "<netid>")]
+
+
+def test_csh_script_header_is_read_the_same_way():
+    s = read("#!/bin/csh\n#SBATCH -N 2\n#SBATCH -t 5\nsetenv OMP_NUM_THREADS 4\nsrun ./a.out\n")
+    assert s.shell == "csh"
+    assert [d.words for d in s.directives] == [("-N", "2"), ("-t", "5")]
+    assert s.body_start_line == 4
+    assert any(d.code == "R144" for d in s.diagnostics)
