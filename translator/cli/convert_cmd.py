@@ -57,29 +57,15 @@ def write_atomic(path: str, text: str) -> None:
 
 def _load_profile(option_path, script_path):
     """--profile FILE, else $SLURM2KF_PROFILE, else ./slurm2kf.yaml found upward from the script."""
-    path = option_path or os.environ.get(PROFILE_ENV) or None
-    try:
-        from translator.profile import load as profile_load
-    except ImportError:
-        if path:
-            raise click.UsageError("site profiles are not available in this build")
-        return None, None
+    from translator.profile import load as profile_load
+
+    path = profile_load.find_profile(script_path, explicit=option_path or None)
     if not path:
-        finder = getattr(profile_load, "find_profile", None)
-        path = finder(script_path) if finder else None
-        if not path:
-            return None, None
+        return None, None
     try:
         return profile_load.load_profile(path), path
-    except Exception as exc:  # the loader reports line-numbered problems; show them, no traceback
-        diag = getattr(exc, "diagnostic", None) or getattr(exc, "diagnostics", None)
-        if isinstance(diag, (list, tuple)):
-            msg = "\n".join(d.format(path) for d in diag)
-        elif diag is not None:
-            msg = diag.format(path)
-        else:
-            msg = f"{path}: {exc}"
-        click.echo(msg, err=True)
+    except profile_load.ProfileError as exc:   # line-numbered problems, no traceback
+        click.echo(exc.format(), err=True)
         raise SystemExit(USAGE_ERROR)
 
 

@@ -208,7 +208,11 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                                 + " ".join(pkgs), None, "bake them into the image to start faster"))
     for cmd in dropped_before:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
-        if cmd.kind == CD:
+        if cmd.kind == SOURCE:
+            findings.append(Finding(WARNING, "P440", f"`{cmd.text.strip()}` sets up the shell environment on Slurm; "
+                                    "the image must provide the same environment", cmd.line,
+                                    "build that environment into the image (--image)"))
+        elif cmd.kind == CD:
             findings.append(Finding(WARNING, "P428", f"`{cmd.text.strip()}` changes directory; a TrainJob runs in the "
                                     "image's working directory", cmd.line, "use absolute paths in the command"))
         elif name in _INFORMATIONAL:
@@ -326,7 +330,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(smap))
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
-            p = apply_profile(p, script, job, settings.profile)
+            p = apply_profile(p, script, job, settings.profile, settings)
         out.append(p)
     return tuple(out)
 
