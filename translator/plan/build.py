@@ -206,6 +206,17 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     if pkgs:
         findings.append(Finding(INFO, "P423" if False else "P424", "pip installs run in each pod before the launcher: "
                                 + " ".join(pkgs), None, "bake them into the image to start faster"))
+    discovery = False
+    for cmd in dropped_before + after:
+        name = common.basename(cmd.words[0].value) if cmd.words else ""
+        discovery = name == "scontrol" or (discovery and cmd.connector == "|")
+        if discovery:
+            findings.append(Finding(INFO, "P441", f"`{cmd.text.strip()}` reads the Slurm node list; the Kubeflow "
+                                    "runtime provides the nodes to the launcher, so it is not carried", cmd.line))
+            smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
+    discovered = {f.line for f in findings if f.code == "P441"}
+    dropped_before = [c for c in dropped_before if c.line not in discovered]
+    after = [c for c in after if c.line not in discovered]
     for cmd in dropped_before:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
         if cmd.kind == SOURCE:
