@@ -204,7 +204,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                                 "with that environment", e.line, "build the environment into the image (--image)"))
         smap.append(SourceMap("spec.trainer.image", (e.line,), "approximated"))
     if pkgs:
-        findings.append(Finding(INFO, "P423" if False else "P424", "pip installs run in each pod before the launcher: "
+        findings.append(Finding(INFO, "P424", "pip installs run in each pod before the launcher: "
                                 + " ".join(pkgs), None, "bake them into the image to start faster"))
     discovery = False
     for cmd in dropped_before + after:
