@@ -859,3 +859,95 @@ def python_plan_problems(source: str, plans) -> List[str]:
             if value not in consts:
                 problems.append(f"{what} {value!r} is not a string constant of the emitted Python")
     return problems
+
+
+def k8s_effective(value: str):
+    """What a container sees for an env value / command / arg written as `value` in a pod spec.
+
+    Kubernetes expands `$(NAME)` references in those fields (kubelet, third_party/forked/golang/
+    expansion): `$$` is an escaped `$`, `$(NAME)` is replaced by the variable when it is defined and
+    left as written otherwise, any other `$` is literal. Returns (text with no variable defined,
+    names referenced): user text survives only if the second is empty, since a referenced name
+    could be defined by the runtime (PET_*, ...) or by another env entry.
+    """
+    out, refs, i, n = [], [], 0, len(value)
+    while i < n:
+        ch = value[i]
+        if ch == "$" and i + 1 < n:
+            nxt = value[i + 1]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "(":
+                close = value.find(")", i + 2)
+                if close != -1:
+                    refs.append(value[i + 2:close])
+                    out.append(value[i:close + 1])
+                    i = close + 1
+                    continue
+            out.append("$" + nxt)
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out), refs
+
+
+def survives_k8s(user: str, emitted: str) -> bool:
+    """True when `emitted` (an env value, command or arg in the TrainJob) reaches the container as `user`."""
+    text, refs = k8s_effective(emitted)
+    return text == user and not refs
+
+
+# ---- realistic, valid scripts (so that most examples reach launchers, plan and emitters) ----------
+
+_VALID_DIRECTIVES = (
+    "--nodes={n}", "-N {n}", "-N{n}", "--ntasks-per-node={t}", "--ntasks={nt}", "-n {nt}", "--cpus-per-task={c}",
+    "-c{c}", "--gres=gpu:{g}", "--gres=gpu:a100:{g}", "--gpus-per-node={g}", "--gpus-per-task=1", "--gpus={gt}",
+    "-G {gt}", "--mem={m}G", "--mem-per-cpu={m}00M", "--mem-per-gpu={m}G", "--time={h}:00:00", "-t {h}-00:00:00",
+    "-t 90", "--time=2:30", "--partition=gpu", "-p cpu", "--account=proj{n}", "--qos=normal", "--exclusive",
+    "--requeue", "--signal=B:USR1@300", "--array=0-{n}%2", "--dependency=afterok:123", "--constraint=a100",
+    "--output=logs/%x-%j.out", "--error=logs/%x-%j.err", "--chdir=/scratch/run", "--mail-type=END,FAIL",
+    "--mail-user=me@example.org", "--export=ALL", "--comment=\"nightly run\"", "--reservation=maint",
+    "--job-name={name}", "-J {name}", "--tmp=100G", "--container-image=nvcr.io\\#nvidia/pytorch:24.01-py3",
+)
+
+
+@st.composite
+def valid_script_text(draw) -> str:
+    """A script sbatch accepts, built like real ones: a header of valid directives, an environment
+    setup, and one (sometimes more) launch line of a known family, LF line endings."""
+    nums = {"n": draw(st.integers(1, 8)), "t": draw(st.integers(1, 8)), "nt": draw(st.integers(1, 64)),
+            "c": draw(st.integers(1, 32)), "g": draw(st.integers(1, 8)), "gt": draw(st.integers(1, 64)),
+            "m": draw(st.integers(1, 512)), "h": draw(st.integers(0, 72)),
+            "name": draw(st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=1, max_size=20))}
+    chosen = draw(st.lists(st.sampled_from(_VALID_DIRECTIVES), min_size=1, max_size=8, unique=True))
+    mem = [d for d in chosen if d.startswith("--mem")]
+    chosen = [d for d in chosen if not d.startswith("--mem")] + mem[:1]       # one memory option (sbatch rule)
+    if any(d.startswith("--gpus-per-node") for d in chosen):
+        chosen = [d for d in chosen if not d.startswith("--gres")]            # exclusive with --gres=gpu
+    lines = [draw(st.sampled_from(["#!/bin/bash", "#!/bin/bash -l", "#!/usr/bin/env bash"]))]
+    lines += ["#SBATCH " + d.format(**nums) for d in chosen]
+    if draw(st.booleans()):
+        lines.append("#SBATCH " + draw(st.sampled_from(["--nodes=2  # two nodes", "--time=1:00:00 # 1h"])))
+    lines.append("")
+    setup = draw(st.lists(st.one_of(
+        st.sampled_from(["set -euo pipefail", "module purge", "module load cuda/12.1 nccl/2.18",
+                         "source ~/miniconda3/etc/profile.d/conda.sh", "conda activate train",
+                         "source .venv/bin/activate", "cd $SLURM_SUBMIT_DIR",
+                         "export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)",
+                         "export MASTER_PORT=29500", "pip install -r requirements.txt",
+                         "pip install torch==2.3.0 'transformers>=4.40'", "mkdir -p logs"]),
+        st.builds(lambda k, v: f"export {k}={shell_quote(v)}", st.sampled_from(_ENV_NAMES), hostile_text(0, 30)),
+    ), max_size=6))
+    lines += setup
+    lines.append(draw(launch_line()))
+    if draw(st.integers(0, 5)) == 0:
+        lines.append(draw(launch_line()))
+    return "\n".join(lines) + "\n"
+
+
+def any_script_bytes():
+    """Half realistic valid scripts, half hostile generated scripts and raw bytes."""
+    return st.one_of(valid_script_text().map(lambda s: s.encode("utf-8")), script_bytes())

@@ -25,7 +25,7 @@ def write(tmp_dir, name: str, data: bytes):
 
 
 @S.fuzz_settings(150)
-@given(data=S.script_bytes())
+@given(data=S.any_script_bytes())
 def test_inspect_json_exit_codes_and_contract(data, tmp_path_factory):
     path = write(tmp_path_factory.mktemp("inspect"), "job.sbatch", data)
     result = S.run_cli(["inspect", "--json", str(path)])
@@ -43,7 +43,7 @@ def test_inspect_json_exit_codes_and_contract(data, tmp_path_factory):
 
 
 @S.fuzz_settings(120)
-@given(data=S.script_bytes(), to=st.sampled_from(["yaml", "python", "json"]))
+@given(data=S.any_script_bytes(), to=st.sampled_from(["yaml", "python", "json"]))
 def test_convert_exit_codes(data, to, tmp_path_factory):
     path = write(tmp_path_factory.mktemp("convert"), "job.sbatch", data)
     result = S.run_cli(["convert", str(path), "--to", to, "-o", "-"])
@@ -57,7 +57,7 @@ def test_convert_exit_codes(data, to, tmp_path_factory):
 
 
 @S.fuzz_settings(12)
-@given(files=st.lists(S.script_bytes(), min_size=1, max_size=6))
+@given(files=st.lists(S.any_script_bytes(), min_size=1, max_size=6))
 def test_migrate_exit_codes(files, tmp_path_factory):
     root = tmp_path_factory.mktemp("migrate")
     src = root / "src"
@@ -75,7 +75,7 @@ def test_real_processes_print_no_traceback(tmp_path):
     samples = []
 
     @S.fuzz_settings(6, database=None)
-    @given(S.script_bytes())
+    @given(S.any_script_bytes())
     def collect(data):
         samples.append(data)
 

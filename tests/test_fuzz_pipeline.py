@@ -55,7 +55,7 @@ def check_outputs(conv, *, findings_comment: bool = False):
 
 
 @S.fuzz_settings(250)
-@given(S.script_bytes())
+@given(S.any_script_bytes())
 def test_convert_never_raises_and_outputs_are_faithful(data):
     check_outputs(convert(data))
 
@@ -68,22 +68,25 @@ def test_user_text_is_data_in_both_outputs(tagged):
     assert conv.file_error is None and conv.plans, conv.diagnostics
     text = check_outputs(conv, findings_comment=True)
     docs = S.load_yaml_docs(text)
+    consts = S.python_string_constants(S.render_python(conv.plans))
     for doc in docs:
         assert not [k for k in S.yaml_keys(doc) if S.MARKER in str(k)], "user text became a YAML key"
-        values = list(S.string_values(doc))
+        assert tagged.job_name in S.string_values(doc), "the original job name is kept as data"
+        trainer = doc["spec"]["trainer"]
+        env = {e["name"]: e["value"] for e in trainer.get("env") or []}
         for name, value in tagged.env:
-            assert {"name": name, "value": value} in (doc["spec"]["trainer"].get("env") or []), (name, value)
+            # Kubernetes expands $(NAME) in env values, command and args: the emitter must escape it
+            assert name in env and S.survives_k8s(value, env[name]), (name, value, env.get(name))
+            assert env[name] in consts, f"env value {env[name]!r} is not a constant of the Python"
+        words = list(trainer.get("command") or []) + list(trainer.get("args") or [])
         for arg in tagged.args:
             quoted = S.shell_quote(arg)   # as written in the script, when the body is kept as shell code
-            assert any(arg == v or arg in v or quoted in v for v in values), f"launch argument {arg!r} lost"
-    source = S.render_python(conv.plans)
-    consts = S.python_string_constants(source)
-    for name, value in tagged.env:
-        assert value in consts, f"env value {value!r} is not a constant of the Python"
+            assert any(S.survives_k8s(arg, w) or S.k8s_effective(w)[0].find(quoted) >= 0 for w in words), \
+                f"launch argument {arg!r} lost: {words!r}"
 
 
 @S.fuzz_settings(80)
-@given(data=S.script_bytes())
+@given(data=S.any_script_bytes())
 def test_every_emitted_trainjob_passes_slurm2kf_validate(data, tmp_path_factory):
     conv = convert(data)
     if conv.file_error is not None or not conv.plans:
@@ -101,7 +104,7 @@ def test_sample_passes_the_kubeflow_oracle(tmp_path):
     written = []
 
     @S.fuzz_settings(60, database=None)
-    @given(st.one_of(S.script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode())))
+    @given(st.one_of(S.any_script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode())))
     def collect(data):
         conv = convert(data)
         if conv.file_error is None and conv.plans:
