@@ -79,6 +79,10 @@ PROBES = {
     "dependency_bad_type": ["#SBATCH --dependency=foo:1"],
     "chdir_relative": ["#SBATCH -D rel/dir"],
     "export_vars": ["#SBATCH --export=ALL,FOO=bar"],
+    "throttle_zero": ["#SBATCH --array=1-3%0"],
+    # options sbatch reads only from its command line (first pass): no effect in #SBATCH lines
+    "early_help": ["#SBATCH --help"], "early_usage": ["#SBATCH --usage"], "early_version": ["#SBATCH -V"],
+    "early_quiet_verbose": ["#SBATCH -Q -v"], "early_wrap": ["#SBATCH --wrap=x"],
     # merging and cross-option checks
     "mem_and_mem_per_cpu": ["#SBATCH --mem=8G", "#SBATCH --mem-per-cpu=2G"],
     "gpus_per_node_and_gres": ["#SBATCH --gpus-per-node=2 --gres=gpu:2"],

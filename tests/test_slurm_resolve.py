@@ -49,6 +49,17 @@ def test_doc_vectors():
     assert resolve(script((2, "--output=$HOME/o.log"))).fields.output == "$HOME/o.log"
 
 
+def test_command_line_only_options_have_no_effect_in_directives():
+    # oracle: `#SBATCH --wrap=x`, `--help`, `-V`, `-Q`, `-v` in a script are skipped by sbatch
+    j = resolve(script((2, ["--wrap=python other.py", "--help", "-V", "-Qv"]), (3, "-N 2")))
+    assert j.sbatch_accepts and j.options == {"nodes": "2"}
+    assert codes(j).count("O223") == 5
+
+
+def test_throttle_zero_is_no_limit():
+    assert resolve(script((2, "--array=1-3%0"))).fields.array_throttle is None
+
+
 def test_array_fields():
     f = resolve(script((2, "--array=0-15:4%2"))).fields
     assert (f.array, f.array_throttle) == ("0-15:4", 2)

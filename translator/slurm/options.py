@@ -30,6 +30,7 @@ class OptionSpec:
     hidden: bool = False        # not in `sbatch --help`
     per_component: bool = True  # reset for each hetjob component (Slurm's reset_each_pass)
     summary: str = ""
+    early_pass: bool = False    # read only from the command line; sbatch skips it in #SBATCH lines
 
     @property
     def key(self) -> str:
@@ -38,8 +39,8 @@ class OptionSpec:
 
 
 def _o(name, arg=REQUIRED, short=None, value="string", canonical=None, hidden=False, carried=False,
-       summary=""):
-    return OptionSpec(name, arg, short, value, canonical, hidden, not carried, summary)
+       summary="", early=False):
+    return OptionSpec(name, arg, short, value, canonical, hidden, not carried, summary, early)
 
 
 # Options that keep their value from one hetjob component to the next (observed with the oracle:
@@ -86,7 +87,7 @@ _TABLE = (
     _o("gpus-per-task", value="gpus", summary="GPUs per task"),
     _o("gres", value="gres", summary="generic resources per node"),
     _o("gres-flags", value="gres_flags", summary="GRES management flags"),
-    _o("help", NONE, short="h", value="flag", summary="show help"),
+    _o("help", NONE, short="h", value="flag", summary="show help", early=True),
     _o("hint", summary="application binding hints"),
     _o("hold", NONE, short="H", value="flag", carried=True, summary="submit job held"),
     _o("ignore-pbs", NONE, value="flag", carried=True, summary="ignore #PBS and #BSUB lines"),
@@ -128,7 +129,7 @@ _TABLE = (
     _o("profile", carried=True, summary="acct_gather_profile"),
     _o("propagate", OPTIONAL, carried=True, summary="propagate rlimits"),
     _o("qos", short="q", carried=True, summary="quality of service"),
-    _o("quiet", NONE, short="Q", value="flag", carried=True, summary="quiet mode"),
+    _o("quiet", NONE, short="Q", value="flag", carried=True, summary="quiet mode", early=True),
     _o("reboot", NONE, value="flag", carried=True, summary="reboot nodes before the job"),
     _o("requeue", NONE, value="flag", carried=True, summary="permit requeue"),
     _o("reservation", carried=True, summary="reservation(s)"),
@@ -144,14 +145,14 @@ _TABLE = (
     _o("time-min", value="time", carried=True, summary="minimum time limit"),
     _o("tmp", value="mem", summary="temporary disk per node"),
     _o("uid", carried=True, summary="user to run the job as (root only)"),
-    _o("usage", NONE, value="flag", summary="brief usage"),
+    _o("usage", NONE, value="flag", summary="brief usage", early=True),
     _o("use-min-nodes", NONE, value="flag", summary="prefer the smaller node count"),
-    _o("verbose", NONE, short="v", value="flag", carried=True, summary="verbose mode"),
-    _o("version", NONE, short="V", value="flag", summary="print version"),
+    _o("verbose", NONE, short="v", value="flag", carried=True, summary="verbose mode", early=True),
+    _o("version", NONE, short="V", value="flag", summary="print version", early=True),
     _o("wait", NONE, short="W", value="flag", carried=True, summary="wait for completion"),
     _o("wait-all-nodes", value="wait_all_nodes", carried=True, summary="wait for all nodes to boot"),
     _o("wckey", carried=True, summary="wckey"),
-    _o("wrap", summary="wrap a command string in a sh script"),
+    _o("wrap", summary="wrap a command string in a sh script", early=True),
 )
 
 #: getopt table entries by long name (aliases included)

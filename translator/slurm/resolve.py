@@ -46,6 +46,7 @@ O219_MISSING_REQUIREMENT = "O219"
 O220_WRAPPER_TRANSLATED = "O220"
 O221_WRAPPER_ERROR = "O221"
 O222_WRAPPER_IGNORED = "O222"
+O223_COMMAND_LINE_ONLY = "O223"
 
 CODES = {
     O201_UNKNOWN_OPTION: ERROR, O202_AMBIGUOUS_OPTION: ERROR, O203_MISSING_ARGUMENT: ERROR,
@@ -55,6 +56,7 @@ CODES = {
     O214_UNKNOWN_ENV: WARNING, O215_SITE_GRES: WARNING, O216_DOUBLE_GPU_REQUEST: WARNING,
     O217_SHARED_SETTING: INFO, O218_ENV_IGNORED: INFO, O219_MISSING_REQUIREMENT: ERROR,
     O220_WRAPPER_TRANSLATED: WARNING, O221_WRAPPER_ERROR: ERROR, O222_WRAPPER_IGNORED: INFO,
+    O223_COMMAND_LINE_ONLY: WARNING,
 }
 
 _GETOPT_CODES = {
@@ -245,6 +247,11 @@ class _Resolver:
                 comp.settings.append(OptionSetting(po.spank[1], po.value or "", source, po.line, po.written))
                 continue
             self._note_spelling(po, source)
+            if po.spec.early_pass and source == DIRECTIVE:
+                # sbatch reads these in its first pass over the command line only
+                self.diag(O223_COMMAND_LINE_ONLY, f"`{po.written}` has no effect in a #SBATCH line: sbatch reads "
+                          f"--{po.spec.key} only from its command line", po.line, "remove the line")
+                continue
             self.apply(comp, po.spec, po.value, source, po.line, po.written)
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
@@ -577,6 +584,7 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
     array = throttle = None
     if "array" in st:
         array, throttle = V.split_array(raw("array") or "")
+        throttle = throttle or None          # %0 means no limit (Slurm stores no throttle)
         array = array.strip()
         if array.startswith("[") and array.endswith("]"):
             array = array[1:-1]
