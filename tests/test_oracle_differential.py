@@ -15,8 +15,10 @@ The oracle must be running (./test.sh starts it). When it is not, these tests FA
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import types
 from pathlib import Path
 
 import pytest
@@ -236,18 +238,50 @@ PRECEDENCE_CASES = [
     ("cli-gpus-per-node-with-directive-gres", "gres_bare_gpu_name.sbatch", [], ["--gpus-per-node=2"]),
     ("env-on-refused-script-still-refused", "no_shebang_refused.sbatch",
      [("SBATCH_PARTITION", "cpu")], []),
+    ("env-ignore-pbs", "pbs_lines_translated.sbatch", [("SBATCH_IGNORE_PBS", "1")], []),
+    ("cli-ignore-pbs", "pbs_select_walltime.sbatch", [], ["--ignore-pbs"]),
+    ("env-output-error-beat-directives", "output_error_patterns.sbatch",
+     [("SBATCH_OUTPUT", "env-%j.out"), ("SBATCH_ERROR", "env-%j.err")], []),
+    ("env-cpus-per-gpu-conflicts-with-directive-cpus-per-task", "ntasks_only_with_cpus.sbatch",
+     [("SBATCH_GPUS_PER_TASK", "1"), ("SBATCH_CPUS_PER_GPU", "4"), ("SBATCH_MEM_PER_GPU", "20G")], []),
+    ("env-invalid-time-refused", "time_minutes_only.sbatch", [("SBATCH_TIMELIMIT", "abc")], []),
+    ("cli-export-beats-env-export", "export_none.sbatch",
+     [("SBATCH_EXPORT", "NONE")], ["--export=ALL,X=1"]),
+    ("cli-unknown-option-refused", "time_minutes_only.sbatch", [], ["--bogus"]),
+    ("cli-ambiguous-prefix-refused", "time_minutes_only.sbatch", [], ["--nod=3"]),
+    ("env-exclusive-value-is-the-argument", "no_requeue_signal_plain.sbatch",
+     [("SBATCH_EXCLUSIVE", "yes")], []),
+    ("env-qos-constraint-wckey-open-mode", "time_minutes_only.sbatch",
+     [("SBATCH_CONSTRAINT", "gpu"), ("SBATCH_QOS", "high"), ("SBATCH_WCKEY", "wk"),
+      ("SBATCH_OPEN_MODE", "append")], []),
+    ("cli-mem-resets-env-mem-per-cpu", "mem_default_unit_mib.sbatch",
+     [("SBATCH_MEM_PER_CPU", "2G")], ["--mem=4G"]),
+    ("env-unknown-partition-sbatch-accepts", "time_minutes_only.sbatch",
+     [("SBATCH_ACCOUNT", "Team"), ("SBATCH_PARTITION", "nonexistent")], []),
+    ("env-gpus-and-gpus-per-node-refused-by-22.05", "time_minutes_only.sbatch",
+     [("SBATCH_GPUS", "a100:4"), ("SBATCH_GPUS_PER_NODE", "a100:2")], ["-N", "2"]),
 ]
 
 
 @pytest.mark.parametrize("case", PRECEDENCE_CASES, ids=[c[0] for c in PRECEDENCE_CASES])
-def test_precedence_matches_slurm(case, slurm_oracle):
+def test_precedence_matches_slurm(case, slurm_oracle, cli):
+    """In-process CLI (click runner) to keep 30+ cases fast; the corpus run above uses a real
+    subprocess."""
     _, name, env, args = case
     script = F(name)
     rec = slurm_oracle.resolve([script], env=env, sbatch_args=args)[script]
     assert rec["rejected_by"] != "oracle-unavailable"
-    run = oracles.inspect_json([script], sbatch_env=env, sbatch_args=args)
-    ours = run.records.get(oracles.realpath(script))
-    assert ours is not None, "no inspect record (rc=%d): %s" % (run.returncode, run.stderr[-1500:])
+    argv = ["inspect", "--json"]
+    for k, v in env:
+        argv += ["--sbatch-env", "%s=%s" % (k, v)]
+    argv.append(str(script))
+    if args:
+        argv += ["--", *args]
+    result = cli(*argv)
+    lines = [ln for ln in result.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1, "expected one JSON line (exit %d): %r" % (result.exit_code, result.output[-1500:])
+    ours = json.loads(lines[0])
+    run = types.SimpleNamespace(returncode=result.exit_code)
     refused = rec["rejected_by"] == "sbatch"
     assert ours["sbatch_accepts"] is (not refused), (
         "Slurm: %s; inspect sbatch_accepts=%r %s" % (
