@@ -218,6 +218,12 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
         except OSError as exc:
             raise MigrateError("M610", f"cannot create output folder {out!r}: {exc.strerror or exc}") from None
     old_manifest = (F.read_manifest(out) or {}) if write_outputs and os.path.isdir(out) else {}
+    if write_outputs and not opts.check and not old_manifest:
+        # Claim the folder first, so a run killed half-way can be resumed without --force.
+        try:
+            F.write_if_changed(os.path.join(out, F.MANIFEST_NAME), F.manifest_bytes({}, {}, [], __version__))
+        except OSError as exc:
+            raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
 
     ctx = WorkContext(out_dir=out if write_outputs else None, settings=settings, check=opts.check,
                       max_size=opts.max_size)

@@ -47,6 +47,7 @@ class FileResult:
 
 _CTX: Optional[WorkContext] = None
 _PROFILES: dict = {}       # profile path -> (Profile | None, load diagnostics), per process
+_FOLDER_PROFILE: dict = {} # script folder -> profile path (or None), per process
 
 
 def _settings_for(c: Candidate, ctx: WorkContext):
@@ -58,7 +59,10 @@ def _settings_for(c: Candidate, ctx: WorkContext):
         from translator.profile.load import ProfileError, find_profile, load_profile
     except ImportError:
         return settings, ()
-    path = find_profile(os.path.abspath(c.path))
+    folder = os.path.dirname(os.path.abspath(c.path))
+    if folder not in _FOLDER_PROFILE:
+        _FOLDER_PROFILE[folder] = find_profile(os.path.join(folder, "x"))
+    path = _FOLDER_PROFILE[folder]
     if not path:
         return settings, ()
     if path not in _PROFILES:
@@ -83,8 +87,6 @@ def warm_up() -> None:
     import translator.pipeline  # noqa: F401
     import translator.report.build  # noqa: F401
     import translator.report.html  # noqa: F401
-    import translator.report.json_report  # noqa: F401
-    import translator.report.markdown  # noqa: F401
     for mod in ("translator.read", "translator.slurm.resolve", "translator.plan.build",
                 "translator.emit.trainjob_yaml", "translator.emit.sdk_python"):
         try:
@@ -173,12 +175,13 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
 
 
 def _result(rel: str, sr, **kw) -> FileResult:
-    """Serialise the record and render its report fragments here, in the worker, in parallel."""
-    from translator.report import html, json_report, markdown
+    """Serialise the record and render its HTML section here, in the worker, in parallel."""
+    import json
+
+    from translator.report import html
 
     full = sr.to_json()
-    light = {k: v for k, v in full.items() if k not in ("rows", "yaml")}
-    record_json = json_report.record_text(sr)
-    md = markdown.script_section(sr) if sr.outcome != "clean" else ""
-    return FileResult(rel, "script", record=light, record_json=record_json,
-                      fragments=(("html", html.script_section(sr)), ("md", md)), **kw)
+    record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":"))
+    del full["rows"], full["yaml"]
+    return FileResult(rel, "script", record=full, record_json=record_json,
+                      fragments=(("html", html.script_section(sr)),), **kw)
