@@ -129,3 +129,17 @@ def test_hetjob_components_in_json(cli, tmp_path):
 def test_subprocess_entry_point(cli_subprocess, files):
     p = cli_subprocess("inspect", "--json", files[0])
     assert p.returncode == 0 and json.loads(p.stdout)["sbatch_accepts"] is True
+
+
+def test_standard_input_like_sbatch(cli):
+    r = cli("inspect", "--json", "-", input="#!/bin/sh\n#SBATCH -N 3\nhostname\n")
+    (a,) = lines_json(r.stdout)
+    assert r.exit_code == 0 and a["path"] == "-"
+    assert a["job"]["job_name"] == "sbatch" and a["job"]["nodes_min"] == 3     # sbatch's name for stdin
+
+
+def test_errors_shown_under_their_line(cli, files):
+    out = cli("inspect", files[1]).stdout
+    line, arrow, inline = out.split("\n")[2:5]
+    assert line.strip().startswith("2 | #SBATCH -J my job")
+    assert inline.strip().startswith("!! error O205")

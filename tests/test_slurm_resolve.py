@@ -299,3 +299,33 @@ def test_every_code_is_documented_in_readme():
     section = readme.split("<!-- SECTION:codes-O -->", 1)[1].split("<!-- /SECTION:codes-O -->", 1)[0]
     for code in R.CODES:
         assert re.search(rf"\|\s*{code}\s*\|", section), f"{code} missing from README codes-O"
+
+
+# ---- robustness ------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TOKENS = st.sampled_from([
+    "-N", "-n", "-c", "-t", "-G", "-J", "-a", "-o", "--mem", "--gres", "--gpus", "--exclusive", "--requeue",
+    "--part", "--tasks", "--mem-per", "--signal", "--mail-type", "--nodes", "--time", "--array", "-HOs",
+    "--container-image", "--wrap", "2", "0", "-1", "1-", "2-1", "4G", "1.5G", "gpu:a100:2", "gres/gpu", "a100:x",
+    "USR1@", "B:", "ALL", "user", "%", "[1-5]", "=", "--", ":", "", "$HOME", "--nice", "-k", "--no-kill=off",
+])
+_WORD = st.one_of(_TOKENS, st.tuples(_TOKENS, st.sampled_from(["=", ""]), _TOKENS).map("".join),
+                  st.text(max_size=8))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_WORD, max_size=6), max_size=6),
+       st.dictionaries(st.sampled_from(["SBATCH_TIMELIMIT", "SBATCH_EXCLUSIVE", "SBATCH_MEM_PER_CPU", "SBATCH_GPUS",
+                                        "SBATCH_REQUEUE", "SBATCH_NODES", "SBATCH_SIGNAL"]), st.text(max_size=6),
+                       max_size=3),
+       st.lists(_WORD, max_size=4))
+def test_resolve_never_raises(lines, env, cli_args):
+    import json
+    s = script(*[(i + 2, tuple(words)) for i, words in enumerate(lines)])
+    j = resolve(s, env=env, cli_args=cli_args)
+    assert isinstance(j.sbatch_accepts, bool)
+    json.dumps(j.to_json())
+    if j.sbatch_accepts:
+        assert not any(d.severity == ERROR and d.code.startswith("O") for d in j.diagnostics)

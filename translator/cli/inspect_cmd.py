@@ -48,7 +48,9 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
     """Show how sbatch (Slurm 22.05) reads SCRIPT: each directive, ignored lines, diagnostics, the job.
 
     Options after `--` are sbatch command-line options; they override SBATCH_* variables, which
-    override #SBATCH lines, as in sbatch.
+    override #SBATCH lines, as in sbatch. SCRIPT `-` reads standard input (job name `sbatch`).
+    Exit status: 0 sbatch would accept every script, 1 it would refuse one, 2 usage error or
+    unreadable file.
     """
     scripts, sbatch_args = _split_args(ctx, list(args))
     if not scripts:
@@ -59,14 +61,17 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
                                                                                              "SLURM_HINT")})
     env.update(_parse_env_items(sbatch_env))
 
-    from translator.read import ReadError, read_file
+    from translator.read import ReadError, read_file, read_script
     from translator.slurm.resolve import resolve
 
     refused = False
     unreadable = False
     for path in scripts:
         try:
-            script = read_file(path)
+            if path == "-":     # like sbatch without a script argument: read standard input
+                script = read_script(click.get_binary_stream("stdin").read(), "-")
+            else:
+                script = read_file(path)
         except ReadError as exc:
             unreadable = True
             click.echo(f"slurm2kf inspect: {exc.diagnostic.format(path)}", err=True)
@@ -164,6 +169,11 @@ def render_human(script, job, env, sbatch_args) -> str:
             codes = sorted({d.code for d in line_diags.get(fd.line, []) if d.code.startswith("O")})
             desc = f"#{fd.family} line not applied by sbatch" + (f" (see {', '.join(codes)})" if codes else "")
         events.append((fd.line, f"  {fd.line:>4} | {fd.text}\n       -> {desc}"))
+    inline: Dict[int, List[str]] = {}
+    for d in job.diagnostics:
+        if d.line is not None and d.severity in ("error", "warning") and not d.code.startswith("R12"):
+            inline.setdefault(d.line, []).append(f"       !! {d.severity} {d.code} {d.message}")
+    events = [(ln, text + "".join("\n" + x for x in inline.pop(ln, []))) for ln, text in events]
     events.sort(key=lambda e: e[0])
     out.append("Directives:")
     if events:
