@@ -135,6 +135,19 @@ def test_compare_all_options_agree(compare_report):
                                             d["translator"]) for d in opt_dis])))
 
 
+def test_human_inspect_over_corpus(corpus_scripts, slurm_oracle, cli_subprocess):
+    """The explanation for people, over every corpus script in one process: no traceback, a
+    verdict line per script that matches Slurm's, exit 1 because some scripts are refused."""
+    proc = cli_subprocess("inspect", *[str(p) for p in corpus_scripts])
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    for p in corpus_scripts:
+        refused = slurm_oracle[p]["rejected_by"] == "sbatch"
+        word = "refuse" if refused else "accept"
+        assert re.search(r"^.*%s.*\b%s" % (re.escape(str(p)), word), proc.stdout, re.M | re.I), (
+            "no line naming %s with the verdict %r" % (p, word))
+
+
 # ------------------------------------------------------------------ per-script assertions
 @pytest.mark.parametrize("script", ALL_SCRIPTS, ids=_id)
 def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus, corpus_path):
