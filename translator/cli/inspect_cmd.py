@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Dict, List, Optional, Tuple
 
 import click
@@ -69,7 +70,9 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
     for path in scripts:
         try:
             if path == "-":     # like sbatch without a script argument: read standard input
-                script = read_script(click.get_binary_stream("stdin").read(), "-")
+                stdin = sys.stdin
+                data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogateescape")
+                script = read_script(data, "-")
             else:
                 script = read_file(path)
         except ReadError as exc:
