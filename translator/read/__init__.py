@@ -118,7 +118,7 @@ def read_script(data: bytes, path: str) -> Script:
         ignored.extend(more)
         diags.extend(more_diags)
     foreign = ()
-    if any("#PBS" in ln or "#BSUB" in ln for ln in lines):
+    if "#PBS" in src.text or "#BSUB" in src.text:
         found, fdiags = scan_foreign(lines)
         foreign = tuple(found)
         diags.extend(fdiags)

@@ -149,10 +149,12 @@ def decode_source(data: bytes) -> Source:
                                 "not treat it as a line break, the text is one long line for them", line,
                                 "convert the line breaks to LF"))
 
-    raw_lines = body.split(b"\n")
     if crlf >= 0:
-        raw_lines = [ln[:-1] if ln.endswith(b"\r") else ln for ln in raw_lines]
-    lines, bad = _decode_lines(raw_lines)
+        body = body.replace(b"\r\n", b"\n")
+    try:
+        lines, bad = body.decode("utf-8").split("\n"), []      # the common case: one decode for the whole file
+    except UnicodeDecodeError:
+        lines, bad = _decode_lines(body.split(b"\n"))
     if bad:
         shown = ", ".join(str(n) for n in bad[:_MAX_REPORTED_LINES]) + (", ..." if len(bad) > _MAX_REPORTED_LINES else "")
         diags.append(Diagnostic(WARNING, R115_NOT_UTF8, f"{len(bad)} line(s) are not valid UTF-8 (line {shown}); they were read as "
