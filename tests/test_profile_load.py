@@ -250,3 +250,17 @@ def test_readme_example_profile_is_valid():
     for key in ("defaults", "partitions", "qos", "accounts", "gpuTypes", "constraints", "images",
                 "filesystems", "runtimes"):
         assert f"\n{key}:" in block
+
+
+def test_aliases_and_deep_nesting_are_refused_cleanly():
+    bomb = HEAD + "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
+    errs = errors(bomb)
+    assert errs[0][0] == "F550" and errs[0][1] == 4 and "aliases" in errs[0][2]
+    deep = HEAD + "metadata: " + "[" * 5000 + "]" * 5000 + "\n"
+    (err,) = errors(deep)
+    assert err[0] == "F550"
+
+
+def test_nfs_server_must_be_a_host():
+    (err,) = errors(HEAD + "filesystems:\n  - path: /d\n    nfs: {server: \"evil\\nhost\", path: /x}\n")
+    assert err[:2] == ("F554", 5) and "not a host name" in err[2]

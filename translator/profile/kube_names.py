@@ -104,3 +104,13 @@ def abs_path_problem(value: str) -> Optional[str]:
     if any(c.isspace() or ord(c) < 32 for c in value) or ":" in value:
         return f"`{value}` contains whitespace, control characters or `:`"
     return None
+
+
+_HOST = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:.]+\]?")
+
+
+def host_problem(value: str) -> Optional[str]:
+    """An NFS server: a host name or an IP address."""
+    if len(value) > 253 or not _HOST.fullmatch(value):
+        return f"`{value}` is not a host name or IP address"
+    return None

@@ -174,7 +174,7 @@ _FILESYSTEM = obj({
     "name": Field(string(kube_names.dns_label_problem), doc="volume name (DNS-1123 label)"),
     "pvc": Field(string(kube_names.dns_subdomain_problem), doc="PersistentVolumeClaim name"),
     "nfs": Field(obj({
-        "server": Field(string(), required=True),
+        "server": Field(string(kube_names.host_problem), required=True),
         "path": Field(string(kube_names.abs_path_problem), required=True),
     })),
     "hostPath": Field(obj({
@@ -298,9 +298,9 @@ def _build(path: str, doc, chk: Checker) -> Optional[Profile]:
         source = None
         if f.get("pvc"):
             source = {"persistentVolumeClaim": {"claimName": f["pvc"]}}
-        elif f.get("nfs"):
+        elif f.get("nfs") and f["nfs"].get("server") and f["nfs"].get("path"):
             source = {"nfs": {"server": f["nfs"]["server"], "path": f["nfs"]["path"]}}
-        elif f.get("hostPath"):
+        elif f.get("hostPath") and f["hostPath"].get("path"):
             source = {"hostPath": plain(f["hostPath"])}
         if source is not None and f.get("readOnly"):
             if "persistentVolumeClaim" in source:
@@ -350,11 +350,18 @@ def parse_profile(text: str, path: str = "<profile>") -> Profile:
 
     chk = Checker()
     try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else None
+                raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, "YAML aliases (`*name`) are not supported in "
+                                                     "a profile; write the value out", line)])
         loader = yaml.SafeLoader(text)
         try:
             root = loader.get_single_node()
         finally:
             loader.dispose()
+    except RecursionError:
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, "the profile is nested too deeply", None)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -365,7 +372,10 @@ def parse_profile(text: str, path: str = "<profile>") -> Profile:
     if root is None:
         raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, "the profile is empty", 1,
                                              f"start with `apiVersion: {API_VERSION}` and `kind: {KIND}`")])
-    doc = PROFILE_SCHEMA(root, "", chk)
+    try:
+        doc = PROFILE_SCHEMA(root, "", chk)
+    except RecursionError:
+        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, "the profile is nested too deeply", None)]) from None
     if doc is None or not hasattr(doc, "key_lines"):
         if not chk.diagnostics:
             chk.error(F_SYNTAX, "", root, "the profile must be a mapping")
@@ -375,7 +385,13 @@ def parse_profile(text: str, path: str = "<profile>") -> Profile:
                   f"`{doc['apiVersion']}` is not supported (this slurm2kf reads `{API_VERSION}`)")
     if doc.get("kind") not in (None, KIND):
         chk.error(F_VERSION, "kind", doc.key_lines["kind"], f"`{doc['kind']}` is not `{KIND}`")
-    profile = _build(path, doc, chk)
+    try:
+        profile = _build(path, doc, chk)
+    except (KeyError, TypeError, AttributeError):
+        # A value the checks above already rejected left a hole; those errors say what to fix.
+        if not chk.diagnostics:
+            raise
+        profile = None
     if chk.diagnostics:
         diags = sorted(chk.diagnostics, key=lambda d: (d.line or 0))
         raise ProfileError(path, diags)
