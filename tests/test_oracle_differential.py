@@ -144,8 +144,11 @@ def test_human_inspect_over_corpus(corpus_scripts, slurm_oracle, cli_subprocess)
     for p in corpus_scripts:
         refused = slurm_oracle[p]["rejected_by"] == "sbatch"
         word = "refuse" if refused else "accept"
-        assert re.search(r"^.*%s.*\b%s" % (re.escape(str(p)), word), proc.stdout, re.M | re.I), (
-            "no line naming %s with the verdict %r" % (p, word))
+        # the script's heading: the first line naming it that is not a `path:line:` diagnostic
+        heads = [ln for ln in proc.stdout.splitlines()
+                 if str(p) in ln and not re.search(re.escape(str(p)) + r":\d", ln)]
+        assert heads, "no heading line for %s" % p
+        assert word in heads[0].lower(), "heading %r lacks the verdict %r" % (heads[0], word)
 
 
 # ------------------------------------------------------------------ per-script assertions
