@@ -15,6 +15,7 @@ from kf_helpers import oracle_compare, plan, write_outputs
 from translator.diagnostics import Finding
 from translator.emit import plan_json, sdk_python, trainjob_yaml
 from translator.emit.command import container_command
+from translator.emit.trainjob import env_map
 from translator.plan.model import EnvVar, PodPatch
 
 NASTY = [
@@ -53,8 +54,8 @@ def hostile_plans(draw):
 
 def _user_strings(p):
     out = [p.name, p.runtime, p.image, *p.command, *p.args]
-    out += [v for kv in p.labels + p.annotations for v in kv]
-    out += [s for e in p.env for s in (e.name, e.value)]
+    out += [v for pairs in (p.labels, p.annotations) for kv in dict(pairs).items() for v in kv]
+    out += [s for kv in env_map(p).items() for s in kv]   # a name set twice keeps its last value
     out += [s for kv in p.resources_per_node for s in kv]
     if p.namespace:
         out.append(p.namespace)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from translator.emit.command import container_command
-from translator.emit.trainjob import env_map, patches_by_job, resources_map
+from translator.emit.trainjob import env_map, patches_by_job, resource_name, resources_map
 from translator.emit.trainjob_yaml import sanitize_comment
 
 _INDENT = "    "
@@ -46,11 +46,22 @@ def _comment(text: str) -> str:
     return "# " + sanitize_comment(text)
 
 
+def _comment_lines(text: str, width: int = 96) -> List[str]:
+    """A long comment wrapped into several ``#`` lines (continuations indented)."""
+    import textwrap
+
+    wrapped = textwrap.wrap(sanitize_comment(text), width=width, subsequent_indent="  ",
+                            break_long_words=False, break_on_hyphens=False) or [""]
+    return ["# " + line for line in wrapped]
+
+
 def _lines_of(plan, field: str) -> tuple:
+    """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
+    lines = set()
     for sm in getattr(plan, "source_map", ()) or ():
-        if sm.field == field and sm.lines:
-            return tuple(sm.lines)
-    return ()
+        if sm.field == field or sm.field.startswith(field + "."):
+            lines.update(int(n) for n in sm.lines if isinstance(n, int))
+    return tuple(sorted(lines))
 
 
 def _where(plan, field: str) -> str:
@@ -70,14 +81,33 @@ class _Writer:
 
 
 def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
-    """``head[`` one item per line ``]tail`` (readable for commands and patches)."""
-    if len(items) <= 1 and sum(len(_lit(i)) for i in items) < 60:
+    """``head[...]tail`` on one line when it fits, else one item per line."""
+    one_line = f"{head}{_lit(list(items))}{tail.split('  #')[0]}"
+    if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
         w.add(depth, f"{head}{_lit(list(items))}{tail}")
         return
     w.add(depth, f"{head}[")
     for item in items:
-        w.add(depth + 1, f"{_lit(item)},")
+        if isinstance(item, str) and "\n" in item and len(item) > 60:
+            # a script: one literal per line, joined by Python's implicit concatenation
+            w.add(depth + 1, "(")
+            for piece in item.splitlines(keepends=True):
+                w.add(depth + 2, _lit(piece))
+            w.add(depth + 1, "),")
+        else:
+            w.add(depth + 1, f"{_lit(item)},")
     w.add(depth, f"]{tail}")
+
+
+def _dict_call(w: _Writer, depth: int, func: str, mapping: Dict[str, str]) -> None:
+    one_line = f"{func}({_lit(mapping)}),"
+    if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
+        w.add(depth, one_line)
+        return
+    w.add(depth, f"{func}({{")
+    for k, v in mapping.items():
+        w.add(depth + 1, f"{_lit(k)}: {_lit(v)},")
+    w.add(depth, "}),")
 
 
 def _runtime_patch(w: _Writer, depth: int, jobs: Dict[str, dict], used: set) -> None:
@@ -139,12 +169,15 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     if plan.array_index is not None:
         title += f" (array index {plan.array_index})"
     w.add(d, _comment(f"{title}, converted from {src}"))
+    if plan.findings:
+        w.add(d, _comment("Findings (review these before submitting):"))
     for f in plan.findings:
         where = f"line {f.line}" if f.line is not None else "script"
         text = f"{f.code} {f.severity} {where}: {f.message}"
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
-        w.add(d, _comment(text))
+        for line in _comment_lines(text):
+            w.add(d, line)
     if own_client:   # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")
@@ -155,12 +188,19 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     w.add(d + 1, f"runtime={_lit(str(plan.runtime))},")
     w.add(d + 1, "trainer=CustomTrainerContainer(")
     t = d + 2
-    w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},")
+    w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
         w.add(t, f"num_nodes={int(plan.num_nodes)},{_where(plan, 'spec.trainer.numNodes')}")
     res = resources_map(plan)
     if res:
-        w.add(t, f"resources_per_node={_lit(res)},{_where(plan, 'spec.trainer.resourcesPerNode')}")
+        w.add(t, "resources_per_node={" + ("" if len(res) > 1 else
+                                           f"{_lit(next(iter(res)))}: {_lit(next(iter(res.values())))}}},"
+                                           f"{_where(plan, 'spec.trainer.resourcesPerNode')}"))
+        if len(res) > 1:
+            raw = {resource_name(str(k)): str(k) for k, _ in plan.resources_per_node}
+            for k, v in res.items():
+                w.add(t + 1, f"{_lit(k)}: {_lit(v)},{_where(plan, 'spec.trainer.resourcesPerNode.' + raw[k])}")
+            w.add(t, "},")
     env = env_map(plan)
     if env:
         w.add(t, "env={")
@@ -180,16 +220,17 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     labels = {str(k): str(v) for k, v in plan.labels}
     if labels:
         used.add("Labels")
-        w.add(o, f"Labels({_lit(labels)}),")
+        _dict_call(w, o, "Labels", labels)
     annotations = {str(k): str(v) for k, v in plan.annotations}
     if annotations:
         used.add("Annotations")
-        w.add(o, f"Annotations({_lit(annotations)}),")
+        _dict_call(w, o, "Annotations", annotations)
     command, args = container_command(plan)
     if command:
         used.add("TrainerCommand")
         if plan.packages:
-            w.add(o, _comment("pip packages are installed by a bash wrapper, which then execs the launcher"))
+            w.add(o, _comment("pip packages are installed by a bash wrapper, which then execs the launcher"
+                              + _where(plan, "packages").replace("  # ", " (from ") + (")" if _lines_of(plan, "packages") else "")))
         _list_block(w, o, "TrainerCommand(", command, tail=f"),{_where(plan, 'spec.trainer.command')}")
     if args:
         used.add("TrainerArgs")
