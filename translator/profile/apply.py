@@ -32,6 +32,7 @@ TRAINER_JOBS = ("node",)
 P_EXCLUSIVE = "P410"
 P_WHOLE_MEMORY = "P417"
 P_CONSTRAINT = "P411"
+P_GPU_TYPE = "P430"
 
 # Finding codes (documented in README, codes-F).
 F_APPLIED = "F500"
@@ -181,6 +182,11 @@ class _Builder:
         return True
 
 
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _first_rule(rules, name: Optional[str]):
     if name is None:
         return None
@@ -314,6 +320,8 @@ def _gpus_and_constraints(b: _Builder, job, partition: Optional[PartitionRule]) 
     if gpu_rule is not None:
         b.place(gpu_rule.placement, f"{b.where(gpu_rule.key, gpu_rule.line)} (GPU type `{gpu_type}` from {type_from})",
                 type_line)
+        if not gpu_rule.placement.is_empty():
+            b.resolutions[P_GPU_TYPE] = f"the site profile places it with {b.where(gpu_rule.key, gpu_rule.line)}"
         if gpu_rule.resource:
             resource, resource_who = gpu_rule.resource, b.where(gpu_rule.key + ".resource", gpu_rule.line)
     if resource is None and profile.defaults.gpu_resource:
@@ -527,7 +535,7 @@ def _filesystems(b: _Builder, script, job) -> None:
         desc = {"persistentVolumeClaim": lambda d: f"PVC `{d['claimName']}`",
                 "nfs": lambda d: f"NFS `{d['server']}:{d['path']}`",
                 "hostPath": lambda d: f"hostPath `{d['path']}`"}[kind](detail)
-        b.info(F_VOLUME, f"`{fs.path}` is used (`{use.value[:60]}`): {desc} mounted at `{fs.mount_path}`"
+        b.info(F_VOLUME, f"`{fs.path}` is used (`{_short(use.value)}`): {desc} mounted at `{fs.mount_path}`"
                f"{' read-only' if fs.read_only else ''} as volume `{fs.volume_name}` from {b.where(fs.key, fs.line)}",
                use.line)
         var = fs.variable
@@ -540,7 +548,7 @@ def _filesystems(b: _Builder, script, job) -> None:
         for top, text in absolute_prefixes(texts):
             if top in SYSTEM_DIRS or top in covered_tops:
                 continue
-            b.warn(F_PATH_UNMAPPED, f"the script uses `{top}` (`{text.value[:60]}`) but the profile's "
+            b.warn(F_PATH_UNMAPPED, f"the script uses `{top}` (`{_short(text.value)}`) but the profile's "
                    f"`filesystems` mount nothing there; the path will not exist in the pod", text.line,
                    f"add a `filesystems` entry for `{top}` or copy the data into a mounted volume")
 
