@@ -127,3 +127,14 @@ def test_csh_script_header_is_read_the_same_way():
     assert [d.words for d in s.directives] == [("-N", "2"), ("-t", "5")]
     assert s.body_start_line == 4
     assert any(d.code == "R144" for d in s.diagnostics)
+
+
+def test_non_shell_interpreter_header_is_read_body_is_not_parsed():
+    s = read("#!/usr/bin/env python3\n#SBATCH -N 2\nimport os\nos.system('srun x')\n")
+    assert [d.words for d in s.directives] == [("-N", "2")] and s.body_start_line == 3
+    assert s.body == () and [d.code for d in s.diagnostics] == ["R150"]
+
+
+def test_prose_mentioning_sbatch_is_not_a_lookalike():
+    s = read("#!/bin/bash\n# sbatch train.sh\n# Sbatch file for the run\n#SBATCH -N 1\nx\n")
+    assert s.ignored == () and s.diagnostics == ()

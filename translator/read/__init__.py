@@ -21,7 +21,7 @@ R100_NOT_FOUND = "R100"
 R101_IS_DIRECTORY = "R101"
 R102_UNREADABLE = "R102"
 R103_TOO_LARGE = "R103"
-R150_UNKNOWN_SHELL = "R150"
+R150_NOT_A_SHELL = "R150"
 
 # Hard limit: job scripts are kilobytes. 16 MiB is far beyond any real script; reading a file that size
 # takes seconds and a few hundred MiB, anything larger is refused (R103) to keep time and memory bounded.
@@ -86,6 +86,16 @@ def shell_of(shebang: Optional[str]) -> str:
     return _KNOWN_SHELLS.get(prog, "unknown")
 
 
+def _interpreter(shebang: Optional[str]) -> str:
+    m = _SHEBANG_SHELL.match(shebang or "")
+    if not m:
+        return ""
+    prog = m.group(1).rsplit("/", 1)[-1]
+    if prog == "env" and m.group(2):
+        prog = m.group(2).rsplit("/", 1)[-1]
+    return prog
+
+
 def read_script(data: bytes, path: str) -> Script:
     """Parse `data` (the file's bytes). Never raises for bad content."""
     if data is None:
@@ -110,7 +120,11 @@ def read_script(data: bytes, path: str) -> Script:
 
     body = ()
     ignored = list(header.ignored)
-    if header.body_start_line is not None:
+    interpreter = _interpreter(shebang)
+    if header.body_start_line is not None and shell == "unknown" and interpreter:
+        diags.append(Diagnostic(INFO, R150_NOT_A_SHELL, f"the interpreter `{interpreter}` is not a shell: the body is not "
+                                "parsed as shell commands (the header is read as sbatch reads it)", 1))
+    elif header.body_start_line is not None:
         parsed = parse_body(lines, header.body_start_line, shell)
         body = parsed.statements
         diags.extend(parsed.diagnostics)
