@@ -8,8 +8,9 @@ every job field and option must agree and every refusal must agree. Expected val
 from Slurm itself at test time. The oracle must be running; otherwise these tests FAIL.
 
 Not included, on purpose (documented in README/report): GRES names the oracle cluster lacks
-(`--gres=nvme:1` is refused there but valid on a site that defines it), `--time=-5` (22.05 stores
-an absurd limit), and GRES counts with k/m/g suffixes (compare.py reads `2k` as text).
+(`--gres=nvme:1` is refused there but valid on a site that defines it), `--uid`/`--gid` names
+(valid only if the user exists on the submit host), `--time=-5` (22.05 stores an absurd limit),
+and GRES counts with k/m/g suffixes (compare.py reads `2k` as text).
 """
 from __future__ import annotations
 
@@ -80,6 +81,19 @@ PROBES = {
     "chdir_relative": ["#SBATCH -D rel/dir"],
     "export_vars": ["#SBATCH --export=ALL,FOO=bar"],
     "throttle_zero": ["#SBATCH --array=1-3%0"],
+    # less common options: sbatch's rendering and its own checks
+    "flags_and_propagate": ["#SBATCH --propagate --contiguous --spread-job --use-min-nodes --overcommit"],
+    "delay_profile_power_cpufreq": ["#SBATCH --delay-boot=90 --profile=task,energy --power=level --cpu-freq=high"],
+    "switches_binds": ["#SBATCH --switches=2@10:00 --distribution=cyclic:block --hint=nomultithread "
+                       "--gpu-bind=closest --mem-bind=local"],
+    "placement_lists": ["#SBATCH --tmp=10G --mincpus=4 --network=x --licenses=a:2 -w gpu[01-02] -x gpu03"],
+    "accounting_misc": ["#SBATCH --acctg-freq=30 --get-user-env=10L --priority=5 --wckey=w --mcs-label=m"],
+    "profile_all": ["#SBATCH --profile=all"], "profile_bad": ["#SBATCH --profile=bogus"],
+    "cpu_freq_bad": ["#SBATCH --cpu-freq=bogus"], "delay_boot_zero": ["#SBATCH --delay-boot=0"],
+    "mem_bind_bad": ["#SBATCH --mem-bind=bogus"], "gpu_bind_bad": ["#SBATCH --gpu-bind=bogus"],
+    "acctg_freq_bad": ["#SBATCH --acctg-freq=bogus"], "switches_bad": ["#SBATCH --switches=x"],
+    "power_ignored": ["#SBATCH --power=bogus"], "begin_deadline": ["#SBATCH --begin=now+1hour --deadline=now+2days"],
+    "begin_bad": ["#SBATCH --begin=bogus"], "files_propagate": ["#SBATCH -i in.txt -e err.txt --propagate=STACK"],
     # options sbatch reads only from its command line (first pass): no effect in #SBATCH lines
     "early_help": ["#SBATCH --help"], "early_usage": ["#SBATCH --usage"], "early_version": ["#SBATCH -V"],
     "early_quiet_verbose": ["#SBATCH -Q -v"], "early_wrap": ["#SBATCH --wrap=x"],

@@ -209,3 +209,29 @@ def test_extra_node_info():
     assert V.parse_extra_node_info("2:*") == (2, None)
     with pytest.raises(V.InvalidValue, match='Invalid numeric value "x" for second arg of -B.'):
         V.parse_extra_node_info("2:x")
+
+
+def test_less_common_options_rendered_as_sbatch_merges_them():
+    # renderings observed in sbatch 22.05.8's merged option dump (slurm-oracle)
+    assert V.parse_delay_boot("90") == "01:30:00" and V.parse_delay_boot("0") == "00:00:00"
+    assert V.parse_profile("task,energy") == "Energy,Task"
+    assert V.parse_profile("all") == "Energy,Lustre,Network,Task" and V.parse_profile("none") == "None"
+    assert V.parse_cpu_freq("high") == "High" and V.parse_cpu_freq("2400000-3000000:performance") == \
+        "2400000-3000000:Performance"
+    assert V.parse_power("level") == ("LEVEL", True) and V.parse_power("bogus") == ("unset", False)
+    assert V.parse_switches("2@10:00") == "2@00:10:00" and V.parse_switches("3") == "3"
+    for bad, fn in [("bogus", V.parse_profile), ("bogus", V.parse_cpu_freq), ("bogus", V.parse_mem_bind),
+                    ("bogus", V.parse_gpu_bind), ("bogus", V.parse_acctg_freq), ("x", V.parse_switches),
+                    ("abc", V.parse_delay_boot)]:
+        with pytest.raises(V.InvalidValue):
+            fn(bad)
+    assert V.parse_gpu_bind("verbose,closest") == "verbose,closest"
+    assert V.parse_mem_bind("local") == "local" and V.parse_acctg_freq("task=30") == "task=30"
+
+
+@pytest.mark.parametrize("text,ok", [
+    ("now+1hour", True), ("now+2days", True), ("now", True), ("tomorrow", True), ("16:00", True),
+    ("2026-01-31T08:00:00", True), ("2026-01-31", True), ("teatime", True), ("bogus", False), ("now+3parsecs", False),
+])
+def test_begin_grammar(text, ok):
+    assert V.begin_is_valid(text) is ok

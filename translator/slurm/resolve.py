@@ -47,6 +47,7 @@ O220_WRAPPER_TRANSLATED = "O220"
 O221_WRAPPER_ERROR = "O221"
 O222_WRAPPER_IGNORED = "O222"
 O223_COMMAND_LINE_ONLY = "O223"
+O224_VALUE_IGNORED = "O224"
 
 CODES = {
     O201_UNKNOWN_OPTION: ERROR, O202_AMBIGUOUS_OPTION: ERROR, O203_MISSING_ARGUMENT: ERROR,
@@ -56,7 +57,7 @@ CODES = {
     O214_UNKNOWN_ENV: WARNING, O215_SITE_GRES: WARNING, O216_DOUBLE_GPU_REQUEST: WARNING,
     O217_SHARED_SETTING: INFO, O218_ENV_IGNORED: INFO, O219_MISSING_REQUIREMENT: ERROR,
     O220_WRAPPER_TRANSLATED: WARNING, O221_WRAPPER_ERROR: ERROR, O222_WRAPPER_IGNORED: INFO,
-    O223_COMMAND_LINE_ONLY: WARNING,
+    O223_COMMAND_LINE_ONLY: WARNING, O224_VALUE_IGNORED: WARNING,
 }
 
 _GETOPT_CODES = {
@@ -184,6 +185,36 @@ class _Resolver:
             return value, V.parse_hint(value)
         if name == "extra-node-info":
             return value, V.parse_extra_node_info(value)
+        if name == "propagate":
+            v = value or "ALL"
+            return v, v
+        if name == "delay-boot":
+            v = V.parse_delay_boot(value)
+            return v, v
+        if name == "profile":
+            v = V.parse_profile(value)
+            return v, v
+        if name == "cpu-freq":
+            v = V.parse_cpu_freq(value)
+            return v, v
+        if name == "power":
+            v, ok = V.parse_power(value)
+            if not ok:
+                self.diag(O224_VALUE_IGNORED, f"--power={value}: sbatch ignores an unrecognized power option", None)
+            return v, v
+        if name == "switches":
+            v = V.parse_switches(value)
+            return v, v
+        if name == "mem-bind":
+            return value, V.parse_mem_bind(value)
+        if name == "gpu-bind":
+            return value, V.parse_gpu_bind(value)
+        if name == "acctg-freq":
+            return value, V.parse_acctg_freq(value)
+        if name in ("begin", "deadline"):
+            if not V.begin_is_valid(value):
+                raise V.InvalidValue(f"Invalid --{name} specification")
+            return value, value
         if name == "distribution":
             return value, V.parse_distribution(value)
         return value, value

@@ -536,3 +536,136 @@ def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
             raise InvalidValue(f'Invalid numeric value "{part}" for {names[i]} arg of -B.')
         out.append(int(m.group(1)))
     return tuple(out)
+
+
+# ---- less common options, rendered as sbatch merges them ------------------------------------
+
+def parse_delay_boot(value: str) -> str:
+    """--delay-boot: a time in minutes (time grammar); rendered HH:MM:SS."""
+    try:
+        secs = parse_time(value, "delay-boot")
+    except InvalidValue:
+        raise InvalidValue("Invalid --delay-boot specification") from None
+    if (value or "").strip().lower() in ("-1", "infinite", "unlimited"):
+        raise InvalidValue("Invalid --delay-boot specification")
+    return format_time(secs) if secs else "00:00:00"
+
+
+_PROFILE = ("energy", "lustre", "network", "task")
+
+
+def parse_profile(value: str) -> str:
+    """--profile=all|none|[energy[,lustre[,network[,task]]]]; rendered as acct_gather names."""
+    parts = [p.strip().lower() for p in (value or "").split(",")]
+    if parts == ["none"]:
+        return "None"
+    chosen = set()
+    for p in parts:
+        if p == "all":
+            chosen.update(_PROFILE)
+        elif p in _PROFILE:
+            chosen.add(p)
+        else:
+            raise InvalidValue(f"invalid --profile={value} option")
+    return ",".join(p.capitalize() for p in _PROFILE if p in chosen)
+
+
+_CPU_FREQ = {"low": "Low", "medium": "Medium", "high": "High", "highm1": "HighM1"}
+_CPU_GOV = {"conservative": "Conservative", "ondemand": "OnDemand", "performance": "Performance",
+            "powersave": "PowerSave", "userspace": "UserSpace", "schedutil": "SchedUtil"}
+
+
+def parse_cpu_freq(value: str) -> str:
+    """--cpu-freq=p1[-p2[:gov]] or a governor; rendered as Slurm names it."""
+    def one(tok):
+        low = tok.lower()
+        if low in _CPU_FREQ:
+            return _CPU_FREQ[low]
+        if low.isdigit():
+            return tok
+        raise InvalidValue(f'unrecognized --cpu-freq argument "{tok}"')
+    s = value or ""
+    if s.lower() in _CPU_GOV:
+        return _CPU_GOV[s.lower()]
+    rng, colon, gov = s.partition(":")
+    lo, dash, hi = rng.partition("-")
+    out = one(lo) + (f"-{one(hi)}" if dash else "")
+    if colon:
+        if gov.lower() not in _CPU_GOV:
+            raise InvalidValue(f'unrecognized --cpu-freq argument "{gov}"')
+        out += ":" + _CPU_GOV[gov.lower()]
+    return out
+
+
+def parse_power(value: str) -> Tuple[str, bool]:
+    """--power=level: ("LEVEL", True); other words are ignored by sbatch with an error message."""
+    if (value or "").strip().lower() == "level":
+        return "LEVEL", True
+    return "unset", False
+
+
+def parse_switches(value: str) -> str:
+    """--switches=count[@max-time]: rendered count@HH:MM:SS."""
+    count, at, wait = (value or "").partition("@")
+    if not re.fullmatch(r"\s*\d+", count):
+        raise InvalidValue(f'Invalid numeric value "{count}" for --switches.')
+    if not at:
+        return str(int(count))
+    secs = parse_time(wait, "switches")
+    return f"{int(count)}@{format_time(secs) if secs else '00:00:00'}"
+
+
+_MEM_BIND_WORDS = ("none", "no", "local", "rank", "sort", "nosort", "prefer", "verbose", "v", "quiet", "q",
+                   "help")
+
+
+def parse_mem_bind(value: str) -> str:
+    for tok in (value or "").split(","):
+        low = tok.lower()
+        if low in _MEM_BIND_WORDS or re.fullmatch(r"(map_mem|mask_mem|map_ldom|mask_ldom)[:=].+", low):
+            continue
+        raise InvalidValue(f'unrecognized --mem-bind argument "{value}"')
+    return value
+
+
+def parse_gpu_bind(value: str) -> str:
+    s = value or ""
+    rest = s[8:] if s.lower().startswith("verbose,") else s
+    low = rest.lower()
+    if low in ("closest", "none") or re.fullmatch(r"(map_gpu|mask_gpu):.+|(single|per_task):\d+", low):
+        return s
+    raise InvalidValue(f"Invalid --gpu-bind argument: gpu:{s}")
+
+
+def parse_acctg_freq(value: str) -> str:
+    s = value or ""
+    for tok in s.split(","):
+        if re.fullmatch(r"\d+", tok) or re.fullmatch(r"(task|energy|network|filesystem)=\d+", tok.lower()):
+            continue
+        raise InvalidValue(f"Invalid --acctg-freq specification: {s}")
+    return s
+
+
+_BEGIN_WORDS = ("now", "today", "tomorrow", "midnight", "noon", "elevenses", "fika", "teatime")
+_BEGIN_UNITS = ("seconds", "minutes", "hours", "days", "weeks", "second", "minute", "hour", "day", "week",
+                "sec", "min", "hr", "s", "m", "h", "d", "w", "")
+
+
+def begin_is_valid(value: str) -> bool:
+    """parse_time's grammar for --begin/--deadline (absolute dates, HH:MM[:SS][AM|PM], now+N[units],
+    and the words today, tomorrow, midnight, noon, elevenses, fika, teatime)."""
+    s = (value or "").strip().lower()
+    if not s:
+        return False
+    m = re.fullmatch(r"now(?:\+(\d+)([a-z]*))?", s)
+    if m:
+        return m.group(1) is None or m.group(2) in _BEGIN_UNITS
+    if s in _BEGIN_WORDS:
+        return True
+    if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}(t\d{1,2}:\d{2}(:\d{2})?)?", s):
+        return True
+    if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?(am|pm)?", s):
+        return True
+    if re.fullmatch(r"\d{1,2}/\d{1,2}(/\d{2,4})?(-\d{1,2}:\d{2}(:\d{2})?)?", s):
+        return True
+    return False
