@@ -329,3 +329,12 @@ def test_resolve_never_raises(lines, env, cli_args):
     json.dumps(j.to_json())
     if j.sbatch_accepts:
         assert not any(d.severity == ERROR and d.code.startswith("O") for d in j.diagnostics)
+
+
+def test_submit_host_dependent_values_are_warnings():
+    # real sbatch refuses these when the file/cluster/user is missing where it runs; the script
+    # alone cannot tell, so they are warnings and sbatch_accepts stays true
+    for words in ("--nodefile=hosts.txt", "-w ./hosts.txt", "--export-file=job.env", "-M other", "--uid=alice"):
+        j = resolve(script((2, words)))
+        assert j.sbatch_accepts and "O225" in codes(j), words
+    assert "O225" not in codes(resolve(script((2, "-w gpu[01-02]"))))

@@ -48,6 +48,7 @@ O221_WRAPPER_ERROR = "O221"
 O222_WRAPPER_IGNORED = "O222"
 O223_COMMAND_LINE_ONLY = "O223"
 O224_VALUE_IGNORED = "O224"
+O225_SUBMIT_HOST_DEPENDENT = "O225"
 
 CODES = {
     O201_UNKNOWN_OPTION: ERROR, O202_AMBIGUOUS_OPTION: ERROR, O203_MISSING_ARGUMENT: ERROR,
@@ -57,7 +58,7 @@ CODES = {
     O214_UNKNOWN_ENV: WARNING, O215_SITE_GRES: WARNING, O216_DOUBLE_GPU_REQUEST: WARNING,
     O217_SHARED_SETTING: INFO, O218_ENV_IGNORED: INFO, O219_MISSING_REQUIREMENT: ERROR,
     O220_WRAPPER_TRANSLATED: WARNING, O221_WRAPPER_ERROR: ERROR, O222_WRAPPER_IGNORED: INFO,
-    O223_COMMAND_LINE_ONLY: WARNING, O224_VALUE_IGNORED: WARNING,
+    O223_COMMAND_LINE_ONLY: WARNING, O224_VALUE_IGNORED: WARNING, O225_SUBMIT_HOST_DEPENDENT: WARNING,
 }
 
 _GETOPT_CODES = {
@@ -455,6 +456,20 @@ class _Resolver:
             winner = "requeue" if comp.order.get("requeue", 0) > comp.order.get("no-requeue", 0) else "no-requeue"
             self.diag(O217_SHARED_SETTING, f"--requeue and --no-requeue set the same Slurm field; the later one "
                       f"(--{winner}) wins", line_of(winner))
+        for name, what in (("nodefile", "reads the node file"), ("export-file", "reads the environment file"),
+                           ("bbf", "reads the burst buffer file")):
+            if name in st:
+                self.diag(O225_SUBMIT_HOST_DEPENDENT, f"--{name}={st[name].value}: sbatch {what} at submit time "
+                          "(relative to the submit directory) and refuses the job if it cannot", line_of(name))
+        if "nodelist" in st and "/" in (st["nodelist"].value or ""):
+            self.diag(O225_SUBMIT_HOST_DEPENDENT, f"--nodelist={st['nodelist'].value}: a value with `/` is a file "
+                      "of node names that sbatch reads at submit time; it refuses the job if it cannot",
+                      line_of("nodelist"))
+        for name in ("clusters", "uid", "gid"):
+            if name in st:
+                self.diag(O225_SUBMIT_HOST_DEPENDENT, f"--{name}={st[name].value}: checked by sbatch against the "
+                          "submit host (cluster database, user and group names); not verifiable here",
+                          line_of(name))
         if "array" in st:
             spec, _thr = V.split_array(st["array"].value or "")
             _idx, problems = V.array_indexes(spec)
