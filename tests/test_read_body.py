@@ -67,6 +67,12 @@ def launch_lines(text: str):
     ("stdbuf -oL -eL python train.py", ast.LAUNCH),
     ("stdbuf -o L python train.py", ast.LAUNCH),
     ("python --version", ast.OTHER),
+    ("command -v conda", ast.OTHER),
+    ("command python train.py", ast.LAUNCH),
+    ("env CUDA_VISIBLE_DEVICES=0 python train.py", ast.LAUNCH),
+    ("timeout 2h srun python train.py", ast.LAUNCH),
+    ("conda run -n env python train.py", ast.LAUNCH),
+    ("conda create -y -n env python=3.10", ast.CONDA),
     ("accelerate config", ast.OTHER),
     ("echo python train.py", ast.OTHER),
     ("nvidia-smi", ast.OTHER),
@@ -224,6 +230,14 @@ def test_heredoc_generator_script():
     # the srun line inside the heredoc is text, not a command; the one after it is
     assert launch_lines(text)[-1] == (17, ("srun", "final"))
     assert all(line != 7 for line, _ in launch_lines(text))
+
+
+def test_function_keyword_with_parens_and_pyxis_hash_in_words():
+    s = body("function f() {\n  srun --container-image=nvcr.io#nvidia/pytorch:24.01-py3 python x.py\n}\n")
+    [fn] = s.body
+    assert (fn.kind, fn.line, fn.end_line) == ("function", 3, 5)
+    [c] = list(iter_commands(s.body))
+    assert c.argv[1] == "--container-image=nvcr.io#nvidia/pytorch:24.01-py3" and c.kind == ast.LAUNCH
 
 
 def test_double_brackets_and_arithmetic():

@@ -7,6 +7,7 @@ permission, not a regular file, larger than MAX_FILE_BYTES = 16 MiB).
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import stat
@@ -98,6 +99,18 @@ def _interpreter(shebang: Optional[str]) -> str:
 
 def read_script(data: bytes, path: str) -> Script:
     """Parse `data` (the file's bytes). Never raises for bad content."""
+    # The reader allocates many small acyclic objects; the cyclic garbage collector would scan the
+    # growing heap again and again (quadratic on big files), so it is paused while reading.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_script(data, path)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read_script(data: bytes, path: str) -> Script:
     if data is None:
         data = b""
     if len(data) > MAX_FILE_BYTES:

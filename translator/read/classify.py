@@ -62,6 +62,8 @@ def program_index(argv: Sequence[str]) -> int:
         opts = _PREFIXES.get(prog)
         if opts is None:
             return i
+        if prog == "command" and i + 1 < n and argv[i + 1] in ("-v", "-V"):
+            return n                                   # `command -v X` looks X up, it does not run it
         i += 1
         while i < n and (argv[i].startswith("-") and argv[i] != "-" or (prog == "env" and _ENV_ASSIGN.match(argv[i]))):
             if argv[i] == "--":
