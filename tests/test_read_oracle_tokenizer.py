@@ -34,6 +34,8 @@ CASES = {
                            "  #SBATCH --comment=c", "#sbatch --comment=d", "#SBTACH --comment=e"],
     "blank_and_comment_lines": ["#SBATCH --comment=one", "", "# a comment", "   ", "#SBATCH --job-name=two"],
     "hetjob_word_mid_line": ["#SBATCH --comment=x hetjob --job-name=dropped"],
+    "empty_word_ends_line": ['#SBATCH --comment=x "" --job-name=dropped'],
+    "empty_value_after_equals": ['#SBATCH --comment="" --job-name=kept'],
 }
 REFUSED = {
     "unmatched_double": ['#SBATCH --comment="a b'],

@@ -27,7 +27,7 @@ def words(text):
     (' --output=$HOME/o.log', ["--output=$HOME/o.log"]),              # nothing is expanded
     # quotes group and can start mid-word; both kinds; empty quotes give an empty word
     (" -J 'a b'c\"d e\"", ["-J", "a bcd e"]),
-    (' -J ""', ["-J", ""]),
+    (' --comment="" -N 3', ["--comment=", "-N", "3"]),               # oracle: comment '' and nodes 3
     (" -J \"x\"y'z w'", ["-J", "xyz w"]),                              # oracle: job-name `xyz w`
     # a backslash escapes anything, even inside single quotes
     (" --comment='\\'q'", ["--comment='q"]),                         # oracle: comment `'q`
@@ -91,6 +91,17 @@ def test_hetjob_word(text, separator, expected, note):
         assert note in codes
     else:
         assert codes == []
+
+
+@pytest.mark.parametrize("text,expected", [
+    (' -J "" -N 3', ["-J"]),                     # oracle: -J then takes the next line's word
+    (' --comment=x "" -N 3', ["--comment=x"]),   # oracle: -N 3 not applied
+    (" ''", []),
+])
+def test_empty_word_ends_the_line(text, expected):
+    tok = tokenize_directive(text)
+    assert tok.words == expected and tok.error is None
+    assert [code for _, code, _ in tok.notes] == ["R136"]
 
 
 def test_hash_cut_and_escaped_blank_are_reported_with_their_line():

@@ -39,6 +39,7 @@ R132_HASH_ENDS_LINE = "R132"
 R133_ESCAPED_BLANK = "R133"
 R134_HETJOB_WORD = "R134"
 R135_HETJOB_SEPARATOR = "R135"
+R136_EMPTY_WORD = "R136"
 
 # C isspace() in the "C" locale
 _C_SPACE = " \t\n\v\f\r"
@@ -67,7 +68,8 @@ def tokenize_directive(text: str) -> TokenizedLine:
     Blanks separate words; `'...'` and `"..."` group and are removed (they may start mid-word); a
     backslash takes the next character literally anywhere, even inside single quotes, but an
     unquoted blank still ends the word (`a\\ b` gives `a`, then `b`); an unquoted `#` ends the line,
-    even mid-word; a word starting with `:` is fatal; an unmatched quote is fatal; no expansion.
+    even mid-word; an empty word (`""`) ends the line; a word starting with `:` is fatal; an
+    unmatched quote is fatal; no expansion.
     """
     out = TokenizedLine([])
     n = len(text)
@@ -97,6 +99,7 @@ def tokenize_directive(text: str) -> TokenizedLine:
         if c == "#":
             break
         first = False
+        start = i
         buf: List[str] = []
         quote = ""
         escaped = False
@@ -142,6 +145,12 @@ def tokenize_directive(text: str) -> TokenizedLine:
             out.error = (R130_UNMATCHED_QUOTE, f"unmatched `{quote}` in [{text}]; sbatch refuses the script")
             break
         word = "".join(buf)
+        if not word:
+            # get_argument returns nothing for an empty word, which ends the line (checked with Slurm 22.05:
+            # `--comment=x "" -N 3` does not set -N; `-J "" -N 3` makes -J take the next line's first word)
+            rest = text[start:].strip()
+            out.notes.append((WARNING, R136_EMPTY_WORD, f"an empty word ends the directive line for sbatch; ignored: `{rest}`"))
+            break
         out.words.append(word)
         if hash_cut:
             rest = text[i:]
