@@ -54,6 +54,11 @@ class TokenizedLine:
     hetjob_separator: bool = False
 
 
+def clip(text: str, limit: int = 100) -> str:
+    """Text shown in a message: at most `limit` characters."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _het_word_at(text: str, i: int) -> bool:
     for word in ("hetjob", "packjob"):
         end = i + len(word)
@@ -82,7 +87,7 @@ def tokenize_directive(text: str) -> TokenizedLine:
             break
         c = text[i]
         if c == ":":
-            out.error = (R131_LEADING_COLON, f"unexpected `:` in [{text}]: a word starting with `:` is the hetjob separator of "
+            out.error = (R131_LEADING_COLON, f"unexpected `:` in [{clip(text)}]: a word starting with `:` is the hetjob separator of "
                                              "the command line, sbatch refuses it in a script")
             break
         if _het_word_at(text, i):
@@ -91,10 +96,10 @@ def tokenize_directive(text: str) -> TokenizedLine:
                 rest = text[i:].split(None, 1)
                 if len(rest) > 1 and rest[1].strip() and not rest[1].lstrip().startswith("#"):
                     out.notes.append((WARNING, R134_HETJOB_WORD, f"the text after `{rest[0]}` on this line is ignored by sbatch: "
-                                      f"`{rest[1].strip()}`"))
+                                      f"`{clip(rest[1].strip())}`"))
             else:
                 out.notes.append((WARNING, R134_HETJOB_WORD, f"the word `{text[i:].split(None, 1)[0]}` ends this directive line "
-                                  f"for sbatch; it and everything after it are ignored: `{text[i:].strip()}`"))
+                                  f"for sbatch; it and everything after it are ignored: `{clip(text[i:].strip())}`"))
             break
         if c == "#":
             break
@@ -109,7 +114,7 @@ def tokenize_directive(text: str) -> TokenizedLine:
             if not quote and ch in _C_SPACE:
                 if escaped:
                     out.notes.append((WARNING, R133_ESCAPED_BLANK, f"`\\` before a blank does not join words in a directive: "
-                                      f"sbatch ends the word `{''.join(buf)}` there; quote the value instead"))
+                                      f"sbatch ends the word `{clip(''.join(buf))}` there; quote the value instead"))
                 break
             if escaped:
                 escaped = False
@@ -142,19 +147,19 @@ def tokenize_directive(text: str) -> TokenizedLine:
                 buf.append(ch)
                 i += 1
         if quote:
-            out.error = (R130_UNMATCHED_QUOTE, f"unmatched `{quote}` in [{text}]; sbatch refuses the script")
+            out.error = (R130_UNMATCHED_QUOTE, f"unmatched `{quote}` in [{clip(text)}]; sbatch refuses the script")
             break
         word = "".join(buf)
         if not word:
             # get_argument returns nothing for an empty word, which ends the line (checked with Slurm 22.05:
             # `--comment=x "" -N 3` does not set -N; `-J "" -N 3` makes -J take the next line's first word)
             rest = text[start:].strip()
-            out.notes.append((WARNING, R136_EMPTY_WORD, f"an empty word ends the directive line for sbatch; ignored: `{rest}`"))
+            out.notes.append((WARNING, R136_EMPTY_WORD, f"an empty word ends the directive line for sbatch; ignored: `{clip(rest)}`"))
             break
         out.words.append(word)
         if hash_cut:
             rest = text[i:]
-            out.notes.append((INFO, R132_HASH_ENDS_LINE, f"the unquoted `#` ends the directive after `{word}`; ignored: `{rest}`"
+            out.notes.append((INFO, R132_HASH_ENDS_LINE, f"the unquoted `#` ends the directive after `{clip(word)}`; ignored: `{clip(rest)}`"
                               + (" (quote or escape `#` to keep it)" if word and not rest.startswith("# ") else "")))
             break
     return out
@@ -280,7 +285,7 @@ def read_header(lines: List[str]) -> Header:
         if tok.hetjob_separator:
             component += 1
             separators.append(number)
-            diags.append(Diagnostic(INFO, R135_HETJOB_SEPARATOR, f"`{line.strip()}` starts heterogeneous job component "
+            diags.append(Diagnostic(INFO, R135_HETJOB_SEPARATOR, f"`{clip(line.strip())}` starts heterogeneous job component "
                                     f"{component}", number))
             continue
         directives.append(Directive(number, line, prefix, tuple(tok.words), component))
