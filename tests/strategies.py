@@ -787,8 +787,10 @@ def string_values(node):
 
 
 def load_yaml_docs(text: str):
+    """yaml.safe_load_all (libyaml's CSafeLoader when present: same YAML 1.1 rules, 10x faster)."""
     import yaml
-    return [d for d in yaml.safe_load_all(text) if d is not None]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
 
 
 # Names that generated SDK code may never reference: a user string turned into code would need them.
@@ -805,7 +807,7 @@ def python_problems(source: str, marker: str = MARKER) -> List[str]:
 
     problems: List[str] = []
     try:
-        tree = ast.parse(source)
+        tree = _parse_python(source)
         compile(tree, "<emitted>", "exec")
     except (SyntaxError, ValueError) as exc:
         return [f"emitted Python does not parse: {exc}"]
@@ -828,6 +830,8 @@ def python_problems(source: str, marker: str = MARKER) -> List[str]:
             names = [a.name for a in node.names]
             if not ((mod.startswith("kubeflow") or mod == "__future__") and isinstance(node, ast.ImportFrom)):
                 problems.append(f"import of {mod or names} at line {node.lineno}")
+    if marker not in source:
+        return problems
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if marker in tok.string and tok.type not in (tokenize.STRING, tokenize.COMMENT) and \
@@ -839,9 +843,20 @@ def python_problems(source: str, marker: str = MARKER) -> List[str]:
     return problems
 
 
+def _parse_python(source: str):
+    import ast
+    if _PARSED.get("source") is not source:
+        _PARSED["tree"] = ast.parse(source)
+        _PARSED["source"] = source
+    return _PARSED["tree"]
+
+
+_PARSED: dict = {}
+
+
 def python_string_constants(source: str) -> List[str]:
     import ast
-    return [n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return [n.value for n in ast.walk(_parse_python(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
 def python_plan_problems(source: str, plans) -> List[str]:
