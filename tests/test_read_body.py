@@ -307,3 +307,11 @@ def test_random_shellish_text_never_raises(parts):
 def test_random_bytes_never_raise(data):
     s = read_script(data, "bytes.bin")
     assert isinstance(s.sbatch_refuses, bool)
+
+
+def test_heredoc_inside_command_substitution_does_not_swallow_the_file():
+    text = "X=$(cat <<EOF\nit's here ( unbalanced\nEOF\n)\nY=$(cat <<-'END'\n\tdon't\n\tEND\n)\nsrun python train.py\n"
+    s = body(text)
+    assert [(a.line, a.name) for a in iter_assignments(s.body)] == [(3, "X"), (7, "Y")]
+    assert launch_lines(text) == [(11, ("srun", "python", "train.py"))]
+    assert s.diagnostics == ()

@@ -28,7 +28,8 @@ R143_UNTERMINATED_QUOTE = "R143"
 # ordinary word characters: anything but blanks, quotes, escapes, expansions and operators
 _PLAIN = re.compile(r"[^ \t\n'\"\\`$;&|<>()]+")
 _BLANKS = re.compile(r"[ \t]+")
-_PAREN_PLAIN = re.compile(r"[^()'\"\\`$#]+")
+_PAREN_PLAIN = re.compile(r"[^()'\"\\`$#<\n]+")
+_INNER_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|<>()'\"]+))")
 _DQ_PLAIN = re.compile(r"[^\"\\`$]+")
 _SQ_END = re.compile(r"'")
 _NAME_PAREN = re.compile(r"[ \t]*\([ \t]*\)")
@@ -324,6 +325,7 @@ class ShellLexer:
         text, n = self.text, self.n
         depth = 0
         j = i
+        heredocs: List[Tuple[str, bool]] = []      # here-documents opened inside, e.g. x=$(cat <<EOF ...)
         while j < n:
             c = text[j]
             if c == "(":
@@ -334,6 +336,24 @@ class ShellLexer:
                 j += 1
                 if depth == 0:
                     return j
+            elif c == "<":
+                m = _INNER_HEREDOC.match(text, j)
+                if m and not text.startswith("<<<", j):
+                    heredocs.append((m.group(2) or m.group(3) or m.group(4), m.group(1) == "-"))
+                    j = m.end()
+                else:
+                    j += 1
+            elif c == "\n":
+                j += 1
+                for delimiter, strip_tabs in heredocs:
+                    while j < n:
+                        k = text.find("\n", j)
+                        end = n if k < 0 else k
+                        line = text[j:end]
+                        j = end + 1 if k >= 0 else n
+                        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                            break
+                heredocs = []
             elif c == "'":
                 j = self.skip_single(j)
             elif c == '"':
