@@ -16,9 +16,9 @@ from kf_helpers import plan
 from translator.emit.command import container_command
 
 FAKE_PY = """#!/bin/sh
-# fake python3: log each call (one word per line, then a separator) and fail --user installs on request
-for a in "$@"; do printf '%s\\n' "$a" >> "$LOG"; done
-echo '----' >> "$LOG"
+# fake python3: log each call (NUL-terminated words, then a \\001 record) and fail --user installs on request
+for a in "$@"; do printf '%s\\000' "$a" >> "$LOG"; done
+printf '\\001\\000' >> "$LOG"
 if [ -n "$FAIL_USER" ]; then for a in "$@"; do [ "$a" = "--user" ] && exit 1; done; fi
 exit 0
 """
@@ -33,12 +33,15 @@ def _run(command, args, tmp_path: Path, env_extra=None):
     log = tmp_path / "pip.log"
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "LOG": str(log)}
     env.update(env_extra or {})
-    proc = subprocess.run(list(command) + list(args), capture_output=True, text=True, env=env, timeout=30)
+    proc = subprocess.run(list(command) + list(args), capture_output=True, env=env, timeout=30)
+    # bytes decoded by hand: text mode would turn a \r the launcher printed into \n
+    proc.stdout = proc.stdout.decode("utf-8", "surrogateescape")
+    proc.stderr = proc.stderr.decode("utf-8", "surrogateescape")
     calls = []
     if log.exists():
         cur = []
-        for line in log.read_text().split("\n")[:-1]:
-            if line == "----":
+        for line in log.read_bytes().decode("utf-8", "surrogateescape").split("\x00")[:-1]:
+            if line == "\x01":
                 calls.append(cur)
                 cur = []
             else:
@@ -106,3 +109,25 @@ def test_failed_install_stops_before_launch(tmp_path):
                           env={"PATH": f"{bindir}:/usr/bin:/bin"}, timeout=30)
     assert proc.returncode != 0
     assert "must-not-run" not in proc.stdout
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_word = st.text(st.characters(blacklist_characters="\x00\x01", blacklist_categories=("Cs",)), min_size=1, max_size=12)
+_spec = _word.filter(lambda s: s.strip().partition(" ")[0] not in ("-r", "--requirement", "-c", "--constraint",
+                                                                    "-e", "--editable"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(packages=st.lists(_spec, min_size=1, max_size=3), urls=st.lists(_word, max_size=2),
+       args=st.lists(_word, max_size=4))
+def test_any_text_reaches_pip_and_the_launcher_verbatim(tmp_path, packages, urls, args):
+    p = plan(command=("printf",), args=("<%s>", *args), packages=tuple(packages), pip_index_urls=tuple(urls))
+    proc, calls = _run(*container_command(p), tmp_path)
+    (tmp_path / "pip.log").unlink(missing_ok=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "".join(f"<{a}>" for a in args) or (not args and proc.stdout == "<>")
+    call = calls[0]
+    assert call[-len(packages):] == packages
+    if urls:
+        assert call[call.index("--index-url") + 1] == urls[0]
