@@ -138,3 +138,9 @@ def test_non_shell_interpreter_header_is_read_body_is_not_parsed():
 def test_prose_mentioning_sbatch_is_not_a_lookalike():
     s = read("#!/bin/bash\n# sbatch train.sh\n# Sbatch file for the run\n#SBATCH -N 1\nx\n")
     assert s.ignored == () and s.diagnostics == ()
+
+
+def test_lookalikes_after_the_first_command_are_reported_as_after_the_command():
+    s = read("#!/bin/bash\n#SBATCH -N 1\necho go\n#SBTACH -N 2\n  #SBATCH -N 3\n# plain comment\n")
+    assert [(i.line, i.reason) for i in s.ignored] == [(4, "R120"), (5, "R120")]
+    assert "misspelt" in s.ignored[0].explanation and "indented" in s.ignored[1].explanation

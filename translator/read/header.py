@@ -299,7 +299,7 @@ def scan_after_header(lines: List[str], start: int, heredoc_lines=frozenset()) -
     diags: List[Diagnostic] = []
     for number in range(start + 1, len(lines) + 1):
         line = lines[number - 1]
-        if "SBATCH" not in line and "SLURM" not in line.upper() and "sbatch" not in line.lower():
+        if "#" not in line[:16] or not line.lstrip(_C_SPACE).startswith("#"):
             continue
         if line.startswith(("#SBATCH", "#SLURM")):
             found = (R120_AFTER_FIRST_COMMAND, "")
