@@ -654,6 +654,10 @@ EDGE_SCRIPTS = {
     "non_utf8_body_bytes.sbatch": (
         b"#!/bin/bash\n#SBATCH -N 2 -t 10\nprintf '\xff\xfe binary \x80\x81'\n",
         "bytes that are not UTF-8 in the body; the directives still apply", "accepted"),
+    "huge_10mb_script.sbatch": (
+        b"#!/bin/bash\n#SBATCH -N 1\n#SBATCH -t 10\n" + b"echo 'a long generated body line'\n" * 350000,
+        "a 10 MB script: sbatch accepts it, the controller refuses scripts over 4 MiB "
+        "(max_script_size)", "slurmctld-rejects"),
 }
 
 
