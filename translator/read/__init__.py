@@ -113,6 +113,8 @@ def read_script(data: bytes, path: str) -> Script:
 def _read_script(data: bytes, path: str) -> Script:
     if data is None:
         data = b""
+    elif isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
     if len(data) > MAX_FILE_BYTES:
         raise _too_large(path)
     from translator.read.source import decode_source

@@ -64,6 +64,8 @@ def make_word(raw: str) -> Word:
     if w is not None:
         return w
     w = _make_word(raw)
+    if len(raw) > 256:
+        return w
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.clear()
     _CACHE[raw] = w
