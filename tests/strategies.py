@@ -910,9 +910,15 @@ def k8s_effective(value: str):
 
 
 def survives_k8s(user: str, emitted: str) -> bool:
-    """True when `emitted` (an env value, command or arg in the TrainJob) reaches the container as `user`."""
+    """True when `emitted` (an env value, command or arg in the TrainJob) reaches the container as `user`.
+
+    A `$(...)` whose content is not a C identifier is harmless: the container's variables (the
+    TrainJob env, which comes from shell exports, and PET_*/OMPI_* injected by the runtime) are all
+    identifiers, so it can never be replaced.
+    """
+    import re
     text, refs = k8s_effective(emitted)
-    return text == user and not refs
+    return text == user and not [r for r in refs if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", r)]
 
 
 # ---- realistic, valid scripts (so that most examples reach launchers, plan and emitters) ----------

@@ -54,13 +54,13 @@ def check_outputs(conv, *, findings_comment: bool = False):
     return text
 
 
-@S.fuzz_settings(250)
+@S.fuzz_settings(150)
 @given(S.any_script_bytes())
 def test_convert_never_raises_and_outputs_are_faithful(data):
     check_outputs(convert(data))
 
 
-@S.fuzz_settings(150)
+@S.fuzz_settings(100)
 @given(S.tagged_scripts())
 def test_user_text_is_data_in_both_outputs(tagged):
     """Job name, comment, env values and launch arguments with hostile text stay data."""
@@ -85,7 +85,7 @@ def test_user_text_is_data_in_both_outputs(tagged):
                 f"launch argument {arg!r} lost: {words!r}"
 
 
-@S.fuzz_settings(80)
+@S.fuzz_settings(40)
 @given(data=S.any_script_bytes())
 def test_every_emitted_trainjob_passes_slurm2kf_validate(data, tmp_path_factory):
     conv = convert(data)

@@ -88,7 +88,7 @@ def test_reader_survives_raw_bytes(data):
         check_resolve(script)
 
 
-@S.fuzz_settings(350)
+@S.fuzz_settings(250)
 @given(S.script_bytes())
 def test_reader_and_resolver_survive_generated_scripts(data):
     script = check_read(data)
@@ -96,7 +96,7 @@ def test_reader_and_resolver_survive_generated_scripts(data):
         check_resolve(script)
 
 
-@S.fuzz_settings(150)
+@S.fuzz_settings(60)
 @given(S.header_lines(), st.lists(S.simple_statement(), min_size=1, max_size=3), S.header_lines())
 def test_directives_after_first_command_are_never_applied(head, body, late):
     """sbatch stops scanning at the first command: directives after it change nothing."""

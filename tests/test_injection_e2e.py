@@ -29,6 +29,7 @@ HOSTILE = [
     f"it's a \"quoted\" {M}",
     f"back\\slash\\\\double\\ {M}\\",
     f"$(touch /tmp/pwned-{M}) `id` ${{HOME}} $HOME",
+    f"$(HOME) $(PET_NODE_RANK) $$ $$(X) {M} $",
     f"{M}: injected",
     f"- {M}\n- list",
     f"{{{M}: 1, b: [2]}}",
@@ -94,11 +95,13 @@ def base_script(*, job_name="plain", env=(), args=(), extra_header=(), pre=(), l
 def test_env_value_and_launch_argument(tmp_path, value):
     _path, docs, py = convert(tmp_path, base_script(env=[("USER_VALUE", value)], args=["--tag", value]))
     trainer = docs[0]["spec"]["trainer"]
-    assert {"name": "USER_VALUE", "value": value} in trainer["env"], trainer.get("env")
-    assert trainer["args"][-2:] == ["--tag", value], trainer["args"]
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    # Kubernetes expands $(NAME) in env values and args (`$$` escapes it): what the process sees
+    # must be exactly the user's text
+    assert S.survives_k8s(value, env["USER_VALUE"]), env["USER_VALUE"]
+    assert trainer["args"][-2] == "--tag" and S.survives_k8s(value, trainer["args"][-1]), trainer["args"]
     consts = S.python_string_constants(py)
-    assert value in consts
-    assert consts.count(value) >= 2     # once as the env value, once as the argument
+    assert env["USER_VALUE"] in consts and trainer["args"][-1] in consts
 
 
 @pytest.mark.parametrize("value", NO_NEWLINE, ids=range(len(NO_NEWLINE)))
@@ -157,8 +160,8 @@ def test_container_image_and_training_script_path(tmp_path, value):
     launcher = f"srun apptainer exec --nv {shlex.quote(image)} python {shlex.quote(value + '.py')}"
     path, docs, py = convert(tmp_path, base_script(launcher=launcher, args=[value]))
     trainer = docs[0]["spec"]["trainer"]
-    assert trainer["args"][-1] == value
-    assert any(value + ".py" == a for a in trainer.get("command", []) + trainer.get("args", [])), trainer
+    assert S.survives_k8s(value, trainer["args"][-1]), trainer["args"]
+    assert any(S.survives_k8s(value + ".py", a) for a in trainer.get("command", []) + trainer.get("args", [])), trainer
 
 
 def _run_wrapper(tmp_path, command, args):
@@ -184,7 +187,8 @@ def test_pip_packages_reach_pip_as_single_arguments(tmp_path, value):
     assert trainer["command"][:2] == ["bash", "-c"], trainer["command"]
     # run the wrapper: launcher replaced by `printf` so we see exactly what it would get
     launcher = trainer["args"][2:]
-    assert launcher[-1] == value, launcher
+    assert S.survives_k8s(value, launcher[-1]), launcher
+    launcher = [S.k8s_effective(a)[0] for a in launcher]     # what the container receives
     args = trainer["args"][:2] + ["printf", "%s\\0"] + launcher[1:]
     proc, pip_argv = _run_wrapper(tmp_path, trainer["command"], args)
     assert proc.returncode == 0, proc.stderr
