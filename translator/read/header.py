@@ -324,31 +324,39 @@ def scan_after_header(lines: List[str], start: int, heredoc_lines=frozenset()) -
 
 
 def scan_foreign(lines: List[str]) -> Tuple[List[ForeignDirective], List[Diagnostic]]:
-    """`#BSUB`/`#PBS` lines as sbatch's wrapper scan finds them (gives up after 100 non-`#` lines)."""
+    """`#BSUB`/`#PBS` lines as sbatch's wrapper scan (xlate.c) finds them.
+
+    The scan reads the whole file (it does not stop at the first command) but gives up after 100
+    lines that do not start with `#`. `#BSUB` is tried first; only one family is applied. The lines
+    of the applied family are reported by the resolve stage, which translates them (O220); here only
+    the lines sbatch does not apply get an R128 note.
+    """
     found = {"BSUB": [], "PBS": []}
+    missed = []
     for family in ("BSUB", "PBS"):
         magic = "#" + family
-        if not any(magic in ln for ln in lines[:2000]) and not any(ln.startswith(magic) for ln in lines):
-            continue
         non_comments = 0
+        stopped_at = None
         for number, line in enumerate(lines, 1):
             if not line.startswith(magic):
                 if not line.startswith("#"):
                     non_comments += 1
                     if non_comments > 100:
+                        stopped_at = number
                         break
                 continue
             found[family].append(ForeignDirective(number, line, family))
+        if stopped_at is not None:
+            missed.extend((number, line, family) for number, line in enumerate(lines[stopped_at:], stopped_at + 1)
+                          if line.startswith(magic))
     used = "BSUB" if found["BSUB"] else "PBS"
-    foreign = found["BSUB"] + found["PBS"]
-    foreign.sort(key=lambda f: f.line)
+    foreign = sorted(found["BSUB"] + found["PBS"], key=lambda f: f.line)
     diags = []
     for f in foreign:
-        if f.family == used:
-            diags.append(Diagnostic(WARNING, R128_FOREIGN, f"`{f.text.strip()[:80]}`: sbatch translates #{f.family} lines and "
-                                    "applies them after #SBATCH (they override it); slurm2kf does not translate them",
-                                    f.line, "rewrite it as an #SBATCH directive, or run sbatch with --ignore-pbs"))
-        else:
-            diags.append(Diagnostic(INFO, R128_FOREIGN, f"`{f.text.strip()[:80]}`: sbatch ignores #{f.family} lines when #BSUB "
-                                    "lines are present", f.line))
+        if f.family != used:
+            diags.append(Diagnostic(INFO, R128_FOREIGN, f"`{clip(f.text.strip())}`: sbatch ignores #{f.family} lines when "
+                                    "#BSUB lines are present", f.line))
+    for number, line, family in missed:
+        diags.append(Diagnostic(INFO, R128_FOREIGN, f"`{clip(line.strip())}`: sbatch stops looking for #{family} lines after "
+                                "100 lines that do not start with `#`, so it does not apply this one", number))
     return foreign, diags
