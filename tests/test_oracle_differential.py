@@ -8,8 +8,13 @@ subprocess for all files). Then:
   agreeing, every script matched, and every sbatch option agreeing;
 * per script (parametrized, so a failure names the fixture): each job field the script sets
   equals Slurm's value, and `sbatch_accepts` is false exactly for scripts sbatch refuses;
+* fields the script does not set are null (the contract), het jobs agree component by
+  component, and the explanation for people gives the same verdict per script;
 * precedence (command line > SBATCH_* environment > #SBATCH): the same script through the
   oracle with `--env`/`--sbatch-arg` and through `inspect --sbatch-env ... -- ARGS`.
+
+Generated edge scripts (empty file, CR-only line breaks, non-UTF-8 bytes, 10 MB) join the
+corpus; see oracles.EDGE_SCRIPTS.
 
 The oracle must be running (./test.sh starts it). When it is not, these tests FAIL.
 """
@@ -111,6 +116,7 @@ def test_compare_every_script_matched(compare_report):
 
 def test_compare_every_rejection_agrees(compare_report):
     t = compare_report["totals"]
+    assert not compare_report["rejections"]["no_verdict"], "the oracle gave no verdict for some scripts"
     assert t["rejections_agree"] == t["rejections_total"], (
         "%s\n%s" % (compare_report["fidelity_line"], _fmt(compare_report["rejection_disagreements"])))
 
@@ -133,6 +139,22 @@ def test_compare_all_options_agree(compare_report):
         "options %.1f%% agree\n%s" % (t["options_pct"],
                                      _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"],
                                             d["translator"]) for d in opt_dis])))
+
+
+# Fields Slurm itself fills from an option that names another field (so "not set by the script"
+# does not mean null): --mem-per-cpu=0 becomes MinMemoryNode=0 (the whole node).
+DERIVED_ALLOWED = {("mem_per_node_mb", 0)}
+
+
+def test_fields_the_script_does_not_set_are_null(compare_report, slurm_oracle):
+    """Contract: a job field is null when the script does not set it (job_name excepted;
+    exclusive may be false). compare.py lists such values without scoring them. Scripts sbatch
+    refuses are left out: Slurm resolved nothing for them."""
+    given = [(Path(e["script"]).name, f, e["translator"])
+             for f, entries in compare_report["unset_but_given"].items() for e in entries
+             if (f, e["translator"]) not in DERIVED_ALLOWED
+             and slurm_oracle[e["script"]]["rejected_by"] != "sbatch"]
+    assert not given, "values for fields the script does not set:\n" + _fmt(given)
 
 
 def test_human_inspect_over_corpus(corpus_scripts, slurm_oracle, cli_subprocess):
