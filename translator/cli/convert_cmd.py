@@ -55,13 +55,33 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+PROFILE_FILENAME = "slurm2kf.yaml"
+
+
+def _find_profile(script_path: str, explicit):
+    """The lookup order of translator.profile.load.find_profile, without importing the loader."""
+    if explicit:
+        return explicit
+    if os.environ.get(PROFILE_ENV):
+        return os.environ[PROFILE_ENV]
+    directory = os.path.dirname(os.path.abspath(script_path))
+    while True:
+        candidate = os.path.join(directory, PROFILE_FILENAME)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
 def _load_profile(option_path, script_path):
     """--profile FILE, else $SLURM2KF_PROFILE, else ./slurm2kf.yaml found upward from the script."""
-    from translator.profile import load as profile_load
-
-    path = profile_load.find_profile(script_path, explicit=option_path or None)
+    path = _find_profile(script_path, option_path)
     if not path:
         return None, None
+    from translator.profile import load as profile_load   # only when a profile applies (start-up time)
+
     try:
         return profile_load.load_profile(path), path
     except profile_load.ProfileError as exc:   # line-numbered problems, no traceback
