@@ -39,18 +39,31 @@ class ParsedBody:
 _PARSER = None
 
 
+def _private_dir(directory: str) -> bool:
+    """Create `directory` (mode 0700) if needed; True when it is ours and no one else can write to it.
+
+    Lark's cache is a pickle, so it is only read from a directory that nobody else can plant files in.
+    """
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        info = os.stat(directory)
+    except OSError:
+        return False
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return False
+    return not (info.st_mode & 0o022) and os.access(directory, os.W_OK)
+
+
 def _cache_file() -> Optional[str]:
+    """Where Lark keeps the parse tables: $XDG_CACHE_HOME/slurm2kf (or ~/.cache/slurm2kf), else a private
+    temp directory; None (no disk cache, the tables are built in memory) when neither is usable."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    for directory in (os.path.join(base, "slurm2kf"), os.path.join(tempfile.gettempdir(), f"slurm2kf-{os.getuid()}")
-                      if hasattr(os, "getuid") else None):
-        if not directory:
-            continue
-        try:
-            os.makedirs(directory, exist_ok=True)
-            if os.access(directory, os.W_OK):
-                return os.path.join(directory, "sbatch-grammar.lark.cache")
-        except OSError:
-            continue
+    candidates = [os.path.join(base, "slurm2kf")]
+    if hasattr(os, "getuid"):
+        candidates.append(os.path.join(tempfile.gettempdir(), f"slurm2kf-{os.getuid()}"))
+    for directory in candidates:
+        if _private_dir(directory):
+            return os.path.join(directory, "sbatch-grammar.lark.cache")
     return None
 
 
