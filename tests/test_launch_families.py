@@ -167,3 +167,14 @@ def test_job_shape_rules():
     assert s.gpus_per_node == 3 and s.gpus_uneven
     s = common.job_shape(JobFields(nodes_min=2, ntasks_per_node=2, gpus_per_task=2))
     assert s.gpus_per_node == 4
+
+
+def test_jax_detected_from_the_program_file_next_to_the_script(tmp_path):
+    (tmp_path / "train.py").write_text("import jax\njax.distributed.initialize()\n")
+    (tmp_path / "other.py").write_text("import torch\n")
+    header = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
+    for prog, family in (("train.py", "jax"), ("other.py", "srun-tasks")):
+        path = tmp_path / f"{prog}.sbatch"
+        path.write_text(header + f"srun python {prog}\n")
+        script, job, _ = read_and_resolve(str(path))
+        assert detect(script, job).family == family, prog

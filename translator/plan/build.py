@@ -78,15 +78,15 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
     if f.dependency:
         add(WARNING, "P407", f"--dependency={f.dependency}: a TrainJob cannot wait for another job",
             ("dependency",), "submit it after its dependency finishes, or use a workflow engine (Argo Workflows, "
-                             "Kubeflow Pipelines)")
+                             "Kubeflow Pipelines)", status="unsupported")
     if o.get("mail-type") or o.get("mail-user"):
         add(INFO, "P408", "--mail-type/--mail-user: Kubernetes sends no mail", ("mail-type", "mail-user"),
-            "watch the TrainJob's conditions (kubectl wait, alerting on TrainJob status)")
+            "watch the TrainJob's conditions (kubectl wait, alerting on TrainJob status)", status="unsupported")
     if f.signal or f.requeue:
         what = ", ".join(x for x in ((f"--signal={f.signal}" if f.signal else ""), ("--requeue" if f.requeue else "")) if x)
         add(WARNING, "P409", f"{what}: no signal is sent before activeDeadlineSeconds expires and a TrainJob is not "
                              "requeued", ("signal", "requeue"),
-            "checkpoint periodically; retries need a runtime with a JobSet failurePolicy")
+            "checkpoint periodically; retries need a runtime with a JobSet failurePolicy", status="unsupported")
     if f.exclusive:
         add(WARNING, "P410", "--exclusive: pods share nodes unless they request the whole node",
             ("exclusive",), "request the node's full CPU/memory, or use a node selector/taint in a site profile")
@@ -95,7 +95,7 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
             ("constraint",), "map features to node labels in a site profile")
     if o.get("reservation"):
         add(WARNING, "P412", f"--reservation={o['reservation']}: Kubernetes has no reservations",
-            ("reservation",), "use a dedicated node pool or a Kueue ClusterQueue")
+            ("reservation",), "use a dedicated node pool or a Kueue ClusterQueue", status="unsupported")
     if f.output or f.error:
         pats = ", ".join(x for x in (f.output and f"--output={f.output}", f.error and f"--error={f.error}") if x)
         add(INFO, "P413", f"{pats}: output goes to the pod logs, no file is written",
@@ -104,7 +104,8 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
         for name, code_field in (("partition", f.partition), ("qos", f.qos), ("account", f.account)):
             if code_field:
                 add(WARNING, "P416", f"--{name}={code_field}: no site profile maps it to a Kueue queue, node "
-                                     "selector or priority", (name,), "write a site profile (`slurm2kf profile init`)")
+                                     "selector or priority", (name,), "write a site profile (`slurm2kf profile init`)",
+                    status="unsupported")
     if f.chdir:
         add(WARNING, "P428", f"--chdir={f.chdir}: a TrainJob cannot set the working directory; the image's is used",
             ("chdir",), "use absolute paths, or set WORKDIR in the image")
@@ -185,6 +186,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
             findings.append(Finding(WARNING, "P415", f"nested `{cmd.text.strip()}` submits another Slurm job; it is "
                                     "not converted (and fails in the pod)", cmd.line,
                                     "convert that script too and submit both TrainJobs"))
+            smap.append(SourceMap("(body)", (cmd.line,), "unsupported"))
         elif not is_script and cmd.line not in consumed and cmd.kind in (OTHER, SOURCE, CD, EXPORT, "launch"):
             if cmd.kind == "launch":
                 continue
@@ -278,6 +280,9 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                                 "components: a TrainJob has one node shape; only the first component is converted",
                                 next((d.line for d in script.directives if d.component == 1), None),
                                 "split it into separate TrainJobs, or one shape that fits all components"))
+        het_lines = tuple(d.line for d in script.directives if d.component > 0)
+        if het_lines:
+            smap.append(SourceMap("(hetjob)", het_lines, "unsupported"))
 
     # --- identity
     job_name = job.fields.job_name or "sbatch"
