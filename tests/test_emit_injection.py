@@ -22,7 +22,8 @@ NASTY = [
     "'", '"', "\\", "\n", "\r\n", "$(touch /tmp/x)", "`id`", ": ", "- ", "{", "}", "[", "&a", "*a",
     "!!python/object/apply:os.system ['id']", "#", '"""', "'''", "\\N{BULLET}", "\\x00", "%", "@", "|", ">",
     "---", "...", "\t", " ", "\u2028", "\x85", "\ufeff", "é", "\U0001F600", "null", "y", "0o17", "1e3",
-    "\\u0041", "{{", "}}", "${HOME}", "\x0b", "\x0c", "\x1b[31m",
+    "\\u0041", "{{", "}}", "${HOME}", "\x0b", "\x0c", "\x1b[31m", "# -*- coding: utf-7 -*-", "+ACI-",
+    "coding=latin-1", "\ud800",
 ]
 
 text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=6)), max_size=6).map("".join)
@@ -68,6 +69,7 @@ def test_yaml_round_trips_exactly(p):
     from translator.emit.trainjob import trainjob_dict
 
     text = trainjob_yaml.render([p], findings_comment=True)
+    text.encode("utf-8")   # strict: lone surrogates must be escaped, never written raw
     docs = list(yaml.safe_load_all(text))
     assert docs == [trainjob_dict(p)]
     t = docs[0]["spec"]["trainer"]
@@ -85,7 +87,8 @@ def _string_constants(tree):
 @given(hostile_plans())
 def test_python_compiles_and_carries_user_text_only_as_constants(p):
     code = sdk_python.render([p])
-    tree = ast.parse(code)
+    # parse the bytes, as `python file.py` does: an encoding declaration would be honoured
+    tree = ast.parse(code.encode("utf-8"))   # strict: the file must be writable as UTF-8
     compile(tree, "<generated>", "exec")
     consts = _string_constants(tree)
     for s in _user_strings(p):
@@ -107,6 +110,15 @@ def test_plan_json_loads_back(p):
     data = json.loads(plan_json.render([p]))
     assert data["plans"][0]["name"] == p.name
     assert data["plans"][0]["trainjob"]["spec"]["trainer"]["image"] == p.image
+
+
+def test_encoding_declaration_in_user_text_is_inert():
+    p = plan(source_path="# -*- coding: utf-7 -*-", name="x", args=("+ACI-; import os",),
+             findings=(Finding("warning", "P401", "coding: utf-7", 1),))
+    code = sdk_python.render([p]).encode("utf-8")
+    tree = ast.parse(code)
+    assert "+ACI-; import os" in _string_constants(tree)
+    assert not any(isinstance(n, ast.Import) for n in ast.walk(tree))
 
 
 def test_hostile_values_through_the_real_sdk(tmp_path):
