@@ -249,3 +249,19 @@ def test_any_text_gives_problems_not_tracebacks(text):
 
 
 _CRD = load_crd()
+
+
+def test_cli_runtimes_option(tmp_path):
+    runtime = tmp_path / "rt.yaml"
+    runtime.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\n"
+                       "metadata: {name: site-torch}\nspec:\n  mlPolicy: {torch: {}}\n  template:\n    spec:\n"
+                       "      replicatedJobs:\n      - name: node\n        template: {}\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(GOOD.replace("name: torch-distributed", "name: site-torch")
+                   .replace("NCCL_DEBUG", "PET_MASTER_PORT"))
+    r = _cli(str(job))                       # unknown runtime: reserved env only warned
+    assert r.returncode == 0 and "V745" in r.stdout and "warning V740" in r.stdout
+    r = _cli("--runtimes", str(tmp_path / "rt.yaml"), str(job))
+    assert r.returncode == 1 and "error V740" in r.stdout and "V745" not in r.stdout
+    r = _cli("--runtimes", str(tmp_path / "missing-dir-or-file"), str(job))
+    assert r.returncode == 2
