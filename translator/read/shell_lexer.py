@@ -464,7 +464,7 @@ class ShellLexer:
                     self._emit_func(seg.words[1], header_start, hdr_end)
                     seg = None
                     mode = "cmd"
-                    nonlocal_skip[0] = hdr_end
+                    resume_at[0] = hdr_end          # skip the `()` of `function f() {`
                 return
             if not seg.words and not seg.redirections:
                 if raw in SIMPLE_KEYWORDS:
@@ -494,14 +494,12 @@ class ShellLexer:
                     return
             seg.words.append(raw)
 
-        nonlocal_skip = [0]
+        resume_at = [0]              # set by finish_word when the scan must jump ahead
 
         def end_segment(end: int, conn_after: str = "", background: bool = False) -> None:
             nonlocal seg, mode, connector
             if cur_start >= 0:
                 finish_word(end)
-                if nonlocal_skip[0] > end:
-                    pass
             if seg is not None:
                 if mode == "header":
                     self._emit_header(seg, header_kind, header_start, end)
@@ -519,8 +517,8 @@ class ShellLexer:
             connector = conn_after
 
         while i < n:
-            if nonlocal_skip[0] > i:
-                i = nonlocal_skip[0]
+            if resume_at[0] > i:
+                i = resume_at[0]
                 continue
             # case patterns
             if (seg is None and cur_start < 0 and self.frames and self.frames[-1].kind == "case"
@@ -551,14 +549,8 @@ class ShellLexer:
                 i = k
                 continue
             if c == "\\":
-                if text[i + 1:i + 2] == "\n":
-                    if cur_start >= 0:
-                        # a continuation inside a word joins the two parts
-                        i += 2
-                        continue
-                    i += 2
-                    continue
-                if cur_start < 0:
+                # `\\`-newline is a continuation: between words it is a blank, inside a word it joins the parts
+                if cur_start < 0 and text[i + 1:i + 2] != "\n":
                     cur_start = i
                 i += 2
                 continue
