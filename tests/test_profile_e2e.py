@@ -71,18 +71,29 @@ def test_every_conversion_is_valid_against_the_crd(outputs):
     assert not failures, "\n".join(failures)
 
 
-def test_sdk_code_submits_the_same_trainjob(outputs):
+def test_sdk_code_submits_the_same_trainjob(outputs, tmp_path):
+    # One YAML stream and one SDK program per site (the SDK code submits the TrainJobs in order),
+    # so the real SDK runs three times, not once per script.
+    pairs = []
+    for site in SITES:
+        plans = [p for (s, _), (site_plans, _, _) in outputs.items() if s == site for p in site_plans]
+        y, p = tmp_path / f"{site}.yaml", tmp_path / f"{site}.py"
+        y.write_text(trainjob_yaml.render(plans), encoding="utf-8")
+        p.write_text(sdk_python.render(plans), encoding="utf-8")
+        pairs.append((site, y, p, len(plans)))
+
     def one(item):
-        (site, script), (_, y, p) = item
+        site, y, p, n = item
         env = {"KF_ORACLE_PYTHON": str(VENV_PY), "PATH": "/usr/bin:/bin"}
         proc = subprocess.run(_oracle("compare_outputs.py") + _runtime_args(site) + [str(y), str(p)],
-                              capture_output=True, text=True, timeout=180, env=env)
-        return f"{site}/{script}", proc.returncode, proc.stdout + proc.stderr[-1500:]
+                              capture_output=True, text=True, timeout=300, env=env)
+        return site, n, proc.returncode, proc.stdout + proc.stderr[-1500:]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(one, outputs.items()))
-    bad = [(n, out) for n, rc, out in results if rc != 0 or "equivalent: yes" not in out]
-    assert not bad, "\n\n".join(f"{n}:\n{o}" for n, o in bad)
+        results = list(pool.map(one, pairs))
+    bad = [(s, out) for s, n, rc, out in results if rc != 0 or "equivalent: yes" not in out]
+    assert not bad, "\n\n".join(f"{s}:\n{o}" for s, o in bad)
+    assert sum(n for _, n, _, _ in results) == len(CASES)
 
 
 def _trainjob(path: Path) -> dict:

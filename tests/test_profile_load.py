@@ -256,7 +256,7 @@ def test_aliases_and_deep_nesting_are_refused_cleanly():
     bomb = HEAD + "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
     errs = errors(bomb)
     assert errs[0][0] == "F550" and errs[0][1] == 4 and "aliases" in errs[0][2]
-    deep = HEAD + "metadata: " + "[" * 5000 + "]" * 5000 + "\n"
+    deep = HEAD + "metadata: " + "[" * 1100 + "]" * 1100 + "\n"
     (err,) = errors(deep)
     assert err[0] == "F550"
 
