@@ -109,3 +109,32 @@ def test_init_on_a_directory_without_job_scripts(tmp_path):
     assert res.exit_code == 0
     assert "no job scripts found" in res.output
     assert yaml.safe_load(res.output.split("surveyed")[0])["apiVersion"] == "slurm2kf/v1"
+
+
+def test_survey_counts_launcher_families_and_their_runtimes(tmp_path):
+    usage = survey(str(_repo(tmp_path)))
+    assert {k: t.count for k, t in usage.launchers.items()} == {
+        ("python", "torch-distributed"): 4, ("torchrun", "torch-distributed"): 3,
+        ("srun-tasks", "torch-distributed"): 1, ("mpi", "deepspeed-distributed"): 1}
+    from translator.profile.skeleton import render_skeleton
+    profile = parse_profile(render_skeleton(usage, "repo"))
+    assert [(r.name, r.launchers, r.image) for r in profile.runtimes] == [
+        ("torch-distributed", ("python", "torchrun", "srun-tasks"), None),
+        ("deepspeed-distributed", ("mpi",), None)]
+
+
+def test_survey_survives_a_resolver_failure(tmp_path, monkeypatch):
+    import translator.slurm.resolve as resolve_mod
+
+    def broken(*a, **k):
+        raise RuntimeError("resolver bug")
+
+    monkeypatch.setattr(resolve_mod, "resolve", broken)
+    usage = survey(str(_repo(tmp_path)))
+    assert usage.scripts == 9
+    # the directive fallback still finds partitions, accounts and GPU types
+    assert set(usage.partitions) == {"a100-mig", "h100-prio", "mi300x", "standard-g", "dev-g", "cpu-long",
+                                     "gpu", "debug"}
+    assert usage.accounts["project_465000123"].count == 2
+    assert set(usage.gpu_types) == {"1g.10gb", "mi300x", "a100", "v100"}
+    assert usage.launchers == {}

@@ -49,6 +49,7 @@ class RepoUsage:
     features: Dict[str, Tally] = field(default_factory=OrderedDict)
     environments: Dict[Tuple[str, str], Tally] = field(default_factory=OrderedDict)   # (kind, name)
     paths: Dict[str, Tally] = field(default_factory=OrderedDict)                      # /scratch, $SCRATCH
+    launchers: Dict[Tuple[str, str], Tally] = field(default_factory=OrderedDict)       # (family, runtime)
     no_partition: int = 0
 
     def tally(self, table: Dict, key, rel: str) -> Tally:
@@ -126,6 +127,20 @@ def _fallback_fields(script) -> Dict[str, str]:
     return out
 
 
+def _launch(script, job) -> Optional[Tuple[str, str]]:
+    """(launcher family, the runtime the converter picks for it), as `convert` would decide."""
+    if job is None:
+        return None
+    try:
+        from translator.pipeline import ConvertSettings
+        from translator.plan.build import build_plans
+
+        plans = build_plans(script, job, ConvertSettings())
+    except Exception:  # the survey goes on; the script is still counted for everything else
+        return None
+    return (plans[0].launcher, plans[0].runtime) if plans else None
+
+
 def _gpu_type_of(spec: Optional[str]) -> Optional[str]:
     """`gpu:a100:4` / `a100:4` / `gpu:a100` -> a100 (the first GPU entry's type)."""
     if not spec:
@@ -182,6 +197,9 @@ def survey(root: str) -> RepoUsage:
             usage.tally(usage.features, feature, rel)
         for item in {(i.kind, i.name): i for i in environment_items(script)}:
             usage.tally(usage.environments, item, rel)
+        launch = _launch(script, job)
+        if launch is not None:
+            usage.tally(usage.launchers, launch, rel)
         texts = script_texts(script, job)
         prefixes = [p for p, _ in absolute_prefixes(texts) if p not in SYSTEM_DIRS]
         prefixes += [p for p, _ in variable_prefixes(texts, assigned_names(script))]

@@ -185,9 +185,19 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
         w("filesystems: []")
     w("")
     w("# Runtime per launcher family (torchrun, srun-tasks, accelerate, deepspeed, mpi, jax, python, script)")
-    w("# and the image a runtime uses when the script names none. Example:")
-    w("#   - name: torch-distributed")
-    w("#     launchers: [torchrun, srun-tasks, python]")
-    w("#     image: registry.example.org/ml/pytorch:2.4")
-    w("runtimes: []")
+    w("# and the image a runtime uses when the script names none. Listed: the runtime slurm2kf picks today;")
+    w("# rename it to your site's ClusterTrainingRuntime.")
+    by_runtime: Dict[str, List] = {}
+    for (family, runtime), t in _sorted(usage.launchers):
+        by_runtime.setdefault(runtime, []).append((family, t))
+    if by_runtime:
+        w("runtimes:")
+        for runtime, fams in by_runtime.items():
+            for family, t in fams:
+                w(f"  # {family}: {_used(t)}")
+            w(f"  - name: {_q(runtime)}")
+            w(f"    launchers: [{', '.join(f for f, _ in fams)}]")
+            w("    image: null                     # TODO default image, e.g. registry.example.org/ml/pytorch:2.4")
+    else:
+        w("runtimes: []")
     return "\n".join(out) + "\n"
