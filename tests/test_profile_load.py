@@ -264,3 +264,17 @@ def test_aliases_and_deep_nesting_are_refused_cleanly():
 def test_nfs_server_must_be_a_host():
     (err,) = errors(HEAD + "filesystems:\n  - path: /d\n    nfs: {server: \"evil\\nhost\", path: /x}\n")
     assert err[:2] == ("F554", 5) and "not a host name" in err[2]
+
+
+def test_every_f_code_is_documented_in_readme():
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    used = set()
+    for p in (root / "translator" / "profile").glob("*.py"):
+        used |= set(re.findall(r'"(F5\d\d)"', p.read_text(encoding="utf-8")))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- SECTION:codes-F -->(.*?)<!-- /SECTION:codes-F -->", readme, re.S)
+    documented = set(re.findall(r"^\|\s*(F5\d\d)\s*\|", m.group(1), re.M))
+    assert len(used) > 30
+    assert used == documented, (sorted(used - documented), sorted(documented - used))
