@@ -3,8 +3,13 @@ images, runtimes, volumes, whole-node shapes and defaults.
 
 `apply_profile(plan, script, job, profile)` is pure: it returns a new TrainerPlan (dataclasses.replace)
 and never re-reads files. Every field it sets adds an info finding naming the profile key and line that
-set it; what the profile cannot map adds a warning. Values given on the command line win over the
-profile when `settings` (a ConvertSettings) is passed: --runtime, --image, --namespace, --gpu-resource.
+set it; what the profile cannot map adds a warning, and planner findings the profile settled (an
+image to build, a whole-node request, a constraint) become info with the reason appended.
+
+Command-line choices win over the profile. With `settings` (a ConvertSettings) they are read directly
+(--runtime, --image, --namespace, --gpu-resource); without it they are recognised in the plan: a
+namespace already set, a runtime Kubeflow does not ship, a GPU resource other than nvidia.com/gpu, and
+an image other than the runtime's default (a container image the script names) are kept.
 """
 from __future__ import annotations
 
