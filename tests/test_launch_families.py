@@ -178,3 +178,21 @@ def test_jax_detected_from_the_program_file_next_to_the_script(tmp_path):
         path.write_text(header + f"srun python {prog}\n")
         script, job, _ = read_and_resolve(str(path))
         assert detect(script, job).family == family, prog
+
+
+@pytest.mark.parametrize("line, command, env", [
+    ("time srun torchrun --nproc_per_node 8 t.py", ("torchrun",), ()),
+    ("exec srun torchrun --nproc_per_node 8 t.py", ("torchrun",), ()),
+    ("srun env NCCL_DEBUG=INFO stdbuf -oL torchrun --nproc_per_node=8 t.py", ("torchrun",), (("NCCL_DEBUG", "INFO"),)),
+    ("NCCL_DEBUG=INFO nohup srun torchrun --nproc_per_node=8 t.py", ("torchrun",), (("NCCL_DEBUG", "INFO"),)),
+])
+def test_wrappers_and_prefix_assignments(line, command, env):
+    i = intent_of("srun env\n" + line + "\n")
+    assert i.command == command and i.args[-1] == "t.py"
+    assert i.env == env
+    assert "L326" in codes(i)
+
+
+def test_prefix_assignment_needing_the_shell_is_reported():
+    i = intent_of("X=$(hostname) srun torchrun --nproc_per_node 8 t.py\n")
+    assert i.env == () and "L327" in codes(i)

@@ -59,7 +59,12 @@ def is_aux(cmd: Command) -> bool:
         return True
     if common.basename(words[0]) == "srun":
         inner = common.parse_srun(cmd.words).command
-        return bool(inner) and common.basename(inner[0].value) in AUX_PROGRAMS
+        if not inner:
+            return False
+        stripped, _ = strip_wrappers(None, inner, cmd.line)
+        if not stripped:                       # `srun env`: prints the environment
+            return True
+        return common.basename(stripped[0].value) in AUX_PROGRAMS
     return False
 
 
@@ -126,20 +131,84 @@ def _slurm_names(ctx: LaunchContext) -> List[str]:
     return names
 
 
+_NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def strip_wrappers(ctx: LaunchContext, words, line: int):
+    """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
+
+    Returns (remaining words, [(name, value)] environment the wrappers set).
+    """
+    words = list(words)
+    env = []
+    while words:
+        w0 = common.basename(words[0].value)
+        if w0 in ("exec", "nohup", "command", "builtin"):
+            words = words[1:]
+            while words and w0 == "exec" and words[0].value in ("-c", "-l"):
+                words = words[1:]
+        elif w0 == "time":
+            words = words[1:]
+            while words and words[0].value in ("-p", "--portability", "-v", "--verbose"):
+                words = words[1:]
+        elif w0 == "stdbuf":
+            words = words[1:]
+            while words and words[0].value.startswith("-"):
+                opt = words[0].value
+                words = words[2:] if opt in ("-i", "-o", "-e") else words[1:]
+        elif w0 == "env":
+            words = words[1:]
+            while words:
+                v = words[0].value
+                m = _NAME_VALUE.match(v)
+                if m and words[0].literal:
+                    env.append((m.group(1), m.group(2)))
+                    words = words[1:]
+                elif m:
+                    if ctx is not None:
+                        ctx.add(WARNING, "L327", f"`env {words[0].raw}` needs the shell; it is not carried", line,
+                            "give the variable a literal value")
+                    words = words[1:]
+                elif v in ("-i", "--ignore-environment"):
+                    words = words[1:]
+                elif v in ("-u", "--unset"):
+                    words = words[2:]
+                else:
+                    break
+        else:
+            break
+    return tuple(words), env
+
+
 def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
+    intent_env = []
+    for a in cmd.prefix_assignments:
+        if a.value.literal:
+            intent_env.append((a.name, a.value.value))
+        else:
+            ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
+                                     "not carried", cmd.line, "give the variable a literal value")
+    words, wrapper_env = strip_wrappers(ctx, cmd.words, cmd.line)
+    intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
+    extra = tuple(intent_env + wrapper_env)
+    return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent
+
+
+def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     from translator.launchers import container, mpi
 
-    line = cmd.line
-    if common.basename(cmd.words[0].value) == "srun":
-        call = common.parse_srun(cmd.words)
+    if common.basename(words[0].value) == "srun":
+        call = common.parse_srun(words)
         inner = common.toks_of(call.command)
         if call.options.get("container-image"):
             return container.pyxis(ctx, call, inner, line, dispatch)
         mpi_kind = call.options.get("mpi")
         if mpi_kind and mpi_kind != "none" and inner:
             return mpi.build(ctx, inner, call, line)
-        return dispatch(ctx, inner, call, line)
-    return dispatch(ctx, common.toks_of(cmd.words), None, line)
+        inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
+        intent = dispatch(ctx, common.toks_of(inner_words), call, line)
+        return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
+    return dispatch(ctx, common.toks_of(words), None, line)
 
 
 def detect(script, job) -> LaunchIntent:
