@@ -135,3 +135,10 @@ def test_deadline_and_source_map():
 def test_sbatch_refusal_is_an_error_finding():
     [p] = plan_of("#SBATCH -N 2\npython t.py\n")      # no shebang: sbatch refuses
     assert not p.can_run and "P401" in {f.code for f in p.findings}
+
+
+def test_launch_line_variables_follow_the_env_rules():
+    [p] = plan_of("#!/bin/bash\n#SBATCH -N 2\nexport A=1\nA=2 PET_NODE_RANK=0 SLURM_CPU_BIND=none B='$(X)' "
+                  "srun torchrun --nproc_per_node 2 t.py\n")
+    assert {e.name: e.value for e in p.env} == {"A": "2", "B": "$$(X)"}
+    assert {"P420", "P421"} <= {f.code for f in p.findings}

@@ -257,7 +257,9 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape)
         findings.extend(efind)
         smap.extend(emap)
-    env = tuple(env) + tuple(EnvVar(k, kube.escape(v)) for k, v in intent.env)
+    extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
+    findings.extend(xfind)
+    env = tuple(e for e in env if e.name not in {x.name for x in extra_env}) + extra_env
 
     # --- deadline
     deadline = None

@@ -73,3 +73,20 @@ def collect(script, launch_line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...
     if lines_dropped:
         smap.append(SourceMap("spec.trainer.env", tuple(lines_dropped), "dropped"))
     return tuple(env), findings, smap
+
+
+def launch_env(pairs, line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], List[Finding]]:
+    """Variables set on the launch command itself (`VAR=x srun …`, `env VAR=x …`), same rules as exports."""
+    out: List[EnvVar] = []
+    findings: List[Finding] = []
+    reserved = RESERVED_BY_POLICY.get(policy, ())
+    for name, value in pairs:
+        if name.startswith(RESERVED_PREFIXES) or name in reserved:
+            findings.append(Finding(WARNING, "P420", f"`{name}=…` on the launch line is not carried: the Kubeflow "
+                                    f"runtime sets {name} itself and rejects it in spec.trainer.env", line))
+        elif name.startswith("SLURM") or name in RENDEZVOUS:
+            findings.append(Finding(INFO, "P421", f"`{name}=…` on the launch line is not carried: Slurm and "
+                                    "rendezvous variables are provided on Kubernetes", line))
+        else:
+            out.append(EnvVar(name=name, value=escape(value), line=line))
+    return tuple(out), findings
