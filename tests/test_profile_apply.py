@@ -180,6 +180,7 @@ def test_amd_srun_tasks_on_mi250x():
         {"name": "fs-scratch", "nfs": {"server": "scratch.amd-hpc.example.eu", "path": "/scratch"}},
         {"name": "var-scratch", "persistentVolumeClaim": {"claimName": "project-scratch"}},
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}})
+    assert patch.volume_mounts[1] == {"name": "var-scratch", "mountPath": "/scratch/project", "subPath": "projects"}
     assert not [f for f in plan.findings if f.severity != "info"]     # LUMI/partition modules are provided
 
 
