@@ -196,3 +196,18 @@ def test_wrappers_and_prefix_assignments(line, command, env):
 def test_prefix_assignment_needing_the_shell_is_reported():
     i = intent_of("X=$(hostname) srun torchrun --nproc_per_node 8 t.py\n")
     assert i.env == () and "L327" in codes(i)
+
+
+def test_heredoc_program_keeps_its_input_through_the_fallback():
+    i = intent_of("python - <<'EOF'\nprint('hello')\nEOF\n")
+    assert i.family == "script" and "print('hello')" in i.args[0]
+
+
+def test_launch_redirection_is_reported():
+    i = intent_of("srun torchrun --nproc_per_node 8 t.py > train.log 2>&1\n")
+    assert i.family == "torchrun" and "L334" in codes(i)
+
+
+def test_script_without_commands():
+    i = intent_of("# nothing here\n")
+    assert i.command == ("true",) and "L333" in codes(i)

@@ -40,7 +40,8 @@ def _walk(statements, block: Optional[str] = None):
         if isinstance(st, Block):
             kind = block or st.kind
             if st.command is not None:
-                yield st.command, kind if st.kind != "heredoc" else block
+                # a command reading a here-document keeps its input: it counts as a block of its own
+                yield st.command, kind if st.kind != "heredoc" else (block or "here-document")
             yield from _walk(st.children, kind if st.kind != "heredoc" else block)
         else:
             yield st, block
@@ -248,6 +249,10 @@ def detect(script, job) -> LaunchIntent:
     cmd, _ = launches[0]
     ctx = context_for(cmd.line)
     intent = _dispatch_top(ctx, cmd)
+    redirs = [r for r in cmd.redirections if not r.startswith("<<")]
+    if redirs and intent.family != "script":
+        ctx.add(INFO, "L334", f"redirection `{' '.join(redirs)}` of the launch line is not carried; the output "
+                              "goes to the pod logs (`kubectl logs`)", cmd.line)
     if intent.family == "script":
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     for a in aux:

@@ -48,6 +48,11 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
     uses_env_tools = re.search(r"\b(module|ml|conda)\b", body) is not None
     text_lines = pro + (_STUBS if uses_env_tools else [])
     end = script.line_count
+    if not body.strip():
+        ctx.add(WARNING, "L333", "the script has no commands; the TrainJob runs `true`", None,
+                "check that this is the script you meant to convert")
+        return LaunchIntent(family=SCRIPT, framework="torch", command=("true",), args=(), line=None,
+                            runtime="torch-distributed", num_nodes=ctx.shape.nodes)
     text_lines.append(f"# ---- batch script body, lines {script.body_start_line}-{end} ----")
     text = "\n".join(text_lines) + "\n" + body + ("\n" if body and not body.endswith("\n") else "")
     defined = [n for n in names if prologue.definition(n, job, ctx.shape) is not None]
