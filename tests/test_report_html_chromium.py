@@ -159,3 +159,34 @@ def test_screenshot_is_a_png_of_the_window_width(page, tmp_path):
     keep = os.environ.get("SLURM2KF_KEEP_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+def test_real_migrate_report_with_hostile_names(tmp_path):
+    """The page migrate writes for the fixture repository plus a script whose file name and job name
+    are markup: nothing is injected, every script has its section, and 1280 px still fits."""
+    from pathlib import Path
+
+    from translator.migrate.run import MigrateOptions, migrate
+
+    src = tmp_path / "src"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "repo", src)
+    evil_name = "<img src=x onerror=alert(1)>.sbatch"
+    (src / "team-b" / evil_name).write_text(
+        '#!/bin/bash\n#SBATCH --job-name="</pre><script>alert(2)</script>"\n#SBATCH --time=10\n'
+        'python "$(echo <b>bold</b>)" --arg=\'<iframe>\'\n')
+    res = migrate(MigrateOptions(src=str(src), out=str(tmp_path / "out"), jobs=1, progress=False,
+                                 echo=lambda s: None))
+    page = tmp_path / "out" / "slurm2kf-report.html"
+    js = ("document.body.setAttribute('data-scroll-width', document.documentElement.scrollWidth);"
+          "document.body.setAttribute('data-imgs', document.getElementsByTagName('img').length);"
+          "document.body.setAttribute('data-iframes', document.getElementsByTagName('iframe').length);"
+          "document.body.setAttribute('data-scripts', document.getElementsByTagName('script').length);")
+    idx = probe(page, tmp_path, js)
+    body = idx.find("body")[0]
+    assert body["data-imgs"] == "0" and body["data-iframes"] == "0"
+    assert body["data-scripts"] == "2"          # the page's own script and the probe
+    assert int(body["data-scroll-width"]) <= WIDTH
+    sections = idx.find("section", "script")
+    assert len(sections) == res.scripts == 11
+    text = "".join(idx.text_by_class.get("script", []))
+    assert evil_name in text and "</pre><script>alert(2)</script>" in text

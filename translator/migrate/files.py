@@ -66,9 +66,13 @@ def write_if_changed(path: str, data: bytes, check: bool = False) -> str:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = _tmp_path(path)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         try:
