@@ -143,3 +143,13 @@ def test_lookalikes_after_the_first_command_are_reported_as_after_the_command():
     s = read("#!/bin/bash\n#SBATCH -N 1\necho go\n#SBTACH -N 2\n  #SBATCH -N 3\n# plain comment\n")
     assert [(i.line, i.reason) for i in s.ignored] == [(4, "R120"), (5, "R120")]
     assert "misspelt" in s.ignored[0].explanation and "indented" in s.ignored[1].explanation
+
+
+def test_non_ascii_blank_before_a_comment_makes_it_the_first_command():
+    # checked with Slurm 22.05: the #SBATCH line after it is not applied
+    s = read_script("#!/bin/bash\n\u00a0#SBATCH --comment=nbsp\n#SBATCH --comment=after\nhostname\n".encode(), "j")
+    assert s.directives == () and s.body_start_line == 2
+    assert [(d.code, d.line) for d in s.diagnostics] == [("R137", 2), ("R120", 3)]
+    # C isspace() blanks (vertical tab, form feed) are blanks for sbatch
+    s = read_script(b"#!/bin/bash\n\v\f\n#SBATCH --comment=vt-ok\nhostname\n", "j")
+    assert [d.words for d in s.directives] == [("--comment=vt-ok",)]

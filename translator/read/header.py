@@ -40,6 +40,7 @@ R133_ESCAPED_BLANK = "R133"
 R134_HETJOB_WORD = "R134"
 R135_HETJOB_SEPARATOR = "R135"
 R136_EMPTY_WORD = "R136"
+R137_UNICODE_BLANK = "R137"
 
 # C isspace() in the "C" locale
 _C_SPACE = " \t\n\v\f\r"
@@ -265,6 +266,12 @@ def read_header(lines: List[str]) -> Header:
         else:
             if _is_command_line(line):
                 body_start = number
+                if line.strip().startswith("#"):
+                    odd = next(ch for ch in line if ch not in _C_SPACE)
+                    diags.append(Diagnostic(WARNING, R137_UNICODE_BLANK, f"line {number} looks like a comment, but it starts "
+                                            f"with U+{ord(odd):04X}, which sbatch does not treat as a blank: for sbatch it is "
+                                            "the first command, and no directive after it is read", number,
+                                            "remove the invisible character"))
                 break
             if "SBATCH" in line.upper() or "SLURM" in line.upper() or _LOOKALIKE.match(line):
                 found = classify_lookalike(line)
