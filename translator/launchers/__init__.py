@@ -47,8 +47,17 @@ def _walk(statements, block: Optional[str] = None):
             yield st, block
 
 
+_ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
+
+
+def is_env_setup(cmd: Command) -> bool:
+    """`python -m venv DIR` and friends: creating the software environment, not a launch."""
+    words = [w.value for w in cmd.words]
+    return (len(words) >= 3 and common.is_python(words[0]) and words[1] == "-m" and words[2] in _ENV_MODULES)
+
+
 def is_launch(cmd: Command) -> bool:
-    if not cmd.words or cmd.kind == PIP:
+    if not cmd.words or cmd.kind == PIP or is_env_setup(cmd):
         return False
     w0 = common.basename(cmd.words[0].value)
     return cmd.kind == LAUNCH or w0 in LAUNCHERS or common.is_python(w0)

@@ -11,6 +11,7 @@ from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
+from translator.launchers import is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, resources, runtimes
 from translator.plan.model import EnvVar, SourceMap, TrainerPlan
@@ -172,7 +173,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     for cmd, depth in _commands(script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
-        elif cmd.kind in (CONDA, VENV):
+        elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             p, ix, ex, extra, fnd = pipmod.parse(cmd)
@@ -202,7 +203,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     for e in envs:
         code = "P403" if e.kind == CONDA else "P404"
         what = "conda environment" if e.kind == CONDA else "virtualenv"
-        findings.append(Finding(WARNING, code, f"{what} activation `{e.text.strip()}` must be replaced by an image "
+        findings.append(Finding(WARNING, code, f"{what} `{e.text.strip()}` must be replaced by an image "
                                 "with that environment", e.line, "build the environment into the image (--image)"))
         smap.append(SourceMap("spec.trainer.image", (e.line,), "approximated"))
     if pkgs:

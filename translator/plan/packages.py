@@ -6,6 +6,7 @@ from typing import List, Tuple
 from translator.diagnostics import Finding, INFO, WARNING
 
 DEFAULT_INDEX = "https://pypi.org/simple"
+_TOOLING = {"pip", "setuptools", "wheel"}
 _KEEP_AS_PACKAGE = {"-r": "-r", "--requirement": "-r", "-c": "-c", "--constraint": "-c", "-e": "-e",
                     "--editable": "-e"}
 _DROP_FLAGS = {"--user", "-q", "--quiet", "-qq", "--no-warn-script-location", "--disable-pip-version-check"}
@@ -16,7 +17,7 @@ _VALUE_OPTIONS = {"-f", "--find-links", "--trusted-host", "-t", "--target", "--p
                   "--report", "--cert", "--client-cert", "--exists-action"}
 
 
-def parse(cmd) -> Tuple[List[str], List[str], List[str], bool, List[Finding]]:
+def parse(cmd) -> Tuple[List[str], List[str], List[str], List[str], List[Finding]]:
     """(packages, index urls, extra index urls, extra pip args, findings) from one pip command."""
     words = list(cmd.words)
     values = [w.value for w in words]
@@ -60,6 +61,11 @@ def parse(cmd) -> Tuple[List[str], List[str], List[str], bool, List[Finding]]:
             i += step
         elif name in _DROP_FLAGS:
             i += 1
+        elif name == "--no-index":
+            findings.append(Finding(WARNING, "P432", "`--no-index` is not carried: all pip lines install in one "
+                                    "command, where it would stop every other package from being found", cmd.line,
+                                    "use --find-links with a wheel directory in the image"))
+            i += 1
         elif name in _VALUE_OPTIONS:
             extra += [name, val] if not eq else [v]
             i += step
@@ -72,4 +78,7 @@ def parse(cmd) -> Tuple[List[str], List[str], List[str], bool, List[Finding]]:
                 findings.append(Finding(WARNING, "P433", f"`pip install {v}` installs from a local path, which is "
                                         "not in the pod", cmd.line, "build it into the image"))
             i += 1
+    if pkgs and all(p.split("=")[0].split("<")[0].split(">")[0].lower() in _TOOLING for p in pkgs):
+        return [], [], [], [], findings + [Finding(INFO, "P431", f"`{cmd.text.strip()}` only upgrades pip's own "
+                                                   "tooling; not carried", cmd.line)]
     return pkgs, index, extra_index, extra, findings
