@@ -315,3 +315,45 @@ def test_heredoc_inside_command_substitution_does_not_swallow_the_file():
     assert [(a.line, a.name) for a in iter_assignments(s.body)] == [(3, "X"), (7, "Y")]
     assert launch_lines(text) == [(11, ("srun", "python", "train.py"))]
     assert s.diagnostics == ()
+
+
+IDIOMS = """\
+head=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)
+nodes=($(scontrol show hostnames $SLURM_JOB_NODELIST)); head_ip=$(srun -N1 -n1 -w "${nodes[0]}" hostname --ip-address)
+export MASTER_PORT=$((15000 + SLURM_JOB_ID % 10000))
+module purge; module load cuda/12.1 nccl
+source ~/miniconda3/etc/profile.d/conda.sh; conda activate env
+spack load openmpi
+export PYTHONPATH=$PWD/src:$PYTHONPATH NCCL_SOCKET_IFNAME=ib0 NCCL_IB_HCA=mlx5 FI_PROVIDER=efa
+trap 'scontrol requeue $SLURM_JOB_ID' USR1
+for h in $(scontrol show hostnames); do echo "$h slots=8" >> hostfile; done
+srun torchrun --nnodes 4 --nproc_per_node 8 --rdzv_backend c10d --rdzv_endpoint $head_ip:29500 train.py
+srun python train.py
+srun --mpi=pmix ./app
+mpirun -np $SLURM_NTASKS ./app
+deepspeed --hostfile=hostfile train.py
+srun --ntasks-per-node=1 accelerate launch --num_processes $((SLURM_NNODES*8)) --main_process_ip $head train.py
+srun apptainer exec --nv --bind /data:/data image.sif python x.py
+srun --container-image=nvcr.io#nvidia/pytorch:24.01-py3 --container-mounts=src:dst python x.py
+srun bash -c 'torchrun --node_rank=$SLURM_NODEID x.py'
+"""
+
+
+def test_multinode_ml_idioms_of_the_semantics_doc_section_14():
+    s = body(IDIOMS)
+    assigns = {a.name: a for a in iter_assignments(s.body)}
+    assert assigns["head"].line == 3 and not assigns["head"].value.literal
+    assert assigns["head_ip"].line == 4 and assigns["nodes"].value.value.startswith("(")
+    assert assigns["MASTER_PORT"].exported and assigns["NCCL_IB_HCA"].value.value == "mlx5"
+    assert {n for n, a in assigns.items() if a.exported} >= {"PYTHONPATH", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "FI_PROVIDER"}
+    kinds = [(c.line, c.kind, c.argv[0]) for c in iter_commands(s.body)]
+    assert (6, ast.MODULE, "module") in kinds and (7, ast.SOURCE, "source") in kinds and (7, ast.CONDA, "conda") in kinds
+    assert (8, ast.MODULE, "spack") in kinds
+    assert (10, ast.OTHER, "trap") in kinds
+    launches = [(c.line, c.argv[0], c.argv[1]) for c in iter_commands(s.body) if c.kind == ast.LAUNCH]
+    assert launches == [(12, "srun", "torchrun"), (13, "srun", "python"), (14, "srun", "--mpi=pmix"),
+                        (15, "mpirun", "-np"), (16, "deepspeed", "--hostfile=hostfile"),
+                        (17, "srun", "--ntasks-per-node=1"), (18, "srun", "apptainer"),
+                        (19, "srun", "--container-image=nvcr.io#nvidia/pytorch:24.01-py3"), (20, "srun", "bash")]
+    trap = next(c for c in iter_commands(s.body) if c.argv[0] == "trap")
+    assert trap.argv == ("trap", "scontrol requeue $SLURM_JOB_ID", "USR1") and trap.words[1].literal
