@@ -305,7 +305,7 @@ class _Resolver:
                 plugin, name = e.spank
                 self.diag(code, f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
                           f"sbatch 22.05 without that plugin refuses it ({e.message}){where}", e.line,
-                          "keep it only for sites with the plugin; the container image is translated from it")
+                          "keep it only for sites that have this plugin")
             elif e.kind == "stray-word":
                 self.diag(code, f"{e.message}{where}: getopt stops at the first word that is not an option",
                           e.line, "quote values that contain spaces; optional arguments need `=`")
@@ -566,7 +566,8 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
         r.verify(comp)
         components.append(_finish(comp, script.path))
         carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
-    diags = list(script.diagnostics) + r.diags
+    # a hetjob reads the environment and carried options once per component: report each once
+    diags = list(script.diagnostics) + list(dict.fromkeys(r.diags))
     diags.sort(key=lambda d: (d.line if d.line is not None else 10 ** 9))
     refused = script.sbatch_refuses or any(
         d.code.startswith("O") and (d.severity == ERROR or d.code == O206_PLUGIN_OPTION) for d in r.diags)
