@@ -62,13 +62,13 @@ def test_one_script_per_family_submits_the_same_trainjob_through_the_sdk(tmp_pat
     picked[("array-expand",)] = (arr, conv.plans)
     families = {k[0] for k in picked}
     assert {"torchrun", "mpi", "python"} <= families, families
-    pairs = []
-    for i, (path, plans) in enumerate(picked.values()):
-        y = tmp_path / f"{i}_{path.stem}.yaml"
-        py = tmp_path / f"{i}_{path.stem}.py"
-        y.write_text(trainjob_yaml.render(plans), encoding="utf-8")
-        py.write_text(sdk_python.render(plans), encoding="utf-8")
-        pairs.append((y, py))
+    # all of them in one file: one SDK run (compare_outputs pairs the TrainJobs in order)
+    plans = [p for _, ps in picked.values() for p in ps]
+    assert len({p.name for p in plans}) == len(plans)
+    y, py = tmp_path / "families.yaml", tmp_path / "families.py"
+    y.write_text(trainjob_yaml.render(plans), encoding="utf-8")
+    py.write_text(sdk_python.render(plans), encoding="utf-8")
+    pairs = [(y, py)]
     results = oracle_compare(pairs, jobs=2)
     failures = [(p[0].name, out) for p, (rc, out) in zip(pairs, results) if rc != 0 or "equivalent: yes" not in out]
     assert not failures, "\n\n".join(f"{n}:\n{o}" for n, o in failures)
