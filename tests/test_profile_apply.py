@@ -2,6 +2,7 @@
 plans written by hand (what the planner gives), expected outputs derived by hand from the profiles."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,19 @@ def test_empty_profile_changes_nothing_but_says_so():
     after = apply_profile(before, s, job, prof)
     assert [f.code for f in after.findings] == ["F500"]
     assert after.patches == () and after.labels == () and after.namespace is None
+
+
+def test_mounting_home_under_an_mpi_runtime_warns():
+    prof = parse_profile(HEAD + "filesystems:\n  - {path: /home, pvc: home}\n  - {path: /scratch, pvc: s}\n")
+    from translator.read import read_script
+    from translator.slurm.resolve import resolve
+    s = read_script(b"#!/bin/bash\n#SBATCH -N 2\nmpirun /home/me/bin/app --out /scratch/me\n", "m.sbatch")
+    job = resolve(s, env={}, cli_args=())
+    base = TrainerPlan(name="m", source_path="m", job_name="m", framework="mpi", launcher="mpi",
+                       runtime="deepspeed-distributed")
+    plan = apply_profile(base, s, job, prof)
+    (w,) = [f for f in plan.findings if f.code == "F524"]
+    assert w.severity == "warning" and w.line == 3 and "`/home`" in w.message and "/home/mpiuser" in w.message
+    torch = apply_profile(dataclasses.replace(base, framework="torch", launcher="torchrun",
+                                              runtime="torch-distributed"), s, job, prof)
+    assert "F524" not in [f.code for f in torch.findings]

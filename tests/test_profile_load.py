@@ -278,3 +278,35 @@ def test_every_f_code_is_documented_in_readme():
     documented = set(re.findall(r"^\|\s*(F5\d\d)\s*\|", m.group(1), re.M))
     assert len(used) > 30
     assert used == documented, (sorted(used - documented), sorted(documented - used))
+
+
+def test_kubernetes_rules_for_tolerations_selectors_and_reserved_names():
+    errs = errors(HEAD + """partitions:
+  gpu:
+    tolerations:
+      - {key: a, operator: Exists, value: x}
+      - {key: b, operator: Equal, value: y, effect: NoSchedule, tolerationSeconds: 5}
+      - {value: z}
+    affinity:
+      nodeAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+            - matchExpressions:
+                - {key: k, operator: In}
+                - {key: k, operator: Gt, values: ["x"]}
+        preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 200
+            preference: {matchExpressions: [{key: k, operator: Exists, values: [a]}]}
+filesystems:
+  - {path: /x, name: dshm, pvc: p}
+""")
+    assert [(c, l) for c, l, _ in errs] == [("F558", n) for n in (6, 7, 8, 14, 15, 17, 18, 20)]
+    msgs = [m for _, _, m in errs]
+    assert msgs[0] == "partitions.gpu.tolerations[0].value: must be empty when operator is Exists"
+    assert msgs[1].endswith("tolerationSeconds: only applies with effect NoExecute")
+    assert msgs[2].endswith("operator: a toleration without a key must use operator Exists")
+    assert msgs[3].endswith("matchExpressions[0].values: operator In needs at least one value")
+    assert msgs[4].endswith("matchExpressions[1].values: operator Gt takes exactly one integer value")
+    assert msgs[5].endswith("[0].weight: must be at most 100, got 200")
+    assert msgs[6].endswith("matchExpressions[0].values: operator Exists takes no values")
+    assert msgs[7] == "filesystems[0].name: `dshm` is reserved for the /dev/shm volume"

@@ -63,6 +63,11 @@ F_CONSTRAINT = "F520"
 F_CONFLICT = "F521"
 F_NOT_FILLED = "F522"
 F_RUNTIME_NO_IMAGE = "F523"
+F_HIDES_MPI_HOME = "F524"
+
+# The shipped MPI runtimes (deepspeed/mlx) start sshd with /home/mpiuser/.sshd_config from the image and
+# mount the SSH keys at /home/mpiuser/.ssh: a volume over /home or /home/mpiuser hides the sshd config.
+MPI_USER_HOME = "/home/mpiuser"
 
 
 def _is_gpu_resource(name: str) -> bool:
@@ -536,6 +541,12 @@ def _filesystems(b: _Builder, script, job) -> None:
             mount["subPath"] = fs.sub_path
         if not b.add_volume(volume, mount):
             continue
+        if b.plan.framework == "mpi" and (MPI_USER_HOME + "/").startswith(fs.mount_path.rstrip("/") + "/"):
+            b.warn(F_HIDES_MPI_HOME, f"the volume mounted at `{fs.mount_path}` ({b.where(fs.key, fs.line)}) hides "
+                   f"`{MPI_USER_HOME}` of the MPI runtime image, whose sshd configuration the worker pods start "
+                   f"from; MPI workers would not start", use.line,
+                   f"mount a subdirectory (e.g. `mountPath: {fs.mount_path.rstrip('/')}/<user>`) or use an MPI "
+                   f"runtime whose user home is elsewhere")
         kind, detail = next(iter(fs.source.items()))
         desc = {"persistentVolumeClaim": lambda d: f"PVC `{d['claimName']}`",
                 "nfs": lambda d: f"NFS `{d['server']}:{d['path']}`",

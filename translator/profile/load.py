@@ -50,16 +50,36 @@ def _label_value():
     return string(kube_names.label_value_problem)
 
 
+def _requirement_check(req, chk):
+    """In/NotIn need values; Exists/DoesNotExist take none; Gt/Lt take one integer (apimachinery rules)."""
+    op, values = req.get("operator"), [i.value for i in (req.get("values") or [])]
+    if op in ("In", "NotIn") and not values:
+        chk.error(F_VALUE, req.path + ".values", req.line, f"operator {op} needs at least one value")
+    elif op in ("Exists", "DoesNotExist") and values:
+        chk.error(F_VALUE, req.path + ".values", req.line, f"operator {op} takes no values")
+    elif op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
+        chk.error(F_VALUE, req.path + ".values", req.line, f"operator {op} takes exactly one integer value")
+
+
+def _toleration_check(tol, chk):
+    if tol.get("operator") == "Exists" and tol.get("value"):
+        chk.error(F_VALUE, tol.path + ".value", tol.line, "must be empty when operator is Exists")
+    if tol.get("tolerationSeconds") is not None and tol.get("effect") != "NoExecute":
+        chk.error(F_VALUE, tol.path + ".tolerationSeconds", tol.line, "only applies with effect NoExecute")
+    if not tol.get("key") and tol.get("operator") != "Exists" and any(k in tol.key_lines for k in ("key", "operator", "value", "effect")):
+        chk.error(F_VALUE, tol.path + ".operator", tol.line, "a toleration without a key must use operator Exists")
+
+
 _LABEL_SELECTOR_REQ = obj({
     "key": Field(_label_key(), required=True),
     "operator": Field(one_of("In", "NotIn", "Exists", "DoesNotExist"), required=True),
     "values": Field(list_of(string())),
-})
+}, check=_requirement_check)
 _NODE_SELECTOR_REQ = obj({
     "key": Field(string(), required=True),
     "operator": Field(one_of("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"), required=True),
     "values": Field(list_of(string())),
-})
+}, check=_requirement_check)
 _NODE_SELECTOR_TERM = obj({
     "matchExpressions": Field(list_of(_NODE_SELECTOR_REQ)),
     "matchFields": Field(list_of(_NODE_SELECTOR_REQ)),
@@ -77,7 +97,7 @@ _POD_AFFINITY_TERM = obj({
     "mismatchLabelKeys": Field(list_of(_label_key())),
 })
 _WEIGHTED_POD_TERM = obj({
-    "weight": Field(integer(1), required=True),
+    "weight": Field(integer(1, 100), required=True),
     "podAffinityTerm": Field(_POD_AFFINITY_TERM, required=True),
 })
 _POD_AFFINITY = obj({
@@ -90,7 +110,7 @@ _AFFINITY = obj({
             "nodeSelectorTerms": Field(list_of(_NODE_SELECTOR_TERM), required=True),
         })),
         "preferredDuringSchedulingIgnoredDuringExecution": Field(list_of(obj({
-            "weight": Field(integer(1), required=True),
+            "weight": Field(integer(1, 100), required=True),
             "preference": Field(_NODE_SELECTOR_TERM, required=True),
         }))),
     })),
@@ -103,7 +123,7 @@ _TOLERATION = obj({
     "value": Field(_label_value()),
     "effect": Field(one_of("NoSchedule", "PreferNoSchedule", "NoExecute")),
     "tolerationSeconds": Field(integer()),
-})
+}, check=_toleration_check)
 _PLACEMENT_FIELDS = {
     "nodeSelector": Field(mapping_of(_label_key(), _label_value()),
                           doc="node labels the pods require (PodSpec nodeSelector)"),
@@ -318,6 +338,8 @@ def _build(path: str, doc, chk: Checker) -> Optional[Profile]:
                 chk.error(F_VALUE, item.path + ".mountPath", item.line,
                           f"mount path `{mount}` is already used by the entry on line {mounts[mount]}")
             mounts.setdefault(mount, item.line)
+            if vname == "dshm":
+                chk.error(F_VALUE, item.path + ".name", item.line, "`dshm` is reserved for the /dev/shm volume")
             if mount in ("/dev/shm", "/etc/mpi", "/"):
                 chk.error(F_VALUE, item.path + ".mountPath", item.line,
                           f"`{mount}` is reserved (runtime or shmSize mounts it)")

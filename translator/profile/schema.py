@@ -146,7 +146,7 @@ def one_of(*choices: str) -> Validator:
     return validate
 
 
-def integer(minimum: Optional[int] = None) -> Validator:
+def integer(minimum: Optional[int] = None, maximum: Optional[int] = None) -> Validator:
     def validate(node, path, chk):
         if _is_null(node):
             return None
@@ -159,6 +159,8 @@ def integer(minimum: Optional[int] = None) -> Validator:
             return chk.error(F_TYPE, path, node, f"expected an integer, got `{value}`")
         if minimum is not None and number < minimum:
             return chk.error(F_VALUE, path, node, f"must be at least {minimum}, got {number}")
+        if maximum is not None and number > maximum:
+            return chk.error(F_VALUE, path, node, f"must be at most {maximum}, got {number}")
         return number
     return validate
 
