@@ -153,3 +153,10 @@ def test_non_ascii_blank_before_a_comment_makes_it_the_first_command():
     # C isspace() blanks (vertical tab, form feed) are blanks for sbatch
     s = read_script(b"#!/bin/bash\n\v\f\n#SBATCH --comment=vt-ok\nhostname\n", "j")
     assert [d.words for d in s.directives] == [("--comment=vt-ok",)]
+
+
+def test_shell_from_the_shebang():
+    for line, shell in [("#!/bin/bash", "bash"), ("#!/bin/bash -l", "bash"), ("#!/usr/bin/env bash", "bash"),
+                        ("#!/usr/bin/env -S bash -l", "bash"), ("#! /bin/sh", "sh"), ("#!/bin/tcsh -f", "tcsh"),
+                        ("#!/bin/zsh", "zsh"), ("#!/usr/bin/env python3", "unknown"), ("#!", "unknown")]:
+        assert read(line + "\n#SBATCH -N 1\nx\n").shell == shell, line

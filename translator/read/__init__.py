@@ -71,30 +71,26 @@ def _too_large(path: str) -> ReadError:
                                 "limit for a job script; it is not read"))
 
 
-_SHEBANG_SHELL = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
 _KNOWN_SHELLS = {"bash": "bash", "sh": "sh", "zsh": "zsh", "csh": "csh", "tcsh": "tcsh", "ksh": "sh", "dash": "sh"}
 
 
-def shell_of(shebang: Optional[str]) -> str:
-    if not shebang:
-        return "unknown"
-    m = _SHEBANG_SHELL.match(shebang)
-    if not m:
-        return "unknown"
-    prog = m.group(1).rsplit("/", 1)[-1]
-    if prog == "env" and m.group(2):
-        prog = m.group(2).rsplit("/", 1)[-1]
-    return _KNOWN_SHELLS.get(prog, "unknown")
-
-
 def _interpreter(shebang: Optional[str]) -> str:
-    m = _SHEBANG_SHELL.match(shebang or "")
-    if not m:
+    """The program a `#!` line runs: `#!/bin/bash -l` -> bash, `#!/usr/bin/env -S python3 -u` -> python3."""
+    if not shebang or not shebang.startswith("#!"):
         return ""
-    prog = m.group(1).rsplit("/", 1)[-1]
-    if prog == "env" and m.group(2):
-        prog = m.group(2).rsplit("/", 1)[-1]
+    words = shebang[2:].split()
+    if not words:
+        return ""
+    prog = words[0].rsplit("/", 1)[-1]
+    if prog == "env":
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        prog = rest[0].rsplit("/", 1)[-1] if rest else ""
     return prog
+
+
+def shell_of(shebang: Optional[str]) -> str:
+    """"bash", "sh", "zsh", "csh", "tcsh" or "unknown", from the `#!` line."""
+    return _KNOWN_SHELLS.get(_interpreter(shebang), "unknown")
 
 
 def read_script(data: bytes, path: str) -> Script:
