@@ -278,6 +278,8 @@ def _namespace(b: _Builder, job) -> None:
         if rule is None and b.profile.accounts:
             b.warn(F_UNMAPPED, f"account `{account}` is not in the profile's `accounts`", line,
                    "map it to a namespace in the profile")
+        elif rule is not None:
+            b.warn(F_NOT_FILLED, f"account `{account}`: {b.where(rule.key, rule.line)} has no namespace yet", line)
     ns = b.profile.defaults.namespace
     if ns:
         b.changes["namespace"] = ns
