@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import stat
 from typing import Optional
 

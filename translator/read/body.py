@@ -12,9 +12,9 @@ from typing import List, Optional, Sequence, Tuple
 
 from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
-from translator.read.classify import classify, program_index
+from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
-from translator.read.words import make_assignment, make_word, split_assignment
+from translator.read.words import make_assignment, make_word
 
 R144_CSH_BODY = "R144"
 R145_PARSER_FALLBACK = "R145"

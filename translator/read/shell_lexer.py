@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from translator.diagnostics import Diagnostic, INFO, WARNING
+from translator.diagnostics import Diagnostic, WARNING
 
 R140_UNTERMINATED_HEREDOC = "R140"
 R141_UNCLOSED_BLOCK = "R141"

@@ -11,9 +11,9 @@ Lines are split on `\\n` only, as sbatch splits them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
-from translator.diagnostics import Diagnostic, ERROR, INFO, WARNING
+from translator.diagnostics import Diagnostic, ERROR, WARNING
 
 # Codes of this module (documented in README, section codes-R).
 R110_EMPTY = "R110"
