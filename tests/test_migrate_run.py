@@ -305,3 +305,26 @@ def test_report_command_on_source_and_on_output(tmp_path):
     assert html_file.read_text().startswith("<!DOCTYPE html>")
     md = run("report", src / "two.sh")
     assert md.returncode == 0 and "two.sh" in md.stdout
+
+
+def test_nearest_profile_applies_per_folder_and_report_lists_what_it_leaves(tmp_path):
+    """A slurm2kf.yaml in team-a/ applies to the scripts below it only; the report's "still needs a
+    home" lists only what that profile does not provide."""
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src)
+    profile = Path(__file__).parent / "fixtures" / "profiles" / "university" / "slurm2kf.yaml"
+    shutil.copy(profile, src / "team-a" / "slurm2kf.yaml")
+    out = tmp_path / "out"
+    proc = run("migrate", src, "-o", out)
+    assert proc.returncode == 1, proc.stderr
+    recs = {s["path"]: s for s in json.loads((out / "slurm2kf-report.json").read_text())["scripts"]}
+    # the university profile provides cuda/* and nccl/* and mounts /home, /scratch, /apps
+    tr = recs["team-a/torchrun_multinode.sh"]
+    assert tr["modules"] == [] and tr["paths"] == ["/gpfs"]
+    assert recs["team-a/nested/deep/mpi_allreduce.slurm"]["modules"] == ["openmpi/4.1"]
+    # outside team-a no profile applies
+    single = recs["single_gpu.sbatch"]
+    assert single["modules"] == ["cuda/12.1"] and single["paths"] == ["/scratch"]
+    ns = {rel: yaml.safe_load((out / (SCRIPTS[rel] + ".trainjob.yaml")).read_text())["metadata"].get("namespace")
+          for rel in ("team-a/torchrun_multinode.sh", "single_gpu.sbatch")}
+    assert ns == {"team-a/torchrun_multinode.sh": "hpc-users", "single_gpu.sbatch": None}

@@ -114,7 +114,7 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts):
             from translator.emit import trainjob_yaml
 
             yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
-        sr = script_report(conv, os.path.basename(source), yaml_text)
+        sr = script_report(conv, os.path.basename(source), yaml_text, settings=settings)
         return Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr])
     try:
         res = migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,

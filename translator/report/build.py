@@ -15,13 +15,6 @@ from translator.report.model import (
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
-# Absolute path prefixes that exist in any container, or that Kubeflow provides: not "homeless".
-_SYSTEM_TOPS = frozenset({
-    "bin", "sbin", "usr", "lib", "lib64", "etc", "dev", "proc", "sys", "tmp", "var", "run", "opt/conda",
-})
-_ABS_PATH = re.compile(r"(?<![\w$}.~/-])(/[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*)")
-
-
 def _issue(d) -> Issue:
     return Issue(severity=str(getattr(d, "severity", "info")), code=str(getattr(d, "code", "")),
                  message=str(getattr(d, "message", "")), line=getattr(d, "line", None),
@@ -51,52 +44,14 @@ def _gpus_per_node(plan) -> int:
     return total
 
 
-def _module_names(argv: Sequence[str]) -> List[str]:
-    """`module load a b`, `module add a`, `module swap old new`, `ml a b` -> loaded module names."""
-    if not argv:
-        return []
-    cmd, rest = argv[0], list(argv[1:])
-    rest = [w for w in rest if not w.startswith("-")]
-    if cmd == "ml":
-        if rest and rest[0] in ("load", "add"):
-            return rest[1:]
-        if rest and rest[0] in ("swap", "switch"):
-            return rest[2:3] or rest[1:2]
-        if rest and rest[0] in ("purge", "list", "avail", "spider", "show", "unload", "del", "rm", "use",
-                                "save", "restore", "help", "whatis", "keyword", "reset"):
-            return []
-        return [w for w in rest if not w.startswith("-")]   # `ml -foo` unloads; `ml foo` loads
-    if rest and rest[0] in ("load", "add", "try-load", "try-add"):
-        return rest[1:]
-    if rest and rest[0] in ("swap", "switch"):
-        return rest[2:3] or rest[1:2]
-    return []
-
-
-def _environment_name(kind: str, argv: Sequence[str]) -> Optional[str]:
-    words = [w for w in argv if not w.startswith("-")]
-    if kind == "conda":
-        # conda activate ENV | mamba activate ENV | source activate ENV | conda activate -p PATH
-        if "activate" in words:
-            after = words[words.index("activate") + 1:]
-            return ("conda:" + after[-1]) if after else "conda:base"
-        return None
-    if kind == "venv":
-        for w in words[1:]:
-            if w.endswith("/bin/activate") or w.endswith("/activate"):
-                return "venv:" + (w[: -len("/bin/activate")] if w.endswith("/bin/activate") else w)
-        return None
-    return None
-
-
-def _path_prefix(p: str) -> Optional[str]:
-    parts = [x for x in p.split("/") if x]
-    if not parts or parts[0] in _SYSTEM_TOPS or "/".join(parts[:2]) in _SYSTEM_TOPS:
-        return None
-    if parts[0] in ("home", "scratch", "work", "project", "projects", "gpfs", "lustre", "data",
-                    "datasets", "shared", "nfs", "mnt", "fs", "storage", "p", "cluster"):
-        return "/" + "/".join(parts[:2]) if len(parts) > 1 else "/" + parts[0]
-    return "/" + parts[0]
+def _env_covered(kind: str, name: str, profile) -> bool:
+    """A profile image rule (with an image) or `images.provided` accounts for this environment item."""
+    if profile is None:
+        return False
+    for rule in getattr(profile, "image_rules", ()) or ():
+        if rule.image and any(k == kind and p.matches(name) for k, p in rule.matchers):
+            return True
+    return any(k == kind and p.matches(name) for k, p in getattr(profile, "images_provided", ()) or ())
 
 
 def _mount_paths(plans) -> List[str]:
@@ -110,48 +65,40 @@ def _mount_paths(plans) -> List[str]:
     return out
 
 
-def _covered(prefix: str, mounts: Sequence[str]) -> bool:
-    return any(prefix == m or prefix.startswith(m + "/") or m.startswith(prefix + "/") or m == "/"
-               for m in mounts)
+def environment_needs(script, job, plans, profile=None, image_chosen: bool = False):
+    """Modules, environments and path prefixes the script relies on that nothing provides yet.
 
-
-def environment_needs(script, job, plans) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
-    """Modules, environments and path prefixes the script relies on (paths minus mounted ones)."""
-    from translator.read.ast import CONDA, MODULE, VENV, iter_assignments, iter_commands
+    Uses the same scanner as the site profile (translator/profile/usage.py), so what the report lists
+    is exactly what a `slurm2kf.yaml` can map: environment items not covered by the profile's image
+    rules or `images.provided` (all are covered when --image chose the image), and top-level path
+    prefixes (`/scratch`, `$SCRATCH`) that no profile file system or plan volume mounts.
+    """
+    from translator.profile.usage import (SYSTEM_DIRS, absolute_prefixes, assigned_names, environment_items,
+                                          script_texts, variable_prefixes)
 
     modules: List[str] = []
     envs: List[str] = []
-    paths: List[str] = []
-    body = getattr(script, "body", ()) or ()
-
-    def add(lst, v):
-        if v and v not in lst:
-            lst.append(v)
-
-    def scan(text: str):
-        for m in _ABS_PATH.finditer(text):
-            add(paths, _path_prefix(m.group(1)))
-
-    for cmd in iter_commands(body):
-        argv = cmd.argv
-        if cmd.kind == MODULE:
-            for name in _module_names(argv):
-                add(modules, name)
+    for item in environment_items(script):
+        if image_chosen or _env_covered(item.kind, item.name, profile):
             continue
-        if cmd.kind in (CONDA, VENV):
-            add(envs, _environment_name(cmd.kind, argv))
-        for w in argv:
-            if "/" in w:
-                scan(w)
-    for a in iter_assignments(body):
-        if "/" in a.value.value:
-            scan(a.value.value)
-    chdir = getattr(getattr(job, "fields", None), "chdir", None) if job is not None else None
-    if chdir:
-        scan(chdir)
+        if item.kind == "module":
+            modules.append(item.name)
+        else:
+            envs.append(f"{item.kind}:{item.name}")
+    texts = script_texts(script, job)
+    covered = set()
+    for fs in getattr(profile, "filesystems", ()) or ():
+        covered.add(fs.path if fs.path.startswith("$") else "/" + fs.path.strip("/").split("/")[0])
     mounts = _mount_paths(plans)
-    paths = [p for p in paths if not _covered(p, mounts)]
-    return tuple(modules), tuple(envs), tuple(sorted(paths))
+    paths: List[str] = []
+    for top, _t in absolute_prefixes(texts):
+        if top in SYSTEM_DIRS or top in covered or any(m == top or m.startswith(top + "/") for m in mounts):
+            continue
+        paths.append(top)
+    for var, _t in variable_prefixes(texts, assigned_names(script)):
+        if var not in covered and var != "$HOME":
+            paths.append(var)
+    return tuple(dict.fromkeys(modules)), tuple(dict.fromkeys(envs)), tuple(sorted(set(paths)))
 
 
 def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
@@ -222,7 +169,7 @@ def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, 
         if i.severity in ("error", "warning"):
             where = f"line {i.line}: " if i.line is not None else ""
             add(f"{where}{i.code} {i.suggestion or i.message}")
-    if (modules or envs) and not image:
+    if modules or envs:
         need = ", ".join(list(modules) + list(envs))
         add(f"choose a container image that provides {need} (or pass --image / a profile)")
     if paths:
@@ -233,8 +180,9 @@ def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, 
     return tuple(out)
 
 
-def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = ()) -> ScriptReport:
-    """Build the report record of one Conversion."""
+def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (),
+                  settings=None) -> ScriptReport:
+    """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with)."""
     raw: List = []
     if getattr(conv, "file_error", None) is not None:
         raw.append(conv.file_error)
@@ -272,7 +220,9 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
             node_hours += n * secs / 3600.0
             gpu_hours += g * secs / 3600.0
     if script is not None:
-        modules, envs, paths = environment_needs(script, job, plans)
+        modules, envs, paths = environment_needs(
+            script, job, plans, profile=getattr(settings, "profile", None),
+            image_chosen=bool(getattr(settings, "image", None)))
         rows = _rows(script, job, plans, issues)
     else:
         modules = envs = paths = ()
