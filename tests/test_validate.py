@@ -265,3 +265,11 @@ def test_cli_runtimes_option(tmp_path):
     assert r.returncode == 1 and "error V740" in r.stdout and "V745" not in r.stdout
     r = _cli("--runtimes", str(tmp_path / "missing-dir-or-file"), str(job))
     assert r.returncode == 2
+
+
+def test_date_time_format(crd):
+    base = GOOD + "  runtimePatches:\n  - manager: example.com/x\n    time: {t}\n"
+    ok, _ = _problems(base.replace("{t}", "'2026-01-02T03:04:05Z'"), crd)
+    assert ok == []
+    bad, _ = _problems(base.replace("{t}", "yesterday"), crd)
+    assert [(p.code, p.path, p.line) for p in bad] == [("V711", "spec.runtimePatches[0].time", 23)]

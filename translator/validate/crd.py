@@ -15,6 +15,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 BUNDLED_CRD = os.path.join(os.path.dirname(__file__), "data", "trainer.kubeflow.org_trainjobs.yaml")
 
+_RFC3339 = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+            r"([Zz]|[+-][0-9]{2}:[0-9]{2})$")
 _INT_RANGES = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
 
 
@@ -93,7 +95,9 @@ def strict_schema(node: dict) -> dict:
                 out.setdefault("maximum", hi)
                 out["minimum"] = max(out["minimum"], node.get("minimum", lo))
                 out["maximum"] = min(out["maximum"], node.get("maximum", hi))
-            # other formats (date-time) are annotations here
+            elif value == "date-time" and "pattern" not in node:
+                out["pattern"] = _RFC3339
+            # other formats are annotations here
         else:
             out[key] = value
     if node.get("x-kubernetes-int-or-string"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from translator.validate.crd import _RFC3339
 from translator.validate.documents import DecodeError, Document, json_path, load_documents
 from translator.validate.rules import (check_metadata, check_patches, check_runtime_ref, check_trainer)
 from translator.validate.runtimes import SHIPPED, RuntimeInfo, runtime_from_manifest
@@ -89,6 +90,8 @@ def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tupl
             msg = f"{where} must be {text}, not {_describe(err.instance)}{hint}"
         elif kind == "pattern" and str(err.validator_value).startswith(_QUANTITY_PATTERN_START):
             msg = f"{where}: {_describe(err.instance)} is not a Kubernetes quantity (e.g. 4, 500m, 64Gi)"
+        elif kind == "pattern" and err.validator_value == _RFC3339:
+            msg = f"{where}: {_describe(err.instance)} is not an RFC 3339 date-time (e.g. 2026-01-02T03:04:05Z)"
         elif kind == "anyOf":
             msg = f"{where} must be an integer or a string, not {_describe(err.instance)}"
         elif kind == "required":
