@@ -328,3 +328,25 @@ def test_nearest_profile_applies_per_folder_and_report_lists_what_it_leaves(tmp_
     ns = {rel: yaml.safe_load((out / (SCRIPTS[rel] + ".trainjob.yaml")).read_text())["metadata"].get("namespace")
           for rel in ("team-a/torchrun_multinode.sh", "single_gpu.sbatch")}
     assert ns == {"team-a/torchrun_multinode.sh": "hpc-users", "single_gpu.sbatch": None}
+
+
+def test_hostile_file_names_stay_data_in_every_output(tmp_path):
+    src = tmp_path / "src"
+    (src / "odd dir").mkdir(parents=True)
+    name = 'we"ird\nname: [x] #1.sbatch'
+    (src / "odd dir" / name).write_text("#!/bin/bash\n#SBATCH --job-name=odd\n#SBATCH -t 5\npython t.py\n")
+    out = tmp_path / "out"
+    proc = run("migrate", src, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    stem = 'we"ird\nname: [x] #1'
+    assert (out / "odd dir" / (stem + ".trainjob.yaml")).is_file()
+    k = yaml.safe_load((out / "odd dir" / "kustomization.yaml").read_text())
+    assert k["resources"] == [stem + ".trainjob.yaml"]
+    assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == ["odd dir"]
+    md = (out / "slurm2kf-report.md").read_text()
+    assert "- <code>odd dir/we&quot;ird name: [x] #1.sbatch</code>\n" in md     # one line, quote escaped
+    missing = run("report", tmp_path / "src")      # a scripts folder: converted on the fly
+    assert missing.returncode == 0
+    (out / "slurm2kf-report.json").write_text("{}")
+    broken = run("report", out)
+    assert broken.returncode == 2 and "M614" in broken.stderr

@@ -119,6 +119,9 @@ def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> Fil
     except OSError as exc:
         sk = SkippedFile(c.rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
         return FileResult(c.rel, "unreadable", skipped=sk.to_json())
+    if len(data) > ctx.max_size:      # grew after discovery looked at it
+        sk = SkippedFile(c.rel, "M601", "warning", f"over the {ctx.max_size}-byte limit (--max-size); not read")
+        return FileResult(c.rel, "unreadable", skipped=sk.to_json())
     if not is_job_script(data):
         return FileResult(c.rel, "binary" if looks_binary(data) else "other")
     try:
