@@ -54,12 +54,19 @@ def fixtures_dir() -> Path:
     return oracles.FIXTURES
 
 
+def _call_or_fail(fn, *args, **kwargs):
+    """Run an oracle helper; an OracleMissing becomes a plain test failure with its message
+    (outside the except block, so the report shows the message only)."""
+    try:
+        return fn(*args, **kwargs)
+    except oracles.OracleMissing as exc:
+        message = str(exc)
+    pytest.fail(message, pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    try:
-        return oracles.shared_dir()
-    except oracles.OracleMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return _call_or_fail(oracles.shared_dir)
 
 
 @pytest.fixture(scope="session")
@@ -94,28 +101,19 @@ class SlurmOracle(oracles.OracleRecords):
         words; cached per (paths, env, args) for the session."""
         key = (tuple(oracles.realpath(p) for p in paths), tuple(env), tuple(sbatch_args))
         if key not in self._cache:
-            try:
-                self._cache[key] = oracles.resolve_scripts(paths, env=env, sbatch_args=sbatch_args)
-            except oracles.OracleMissing as exc:
-                pytest.fail(str(exc), pytrace=False)
+            self._cache[key] = _call_or_fail(oracles.resolve_scripts, paths, env=env,
+                                             sbatch_args=sbatch_args)
         return self._cache[key]
 
 
 @pytest.fixture(scope="session")
 def slurm_oracle(corpus_scripts) -> SlurmOracle:
-    try:
-        base = oracles.resolve_scripts(corpus_scripts)
-    except oracles.OracleMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
-    return SlurmOracle(base)
+    return SlurmOracle(_call_or_fail(oracles.resolve_scripts, corpus_scripts))
 
 
 @pytest.fixture(scope="session")
 def kf_oracle(shared_dir):
-    try:
-        oracles.kubeflow_oracle_dir(shared_dir)
-    except oracles.OracleMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+    _call_or_fail(oracles.kubeflow_oracle_dir, shared_dir)
     return types.SimpleNamespace(validate_trainjob=oracles.validate_trainjob,
                                  run_sdk_code=oracles.run_sdk_code,
                                  compare_outputs=oracles.compare_outputs)

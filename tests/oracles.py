@@ -534,7 +534,10 @@ def run_sdk_code(paths: Sequence[PathLike], validate: bool = False, stop_after_s
     env = dict(os.environ, KF_ORACLE_PYTHON=sys.executable)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     try:
-        bodies = json.loads(proc.stdout) if proc.stdout.strip() else []
+        # raw_decode: with --validate the tool (as of this writing) prints the list twice; the
+        # first document is the captured list.
+        text = proc.stdout.strip()
+        bodies = json.JSONDecoder().raw_decode(text)[0] if text else []
     except json.JSONDecodeError:
         raise OracleMissing("run_sdk_code.py printed no JSON (rc=%d): %s"
                             % (proc.returncode, proc.stderr[-2000:]))
