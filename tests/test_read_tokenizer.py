@@ -117,3 +117,17 @@ def test_unmatched_quote_refuses_the_script_and_names_the_line():
     assert s.sbatch_refuses
     errors = [d for d in s.diagnostics if d.severity == "error"]
     assert [(d.code, d.line) for d in errors] == [("R130", 3)]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from translator.read.header import tokenize_directive_stepwise  # noqa: E402
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(list("aN-=2 \t\v:#'\"\\") + ["hetjob", "PACKJOB", " hetjob "]), max_size=30))
+def test_fast_path_agrees_with_the_stepwise_tokenizer(parts):
+    text = "".join(parts)
+    fast, slow = tokenize_directive(text), tokenize_directive_stepwise(text)
+    assert (fast.words, fast.error, fast.hetjob_separator) == (slow.words, slow.error, slow.hetjob_separator)

@@ -44,6 +44,8 @@ R137_UNICODE_BLANK = "R137"
 
 # C isspace() in the "C" locale
 _C_SPACE = " \t\n\v\f\r"
+_NEEDS_SLOW_PATH = re.compile(r"['\"\\#]")
+_C_WORD = re.compile(r"[^ \t\n\v\f\r]+")
 _PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
 
 
@@ -77,6 +79,17 @@ def tokenize_directive(text: str) -> TokenizedLine:
     even mid-word; an empty word (`""`) ends the line; a word starting with `:` is fatal; an
     unmatched quote is fatal; no expansion.
     """
+    if not _NEEDS_SLOW_PATH.search(text):
+        low = text.lower()
+        if "hetjob" not in low and "packjob" not in low:
+            words = _C_WORD.findall(text)
+            if not any(w.startswith(":") for w in words):
+                return TokenizedLine(words)      # no quote, escape, `#`, separator or `:`: words are the blank-separated runs
+    return tokenize_directive_stepwise(text)
+
+
+def tokenize_directive_stepwise(text: str) -> TokenizedLine:
+    """The character-by-character form of get_argument (tokenize_directive's general path)."""
     out = TokenizedLine([])
     n = len(text)
     i = 0
