@@ -192,15 +192,17 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     if plan.num_nodes:
         w.add(t, f"num_nodes={int(plan.num_nodes)},{_where(plan, 'spec.trainer.numNodes')}")
     res = resources_map(plan)
-    if res:
-        w.add(t, "resources_per_node={" + ("" if len(res) > 1 else
-                                           f"{_lit(next(iter(res)))}: {_lit(next(iter(res.values())))}}},"
-                                           f"{_where(plan, 'spec.trainer.resourcesPerNode')}"))
-        if len(res) > 1:
-            raw = {resource_name(str(k)): str(k) for k, _ in plan.resources_per_node}
-            for k, v in res.items():
-                w.add(t + 1, f"{_lit(k)}: {_lit(v)},{_where(plan, 'spec.trainer.resourcesPerNode.' + raw[k])}")
-            w.add(t, "},")
+    if len(res) == 1:
+        [(key, qty)] = res.items()
+        w.add(t, f"resources_per_node={{{_lit(key)}: {_lit(qty)}}},"
+                 f"{_where(plan, 'spec.trainer.resourcesPerNode')}")
+    elif res:
+        source_key = {resource_name(str(k)): str(k) for k, _ in plan.resources_per_node}
+        w.add(t, "resources_per_node={")
+        for key, qty in res.items():
+            w.add(t + 1, f"{_lit(key)}: {_lit(qty)},"
+                         f"{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
+        w.add(t, "},")
     env = env_map(plan)
     if env:
         w.add(t, "env={")
@@ -229,8 +231,9 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     if command:
         used.add("TrainerCommand")
         if plan.packages:
-            w.add(o, _comment("pip packages are installed by a bash wrapper, which then execs the launcher"
-                              + _where(plan, "packages").replace("  # ", " (from ") + (")" if _lines_of(plan, "packages") else "")))
+            pip_lines = _lines_of(plan, "packages")
+            origin = f" (pip install on line {', '.join(map(str, pip_lines))})" if pip_lines else ""
+            w.add(o, _comment(f"pip packages{origin} are installed by a bash wrapper that then execs the launcher"))
         _list_block(w, o, "TrainerCommand(", command, tail=f"),{_where(plan, 'spec.trainer.command')}")
     if args:
         used.add("TrainerArgs")
