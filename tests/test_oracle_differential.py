@@ -386,3 +386,33 @@ def test_hetjob_components_match_slurm(script, slurm_oracle, inspect_corpus):
             if w != g:
                 wrong.append("component %d %s: Slurm %r, inspect %r" % (i, name, want, got))
     assert not wrong, "\n  ".join(["het components disagree with real Slurm:"] + wrong)
+
+
+# ------------------------------------------------------------------ the process environment
+def _job_of(proc):
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stdout[-1000:] + proc.stderr[-1000:]
+    return json.loads(lines[0])["job"]
+
+
+def test_process_environment_ignored_without_inherit_env(slurm_oracle, cli_subprocess):
+    """SBATCH_* in slurm2kf's own environment must not change the reading unless asked
+    (--inherit-env): the oracle without --env is the reference."""
+    script = F("time_minutes_only.sbatch")
+    want = slurm_oracle.resolve([script])[script]["job"]
+    job = _job_of(cli_subprocess("inspect", "--json", script,
+                                 env={"SBATCH_TIMELIMIT": "30", "SBATCH_PARTITION": "cpu"}))
+    assert job["time_limit_seconds"] == want["time_limit_seconds"] == 90 * 60
+    assert job["partition"] is None
+
+
+def test_inherit_env_reads_process_environment_like_sbatch(slurm_oracle, cli_subprocess):
+    """With --inherit-env, SBATCH_* from the process environment act as in sbatch; an explicit
+    --sbatch-env still wins over the inherited value."""
+    script = F("time_minutes_only.sbatch")
+    rec = slurm_oracle.resolve([script], env=[("SBATCH_TIMELIMIT", "30"), ("SBATCH_PARTITION", "debug")])[script]
+    job = _job_of(cli_subprocess("inspect", "--json", "--inherit-env", "--sbatch-env", "SBATCH_PARTITION=debug",
+                                 script, env={"SBATCH_TIMELIMIT": "30", "SBATCH_PARTITION": "cpu"}))
+    assert rec["job"]["time_limit_seconds"] == 30 * 60 and rec["job"]["partition"] == "debug"
+    assert job["time_limit_seconds"] == rec["job"]["time_limit_seconds"]
+    assert job["partition"] == rec["job"]["partition"]
