@@ -273,3 +273,12 @@ def test_date_time_format(crd):
     assert ok == []
     bad, _ = _problems(base.replace("{t}", "yesterday"), crd)
     assert [(p.code, p.path, p.line) for p in bad] == [("V711", "spec.runtimePatches[0].time", 23)]
+
+
+def test_kind_list_items_are_validated_with_their_lines(crd):
+    items = "".join("  " + line + "\n" if line else "\n" for line in GOOD.splitlines())
+    text = "apiVersion: v1\nkind: List\nitems:\n- " + items.lstrip().replace("numNodes: 2", "numNodes: -2")
+    probs, results = _problems(text, crd)
+    assert [r.valid for r in results] == [False]
+    [p] = [p for p in probs if p.code == "V711"]
+    assert p.path == "spec.trainer.numNodes" and p.line == 16

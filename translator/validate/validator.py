@@ -214,6 +214,24 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
     return results
 
 
+def _expand_lists(docs: List[Document]) -> List[Document]:
+    """``kind: List`` documents (``kubectl get -o yaml``) become one document per item, lines kept."""
+    out: List[Document] = []
+    for doc in docs:
+        data = doc.data
+        if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
+            for i, item in enumerate(data["items"]):
+                prefix = ("items", i)
+                lines = {path[2:]: line for path, line in doc.lines.items() if path[:2] == prefix}
+                problems = [(c, p[2:], ln, m) for c, p, ln, m in doc.problems if p[:2] == prefix]
+                out.append(Document(index=len(out), data=item, lines=lines, start_line=lines.get(()),
+                                    problems=problems))
+        else:
+            doc.index = len(out)
+            out.append(doc)
+    return out
+
+
 def validate_text(text: str, crd=None, *, file: str = "-",
                   runtimes: Optional[Dict[str, RuntimeInfo]] = None) -> List[Result]:
     """Validate YAML/JSON text; a file that does not decode gives one invalid Result (V701)."""
@@ -221,7 +239,7 @@ def validate_text(text: str, crd=None, *, file: str = "-",
         docs = load_documents(text)
     except DecodeError as exc:
         return [Result(file, None, None, problems=[Problem("V701", "error", "<file>", exc.line, exc.message)])]
-    results = validate_documents(docs, crd, file=file, runtimes=runtimes)
+    results = validate_documents(_expand_lists(docs), crd, file=file, runtimes=runtimes)
     if not any(not r.skipped for r in results):
         results.append(Result(file, None, None, problems=[
             Problem("V703", "error", "<file>", None, "no TrainJob document in this file")]))
