@@ -31,7 +31,6 @@ LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "a
 # srun steps that only print information; dropped (with a finding) when a training launch follows.
 AUX_PROGRAMS = {"hostname", "nvidia-smi", "echo", "date", "env", "printenv", "uname", "ls", "free", "lscpu",
                 "which", "true", "sleep", "nproc", "ibstat", "ibv_devinfo", "rocm-smi", "df", "id", "whoami"}
-_SHELL_META = re.compile(r"[;&|<>`\n(){}]|\$\(")
 
 
 def _walk(statements, block: Optional[str] = None):
@@ -78,24 +77,6 @@ def is_aux(cmd: Command) -> bool:
     return False
 
 
-def _inner_words(text: str, deferred: bool) -> Optional[List[Tok]]:
-    """`bash -c 'torchrun …'`: the words of a simple command string, or None when it is shell logic."""
-    if _SHELL_META.search(text):
-        return None
-    try:
-        parts = shlex.split(text, posix=True)
-    except ValueError:
-        return None
-    out = []
-    for p in parts:
-        if "$" in p or any(ch in p for ch in "*?[~"):
-            quoted = '"' + p.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`") + '"'
-            out.append(Tok(p, quoted, False, deferred))
-        else:
-            out.append(Tok.gen(p))
-    return out or None
-
-
 def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
     """The intent for one command (already stripped of `srun` when srun is given)."""
     from translator.launchers import (accelerate, container, deepspeed, jax, mpi, python, script, srun_tasks,
@@ -103,6 +84,11 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
 
     if not toks:
         return script.build(ctx, line, ["the launch line has no command"])
+    if not toks[0].literal:
+        program = common.static_value(ctx, toks[0])
+        if program is None:
+            return script.build(ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"])
+        toks = [Tok(program, toks[0].raw, True)] + list(toks[1:])
     w0 = common.basename(toks[0].value)
     step = common.step_shape(ctx.shape, srun)
     if w0 in container.APPTAINER:
@@ -116,8 +102,9 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
     if w0 in mpi.MPI_TOOLS:
         return mpi.build(ctx, toks, srun, line)
     if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
-        inner = _inner_words(toks[2].value, deferred=toks[2].literal)
-        if inner is None:
+        from translator.launchers import indirect
+        inner = indirect.bash_c_words(ctx, toks[2])
+        if not inner:
             return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
     if common.is_python(w0):
@@ -198,7 +185,8 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
         else:
             ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
                                      "not carried", cmd.line, "give the variable a literal value")
-    words, wrapper_env = strip_wrappers(ctx, cmd.words, cmd.line)
+    from translator.launchers import indirect
+    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, common.toks_of(cmd.words)), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
     extra = tuple(intent_env + wrapper_env)
     return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent

@@ -348,8 +348,35 @@ def static_value(ctx: LaunchContext, tok: Tok) -> Optional[str]:
         return tok.value
     m = _SINGLE_REF.match(tok.value)
     if not m:
+        return static_text(ctx, tok.value) if "'" not in tok.raw and "\\" not in tok.raw else None
+    return _static_name(ctx, m.group(1) or m.group(2))
+
+
+_ANY_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def static_text(ctx: LaunchContext, text: str) -> Optional[str]:
+    """`text` with every `$NAME`/`${NAME}` replaced by its known value; None if any is unknown or the text
+    has other expansions (command substitution, arithmetic, parameter operators, globs)."""
+    if "`" in text or "$(" in text:
         return None
-    name = m.group(1) or m.group(2)
+    out = []
+    pos = 0
+    for m in _ANY_REF.finditer(text):
+        value = _static_name(ctx, m.group(1) or m.group(2))
+        if value is None:
+            return None
+        out.append(text[pos:m.start()])
+        out.append(value)
+        pos = m.end()
+    rest = text[pos:]
+    out.append(rest)
+    if "$" in _ANY_REF.sub("", text):        # `${X:-d}`, `$1`, `$$`: not resolved here
+        return None
+    return "".join(out)
+
+
+def _static_name(ctx: LaunchContext, name: str) -> Optional[str]:
     last = None
     for a in ctx.assignments:
         if a.name == name:

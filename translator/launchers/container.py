@@ -61,7 +61,7 @@ def _mounts(spec: str) -> List[Tuple[str, str]]:
 
 
 def _finish(ctx: LaunchContext, inner: LaunchIntent, image_tok: Tok, mounts, line: int, how: str) -> LaunchIntent:
-    image = common.static_value(ctx, image_tok)
+    image = common.static_value(ctx, image_tok) if image_tok.literal else common.static_text(ctx, image_tok.value)
     pulled, why = registry_image(image) if image is not None else (None, f"`{image_tok.raw}` is computed by the shell")
     if pulled is None:
         ctx.add(ERROR, "L310", f"{how} image {why}", line,
@@ -116,9 +116,11 @@ def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], lin
 
 def pyxis(ctx: LaunchContext, call: SrunCall, inner: List[Tok], line: int, dispatch) -> LaunchIntent:
     image = call.options.get("container-image", "")
-    mounts = _mounts(call.options.get("container-mounts", ""))
+    mounts_text = call.options.get("container-mounts", "")
+    mounts = _mounts(common.static_text(ctx, mounts_text) or mounts_text)
     if call.options.get("container-workdir"):
         ctx.add(WARNING, "L324", f"--container-workdir={call.options['container-workdir']} has no TrainJob "
                                  "equivalent; the image's working directory is used", line)
     intent = dispatch(ctx, inner, call, line)
-    return _finish(ctx, intent, Tok(image, image, True), mounts, line, "pyxis --container-image")
+    return _finish(ctx, intent, Tok(image, image, "$" not in image and "`" not in image), mounts, line,
+                   "pyxis --container-image")
