@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
-
 from translator.pipeline import read_and_resolve
 from translator.plan.model import EnvVar, PodPatch, TrainerPlan
 from translator.profile.apply import apply_profile

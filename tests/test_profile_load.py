@@ -246,7 +246,6 @@ def test_readme_example_profile_is_valid():
     assert p.runtimes[1].replicated_jobs == ("launcher", "node")
     assert p.filesystems[2].sub_path == "users" and p.filesystems[3].read_only
     # every top-level key of the schema appears in the complete example
-    from translator.profile.load import PROFILE_SCHEMA  # noqa: F401
     for key in ("defaults", "partitions", "qos", "accounts", "gpuTypes", "constraints", "images",
                 "filesystems", "runtimes"):
         assert f"\n{key}:" in block

@@ -16,12 +16,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.plan.model import EnvVar, PodPatch, TrainerPlan
-from translator.profile.model import (Filesystem, GpuTypeRule, PartitionRule, Placement, Profile,
-                                      RuntimeRule)
+from translator.profile.model import GpuTypeRule, PartitionRule, Placement, Profile, RuntimeRule
 from translator.profile.usage import (SYSTEM_DIRS, EnvItem, absolute_prefixes, assigned_names,
                                       constraint_features, environment_items, option_line, script_texts,
                                       uses_prefix)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Mapping, Optional
 
 from translator.diagnostics import ERROR, Diagnostic
 from translator.launchers.intent import (ACCELERATE, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
@@ -19,7 +19,7 @@ from translator.profile.model import (API_VERSION, ENV_KINDS, KIND, AccountRule,
                                       Filesystem, GpuTypeRule, ImageRule, NodeShape, PartitionRule,
                                       Placement, Profile, QosRule, RuntimeRule)
 from translator.profile.schema import (F_NOT_FOUND, F_REQUIRED, F_SYNTAX, F_VALUE, F_VERSION, Checker, Field,
-                                       boolean, free_form, integer, list_of, mapping_of, obj, one_of, pattern,
+                                       boolean, integer, list_of, mapping_of, obj, one_of, pattern,
                                        patterns, plain, quantity, string)
 
 PROFILE_FILENAME = "slurm2kf.yaml"

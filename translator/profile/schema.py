@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from translator.diagnostics import ERROR, Diagnostic
 from translator.profile import kube_names
@@ -329,37 +329,6 @@ def obj(fields: Dict[str, Field], check: Optional[Callable[[Obj, Checker], None]
             check(out, chk)
         return out
     return validate
-
-
-def free_form() -> Validator:
-    """Any YAML value, converted to plain Python (used inside already-checked Kubernetes shapes)."""
-    def validate(node, path, chk):
-        return _plain(node)
-    return validate
-
-
-def _plain(node):
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
-        return {k.value: _plain(v) for k, v in node.value}
-    if isinstance(node, yaml.SequenceNode):
-        return [_plain(v) for v in node.value]
-    if node.tag == _NULL:
-        return None
-    if node.tag == _BOOL:
-        return node.value.lower() in ("true", "yes", "on", "y")
-    if node.tag == _INT:
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return node.value
-    if node.tag == _FLOAT:
-        try:
-            return float(node.value)
-        except ValueError:
-            return node.value
-    return node.value
 
 
 def plain(value):

@@ -9,8 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Tuple
 
-from translator.read.ast import (CONDA, MODULE, VENV, Assignment, Block, Command, Script, iter_assignments,
-                                 iter_commands)
+from translator.read.ast import CONDA, MODULE, VENV, Block, Script, iter_assignments, iter_commands
 from translator.slurm.job import SlurmJob
 
 # Module subcommands (Lmod and Environment Modules) that load the modules named after them.
