@@ -211,3 +211,8 @@ def test_launch_redirection_is_reported():
 def test_script_without_commands():
     i = intent_of("# nothing here\n")
     assert i.command == ("true",) and "L333" in codes(i)
+
+
+def test_mpi4py_under_srun_is_mpi():
+    i = intent_of("srun python -m mpi4py.futures sweep.py\n", "#SBATCH --ntasks=16\n")
+    assert i.family == "mpi" and i.args[-4:] == ("python", "-m", "mpi4py.futures", "sweep.py")

@@ -108,6 +108,9 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
             return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
     if common.is_python(w0):
+        if len(toks) > 2 and toks[1].value == "-m" and toks[2].value.split(".")[0] == "mpi4py" and (
+                srun is not None and step.total_tasks > 1):
+            return mpi.build(ctx, toks, srun, line)
         if jax.uses_jax(ctx, toks):
             return jax.build(ctx, toks, srun, line)
         if srun is not None and (step.total_tasks > 1 or step.nodes > 1):
