@@ -357,3 +357,26 @@ def test_multinode_ml_idioms_of_the_semantics_doc_section_14():
                         (19, "srun", "--container-image=nvcr.io#nvidia/pytorch:24.01-py3"), (20, "srun", "bash")]
     trap = next(c for c in iter_commands(s.body) if c.argv[0] == "trap")
     assert trap.argv == ("trap", "scontrol requeue $SLURM_JOB_ID", "USR1") and trap.words[1].literal
+
+
+def test_a_heredoc_that_is_a_job_script_is_read_as_one():
+    text = ("for n in 1 2; do\n"
+            "cat > job_$n.sbatch <<EOF\n"
+            "#!/bin/bash\n"
+            "#SBATCH -N $n\n"
+            "#SBATCH --gpus-per-node=8\n"
+            "module load cuda\n"
+            "srun torchrun --nproc_per_node 8 train.py\n"
+            "EOF\n"
+            "sbatch job_$n.sbatch\n"
+            "done\n"
+            "cat > notes.txt <<EOF\nnot a script\nEOF\n")
+    s = body(text)
+    found = list(ast.iter_generated_scripts(s.body))
+    assert len(found) == 1
+    blk, gen = found[0]
+    assert blk.heredoc_body_line == 5 and blk.line == 4
+    assert [(d.line, d.words) for d in gen.directives] == [(2, ("-N", "$n")), (3, ("--gpus-per-node=8",))]
+    launches = [(c.line + blk.heredoc_body_line - 1, c.argv[:2]) for c in iter_commands(gen.body) if c.kind == ast.LAUNCH]
+    assert launches == [(9, ("srun", "torchrun"))]
+    assert not gen.sbatch_refuses

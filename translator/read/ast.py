@@ -124,6 +124,12 @@ class Block:
     heredoc_body: Optional[str] = None          # heredoc text (not parsed as commands)
     heredoc_delimiter: Optional[str] = None
     command: Optional[Command] = None           # for heredoc: the command that reads it (e.g. `cat > x`)
+    heredoc_body_line: Optional[int] = None     # for heredoc: line of the document's first line in the file
+    generated_script: Optional["Script"] = None  # for heredoc: the document read as a job script when it starts
+                                                # with `#!` (a script this one writes); its line numbers are
+                                                # relative to the document (add heredoc_body_line - 1). With an
+                                                # unquoted delimiter the shell expands `$x` when it writes the
+                                                # file; the generated script holds the text before expansion.
 
 
 Statement = Union[Assignment, Command, Comment, Block]
@@ -160,6 +166,15 @@ def iter_commands(statements):
             if st.command is not None:
                 yield st.command
             yield from iter_commands(st.children)
+
+
+def iter_generated_scripts(statements):
+    """Yield (heredoc Block, Script) for every here-document that is itself a job script (starts with `#!`)."""
+    for st in statements:
+        if isinstance(st, Block):
+            if st.generated_script is not None:
+                yield st, st.generated_script
+            yield from iter_generated_scripts(st.children)
 
 
 def iter_assignments(statements):

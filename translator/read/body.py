@@ -141,7 +141,12 @@ def _segment_statements(seg: Segment) -> List[ast.Statement]:
         return stmts
     cmd = next((s for s in stmts if isinstance(s, ast.Command)), None)
     hd = seg.heredocs[0]
-    block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd)
+    generated = None
+    if hd.body.startswith("#!"):
+        from translator.read import read_script      # a job script written by this one (generator idiom)
+        generated = read_script(hd.body.encode("utf-8", "surrogatepass"), f"<here-document at line {hd.line}>")
+    block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd,
+                      hd.body_start, generated)
     return [s for s in stmts if not isinstance(s, ast.Command)] + [block]
 
 
