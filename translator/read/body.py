@@ -22,6 +22,9 @@ R146_TOO_DEEP = "R146"
 
 # Deeper nesting is flattened: real scripts nest a handful of levels, and consumers walk blocks recursively.
 MAX_BLOCK_DEPTH = 100
+# Here-documents that are job scripts are read as scripts, down to this many levels of scripts in scripts.
+MAX_GENERATED_DEPTH = 3
+_generated_depth = 0
 
 _DECLARE_EXPORTING = {"declare", "typeset"}
 _ASSIGNING_BUILTINS = {"readonly", "local", "declare", "typeset"}
@@ -142,9 +145,14 @@ def _segment_statements(seg: Segment) -> List[ast.Statement]:
     cmd = next((s for s in stmts if isinstance(s, ast.Command)), None)
     hd = seg.heredocs[0]
     generated = None
-    if hd.body.startswith("#!"):
+    global _generated_depth
+    if hd.body.startswith("#!") and _generated_depth < MAX_GENERATED_DEPTH:
         from translator.read import read_script      # a job script written by this one (generator idiom)
-        generated = read_script(hd.body.encode("utf-8", "surrogatepass"), f"<here-document at line {hd.line}>")
+        _generated_depth += 1
+        try:
+            generated = read_script(hd.body.encode("utf-8", "surrogatepass"), f"<here-document at line {hd.line}>")
+        finally:
+            _generated_depth -= 1
     block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd,
                       hd.body_start, generated)
     return [s for s in stmts if not isinstance(s, ast.Command)] + [block]
