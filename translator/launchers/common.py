@@ -83,9 +83,9 @@ class Shape:
 
 def job_shape(fields) -> Shape:
     """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules')."""
-    nodes = fields.nodes_min
-    tpn = fields.ntasks_per_node
-    ntasks = fields.ntasks
+    nodes = fields.nodes_min or None          # 0 is refused by sbatch; never divide by it here
+    tpn = fields.ntasks_per_node or None
+    ntasks = fields.ntasks or None
     nodes_given = nodes is not None
     if nodes is None:
         nodes = math.ceil(ntasks / tpn) if (ntasks and tpn) else 1
@@ -99,7 +99,7 @@ def job_shape(fields) -> Shape:
     gpus = 0
     uneven = False
     if fields.gpus_per_node:
-        gpus = int(fields.gpus_per_node)
+        gpus = max(0, int(fields.gpus_per_node))
     elif fields.gpus_per_task:
         gpus = int(fields.gpus_per_task) * tpn
     elif fields.gpus_total:

@@ -43,7 +43,10 @@ def parse(cmd) -> Tuple[List[str], List[str], List[str], List[str], List[Finding
         name, eq, inline = v.partition("=") if v.startswith("--") else (v, "", "")
         val = inline if eq else (words[i + 1].value if i + 1 < len(words) else "")
         step = 1 if eq else 2
-        if name in _KEEP_AS_PACKAGE:
+        if name in _KEEP_AS_PACKAGE and not val:
+            findings.append(Finding(WARNING, "P432", f"`{v}` without a value is not carried", cmd.line))
+            i += step
+        elif name in _KEEP_AS_PACKAGE:
             pkgs.append(f"{_KEEP_AS_PACKAGE[name]} {val}")
             if name in ("-e", "--editable") or val in (".", "./"):
                 findings.append(Finding(WARNING, "P433", f"`pip install {name} {val}` installs code from the "
