@@ -309,3 +309,27 @@ filesystems:
     assert msgs[5].endswith("[0].weight: must be at most 100, got 200")
     assert msgs[6].endswith("matchExpressions[0].values: operator Exists takes no values")
     assert msgs[7] == "filesystems[0].name: `dshm` is reserved for the /dev/shm volume"
+
+
+def test_check_warns_about_entries_that_never_take_effect(tmp_path):
+    prof = tmp_path / "lint.yaml"
+    prof.write_text(HEAD + "partitions:\n  \"*\": {queue: all}\n  gpu: {queue: gpu, gpuType: h100}\n"
+                           "gpuTypes:\n  a100: {resource: nvidia.com/gpu}\n"
+                           "runtimes:\n  - {name: a, launchers: [torchrun]}\n  - {name: b, launchers: [torchrun, mpi]}\n")
+    res = CliRunner().invoke(cli, ["profile", "check", str(prof)])
+    assert res.exit_code == 0                                   # usable, with warnings
+    lines = [l for l in res.output.splitlines() if " warning " in l]
+    assert lines == [
+        f"{prof}:5: warning F525 partitions.gpu.gpuType: `h100` matches no key of `gpuTypes`, so it sets no GPU "
+        "placement or resource (fix: add `h100` to `gpuTypes`)",
+        f"{prof}:5: warning F526 partitions.gpu: never used; `*` (line 4) matches first (fix: move it above line 4 "
+        "or remove it)",
+        f"{prof}:10: warning F527 runtimes[1].launchers: `torchrun` is already given to runtime `a` (line 9), "
+        "which wins"]
+
+
+def test_site_fixtures_have_no_lint_warnings():
+    from translator.profile.lint import lint_profile
+
+    for site in ("university", "ailab", "amd"):
+        assert lint_profile(load_profile(str(FIX / site / "slurm2kf.yaml"))) == []

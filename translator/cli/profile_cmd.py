@@ -26,6 +26,10 @@ def check(file: str) -> None:
         n = len(exc.diagnostics)
         click.echo(f"{file}: {n} problem{'s' if n != 1 else ''}; the profile cannot be used", err=True)
         sys.exit(2)
+    from translator.profile.lint import lint_profile
+
+    for diag in lint_profile(profile):
+        click.echo(diag.format(file), err=True)
     counts = [(len(profile.partitions), "partition"), (len(profile.qos), "qos"), (len(profile.accounts), "account"),
               (len(profile.gpu_types), "GPU type"), (len(profile.constraints), "constraint"),
               (len(profile.image_rules), "image rule"), (len(profile.filesystems), "file system"),

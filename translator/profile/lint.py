@@ -1,0 +1,51 @@
+"""Warnings about a valid profile that probably does not do what its author meant (`profile check`).
+
+The profile can be used as it is; these point at entries that can never take effect.
+"""
+from __future__ import annotations
+
+from typing import List
+
+from translator.diagnostics import WARNING, Diagnostic
+from translator.profile.model import Profile
+
+F_DANGLING_GPU_TYPE = "F525"
+F_UNREACHABLE = "F526"
+F_LAUNCHER_TWICE = "F527"
+
+_CATCH_ALL = {"*", "re:.*", "re:.+", "re:^.*$", "re:^.+$"}
+
+
+def _unreachable(rules, section: str) -> List[Diagnostic]:
+    out = []
+    for i, rule in enumerate(rules):
+        earlier = [r for r in rules[:i] if r.pattern.text in _CATCH_ALL]
+        same = [r for r in rules[:i] if r.pattern.text == rule.pattern.text]
+        if earlier or same:
+            first = (earlier or same)[0]
+            out.append(Diagnostic(WARNING, F_UNREACHABLE, f"{rule.key}: never used; `{first.pattern.text}` "
+                                  f"(line {first.line}) matches first", rule.line,
+                                  f"move it above line {first.line} or remove it"))
+    return out
+
+
+def lint_profile(profile: Profile) -> List[Diagnostic]:
+    out: List[Diagnostic] = []
+    for p in profile.partitions:
+        if p.gpu_type and not any(g.pattern.matches(p.gpu_type) for g in profile.gpu_types):
+            out.append(Diagnostic(WARNING, F_DANGLING_GPU_TYPE, f"{p.key}.gpuType: `{p.gpu_type}` matches no key "
+                                  f"of `gpuTypes`, so it sets no GPU placement or resource", p.line,
+                                  f"add `{p.gpu_type}` to `gpuTypes`"))
+    for rules, section in ((profile.partitions, "partitions"), (profile.qos, "qos"), (profile.accounts, "accounts"),
+                           (profile.gpu_types, "gpuTypes"), (profile.constraints, "constraints")):
+        out.extend(_unreachable(list(rules), section))
+    seen = {}
+    for r in profile.runtimes:
+        for family in r.launchers:
+            if family in seen:
+                first = seen[family]
+                out.append(Diagnostic(WARNING, F_LAUNCHER_TWICE, f"{r.key}.launchers: `{family}` is already "
+                                      f"given to runtime `{first.name}` (line {first.line}), which wins", r.line))
+            else:
+                seen[family] = r
+    return sorted(out, key=lambda d: d.line or 0)
