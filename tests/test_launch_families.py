@@ -216,3 +216,8 @@ def test_script_without_commands():
 def test_mpi4py_under_srun_is_mpi():
     i = intent_of("srun python -m mpi4py.futures sweep.py\n", "#SBATCH --ntasks=16\n")
     assert i.family == "mpi" and i.args[-4:] == ("python", "-m", "mpi4py.futures", "sweep.py")
+
+
+def test_srun_single_task_runs_on_one_node():
+    i = intent_of("srun -n1 python eval.py\n")
+    assert i.family == "python" and i.num_nodes == 1

@@ -201,6 +201,8 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
     nodes = _int(srun.options.get("nodes", "").split("-")[0]) or job.nodes
     nodes = min(nodes, job.nodes) if job.nodes_given else nodes
     ntasks = _int(srun.options.get("ntasks"))
+    if ntasks and not srun.options.get("nodes"):
+        nodes = max(1, min(nodes, ntasks))          # `srun -n1` uses one node
     tpn = _int(srun.options.get("ntasks-per-node"))
     if ntasks and not tpn:
         tpn = math.ceil(ntasks / nodes)
