@@ -83,3 +83,80 @@ def mutated_fixture(draw):
 @given(mutated_fixture())
 def test_mutated_site_profiles_never_crash(doc):
     _check(yaml.safe_dump(doc, allow_unicode=True))
+
+
+# ---- generated scripts converted under the site profiles ----------------------------------------
+
+import json as _json  # noqa: E402
+import subprocess as _subprocess  # noqa: E402
+import sys as _sys  # noqa: E402
+
+import strategies as S  # noqa: E402
+from translator.pipeline import ConvertSettings, convert  # noqa: E402
+from translator.profile.load import load_profile  # noqa: E402
+
+_SITE_DIR = Path(__file__).parent / "fixtures" / "profiles"
+_SITE_PROFILES = {s: load_profile(str(_SITE_DIR / s / "slurm2kf.yaml")) for s in ("university", "ailab", "amd")}
+
+
+@S.fuzz_settings(80)
+@given(data=st.one_of(S.any_script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode())),
+       site=st.sampled_from(sorted(_SITE_PROFILES)))
+def test_generated_scripts_under_a_profile_convert_faithfully(data, site):
+    conv = convert("job.sbatch", data, ConvertSettings(profile=_SITE_PROFILES[site]))   # never raises
+    if conv.file_error is not None or not conv.plans:
+        return
+    plans = list(conv.plans)
+    for plan in plans:
+        assert [f.code for f in plan.findings].count("F500") == 1
+    docs = S.load_yaml_docs(S.render_yaml(plans))
+    for doc, plan in zip(docs, plans):
+        assert S.yaml_plan_mismatches(doc, plan) == []
+    source = S.render_python(plans)
+    assert S.python_problems(source) == []
+    assert S.python_plan_problems(source, plans) == []
+
+
+def test_generated_conversions_under_profiles_stay_valid(tmp_path):
+    """Differential, with the independent validator: whatever is valid without a profile stays valid
+    under each site profile (the site's own runtimes given to the validator)."""
+    pairs = []
+
+    @S.fuzz_settings(40, database=None)
+    @given(st.one_of(S.any_script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode())))
+    def collect(data):
+        base = convert("job.sbatch", data)
+        if base.file_error is not None or not base.plans:
+            return
+        i = len(pairs)
+        (tmp_path / f"base{i:03d}.yaml").write_text(S.render_yaml(base.plans), encoding="utf-8")
+        for site, prof in _SITE_PROFILES.items():
+            conv = convert("job.sbatch", data, ConvertSettings(profile=prof))
+            (tmp_path / f"{site}{i:03d}.yaml").write_text(S.render_yaml(conv.plans), encoding="utf-8")
+        pairs.append(i)
+
+    collect()
+    assert len(pairs) >= 10
+
+    def validity(files, site=None):
+        extra = []
+        if site and (_SITE_DIR / site / "runtimes").is_dir():
+            extra = ["--runtimes", str(_SITE_DIR / site / "runtimes")]
+        proc = _subprocess.run([_sys.executable, str(S.KF_ORACLE / "validate_trainjob.py"), *extra,
+                                *map(str, files)], capture_output=True, text=True, timeout=300)
+        out = {}
+        for line in proc.stdout.splitlines():
+            if line.startswith("{"):
+                d = _json.loads(line)
+                out[d["file"]] = out.get(d["file"], True) and d["valid"]
+        assert out, proc.stderr[-2000:]
+        return out
+
+    base = validity([tmp_path / f"base{i:03d}.yaml" for i in pairs])
+    broken = []
+    for site in _SITE_PROFILES:
+        got = validity([tmp_path / f"{site}{i:03d}.yaml" for i in pairs], site)
+        for i in pairs:
+            if base.get(str(tmp_path / f"base{i:03d}.yaml")) and not got.get(str(tmp_path / f"{site}{i:03d}.yaml")):
+                broken.append(f"{site}{i:03d}")
+    assert not broken, broken
