@@ -147,6 +147,23 @@ def test_100000_line_header(tmp_path):
     assert rss < 1024, f"peak RSS {rss:.0f} MiB"
 
 
+def test_100000_repeated_resource_options_convert_in_linear_time(tmp_path):
+    """Last one wins for 100,000 repeated resource directives; converting must not go quadratic."""
+    path = tmp_path / "repeated.sbatch"
+    lines = ["#SBATCH --gres=gpu:4", "#SBATCH --mem=4G", "#SBATCH --cpus-per-task=2", "#SBATCH -N 2"]
+    with open(path, "w") as fh:
+        fh.write("#!/bin/bash\n")
+        for i in range(100_000):
+            fh.write(lines[i % 4] + "\n")
+        fh.write("#SBATCH --gres=gpu:8\nsrun torchrun --nproc-per-node=8 train.py\n")
+    rc, out, err, secs, rss = run_measured(["convert", path, "--to", "yaml"], timeout=90)
+    assert rc in (0, 1) and b"Traceback" not in err, err[-2000:]
+    doc = S.load_yaml_docs(out.decode("utf-8"))[0]
+    assert doc["spec"]["trainer"]["numNodes"] == 2
+    assert doc["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == "8"   # the last --gres
+    assert rss < 1024, f"peak RSS {rss:.0f} MiB"
+
+
 def test_10_mb_single_lines(tmp_path):
     head = tmp_path / "longdirective.sbatch"
     head.write_bytes(b"#!/bin/bash\n#SBATCH --comment=" + b"c" * (10 * MB) + b"\n#SBATCH -N 3\nsrun python t.py\n")
@@ -170,8 +187,12 @@ def test_10000_levels_of_nesting(tmp_path, opener, closer):
     text = "#!/bin/bash\n#SBATCH -N 2\n" + (opener + "\n") * depth + "srun python train.py\n" + (closer + "\n") * depth
     path = tmp_path / "deep.sbatch"
     path.write_text(text)
+    start = time.monotonic()
     result = in_process(["inspect", "--json", str(path)])
+    seconds = time.monotonic() - start
     assert result.exit_code == 0, result.output[-2000:]
+    # 20,000 lines: a linear reader needs well under a second; allow a busy machine 20x that
+    assert seconds < 20, f"{seconds:.1f} s to read {depth} levels of `{opener}` (quadratic nesting?)"
     conv = in_process(["convert", str(path), "--to", "python"])
     assert conv.exit_code in (0, 1)
     if conv.exit_code == 0:
@@ -275,3 +296,55 @@ def test_unreadable_file():
             assert "permission" in result.output.lower(), result.output
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# ---- non-ASCII digits: Python's str.isdigit()/int() accept them, C's isdigit()/strtol() do not -------
+
+UNICODE_DIGIT_LINES = {
+    "time": "#SBATCH --time=1\u00b2",                    # superscript two: isdigit() True, int() fails
+    "signal": "#SBATCH --signal=\u00b2",
+    "signal_at": "#SBATCH --signal=USR1@\u00b2",
+    "ntasks": "#SBATCH --ntasks=\u0663",                 # Arabic-Indic three: int() gives 3
+    "nodes": "#SBATCH --nodes=\u0663",
+    "mem": "#SBATCH --mem=\u0663G",
+    "cpus": "#SBATCH --cpus-per-task=\u0663",
+    "array": "#SBATCH --array=\u00b2",
+    "gres": "#SBATCH --gres=gpu:\u00b2",
+    "output": "#SBATCH --output=%\u00b2j.out",
+    "dependency": "#SBATCH --dependency=afterok:\u00b2",
+    "pbs_nodes": "#PBS -l nodes=\u00b2:ppn=\u00b2",
+    "pbs_select": "#PBS -l select=\u00b2:ncpus=\u00b2:mpiprocs=\u00b2",
+}
+
+
+def test_non_ascii_digits_never_crash_and_match_real_slurm(tmp_path):
+    """Each value with a Unicode digit: no exception anywhere in the pipeline, and `sbatch_accepts`
+    equals real Slurm's verdict (the oracle), which parses numbers with C's ASCII-only rules."""
+    import oracles
+    from translator.pipeline import convert
+
+    paths = {}
+    for name, line in UNICODE_DIGIT_LINES.items():
+        path = tmp_path / f"{name}.sbatch"
+        path.write_text("#!/bin/bash\n" + line + "\nsrun python train.py\n", encoding="utf-8")
+        paths[name] = path
+    launch = tmp_path / "torchrun.sbatch"
+    launch.write_text("#!/bin/bash\n#SBATCH -N 1\ntorchrun --nproc-per-node=\u00b2 train.py\n", encoding="utf-8")
+    crashes, ours = [], {}
+    for name, path in list(paths.items()) + [("torchrun", launch)]:
+        try:
+            conv = convert(str(path))
+            ours[name] = conv.job.sbatch_accepts if conv.job is not None else False
+            if conv.plans:
+                S.render_yaml(conv.plans)
+                S.render_python(conv.plans)
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            crashes.append(f"{name}: {type(exc).__name__}: {exc}")
+    records = oracles.resolve_scripts(list(paths.values()))
+    wrong = []
+    for name, path in paths.items():
+        slurm = records[path]["accepted"]
+        if name in ours and ours[name] != slurm:
+            wrong.append(f"{name}: slurm2kf sbatch_accepts={ours[name]}, Slurm 22.05 accepted={slurm} "
+                         f"({records[path].get('error')})")
+    assert not crashes and not wrong, {"crashes": crashes, "verdicts that differ from Slurm": wrong}
