@@ -314,3 +314,23 @@ def test_mounting_home_under_an_mpi_runtime_warns():
     torch = apply_profile(dataclasses.replace(base, framework="torch", launcher="torchrun",
                                               runtime="torch-distributed"), s, job, prof)
     assert "F524" not in [f.code for f in torch.findings]
+
+
+PIP_SCRIPT = (b"#!/bin/bash\n#SBATCH -p h100\n#SBATCH --gpus-per-node=8\n"
+              b"pip install --user 'transformers==4.44.0' accelerate\n"
+              b"torchrun --nproc-per-node=8 /lustre/code/ft.py\n")
+
+
+def test_defaults_env_and_pip_index():
+    from translator.pipeline import ConvertSettings, convert
+    prof = load_profile(str(FIX / "ailab" / "slurm2kf.yaml"))
+    (plan,) = convert("pip.sbatch", PIP_SCRIPT, ConvertSettings(profile=prof)).plans
+    assert plan.packages == ("transformers==4.44.0", "accelerate")
+    assert plan.pip_index_urls == ("https://pypi.lab.example.com/simple",)
+    assert EnvVar("HF_HOME", "/lustre/cache/huggingface") in plan.env
+    assert "pip installs use index https://pypi.lab.example.com/simple" in finding(plan, "F516", "pip").message
+    # the script's own index and export win over the profile
+    (own,) = convert(str(FIX.parent / "convert" / "python" / "single_gpu_pip.sbatch"),
+                     settings=ConvertSettings(profile=prof)).plans
+    assert own.pip_index_urls == ("https://pypi.internal.example/simple",)
+    assert [e.value for e in own.env if e.name == "HF_HOME"] == ["/scratch/hf"]

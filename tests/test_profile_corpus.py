@@ -84,7 +84,8 @@ def test_every_plan_under_a_profile_says_which_profile(rendered):
 # One launcher fixture per family that takes a different path through the profile (MPI: two jobs).
 LAUNCHER_FIXTURES = [FIX / "convert" / f for f in (
     "torchrun/multinode_rdzv.sbatch", "srun_tasks/per_gpu_tasks.sbatch", "deepspeed/hostfile_multinode.sbatch",
-    "mpi/mpirun_cpu.sbatch", "jax/multinode.sbatch", "container/pyxis.sbatch")]
+    "mpi/mpirun_cpu.sbatch", "jax/multinode.sbatch", "container/pyxis.sbatch",
+    "python/single_gpu_pip.sbatch")]
 
 
 def test_launcher_fixtures_under_the_ailab_profile_match_the_sdk(rendered, tmp_path):

@@ -157,3 +157,18 @@ def test_amd_mpi_patches_both_replicated_jobs(outputs):
     assert {"name": "fs-appl", "hostPath": {"path": "/appl", "type": "Directory"}} in node["volumes"]
     assert node["nodeSelector"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X"}
     assert tj["spec"]["trainer"]["resourcesPerNode"]["limits"]["amd.com/gpu"] == "8"
+
+
+def test_profile_env_and_pip_index_reach_the_sdk_identically(tmp_path):
+    from test_profile_apply import PIP_SCRIPT
+
+    profile = load_profile(str(FIX / "ailab" / "slurm2kf.yaml"))
+    plans = convert("pip.sbatch", PIP_SCRIPT, ConvertSettings(profile=profile)).plans
+    y, p = tmp_path / "pip.yaml", tmp_path / "pip.py"
+    y.write_text(trainjob_yaml.render(plans), encoding="utf-8")
+    p.write_text(sdk_python.render(plans), encoding="utf-8")
+    assert "https://pypi.lab.example.com/simple" in y.read_text()
+    env = {"KF_ORACLE_PYTHON": str(VENV_PY), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(_oracle("compare_outputs.py") + _runtime_args("ailab") + ["--validate", str(y), str(p)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0 and "equivalent: yes" in proc.stdout, proc.stdout + proc.stderr[-1500:]

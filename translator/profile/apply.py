@@ -598,6 +598,16 @@ def _defaults(b: _Builder) -> None:
         b.pull_secrets = list(d.image_pull_secrets)
         b.info(F_DEFAULTS, f"imagePullSecrets {', '.join(d.image_pull_secrets)} from "
                f"{b.where('defaults.imagePullSecrets', d.line_of('imagePullSecrets'))}")
+    names = {e.name for e in b.env}
+    for name, value in d.env:
+        if name not in names:
+            b.env.append(EnvVar(name, value))
+            names.add(name)
+            b.info(F_DEFAULTS, f"env {name} from {b.where('defaults.env', d.line_of('env'))}")
+    if d.pip_index_urls and b.plan.packages and not b.plan.pip_index_urls:
+        b.changes["pip_index_urls"] = tuple(d.pip_index_urls)
+        b.info(F_DEFAULTS, f"pip installs use index {', '.join(d.pip_index_urls)} from "
+               f"{b.where('defaults.pipIndexUrls', d.line_of('pipIndexUrls'))}")
     if d.service_account_name:
         b.service_account = d.service_account_name
         b.info(F_DEFAULTS, f"serviceAccountName `{d.service_account_name}` from "

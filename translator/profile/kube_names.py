@@ -75,6 +75,25 @@ def env_name_problem(value: str) -> Optional[str]:
     return None
 
 
+# Names the Kubeflow runtimes set themselves (the webhook rejects them in spec.trainer.env).
+RESERVED_ENV_PREFIXES = ("PET_", "OMPI_MCA_", "JAX_", "DMLC_")
+
+
+def trainer_env_name_problem(value: str) -> Optional[str]:
+    problem = env_name_problem(value)
+    if problem:
+        return problem
+    if value.startswith(RESERVED_ENV_PREFIXES):
+        return f"`{value}` is set by the Kubeflow runtime itself (names starting {', '.join(RESERVED_ENV_PREFIXES)})"
+    return None
+
+
+def url_problem(value: str) -> Optional[str]:
+    if not re.fullmatch(r"https?://[^\s/$.?#][^\s]*", value):
+        return f"`{value}` is not an http(s) URL"
+    return None
+
+
 def quantity_problem(value: str) -> Optional[str]:
     if not _QUANTITY.fullmatch(value):
         return (f"`{value}` is not a Kubernetes quantity (e.g. `64`, `500m`, `512Gi`; binary suffixes "

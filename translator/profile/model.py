@@ -132,6 +132,8 @@ class Defaults:
     annotations: Tuple[Tuple[str, str], ...] = ()
     image_pull_secrets: Tuple[str, ...] = ()
     service_account_name: Optional[str] = None
+    env: Tuple[Tuple[str, str], ...] = ()
+    pip_index_urls: Tuple[str, ...] = ()
     gpu_resource: Optional[str] = None
     shm_size: Optional[str] = None
     lines: Tuple[Tuple[str, int], ...] = ()    # key -> line, for findings
