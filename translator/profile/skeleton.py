@@ -87,6 +87,8 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
     w("  annotations: {}")
     w("  imagePullSecrets: []              # secrets for a private registry")
     w("  serviceAccountName: null")
+    w("  env: {}                           # added to every TrainJob, e.g. {HF_HOME: /scratch/hf-cache}")
+    w("  pipIndexUrls: []                  # package index for `pip install` lines that name none")
     w("  gpuResource: nvidia.com/gpu       # extended resource name of a GPU (amd.com/gpu on AMD nodes)")
     w("  shmSize: null                     # e.g. 32Gi: /dev/shm size for NCCL and data loaders")
     w("")
