@@ -14,7 +14,7 @@ from translator.launchers import common
 from translator.launchers import is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, resources, runtimes
-from translator.plan.model import EnvVar, SourceMap, TrainerPlan
+from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.read.ast import (Assignment, Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV,
                                  EXPORT)
 
@@ -350,8 +350,31 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
             p = apply_profile(p, script, job, settings.profile, settings)
+        if shape.gpus_per_node:
+            p = with_shared_memory(p, rt)
         out.append(p)
     return tuple(out)
+
+
+SHM_VOLUME = "dshm"
+
+
+def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
+    """GPU jobs get /dev/shm as a memory-backed emptyDir (a container's default is 64Mi, too small for NCCL
+    and DataLoader workers), on every pod of the runtime, unless a profile already mounted one."""
+    if any(m.get("mountPath") == "/dev/shm" for p in plan.patches for m in p.volume_mounts):
+        return plan
+    if any(v.get("name") == SHM_VOLUME for p in plan.patches for v in p.volumes):
+        return plan
+    jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
+    volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
+    mount = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
+    patches = tuple(plan.patches) + tuple(PodPatch(job=j, container=rt.container if rt else "node",
+                                                   volumes=(volume,), volume_mounts=(mount,)) for j in jobs)
+    note = Finding(INFO, "P442", "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
+                   "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
+                   None, "size it with `defaults.shmSize` in a site profile")
+    return dataclasses.replace(plan, patches=patches, findings=tuple(plan.findings) + (note,))
 
 
 def _with_env(env, name, value) -> Tuple[EnvVar, ...]:
