@@ -147,6 +147,25 @@ def apply_defaults(value: Any, schema: dict) -> Any:
     return value
 
 
+def drop_nulls(value: Any, schema: dict, path: Tuple = (), dropped: Optional[List[Tuple]] = None):
+    """A copy of ``value`` without ``null`` values of non-nullable fields (the apiserver prunes them),
+    and the list of their paths."""
+    if dropped is None:
+        dropped = []
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            sub = _child_schema(schema, k) if isinstance(schema, dict) else None
+            if v is None and isinstance(sub, dict) and not sub.get("nullable"):
+                dropped.append(path + (k,))
+                continue
+            out[k] = drop_nulls(v, sub, path + (k,), dropped)[0] if isinstance(sub, dict) else v
+        return out, dropped
+    if isinstance(value, list) and isinstance(schema, dict) and isinstance(schema.get("items"), dict):
+        return [drop_nulls(v, schema["items"], path + (i,), dropped)[0] for i, v in enumerate(value)], dropped
+    return value, dropped
+
+
 def walk(value: Any, schema: dict, path: Tuple = ()) -> Iterator[Tuple[Tuple, Any, dict]]:
     """(path, value, schema) for every value that has a schema, parents first."""
     if not isinstance(schema, dict):

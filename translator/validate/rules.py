@@ -235,7 +235,7 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             if not isinstance(rj, dict):
                 continue
             jpath = base + ("trainingRuntimeSpec", "template", "spec", "replicatedJobs", j)
-            jname = rj.get("name")
+            jname = rj.get("name") if isinstance(rj.get("name"), str) else None
             if runtime is not None and runtime.jobs and jname not in runtime.jobs:
                 out.append(("V744", "error", jpath + ("name",),
                             f"replicated job {jname!r} does not exist in runtime {runtime.name} "
@@ -247,16 +247,17 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             if not isinstance(pod, dict):
                 continue
             ppath = jpath + ("template", "spec", "template", "spec")
-            for vol in pod.get("volumes") or []:
-                if isinstance(vol, dict):
-                    patch_volumes.setdefault(jname, set()).add(vol.get("name"))
+            for vol in pod.get("volumes") if isinstance(pod.get("volumes"), list) else []:
+                if isinstance(vol, dict) and isinstance(vol.get("name"), str):
+                    patch_volumes.setdefault(jname, set()).add(vol["name"])
             for field, known in (("containers", runtime.jobs.get(jname) if runtime else None),
                                  ("initContainers", runtime.init_containers.get(jname) if runtime else None)):
-                for c, cont in enumerate(pod.get(field) or []):
+                for c, cont in enumerate(pod.get(field) if isinstance(pod.get(field), list) else []):
                     if not isinstance(cont, dict):
                         continue
-                    cname = cont.get("name")
-                    for m, mount in enumerate(cont.get("volumeMounts") or []):
+                    cname = cont.get("name") if isinstance(cont.get("name"), str) else None
+                    mounts_list = cont.get("volumeMounts") if isinstance(cont.get("volumeMounts"), list) else []
+                    for m, mount in enumerate(mounts_list):
                         if isinstance(mount, dict) and isinstance(mount.get("name"), str):
                             mounts.append((jname, ppath + (field, c, "volumeMounts", m, "name"), mount["name"]))
                     if field == "containers" and cname in _NO_ENV_PATCH_CONTAINERS and cont.get("env"):

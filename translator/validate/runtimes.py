@@ -35,6 +35,8 @@ class RuntimeInfo:
 
 
 _NODE = {"node": ("node",)}
+# volumes the MPI plugin adds: the SSH key Secret on every pod, the hostfile ConfigMap on the launcher
+_MPI_VOLUMES = {"node": ("mpi-ssh-auth",), "launcher": ("mpi-ssh-auth", "mpi-hostfile")}
 _MPI = {"node": ("node",), "launcher": ("node",)}
 _TORCHTUNE = {"dataset-initializer": ("dataset-initializer",), "model-initializer": ("model-initializer",),
               "node": ("node",)}
@@ -44,8 +46,8 @@ SHIPPED = {
         RuntimeInfo("torch-distributed", "torch", _NODE, volumes={"node": ()}),
         RuntimeInfo("torch-distributed-with-cache", "torch",
                     {"dataset-initializer": ("dataset-initializer",), "node": ("node",)}),
-        RuntimeInfo("deepspeed-distributed", "mpi", _MPI),
-        RuntimeInfo("mlx-distributed", "mpi", _MPI),
+        RuntimeInfo("deepspeed-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES),
+        RuntimeInfo("mlx-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES),
         RuntimeInfo("jax-distributed", "jax", _NODE, volumes={"node": ()}),
         RuntimeInfo("xgboost-distributed", "xgboost", _NODE, volumes={"node": ()}),
         RuntimeInfo("torchtune-llama3.2-1b", "torch", _TORCHTUNE),
@@ -77,5 +79,9 @@ def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
                                            if isinstance(c, dict))
         volumes[str(rj.get("name"))] = tuple(str(v.get("name")) for v in pod.get("volumes") or []
                                              if isinstance(v, dict))
-    exact = policy not in ("mpi", "flux") and not (tmpl.get("spec") or {}).get("volumeClaimPolicies")
+    if policy == "mpi":
+        for job, extra in _MPI_VOLUMES.items():
+            if job in volumes:
+                volumes[job] = volumes[job] + extra
+    exact = policy != "flux" and not (tmpl.get("spec") or {}).get("volumeClaimPolicies")
     return RuntimeInfo(name, policy, jobs, inits, kind=str(doc.get("kind")), volumes=volumes if exact else None)

@@ -120,7 +120,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
     ``runtimes``: runtime name -> RuntimeInfo; the shipped runtimes are always known, and
     (Cluster)TrainingRuntime documents among ``docs`` are added.
     """
-    from translator.validate.crd import apply_defaults, evaluate_cel, list_key_problems, load_crd
+    from translator.validate.crd import apply_defaults, drop_nulls, evaluate_cel, list_key_problems, load_crd
 
     crd = crd or load_crd()
     documents = [d if isinstance(d, Document) else Document(index=i, data=d) for i, d in enumerate(docs)]
@@ -172,8 +172,13 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         if "status" in data:
             add("V714", "warning", ("status",), "status is ignored on create (the API server resets it)")
 
-        # defaults, then schema on the defaulted object (metadata is checked above)
-        defaulted = apply_defaults(data, schema)
+        # nulls pruned, defaults applied, then the schema on the result (metadata is checked above)
+        pruned, nulls = drop_nulls(data, schema)
+        for path in nulls:
+            add("V715", "warning", path, f"{json_path(path)} is null; the API server drops it")
+        if "spec" not in pruned:
+            add("V711", "error", ("spec",), "spec is required (spec.runtimeRef names the training runtime)")
+        defaulted = apply_defaults(pruned, schema)
         defaulted.pop("status", None)
         for code, sev, path, msg in _schema_problems(defaulted, crd, version):
             add(code, sev, path, msg)
@@ -208,8 +213,15 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
             add("V745", "warning", ("spec", "runtimeRef", "name"),
                 f"runtime {ref.get('name')!r} is not a shipped runtime and no manifest for it was given "
                 "(--runtimes); runtime-specific checks were relaxed")
-        for check in (check_runtime_ref(spec), check_trainer(spec, runtime), check_patches(spec, runtime)):
-            for code, sev, path, msg in check:
+        for check in (check_runtime_ref, check_trainer, check_patches):
+            try:
+                found = check(spec) if check is check_runtime_ref else check(spec, runtime)
+            except Exception as exc:  # noqa: BLE001 - a malformed shape the schema errors already name
+                if not result.errors:
+                    add("V799", "error", ("spec",), f"internal error in {check.__name__} on this document "
+                                                    f"({type(exc).__name__}: {exc}); please report it")
+                continue
+            for code, sev, path, msg in found:
                 add(code, sev, path, msg)
     return results
 
