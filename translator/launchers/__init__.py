@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 from typing import List, Optional, Tuple
 
 from translator.diagnostics import INFO, WARNING

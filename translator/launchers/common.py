@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from translator.diagnostics import Finding, INFO, WARNING
-from translator.read.ast import Assignment, Block, Command, Word
+from translator.diagnostics import Finding, WARNING
+from translator.read.ast import Assignment, Word
 
 
 @dataclass(frozen=True)

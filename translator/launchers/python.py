@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from translator.diagnostics import INFO, WARNING
+from translator.diagnostics import WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import PYTHON, LaunchIntent

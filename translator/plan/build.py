@@ -6,7 +6,6 @@ kubelet's `$(VAR)` expansion (translator/plan/kube.py), so emitters write them u
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
@@ -15,7 +14,7 @@ from translator.launchers import is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, resources, runtimes
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
-from translator.read.ast import (Assignment, Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV,
+from translator.read.ast import (Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV,
                                  EXPORT)
 
 MAX_ARRAY_EXPANSION = 1000
