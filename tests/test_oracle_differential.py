@@ -193,6 +193,56 @@ def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus, corp
                [(d.get("code"), d.get("line"), d.get("message")) for d in errors]))
 
 
+# What sbatch's refusal message names -> what one of our error diagnostics must mention.
+# (regex over Slurm's message, function of the match giving the texts we expect to see, or the
+# line number we expect an error on.)
+REFUSAL_NAMES = [
+    (r"line (\d+): ", lambda m: {"line": int(m.group(1))}),
+    (r"Invalid directive found in batch script: (\S+)", lambda m: {"text": [m.group(1)]}),
+    (r"unrecognized option '(--[^'=]+)", lambda m: {"text": [m.group(1)]}),
+    (r"invalid option -- '(.)'", lambda m: {"text": [m.group(1)]}),
+    (r"option '(--[^'=]+)(?:=[^']*)?' is ambiguous", lambda m: {"text": [m.group(1)]}),
+    (r"option requires an argument -- '(.)'", lambda m: {"text": [m.group(1)]}),
+    (r"option '(--[^'=]+)' doesn't allow an argument", lambda m: {"text": [m.group(1)]}),
+    (r'"([^"]*)" is not a valid node count', lambda m: {"text": [m.group(1)]}),
+    (r'Invalid numeric value "([^"]*)" for (--[\w-]+)', lambda m: {"text": [m.group(1), m.group(2)]}),
+    (r"Invalid (--[\w-]+) specification", lambda m: {"text": [m.group(1)]}),
+    (r"DOS line breaks", lambda m: {"text_any": ["CRLF", "DOS", "\\r\\n"]}),
+    (r"NULL character", lambda m: {"text_any": ["NUL"]}),
+    (r"does not look like a batch script", lambda m: {"line": 1}),
+    (r"mutually exclusive", lambda m: {"text_any": ["mutually exclusive", "exclusive"]}),
+]
+
+
+def test_refusal_diagnostics_name_what_sbatch_names(slurm_oracle, inspect_corpus, corpus_scripts):
+    """For every script sbatch refuses, our error diagnostics point at the same line and name
+    the same word/option/value as sbatch's own message (diagnostics must name the offending
+    text)."""
+    problems, checked = [], 0
+    for p in corpus_scripts:
+        rec = slurm_oracle[p]
+        if rec["rejected_by"] != "sbatch":
+            continue
+        ours = inspect_corpus.records.get(oracles.realpath(p)) or {}
+        errors = [d for d in ours.get("diagnostics", []) if d.get("severity") == "error"]
+        text = " ".join(d.get("message", "") for d in errors)
+        for rx, want_of in REFUSAL_NAMES:
+            m = re.search(rx, rec["error"] or "")
+            if not m:
+                continue
+            checked += 1
+            want = want_of(m)
+            if "line" in want and want["line"] not in [d.get("line") for d in errors]:
+                problems.append((p.name, "no error at line %d" % want["line"], rec["error"][:100]))
+            for t in want.get("text", []):
+                if t not in text:
+                    problems.append((p.name, "errors do not mention %r" % t, rec["error"][:100]))
+            if "text_any" in want and not any(t.lower() in text.lower() for t in want["text_any"]):
+                problems.append((p.name, "errors mention none of %r" % want["text_any"], rec["error"][:100]))
+    assert checked >= 40, "too few refusal messages recognised (%d): update REFUSAL_NAMES" % checked
+    assert not problems, "refusal diagnostics vs sbatch's message:\n" + _fmt(problems)
+
+
 @pytest.mark.parametrize("script", ALL_SCRIPTS, ids=_id)
 def test_job_fields_match_slurm(script, slurm_oracle, inspect_corpus, corpus_path):
     script = corpus_path(script)
