@@ -34,6 +34,24 @@ def _verdict(rec: dict) -> str:
                                                                               rec["rejected_by"])
 
 
+def test_oracle_runs_the_base_cluster(shared_dir):
+    """The expected verdicts assume the base oracle cluster. Permissive mode (adapt.py) adds
+    partitions, features and nodes and lifts debug's limit, which changes verdicts: say so
+    plainly instead of failing fixtures one by one."""
+    import os
+
+    state = os.environ.get("SLURM_ORACLE_STATE") or str(shared_dir / "slurm-oracle" / "state")
+    adapt_env = os.path.join(state, "etc", "adapt.env")
+    assert not os.path.exists(adapt_env), (
+        "the Slurm oracle at %s is adapted (permissive mode, %s exists); run "
+        "`SLURM_ORACLE_STATE=%s python3 %s/slurm-oracle/adapt.py --reset`"
+        % (state, adapt_env, state, shared_dir))
+    conf = os.path.join(state, "etc", "slurm.conf")
+    assert os.path.exists(conf), "no oracle config at %s: start the oracle (./test.sh)" % conf
+    text = open(conf, encoding="utf-8", errors="replace").read()
+    assert re.search(r"^PartitionName=debug\b.*MaxTime=00:30:00", text, re.M), "debug partition is not the base one"
+
+
 def test_corpus_size():
     assert len(FIXTURES) >= 50, "the corpus needs at least 50 scripts, has %d" % len(FIXTURES)
 
