@@ -162,3 +162,14 @@ def test_torchrun_word_that_needs_the_shell_gets_a_preamble(tmp_path):
     assert args[:6] == ["--nproc-per-node", "4", "train.py", "--data", "/datasets/c4", "--node"]
     assert args[6] == "1" and args[7:9] == ["--name", "t"]
     assert not any(k.startswith("SLURM") for k in calls[0]["env"]), "shell-local, not exported"
+
+
+def test_hf_accelerate_template_runs_with_pet_values(tmp_path):
+    plan = _plan("accelerate/hf_template_cmd_variable.sbatch")
+    bindir = _fake_bin(tmp_path, "accelerate")
+    _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("multinode", 3, 4))
+    [call] = _calls(log)
+    assert call["args"] == ["launch", "--num_machines", "4", "--machine_rank", "3", "--main_process_ip",
+                            "multinode-node-0-0.multinode", "--main_process_port", "29500", "--num_processes", "16",
+                            "/accelerate/examples/complete_nlp_example.py", "--mixed_precision", "fp16",
+                            "--output_dir", "/accelerate/examples/output"]

@@ -390,9 +390,18 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
                                annotations=base.annotations + ((naming.ANNOTATION_ARRAY_INDEX, str(ix)),))
 
 
+def _one_line(f: Finding) -> Finding:
+    """Findings print as one `path:line: …` line: script text quoted in them loses its line breaks."""
+    message = " ".join(f.message.split())
+    suggestion = " ".join(f.suggestion.split()) if f.suggestion else f.suggestion
+    if message == f.message and suggestion == f.suggestion:
+        return f
+    return dataclasses.replace(f, message=message, suggestion=suggestion)
+
+
 def _dedupe(findings) -> Tuple[Finding, ...]:
     out: List[Finding] = []
-    for f in findings:
+    for f in map(_one_line, findings):
         if f not in out:
             out.append(f)
     return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))
