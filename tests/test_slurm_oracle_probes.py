@@ -9,8 +9,7 @@ from Slurm itself at test time. The oracle must be running; otherwise these test
 
 Not included, on purpose (documented in README/report): GRES names the oracle cluster lacks
 (`--gres=nvme:1` is refused there but valid on a site that defines it), `--uid`/`--gid` names
-(valid only if the user exists on the submit host), `--time=-5` (22.05 stores an absurd limit),
-and GRES counts with k/m/g suffixes (compare.py reads `2k` as text).
+(valid only if the user exists on the submit host), and GRES counts with k/m/g suffixes (compare.py reads `2k` as text).
 """
 from __future__ import annotations
 
@@ -81,6 +80,17 @@ PROBES = {
     "chdir_relative": ["#SBATCH -D rel/dir"],
     "export_vars": ["#SBATCH --export=ALL,FOO=bar"],
     "throttle_zero": ["#SBATCH --array=1-3%0"],
+    "array_trailing_comma": ["#SBATCH --array=1-5,"], "dependency_bare_id": ["#SBATCH --dependency=123"],
+    "time_trailing_colon": ["#SBATCH --time=1:"], "time_dash_colon": ["#SBATCH --time=1-:30"],
+    "time_double_colon": ["#SBATCH --time=1::0"], "time_zero_zero": ["#SBATCH --time=0:0"],
+    "time_negative_days": ["#SBATCH --time=-5"], "time_minus_zero": ["#SBATCH --time=-0"],
+    "time_one_second": ["#SBATCH --time=0-0:0:1"],
+    "tasks_cap_nodes": ["#SBATCH -N 4 -n 2"], "tasks_cap_node_range": ["#SBATCH -N 2-4 -n 3"],
+    "tasks_below_nodes": ["#SBATCH -N 2-3 -n 1"],
+    "gpu_layout_too_few_nodes": ["#SBATCH -N 1 --gpus=4 --gpus-per-node=2"],
+    "gpu_layout_in_range": ["#SBATCH -N 1-4 --gpus=4 --gpus-per-node=2"],
+    "gpu_layout_too_many_nodes": ["#SBATCH -N 3 --gpus=4 --gpus-per-node=2"],
+    "gpu_layout_after_task_cap": ["#SBATCH -N 2 -n 1 --gpus=4 --gpus-per-node=2"],
     # less common options: sbatch's rendering and its own checks
     "flags_and_propagate": ["#SBATCH --propagate --contiguous --spread-job --use-min-nodes --overcommit"],
     "delay_profile_power_cpufreq": ["#SBATCH --delay-boot=90 --profile=task,energy --power=level --cpu-freq=high"],

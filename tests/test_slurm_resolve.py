@@ -338,3 +338,23 @@ def test_submit_host_dependent_values_are_warnings():
         j = resolve(script((2, words)))
         assert j.sbatch_accepts and "O225" in codes(j), words
     assert "O225" not in codes(resolve(script((2, "-w gpu[01-02]"))))
+
+
+def test_task_count_limits_nodes_of_the_submitted_job():
+    # oracle: -N 4 -n 2 -> NumNodes=2-2; -N 2-4 -n 3 -> 2-3; -N 2-3 -n 1 -> 1-1 (options unchanged)
+    for words, nodes in (("-N 4 -n 2", (2, 2)), ("-N 2-4 -n 3", (2, 3)), ("-N 2-3 -n 1", (1, 1)),
+                         ("-N 1-4 --gpus=4 --gpus-per-node=2", (2, 2))):
+        j = resolve(script((2, words)))
+        assert (j.fields.nodes_min, j.fields.nodes_max) == nodes, words
+    assert resolve(script((2, "-N 4 -n 2"))).options["nodes"] == "4"
+
+
+def test_gpu_layout_must_fit_the_node_range():
+    # oracle: "required nodes (2) doesn't fall between min_nodes (1) and max_nodes (1)"
+    for words in ("-N 1 --gpus=4 --gpus-per-node=2", "-N 3 --gpus=4 --gpus-per-node=2",
+                  "-N 2 -n 1 --gpus=4 --gpus-per-node=2"):
+        j = resolve(script((2, words)))
+        assert not j.sbatch_accepts and "O208" in codes(j), words
+    # a refused job reports the node count as written
+    j = resolve(script((2, "-N 2 -n 1 --gpus=4 --gpus-per-node=2")))
+    assert (j.fields.nodes_min, j.fields.nodes_max) == (2, 2)

@@ -25,7 +25,8 @@ def test_time_forms(text, seconds):
     assert V.parse_time(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["1:2:3:4", "abc", "1:-2", " 10", "10.5", "", "1-2-3"])
+@pytest.mark.parametrize("text", ["1:2:3:4", "abc", "1:-2", " 10", "10.5", "", "1-2-3",
+                                  "1::0", ":30", "1:", "12:", "1-:30", "1-2:", "::", "-", "1--", "-5-3"])
 def test_time_invalid(text):
     with pytest.raises(V.InvalidValue, match=r"Invalid --time specification"):
         V.parse_time(text)
@@ -235,3 +236,18 @@ def test_less_common_options_rendered_as_sbatch_merges_them():
 ])
 def test_begin_grammar(text, ok):
     assert V.begin_is_valid(text) is ok
+
+
+def test_negative_days_wrap_around_like_22_05():
+    # oracle: --time=-5 is stored as 2982611-04:17:00, -2 as 2982614-04:17:00, -0 as UNLIMITED
+    assert V.parse_time("-5") == 257697605820
+    assert V.format_time(V.parse_time("-2")) == "2982614-04:17:00"
+    assert V.parse_time("-0") == 0
+
+
+def test_array_trailing_comma_and_bare_dependency():
+    assert V.split_array("1-5,") == ("1-5", None)
+    assert V.array_indexes("1-5,") == ([1, 2, 3, 4, 5], [])
+    assert V.normalise_dependency("123") == "afterany:123"
+    assert V.normalise_dependency("afterok:1,2") == "afterok:1,afterany:2"
+    assert V.normalise_dependency("afterok:1?afternotok:2") == "afterok:1?afternotok:2"

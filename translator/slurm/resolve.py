@@ -401,10 +401,23 @@ class _Resolver:
                       line_of("gpus"))
         if per_task and total % per_task:
             self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of --gpus-per-task={per_task}", line_of("gpus"))
-        nodes = st.get("nodes")
-        if nodes is not None and not isinstance(nodes.parsed, _Invalid) and total < nodes.parsed[0]:
-            self.diag(O208_CONFLICT, f"--gpus={total} is less than the {nodes.parsed[0]} nodes: sbatch refuses it "
+        nodes = _massaged_nodes(st)
+        if nodes is None:
+            return
+        lo, hi = nodes
+        if total < lo:
+            self.diag(O208_CONFLICT, f"--gpus={total} is less than the {lo} nodes: sbatch refuses it "
                       "(\"--gpus < -N\"; every node needs at least one GPU)", line_of("gpus"))
+        elif per_node and total % per_node == 0:
+            need = total // per_node
+            if need < lo or (hi and need > hi):
+                bounds = f"{lo}" if lo == hi else f"{lo}-{hi}"
+                self.diag(O208_CONFLICT, f"--gpus={total} at {per_node} per node needs {need} nodes, but the job "
+                          f"has {bounds} (after -n {st['ntasks'].parsed} limits the nodes)" if "ntasks" in st and
+                          not isinstance(st["ntasks"].parsed, _Invalid) and st["ntasks"].parsed < (st["nodes"].parsed[1]
+                                                                                                or 10 ** 9)
+                          else f"--gpus={total} at {per_node} per node needs {need} nodes, but the job has {bounds}",
+                          line_of("gpus"), "make --nodes, --ntasks and the GPU counts consistent")
 
     def verify(self, comp: _Component) -> None:
         st = comp.state
@@ -550,6 +563,7 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
     components: List[JobComponent] = []
     carried: Dict[str, _Value] = {}
     for index in range(n_components):
+        first_diag = len(r.diags)
         comp = _Component(index, carried)
         words = directive_words(script, index)
         parsed = getopt_long(words)
@@ -564,7 +578,9 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
             r.report_getopt(cparsed.errors, CLI)
             r.apply_parsed(comp, cparsed.options, CLI)
         r.verify(comp)
-        components.append(_finish(comp, script.path))
+        refused_here = script.sbatch_refuses or any(
+            d.severity == ERROR or d.code == O206_PLUGIN_OPTION for d in r.diags[first_diag:])
+        components.append(_finish(comp, script.path, submitted=not refused_here))
         carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
     # a hetjob reads the environment and carried options once per component: report each once
     diags = list(script.diagnostics) + list(dict.fromkeys(r.diags))
@@ -575,7 +591,7 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
                     sbatch_accepts=not refused)
 
 
-def _finish(comp: _Component, path: str) -> JobComponent:
+def _finish(comp: _Component, path: str, submitted: bool = True) -> JobComponent:
     st = comp.state
     options: Dict[str, str] = {}
     for name in sorted(st):
@@ -584,10 +600,14 @@ def _finish(comp: _Component, path: str) -> JobComponent:
     for name, (_plugin, value) in comp.spank.items():
         options[name] = "" if value is None else value
     return JobComponent(index=comp.index, options=options, settings=tuple(comp.settings),
-                        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path))
+                        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path,
+                                          submitted))
 
 
-def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
+def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> JobFields:
+    """The contract fields. When sbatch submits the job (`submitted`), node counts are the ones
+    slurmctld records (after `-n` and the GPU layout adjust them); when it refuses the job, they
+    are the merged options as written."""
     def raw(name):
         v = st.get(name)
         return None if v is None else v.value
@@ -595,8 +615,6 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
     def parsed(name):
         v = st.get(name)
         return None if v is None else v.parsed
-
-    nodes = parsed("nodes")
 
     def gpu(name):
         v = parsed(name)
@@ -628,6 +646,12 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
         mem_per_cpu = None
         if mem_per_node is None:
             mem_per_node = 0
+    if submitted:
+        nodes_min, nodes_max = _job_nodes(st, tot_count, gpn_count)
+    else:
+        nv = st.get("nodes")
+        nodes_min, nodes_max = (nv.parsed[0], nv.parsed[1] or None) if nv is not None and not isinstance(
+            nv.parsed, _Invalid) else (None, None)
     array = throttle = None
     if "array" in st:
         array, throttle = V.split_array(raw("array") or "")
@@ -645,24 +669,47 @@ def job_fields(st: Mapping[str, _Value], path: str) -> JobFields:
     return JobFields(
         job_name=job_name,
         partition=raw("partition"), account=raw("account"), qos=raw("qos"),
-        nodes_min=nodes[0] if nodes else None, nodes_max=_nodes_max(nodes, tot_count),
+        nodes_min=nodes_min, nodes_max=nodes_max,
         ntasks=parsed("ntasks"), ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
         gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
         mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
         time_limit_seconds=parsed("time"),
-        array=array, array_throttle=throttle, dependency=raw("dependency"), exclusive=exclusive,
+        array=array, array_throttle=throttle, dependency=V.normalise_dependency(raw("dependency")) if "dependency" in st else None, exclusive=exclusive,
         constraint=raw("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
         requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
     )
 
 
-def _nodes_max(nodes, gpus_total) -> Optional[int]:
-    if not nodes or not nodes[1]:
+def _massaged_nodes(st) -> Optional[Tuple[int, int]]:
+    """The node range sbatch submits: `-n` caps the maximum, and a task count below the minimum
+    lowers both to it ("can't run N processes on M nodes"); (min, 0) means no maximum."""
+    v = st.get("nodes")
+    if v is None or isinstance(v.parsed, _Invalid):
         return None
-    hi = nodes[1]
-    if gpus_total and gpus_total < hi:   # a job cannot use more nodes than it asks GPUs
-        hi = max(gpus_total, nodes[0])
-    return hi
+    lo, hi = v.parsed
+    t = st.get("ntasks")
+    if t is not None and not isinstance(t.parsed, _Invalid):
+        n = t.parsed
+        if hi and n < hi:
+            hi = n
+        if n < lo:
+            lo = hi = n
+    return lo, hi
+
+
+def _job_nodes(st, gpus_total, gpus_per_node) -> Tuple[Optional[int], Optional[int]]:
+    """(nodes_min, nodes_max) of the submitted job, as slurmctld records it."""
+    nodes = _massaged_nodes(st)
+    if nodes is None:
+        return None, None
+    lo, hi = nodes
+    if gpus_total and gpus_per_node and gpus_total % gpus_per_node == 0:
+        need = gpus_total // gpus_per_node
+        if lo <= need and (not hi or need <= hi):
+            lo = hi = need           # the GPU layout fixes the node count inside the range
+    if hi and gpus_total and gpus_total < hi:   # a job cannot use more nodes than it asks GPUs
+        hi = max(gpus_total, lo)
+    return lo, (hi or None)
 
 
 def explain_option(name: str) -> str:

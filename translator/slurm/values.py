@@ -76,6 +76,16 @@ def parse_time(value: str, option: str = "time") -> int:
         return NO_LIMIT
     if not s or not _valid_timespec(s):
         raise InvalidValue(f"Invalid --{option} specification")
+    before, dash, after = s.partition("-")
+    if dash and not before:
+        # `-D`: 22.05 reads D negative days and stores the minutes unsigned (2**32 + 1 - D*1440)
+        if not after.isdigit():
+            raise InvalidValue(f"Invalid --{option} specification")
+        days_back = int(after)
+        return 0 if days_back == 0 else ((2 ** 32 + 1 - days_back * 1440) % 2 ** 32) * 60
+    fields = after.split(":") if dash else s.split(":")
+    if (dash and after and any(f == "" for f in fields)) or (not dash and any(f == "" for f in fields)):
+        raise InvalidValue(f"Invalid --{option} specification")      # `1::0`, `:30`, `1:`, `1-2:`
     days = hours = minutes = seconds = 0
     if "-" in s:
         d, _, rest = s.partition("-")
@@ -297,8 +307,9 @@ def format_time(seconds: int) -> str:
 # ---- arrays ----------------------------------------------------------------------------------
 
 def split_array(value: str) -> Tuple[str, Optional[int]]:
-    """(spec before the first `%`, throttle after it or None)."""
+    """(spec before the first `%`, throttle after it or None). A trailing comma is tolerated."""
     spec, pct, thr = (value or "").partition("%")
+    spec = spec.rstrip(",")
     if not pct:
         return spec, None
     m = re.match(r"^\s*(\d+)", thr)
@@ -314,7 +325,7 @@ def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int],
         s = s[1:]
     if s.endswith("]"):
         s = s[:-1]
-    for tok in s.split(","):
+    for tok in s.rstrip(",").split(","):
         m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", tok.strip())
         if not m:
             problems.append(f"'{tok}' is not an index, a range N-M or a stepped range N-M:S")
@@ -669,3 +680,14 @@ def begin_is_valid(value: str) -> bool:
     if re.fullmatch(r"\d{1,2}/\d{1,2}(/\d{2,4})?(-\d{1,2}:\d{2}(:\d{2})?)?", s):
         return True
     return False
+
+
+def normalise_dependency(value: str) -> str:
+    """The dependency as slurmctld records it: a clause that is only a job id means afterany."""
+    sep = "?" if "?" in (value or "") and "," not in (value or "") else ","
+    out = []
+    for clause in (value or "").split(sep):
+        if re.fullmatch(r"\d+(_\d+)?", clause):
+            clause = f"afterany:{clause}"
+        out.append(clause)
+    return sep.join(out)
