@@ -257,8 +257,20 @@ def _dependency():
                      st.lists(clause, min_size=2, max_size=3).map("?".join))
 
 
+# Digits that Python's str.isdigit()/int() treat as digits but C's isdigit()/strtol() (sbatch) do not:
+# superscripts, Arabic-Indic, fullwidth, Devanagari.
+_UNICODE_DIGITS = str.maketrans({"1": "\u00b9", "2": "\u00b2", "3": "\u0663", "4": "\uff14", "5": "\u096b"})
+
+
 def value_for(vtype: str):
     """A value of the option's grammar (valid most of the time, sometimes invalid or hostile)."""
+    if vtype in ("text", "word", "path"):
+        return _value_for(vtype)
+    return st.tuples(_value_for(vtype), st.integers(0, 9)).map(
+        lambda t: t[0].translate(_UNICODE_DIGITS) if t[1] == 0 else t[0])
+
+
+def _value_for(vtype: str):
     by_type = {
         "int": st.one_of(_ints, st.sampled_from(["-1", "1.5", "x", "", "99999999999999999999"])),
         "mem": _mem(),

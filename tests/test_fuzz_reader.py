@@ -124,3 +124,27 @@ def test_escaped_values_reach_the_option_unchanged(option, data):
     script = check_read(text.encode())
     assert script is not None
     assert script.directives and script.directives[0].words == (f"--{long}={value}",), script.directives
+
+
+NUMERIC_OPTIONS = [o for o in S.OPTIONS if o[2] == "req" and o[3] in ("int", "mem", "time", "nodes", "signal", "gpus", "array")]
+
+
+@S.fuzz_settings(200)
+@given(st.sampled_from(NUMERIC_OPTIONS), st.integers(0, 10**6), st.sampled_from(sorted(set(S._UNICODE_DIGITS.values()))))
+def test_unicode_digits_in_numeric_options(option, number, digit):
+    """Python's isdigit()/int() accept digits that sbatch's C parsing (isdigit, strtol) rejects.
+
+    No exception may escape, and for counts, sizes and times the value is invalid for sbatch. Checked
+    with the Slurm 22.05 oracle for every such option here: each is refused by sbatch itself
+    ("Invalid numeric value", "Invalid --mem-per-cpu specification", ...), except --priority (and
+    --nice), which sbatch does not validate; the live check is
+    test_hostile_inputs.py::test_non_ascii_digits_never_crash_and_match_real_slurm."""
+    long, _short, _kind, vtype = option
+    text = str(number)
+    value = text[:-1] + digit if len(text) > 1 else digit
+    if vtype == "mem":
+        value += "G"
+    script = check_read(f"#!/bin/bash\n#SBATCH --{long}={value}\nsrun python t.py\n".encode("utf-8"))
+    job = check_resolve(script)
+    if vtype in ("int", "mem", "time", "nodes") and long not in ("priority", "nice"):
+        assert not job.sbatch_accepts, f"--{long}={value} is not a number for sbatch"
