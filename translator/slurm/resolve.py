@@ -425,8 +425,12 @@ class _Resolver:
         mem = ("mem", "mem-per-cpu", "mem-per-gpu")
         cli = [m for m in mem if comp.by_cli(m)]
         if len(cli) > 1:
-            self.diag(O208_CONFLICT, "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive "
-                      f"(set: {', '.join('--' + m for m in cli)})", line_of(cli[-1]), "keep only one memory option")
+            where = ", ".join(f"--{m}" + (f" (line {st[m].line})" if st[m].line is not None else f" ({st[m].source})")
+                              for m in cli)
+            het = " in this hetjob component (options such as --mem carry over from the previous one)" \
+                if comp.index else ""
+            self.diag(O208_CONFLICT, f"--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive{het}; "
+                      f"set: {where}", line_of(cli[-1]), "keep only one memory option")
         elif len(cli) == 1:
             for m in mem:
                 if m != cli[0] and comp.by_env(m):
