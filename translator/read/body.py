@@ -181,8 +181,6 @@ class _Builder:
                     out.extend(_segment_statements(tok.segment))
                 elif tok.type == "COMMENT":
                     out.append(ast.Comment(tok.line, tok.text))
-                elif tok.type == "PATTERN":
-                    out.append(ast.Comment(tok.line, f"case pattern {tok.text}"))
         return out
 
     def header_text(self, tok: LexToken) -> str:
