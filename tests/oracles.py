@@ -264,8 +264,12 @@ def array_indexes(spec) -> Tuple[Optional[frozenset], Optional[int]]:
     s = str(spec).strip()
     throttle = None
     if "%" in s:
+        # as Slurm: the number after the FIRST % is the throttle; text after that number
+        # still belongs to the index list ("1-3:2%1,5" = {1,3,5} with throttle 1)
         s, t = s.split("%", 1)
-        throttle = int(t)
+        m = re.match(r"\d*", t)
+        throttle = int(m.group(0)) if m.group(0) else None
+        s += t[m.end():]
     s = s.strip("[]")
     out = set()
     for tok in s.split(","):
