@@ -358,3 +358,14 @@ def test_gpu_layout_must_fit_the_node_range():
     # a refused job reports the node count as written
     j = resolve(script((2, "-N 2 -n 1 --gpus=4 --gpus-per-node=2")))
     assert (j.fields.nodes_min, j.fields.nodes_max) == (2, 2)
+
+
+def test_empty_values():
+    # oracle: `--gpus=`/`--gres=` pass sbatch; slurmctld stores empty account/array/constraint/dependency as none
+    j = resolve(script((2, ["--gpus=", "--account=", "--array=", "--constraint=", "--dependency=", "--comment=",
+                            "--job-name="])))
+    f = j.fields
+    assert j.sbatch_accepts
+    assert (f.gpus_total, f.account, f.array, f.constraint, f.dependency) == (None, None, None, None, None)
+    assert (f.comment, f.job_name) == ("", "")
+    assert not resolve(script((2, "--time="))).sbatch_accepts

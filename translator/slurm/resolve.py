@@ -657,7 +657,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         nodes_min, nodes_max = (nv.parsed[0], nv.parsed[1] or None) if nv is not None and not isinstance(
             nv.parsed, _Invalid) else (None, None)
     array = throttle = None
-    if "array" in st:
+    if raw("array"):
         array, throttle = V.split_array(raw("array") or "")
         throttle = throttle or None          # %0 means no limit (Slurm stores no throttle)
         array = array.strip()
@@ -670,16 +670,20 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
     if "requeue" in st or "no-requeue" in st:
         requeue = (raw("requeue") or raw("no-requeue")) == "requeue"
     job_name = raw("job-name") if "job-name" in st else default_job_name(path)
+
+    def nonempty(name):          # slurmctld stores an empty account/array/constraint/dependency as none
+        v = raw(name)
+        return v if v else None
     return JobFields(
         job_name=job_name,
-        partition=raw("partition"), account=raw("account"), qos=raw("qos"),
+        partition=raw("partition"), account=nonempty("account"), qos=raw("qos"),
         nodes_min=nodes_min, nodes_max=nodes_max,
         ntasks=parsed("ntasks"), ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
         gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
         mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
         time_limit_seconds=parsed("time"),
-        array=array, array_throttle=throttle, dependency=V.normalise_dependency(raw("dependency")) if "dependency" in st else None, exclusive=exclusive,
-        constraint=raw("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
+        array=array, array_throttle=throttle, dependency=V.normalise_dependency(raw("dependency")) if raw("dependency") else None, exclusive=exclusive,
+        constraint=nonempty("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
         requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
     )
 

@@ -203,8 +203,8 @@ def parse_gres(value: str) -> Tuple[GresItem, ...]:
     22.05 refuses the `gres/` prefix and a name given both with and without a type.
     """
     s = value or ""
-    if s.strip().lower() == "none":
-        return ()
+    if s.strip().lower() == "none" or s == "":
+        return ()        # an empty --gres= passes sbatch (slurmctld then refuses the empty TRES)
     items: List[GresItem] = []
     for part in s.split(","):
         if not part or "/" in part.split(":")[0]:
@@ -245,7 +245,9 @@ def _check_typed_mix(items) -> None:
 def parse_gpus(value: str) -> Tuple[GresItem, ...]:
     """`--gpus`/`--gpus-per-*`: `[type:]N[,type:N...]`; a bare word is a type with count 1."""
     items: List[GresItem] = []
-    for part in (value or "").split(","):
+    if not value:
+        return ()        # `--gpus=`: no GPU request (sbatch accepts it)
+    for part in value.split(","):
         fields = part.split(":")
         if not part or len(fields) > 2:
             raise InvalidValue("Invalid generic resource (gres) specification")
