@@ -251,3 +251,20 @@ def test_array_trailing_comma_and_bare_dependency():
     assert V.normalise_dependency("123") == "afterany:123"
     assert V.normalise_dependency("afterok:1,2") == "afterok:1,afterany:2"
     assert V.normalise_dependency("afterok:1?afternotok:2") == "afterok:1?afternotok:2"
+
+
+def test_count_wraps_to_32_bits_like_sbatch():
+    # fixture ntasks_overflow_wraps_rejected: 99999999999 is stored as 1215752191
+    assert V.parse_count("99999999999", "ntasks") == 1215752191
+    assert V.parse_count("08", "ntasks") == 8
+
+
+def test_array_indexes_after_the_throttle():
+    assert V.split_array("1-3:2%1,5") == ("1-3:2,5", 1)
+    assert V.array_indexes("1-3:2,5")[0] == [1, 3, 5]
+
+
+def test_signal_time_at_most_65535():
+    assert V.parse_signal("B:USR1@65535").seconds == 65535
+    with pytest.raises(V.InvalidValue):
+        V.parse_signal("B:USR1@65536")

@@ -143,9 +143,11 @@ class _Resolver:
         if kind == "flag":
             return value, True
         if kind == "count":
-            return value, V.parse_count(value, name)
+            n = V.parse_count(value, name)
+            return str(n), n
         if kind == "count0":
-            return value, V.parse_count(value, name, allow_zero=True)
+            n = V.parse_count(value, name, allow_zero=True)
+            return str(n), n
         if kind == "time":
             t = V.parse_time(value, name)
             return V.format_time(t), t

@@ -30,13 +30,16 @@ _INT_RE = re.compile(r"^\s*[+-]?\d+$")
 
 
 def parse_count(value: str, option: str, allow_zero: bool = False) -> int:
-    """parse_int(..., positive=true): a whole decimal number > 0 (>= 0 with allow_zero)."""
+    """parse_int(..., positive=true): a whole decimal number > 0 (>= 0 with allow_zero).
+
+    The check is made on the 64-bit value; the result is then stored in a C int, so values above
+    2**31 wrap around as in sbatch (99999999999 -> 1215752191)."""
     if not _INT_RE.match(value or ""):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    n = int(value)
+    n = max(min(int(value), 2 ** 63 - 1), -2 ** 63)          # strtol clamps
     if n < 0 or (n == 0 and not allow_zero):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    return n
+    return ((n + 2 ** 31) % 2 ** 32) - 2 ** 31
 
 
 def parse_nice(value: Optional[str]) -> int:
@@ -311,11 +314,13 @@ def format_time(seconds: int) -> str:
 def split_array(value: str) -> Tuple[str, Optional[int]]:
     """(spec before the first `%`, throttle after it or None). A trailing comma is tolerated."""
     spec, pct, thr = (value or "").partition("%")
-    spec = spec.rstrip(",")
     if not pct:
-        return spec, None
+        return spec.rstrip(","), None
     m = re.match(r"^\s*(\d+)", thr)
-    return spec, int(m.group(1)) if m else 0
+    rest = thr[m.end():] if m else thr
+    if rest.startswith(","):         # `1-3:2%1,5`: what follows the throttle still lists indexes
+        spec += rest
+    return spec.rstrip(","), int(m.group(1)) if m else 0
 
 
 def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int], List[str]]:
@@ -424,7 +429,7 @@ def parse_signal(value: str) -> SignalSpec:
         raise InvalidValue("Invalid --signal specification")
     seconds = 60
     if at:
-        if not re.fullmatch(r"\d+", secs):
+        if not re.fullmatch(r"\d+", secs) or int(secs) > 0xFFFF:
             raise InvalidValue("Invalid --signal specification")
         seconds = int(secs)
     return SignalSpec(flags, num, seconds, written_flags if flags else "")
