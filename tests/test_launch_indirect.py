@@ -80,3 +80,8 @@ def test_split_shell_words_refuses_shell_logic(text):
 def test_program_in_a_variable_with_a_known_value():
     i = intent_of('PY=python3\nsrun $PY train.py\n')
     assert i.family == "srun-tasks" and i.args[-2:] == ("python3", "train.py")
+
+
+def test_assignments_used_by_the_launch_are_consumed_lines():
+    i = intent_of('A=1\nLAUNCHER="torchrun --nproc_per_node 8"\nCMD="$LAUNCHER t.py"\nsrun $CMD\n')
+    assert i.consumed_lines == (6, 7, 8)      # LAUNCHER, CMD, srun (not A)

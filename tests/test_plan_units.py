@@ -52,6 +52,7 @@ def test_mib_quantities(mib, q):
     assert resources.mib_quantity(mib) == q
 
 
+@settings(max_examples=500)
 @given(st.text(alphabet="$()ab_X{} ", max_size=30))
 def test_kubelet_escaping_round_trips(text):
     env = {"X": "EXPANDED", "ab": "EXPANDED", "a": "EXPANDED", "b": "EXPANDED"}
@@ -62,6 +63,7 @@ def test_kubelet_escaping_leaves_shell_substitutions_readable():
     assert kube.escape("$(hostname -s) $((1+2)) ${X}") == "$(hostname -s) $((1+2)) ${X}"
     assert kube.escape("$(hostname)") == "$$(hostname)", "an identifier could name a container variable"
     assert kube.escape("$(PET_NNODES) pid $$") == "$$(PET_NNODES) pid $$$$"
+    assert kube.escape("$($$)") == "$$($$$$)"
 
 
 @pytest.mark.parametrize("spec, out", [("0-3", [0, 1, 2, 3]), ("1,3,5", [1, 3, 5]), ("0-15:4", [0, 4, 8, 12]),

@@ -211,6 +211,24 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     return dispatch(ctx, common.toks_of(words), None, line)
 
 
+def _assignment_lines(ctx: LaunchContext, cmd: Command) -> Tuple[int, ...]:
+    """Lines of the top-level assignments the launch line refers to, directly or through other variables."""
+    last = {}
+    for a in ctx.assignments:
+        last[a.name] = a
+    lines, seen = [], set()
+    pending = common.var_refs(cmd.text)
+    while pending:
+        name = pending.pop(0)
+        if name in seen or name not in last:
+            continue
+        seen.add(name)
+        a = last[name]
+        lines.append(a.line)
+        pending.extend(common.var_refs(a.value.raw))
+    return tuple(sorted(set(lines)))
+
+
 def detect(script, job) -> LaunchIntent:
     """Choose the launch line and convert it with its family's module."""
     from translator.launchers import script as script_family
@@ -256,5 +274,5 @@ def detect(script, job) -> LaunchIntent:
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     for a in aux:
         ctx.add(INFO, "L326", f"informational step `{a.text.strip()}` is not part of the TrainJob", a.line)
-    consumed = tuple(range(cmd.line, (cmd.end_line or cmd.line) + 1))
+    consumed = tuple(sorted(set(range(cmd.line, (cmd.end_line or cmd.line) + 1)) | set(_assignment_lines(ctx, cmd))))
     return dataclasses.replace(intent, findings=tuple(ctx.findings), consumed_lines=consumed)

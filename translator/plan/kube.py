@@ -3,8 +3,8 @@
 The kubelet expands `$(VAR_NAME)` in `command`, `args` and env `value`s when VAR_NAME is defined in
 the container's environment, and turns every `$$` into `$` (core/v1 Container docs; expansion.go).
 Text copied from a Slurm script can hold both (`$$` is bash's PID, `$(NCCL_DEBUG)` is rare but
-possible), so exactly those spots are escaped: `$$` -> `$$$$` and `$(NAME)` with NAME a variable name ->
-`$$(NAME)`. Other `$(` forms (`$(hostname)`, `$((1+2))`) can never match a variable the container
+possible), so exactly those spots are escaped: `$$` -> `$$$$`, and `$(NAME)` with NAME a variable name
+(or holding a `$`) -> `$$(NAME)`. Other `$(` forms (`$(hostname)`, `$((1+2))`) can never match a variable the container
 defines — every name in the TrainJob env and the runtime-injected env is an identifier — and are left
 as written, so the process receives exactly the text we meant and the YAML stays readable.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-_SPOT = re.compile(r"\$(?=\$)|\$(?=\([A-Za-z_][A-Za-z0-9_]*\))")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def escape(text: str) -> str:
@@ -25,10 +25,15 @@ def escape(text: str) -> str:
             out.append("$$$$")
             i += 2
             continue
-        if ch == "$" and re.match(r"\([A-Za-z_][A-Za-z0-9_]*\)", text[i + 1:]):
-            out.append("$$")
-            i += 1
-            continue
+        if ch == "$" and i + 1 < n and text[i + 1] == "(":
+            close = text.find(")", i + 2)
+            name = text[i + 2:close] if close != -1 else None
+            # the kubelet copies an unresolved `$(…)` verbatim (no `$$` reduction inside it), so it is
+            # escaped when it could name a variable or when it holds a `$` that is escaped itself
+            if name is not None and (_NAME.match(name) or "$" in name):
+                out.append("$$")
+                i += 1
+                continue
         out.append(ch)
         i += 1
     return "".join(out)
