@@ -661,6 +661,10 @@ EDGE_SCRIPTS = {
     "non_utf8_body_bytes.sbatch": (
         b"#!/bin/bash\n#SBATCH -N 2 -t 10\nprintf '\xff\xfe binary \x80\x81'\n",
         "bytes that are not UTF-8 in the body; the directives still apply", "accepted"),
+    "lone_cr_inside_directive.sbatch": (
+        b"#!/bin/bash\n#SBATCH -N\r2\n#SBATCH -t 10\nsrun hostname\n",
+        "a carriage return NOT followed by a line feed is just a blank for the directive "
+        "tokenizer (-N<CR>2 = -N 2), and no CRLF means no refusal", "accepted"),
     "huge_10mb_script.sbatch": (
         b"#!/bin/bash\n#SBATCH -N 1\n#SBATCH -t 10\n" + b"echo 'a long generated body line'\n" * 350000,
         "a 10 MB script: sbatch accepts it, the controller refuses scripts over 4 MiB "
