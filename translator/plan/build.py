@@ -305,10 +305,9 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         name=name, source_path=job.path or script.path, job_name=job_name, namespace=settings.namespace,
         annotations=annotations, runtime=runtime_name, framework=framework, launcher=intent.family,
         image=image, command=tuple(kube.escape(c) for c in intent.command),
-        args=tuple(kube.escape(a) for a in intent.args), packages=tuple(kube.escape(p) for p in pkgs),
-        pip_index_urls=tuple(kube.escape(u) for u in (index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else []))
-                             + extra_index),
-        pip_extra_args=tuple(kube.escape(a) for a in pip_extra), env=env, num_nodes=num_nodes, proc_per_node=intent.proc_per_node,
+        args=tuple(kube.escape(a) for a in intent.args), packages=tuple(pkgs),
+        pip_index_urls=tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
+        pip_extra_args=tuple(pip_extra), env=env, num_nodes=num_nodes, proc_per_node=intent.proc_per_node,
         resources_per_node=res, active_deadline_seconds=deadline, findings=(), source_map=())
 
     # --- arrays
