@@ -173,6 +173,7 @@ def test_mail_type():
     assert V.parse_mail_type("fail,Begin") == ("FAIL", "BEGIN")
     assert set(V.parse_mail_type("ALL")) == {"INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE", "STAGE_OUT"}
     assert V.parse_mail_type("NONE") == ()
+    assert V.parse_mail_type("ALL,NONE") == () and V.parse_mail_type("NONE,bogus") == ()   # oracle
     with pytest.raises(V.InvalidValue, match="Invalid --mail-type specification"):
         V.parse_mail_type("bogus")
 

@@ -443,15 +443,18 @@ MAIL_ALL = ("INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE", "STAGE_OUT")
 
 
 def parse_mail_type(value: str) -> Tuple[str, ...]:
-    """Comma list, case-insensitive. ALL expands; NONE adds nothing (types accumulate)."""
+    """Comma list, case-insensitive. ALL expands. NONE makes the whole value empty and ends the
+    reading of it (`ALL,NONE` and `NONE,bogus` are NONE). Across occurrences types accumulate."""
     out: List[str] = []
     for part in (value or "").split(","):
         up = part.strip().upper()
+        if up == "NONE":
+            return ()
         if up not in MAIL_TYPES:
             raise InvalidValue("Invalid --mail-type specification")
         if up == "ALL":
             out.extend(MAIL_ALL)
-        elif up != "NONE":
+        else:
             out.append(up)
     return tuple(dict.fromkeys(out))
 
