@@ -351,6 +351,28 @@ PRECEDENCE_CASES = [
 ]
 
 
+# One SBATCH_* input variable at a time over a plain script: which variables sbatch reads, how
+# it reads their values (boolean ones: empty/yes/non-zero set them, 0/no do not) and which
+# names it does not know (SBATCH_NODES, SBATCH_CPUS_PER_TASK, SBATCH_TRES_PER_TASK in 22.05).
+ENV_SWEEP = [
+    ("SBATCH_TIMELIMIT", "UNLIMITED"), ("SBATCH_TIMELIMIT", "5:00"), ("SBATCH_TIMELIMIT", ""),
+    ("SBATCH_GRES", "none"), ("SBATCH_REQUEUE", ""), ("SBATCH_NO_REQUEUE", "0"),
+    ("SBATCH_NO_REQUEUE", "no"), ("SBATCH_OVERCOMMIT", "yes"), ("SBATCH_OVERCOMMIT", "0"),
+    ("SBATCH_NO_KILL", ""), ("SBATCH_HINT", "nomultithread"), ("SLURM_HINT", "nomultithread"),
+    ("SBATCH_DISTRIBUTION", "cyclic"), ("SBATCH_GPU_BIND", "closest"), ("SBATCH_FOO", "bar"),
+    ("SBATCH_MEM_BIND", "local"), ("SBATCH_REQ_SWITCH", "1"), ("SBATCH_DELAY_BOOT", "5"),
+    ("SBATCH_THREAD_SPEC", "1"), ("SBATCH_GET_USER_ENV", "1"), ("SBATCH_ACCTG_FREQ", "30"),
+    ("SBATCH_PROFILE", "task"), ("SBATCH_JOB_NAME", ""), ("SBATCH_PARTITION", ""),
+    ("SBATCH_NODES", "2"), ("SBATCH_CPUS_PER_TASK", "4"), ("SBATCH_CONTAINER", "/tmp"),
+    ("SBATCH_WCKEY", ""), ("SBATCH_RESERVATION", "resv1"), ("SBATCH_TRES_PER_TASK", "cpu=2"),
+    ("SBATCH_SPREAD_JOB", "1"), ("SBATCH_USE_MIN_NODES", "1"), ("SBATCH_EXPORT_FILE", "/dev/null"),
+    ("SBATCH_CORE_SPEC", "1"), ("SBATCH_GRES_FLAGS", "enforce-binding"),
+    ("SBATCH_CPU_FREQ_REQ", "high"), ("SBATCH_GPUS", "2"), ("SBATCH_MEM_PER_GPU", "1G"),
+    ("SBATCH_CLUSTER_CONSTRAINT", "x"), ("SBATCH_THREADS_PER_CORE", "1"), ("SBATCH_NETWORK", "ib"),
+]
+PRECEDENCE_CASES += [("sweep-%s=%s" % (k, v), "time_minutes_only.sbatch", [(k, v)], []) for k, v in ENV_SWEEP]
+
+
 @pytest.mark.parametrize("case", PRECEDENCE_CASES, ids=[c[0] for c in PRECEDENCE_CASES])
 def test_precedence_matches_slurm(case, slurm_oracle, cli):
     """In-process CLI (click runner) to keep 30+ cases fast; the corpus run above uses a real
@@ -385,6 +407,12 @@ def test_precedence_matches_slurm(case, slurm_oracle, cli):
     wrong = ["%s: Slurm %r, inspect %r" % (k, v, job.get(k)) for k, v in expected.items()
              if oracles.normalise_field(k, v, sdir) != oracles.normalise_field(k, job.get(k), sdir)]
     assert not wrong, "with env %r and args %r:\n  %s" % (env, args, "\n  ".join(wrong))
+    # sbatch's merged option set: every key sbatch set must be in our options (values are
+    # compared by the corpus-wide compare.py run; here the set of names catches ignored or
+    # invented variables)
+    cli_keys = {k for k in (oracles.first_component(rec.get("cli_options")) or {}) if k != "argv"}
+    our_keys = {k.lstrip("-") for k in (ours.get("options") or {})}
+    assert cli_keys == our_keys, "options set: Slurm %s, inspect %s" % (sorted(cli_keys), sorted(our_keys))
 
 
 def test_precedence_cases_really_exercise_precedence(slurm_oracle):
