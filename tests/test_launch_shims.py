@@ -173,3 +173,20 @@ def test_hf_accelerate_template_runs_with_pet_values(tmp_path):
                             "multinode-node-0-0.multinode", "--main_process_port", "29500", "--num_processes", "16",
                             "/accelerate/examples/complete_nlp_example.py", "--mixed_precision", "fp16",
                             "--output_dir", "/accelerate/examples/output"]
+
+
+def test_gpus_per_task_binds_each_process_to_its_gpus(tmp_path):
+    text = ("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=2\n"
+            "srun python train.py\n")
+    plan = _plan(text=text)
+    args = list(plan.args)
+    worker = args[args.index("--no-python") + 1:]
+    bindir = _fake_bin(tmp_path, "python")
+    (bindir / "python").write_text("#!/bin/bash\necho \"$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\"\n")
+    seen = []
+    for rank in range(4):
+        _, log = _run(worker, tmp_path, bindir, RANK=rank, LOCAL_RANK=rank, WORLD_SIZE=4, LOCAL_WORLD_SIZE=4,
+                      GROUP_RANK=0, **_pet("job-sbatch", 0, 1))
+        seen.append(log.strip())
+    assert seen == ["0,1", "2,3", "4,5", "6,7"]
+    assert dict(plan.resources_per_node)["nvidia.com/gpu"] == "8"

@@ -44,7 +44,13 @@ def shim_lines(ctx: LaunchContext, extra_names=()) -> List[str]:
             names.append(n)
     lines = prologue.prologue_lines(names, ctx.job, ctx.shape, export=True)
     lines[0] = "# slurm2kf: per-process Slurm variables from torchrun's RANK/LOCAL_RANK/WORLD_SIZE/GROUP_RANK"
-    return lines + RANK_EXPORTS
+    lines += RANK_EXPORTS
+    per_task = ctx.job.fields.gpus_per_task
+    if per_task:
+        # --gpus-per-task binds each task to its own GPUs: task i sees GPUs i*G … i*G+G-1 as 0 … G-1
+        lines.append(f'_s2k_g=$(( LOCAL_RANK * {int(per_task)} )); '
+                     f'export CUDA_VISIBLE_DEVICES="$(seq -s, "$_s2k_g" "$(( _s2k_g + {int(per_task)} - 1 ))")"')
+    return lines
 
 
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int,
