@@ -144,3 +144,8 @@ def test_launch_line_variables_follow_the_env_rules():
                   "srun torchrun --nproc_per_node 2 t.py\n")
     assert {e.name: e.value for e in p.env} == {"A": "2", "B": "$$(X)"}
     assert {"P420", "P421"} <= {f.code for f in p.findings}
+
+
+def test_launch_on_fewer_nodes_than_allocated():
+    [p] = plan_of("#!/bin/bash\n#SBATCH -N 4\nsrun -N 2 --ntasks-per-node=1 torchrun --nproc_per_node 2 t.py\n")
+    assert p.num_nodes == 2 and "P443" in {f.code for f in p.findings}

@@ -246,6 +246,9 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
 
     # --- shape, resources, env
     num_nodes = intent.num_nodes or shape.nodes
+    if num_nodes < shape.nodes and intent.family not in ("python", "script"):
+        findings.append(Finding(INFO, "P443", f"the launch line uses {num_nodes} of the job's {shape.nodes} nodes; "
+                                f"the TrainJob asks for {num_nodes}", intent.line))
     smap.append(SourceMap("spec.trainer.numNodes", _lines(job, "nodes", "ntasks", "ntasks-per-node"),
                           "mapped" if num_nodes == shape.nodes else "approximated"))
     res, rfind, rmap = resources.resources_per_node(job, shape, settings.gpu_resource)
