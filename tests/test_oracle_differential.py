@@ -372,6 +372,21 @@ ENV_SWEEP = [
 ]
 PRECEDENCE_CASES += [("sweep-%s=%s" % (k, v), "time_minutes_only.sbatch", [(k, v)], []) for k, v in ENV_SWEEP]
 
+# sbatch command-line words over a script with directives: short/long/glued/abbreviated forms
+# and flags, each overriding or adding to what the script says.
+CLI_SWEEP = [
+    ["-p", "cpu"], ["--partition", "cpu"], ["-pcpu"], ["--part=cpu"], ["-t", "5"], ["--time", "5"],
+    ["-J", "cli name"], ["-N2"], ["--nodes=1-3"], ["--exclusive"], ["--exclusive=user"],
+    ["-a", "1-3"], ["-d", "singleton"], ["-o", "cli-%j.out"], ["-e", "cli-%j.err"], ["-D", "/tmp"],
+    ["-C", "gpu"], ["-q", "high"], ["-A", "CliAcct"], ["-w", "gpu01"], ["-x", "gpu02"],
+    ["-G", "2"], ["-c", "2"], ["-n", "3"], ["--mem", "1G"], ["--mem-per-cpu=1G"], ["-k"], ["-O"],
+    ["-s"], ["--requeue"], ["--no-requeue"], ["--export=NONE"], ["--signal=B:USR1@120"],
+    ["--comment=from the command line"], ["--mail-type=END"], ["--gres=gpu:a100:1"],
+    ["--tasks=2"], ["--ntasks-per-node", "2"], ["--cpus-per-t=3"], ["--mem-per=1G"], ["--bogus-flag"],
+    ["-N"],
+]
+PRECEDENCE_CASES += [("cli-" + " ".join(a), "gres_gpu_untyped_count.sbatch", [], a) for a in CLI_SWEEP]
+
 
 @pytest.mark.parametrize("case", PRECEDENCE_CASES, ids=[c[0] for c in PRECEDENCE_CASES])
 def test_precedence_matches_slurm(case, slurm_oracle, cli):
