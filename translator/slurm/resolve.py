@@ -105,6 +105,7 @@ class _Component:
         self.settings: List[OptionSetting] = []
         self.spank: Dict[str, Tuple[str, Optional[str]]] = {}
         self.dropped: set = set()   # merged, then discarded by sbatch's final checks
+        self.history: Dict[str, List[Tuple[Optional[int], Optional[str]]]] = {}   # #SBATCH settings
         self.tick = 0
         for k in self.state:
             self.order[k] = 0
@@ -257,10 +258,8 @@ class _Resolver:
             text = shared_text
         if spec.value == "mail_type":
             text = ",".join(parsed) if parsed else "NONE"
-        if previous is not None and source == DIRECTIVE and previous.source == DIRECTIVE \
-                and spec.value != "mail_type" and previous.value != text and written.startswith("-"):
-            self.diag(O212_OVERRIDDEN, f"--{name}={text} (line {line}) overrides --{name}="
-                      f"{previous.value} from line {previous.line}: the last occurrence wins", line)
+        if source == DIRECTIVE and written.startswith("-") and spec.value != "mail_type":
+            comp.history.setdefault(name, []).append((line, text))
         comp.set(name, _Value(text, parsed, source, line))
         if name == "extra-node-info" and isinstance(parsed, tuple):
             # -B writes the sockets/cores/threads fields; options already set now read those values
@@ -421,7 +420,19 @@ class _Resolver:
                           else f"--gpus={total} at {per_node} per node needs {need} nodes, but the job has {bounds}",
                           line_of("gpus"), "make --nodes, --ntasks and the GPU counts consistent")
 
+    def report_overrides(self, comp: _Component) -> None:
+        """One O212 per option that #SBATCH lines set to different values (the last one wins)."""
+        for name, settings in comp.history.items():
+            if len({text for _, text in settings}) < 2:
+                continue
+            last_line, last_text = settings[-1]
+            lines = [ln for ln, _ in settings]
+            shown = ", ".join(str(ln) for ln in lines[:6]) + (", ..." if len(lines) > 6 else "")
+            self.diag(O212_OVERRIDDEN, f"--{name} is set {len(settings)} times by #SBATCH lines (lines {shown}); "
+                      f"the last one wins: --{name}={last_text}", last_line, "keep only the line you mean")
+
     def verify(self, comp: _Component) -> None:
+        self.report_overrides(comp)
         st = comp.state
         line_of = lambda n: st[n].line if n in st else None  # noqa: E731
         mem = ("mem", "mem-per-cpu", "mem-per-gpu")
