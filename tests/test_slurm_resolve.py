@@ -369,3 +369,30 @@ def test_empty_values():
     assert (f.gpus_total, f.account, f.array, f.constraint, f.dependency) == (None, None, None, None, None)
     assert (f.comment, f.job_name) == ("", "")
     assert not resolve(script((2, "--time="))).sbatch_accepts
+
+
+def test_settings_record_source_line_and_spelling():
+    j = resolve(script((2, "-N2 --part=gpu"), (3, "--nodes"), (4, "3")), env={"SBATCH_PARTITION": "cpu"},
+                cli_args=["-t", "5"])
+    got = [(s.name, s.value, s.source, s.line, s.written) for s in j.main.settings]
+    assert got == [
+        ("nodes", "2", "directive", 2, "-N2"),
+        ("partition", "gpu", "directive", 2, "--part=gpu"),
+        ("nodes", "3", "directive", 3, "--nodes (line 3) 3 (line 4)"),
+        ("partition", "cpu", "env", None, "SBATCH_PARTITION=cpu"),
+        ("time", "00:05:00", "cli", None, "-t 5"),
+    ]
+
+
+def test_hetjob_command_line_components_split_at_colon():
+    s = script((2, "-N 1"), (4, "-N 2", 1))
+    j = resolve(s, cli_args=["-p", "gpu", ":", "-p", "cpu"])
+    assert [c.fields.partition for c in j.components] == ["gpu", "cpu"]
+    j = resolve(s, cli_args=["-p", "gpu"])          # no `:`: only component 0 gets them
+    assert [c.fields.partition for c in j.components] == ["gpu", None]
+
+
+def test_repeated_lines_give_one_override_diagnostic():
+    j = resolve(script(*[(i + 2, f"-N {1 + i % 2}") for i in range(50)]))
+    (d,) = [d for d in j.diagnostics if d.code == "O212"]
+    assert d.line == 51 and "50 times" in d.message and j.fields.nodes_min == 2
