@@ -5,7 +5,6 @@ Chromium is a required test instrument: these tests fail (never skip) when it is
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import struct

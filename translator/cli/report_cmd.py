@@ -1,7 +1,6 @@
 """`slurm2kf report SRC|OUT`: the review report of a script folder, or of a migrate output."""
 from __future__ import annotations
 
-import functools
 import os
 import sys
 

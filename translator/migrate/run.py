@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 

@@ -5,11 +5,10 @@ the script text except to show its lines.
 """
 from __future__ import annotations
 
-import re
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from translator.report.model import (
-    APPROXIMATED, CLEAN, DROPPED, ERRORS, IGNORED, MAPPED, UNSUPPORTED, WARNINGS,
+    APPROXIMATED, CLEAN, DROPPED, ERRORS, IGNORED, UNSUPPORTED, WARNINGS,
     FieldRef, Issue, LineRow, ScriptReport, worst_status,
 )
 

@@ -5,7 +5,7 @@ Streamed: the scripts are written one by one, so a report of 10,000 scripts neve
 from __future__ import annotations
 
 import json
-from typing import IO, Iterator, List, Tuple
+from typing import IO
 
 from translator.report.model import REPORT_FORMAT_VERSION, Report, ScriptReport, SkippedFile, prerendered
 
