@@ -396,3 +396,12 @@ def test_repeated_lines_give_one_override_diagnostic():
     j = resolve(script(*[(i + 2, f"-N {1 + i % 2}") for i in range(50)]))
     (d,) = [d for d in j.diagnostics if d.code == "O212"]
     assert d.line == 51 and "50 times" in d.message and j.fields.nodes_min == 2
+
+
+def test_typed_and_untyped_gpu_requests_across_options_are_refused():
+    # oracle: "Invalid GRES specification (with and without type identification)"
+    for words in ("--gres=gpu:a100:2 --gpus-per-node=2", "--gpus=2 --gpus-per-task=a100:1 -n 2",
+                  "--gpus-per-node=a100:2 --gpus=4 -N 2"):
+        j = resolve(script((2, words)))
+        assert not j.sbatch_accepts and "O208" in codes(j), words
+    assert resolve(script((2, "--gres=gpu:a100:2 --gpus-per-node=a100:2"))).sbatch_accepts

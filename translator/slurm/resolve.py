@@ -381,6 +381,17 @@ class _Resolver:
         per_task = count("gpus-per-task")
         any_gpu = any(n in st for n in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")) or (
             "gres" in st and count("gres") is not None)
+        gpu_items = [(name, item) for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
+                     if name in st and not isinstance(st[name].parsed, _Invalid) and st[name].parsed
+                     for item in st[name].parsed if item.name == "gpu"]
+        typed = sorted({n for n, i in gpu_items if i.type})
+        untyped = sorted({n for n, i in gpu_items if not i.type})
+        # (a mix inside one option is already refused when its value is parsed)
+        if typed and untyped and len(set(typed) | set(untyped)) > 1:
+            self.diag(O208_CONFLICT, "GPUs are asked both with a type (" + ", ".join("--" + n for n in typed)
+                      + ") and without one (" + ", ".join("--" + n for n in untyped) + "): sbatch refuses it "
+                      "(\"Invalid GRES specification (with and without type identification)\")",
+                      line_of(typed[0]), "give the GPU type in every GPU option, or in none")
         if "cpus-per-task" in st and "cpus-per-gpu" in st:
             self.diag(O208_CONFLICT, "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
                       line_of("cpus-per-gpu"), "keep one of the two")
