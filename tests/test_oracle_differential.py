@@ -444,7 +444,7 @@ def test_precedence_cases_really_exercise_precedence(slurm_oracle):
 
 # ------------------------------------------------------------------ het jobs: every component
 HET_SCRIPTS = [p for p in ALL_SCRIPTS if isinstance(p, Path)
-               and re.search(rb"^#SBATCH[ \t]+(hetjob|packjob)\b", p.read_bytes(), re.M)]
+               and re.search(rb"^#SBATCH[ \t]+(?i:hetjob|packjob)\b", p.read_bytes(), re.M)]
 
 
 @pytest.mark.parametrize("script", HET_SCRIPTS, ids=_id)
