@@ -149,3 +149,10 @@ def test_launch_line_variables_follow_the_env_rules():
 def test_launch_on_fewer_nodes_than_allocated():
     [p] = plan_of("#!/bin/bash\n#SBATCH -N 4\nsrun -N 2 --ntasks-per-node=1 torchrun --nproc_per_node 2 t.py\n")
     assert p.num_nodes == 2 and "P443" in {f.code for f in p.findings}
+
+
+def test_launch_output_piped_to_tee():
+    [p] = plan_of("#!/bin/bash\n#SBATCH -N 2\nsrun torchrun --nproc_per_node 2 t.py 2>&1 | tee train.log\n")
+    assert p.launcher == "torchrun"
+    tee = [f for f in p.findings if "tee" in f.message]
+    assert tee and tee[0].severity == "info"

@@ -239,7 +239,10 @@ def detect(script, job) -> LaunchIntent:
     aux: List[Command] = []
     for st, block in entries:
         if isinstance(st, Command) and is_launch(st):
-            (aux if is_aux(st) else launches).append((st, block) if not is_aux(st) else st)
+            if is_aux(st):
+                aux.append(st)
+            else:
+                launches.append((st, block))
     block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
 
     def context_for(line: int) -> LaunchContext:

@@ -187,10 +187,9 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                                     "not converted (and fails in the pod)", cmd.line,
                                     "convert that script too and submit both TrainJobs"))
             smap.append(SourceMap("(body)", (cmd.line,), "unsupported"))
-        elif not is_script and cmd.line not in consumed and cmd.kind in (OTHER, SOURCE, CD, EXPORT, "launch"):
-            if cmd.kind == "launch":
-                continue
-            if launch_line is not None and cmd.line > launch_line:
+        elif not is_script and cmd.kind in (OTHER, SOURCE, CD, EXPORT) and (
+                cmd.line not in consumed or cmd.connector == "|"):
+            if launch_line is not None and (cmd.line > launch_line or cmd.line in consumed):
                 after.append(cmd)
             else:
                 dropped_before.append(cmd)
@@ -236,6 +235,11 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
     for cmd in after:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
+        if cmd.connector == "|" and launch_line is not None and cmd.line <= (max(consumed) if consumed else launch_line):
+            findings.append(Finding(INFO, "P435", f"`{cmd.text.strip()}` read the launch's output on Slurm; on "
+                                    "Kubernetes the output goes to the pod logs (`kubectl logs`)", cmd.line))
+            smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
+            continue
         sev = INFO if name in _INFORMATIONAL else WARNING
         code = "P435" if sev == INFO else "P437"
         msg = (f"`{cmd.text.strip()}` is not carried (informational)" if sev == INFO else
