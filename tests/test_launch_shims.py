@@ -190,3 +190,26 @@ def test_gpus_per_task_binds_each_process_to_its_gpus(tmp_path):
         seen.append(log.strip())
     assert seen == ["0,1", "2,3", "4,5", "6,7"]
     assert dict(plan.resources_per_node)["nvidia.com/gpu"] == "8"
+
+
+def test_script_fallback_keeps_slurm_rendezvous_working(tmp_path):
+    """Several steps: the body runs on each node; scontrol/srun/SLURM_* come from the prologue."""
+    text = ("#!/bin/bash\n#SBATCH --job-name=two-step\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
+            "python prepare.py\n"
+            "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+            "srun torchrun --nnodes $SLURM_NNODES --nproc_per_node 4 --rdzv_id $SLURM_JOB_ID "
+            "--rdzv_backend c10d --rdzv_endpoint $head:29500 train.py\n")
+    plan = _plan(text=text)
+    assert plan.launcher == "script"
+    bindir = _fake_bin(tmp_path, "python", "torchrun")
+    runs = {}
+    for node in (0, 1):
+        _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("two-step", node, 2))
+        runs[node] = [c for c in _calls(log) if c["name"] == "torchrun"]
+    for node in (0, 1):
+        [call] = runs[node]
+        a = call["args"]
+        assert a[a.index("--nnodes") + 1] == "2"
+        assert a[a.index("--rdzv_endpoint") + 1] == "two-step-node-0-0.two-step:29500"
+        assert call["env"]["SLURM_PROCID"] == str(node)
+    assert runs[0][0]["args"][a.index("--rdzv_id") + 1] == runs[1][0]["args"][a.index("--rdzv_id") + 1]
