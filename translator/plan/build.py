@@ -261,7 +261,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     if is_script:
         env: Tuple[EnvVar, ...] = ()
     else:
-        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape)
+        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape, consumed=consumed)
         findings.extend(efind)
         smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)

@@ -27,7 +27,9 @@ CLUSTER_SPECIFIC = re.compile(r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_IND
                               r"LD_PRELOAD|PATH|PYTHONPATH|CUDA_HOME|HF_HOME|TRANSFORMERS_CACHE|TMPDIR)$")
 
 
-def collect(script, launch_line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], List[Finding], List[SourceMap]]:
+def collect(script, launch_line, policy: str, escape,
+            consumed=()) -> Tuple[Tuple[EnvVar, ...], List[Finding], List[SourceMap]]:
+    """Env from top-level exports before `launch_line`; `consumed` are lines folded into the command."""
     from translator.read.ast import iter_assignments
 
     env: List[EnvVar] = []
@@ -52,6 +54,8 @@ def collect(script, launch_line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...
                                        "the launcher provides rendezvous variables on every node"), a.line))
             lines_dropped.append(a.line)
             continue
+        if not a.value.literal and a.line in consumed:
+            continue                      # the launch command is built from it (launchers/indirect.py)
         if not a.value.literal:
             findings.append(Finding(INFO, "P422", f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
                                     "env (the command defines it where the launch line uses it)", a.line,
