@@ -401,6 +401,20 @@ class _Resolver:
         if "ntasks-per-gpu" in st and not any_gpu and "nodes" not in st and "ntasks" not in st:
             self.diag(O219_MISSING_REQUIREMENT, "--ntasks-per-gpu needs either a GPU request or a node/task count",
                       line_of("ntasks-per-gpu"))
+        per_socket = count("gpus-per-socket")
+        if per_node and per_socket and per_socket > per_node:
+            self.diag(O208_CONFLICT, f"--gpus-per-socket={per_socket} is more than the {per_node} GPUs per node: sbatch "
+                      "refuses it", line_of("gpus-per-socket"))
+        if per_node and per_task:
+            if per_node % per_task:
+                self.diag(O208_CONFLICT, f"the {per_node} GPUs per node are not a multiple of --gpus-per-task="
+                          f"{per_task}: sbatch refuses it", line_of("gpus-per-task"))
+            else:
+                tpn = st.get("ntasks-per-node")
+                if tpn is not None and not isinstance(tpn.parsed, _Invalid) and tpn.parsed != per_node // per_task:
+                    self.diag(O208_CONFLICT, f"{per_node} GPUs per node at --gpus-per-task={per_task} make "
+                              f"{per_node // per_task} tasks per node, not --ntasks-per-node={tpn.parsed}: sbatch "
+                              "refuses it", line_of("ntasks-per-node"))
         if total is None:
             return
         if (per_node is not None and total < per_node) or (per_task is not None and total < per_task):
@@ -408,11 +422,17 @@ class _Resolver:
                       "refuses it (\"Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket\")",
                       line_of("gpus"))
             return
-        if per_node and "nodes" in st and total % per_node:
+        if per_node and total % per_node:
             self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of the {per_node} GPUs per node",
                       line_of("gpus"))
+            return
         if per_task and total % per_task:
             self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of --gpus-per-task={per_task}", line_of("gpus"))
+        elif per_task:
+            nt = st.get("ntasks")
+            if nt is not None and not isinstance(nt.parsed, _Invalid) and nt.parsed != total // per_task:
+                self.diag(O208_CONFLICT, f"--gpus={total} at --gpus-per-task={per_task} makes {total // per_task} "
+                          f"tasks, not -n {nt.parsed}: sbatch refuses it", line_of("ntasks"))
         nodes = _massaged_nodes(st)
         if nodes is None:
             return
@@ -473,7 +493,7 @@ class _Resolver:
             self.diag(O208_CONFLICT, "-S/--core-spec and --thread-spec options are mutually exclusive",
                       line_of("thread-spec"))
         self._verify_gpus(comp)
-        if "gpus-per-task" in st and "gpus" not in st and "ntasks" not in st and "ntasks-per-node" not in st:
+        if "gpus-per-task" in st and not _has_task_count(st):
             self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-task used without either --gpus or -n/--ntasks is "
                       "not allowed", line_of("gpus-per-task"), "add --ntasks (or --nodes with --ntasks-per-node)")
         if "gpus-per-socket" in st and "sockets-per-node" not in st:
@@ -674,8 +694,16 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         mem_per_cpu = None
         if mem_per_node is None:
             mem_per_node = 0
+    ntasks = parsed("ntasks")
     if submitted:
         nodes_min, nodes_max = _job_nodes(st, tot_count, gpn_count)
+        per_gpu = parsed("ntasks-per-gpu")
+        if isinstance(per_gpu, int) and ntasks is not None and not isinstance(ntasks, _Invalid):
+            # slurmctld derives the task count from --ntasks-per-gpu and the GPU request
+            if tot_count:
+                ntasks = per_gpu * tot_count
+            elif gpn_count:
+                ntasks = per_gpu * gpn_count * max(nodes_min or 1, 1)
     else:
         nv = st.get("nodes")
         nodes_min, nodes_max = (nv.parsed[0], nv.parsed[1] or None) if nv is not None and not isinstance(
@@ -702,7 +730,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         job_name=job_name,
         partition=raw("partition"), account=nonempty("account"), qos=raw("qos"),
         nodes_min=nodes_min, nodes_max=nodes_max,
-        ntasks=parsed("ntasks"), ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
+        ntasks=ntasks, ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
         gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
         mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
         time_limit_seconds=parsed("time"),
@@ -710,6 +738,15 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         constraint=nonempty("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
         requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
     )
+
+
+def _has_task_count(st) -> bool:
+    """Whether sbatch passes a task count with the job (what --gpus-per-task needs): -n, --gpus,
+    --ntasks-per-node, or a single node count (sbatch then runs one task per node)."""
+    if any(n in st for n in ("ntasks", "gpus", "ntasks-per-node")):
+        return True
+    v = st.get("nodes")
+    return v is not None and not isinstance(v.parsed, _Invalid) and v.parsed[0] == v.parsed[1]
 
 
 def _massaged_nodes(st) -> Optional[Tuple[int, int]]:
