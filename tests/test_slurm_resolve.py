@@ -405,3 +405,27 @@ def test_typed_and_untyped_gpu_requests_across_options_are_refused():
         j = resolve(script((2, words)))
         assert not j.sbatch_accepts and "O208" in codes(j), words
     assert resolve(script((2, "--gres=gpu:a100:2 --gpus-per-node=a100:2"))).sbatch_accepts
+
+
+@pytest.mark.parametrize("words,accepted", [
+    # observed with sbatch 22.05.8 (slurm-oracle)
+    ("--gpus-per-task=2 -n 3 --gpus=4", False),      # tasks from GPUs (2) differ from -n
+    ("--gpus-per-task=2 -n 3 --gpus=6", True),
+    ("--gpus-per-socket=2 --gpus-per-node=1 --sockets-per-node=2", False),
+    ("--gpus-per-node=4 --gpus-per-task=2 --ntasks-per-node=4", False),
+    ("--gpus-per-node=4 -N 2 --gpus-per-task=1 --ntasks-per-node=4", True),
+    ("--gpus=3 --gpus-per-node=2", False),
+    ("--gpus-per-task=1 -N 2", True),                # a single node count gives a task count
+    ("--gpus-per-task=1 --nodes=1-3", False),
+    ("--gpus-per-node=2 --gpus-per-task=1", False),
+    ("--gpus-per-task=3 --gpus-per-node=4 -n 2", False),
+])
+def test_gpu_request_consistency(words, accepted):
+    assert resolve(script((2, words))).sbatch_accepts is accepted
+
+
+def test_ntasks_per_gpu_sets_the_task_count():
+    # oracle: --ntasks-per-gpu=2 --gres=gpu:2 -n 8 -> NumTasks=4; with --gpus=3 -> 6
+    assert resolve(script((2, "--ntasks-per-gpu=2 --gres=gpu:2 -n 8"))).fields.ntasks == 4
+    assert resolve(script((2, "--ntasks-per-gpu=2 --gpus=3 -n 8"))).fields.ntasks == 6
+    assert resolve(script((2, "--ntasks-per-gpu=2 --gpus-per-node=2 -N 2 -n 100"))).fields.ntasks == 8
