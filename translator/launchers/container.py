@@ -82,6 +82,9 @@ def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], lin
     while i < len(toks) and toks[i].value.startswith("-"):     # global options (--debug, -s, …)
         i += 1
     sub = toks[i].value if i < len(toks) else ""
+    if sub not in ("exec", "run"):
+        from translator.launchers import script
+        return script.build(ctx, line, [f"`{toks[0].value} {sub}` is not a container launch slurm2kf reads"])
     i += 1
     mounts: List[Tuple[str, str]] = []
     while i < len(toks) and toks[i].value.startswith("-"):
