@@ -204,6 +204,10 @@ def test_exclusive_and_open_mode_and_small_enums():
         V.parse_distribution("foo")
     assert V.parse_distribution("block:cyclic") == "block:cyclic"
     assert V.parse_distribution("plane=4") == "plane=4"
+    assert V.parse_distribution("*:block") == "block:block"          # oracle: `*` is the default, block
+    assert V.plane_size("plane=4") == 4 and V.plane_size("block") is None
+    assert V.relative_seconds("now+2days") == 172800 and V.relative_seconds("now+90") == 5400
+    assert V.relative_seconds("16:00") is None
 
 
 def test_extra_node_info():

@@ -220,7 +220,8 @@ class _Resolver:
                 raise V.InvalidValue(f"Invalid --{name} specification")
             return value, value
         if name == "distribution":
-            return value, V.parse_distribution(value)
+            v = V.parse_distribution(value)
+            return v, v
         return value, value
 
     # ---- applying ------------------------------------------------------------------------
@@ -517,6 +518,24 @@ class _Resolver:
             winner = "requeue" if comp.order.get("requeue", 0) > comp.order.get("no-requeue", 0) else "no-requeue"
             self.diag(O217_SHARED_SETTING, f"--requeue and --no-requeue set the same Slurm field; the later one "
                       f"(--{winner}) wins", line_of(winner))
+        dist = st.get("distribution")
+        if dist is not None and isinstance(dist.parsed, str):
+            if dist.parsed.startswith("arbitrary") and "nodelist" not in st:
+                self.diag(O219_MISSING_REQUIREMENT, "With Arbitrary distribution you need to specify a nodelist or "
+                          "hostfile with the -w option", dist.line, "add -w/--nodelist")
+            plane = V.plane_size(dist.parsed)
+            if plane:
+                nt = st["ntasks"].parsed if "ntasks" in st and isinstance(st["ntasks"].parsed, int) else 1
+                nodes = st["nodes"].parsed[0] if "nodes" in st and isinstance(st["nodes"].parsed, tuple) else 1
+                if (nodes <= 0 or nt // plane < nodes) and (nodes - 1) * plane >= nt:
+                    self.diag(O208_CONFLICT, f"Too few processes for the requested {{plane,node}} distribution "
+                              f"(-n {nt} on {nodes} nodes with plane={plane})", dist.line)
+        b, d = st.get("begin"), st.get("deadline")
+        if b is not None and d is not None:
+            bs, ds = V.relative_seconds(b.value or ""), V.relative_seconds(d.value or "")
+            if bs is not None and ds is not None and ds < bs:
+                self.diag(O208_CONFLICT, "Incompatible begin and deadline time specification (the deadline is "
+                          "before the begin time)", d.line)
         for name, what in (("nodefile", "reads the node file"), ("export-file", "reads the environment file"),
                            ("bbf", "reads the burst buffer file")):
             if name in st:

@@ -538,7 +538,25 @@ def parse_distribution(value: str) -> str:
         return s
     if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
-    return s
+    return ":".join("block" if l == "*" else l for l in levels) + (f",{flag}" if flag else "")   # `*` = default
+
+
+def plane_size(distribution: str) -> Optional[int]:
+    m = re.match(r"plane=(\d+)", distribution or "")
+    return int(m.group(1)) if m else None
+
+
+_UNIT_SECONDS = {"": 60, "s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
+                 "minutes": 60, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400,
+                 "days": 86400, "w": 604800, "week": 604800, "weeks": 604800}
+
+
+def relative_seconds(value: str) -> Optional[int]:
+    """Seconds from now of a `now[+N[unit]]` time (minutes when no unit), else None."""
+    m = re.fullmatch(r"now(?:\+(\d+)([a-z]*))?", (value or "").strip().lower())
+    if not m or (m.group(2) or "") not in _UNIT_SECONDS:
+        return None
+    return int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
 
 
 def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
