@@ -388,13 +388,27 @@ CLI_SWEEP = [
 PRECEDENCE_CASES += [("cli-" + " ".join(a), "gres_gpu_untyped_count.sbatch", [], a) for a in CLI_SWEEP]
 
 
+@pytest.fixture(scope="session")
+def precedence_records(slurm_oracle):
+    """Slurm's reading for every precedence case. One resolve.py call per case (each has its
+    own environment/arguments); they mostly wait on sbatch and slurmctld, so four run at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(case):
+        _, name, env, args = case
+        return case[0], slurm_oracle.resolve([F(name)], env=env, sbatch_args=args)[F(name)]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(one, PRECEDENCE_CASES))
+
+
 @pytest.mark.parametrize("case", PRECEDENCE_CASES, ids=[c[0] for c in PRECEDENCE_CASES])
-def test_precedence_matches_slurm(case, slurm_oracle, cli):
-    """In-process CLI (click runner) to keep 30+ cases fast; the corpus run above uses a real
+def test_precedence_matches_slurm(case, precedence_records, cli):
+    """In-process CLI (click runner) to keep 150 cases fast; the corpus run above uses a real
     subprocess."""
     _, name, env, args = case
     script = F(name)
-    rec = slurm_oracle.resolve([script], env=env, sbatch_args=args)[script]
+    rec = precedence_records[case[0]]
     assert rec["rejected_by"] != "oracle-unavailable"
     argv = ["inspect", "--json"]
     for k, v in env:
