@@ -105,3 +105,9 @@ def test_profile_option_and_bad_profile(cli, tmp_path):
     bad = sorted((prof / "bad").glob("*.yaml"))[0]
     r = cli("convert", write(tmp_path, SIMPLE), "--profile", str(bad))
     assert r.exit_code == 2 and "Traceback" not in r.stderr
+
+
+def test_script_from_stdin(cli):
+    r = cli("convert", "-", input=SIMPLE)
+    assert r.exit_code == 0, r.stderr
+    assert yaml.safe_load(r.stdout)["spec"]["trainer"]["numNodes"] == 2

@@ -90,7 +90,7 @@ def _load_profile(option_path, script_path):
 
 
 @click.command(name="convert", cls=_ConvertCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("script", metavar="SCRIPT")
+@click.argument("script", metavar="SCRIPT|-")
 @click.option("--to", "to", type=click.Choice(["yaml", "python", "json"]), default="yaml", show_default=True,
               help="Output: TrainJob YAML, Python for the kubeflow==0.5.0 SDK, or the plan as JSON.")
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
@@ -116,14 +116,17 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     env = _env_items(sbatch_env)
     if not gpu_resource.strip():
         raise click.UsageError("--gpu-resource must not be empty")
-    if not os.path.exists(script):
+    data = None
+    if script == "-":                                   # read the script from stdin, as `sbatch` does
+        data = sys.stdin.buffer.read()
+    elif not os.path.exists(script):
         click.echo(f"{script}: error: no such file", err=True)
         sys.exit(USAGE_ERROR)
-    profile, _ = _load_profile(profile_path, script)
+    profile, _ = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
     settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
                                array_mode=array_mode, gpu_resource=gpu_resource.strip(),
                                sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile)
-    conv = convert(script, settings=settings)
+    conv = convert(script, data=data, settings=settings)
     if conv.file_error is not None:
         click.echo(conv.file_error.format(script), err=True)
         sys.exit(USAGE_ERROR)
