@@ -162,3 +162,25 @@ def test_json_round_trips_and_recomputes_the_summary(tmp_path):
     back = json_report.load(str(p))
     assert back.summary == rep.summary
     assert list(back.scripts)[0] == list(rep.scripts)[0]
+
+
+def test_large_repository_html_details_errors_first_and_links_yaml():
+    from translator.report.model import Issue, ScriptReport
+
+    scripts = []
+    for i in range(1200):
+        outcome = "errors" if i % 10 == 0 else ("warnings" if i % 2 else "clean")
+        issues = (Issue("error", "P401", "x", 2),) if outcome == "errors" else (
+            (Issue("warning", "P450", "y", 3),) if outcome == "warnings" else ())
+        scripts.append(ScriptReport(path=f"d/s{i:04d}.sbatch", outcome=outcome, sbatch_accepts=True,
+                                    names=(f"s{i}",), issues=issues, yaml="kind: TrainJob\n",
+                                    outputs=(f"d/s{i:04d}.trainjob.yaml", f"d/s{i:04d}.trainjob.py")))
+    page = html_writer.render(Report.from_scripts("big", "src", scripts))
+    assert page.count('<section class="script"') == html_writer.DETAILED_SECTIONS == 1000
+    assert page.count("<tr data-outcome=") == 1200
+    # all 120 errors and then warnings (600) and clean ones in path order fill the 1000 sections
+    for i in range(0, 1200, 10):
+        assert f'id="{html_writer.section_id(f"d/s{i:04d}.sbatch")}"' in page
+    assert "200 more scripts are listed above" in page
+    # above 300 scripts the YAML is linked (relative to the report, next to the outputs), not inlined
+    assert '<a href="d/s0000.trainjob.yaml">' in page and '<pre class="yaml">' not in page

@@ -45,7 +45,7 @@ tr.row-ignored td.src{border-left:4px solid #5563d6}
 .note{margin:0 0 4px}.note .sev-error{color:#c21f32;font-weight:600}.note .sev-warning{color:#a35f00;font-weight:600}
 .note .sev-info{color:#46505a;font-weight:600}
 .fix{color:#2f3a8f}
-section.script{background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:12px 14px;margin:14px 0}
+section.script{content-visibility:auto;contain-intrinsic-size:auto 900px;background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:12px 14px;margin:14px 0}
 section.script.hidden,tr.hidden{display:none}
 .decide{background:#fffaf0;border:1px solid #f0d9a8;border-radius:6px;padding:6px 10px 6px 28px;margin:8px 0}
 pre.yaml{background:#f3f5f7;border:1px solid #d8dde3;border-radius:6px;padding:10px;white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
@@ -83,8 +83,25 @@ _STATUS_LABEL = {"mapped": "mapped", "approximated": "approximated", "dropped": 
                  "unsupported": "unsupported", "ignored": "ignored by Slurm"}
 
 
+# Large repositories: a browser stays responsive with this many detailed sections; the others are
+# listed in the index (the Markdown and JSON reports and the output files hold the rest).
+DETAILED_SECTIONS = 1000
+INLINE_YAML_UP_TO = 300          # above this many scripts, sections link to the YAML file instead
+_PART = "<!--part-->"            # separates pre-rendered parts in the spool (escaped text has no `<`)
+_OUTCOME_ORDER = {ERRORS: 0, WARNINGS: 1, CLEAN: 2}
+
+
+def _detailed(light) -> set:
+    """Paths that get a full section: all of them, or the first DETAILED_SECTIONS by outcome (errors
+    first), then path."""
+    if len(light) <= DETAILED_SECTIONS:
+        return {sr.path for sr in light}
+    ranked = sorted(light, key=lambda sr: (_OUTCOME_ORDER.get(sr.outcome, 3), sr.path))
+    return {sr.path for sr in ranked[:DETAILED_SECTIONS]}
+
+
 def e(s) -> str:
-    return escape(str(s), quote=True)
+    return escape(str(s), quote=True).replace("\x00", "\ufffd")
 
 
 def _card(label: str, value, cls: str = "") -> str:
@@ -131,9 +148,15 @@ def section_id(path: str) -> str:
     return "s-" + hashlib.sha1(path.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
-def script_section(sr: ScriptReport) -> str:
-    """One script's section (migrate workers render these in parallel)."""
-    return _script(sr, section_id(sr.path))
+def script_parts(sr: ScriptReport):
+    """One script's section in parts (migrate workers render these in parallel): the section without
+    its YAML, the inline YAML block, and a link to the YAML file."""
+    return _script(sr, section_id(sr.path)), _yaml_block(sr), _yaml_link(sr)
+
+
+def script_section(sr: ScriptReport, inline_yaml: bool = True) -> str:
+    head, block, link = script_parts(sr)
+    return head + (block if inline_yaml else link) + _END
 
 
 def _script(sr: ScriptReport, sid: str) -> str:
@@ -179,10 +202,26 @@ def _script(sr: ScriptReport, sid: str) -> str:
             fix = f' <span class="fix">fix: {e(i.suggestion)}</span>' if i.suggestion else ""
             out.append(f'<li class="note"><span class="sev-{e(i.severity)}">{e(i.code)}</span> {e(i.message)}{fix}</li>')
         out.append("</ul>")
-    if sr.yaml:
-        out.append(f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(sr.yaml)}</pre></details>')
-    out.append("</section>\n")
     return "".join(out)
+
+
+def _yaml_block(sr: ScriptReport) -> str:
+    if not sr.yaml:
+        return ""
+    return f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(sr.yaml)}</pre></details>'
+
+
+def _yaml_link(sr: ScriptReport) -> str:
+    """A link to the emitted YAML next to the report (migrate output), instead of an inline copy."""
+    from urllib.parse import quote
+
+    target = next((o for o in sr.outputs if o.endswith(".yaml")), None)
+    if target is None:
+        return _yaml_block(sr)
+    return f'<p><a href="{e(quote(target))}">TrainJob YAML: <code>{e(target)}</code></a></p>'
+
+
+_END = "</section>\n"
 
 
 def write(report: Report, out: IO[str]) -> None:
@@ -201,9 +240,12 @@ def write(report: Report, out: IO[str]) -> None:
       + _card("node-hours", f"{s.node_hours:,.1f}") + _card("GPU-hours", f"{s.gpu_hours:,.1f}")
       + _card("without time limit", f"{s.scripts_without_time_limit:,}") + "</div>\n")
 
-    ids = {sr.path: section_id(sr.path) for sr in report.light()}
-    w(_codes_table("Most common blockers", s.blockers, ids))
-    w(_codes_table("Most common warnings", s.warnings, ids))
+    light = list(report.light())
+    detailed = _detailed(light)
+    ids = {sr.path: section_id(sr.path) for sr in light}
+    linked = {p: i for p, i in ids.items() if p in detailed}
+    w(_codes_table("Most common blockers", s.blockers, linked))
+    w(_codes_table("Most common warnings", s.warnings, linked))
     w('<h2>Mix and needs</h2><div class="grid">')
     w(_table_counts("Launchers", "launcher", s.launchers, as_code=False))
     w(_table_counts("Runtimes", "runtime", s.runtimes))
@@ -223,21 +265,29 @@ def write(report: Report, out: IO[str]) -> None:
         w(f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>')
     w('</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th><th>launcher</th>'
       '<th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>')
-    for sr in report.light():
+    for sr in light:
         sid = ids[sr.path]
         codes = " ".join(sr.codes)
         w(f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
-          f'<td><a href="#{sid}">{e(sr.path)}</a></td><td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
+          + (f'<td><a href="#{sid}">{e(sr.path)}</a></td>' if sr.path in detailed else f"<td>{e(sr.path)}</td>")
+          + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
           f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
           f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>")
     w("</tbody></table>\n")
+    if len(detailed) < len(ids):
+        w(f'<p class="muted">{len(ids) - len(detailed):,} more scripts are listed above without a detailed section '
+          f"(this page details {len(detailed):,}: errors first, then warnings); every script is in "
+          f"slurm2kf-report.json.</p>")
+    inline = len(ids) <= INLINE_YAML_UP_TO
     spool = prerendered(report, "html")
     if spool is not None:
-        for _p, text in spool.raw("html"):
-            w(text)
+        for _p, text in spool.raw("html", [p for p in ids if p in detailed]):
+            head, block, link = text.split(_PART)
+            w(head + (block if inline else link) + _END)
     else:
         for sr in report.scripts:
-            w(_script(sr, ids[sr.path]))
+            if sr.path in detailed:
+                w(script_section(sr, inline))
     w(f"</main><script>{_JS}</script></body></html>\n")
 
 
