@@ -429,3 +429,13 @@ def test_ntasks_per_gpu_sets_the_task_count():
     assert resolve(script((2, "--ntasks-per-gpu=2 --gres=gpu:2 -n 8"))).fields.ntasks == 4
     assert resolve(script((2, "--ntasks-per-gpu=2 --gpus=3 -n 8"))).fields.ntasks == 6
     assert resolve(script((2, "--ntasks-per-gpu=2 --gpus-per-node=2 -N 2 -n 100"))).fields.ntasks == 8
+
+
+def test_wrapper_time_and_torque_gpus():
+    # oracle: `#BSUB -W 2:30` is read with sbatch's time grammar (2 min 30 s -> 3 min);
+    # Torque `nodes=2:ppn=8:gpus=4` gives 2 nodes, 16 tasks and --gpus-per-node=4
+    f = resolve(script(foreign=(ForeignDirective(3, "#BSUB -W 2:30", "BSUB"),))).fields
+    assert f.time_limit_seconds == 180
+    j = resolve(script(foreign=(ForeignDirective(3, "#PBS -l nodes=2:ppn=8:gpus=4", "PBS"),)))
+    assert (j.fields.nodes_min, j.fields.ntasks, j.fields.gpus_per_node) == (2, 16, 4)
+    assert j.options["gpus-per-node"] == "4"

@@ -318,10 +318,14 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
 def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
     node_cnt = ppn = 0
     hosts: List[str] = []
+    gpus = None
     for part in re.split(r"[+:]", spec):
         if part.startswith("ppn="):
             m = re.match(r"\d+", part[4:])
             ppn += int(m.group(0)) if m else 0
+        elif part.startswith("gpus="):             # Torque: GPUs per node
+            m = re.match(r"\d+", part[5:])
+            gpus = (gpus or 0) + (int(m.group(0)) if m else 0)
         elif part[:1].isdigit():
             node_cnt += int(re.match(r"\d+", part).group(0))
         elif part[:1].isalpha():
@@ -332,6 +336,8 @@ def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
         _add(tr, "ntasks", str(ppn * (node_cnt or 1)), line, written)
     if hosts:
         _add(tr, "nodelist", ",".join(hosts), line, written)
+    if gpus:
+        _add(tr, "gpus-per-node", str(gpus), line, written)
 
 
 def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, written: str) -> None:
@@ -360,7 +366,7 @@ def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, writte
     elif ch == "q":
         _add(tr, "partition", val, line, written)
     elif ch == "W":
-        m = re.match(r"\s*[+-]?\d+", val or "")
-        _add(tr, "time", m.group(0).strip() if m else "0", line, written)
+        # read with sbatch's own time grammar: `-W 2:30` is 2 min 30 s (LSF meant 2.5 hours)
+        _add(tr, "time", val, line, written)
     elif ch == "x":
         _add(tr, "exclusive", None, line, written)
