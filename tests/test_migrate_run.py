@@ -132,9 +132,14 @@ def test_report_numbers_agree_with_per_script_records(migrated):
     assert summ["scripts"] == len(scripts)
     for o in ("clean", "warnings", "errors"):
         assert summ["outcomes"][o] == sum(1 for s in scripts if s["outcome"] == o)
-    assert summ["gpus"] == sum(s["gpus"] for s in scripts)
-    assert summ["nodes"] == sum(s["nodes"] for s in scripts)
-    assert summ["gpu_hours"] == pytest.approx(sum(s["gpu_hours"] for s in scripts), abs=0.01)
+    accepted = [s for s in scripts if s["sbatch_accepts"]]      # a refused script requests nothing
+    assert summ["gpus"] == sum(s["gpus"] for s in accepted)
+    assert summ["nodes"] == sum(s["nodes"] for s in accepted)
+    assert summ["gpu_hours"] == pytest.approx(sum(s["gpu_hours"] for s in accepted), abs=0.01)
+    assert summ["node_hours"] == pytest.approx(sum(s["node_hours"] for s in accepted), abs=0.01)
+    # by hand from the fixture: torchrun_multinode.sh asks 4 nodes x 8 GPUs for 2 days: 1536 GPU-hours, 192 node-hours
+    tr = next(s for s in scripts if s["path"] == "team-a/torchrun_multinode.sh")
+    assert (tr["nodes"], tr["gpus"], tr["gpu_hours"], tr["node_hours"]) == (4, 32, 1536.0, 192.0)
     blockers = {}
     for s in scripts:
         for code in {i["code"] for i in s["issues"] if i["severity"] == "error"}:

@@ -264,10 +264,11 @@ class SummaryBuilder:
             self.launchers[s.launcher] += 1
         if s.runtime:
             self.runtimes[s.runtime] += 1
-        self.gpus += s.gpus
-        self.nodes += s.nodes
-        self.gpu_hours += s.gpu_hours
-        self.node_hours += s.node_hours
+        if s.sbatch_accepts:      # totals of jobs Slurm would run; a refused script requests nothing
+            self.gpus += s.gpus
+            self.nodes += s.nodes
+            self.gpu_hours += s.gpu_hours
+            self.node_hours += s.node_hours
         if s.sbatch_accepts and s.names and not s.time_limit_seconds:
             self.no_limit += 1
         self.modules.update(set(s.modules))
