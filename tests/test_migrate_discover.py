@@ -119,3 +119,6 @@ def test_include_exclude_globs_and_output_folder_inside_source(tmp_path):
     cands, _ = _split(list(discover(str(src), include=["*.slurm", "team-b/train.*"])))
     assert {c.rel for c in cands} == {"team-a/nested/deep/mpi_allreduce.slurm", "team-b/train.sbatch",
                                       "team-b/train.sh"}
+    # output names do not depend on the filters: train.sh keeps its full name next to train.sbatch
+    cands, _ = _split(list(discover(str(src), include=["team-b/train.sh"])))
+    assert [(c.rel, c.out_stem) for c in cands] == [("team-b/train.sh", "team-b/train.sh")]

@@ -18,7 +18,10 @@ def convert_options(f):
         click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding",
                      show_default=True, help="Array jobs: a finding, or one TrainJob per index."),
         click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
-                     help="Site profile for every script (default: the nearest slurm2kf.yaml)."),
+                     help="Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest "
+                          "slurm2kf.yaml above each script)."),
+        click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
+                     help="An SBATCH_* input variable as if set when sbatch runs (repeatable)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -38,9 +41,19 @@ def settings_from(opts: dict):
         except ProfileError as exc:
             click.echo(exc.format(), err=True)
             sys.exit(2)
-    return ConvertSettings(runtime=opts.get("runtime"), image=opts.get("image"), namespace=opts.get("namespace"),
-                           gpu_resource=opts.get("gpu_resource") or "nvidia.com/gpu",
-                           array_mode=opts.get("array_mode") or "finding", profile=profile)
+    gpu_resource = (opts.get("gpu_resource") or "nvidia.com/gpu").strip()
+    if not gpu_resource:
+        raise click.UsageError("--gpu-resource must not be empty")
+    env = []
+    for item in opts.get("sbatch_env") or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
+        env.append((key, value))
+    return ConvertSettings(runtime=opts.get("runtime") or None, image=opts.get("image") or None,
+                           namespace=opts.get("namespace") or None, gpu_resource=gpu_resource,
+                           array_mode=opts.get("array_mode") or "finding", sbatch_env=tuple(env),
+                           profile=profile)
 
 
 _FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}

@@ -102,6 +102,15 @@ def _walk(dir_path: str, rel_dir: str, root: str, out_real: Optional[str], inclu
         return
     files: List[Tuple[str, os.DirEntry, os.stat_result]] = []
     subdirs: List[Tuple[str, str, str]] = []
+    # Output names come from every file name of the folder (not only the files this run selects),
+    # so --include/--exclude never change what a script's outputs are called.
+    all_names: List[str] = []
+    for entry in entries:
+        try:
+            if not entry.is_dir():
+                all_names.append(entry.name)
+        except OSError:
+            all_names.append(entry.name)
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         try:
@@ -151,7 +160,7 @@ def _walk(dir_path: str, rel_dir: str, root: str, out_real: Optional[str], inclu
                 continue
             files.append((rel, entry, st))
         # sockets, fifos, devices: never read
-    names = _out_names([e.name for _r, e, _s in files])
+    names = _out_names(all_names)
     for rel, entry, _st in files:
         stem = f"{rel_dir}/{names[entry.name]}" if rel_dir else names[entry.name]
         yield Candidate(rel, entry.path, stem)
