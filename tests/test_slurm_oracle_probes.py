@@ -183,6 +183,17 @@ PROBES = {
     "pbs_ignored_by_directive": ["#SBATCH --ignore-pbs", "#PBS -N ignored"],
     "bsub_exclusive_mem": ["#BSUB -x", "#BSUB -q cpu", "#BSUB -M 1000"],
     "pbs_after_command": ["echo hi", "#PBS -N late"],
+    "pbs_procs": ["#PBS -l procs=8"], "pbs_pmem_vmem": ["#PBS -l pmem=2gb,vmem=4gb"],
+    "pbs_ignored_flags": ["#PBS -j oe -V -S /bin/bash -r y"], "pbs_torque_gpus_shared": ["#PBS -l nodes=1:ppn=4:gpus=1:shared"],
+    "pbs_host_list": ["#PBS -l nodes=node01+node02"], "pbs_nodes_walltime": ["#PBS -l nodes=2,walltime=10:00"],
+    "pbs_select_ngpus": ["#PBS -l select=1:ncpus=4:ngpus=1:mem=8gb"], "pbs_walltime_minutes": ["#PBS -l walltime=100"],
+    "pbs_account_quoted_name": ['#PBS -A acct -N "a b"'], "pbs_umask": ["#PBS -W umask=022"],
+    "pbs_group_list": ["#PBS -W group_list=x"], "pbs_keep": ["#PBS -k oe"], "pbs_torque_array": ["#PBS -t 1-10%2"],
+    "pbs_two_resource_lists": ["#PBS -l mem=1000mb -l walltime=1:00:00"], "pbs_mail_n": ["#PBS -m n"],
+    "pbs_priority_negative": ["#PBS -p -5"], "bsub_task_range": ["#BSUB -q cpu -n 2,4"], "bsub_task_range_open": ["#BSUB -n 4,"],
+    "bsub_streams": ["#BSUB -e none -o out.txt"], "bsub_hosts": ['#BSUB -m "gpu01 gpu02"'],
+    "bsub_time_name": ["#BSUB -W 1:30 -J name"], "bsub_exclusive_memory": ["#BSUB -x -M 2048"],
+    "pbs_over_sbatch_tasks": ["#PBS -l nodes=2:ppn=8", "#SBATCH -n 4"],
 }
 
 # (environment items, sbatch command-line words) applied to two small scripts
