@@ -85,6 +85,21 @@ def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opt
         fmt = {"htm": "html", "markdown": "md"}.get(ext, ext) if ext in ("md", "markdown", "html", "htm", "json") else "md"
     writer = importlib.import_module(f"translator.report.{_FORMATS[fmt]}")
 
+    def emit(report) -> None:
+        try:
+            if output == "-":
+                writer.write(report, sys.stdout)
+            else:
+                from translator.migrate.files import write_stream_if_changed
+
+                write_stream_if_changed(output, lambda fh: writer.write(report, fh))
+        except OSError as exc:
+            click.echo(f"slurm2kf report: error M610 cannot write {output}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        errors = report.summary.outcome("errors") + sum(1 for f in report.skipped if f.severity == "error")
+        result[0] = 1 if errors else 0
+
+    result = [0]
     saved = os.path.join(source, REPORT_BASENAME + ".json")
     if os.path.isdir(source) and os.path.isfile(os.path.join(source, MANIFEST_NAME)):
         from translator.report.json_report import ReportFormatError, load
@@ -94,24 +109,13 @@ def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opt
         except (OSError, ReportFormatError) as exc:
             click.echo(f"slurm2kf report: error M614 cannot read {saved}: {exc}", err=True)
             sys.exit(2)
+        emit(report)
     else:
-        report = _convert_and_report(source, jobs, include, exclude, max_size, convert_opts)
-
-    try:
-        if output == "-":
-            writer.write(report, sys.stdout)
-        else:
-            from translator.migrate.files import write_stream_if_changed
-
-            write_stream_if_changed(output, lambda fh: writer.write(report, fh))
-    except OSError as exc:
-        click.echo(f"slurm2kf report: error M610 cannot write {output}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
-    errors = report.summary.outcome("errors") + sum(1 for f in report.skipped if f.severity == "error")
-    sys.exit(1 if errors else 0)
+        _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, emit)
+    sys.exit(result[0])
 
 
-def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts):
+def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, emit) -> None:
     from translator.migrate.run import MigrateError, MigrateOptions, migrate
 
     settings = settings_from(convert_opts)
@@ -127,12 +131,12 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts):
 
             yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
         sr = script_report(conv, os.path.basename(source), yaml_text, settings=settings)
-        return Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr])
+        emit(Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr]))
+        return
     try:
-        res = migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,
-                                     exclude=exclude, max_size=max_size, progress=False,
-                                     echo=lambda s: None))
+        migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,
+                               exclude=exclude, max_size=max_size, progress=False, echo=lambda s: None,
+                               report_sink=emit))
     except MigrateError as exc:
         click.echo(f"slurm2kf report: error {exc.code} {exc.message}", err=True)
         sys.exit(2)
-    return res.report

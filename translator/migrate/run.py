@@ -45,6 +45,7 @@ class MigrateOptions:
     progress: Optional[bool] = None    # None = rich bar when stderr is a terminal
     echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
     max_messages: int = 50             # per-script problem lines printed before "... and N more"
+    report_sink: Optional[Callable[[Report], None]] = None   # report-only runs: called with the report
 
 
 @dataclass
@@ -330,11 +331,14 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
             _finish_tree(opts, out, report, outputs, script_outputs, runnable_yaml, written, unchanged,
                          old_manifest, result, __version__, sorted(clashing))
         else:
-            # report-only: materialise the full records (caller renders; the spool is closed below)
-            report.scripts = list(spool)
-            report.index = None
-            report.fragments = None
-            result.report = report
+            if opts.report_sink is not None:
+                # report-only: the caller renders now, from the spool and the workers' fragments
+                opts.report_sink(report)
+            else:   # materialise the full records (the spool is closed below)
+                report.scripts = list(spool)
+                report.index = None
+                report.fragments = None
+                result.report = report
     except OSError as exc:
         raise MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})") from None
     finally:
