@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what the tests need, starts the Slurm oracle, runs pytest.
 #   ./test.sh [PYTEST ARGS...]
-# Environment: SLURM2KF_SHARED (default ../shared), SLURM_ORACLE_STATE (default: a fresh temp dir).
+# Environment: SLURM2KF_SHARED (default ../shared), SLURM_ORACLE_STATE (default /tmp/slurm2kf-oracle-state).
 set -euo pipefail
 cd "$(dirname "$0")"
 SHARED="${SLURM2KF_SHARED:-$(cd .. && pwd)/shared}"
@@ -12,7 +12,9 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 
 # 2. Real Slurm 22.05 on 127.0.0.1 (installs munge/slurm from Debian packages when missing).
-export SLURM_ORACLE_STATE="${SLURM_ORACLE_STATE:-$(mktemp -d /tmp/slurm2kf-oracle.XXXXXX)}"
+# One state folder per machine, so a second run reuses the controller the first one started.
+export SLURM_ORACLE_STATE="${SLURM_ORACLE_STATE:-/tmp/slurm2kf-oracle-state}"
+mkdir -p "$SLURM_ORACLE_STATE"
 if [ ! -d "$SHARED/slurm-oracle" ]; then
   echo "test.sh: $SHARED/slurm-oracle not found (set SLURM2KF_SHARED)" >&2; exit 2
 fi
