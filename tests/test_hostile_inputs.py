@@ -193,10 +193,13 @@ def test_10000_levels_of_nesting(tmp_path, opener, closer):
     assert result.exit_code == 0, result.output[-2000:]
     # 20,000 lines: a linear reader needs well under a second; allow a busy machine 20x that
     assert seconds < 20, f"{seconds:.1f} s to read {depth} levels of `{opener}` (quadratic nesting?)"
+    start = time.monotonic()
     conv = in_process(["convert", str(path), "--to", "python"])
+    seconds = time.monotonic() - start
     assert conv.exit_code in (0, 1)
     if conv.exit_code == 0:
         assert S.python_problems(conv.stdout) == []
+    assert seconds < 30, f"{seconds:.1f} s to convert {depth} levels of `{opener}` (quadratic somewhere?)"
 
 
 @pytest.mark.parametrize("text,bad_line", [
@@ -351,3 +354,42 @@ def test_non_ascii_digits_never_crash_and_match_real_slurm(tmp_path):
             wrong.append(f"{name}: slurm2kf sbatch_accepts={ours[name]}, Slurm 22.05 accepted={slurm} "
                          f"({records[path].get('error')})")
     assert not crashes and not wrong, {"crashes": crashes, "verdicts that differ from Slurm": wrong}
+
+
+# ---- numbers too big for C: strtol saturates, Slurm refuses (or, for --time, means unlimited) ---------
+
+HUGE = "99999999999999999999"
+OVERFLOW_LINES = {
+    "ntasks": f"#SBATCH --ntasks={HUGE}",
+    "cpus": f"#SBATCH --cpus-per-task={HUGE}",
+    "tasks_per_node": f"#SBATCH --ntasks-per-node={HUGE}",
+    "nodes": f"#SBATCH --nodes={HUGE}",
+    "mem": f"#SBATCH --mem={HUGE}T",
+    "time": f"#SBATCH --time={HUGE}",
+}
+
+
+def test_numbers_too_big_for_c_match_real_slurm_and_emit_valid_trainjobs(tmp_path):
+    import oracles
+    from translator.pipeline import convert
+
+    paths = {}
+    for name, line in OVERFLOW_LINES.items():
+        path = tmp_path / f"{name}.sbatch"
+        path.write_text("#!/bin/bash\n" + line + "\nsrun python train.py\n")
+        paths[name] = path
+    records = oracles.resolve_scripts(list(paths.values()))
+    wrong, invalid = [], []
+    for name, path in paths.items():
+        conv = convert(str(path))
+        rec = records[path]
+        if conv.job.sbatch_accepts != rec["accepted"]:
+            wrong.append(f"{name}: slurm2kf sbatch_accepts={conv.job.sbatch_accepts}, Slurm accepted={rec['accepted']} "
+                         f"({rec.get('error')}); slurm2kf job: { {k: v for k, v in conv.job.fields.to_json().items() if v is not None} }")
+        if conv.plans:
+            out = tmp_path / f"{name}.yaml"
+            out.write_text(S.render_yaml(conv.plans), encoding="utf-8")
+            result = S.run_cli(["validate", str(out)])
+            if result.exit_code != 0:
+                invalid.append(f"{name}: {result.output.strip().splitlines()[0]}")
+    assert not wrong and not invalid, {"verdicts that differ from Slurm": wrong, "invalid TrainJobs": invalid}
