@@ -42,12 +42,7 @@ class Conversion:
 
     @property
     def findings(self):
-        seen = []
-        for p in self.plans:
-            for f in p.findings:
-                if f not in seen:
-                    seen.append(f)
-        return tuple(seen)
+        return tuple(dict.fromkeys(f for p in self.plans for f in p.findings))
 
 
 def read_and_resolve(path: str, data: Optional[bytes] = None, settings: ConvertSettings = ConvertSettings()):

@@ -188,10 +188,10 @@ def parse_srun(words: Sequence[Word]) -> SrunCall:
 
 
 def _int(value: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
+    text = str(value).strip()
+    if not (text.isascii() and text.lstrip("+-").isdigit()):   # C parsing: ASCII digits only
         return None
+    return int(text)
 
 
 def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:

@@ -101,7 +101,7 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         launcher = [Tok.gen("torchrun")]
     words = launcher + kept + program
     command, args, shell = common.plain_or_shell(ctx, words)
-    ppn = int(nproc) if nproc and nproc.isdigit() else None
+    ppn = int(nproc) if nproc and nproc.isascii() and nproc.isdigit() else None
     return LaunchIntent(family=TORCHRUN, framework="torch", command=command, args=args, line=line,
                         proc_per_node=ppn, runtime="torch-distributed", num_nodes=step.nodes,
                         uses_shell=shell)

@@ -271,7 +271,10 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     # --- deadline
     deadline = None
     t = job.fields.time_limit_seconds
-    if t:
+    if t and t > 2 ** 63 - 1:                               # activeDeadlineSeconds is an int64
+        findings.append(Finding(WARNING, "P405", f"--time={job.options.get('time', '')} is beyond what "
+                                "activeDeadlineSeconds can hold; no deadline is set", _first(job, "time")))
+    elif t:
         deadline = int(t)
         findings.append(Finding(INFO, "P405", f"--time={job.options.get('time', '')} -> activeDeadlineSeconds {t}; "
                                 "it counts from when the TrainJob starts (including image pulls and pip installs)",
@@ -407,8 +410,5 @@ def _one_line(f: Finding) -> Finding:
 
 
 def _dedupe(findings) -> Tuple[Finding, ...]:
-    out: List[Finding] = []
-    for f in map(_one_line, findings):
-        if f not in out:
-            out.append(f)
+    out = dict.fromkeys(map(_one_line, findings))          # first occurrence kept, in order
     return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def escape(text: str) -> str:
     out = []
     i = 0
     n = len(text)
+    close = -2          # position of the next `)` at or after the current one; -1: there is none left
     while i < n:
         ch = text[i]
         if ch == "$" and i + 1 < n and text[i + 1] == "$":
@@ -26,11 +27,11 @@ def escape(text: str) -> str:
             i += 2
             continue
         if ch == "$" and i + 1 < n and text[i + 1] == "(":
-            close = text.find(")", i + 2)
-            name = text[i + 2:close] if close != -1 else None
+            if close != -1 and close < i + 2:          # `)` positions only move forward: linear overall
+                close = text.find(")", i + 2)
             # the kubelet copies an unresolved `$(…)` verbatim (no `$$` reduction inside it), so it is
             # escaped when it could name a variable or when it holds a `$` that is escaped itself
-            if name is not None and (_NAME.match(name) or "$" in name):
+            if close != -1 and (_NAME.match(text, i + 2, close) or text.find("$", i + 2, close) != -1):
                 out.append("$$")
                 i += 1
                 continue

@@ -17,10 +17,10 @@ def mib_quantity(mib: int) -> str:
 
 
 def _lines(job, *names) -> Tuple[int, ...]:
-    out = []
+    out = {}
     for s in job.main.settings:
-        if s.name in names and s.line is not None and s.line not in out:
-            out.append(s.line)
+        if s.name in names and s.line is not None:
+            out.setdefault(s.line, None)
     return tuple(out)
 
 

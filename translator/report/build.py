@@ -159,9 +159,11 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
 
 def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, paths, image) -> Tuple[str, ...]:
     out: List[str] = []
+    seen = set()
 
     def add(s: str) -> None:
-        if s not in out:
+        if s not in seen:
+            seen.add(s)
             out.append(s)
 
     for i in issues:
