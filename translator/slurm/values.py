@@ -26,27 +26,71 @@ class InvalidValue(ValueError):
 
 # ---- integers --------------------------------------------------------------------------------
 
-_INT_RE = re.compile(r"^\s*[+-]?\d+$")
+# C's isspace() and isdigit() in the "C" locale: ASCII only. Python's str.isdigit(), str.strip(),
+# int() and an un-flagged `\d`/`\s` also accept other Unicode digits and spaces ('٣', '²', U+00A0),
+# which sbatch refuses, so every pattern here is compiled with re.ASCII and these helpers are used
+# instead of the str methods.
+C_SPACE = " \t\n\v\f\r"
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def is_digits(s: str) -> bool:
+    """Non-empty and only ASCII 0-9 (C isdigit on every character)."""
+    return bool(s) and all("0" <= ch <= "9" for ch in s)
+
+
+def c_strip(s: str) -> str:
+    return s.strip(C_SPACE)
+
+
+def c_lower(s: str) -> str:
+    """tolower()/strcasecmp in the C locale: only A-Z change (Python's lower() also folds e.g.
+    U+212A KELVIN SIGN to 'k')."""
+    return s.translate(_LOWER)
+
+
+def c_upper(s: str) -> str:
+    return s.translate(_UPPER)
+
+
+def wrap_long(n: int, clamp: bool = True) -> int:
+    """A 64-bit C long: strtol clamps an out-of-range value; arithmetic on it wraps around."""
+    if clamp:
+        return max(min(n, 2 ** 63 - 1), -2 ** 63)
+    return ((n + 2 ** 63) % 2 ** 64) - 2 ** 63
+
+
+def wrap_int(n: int) -> int:
+    """A value stored in a 32-bit C int (sbatch's option fields): 2**32 -> 0, 2**32 - 1 -> -1."""
+    return ((n + 2 ** 31) % 2 ** 32) - 2 ** 31
+
+
+_INT_RE = re.compile(r"^\s*[+-]?\d+\Z", re.ASCII)
+_NODE_NUMBER_RE = re.compile(r"^\s*([+-]?\d+)([kKmM]?)(.*)$", re.ASCII | re.DOTALL)
 
 
 def parse_count(value: str, option: str, allow_zero: bool = False) -> int:
     """parse_int(..., positive=true): a whole decimal number > 0 (>= 0 with allow_zero).
 
     The check is made on the 64-bit value; the result is then stored in a C int, so values above
-    2**31 wrap around as in sbatch (99999999999 -> 1215752191)."""
+    2**31 wrap around as in sbatch (99999999999 -> 1215752191). A value strtol clamps to LONG_MAX
+    is refused ("Numeric argument (9223372036854775807) to big")."""
     if not _INT_RE.match(value or ""):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    n = max(min(int(value), 2 ** 63 - 1), -2 ** 63)          # strtol clamps
+    n = wrap_long(int(value))                                    # strtol clamps
     if n < 0 or (n == 0 and not allow_zero):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    return ((n + 2 ** 31) % 2 ** 32) - 2 ** 31
+    if n == 2 ** 63 - 1:                                         # strtol's LONG_MAX: sbatch refuses
+        raise InvalidValue(f"Numeric argument ({n}) to big for --{option}.")
+    return wrap_int(n)
 
 
 def parse_nice(value: Optional[str]) -> int:
     """--nice[=adj]: no value means 100; the value is read like atoi (garbage gives 0)."""
     if value is None or value == "":
         return 100
-    m = re.match(r"^\s*([+-]?\d+)", value)
+    m = re.match(r"(?a)^\s*([+-]?\d+)", value)
     return int(m.group(1)) if m else 0
 
 
@@ -55,7 +99,7 @@ def parse_nice(value: Optional[str]) -> int:
 def _valid_timespec(s: str) -> bool:
     dash = colon = 0
     for ch in s:
-        if ch.isdigit():
+        if "0" <= ch <= "9":
             continue
         if ch == "-":
             if colon:
@@ -75,14 +119,14 @@ def parse_time(value: str, option: str = "time") -> int:
     returned for both).
     """
     s = value or ""
-    if s.strip().lower() in ("-1", "infinite", "unlimited"):
+    if s.strip(C_SPACE).translate(_LOWER) in ("-1", "infinite", "unlimited"):
         return NO_LIMIT
     if not s or not _valid_timespec(s):
         raise InvalidValue(f"Invalid --{option} specification")
     before, dash, after = s.partition("-")
     if dash and not before:
         # `-D`: 22.05 reads D negative days and stores the minutes unsigned (2**32 + 1 - D*1440)
-        if not after.isdigit():
+        if not is_digits(after):
             raise InvalidValue(f"Invalid --{option} specification")
         days_back = int(after)
         return 0 if days_back == 0 else ((2 ** 32 + 1 - days_back * 1440) % 2 ** 32) * 60
@@ -116,40 +160,46 @@ def parse_time(value: str, option: str = "time") -> int:
 
 # ---- memory ----------------------------------------------------------------------------------
 
-_MEM_RE = re.compile(r"^\s*\+?(\d+)([kKmMgGtT]?)([bB]?)$")
+_MEM_RE = re.compile(r"(?a)^\s*\+?(\d+)([kKmMgGtT]?)([bB]?)\Z")
 
 
 def parse_mem(value: str, option: str = "mem") -> int:
     """str_to_mbytes: MiB; default unit M; binary K/M/G/T (K rounds up); optional trailing B.
 
-    Integers only; 0 means all the memory of the node (--mem) / no per-CPU limit.
+    Integers only; 0 means all the memory of the node (--mem) / no per-CPU limit. The number is
+    read with strtoll: one beyond the C long long range is refused; a unit multiplies in 64 bits
+    (wrapping around as C does) and the result is stored unsigned.
     """
-    m = _MEM_RE.match((value or "").rstrip())
+    m = _MEM_RE.match((value or "").rstrip(C_SPACE))
     if not m or (m.group(3) and not m.group(2)):
         raise InvalidValue(f"Invalid --{option} specification")
     n = int(m.group(1))
-    unit = m.group(2).upper()
+    if n >= 2 ** 63:                     # strtoll: ERANGE
+        raise InvalidValue(f"Invalid --{option} specification")
+    unit = m.group(2).translate(_UPPER)
     if unit == "K":
-        return (n + 1023) // 1024
-    if unit == "G":
-        return n * 1024
-    if unit == "T":
-        return n * 1024 * 1024
-    return n
+        n = (n + 1023) // 1024
+    elif unit == "G":
+        n = wrap_long(n * 1024, clamp=False)
+    elif unit == "T":
+        n = wrap_long(n * 1024 * 1024, clamp=False)
+    return n % 2 ** 64                  # (uint64_t) result
 
 
 # ---- nodes -----------------------------------------------------------------------------------
 
 def _node_number(s: str) -> Tuple[int, str]:
-    m = re.match(r"^\s*([+-]?\d+)([kKmM]?)(.*)$", s)
+    """_str_to_nodes: strtol (clamped to the C long range), a k or m suffix multiplies (in a C long,
+    which wraps), and the result is cast to a C int: 4294967296 -> 0, 3000000000 -> -1294967296."""
+    m = _NODE_NUMBER_RE.match(s)
     if not m:
-        return -1, s.strip()
-    n = int(m.group(1))
+        return -1, c_strip(s)
+    n = wrap_long(int(m.group(1)))                  # strtol clamps
     if m.group(2) in ("k", "K"):
-        n *= 1024
+        n = wrap_long(n * 1024, clamp=False)
     elif m.group(2) in ("m", "M"):
-        n *= 1048576
-    return n, m.group(3).strip()
+        n = wrap_long(n * 1048576, clamp=False)
+    return wrap_int(n), c_strip(m.group(3))
 
 
 def parse_nodes(value: str) -> Tuple[int, int]:
@@ -162,17 +212,18 @@ def parse_nodes(value: str) -> Tuple[int, int]:
     if "-" in s[1:] or (s.startswith("-") and s.count("-") == 1 and len(s) > 1):
         idx = s.index("-", 0)
         lo_s, hi_s = s[:idx], s[idx + 1:]
-        lo, left = _node_number(lo_s) if lo_s.strip() else (-1, "")
+        lo, left = _node_number(lo_s) if c_strip(lo_s) else (-1, "")
         if left:
             raise InvalidValue(f'"{lo_s}" is not a valid node count')
-        hi, left = _node_number(hi_s) if hi_s.strip() else (-1, "")
+        lo = lo if lo >= 0 else 1          # an empty or negative minimum reads as 1 (before the check)
+        hi, left = _node_number(hi_s) if c_strip(hi_s) else (-1, "")
         if left:
             raise InvalidValue(f'"{hi_s}" is not a valid node count')
         if hi != 0 and hi < lo:
             raise InvalidValue(f"Maximum node count {hi} is less than minimum node count {lo}")
-        return (lo if lo >= 0 else 1), hi
+        return lo, hi
     n, left = _node_number(s)
-    if left or not s.strip() or n < 0:
+    if left or not c_strip(s) or n < 0:
         raise InvalidValue(f'"{s}" is not a valid node count')
     return n, n
 
@@ -187,10 +238,10 @@ _SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p": 1024 
 
 
 def _gres_count(s: str) -> Optional[int]:
-    m = re.match(r"^(\d+)([kKmMgGtTpP]?)$", s)
+    m = re.match(r"(?a)^(\d+)([kKmMgGtTpP]?)\Z", s)
     if not m:
         return None
-    return int(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1)
+    return int(m.group(1)) * _SUFFIX.get(m.group(2).translate(_LOWER), 1)
 
 
 @dataclass(frozen=True)
@@ -206,7 +257,7 @@ def parse_gres(value: str) -> Tuple[GresItem, ...]:
     22.05 refuses the `gres/` prefix and a name given both with and without a type.
     """
     s = value or ""
-    if s.strip().lower() == "none" or s == "":
+    if s.strip(C_SPACE).translate(_LOWER) == "none" or s == "":
         return ()        # an empty --gres= passes sbatch (slurmctld then refuses the empty TRES)
     items: List[GresItem] = []
     for part in s.split(","):
@@ -294,7 +345,7 @@ def format_signal(sig: "SignalSpec", written: str) -> str:
     """The signal as sbatch renders it: flags, then the name (or the number if given as one)."""
     body = written.split(":", 1)[1] if ":" in written else written
     name_part = body.split("@", 1)[0]
-    name = str(sig.number) if name_part.isdigit() else sig.name
+    name = str(sig.number) if is_digits(name_part) else sig.name
     text = (sig.flags_written + ":" if sig.flags_written else "") + name
     return text + (f"@{sig.seconds}" if "@" in body else "")
 
@@ -316,7 +367,7 @@ def split_array(value: str) -> Tuple[str, Optional[int]]:
     spec, pct, thr = (value or "").partition("%")
     if not pct:
         return spec.rstrip(","), None
-    m = re.match(r"^\s*(\d+)", thr)
+    m = re.match(r"(?a)^\s*(\d+)", thr)
     rest = thr[m.end():] if m else thr
     if rest.startswith(","):         # `1-3:2%1,5`: what follows the throttle still lists indexes
         spec += rest
@@ -327,13 +378,13 @@ def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int],
     """Expand an array spec; (sorted unique indexes, problems slurmctld would refuse)."""
     problems: List[str] = []
     out = set()
-    s = spec.strip()
+    s = spec.strip(C_SPACE)
     if s.startswith("["):
         s = s[1:]
     if s.endswith("]"):
         s = s[:-1]
     for tok in s.rstrip(",").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", tok.strip())
+        m = re.fullmatch(r"(?a)(\d+)(?:-(\d+)(?::(\d+))?)?", tok.strip(C_SPACE))
         if not m:
             problems.append(f"'{tok}' is not an index, a range N-M or a stepped range N-M:S")
             continue
@@ -365,7 +416,7 @@ def dependency_problems(value: str) -> List[str]:
     s = value or ""
     if "," in s and "?" in s:
         problems.append("mixes ',' (all) and '?' (any) separators")
-    for clause in re.split(r"[,?]", s):
+    for clause in re.split(r"(?a)[,?]", s):
         if not clause:
             problems.append("empty clause")
             continue
@@ -373,12 +424,12 @@ def dependency_problems(value: str) -> List[str]:
         if typ == "singleton" and not colon:
             continue
         if typ not in DEPENDENCY_TYPES or not colon:
-            if re.fullmatch(r"\d+(_\d+)?", clause):
+            if re.fullmatch(r"(?a)\d+(_\d+)?", clause):
                 continue   # a bare job id means afterany
             problems.append(f"'{clause}' is not type:jobid[:jobid...]")
             continue
         for jid in ids.split(":"):
-            if not re.fullmatch(r"\d+(_(\d+|\*))?(\+\d+)?", jid):
+            if not re.fullmatch(r"(?a)\d+(_(\d+|\*))?(\+\d+)?", jid):
                 problems.append(f"'{jid}' in '{clause}' is not a job id")
     return problems
 
@@ -413,15 +464,15 @@ def parse_signal(value: str) -> SignalSpec:
     flags = ""
     if ":" in s:
         flags, _, s = s.partition(":")
-        if not flags or any(c not in "RB" for c in flags.upper()):
+        if not flags or any(c not in "RB" for c in flags.translate(_UPPER)):
             raise InvalidValue("Invalid --signal specification")
-        written_flags = flags.upper()
+        written_flags = flags.translate(_UPPER)
         flags = "".join(sorted(set(written_flags), key="RB".index))
     sig, at, secs = s.partition("@")
-    if sig.isdigit():
+    if is_digits(sig):
         num = int(sig) & 0xFFFF
     else:
-        up = sig.upper()
+        up = sig.translate(_UPPER)
         if up.startswith("SIG"):
             up = up[3:]
         num = SIGNALS.get(up, 0)
@@ -429,7 +480,7 @@ def parse_signal(value: str) -> SignalSpec:
         raise InvalidValue("Invalid --signal specification")
     seconds = 60
     if at:
-        if not re.fullmatch(r"\d+", secs) or int(secs) > 0xFFFF:
+        if not re.fullmatch(r"(?a)\d+", secs) or int(secs) > 0xFFFF:
             raise InvalidValue("Invalid --signal specification")
         seconds = int(secs)
     return SignalSpec(flags, num, seconds, written_flags if flags else "")
@@ -447,7 +498,7 @@ def parse_mail_type(value: str) -> Tuple[str, ...]:
     reading of it (`ALL,NONE` and `NONE,bogus` are NONE). Across occurrences types accumulate."""
     out: List[str] = []
     for part in (value or "").split(","):
-        up = part.strip().upper()
+        up = part.strip(C_SPACE).translate(_UPPER)
         if up == "NONE":
             return ()
         if up not in MAIL_TYPES:
@@ -463,7 +514,7 @@ def parse_exclusive(value: Optional[str]) -> str:
     """--exclusive[=user|mcs]: "exclusive", "user" or "mcs" (22.05 has no `topo`)."""
     if value is None or value == "":
         return "exclusive"
-    low = value.lower()
+    low = value.translate(_LOWER)
     if low in ("user", "mcs"):
         return low
     raise InvalidValue("Invalid --exclusive specification")
@@ -479,16 +530,16 @@ def parse_open_mode(value: str) -> str:
 
 
 def parse_yes_no(value: str, option: str) -> str:
-    low = (value or "").lower()
+    low = (value or "").translate(_LOWER)
     if low in ("yes", "no"):
         return low
     raise InvalidValue(f"Invalid --{option} specification")
 
 
 def parse_no_kill(value: Optional[str]) -> bool:
-    if value is None or value.lower() == "set":
+    if value is None or value.translate(_LOWER) == "set":
         return True
-    if value.lower() in ("off", "no"):
+    if value.translate(_LOWER) in ("off", "no"):
         return False
     raise InvalidValue("Invalid --no-kill specification")
 
@@ -503,7 +554,7 @@ GRES_FLAGS = ("enforce-binding", "disable-binding")
 
 
 def parse_gres_flags(value: str) -> str:
-    low = (value or "").lower()
+    low = (value or "").translate(_LOWER)
     if low in GRES_FLAGS:
         return low
     raise InvalidValue("Invalid --gres-flags specification")
@@ -514,7 +565,7 @@ HINTS = ("compute_bound", "memory_bound", "multithread", "nomultithread", "help"
 
 def parse_hint(value: str) -> str:
     for part in (value or "").split(","):
-        if part.lower() not in HINTS:
+        if part.translate(_LOWER) not in HINTS:
             raise InvalidValue(f'unrecognized --hint argument "{value}", see --hint=help')
     return value
 
@@ -526,12 +577,12 @@ _DIST_SOCK = ("block", "cyclic", "fcyclic", "*")
 def parse_distribution(value: str) -> str:
     s = value or ""
     base, _, flag = s.partition(",")
-    if flag and flag.lower() not in ("pack", "nopack"):
+    if flag and flag.translate(_LOWER) not in ("pack", "nopack"):
         raise InvalidValue("Invalid --distribution specification")
     levels = base.split(":")
     first = levels[0]
     if first.startswith("plane="):
-        if not first[6:].isdigit():
+        if not is_digits(first[6:]):
             raise InvalidValue("Invalid --distribution specification")
         if len(levels) > 1:
             raise InvalidValue("Invalid --distribution specification")
@@ -542,7 +593,7 @@ def parse_distribution(value: str) -> str:
 
 
 def plane_size(distribution: str) -> Optional[int]:
-    m = re.match(r"plane=(\d+)", distribution or "")
+    m = re.match(r"(?a)plane=(\d+)", distribution or "")
     return int(m.group(1)) if m else None
 
 
@@ -553,7 +604,7 @@ _UNIT_SECONDS = {"": 60, "s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "
 
 def relative_seconds(value: str) -> Optional[int]:
     """Seconds from now of a `now[+N[unit]]` time (minutes when no unit), else None."""
-    m = re.fullmatch(r"now(?:\+(\d+)([a-z]*))?", (value or "").strip().lower())
+    m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", (value or "").strip(C_SPACE).translate(_LOWER))
     if not m or (m.group(2) or "") not in _UNIT_SECONDS:
         return None
     return int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
@@ -570,7 +621,7 @@ def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
         if part == "*":
             out.append(None)
             continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+|\*))?", part)
+        m = re.fullmatch(r"(?a)(\d+)(?:-(\d+|\*))?", part)
         if not m:
             raise InvalidValue(f'Invalid numeric value "{part}" for {names[i]} arg of -B.')
         out.append(int(m.group(1)))
@@ -585,7 +636,7 @@ def parse_delay_boot(value: str) -> str:
         secs = parse_time(value, "delay-boot")
     except InvalidValue:
         raise InvalidValue("Invalid --delay-boot specification") from None
-    if (value or "").strip().lower() in ("-1", "infinite", "unlimited"):
+    if (value or "").strip(C_SPACE).translate(_LOWER) in ("-1", "infinite", "unlimited"):
         raise InvalidValue("Invalid --delay-boot specification")
     return format_time(secs) if secs else "00:00:00"
 
@@ -595,7 +646,7 @@ _PROFILE = ("energy", "lustre", "network", "task")
 
 def parse_profile(value: str) -> str:
     """--profile=all|none|[energy[,lustre[,network[,task]]]]; rendered as acct_gather names."""
-    parts = [p.strip().lower() for p in (value or "").split(",")]
+    parts = [p.strip(C_SPACE).translate(_LOWER) for p in (value or "").split(",")]
     if parts == ["none"]:
         return "None"
     chosen = set()
@@ -617,28 +668,28 @@ _CPU_GOV = {"conservative": "Conservative", "ondemand": "OnDemand", "performance
 def parse_cpu_freq(value: str) -> str:
     """--cpu-freq=p1[-p2[:gov]] or a governor; rendered as Slurm names it."""
     def one(tok):
-        low = tok.lower()
+        low = tok.translate(_LOWER)
         if low in _CPU_FREQ:
             return _CPU_FREQ[low]
-        if low.isdigit():
+        if is_digits(low):
             return tok
         raise InvalidValue(f'unrecognized --cpu-freq argument "{tok}"')
     s = value or ""
-    if s.lower() in _CPU_GOV:
-        return _CPU_GOV[s.lower()]
+    if s.translate(_LOWER) in _CPU_GOV:
+        return _CPU_GOV[s.translate(_LOWER)]
     rng, colon, gov = s.partition(":")
     lo, dash, hi = rng.partition("-")
     out = one(lo) + (f"-{one(hi)}" if dash else "")
     if colon:
-        if gov.lower() not in _CPU_GOV:
+        if gov.translate(_LOWER) not in _CPU_GOV:
             raise InvalidValue(f'unrecognized --cpu-freq argument "{gov}"')
-        out += ":" + _CPU_GOV[gov.lower()]
+        out += ":" + _CPU_GOV[gov.translate(_LOWER)]
     return out
 
 
 def parse_power(value: str) -> Tuple[str, bool]:
     """--power=level: ("LEVEL", True); other words are ignored by sbatch with an error message."""
-    if (value or "").strip().lower() == "level":
+    if (value or "").strip(C_SPACE).translate(_LOWER) == "level":
         return "LEVEL", True
     return "unset", False
 
@@ -646,7 +697,7 @@ def parse_power(value: str) -> Tuple[str, bool]:
 def parse_switches(value: str) -> str:
     """--switches=count[@max-time]: rendered count@HH:MM:SS."""
     count, at, wait = (value or "").partition("@")
-    if not re.fullmatch(r"\s*\d+", count):
+    if not re.fullmatch(r"(?a)\s*\d+", count):
         raise InvalidValue(f'Invalid numeric value "{count}" for --switches.')
     if not at:
         return str(int(count))
@@ -660,8 +711,8 @@ _MEM_BIND_WORDS = ("none", "no", "local", "rank", "sort", "nosort", "prefer", "v
 
 def parse_mem_bind(value: str) -> str:
     for tok in (value or "").split(","):
-        low = tok.lower()
-        if low in _MEM_BIND_WORDS or re.fullmatch(r"(map_mem|mask_mem|map_ldom|mask_ldom)[:=].+", low):
+        low = tok.translate(_LOWER)
+        if low in _MEM_BIND_WORDS or re.fullmatch(r"(?a)(map_mem|mask_mem|map_ldom|mask_ldom)[:=].+", low):
             continue
         raise InvalidValue(f'unrecognized --mem-bind argument "{value}"')
     return value
@@ -669,9 +720,9 @@ def parse_mem_bind(value: str) -> str:
 
 def parse_gpu_bind(value: str) -> str:
     s = value or ""
-    rest = s[8:] if s.lower().startswith("verbose,") else s
-    low = rest.lower()
-    if low in ("closest", "none") or re.fullmatch(r"(map_gpu|mask_gpu):.+|(single|per_task):\d+", low):
+    rest = s[8:] if s.translate(_LOWER).startswith("verbose,") else s
+    low = rest.translate(_LOWER)
+    if low in ("closest", "none") or re.fullmatch(r"(?a)(map_gpu|mask_gpu):.+|(single|per_task):\d+", low):
         return s
     raise InvalidValue(f"Invalid --gpu-bind argument: gpu:{s}")
 
@@ -679,7 +730,7 @@ def parse_gpu_bind(value: str) -> str:
 def parse_acctg_freq(value: str) -> str:
     s = value or ""
     for tok in s.split(","):
-        if re.fullmatch(r"\d+", tok) or re.fullmatch(r"(task|energy|network|filesystem)=\d+", tok.lower()):
+        if re.fullmatch(r"(?a)\d+", tok) or re.fullmatch(r"(?a)(task|energy|network|filesystem)=\d+", tok.translate(_LOWER)):
             continue
         raise InvalidValue(f"Invalid --acctg-freq specification: {s}")
     return s
@@ -693,19 +744,19 @@ _BEGIN_UNITS = ("seconds", "minutes", "hours", "days", "weeks", "second", "minut
 def begin_is_valid(value: str) -> bool:
     """parse_time's grammar for --begin/--deadline (absolute dates, HH:MM[:SS][AM|PM], now+N[units],
     and the words today, tomorrow, midnight, noon, elevenses, fika, teatime)."""
-    s = (value or "").strip().lower()
+    s = (value or "").strip(C_SPACE).translate(_LOWER)
     if not s:
         return False
-    m = re.fullmatch(r"now(?:\+(\d+)([a-z]*))?", s)
+    m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", s)
     if m:
         return m.group(1) is None or m.group(2) in _BEGIN_UNITS
     if s in _BEGIN_WORDS:
         return True
-    if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}(t\d{1,2}:\d{2}(:\d{2})?)?", s):
+    if re.fullmatch(r"(?a)\d{4}-\d{1,2}-\d{1,2}(t\d{1,2}:\d{2}(:\d{2})?)?", s):
         return True
-    if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?(am|pm)?", s):
+    if re.fullmatch(r"(?a)\d{1,2}:\d{2}(:\d{2})?(am|pm)?", s):
         return True
-    if re.fullmatch(r"\d{1,2}/\d{1,2}(/\d{2,4})?(-\d{1,2}:\d{2}(:\d{2})?)?", s):
+    if re.fullmatch(r"(?a)\d{1,2}/\d{1,2}(/\d{2,4})?(-\d{1,2}:\d{2}(:\d{2})?)?", s):
         return True
     return False
 
@@ -715,7 +766,7 @@ def normalise_dependency(value: str) -> str:
     sep = "?" if "?" in (value or "") and "," not in (value or "") else ","
     out = []
     for clause in (value or "").split(sep):
-        if re.fullmatch(r"\d+(_\d+)?", clause):
+        if re.fullmatch(r"(?a)\d+(_\d+)?", clause):
             clause = f"afterany:{clause}"
         out.append(clause)
     return sep.join(out)
