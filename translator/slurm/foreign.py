@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
+from translator.slurm.values import _LOWER, _UPPER, is_digits as _is_digits
+
 PBS, BSUB = "PBS", "BSUB"
 
 
@@ -191,7 +193,7 @@ def _pbs_option(tr: Translation, ch: str, val: Optional[str], line: int, written
     elif ch == "A":
         _add(tr, "account", val, line, written)
     elif ch in ("e", "o"):
-        out = "/dev/null" if (val or "").lower() == "none" else val
+        out = "/dev/null" if (val or "").translate(_LOWER) == "none" else val
         _add(tr, "error" if ch == "e" else "output", out, line, written)
     elif ch == "h":
         _add(tr, "hold", None, line, written)
@@ -202,13 +204,13 @@ def _pbs_option(tr: Translation, ch: str, val: Optional[str], line: int, written
     elif ch == "m":
         v = val or ""
         types = []
-        if re.search(r"[bB]", v):
+        if re.search(r"(?a)[bB]", v):
             types.append("BEGIN")
-        if re.search(r"[eE]", v):
+        if re.search(r"(?a)[eE]", v):
             types.append("END")
-        if re.search(r"[aA]", v):
+        if re.search(r"(?a)[aA]", v):
             types.append("FAIL")
-        if re.search(r"[nN]", v):
+        if re.search(r"(?a)[nN]", v):
             types = ["NONE"]
         elif not types:
             tr.errors.append((line, f"-m={v} invalid"))
@@ -226,9 +228,9 @@ def _pbs_option(tr: Translation, ch: str, val: Optional[str], line: int, written
         _add(tr, "export", val, line, written, append=True)
     elif ch == "W":
         v = val or ""
-        if v.lower().startswith("depend="):
+        if v.translate(_LOWER).startswith("depend="):
             _add(tr, "dependency", v[7:], line, written)
-        elif not v.lower().startswith("umask="):
+        elif not v.translate(_LOWER).startswith("umask="):
             tr.ignored.append((line, f"`{written}`: sbatch ignores PBS attributes {v}"))
     else:
         tr.ignored.append((line, f"`{written}`: sbatch ignores this PBS option"))
@@ -255,10 +257,10 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
     skip = ("arch=", "host=", "opsys=", "other=", "pmem=", "pvmem=", "software=", "vmem=")
     while i < len(rl):
         rest = rl[i:]
-        low = rest.lower()
+        low = rest.translate(_LOWER)
         if low.startswith("accelerator="):
             i += 12
-            if rl[i:i + 4].lower() == "true" and gpus < 1:
+            if rl[i:i + 4].translate(_LOWER) == "true" and gpus < 1:
                 gpus = 1
         elif rest.startswith(("cput=", "pcput=", "walltime=")):
             i += rest.index("=") + 1
@@ -266,12 +268,12 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
             _add(tr, "time", v, line, written, validate=True)
         elif rest.startswith("file="):
             v, i = _value(rl, i + 5, ",")
-            if v[-1:].upper() == "B":
+            if v[-1:].translate(_UPPER) == "B":
                 v = v[:-1]
             _add(tr, "tmp", v, line, written)
         elif rest.startswith("mem="):
             v, i = _value(rl, i + 4, ",")
-            if v[-1:].upper() == "B":
+            if v[-1:].translate(_UPPER) == "B":
                 v = v[:-1]
             _add(tr, "mem", v, line, written)
         elif low.startswith("mpiprocs="):
@@ -281,7 +283,7 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
             _add(tr, "ntasks-per-node", v, line, written)
         elif low.startswith("naccelerators="):
             v, i = _value(rl, i + 14, ",")
-            if v.isdigit() and int(v) > 0:
+            if _is_digits(v) and int(v) > 0:
                 gpus = int(v)
             else:
                 tr.errors.append((line, f'Invalid numeric value "{v}" for naccelerators.'))
@@ -308,7 +310,7 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
             i = _skip_option(rl, i + rest.index("=") + 1)
         else:
             i += 1
-    if pro_flag == 7 and ncpus and mpiprocs and ncpus.isdigit() and mpiprocs.isdigit() \
+    if pro_flag == 7 and ncpus and mpiprocs and _is_digits(ncpus) and _is_digits(mpiprocs) \
             and int(mpiprocs) and int(ncpus) > int(mpiprocs):
         _add(tr, "cpus-per-task", str(int(ncpus) // int(mpiprocs)), line, written)
     if gpus > 0:
@@ -319,16 +321,16 @@ def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
     node_cnt = ppn = 0
     hosts: List[str] = []
     gpus = None
-    for part in re.split(r"[+:]", spec):
+    for part in re.split(r"(?a)[+:]", spec):
         if part.startswith("ppn="):
-            m = re.match(r"\d+", part[4:])
+            m = re.match(r"(?a)\d+", part[4:])
             ppn += int(m.group(0)) if m else 0
         elif part.startswith("gpus="):             # Torque: GPUs per node
-            m = re.match(r"\d+", part[5:])
+            m = re.match(r"(?a)\d+", part[5:])
             gpus = (gpus or 0) + (int(m.group(0)) if m else 0)
-        elif part[:1].isdigit():
-            node_cnt += int(re.match(r"\d+", part).group(0))
-        elif part[:1].isalpha():
+        elif "0" <= part[:1] <= "9":
+            node_cnt += int(re.match(r"(?a)\d+", part).group(0))
+        elif part[:1].isascii() and part[:1].isalpha():
             hosts.append(part)
     if node_cnt:
         _add(tr, "nodes", str(node_cnt), line, written)
@@ -344,7 +346,7 @@ def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, writte
     if ch == "c":
         _add(tr, "chdir", val, line, written)
     elif ch in ("e", "o"):
-        out = "/dev/null" if ch == "e" and (val or "").lower() == "none" else val
+        out = "/dev/null" if ch == "e" and (val or "").translate(_LOWER) == "none" else val
         _add(tr, "error" if ch == "e" else "output", out, line, written)
     elif ch == "J":
         _add(tr, "job-name", val, line, written)
@@ -352,7 +354,7 @@ def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, writte
         _add(tr, "nodelist", (val or "").replace(" ", ","), line, written)
     elif ch == "M":
         # the LSF memory limit is in KiB; sbatch stores it per CPU in MiB, rounded up
-        m = re.match(r"\s*\+?(\d+)", val or "")
+        m = re.match(r"(?a)\s*\+?(\d+)", val or "")
         kib = int(m.group(1)) if m else 0
         _add(tr, "mem-per-cpu", str((kib + 1023) // 1024), line, written)
     elif ch == "n":

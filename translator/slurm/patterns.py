@@ -46,7 +46,7 @@ def has_expansion(pattern: str) -> bool:
     while i < len(pattern):
         if pattern[i] == "%" and i + 1 < len(pattern):
             j = i + 1
-            while j < len(pattern) and pattern[j].isdigit():
+            while j < len(pattern) and "0" <= pattern[j] <= "9":
                 j += 1
             if j < len(pattern) and pattern[j] in "AabjJsNntrux%":
                 return True
@@ -70,7 +70,7 @@ def expand_pattern(pattern: str, ctx: PatternContext) -> str:
             i += 1
             continue
         j = i + 1
-        while j < n and pattern[j].isdigit():
+        while j < n and "0" <= pattern[j] <= "9":
             j += 1
         width = min(int(pattern[i + 1:j]), MAX_WIDTH) if j > i + 1 else 0
         if j >= n:
