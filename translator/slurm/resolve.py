@@ -149,11 +149,19 @@ class _Resolver:
         if kind == "count0":
             n = V.parse_count(value, name, allow_zero=True)
             return str(n), n
+        if kind == "core_spec":
+            # one 16-bit field: bit 15 (CORE_SPEC_THREAD) marks a thread count. A --core-spec with
+            # that bit set (32768, 65535, or -1 after wrapping) reads back as unset; --thread-spec
+            # reads back without the bit (-1 -> -32769)
+            n = V.parse_count(value, name, allow_zero=(name == "core-spec"))
+            if name == "core-spec":
+                return ("unset" if n & 0x8000 else str(n)), n
+            return str(n & ~0x8000), n
         if kind == "time":
             t = V.parse_time(value, name)
             return V.format_time(t), t
         if kind == "mem":
-            return (value or "").strip().lstrip("+"), V.parse_mem(value, name)
+            return V.c_strip(value or "").lstrip("+"), V.parse_mem(value, name)
         if kind == "nodes":
             lo, hi = V.parse_nodes(value)
             return V.format_nodes(lo, hi), (lo, hi)
@@ -355,7 +363,7 @@ class _Resolver:
             written = f"{key}={value}"
             if spec.arg == NONE:
                 # flags from env: set when empty, "yes" or a non-zero number; anything else resets
-                is_set = value == "" or value.lower() == "yes" or _nonzero_int(value)
+                is_set = value == "" or V.c_lower(value) == "yes" or _nonzero_int(value)
                 self.apply(comp, spec, None, ENV, None, written, reset_flag=not is_set)
                 continue
             if spec.arg == OPTIONAL and value == "":
@@ -363,6 +371,19 @@ class _Resolver:
             self.apply(comp, spec, value, ENV, None, written)
 
     # ---- checks after merging ------------------------------------------------------------
+
+    def _verify_wrapped_counts(self, comp: _Component) -> None:
+        """sbatch's own checks of the task and CPU counts, made on the C int the value was stored in:
+        `-n 4294967295` wraps to -1 and `-c 4294967296` to 0, which sbatch then refuses (a task count
+        that wraps to 0 is accepted and means "not set")."""
+        st = comp.state
+        ntasks, cpus = st.get("ntasks"), st.get("cpus-per-task")
+        if ntasks is not None and isinstance(ntasks.parsed, int) and ntasks.parsed < 0:
+            self.diag(O207_INVALID_VALUE, f"invalid number of tasks (-n {ntasks.parsed}): the --ntasks value does not "
+                      "fit sbatch's 32-bit int and wraps around", ntasks.line, "give a count below 2147483648")
+        if cpus is not None and isinstance(cpus.parsed, int) and cpus.parsed <= 0:
+            self.diag(O207_INVALID_VALUE, f"invalid number of cpus per task (-c {cpus.parsed}): the --cpus-per-task "
+                      "value does not fit sbatch's 32-bit int and wraps around", cpus.line, "give a count below 2147483648")
 
     def _verify_gpus(self, comp: _Component) -> None:
         """The GPU request checks sbatch makes before submitting (gres_job_state_validate)."""
@@ -387,6 +408,11 @@ class _Resolver:
                      for item in st[name].parsed if item.name == "gpu"]
         typed = sorted({n for n, i in gpu_items if i.type})
         untyped = sorted({n for n, i in gpu_items if not i.type})
+        cpg = st.get("cpus-per-gpu")
+        if gpu_items and cpg is not None and cpg.parsed == -1:
+            # 4294967295 wraps to -1 and sbatch writes it as `gres:gpu:-1`: GRES parsing then takes
+            # "-1" for a GPU type, so it clashes with untyped GPU requests (checked on the oracle)
+            typed = sorted(set(typed) | {"cpus-per-gpu"})
         # (a mix inside one option is already refused when its value is parsed)
         if typed and untyped and len(set(typed) | set(untyped)) > 1:
             self.diag(O208_CONFLICT, "GPUs are asked both with a type (" + ", ".join("--" + n for n in typed)
@@ -399,7 +425,8 @@ class _Resolver:
         if "mem-per-gpu" in st and not any_gpu:
             self.diag(O219_MISSING_REQUIREMENT, "--mem-per-gpu without any GPU request: sbatch refuses it "
                       "(\"did not request any GPU\")", line_of("mem-per-gpu"), "request GPUs, or use --mem")
-        if "ntasks-per-gpu" in st and not any_gpu and "nodes" not in st and "ntasks" not in st:
+        if "ntasks-per-gpu" in st and _stored_u16(st["ntasks-per-gpu"].parsed) and not any_gpu \
+                and "nodes" not in st and "ntasks" not in st:     # a count that wraps to 0 (mod 2**16) is none
             self.diag(O219_MISSING_REQUIREMENT, "--ntasks-per-gpu needs either a GPU request or a node/task count",
                       line_of("ntasks-per-gpu"))
         per_socket = count("gpus-per-socket")
@@ -467,6 +494,7 @@ class _Resolver:
         self.report_overrides(comp)
         st = comp.state
         line_of = lambda n: st[n].line if n in st else None  # noqa: E731
+        self._verify_wrapped_counts(comp)
         mem = ("mem", "mem-per-cpu", "mem-per-gpu")
         cli = [m for m in mem if comp.by_cli(m)]
         if len(cli) > 1:
@@ -494,10 +522,11 @@ class _Resolver:
             self.diag(O208_CONFLICT, "-S/--core-spec and --thread-spec options are mutually exclusive",
                       line_of("thread-spec"))
         self._verify_gpus(comp)
-        if "gpus-per-task" in st and not _has_task_count(st):
+        # a zero GPU count is no request at all: slurmctld makes no per-task/per-socket check for it
+        if "gpus-per-task" in st and _gpu_count(st, "gpus-per-task") != 0 and not _has_task_count(st):
             self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-task used without either --gpus or -n/--ntasks is "
                       "not allowed", line_of("gpus-per-task"), "add --ntasks (or --nodes with --ntasks-per-node)")
-        if "gpus-per-socket" in st and "sockets-per-node" not in st:
+        if "gpus-per-socket" in st and _gpu_count(st, "gpus-per-socket") != 0 and "sockets-per-node" not in st:
             self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-socket option requires --sockets-per-node "
                       "specification", line_of("gpus-per-socket"))
         if "gres" in st and not isinstance(st["gres"].parsed, _Invalid):
@@ -563,10 +592,9 @@ class _Resolver:
 
 
 def _nonzero_int(s: str) -> bool:
-    try:
-        return int(s) != 0
-    except ValueError:
-        return False
+    """A whole (ASCII) decimal number other than 0; Python's int() would also take '٣' or '1_0'."""
+    v = V.c_strip(s)
+    return bool(V._INT_RE.match(v)) and int(v) != 0
 
 
 def _names_ignore_pbs(word: str) -> bool:
@@ -577,7 +605,7 @@ def _names_ignore_pbs(word: str) -> bool:
 
 
 def _is_separator(words: Sequence[str]) -> bool:
-    return bool(words) and words[0].lower() in ("hetjob", "packjob")
+    return bool(words) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
 def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
@@ -731,7 +759,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
     if raw("array"):
         array, throttle = V.split_array(raw("array") or "")
         throttle = throttle or None          # %0 means no limit (Slurm stores no throttle)
-        array = array.strip()
+        array = V.c_strip(array)
         if array.startswith("[") and array.endswith("]"):
             array = array[1:-1]
     exclusive = None
@@ -749,7 +777,8 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         job_name=job_name,
         partition=raw("partition"), account=nonempty("account"), qos=raw("qos"),
         nodes_min=nodes_min, nodes_max=nodes_max,
-        ntasks=ntasks, ntasks_per_node=parsed("ntasks-per-node"), cpus_per_task=parsed("cpus-per-task"),
+        ntasks=_refused_if(ntasks, lambda n: n < 0), ntasks_per_node=_stored_u16(parsed("ntasks-per-node")),
+        cpus_per_task=_refused_if(parsed("cpus-per-task"), lambda n: n < 0),
         gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
         mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
         time_limit_seconds=parsed("time"),
@@ -757,6 +786,31 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         constraint=nonempty("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
         requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
     )
+
+
+def _gpu_count(st, name: str) -> Optional[int]:
+    """The GPU count an option asks for (None when unset, invalid or without a GPU item)."""
+    v = st.get(name)
+    if v is None or isinstance(v.parsed, _Invalid) or not v.parsed:
+        return None
+    return V.gpu_count_and_type(v.parsed)[0]
+
+
+def _refused_if(n, refused):
+    """None for a count sbatch refuses after it wrapped around (see _verify_wrapped_counts)."""
+    return None if isinstance(n, int) and not isinstance(n, bool) and refused(n) else n
+
+
+def _stored_u16(n):
+    """What slurmctld keeps of a count sbatch sends in a 16-bit field (job_desc ntasks_per_node):
+    a negative int (a value that wrapped, e.g. 4294967295 -> -1) keeps its low 16 bits (65535), and
+    0 means not set. A positive count above 65535 is kept as written: sbatch also derives the task
+    count from it, and slurmctld refuses such a job ("More processors requested than permitted")."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        return n
+    if n < 0:
+        n &= 0xFFFF
+    return n or None
 
 
 def _has_task_count(st) -> bool:
