@@ -196,6 +196,43 @@ PROBES = {
     "pbs_over_sbatch_tasks": ["#PBS -l nodes=2:ppn=8", "#SBATCH -n 4"],
 }
 
+# Integer edge cases of every count option: sbatch reads a count with strtol (clamped to the C long
+# range; the clamped LONG_MAX is refused "to big"), stores it in a 32-bit int (2**32 wraps to 0,
+# 2**32 - 1 to -1) and only then checks it (-n/-c negative refused, -n 0 means unset, -c 0 refused);
+# node counts are cast to int before their checks; GPU counts are not wrapped. Verdicts, merged
+# options and job fields (e.g. --ntasks-per-node=4294967295 kept by slurmctld as 65535) come from
+# the oracle at test time.
+_COUNT_OPTIONS = ("ntasks", "cpus-per-task", "nodes", "ntasks-per-node", "cpus-per-gpu", "gpus-per-node", "gpus",
+                  "gpus-per-task", "gpus-per-socket", "mincpus", "ntasks-per-core", "ntasks-per-gpu",
+                  "ntasks-per-socket", "sockets-per-node", "cores-per-socket", "threads-per-core", "core-spec",
+                  "thread-spec")
+_COUNT_VALUES = {"minus1": "-1", "minus0": "-0", "zero": "0", "int_max": "2147483647", "int_max1": "2147483648",
+                 "three_e9": "3000000000", "uint_max": "4294967295", "two32": "4294967296", "two32_1": "4294967297",
+                 "long_max": "9223372036854775807", "long_max1": "9223372036854775808",
+                 "two64": "18446744073709551616", "plus": "+4", "zeros": "007", "space": "' 4'", "tab": "'\t4'",
+                 "trailing": "4x"}
+# Known gaps (see README): GPU counts written "-0" or with leading blanks are read by Slurm's GRES
+# parser in ways slurm2kf does not model.
+_COUNT_GAPS = {(o, v) for o in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
+               for v in ("minus0", "space", "tab")}
+PROBES.update({f"count_{o}_{k}": [f"#SBATCH --{o}={v}"] for o in _COUNT_OPTIONS for k, v in _COUNT_VALUES.items()
+               if (o, k) not in _COUNT_GAPS})
+PROBES.update({
+    "nodes_range_min_wraps": ["#SBATCH --nodes=3000000000-5"], "nodes_range_max_wraps": ["#SBATCH --nodes=2-3000000000"],
+    "nodes_range_max_zero": ["#SBATCH --nodes=2-4294967296"], "nodes_kilo_wraps": ["#SBATCH --nodes=4194304k"],
+    "nodes_kilo_negative": ["#SBATCH --nodes=2097152k"], "nodes_mega_wraps": ["#SBATCH --nodes=4096m"],
+    "nodes_kilo_long_wrap": ["#SBATCH --nodes=9007199254740992k"],
+    "ntasks_per_node_wraps_with_n": ["#SBATCH --ntasks-per-node=4294967295 -n 2"],
+    "cpus_per_gpu_minus1_untyped": ["#SBATCH --cpus-per-gpu=4294967295 --gpus=1"],
+    "cpus_per_gpu_minus1_per_node": ["#SBATCH --gpus-per-node=1 --cpus-per-gpu=4294967295"],
+    "cpus_per_gpu_minus1_typed": ["#SBATCH --gpus=a100:1 --cpus-per-gpu=4294967295"],
+    "cpus_per_gpu_wraps_gres": ["#SBATCH --gres=gpu:1 --cpus-per-gpu=3000000000"],
+    "cpus_per_gpu_zero_after_wrap": ["#SBATCH --gpus=2 --cpus-per-gpu=4294967296"],
+    "core_spec_thread_bit": ["#SBATCH --core-spec=32768"], "core_spec_no_val": ["#SBATCH --core-spec=65534"],
+    "thread_spec_thread_bit": ["#SBATCH --thread-spec=32768"],
+    "mem_beyond_long": ["#SBATCH --mem=9223372036854775808"],
+})
+
 # (environment items, sbatch command-line words) applied to two small scripts
 PRECEDENCE_RUNS = {
     "env_time": ([("SBATCH_TIMELIMIT", "30")], []),
