@@ -211,8 +211,8 @@ _COUNT_VALUES = {"minus1": "-1", "minus0": "-0", "zero": "0", "int_max": "214748
                  "long_max": "9223372036854775807", "long_max1": "9223372036854775808",
                  "two64": "18446744073709551616", "plus": "+4", "zeros": "007", "space": "' 4'", "tab": "'\t4'",
                  "trailing": "4x"}
-# Known gaps (see README): GPU counts written "-0" or with leading blanks are read by Slurm's GRES
-# parser in ways slurm2kf does not model.
+# Known gaps, left out on purpose: GPU counts written "-0" or with leading blanks (Slurm's GRES
+# parser accepts `--gpus-per-task=-0` without -n and reads " 2" as a type; slurm2kf does not model it).
 _COUNT_GAPS = {(o, v) for o in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
                for v in ("minus0", "space", "tab")}
 PROBES.update({f"count_{o}_{k}": [f"#SBATCH --{o}={v}"] for o in _COUNT_OPTIONS for k, v in _COUNT_VALUES.items()

@@ -273,3 +273,53 @@ def test_signal_time_at_most_65535():
     assert V.parse_signal("B:USR1@65535").seconds == 65535
     with pytest.raises(V.InvalidValue):
         V.parse_signal("B:USR1@65536")
+
+
+# ---- C integer semantics (derived from strtol/int casts; the oracle probes check them on Slurm) --
+
+@pytest.mark.parametrize("text,stored", [("4294967295", -1), ("3000000000", -1294967296), ("4294967296", 0),
+                                         ("4294967297", 1), ("2147483648", -2147483648), ("+4", 4), ("007", 7)])
+def test_count_is_stored_in_a_c_int(text, stored):
+    assert V.parse_count(text, "ntasks", allow_zero=True) == stored
+
+
+@pytest.mark.parametrize("text", ["9223372036854775807", "9223372036854775808", "18446744073709551616"])
+def test_count_clamped_to_long_max_is_refused(text):
+    with pytest.raises(V.InvalidValue, match=r"Numeric argument \(9223372036854775807\) to big for --ntasks"):
+        V.parse_count(text, "ntasks")
+
+
+@pytest.mark.parametrize("text,expected", [("4294967296", (0, 0)), ("4294967297", (1, 1)), ("3000000000-5", (1, 5)),
+                                           ("2-4294967296", (2, 0)), ("4194304k", (0, 0)), ("4096m", (0, 0))])
+def test_node_counts_are_cast_to_int(text, expected):
+    assert V.parse_nodes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["4294967295", "3000000000", "2147483648", "2097152k", "2-3000000000"])
+def test_node_counts_that_cast_negative_are_refused(text):
+    with pytest.raises(V.InvalidValue):
+        V.parse_nodes(text)
+
+
+@pytest.mark.parametrize("digit", ["\u0663", "\u00b2", "\uff14", "\u09ea"])   # Arabic-Indic 3, ², fullwidth 4, Bengali 4
+@pytest.mark.parametrize("parse", [lambda v: V.parse_count(v, "ntasks"), V.parse_nodes, V.parse_mem, V.parse_time,
+                                   V.parse_signal, V.parse_gpus, V.parse_gres, V.parse_delay_boot])
+def test_non_ascii_digits_are_not_numbers(parse, digit):
+    value = "1" + digit
+    try:
+        result = parse(value)
+    except V.InvalidValue:
+        return
+    # GPU/GRES options read a word that is not a count as a type or GRES name (count 1), never as 13 etc.
+    assert all(item.count == 1 and value in (item.type, item.name) for item in result), result
+
+
+def test_non_ascii_case_and_space_are_not_folded():
+    with pytest.raises(V.InvalidValue):
+        V.parse_signal("S\u0131GINT")              # dotless i upper-cases to I in Python, not in C
+    with pytest.raises(V.InvalidValue):
+        V.parse_exclusive("u\u017fer")             # long s upper-cases to S
+    with pytest.raises(V.InvalidValue):
+        V.parse_count("\u00a04", "ntasks")          # no-break space is not C isspace
+    with pytest.raises(V.InvalidValue):
+        V.parse_mem("4\u212a")                      # KELVIN SIGN lower-cases to k in Python
