@@ -8,76 +8,19 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from typing import Dict, List
 
 import click
 
-USAGE_ERROR = 2
-PROFILE_ENV = "SLURM2KF_PROFILE"
-
-
-class _ConvertCommand(click.Command):
-    """Splits the raw arguments at the first `--`: what follows are sbatch options, kept verbatim."""
-
-    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
-        args = list(args)
-        if "--" in args:
-            i = args.index("--")
-            ctx.meta["slurm2kf.sbatch_args"] = args[i + 1:]
-            args = args[:i]
-        return super().parse_args(ctx, args)
-
-
-def _env_items(items) -> Dict[str, str]:
-    env: Dict[str, str] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
-        env[key] = value
-    return env
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".slurm2kf-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-PROFILE_FILENAME = "slurm2kf.yaml"
-
-
-def _find_profile(script_path: str, explicit):
-    """The lookup order of translator.profile.load.find_profile, without importing the loader."""
-    if explicit:
-        return explicit
-    if os.environ.get(PROFILE_ENV):
-        return os.environ[PROFILE_ENV]
-    directory = os.path.dirname(os.path.abspath(script_path))
-    while True:
-        candidate = os.path.join(directory, PROFILE_FILENAME)
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items
+from translator.profile.lookup import PROFILE_ENV
 
 
 def _load_profile(option_path, script_path):
     """--profile FILE, else $SLURM2KF_PROFILE, else ./slurm2kf.yaml found upward from the script."""
-    path = _find_profile(script_path, option_path)
+    from translator.profile.lookup import find_profile
+
+    path = find_profile(script_path, option_path)
     if not path:
         return None, None
     from translator.profile import load as profile_load   # only when a profile applies (start-up time)
@@ -89,7 +32,7 @@ def _load_profile(option_path, script_path):
         raise SystemExit(USAGE_ERROR)
 
 
-@click.command(name="convert", cls=_ConvertCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(name="convert", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", metavar="SCRIPT|-")
 @click.option("--to", "to", type=click.Choice(["yaml", "python", "json"]), default="yaml", show_default=True,
               help="Output: TrainJob YAML, Python for the kubeflow==0.5.0 SDK, or the plan as JSON.")
@@ -113,7 +56,7 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     from translator.pipeline import ConvertSettings, convert
 
     sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
-    env = _env_items(sbatch_env)
+    env = parse_env_items(sbatch_env)
     if not gpu_resource.strip():
         raise click.UsageError("--gpu-resource must not be empty")
     data = None
@@ -147,8 +90,12 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     if output == "-":
         click.echo(text, nl=False)
     else:
+        from translator.migrate.files import write_if_changed   # temp file + rename, same folder
+
         try:
-            write_atomic(output, text)
+            if not os.path.isdir(os.path.dirname(os.path.abspath(output))):   # like `>`: no folders made
+                raise FileNotFoundError(2, "no such directory")
+            write_if_changed(output, text.encode("utf-8"))
         except OSError as exc:
             click.echo(f"{output}: error: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(USAGE_ERROR)

@@ -12,32 +12,10 @@ from typing import Dict, List, Optional, Tuple
 
 import click
 
-USAGE_ERROR = 2
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items
 
 
-def _parse_env_items(items) -> Dict[str, str]:
-    env: Dict[str, str] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
-        env[key] = value
-    return env
-
-
-class _InspectCommand(click.Command):
-    """Splits the raw arguments at the first `--`: what follows are sbatch options, kept verbatim."""
-
-    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
-        args = list(args)
-        if "--" in args:
-            i = args.index("--")
-            ctx.meta["slurm2kf.sbatch_args"] = args[i + 1:]
-            args = args[:i]
-        return super().parse_args(ctx, args)
-
-
-@click.command(name="inspect", cls=_InspectCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(name="inspect", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per script per line (the contract).")
 @click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
               help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
@@ -60,7 +38,7 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
     if inherit_env:
         env.update({k: v for k, v in os.environ.items() if k.startswith("SBATCH_") or k in ("SLURM_CLUSTERS",
                                                                                              "SLURM_HINT")})
-    env.update(_parse_env_items(sbatch_env))
+    env.update(parse_env_items(sbatch_env))
 
     from translator.read import ReadError, read_file, read_script
     from translator.slurm.resolve import resolve

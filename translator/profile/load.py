@@ -22,8 +22,7 @@ from translator.profile.schema import (F_NOT_FOUND, F_REQUIRED, F_SYNTAX, F_VALU
                                        boolean, integer, list_of, mapping_of, obj, one_of, pattern,
                                        patterns, plain, quantity, string)
 
-PROFILE_FILENAME = "slurm2kf.yaml"
-PROFILE_ENV = "SLURM2KF_PROFILE"
+from translator.profile.lookup import PROFILE_ENV, PROFILE_FILENAME, find_profile  # noqa: F401 (re-exported)
 LAUNCHER_FAMILIES = (TORCHRUN, SRUN_TASKS, ACCELERATE, DEEPSPEED, MPI, JAX, PYTHON, SCRIPT)
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 
@@ -444,25 +443,3 @@ def load_profile(path: str) -> Profile:
     return parse_profile(text, path)
 
 
-def find_profile(script_path: Optional[str], explicit: Optional[str] = None,
-                 environ: Mapping[str, str] = os.environ) -> Optional[str]:
-    """Which profile applies: `explicit` (--profile), else $SLURM2KF_PROFILE, else the nearest
-    `slurm2kf.yaml` in the script's directory or one of its parents. None when there is none."""
-    if explicit:
-        return explicit
-    from_env = environ.get(PROFILE_ENV)
-    if from_env:
-        return from_env
-    if not script_path or script_path == "-":
-        start = os.getcwd()
-    else:
-        start = os.path.dirname(os.path.abspath(script_path))
-    directory = start
-    while True:
-        candidate = os.path.join(directory, PROFILE_FILENAME)
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
