@@ -211,10 +211,11 @@ _COUNT_VALUES = {"minus1": "-1", "minus0": "-0", "zero": "0", "int_max": "214748
                  "long_max": "9223372036854775807", "long_max1": "9223372036854775808",
                  "two64": "18446744073709551616", "plus": "+4", "zeros": "007", "space": "' 4'", "tab": "'\t4'",
                  "trailing": "4x"}
-# Known gaps, left out on purpose: GPU counts written "-0" or with leading blanks (Slurm's GRES
-# parser accepts `--gpus-per-task=-0` without -n and reads " 2" as a type; slurm2kf does not model it).
+# GPU counts with a sign or leading blanks are compared by verdict only (GRES_COUNT_PROBES below):
+# Slurm stores the TRES text as written ("gres:gpu:+4") and the oracle's reader takes "+4" for a type,
+# while Slurm's own GRES parser reads it with strtoull as the count 4.
 _COUNT_GAPS = {(o, v) for o in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
-               for v in ("minus0", "space", "tab")}
+               for v in ("minus1", "minus0", "space", "tab", "plus")}
 PROBES.update({f"count_{o}_{k}": [f"#SBATCH --{o}={v}"] for o in _COUNT_OPTIONS for k, v in _COUNT_VALUES.items()
                if (o, k) not in _COUNT_GAPS})
 PROBES.update({
@@ -282,6 +283,30 @@ def test_probes_agree_with_slurm(slurm_oracle, tmp_path):
     totals, problems = _problems(doc)
     assert problems == [], doc["fidelity_line"]
     assert totals["rejections_total"] == len(PROBES)
+
+
+# GRES count grammar (strtoull): with an untyped `--gpus=8`, a value Slurm read as a GPU *type* would
+# be refused ("with and without type identification"), and a count above 8 fails "--gpus >=
+# --gpus-per-node". So the verdicts tell count from type: "+4", " 4", "04" are 4; "-0"/"+0" are 0
+# (no per-task check); "-4" is 2**64-4 and "4k" 4096 (too many); "4 " is a type.
+_GRES_COUNT_VALUES = {"plus": "+4", "space": "' 4'", "tab": "'\t4'", "minus0": "-0", "minus4": "-4",
+                      "trailing_space": "'4 '", "zeros": "04", "kilo": "4k", "plus0": "+0"}
+GRES_COUNT_PROBES = {}
+for _k, _v in _GRES_COUNT_VALUES.items():
+    GRES_COUNT_PROBES[f"gpn_{_k}"] = [f"#SBATCH --gpus-per-node={_v} --gpus=8"]
+    GRES_COUNT_PROBES[f"gpt_{_k}"] = [f"#SBATCH --gpus-per-task={_v} --gpus=8 -n 2"]
+    GRES_COUNT_PROBES[f"gpt_alone_{_k}"] = [f"#SBATCH --gpus-per-task={_v}"]
+    GRES_COUNT_PROBES[f"gres_{_k}"] = [f"#SBATCH --gres=gpu:{_v} --gpus=8"]
+    GRES_COUNT_PROBES[f"gres_typed_{_k}"] = [f"#SBATCH --gres=gpu:a100:{_v}"]
+GRES_COUNT_PROBES["gps_minus0"] = ["#SBATCH --gpus-per-socket=-0"]
+
+
+def test_gres_count_verdicts_agree_with_slurm(slurm_oracle, tmp_path):
+    scripts = [_write(tmp_path, name, lines) for name, lines in GRES_COUNT_PROBES.items()]
+    doc = _score(slurm_oracle, tmp_path, scripts)
+    assert doc.get("rejection_disagreements", []) == [], doc["fidelity_line"]
+    assert doc["totals"]["rejections_total"] == len(GRES_COUNT_PROBES)
+    assert not doc.get("only_oracle") and not doc.get("only_translator")
 
 
 @pytest.mark.parametrize("run", sorted(PRECEDENCE_RUNS))

@@ -237,11 +237,23 @@ def format_nodes(lo: int, hi: int) -> str:
 _SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p": 1024 ** 5}
 
 
+_GRES_COUNT_RE = re.compile(r"^[ \t\n\v\f\r]*([+-]?)(\d+)([kKmMgGtTpP]?)\Z", re.ASCII)
+
+
 def _gres_count(s: str) -> Optional[int]:
-    m = re.match(r"(?a)^(\d+)([kKmMgGtTpP]?)\Z", s)
+    """A GRES count as Slurm reads it (strtoull, then an optional k/m/g/t/p suffix), or None when
+    the text is not a count (it is then a type or a GRES name). strtoull skips leading blanks and
+    takes a sign: " 4" and "+4" are 4, "-0" is 0, "-4" is 2**64 - 4; a trailing blank makes it a
+    type. Checked on the oracle with `--gpus-per-node=X --gpus=8`."""
+    m = _GRES_COUNT_RE.match(s)
     if not m:
         return None
-    return int(m.group(1)) * _SUFFIX.get(m.group(2).translate(_LOWER), 1)
+    n = int(m.group(2))
+    if n >= 2 ** 64:
+        return n                                 # beyond 64 bits: kept as written (slurmctld refuses the TRES)
+    if m.group(1) == "-":
+        n = (2 ** 64 - n) % 2 ** 64              # strtoull negates in unsigned arithmetic
+    return (n * _SUFFIX.get(m.group(3).translate(_LOWER), 1)) % 2 ** 64
 
 
 @dataclass(frozen=True)
