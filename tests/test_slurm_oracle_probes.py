@@ -232,6 +232,10 @@ PROBES.update({
     "core_spec_thread_bit": ["#SBATCH --core-spec=32768"], "core_spec_no_val": ["#SBATCH --core-spec=65534"],
     "thread_spec_thread_bit": ["#SBATCH --thread-spec=32768"],
     "mem_beyond_long": ["#SBATCH --mem=9223372036854775808"],
+    # -N 0 keeps no node count, but with a task count slurmctld records at least one node
+    "nodes_zero_tasks": ["#SBATCH -N 0 -n 2"], "nodes_zero_one_task": ["#SBATCH -N 0 -n 1"],
+    "nodes_zero_range_tasks": ["#SBATCH -N 0-4 -n 2"], "nodes_zero_cpus": ["#SBATCH -N 0 -c 2"],
+    "nodes_zero_tasks_per_node": ["#SBATCH -N 0 --ntasks-per-node=2"], "nodes_zero_gpus": ["#SBATCH -N 0 --gpus=2"],
 })
 
 # (environment items, sbatch command-line words) applied to two small scripts

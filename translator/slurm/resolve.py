@@ -845,6 +845,9 @@ def _job_nodes(st, gpus_total, gpus_per_node) -> Tuple[Optional[int], Optional[i
     if nodes is None:
         return None, None
     lo, hi = nodes
+    t = st.get("ntasks")
+    if lo == 0 and t is not None and isinstance(t.parsed, int) and t.parsed > 0:
+        lo = 1                       # slurmctld: tasks need at least one node (`-N 0 -n 2` is 1 node)
     if gpus_total and gpus_per_node and gpus_total % gpus_per_node == 0:
         need = gpus_total // gpus_per_node
         if lo <= need and (not hi or need <= hi):
