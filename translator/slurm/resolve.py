@@ -188,7 +188,8 @@ class _Resolver:
             v = V.parse_nice(value)
             return str(v), v
         if kind == "wait_all_nodes":
-            return value, V.parse_wait_all_nodes(value)
+            v = V.parse_wait_all_nodes(value)
+            return str(v), v
         if kind == "gres_flags":
             return value, V.parse_gres_flags(value)
         if kind == "mail_type":
@@ -196,7 +197,14 @@ class _Resolver:
         if name == "hint":
             return value, V.parse_hint(value)
         if name == "extra-node-info":
-            return value, V.parse_extra_node_info(value)
+            counts = V.parse_extra_node_info(value)
+            parts = (value or "").split(":")
+            if all(V._INT_RE.match(p) for p in parts):      # plain numbers read back as ints ("+4" -> 4)
+                return ":".join(str(n) for n in counts), counts
+            return value, counts
+        if name == "priority":
+            v = V.parse_priority(value)
+            return v, v
         if name == "propagate":
             v = value or "ALL"
             return v, v

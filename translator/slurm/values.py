@@ -86,12 +86,33 @@ def parse_count(value: str, option: str, allow_zero: bool = False) -> int:
     return wrap_int(n)
 
 
+NICE_LIMIT = 2 ** 31 - 3      # NICE_OFFSET - 3
+
+
 def parse_nice(value: Optional[str]) -> int:
-    """--nice[=adj]: no value means 100; the value is read like atoi (garbage gives 0)."""
+    """--nice[=adj]: no value means 100; the value is read with strtoll (garbage gives 0) and must
+    stay within +/- 2147483645."""
     if value is None or value == "":
         return 100
     m = re.match(r"(?a)^\s*([+-]?\d+)", value)
-    return int(m.group(1)) if m else 0
+    n = wrap_long(int(m.group(1))) if m else 0
+    if abs(n) > NICE_LIMIT:
+        raise InvalidValue(f"Invalid --nice value, out of range (+/- {NICE_LIMIT})")
+    return n
+
+
+def parse_priority(value: str) -> str:
+    """--priority: TOP, or a number read with strtoll that must be >= 0 and below NO_VAL
+    (4294967294); sbatch's merged options show it as a C int (2147483648 -> -2147483648)."""
+    s = value or ""
+    if not _INT_RE.match(s):
+        return s                      # TOP, or text strtoll reads as 0 (rendered as written)
+    n = wrap_long(int(s))
+    if n < 0:
+        raise InvalidValue("Priority must be >= 0")
+    if n >= 0xFFFFFFFE:
+        raise InvalidValue("Priority must be < 4294967294")
+    return str(wrap_int(n))
 
 
 # ---- time ------------------------------------------------------------------------------------
@@ -112,14 +133,55 @@ def _valid_timespec(s: str) -> bool:
     return dash <= 1 and colon <= 2
 
 
+def _c_int(digits: str) -> int:
+    """A decimal field as sscanf("%d") stores it: strtol (clamped to a C long), then cast to int."""
+    return wrap_int(wrap_long(int(digits))) if digits else 0
+
+
+def _time_spec_seconds(s: str, option: str) -> int:
+    """time_str2secs on a valid spec (not -1/INFINITE/UNLIMITED, not `-D`): the seconds as a C int.
+
+    Slurm computes in int, so huge fields wrap around (2147483647 minutes is -60 s)."""
+    fields = s.partition("-")[2].split(":") if "-" in s else s.split(":")
+    if ("-" in s and s.partition("-")[2] and any(f == "" for f in fields)) or \
+            ("-" not in s and any(f == "" for f in fields)):
+        raise InvalidValue(f"Invalid --{option} specification")      # `1::0`, `:30`, `1:`, `1-2:`
+    days = hours = minutes = seconds = 0
+    if "-" in s:
+        d, _, rest = s.partition("-")
+        days = _c_int(d)
+        nums = [_c_int(p) for p in rest.split(":")] if rest else []
+        if len(nums) >= 1:
+            hours = nums[0]
+        if len(nums) >= 2:
+            minutes = nums[1]
+        if len(nums) >= 3:
+            seconds = nums[2]
+    else:
+        nums = [_c_int(p) for p in s.split(":")]
+        if len(nums) == 1:
+            minutes = nums[0]
+        elif len(nums) == 2:
+            minutes, seconds = nums
+        else:
+            hours, minutes, seconds = nums
+    return wrap_int(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+
+
+def _is_unlimited_word(s: str) -> bool:
+    return c_lower(c_strip(s)) in ("-1", "infinite", "unlimited")
+
+
 def parse_time(value: str, option: str = "time") -> int:
     """Time limit in seconds, as sbatch stores it: whole minutes (seconds rounded UP).
 
     Forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S; -1/INFINITE/UNLIMITED and 0 mean no limit (0 is
-    returned for both).
+    returned for both). Like time_str2mins, the arithmetic is C int arithmetic and the minutes
+    are stored unsigned: 35791395 minutes is 4259175904 minutes, 71582788 minutes is 0 (no limit),
+    and a value that lands on INFINITE (2147483646 minutes) is no limit as well.
     """
     s = value or ""
-    if s.strip(C_SPACE).translate(_LOWER) in ("-1", "infinite", "unlimited"):
+    if _is_unlimited_word(s):
         return NO_LIMIT
     if not s or not _valid_timespec(s):
         raise InvalidValue(f"Invalid --{option} specification")
@@ -130,32 +192,23 @@ def parse_time(value: str, option: str = "time") -> int:
             raise InvalidValue(f"Invalid --{option} specification")
         days_back = int(after)
         return 0 if days_back == 0 else ((2 ** 32 + 1 - days_back * 1440) % 2 ** 32) * 60
-    fields = after.split(":") if dash else s.split(":")
-    if (dash and after and any(f == "" for f in fields)) or (not dash and any(f == "" for f in fields)):
-        raise InvalidValue(f"Invalid --{option} specification")      # `1::0`, `:30`, `1:`, `1-2:`
-    days = hours = minutes = seconds = 0
-    if "-" in s:
-        d, _, rest = s.partition("-")
-        days = int(d) if d else 0
-        parts = rest.split(":") if rest else []
-        nums = [int(p) if p else 0 for p in parts]
-        if len(nums) >= 1:
-            hours = nums[0]
-        if len(nums) >= 2:
-            minutes = nums[1]
-        if len(nums) >= 3:
-            seconds = nums[2]
-    else:
-        nums = [int(p) if p else 0 for p in s.split(":")]
-        if len(nums) == 1:
-            minutes = nums[0]
-        elif len(nums) == 2:
-            minutes, seconds = nums
-        else:
-            hours, minutes, seconds = nums
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    total_min = (total + 59) // 60
-    return total_min * 60
+    secs = _time_spec_seconds(s, option)
+    rounded = wrap_int(secs + 59)
+    minutes = (abs(rounded) // 60) * (1 if rounded >= 0 else -1)      # C division truncates
+    stored = minutes % 2 ** 32
+    if stored == 0xFFFFFFFE:                                          # NO_VAL
+        raise InvalidValue(f"Invalid --{option} specification")
+    if stored == 0xFFFFFFFF:                                          # INFINITE
+        return NO_LIMIT
+    return stored * 60
+
+
+def format_seconds(seconds: int) -> str:
+    """secs2time_str: `HH:MM:SS` or `D-HH:MM:SS` (seconds kept)."""
+    d, rem = divmod(seconds, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{d}-{h:02d}:{m:02d}:{sec:02d}" if d else f"{h:02d}:{m:02d}:{sec:02d}"
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -357,7 +410,7 @@ def format_signal(sig: "SignalSpec", written: str) -> str:
     """The signal as sbatch renders it: flags, then the name (or the number if given as one)."""
     body = written.split(":", 1)[1] if ":" in written else written
     name_part = body.split("@", 1)[0]
-    name = str(sig.number) if is_digits(name_part) else sig.name
+    name = str(sig.number) if _INT_RE.match(name_part) else sig.name
     text = (sig.flags_written + ":" if sig.flags_written else "") + name
     return text + (f"@{sig.seconds}" if "@" in body else "")
 
@@ -379,11 +432,13 @@ def split_array(value: str) -> Tuple[str, Optional[int]]:
     spec, pct, thr = (value or "").partition("%")
     if not pct:
         return spec.rstrip(","), None
-    m = re.match(r"(?a)^\s*(\d+)", thr)
+    m = re.match(r"(?a)^\s*([+-]?\d+)", thr)
     rest = thr[m.end():] if m else thr
     if rest.startswith(","):         # `1-3:2%1,5`: what follows the throttle still lists indexes
         spec += rest
-    return spec.rstrip(","), int(m.group(1)) if m else 0
+    # strtol into a C int: a throttle that is not positive there (%-1, %2147483648) is no limit
+    throttle = wrap_int(wrap_long(int(m.group(1)))) if m else 0
+    return spec.rstrip(","), max(throttle, 0)
 
 
 def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int], List[str]]:
@@ -481,8 +536,8 @@ def parse_signal(value: str) -> SignalSpec:
         written_flags = flags.translate(_UPPER)
         flags = "".join(sorted(set(written_flags), key="RB".index))
     sig, at, secs = s.partition("@")
-    if is_digits(sig):
-        num = int(sig) & 0xFFFF
+    if _INT_RE.match(sig):           # strtol: blanks and a sign allowed; kept in 16 bits (-1 is 65535)
+        num = wrap_long(int(sig)) & 0xFFFF
     else:
         up = sig.translate(_UPPER)
         if up.startswith("SIG"):
@@ -492,7 +547,7 @@ def parse_signal(value: str) -> SignalSpec:
         raise InvalidValue("Invalid --signal specification")
     seconds = 60
     if at:
-        if not re.fullmatch(r"(?a)\d+", secs) or int(secs) > 0xFFFF:
+        if not _INT_RE.match(secs) or not 0 <= wrap_long(int(secs)) <= 0xFFFF:
             raise InvalidValue("Invalid --signal specification")
         seconds = int(secs)
     return SignalSpec(flags, num, seconds, written_flags if flags else "")
@@ -557,8 +612,11 @@ def parse_no_kill(value: Optional[str]) -> bool:
 
 
 def parse_wait_all_nodes(value: str) -> int:
-    if value in ("0", "1"):
-        return int(value)
+    """parse_int (negative and LONG_MAX refused), kept in 16 bits, then 0 or 1 only:
+    4294967296 is 0, 4294967295 (65535) is refused."""
+    n = parse_count(value, "wait-all-nodes", allow_zero=True) & 0xFFFF
+    if n in (0, 1):
+        return n
     raise InvalidValue("Invalid --wait-all-nodes specification")
 
 
@@ -594,11 +652,11 @@ def parse_distribution(value: str) -> str:
     levels = base.split(":")
     first = levels[0]
     if first.startswith("plane="):
-        if not is_digits(first[6:]):
+        # the plane size is read with strtol into an int and must be positive ("plane=+4" is 4)
+        size = wrap_int(wrap_long(int(first[6:]))) if _INT_RE.match(first[6:]) else 0
+        if size <= 0 or len(levels) > 1:
             raise InvalidValue("Invalid --distribution specification")
-        if len(levels) > 1:
-            raise InvalidValue("Invalid --distribution specification")
-        return s
+        return f"plane={size}" + (f",{flag}" if flag else "")
     if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
     return ":".join("block" if l == "*" else l for l in levels) + (f",{flag}" if flag else "")   # `*` = default
@@ -633,24 +691,54 @@ def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
         if part == "*":
             out.append(None)
             continue
-        m = re.fullmatch(r"(?a)(\d+)(?:-(\d+|\*))?", part)
-        if not m:
-            raise InvalidValue(f'Invalid numeric value "{part}" for {names[i]} arg of -B.')
-        out.append(int(m.group(1)))
+        out.append(_resource_range_min(part, f"{names[i]} arg of -B"))
     return tuple(out)
+
+
+_RANGE_RE = re.compile(r"^\s*([+-]?\d+)([kKmM]?)(.*)\Z", re.ASCII | re.DOTALL)
+
+
+def _resource_range_min(part: str, what: str) -> int:
+    """get_resource_arg_range: strtol (k/m suffixes), then `-max` may follow; a negative value is
+    invalid and one above INT_MAX is "to big"."""
+    m = _RANGE_RE.match(part)
+    if not m or (m.group(3) and not m.group(3).startswith("-")):
+        raise InvalidValue(f'Invalid numeric value "{part}" for {what}.')
+    n = wrap_long(int(m.group(1)))
+    n = wrap_long(n * {"": 1, "k": 1024, "m": 1048576}[m.group(2).translate(_LOWER)], clamp=False)
+    if n < 0:
+        raise InvalidValue(f'Invalid numeric value "{part}" for {what}.')
+    if n > 2 ** 31 - 1:
+        raise InvalidValue(f"Numeric argument ({n}) to big for {what}.")
+    rest = m.group(3)[1:] if m.group(3) else None
+    if rest is not None and rest != "*" and not re.fullmatch(r"(?a)\d+", rest):
+        raise InvalidValue(f'Invalid numeric value "{part}" for {what}.')
+    return n
 
 
 # ---- less common options, rendered as sbatch merges them ------------------------------------
 
 def parse_delay_boot(value: str) -> str:
-    """--delay-boot: a time in minutes (time grammar); rendered HH:MM:SS."""
+    """--delay-boot: time_str2secs (time grammar, seconds kept, C int arithmetic), stored unsigned
+    and rendered D-HH:MM:SS; -1/INFINITE/UNLIMITED is UNLIMITED (checked on the oracle)."""
+    s = value or ""
+    if _is_unlimited_word(s):
+        return "UNLIMITED"
+    if not s or not _valid_timespec(s):
+        raise InvalidValue("Invalid --delay-boot specification")
+    if s.startswith("-"):
+        try:
+            secs = parse_time(value, "delay-boot")
+        except InvalidValue:
+            raise InvalidValue("Invalid --delay-boot specification") from None
+        return format_time(secs) if secs else "00:00:00"
     try:
-        secs = parse_time(value, "delay-boot")
+        stored = _time_spec_seconds(s, "delay-boot") % 2 ** 32
     except InvalidValue:
         raise InvalidValue("Invalid --delay-boot specification") from None
-    if (value or "").strip(C_SPACE).translate(_LOWER) in ("-1", "infinite", "unlimited"):
+    if stored == 0xFFFFFFFE:
         raise InvalidValue("Invalid --delay-boot specification")
-    return format_time(secs) if secs else "00:00:00"
+    return "UNLIMITED" if stored == 0xFFFFFFFF else format_seconds(stored)
 
 
 _PROFILE = ("energy", "lustre", "network", "task")
@@ -709,12 +797,12 @@ def parse_power(value: str) -> Tuple[str, bool]:
 def parse_switches(value: str) -> str:
     """--switches=count[@max-time]: rendered count@HH:MM:SS."""
     count, at, wait = (value or "").partition("@")
-    if not re.fullmatch(r"(?a)\s*\d+", count):
-        raise InvalidValue(f'Invalid numeric value "{count}" for --switches.')
+    n = parse_count(count, "switches", allow_zero=True)         # a C int: 4294967296 is 0
+    text = "unset" if n == -1 else str(n)                        # -1 (4294967295) reads back as unset
     if not at:
-        return str(int(count))
+        return text
     secs = parse_time(wait, "switches")
-    return f"{int(count)}@{format_time(secs) if secs else '00:00:00'}"
+    return f"{text}@{format_time(secs) if secs else '00:00:00'}"
 
 
 _MEM_BIND_WORDS = ("none", "no", "local", "rank", "sort", "nosort", "prefer", "verbose", "v", "quiet", "q",
