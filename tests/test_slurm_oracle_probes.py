@@ -211,6 +211,18 @@ _COUNT_VALUES = {"minus1": "-1", "minus0": "-0", "zero": "0", "int_max": "214748
                  "long_max": "9223372036854775807", "long_max1": "9223372036854775808",
                  "two64": "18446744073709551616", "plus": "+4", "zeros": "007", "space": "' 4'", "tab": "'\t4'",
                  "trailing": "4x"}
+# Other numeric options around the same edges (strtol/strtoll and the C type each is kept in).
+_NUMERIC_FORMS = {"nice": "--nice={}", "time": "-p cpu --time={}", "time_min": "--time-min={}", "tmp": "--tmp={}",
+                  "mem": "--mem={}", "mem_per_cpu": "--mem-per-cpu={}", "throttle": "--array=0-3%{}",
+                  "signal": "--signal={}", "signal_time": "--signal=USR1@{}", "switches": "--switches={}",
+                  "extra_node_info": "-B {}", "plane": "--distribution=plane={} -n 4", "delay_boot": "--delay-boot={}",
+                  "priority": "--priority={}", "wait_all_nodes": "--wait-all-nodes={}"}
+_NUMERIC_VALUES = {"minus1": "-1", "int_max1": "2147483648", "uint_max": "4294967295", "two32": "4294967296",
+                   "long_max1": "9223372036854775808", "plus": "+4", "zeros": "007", "space": "' 4'"}
+# left out: --mem/--mem-per-cpu=4294967295 (the oracle reads scontrol's rounded "4T" as 4294967296)
+PROBES.update({f"numeric_{o}_{k}": ["#SBATCH " + f.format(v)] for o, f in _NUMERIC_FORMS.items()
+               for k, v in _NUMERIC_VALUES.items() if not (o in ("mem", "mem_per_cpu") and k == "uint_max")})
+
 # GPU counts with a sign or leading blanks are compared by verdict only (GRES_COUNT_PROBES below):
 # Slurm stores the TRES text as written ("gres:gpu:+4") and the oracle's reader takes "+4" for a type,
 # while Slurm's own GRES parser reads it with strtoull as the count 4.
@@ -232,6 +244,13 @@ PROBES.update({
     "core_spec_thread_bit": ["#SBATCH --core-spec=32768"], "core_spec_no_val": ["#SBATCH --core-spec=65534"],
     "thread_spec_thread_bit": ["#SBATCH --thread-spec=32768"],
     "mem_beyond_long": ["#SBATCH --mem=9223372036854775808"],
+    # huge times: Slurm computes seconds in a C int and stores minutes unsigned
+    "time_wraps_35791395": ["#SBATCH -p cpu -t 35791395"], "time_wraps_to_zero": ["#SBATCH -p cpu -t 71582788"],
+    "time_wraps_to_infinite": ["#SBATCH -p cpu -t 2147483646"], "time_wraps_1e9": ["#SBATCH -p cpu -t 1000000000"],
+    "time_huge_seconds": ["#SBATCH -p cpu -t 0:99999999999"], "time_huge_hours": ["#SBATCH -p cpu -t 1-99999999"],
+    "delay_boot_minus1": ["#SBATCH --delay-boot=-1"], "delay_boot_infinite": ["#SBATCH --delay-boot=INFINITE"],
+    "delay_boot_wraps": ["#SBATCH --delay-boot=2147483647"], "delay_boot_seconds": ["#SBATCH --delay-boot=0:99999999999"],
+    "delay_boot_ms": ["#SBATCH --delay-boot=2:30"],
     # -N 0 keeps no node count, but with a task count slurmctld records at least one node
     "nodes_zero_tasks": ["#SBATCH -N 0 -n 2"], "nodes_zero_one_task": ["#SBATCH -N 0 -n 1"],
     "nodes_zero_range_tasks": ["#SBATCH -N 0-4 -n 2"], "nodes_zero_cpus": ["#SBATCH -N 0 -c 2"],
