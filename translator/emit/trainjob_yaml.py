@@ -44,7 +44,9 @@ def _dumper(fast: bool = True):
 
     def represent_str(dumper, value):
         style = None
-        if any(ch in _YAML_SPECIAL_BREAKS or (ch != "\n" and not ch.isprintable()) for ch in value):
+        # Every character of _YAML_SPECIAL_BREAKS is non-printable, so "a non-printable character other
+        # than \n" covers them too; str.isprintable() runs in C over the whole string.
+        if not value.isprintable() and not value.replace("\n", "").isprintable():
             style = '"'          # escapes everything; PyYAML would write NEL/LS/PS raw in other styles
         elif "\n" in value:
             style = "|"          # PyYAML falls back to double quotes when a block cannot hold it
@@ -59,7 +61,10 @@ def _dumper(fast: bool = True):
 
 def sanitize_comment(text: str) -> str:
     """One comment line's text: every non-printable character (line breaks included) becomes a space."""
-    return "".join(ch if (ch.isprintable() or ch == "\t") else " " for ch in str(text)).replace("\t", " ")
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if (ch.isprintable() or ch == "\t") else " " for ch in text).replace("\t", " ")
 
 
 def findings_comment_lines(plan) -> list:

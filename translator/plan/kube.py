@@ -16,6 +16,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def escape(text: str) -> str:
+    if "$" not in text:                                  # the common case: nothing to escape
+        return text
     out = []
     i = 0
     n = len(text)
