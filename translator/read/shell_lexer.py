@@ -151,6 +151,16 @@ class ShellLexer:
 
     _CLOSES = {"FI": "if", "DONE": "loop", "ESAC": "case", "RBRACE": "group", "RPAREN": "subshell"}
     _EXPECT = {"if": "fi", "loop": "done", "case": "esac", "group": "}", "subshell": ")"}
+    # token -> (frame kind, first phase) for block openers
+    _OPENS = {"IF": ("if", "cond"), "LOOP": ("loop", "cond"), "CASE": ("case", "pattern"),
+              "LBRACE": ("group", "body"), "LPAREN": ("subshell", "body")}
+    # token -> (frame kind it belongs to, phases it may follow, phase it starts, complaint otherwise)
+    _MIDDLES = {
+        "THEN": ("if", ("cond", "elifcond"), "body", "`then` without a matching `if`"),
+        "ELIF": ("if", ("body",), "elifcond", "`elif` without a matching `if ... then`"),
+        "ELSE": ("if", ("body",), "else", "`else` without a matching `if ... then`"),
+        "DO": ("loop", ("cond",), "body", "`do` without a matching `for`/`while`/`until`"),
+    }
 
     def emit(self, tok: LexToken) -> None:
         t = tok.type
@@ -158,49 +168,25 @@ class ShellLexer:
         top = frames[-1] if frames else None
         if t in ("CMD", "COMMENT"):
             self._push(tok)
-        elif t == "IF":
-            frames.append(_Frame("if", "cond", tok.line, "if"))
-            self.max_depth = max(self.max_depth, len(frames))
-            self._push(tok)
-        elif t == "LOOP":
-            frames.append(_Frame("loop", "cond", tok.line, tok.text.split()[0] if tok.text.split() else "for"))
-            self.max_depth = max(self.max_depth, len(frames))
-            self._push(tok)
-        elif t == "CASE":
-            frames.append(_Frame("case", "pattern", tok.line, "case"))
-            self.max_depth = max(self.max_depth, len(frames))
-            self._push(tok)
-        elif t in ("LBRACE", "LPAREN"):
-            frames.append(_Frame("group" if t == "LBRACE" else "subshell", "body", tok.line, tok.text))
+        elif t in self._OPENS:
+            kind, phase = self._OPENS[t]
+            if t == "LOOP":
+                name = tok.text.split()[0] if tok.text.split() else "for"
+            else:
+                name = tok.text if t in ("LBRACE", "LPAREN") else kind
+            frames.append(_Frame(kind, phase, tok.line, name))
             self.max_depth = max(self.max_depth, len(frames))
             self._push(tok)
         elif t == "FUNC":
             self._push(tok)
             self.pending_func = len(self.tokens) - 1
-        elif t == "THEN":
-            if top is not None and top.kind == "if" and top.phase in ("cond", "elifcond"):
-                top.phase = "body"
+        elif t in self._MIDDLES:
+            kind, allowed, phase, complaint = self._MIDDLES[t]
+            if top is not None and top.kind == kind and top.phase in allowed:
+                top.phase = phase
                 self._push(tok)
             else:
-                self._demote(tok, "`then` without a matching `if`")
-        elif t == "ELIF":
-            if top is not None and top.kind == "if" and top.phase == "body":
-                top.phase = "elifcond"
-                self._push(tok)
-            else:
-                self._demote(tok, "`elif` without a matching `if ... then`")
-        elif t == "ELSE":
-            if top is not None and top.kind == "if" and top.phase == "body":
-                top.phase = "else"
-                self._push(tok)
-            else:
-                self._demote(tok, "`else` without a matching `if ... then`")
-        elif t == "DO":
-            if top is not None and top.kind == "loop" and top.phase == "cond":
-                top.phase = "body"
-                self._push(tok)
-            else:
-                self._demote(tok, "`do` without a matching `for`/`while`/`until`")
+                self._demote(tok, complaint)
         elif t == "PATTERN":
             top.phase = "body"
             self._push(tok)

@@ -72,6 +72,16 @@ def make_word(raw: str) -> Word:
     return w
 
 
+def _expansion(raw: str, i: int) -> Tuple[int, bool]:
+    """At a `$` or backtick: (end of the expansion, whether the shell expands anything there).
+    The text is kept verbatim in Word.value either way; a lone `$` is not an expansion."""
+    if raw[i] == "`":
+        k = raw.find("`", i + 1)
+        return (len(raw) if k < 0 else k + 1), True
+    end = _expansion_end(raw, i)
+    return end, end > i + 1
+
+
 def _make_word(raw: str) -> Word:
     if _SIMPLE.match(raw):
         return Word(raw, raw, True)
@@ -121,37 +131,21 @@ def _make_word(raw: str) -> Word:
                         out.append("\\" + raw[i + 1])
                     i += 2
                     continue
-                if d == "$":
-                    end = _expansion_end(raw, i)
-                    if end > i + 1:
-                        literal = False
+                if d == "$" or d == "`":
+                    end, expands = _expansion(raw, i)
+                    literal = literal and not expands
                     out.append(raw[i:end])
                     i = end
-                    continue
-                if d == "`":
-                    k = raw.find("`", i + 1)
-                    k = n - 1 if k < 0 else k
-                    out.append(raw[i:k + 1])
-                    literal = False
-                    i = k + 1
                     continue
                 out.append(d)
                 i += 1
             i += 1
             continue
-        if c == "$":
-            end = _expansion_end(raw, i)
-            if end > i + 1:
-                literal = False
+        if c == "$" or c == "`":
+            end, expands = _expansion(raw, i)
+            literal = literal and not expands
             out.append(raw[i:end])
             i = end
-            continue
-        if c == "`":
-            k = raw.find("`", i + 1)
-            k = n - 1 if k < 0 else k
-            out.append(raw[i:k + 1])
-            literal = False
-            i = k + 1
             continue
         if c in "*?[":
             literal = False
