@@ -68,6 +68,9 @@ def test_wrapper_installs_with_index_urls_then_execs_launcher(tmp_path):
     p = plan(command=("printf",), args=("<%s>\n", "x y", "$(id)", "'q'"),
              packages=tuple(hostile), pip_index_urls=("https://pypi.org/simple", "https://idx.example/$(id)"))
     command, args = container_command(p)
+    from translator.plan.kube import expand
+    # the script is escaped for the kubelet's $(NAME)/$$ expansion: run what the container receives
+    args = [expand(args[0])] + args[1:]
     proc, calls = _run(command, args, tmp_path)
     assert proc.returncode == 0, proc.stderr
     # the launcher got its arguments verbatim (no word splitting, no expansion)

@@ -189,7 +189,8 @@ def test_pip_packages_reach_pip_as_single_arguments(tmp_path, value):
     launcher = trainer["args"][2:]
     assert S.survives_k8s(value, launcher[-1]), launcher
     launcher = [S.k8s_effective(a)[0] for a in launcher]     # what the container receives
-    args = trainer["args"][:2] + ["printf", "%s\\0"] + launcher[1:]
+    script = S.k8s_effective(trainer["args"][0])[0]                 # the kubelet expands the script too
+    args = [script, trainer["args"][1], "printf", "%s\\0"] + launcher[1:]
     proc, pip_argv = _run_wrapper(tmp_path, trainer["command"], args)
     assert proc.returncode == 0, proc.stderr
     assert spec.encode() in pip_argv and b"numpy" in pip_argv, pip_argv

@@ -75,5 +75,9 @@ def container_command(plan) -> Tuple[List[str], List[str]]:
     args = [str(a) for a in plan.args]
     if not plan.packages:
         return command, args
-    script = install_script(plan.packages, plan.pip_index_urls, plan.pip_extra_args)
+    from translator.plan.kube import escape   # the kubelet expands $(NAME) and $$ in args
+
+    # Package specs come from the script: escape them like every other arg the plan carries, so the
+    # container receives exactly this text (our own lines hold no `$$` or `$(NAME)`).
+    script = escape(install_script(plan.packages, plan.pip_index_urls, plan.pip_extra_args))
     return ["bash", "-c"], [script, WRAPPER_NAME, *command, *args]
