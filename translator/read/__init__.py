@@ -77,7 +77,7 @@ def _interpreter(shebang: Optional[str]) -> str:
     """The program a `#!` line runs: `#!/bin/bash -l` -> bash, `#!/usr/bin/env -S python3 -u` -> python3."""
     if not shebang or not shebang.startswith("#!"):
         return ""
-    words = shebang[2:].split()
+    words = [w for w in shebang[2:].replace("\t", " ").split(" ") if w]   # the kernel splits on blanks only
     if not words:
         return ""
     prog = words[0].rsplit("/", 1)[-1]
