@@ -23,8 +23,10 @@ from translator.cli import report_cmd as _shared
               help="Write nothing; exit 1 when any output would change or any script has an error (for CI).")
 @click.option("--max-size", type=click.IntRange(1, None), default=1 << 20, show_default=True, metavar="BYTES",
               help="Skip (and report) files larger than this.")
+@click.option("--timeout", type=click.FloatRange(0, None), default=60.0, show_default=True, metavar="SECONDS",
+              help="Stop converting a script after this long and record it (M615); 0 = no limit.")
 @_shared.convert_options
-def command(src, out, jobs, include, exclude, force, check, max_size, **convert_opts) -> None:
+def command(src, out, jobs, include, exclude, force, check, max_size, timeout, **convert_opts) -> None:
     """Convert every Slurm job script under SRC (found by content) into OUT.
 
     Exit status: 0 all scripts converted, 1 some scripts have errors (or, with --check, some output
@@ -35,7 +37,8 @@ def command(src, out, jobs, include, exclude, force, check, max_size, **convert_
     settings = _shared.settings_from(convert_opts)
     try:
         res = migrate(MigrateOptions(src=src, out=out, settings=settings, jobs=jobs, include=include,
-                                     exclude=exclude, force=force, check=check, max_size=max_size))
+                                     exclude=exclude, force=force, check=check, max_size=max_size,
+                                     timeout=timeout))
     except MigrateError as exc:
         click.echo(f"slurm2kf migrate: error {exc.code} {exc.message}", err=True)
         sys.exit(2)

@@ -42,6 +42,7 @@ class MigrateOptions:
     force: bool = False
     check: bool = False
     max_size: int = DEFAULT_MAX_SIZE
+    timeout: float = 60.0              # seconds per script before it is recorded as M615 (0 = none)
     progress: Optional[bool] = None    # None = rich bar when stderr is a terminal
     echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
     max_messages: int = 50             # per-script problem lines printed before "... and N more"
@@ -148,15 +149,18 @@ def _batches(found: Iterator, skipped: List[SkippedFile], counter: List[int],
 
 
 def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callable[[List[FileResult]], None]) -> None:
-    """Run batches inline (jobs == 1) or in a process pool with at most 2*jobs batches in flight."""
+    """Run batches inline (jobs == 1) or in a process pool with at most 2*jobs batches in flight.
+
+    A worker that dies (a signal, the OOM killer) breaks the pool: the files of the batches that were
+    in flight are then converted one at a time, each in a process of its own, so the script that kills
+    its process is recorded against itself (M616) and the run goes on with a fresh pool.
+    """
     if jobs <= 1:
         init(ctx)
         for b in batches:
             on_results(run_batch(b))
         return
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
 
     from translator.migrate import worker
 
@@ -165,40 +169,63 @@ def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callabl
         mp = multiprocessing.get_context("fork")
     except ValueError:
         mp = None
+    source = iter(batches)
+    while True:
+        lost = _run_pool(source, ctx, jobs, on_results, mp)
+        if not lost:
+            return
+        for batch in lost:
+            for item in batch:
+                _run_alone(item, ctx, on_results, mp)
+
+
+def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> List[list]:
+    """Feed `source` to a pool until it is exhausted ([] returned) or the pool breaks (the batches
+    that were in flight are returned; `source` keeps the rest)."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     pending: Dict[object, list] = {}
-    leftover: List[list] = []
+    lost: List[list] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=init, initargs=(ctx,)) as pool:
-        it = iter(batches)
-        exhausted = False
-        broken = False
         while True:
-            while not exhausted and not broken and len(pending) < 2 * jobs:
-                try:
-                    b = next(it)
-                except StopIteration:
-                    exhausted = True
+            while not lost and len(pending) < 2 * jobs:
+                b = next(source, None)
+                if b is None:
                     break
                 try:
                     pending[pool.submit(run_batch, b)] = b
                 except BrokenProcessPool:
-                    leftover.append(b)
-                    broken = True
+                    lost.append(b)
             if not pending:
-                break
+                return lost
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for fut in done:
                 b = pending.pop(fut)
                 try:
                     on_results(fut.result())
                 except BrokenProcessPool:
-                    leftover.append(b)
-                    broken = True
-        if broken:
-            leftover.extend(it)
-    if leftover:  # a worker died (e.g. killed by the OOM killer): finish the rest here, one by one
-        init(ctx)
-        for b in leftover:
-            on_results(run_batch(b))
+                    lost.append(b)
+            if lost:                      # the pool is broken: every batch still pending is lost too
+                lost.extend(pending.values())
+                pending.clear()
+                return lost
+
+
+def _run_alone(item, ctx: WorkContext, on_results, mp) -> None:
+    """Convert one (candidate, suffix) in a process of its own; its death is recorded as M616."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from translator.migrate.worker import failed_result
+
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=mp, initializer=init, initargs=(ctx,)) as pool:
+            results = pool.submit(run_batch, [item]).result()
+    except BrokenProcessPool:
+        results = [failed_result(item[0].rel, "M616", "the process converting this script died (killed by a "
+                                 "signal or the out-of-memory killer); the run went on without it")]
+    on_results(results)
 
 
 def migrate(opts: MigrateOptions) -> MigrateResult:
@@ -226,7 +253,7 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
             raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
 
     ctx = WorkContext(out_dir=out if write_outputs else None, settings=settings, check=opts.check,
-                      max_size=opts.max_size)
+                      max_size=opts.max_size, timeout=opts.timeout)
     result = MigrateResult(exit_code=0)
     skipped: List[SkippedFile] = []
     outputs: Dict[str, str] = {}                 # rel OUT path -> sha256

@@ -26,6 +26,7 @@ class WorkContext:
     check: bool = False
     max_size: int = 1 << 20
     source_label: str = ""          # prefix for the source path recorded in annotations ("" = relative)
+    timeout: float = 60.0           # seconds one script may take (0 = no limit); over it: M615
 
 
 @dataclass
@@ -125,15 +126,48 @@ def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> Fil
     if not is_job_script(data):
         return FileResult(c.rel, "binary" if looks_binary(data) else "other")
     try:
-        return _convert(c, data, ctx, suffix)
+        return _with_deadline(ctx.timeout, _convert, c, data, ctx, suffix)
+    except ScriptTimeout:
+        return failed_result(c.rel, "M615", f"conversion took longer than {ctx.timeout:g} s (--timeout); stopped")
     except Exception as exc:  # a bug in a stage must not stop the run: record it against the script
-        from translator.report.model import ERRORS, Issue, ScriptReport
+        return failed_result(c.rel, "M606", f"internal error while converting ({type(exc).__name__}: {exc})")
 
-        msg = f"internal error while converting ({type(exc).__name__}: {exc})"
-        sr = ScriptReport(path=c.rel, outcome=ERRORS, sbatch_accepts=False,
-                          issues=(Issue("error", "M606", msg[:500], None,
-                                        "report this script to the slurm2kf maintainers"),))
-        return _result(c.rel, sr)
+
+class ScriptTimeout(Exception):
+    """One script took longer than WorkContext.timeout."""
+
+
+def _with_deadline(seconds: float, fn, *args):
+    """fn(*args), interrupted by ScriptTimeout after `seconds` (a SIGALRM timer; main thread only,
+    which is where pool workers and inline runs call it)."""
+    import signal
+    import threading
+
+    if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "setitimer"):
+        return fn(*args)
+
+    def on_alarm(signum, frame):
+        raise ScriptTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def failed_result(rel: str, code: str, message: str) -> FileResult:
+    """The record of a script that could not be converted (timeout, worker crash, internal error)."""
+    from translator.report.model import ERRORS, Issue, ScriptReport
+
+    hint = ("report this script to the slurm2kf maintainers" if code != "M615"
+            else "raise --timeout, or report the script to the slurm2kf maintainers")
+    sr = ScriptReport(path=rel, outcome=ERRORS, sbatch_accepts=False,
+                      issues=(Issue("error", code, message[:500], None, hint),))
+    return _result(rel, sr)
 
 
 def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str]) -> FileResult:
