@@ -62,9 +62,6 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     data = None
     if script == "-":                                   # read the script from stdin, as `sbatch` does
         data = sys.stdin.buffer.read()
-    elif not os.path.exists(script):
-        click.echo(f"{script}: error: no such file", err=True)
-        sys.exit(USAGE_ERROR)
     profile, _ = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
     settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
                                array_mode=array_mode, gpu_resource=gpu_resource.strip(),
