@@ -107,7 +107,7 @@ def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opt
         try:
             report = load(saved)
         except (OSError, ReportFormatError) as exc:
-            click.echo(f"slurm2kf report: error M614 cannot read {saved}: {exc}", err=True)
+            click.echo(f"slurm2kf report: error M614 cannot read {saved}: {getattr(exc, 'strerror', None) or exc}", err=True)
             sys.exit(2)
         emit(report)
     else:

@@ -78,7 +78,7 @@ def command(files, crd_path, runtime_paths, as_json, quiet):
     try:
         crd = load_crd(crd_path)
     except CRDError as exc:
-        click.echo(f"slurm2kf validate: {exc}", err=True)
+        click.echo(f"slurm2kf validate: error V700 {exc}", err=True)
         sys.exit(2)
     runtimes = _load_runtimes(runtime_paths)
 

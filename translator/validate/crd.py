@@ -56,7 +56,7 @@ def load_crd(path: Optional[str] = None) -> CRD:
         with open(path, "r", encoding="utf-8") as fh:
             docs = list(yaml.load_all(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except (OSError, UnicodeDecodeError) as exc:
-        raise CRDError(f"cannot read CRD {path}: {exc}") from None
+        raise CRDError(f"cannot read CRD {path}: {getattr(exc, 'strerror', None) or exc}") from None
     except yaml.YAMLError as exc:
         raise CRDError(f"CRD {path} is not valid YAML: {exc}") from None
     for doc in docs:
