@@ -245,17 +245,20 @@ class ShellLexer:
 
     def skip_ansi(self, i: int) -> int:
         """i at `$'`."""
+        return self._skip_to(i + 2, "'", "$'...' string", i)
+
+    def _skip_to(self, j: int, close: str, what: str, origin: int) -> int:
+        """From j, the offset after the first unescaped `close` (backslash escapes the next char)."""
         text = self.text
-        j = i + 2
         while j < self.n:
             c = text[j]
             if c == "\\":
                 j += 2
                 continue
-            if c == "'":
+            if c == close:
                 return j + 1
             j += 1
-        return self._unterminated("$'...' string", i)
+        return self._unterminated(what, origin)
 
     def skip_double(self, i: int) -> int:
         text, n = self.text, self.n
@@ -280,17 +283,7 @@ class ShellLexer:
         return self._unterminated("double quote", i)
 
     def skip_backtick(self, i: int) -> int:
-        text = self.text
-        j = i + 1
-        while j < self.n:
-            c = text[j]
-            if c == "\\":
-                j += 2
-                continue
-            if c == "`":
-                return j + 1
-            j += 1
-        return self._unterminated("backquote", i)
+        return self._skip_to(i + 1, "`", "backquote", i)
 
     def skip_dollar(self, i: int) -> int:
         """i at `$`; returns the offset after the expansion (or after `$` when nothing follows)."""
