@@ -1,5 +1,7 @@
-"""Every L3xx/P4xx code in translator/launchers and translator/plan is documented in README (codes-L/P)."""
+"""Every L3xx/P4xx code in translator/launchers and translator/plan is documented in docs/codes.md (codes-L/P)."""
 from __future__ import annotations
+
+from docs_text import all_docs
 
 import re
 from pathlib import Path
@@ -14,7 +16,7 @@ def _section(text: str, name: str) -> str:
 
 
 def test_codes_are_documented():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = all_docs()
     used = set()
     for pkg in ("launchers", "plan"):
         for p in (ROOT / "translator" / pkg).glob("*.py"):
@@ -22,6 +24,6 @@ def test_codes_are_documented():
     assert used
     for code in sorted(used):
         section = _section(readme, "codes-L" if code[0] == "L" else "codes-P")
-        assert re.search(rf"\|\s*{code}\s*\|", section), f"{code} missing from README"
+        assert re.search(rf"\|\s*{code}\s*\|", section), f"{code} missing from docs/codes.md"
     documented = set(re.findall(r"\|\s*([LP]\d{3})\s*\|", _section(readme, "codes-L") + _section(readme, "codes-P")))
     assert documented == used, f"documented but unused: {sorted(documented - used)}"

@@ -1,6 +1,8 @@
 """Site profiles: loading, validation errors (code, key path, line), patterns, lookup order, `profile check`."""
 from __future__ import annotations
 
+from docs_text import all_docs
+
 import os
 import subprocess
 import sys
@@ -237,7 +239,7 @@ def test_check_missing_file_exit_2():
 
 
 def test_readme_example_profile_is_valid():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = all_docs()
     section = readme[readme.index("<!-- SECTION:profile -->"):readme.index("<!-- /SECTION:profile -->")]
     example = section[section.index("### A complete example"):]
     block = example[example.index("```yaml\n") + len("```yaml\n"):example.index("\n```", example.index("```yaml"))]
@@ -272,7 +274,7 @@ def test_every_f_code_is_documented_in_readme():
     used = set()
     for p in (root / "translator" / "profile").glob("*.py"):
         used |= set(re.findall(r'"(F5\d\d)"', p.read_text(encoding="utf-8")))
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = all_docs()
     m = re.search(r"<!-- SECTION:codes-F -->(.*?)<!-- /SECTION:codes-F -->", readme, re.S)
     documented = set(re.findall(r"^\|\s*(F5\d\d)\s*\|", m.group(1), re.M))
     assert len(used) > 30

@@ -1,3 +1,4 @@
+from docs_text import all_docs
 """Script -> SlurmJob (translator.slurm.resolve).
 
 Scripts are built by hand from the AST contract (translator/read/ast.py) so that these tests
@@ -295,10 +296,10 @@ def test_every_code_is_documented_in_readme():
     import re
     from pathlib import Path
     from translator.slurm import resolve as R
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = all_docs()
     section = readme.split("<!-- SECTION:codes-O -->", 1)[1].split("<!-- /SECTION:codes-O -->", 1)[0]
     for code in R.CODES:
-        assert re.search(rf"\|\s*{code}\s*\|", section), f"{code} missing from README codes-O"
+        assert re.search(rf"\|\s*{code}\s*\|", section), f"{code} missing from docs/codes.md codes-O"
 
 
 # ---- robustness ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ Every diagnostic carries a stable code. Code ranges by stage:
   M6xx  bulk migration (discovery, I/O, worker failures)
   V7xx  TrainJob validation against the CRD
 
-Every code that appears in the source is documented in README.md (a test checks it).
+Every code that appears in the source is documented in docs/codes.md (a test checks it).
 """
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ P_WHOLE_MEMORY = "P417"
 P_CONSTRAINT = "P411"
 P_GPU_TYPE = "P430"
 
-# Finding codes (documented in README, codes-F).
+# Finding codes (documented in docs/codes.md, codes-F).
 F_APPLIED = "F500"
 F_QUEUE = "F501"
 F_PLACEMENT = "F502"

@@ -15,7 +15,7 @@ from translator.diagnostics import ERROR, Diagnostic
 from translator.profile import kube_names
 from translator.profile.patterns import PatternError, compile_pattern
 
-# Load-time codes (documented in README, codes-F).
+# Load-time codes (documented in docs/codes.md, codes-F).
 F_SYNTAX = "F550"         # not YAML / not one document / unreadable
 F_UNKNOWN_KEY = "F551"
 F_TYPE = "F552"

@@ -7,7 +7,7 @@ makes before submitting. A hetjob is read once per component; options that Slurm
 between components (job name, time, output, ...) carry over to the next component.
 
 Every application is kept as an `OptionSetting` (source, line, as written) for the line-by-line
-explanation. Diagnostics use codes O2xx (documented in README, section codes-O).
+explanation. Diagnostics use codes O2xx (documented in docs/codes.md, section codes-O).
 """
 from __future__ import annotations
 
