@@ -44,6 +44,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import oracles  # noqa: E402  (tests/oracles.py)
 
 
+# Oracle-dependent tests are marked automatically, so `pytest -m "not slurm and not sdk"` is a real fast loop:
+# a test that asks for the Slurm oracle (fixture or helper) is `slurm`; one that runs the Kubeflow oracle or the
+# real SDK is `sdk`. Explicit marks in test modules still work; this only adds what a test's code reveals.
+_ORACLE_MARKS = (
+    ("slurm", ("slurm_oracle", "resolve_scripts", "corpus_scripts")),
+    ("sdk", ("kf_oracle", "oracle_validate", "oracle_run_sdk", "oracle_compare", "run_sdk_code",
+             "validate_trainjob", "VENV_PY")),
+)
+
+
+def _uses(item, names) -> bool:
+    if any(n in getattr(item, "fixturenames", ()) for n in names):
+        return True
+    import inspect
+
+    fn = getattr(item, "function", None)
+    try:
+        src = inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        src = ""
+    return any(n in src for n in names)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for mark, names in _ORACLE_MARKS:
+            if mark not in item.keywords and _uses(item, names):
+                item.add_marker(getattr(pytest.mark, mark))
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return oracles.REPO
