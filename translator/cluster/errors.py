@@ -103,6 +103,9 @@ def _causes(status, message, details, locate) -> List[Cause]:
             m = _MENTIONED_PATH.search(msg)
             fld = m.group(1) if m else None
         line, note = locate(fld) if locate else (None, "")
+        if "field is immutable" in msg:      # a CEL transition rule (self == oldSelf) on update
+            note = "; ".join(x for x in (note, "a stored TrainJob cannot change this: cancel it first, or "
+                                               "submit with --generate-name") if x)
         out.append(Cause(fld, msg, line, note))
     return out
 
@@ -149,9 +152,10 @@ def script_locator(source_map) -> Locate:
             lines = tuple(sorted({ln for f, ls in entries if f.startswith(norm + ".") for ln in ls}))
         if not lines:
             return None, "no script line produced it (a converter default)"
-        more = f" (and {len(lines) - 1} more: {', '.join(str(x) for x in lines[1:6])}" \
-               f"{', ...' if len(lines) > 6 else ''})" if len(lines) > 1 else ""
-        return lines[0], f"from script line {lines[0]}{more}"
+        if len(lines) == 1:
+            return lines[0], f"from script line {lines[0]}"
+        shown = ", ".join(str(x) for x in lines[:6]) + (", ..." if len(lines) > 6 else "")
+        return lines[0], f"from script lines {shown}: {len(lines)} lines"
 
     return locate
 

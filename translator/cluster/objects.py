@@ -107,8 +107,6 @@ def _read_bytes(path: str) -> Tuple[Optional[bytes], Optional[str]]:
 
 def from_script(path: str, settings, *, force: bool, out: Prepared) -> None:
     """Convert one sbatch script (like `convert`) and add its TrainJob(s) to ``out``."""
-    from translator.cluster.errors import script_locator
-    from translator.emit.trainjob import trainjob_dict
     from translator.pipeline import convert
 
     data, err = _read_bytes(path)
@@ -131,10 +129,18 @@ def from_script(path: str, settings, *, force: bool, out: Prepared) -> None:
                             "pass --force to submit anyway")
         out.refused.append(path)
         return
-    digest = hashlib.sha256(data or b"").hexdigest()
-    for plan in conv.plans:
-        body = tag(trainjob_dict(plan), source_path=path, digest=digest, keep_source=False)
-        out.items.append(Item(path, body, script_locator(plan.source_map), "script", None, plan))
+    out.items.extend(items_from_plans(path, data or b"", conv.plans))
+
+
+def items_from_plans(path: str, data: bytes, plans) -> List[Item]:
+    """The TrainJobs of converted plans, tagged with their source; each maps server errors back to the
+    script lines through its plan's source map."""
+    from translator.cluster.errors import script_locator
+    from translator.emit.trainjob import trainjob_dict
+
+    digest = hashlib.sha256(data).hexdigest()
+    return [Item(path, tag(trainjob_dict(plan), source_path=path, digest=digest, keep_source=False),
+                 script_locator(plan.source_map), "script", None, plan) for plan in plans]
 
 
 def from_yaml(path: str, *, out: Prepared) -> None:

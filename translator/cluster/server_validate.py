@@ -6,6 +6,8 @@ What the server checks and what it does not:
   * the layers the server runs (V710-V712, V720, V730) are replaced by the server's answer (K907);
   * the Trainer webhook rules (V740-V747, V799) are not on a bare API server (no webhook runs there),
     so the offline findings of that layer are kept as they are.
+  * a dry run never reaches storage, so `metadata.resourceVersion` on create (V730; storage refuses it)
+    is kept from the offline checks too.
 Where the offline server-layer verdict and the server's differ, a K912 line says so: that is a bug in
 the offline validator.
 """
@@ -17,6 +19,11 @@ from typing import List, Optional
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import rejection, yaml_locator
 from translator.cluster.submit import generate_name_base
+
+def dry_run_blind(problem) -> bool:
+    """Offline problems a server-side dry run cannot see (checked by storage, which a dry run skips)."""
+    return problem.code == "V730" and "resourceVersion" in (problem.path or "")
+
 
 SERVER_LAYER = ("V710", "V711", "V712", "V714", "V715", "V720", "V721", "V730")
 KEPT_OFFLINE = ("V701", "V702", "V703", "V713", "V740", "V741", "V742", "V743", "V744", "V745", "V746",
@@ -68,7 +75,8 @@ def judge(cluster: Cluster, doc, result, namespace: Optional[str]) -> ServerVerd
                 verdict.problems.append(Problem(rej.code, "error", "", doc.start_line, rej.message))
             break
     if verdict.accepted is not None:
-        offline_errors = [p for p in result.problems if p.severity == "error" and p.code in SERVER_LAYER]
+        offline_errors = [p for p in result.problems
+                          if p.severity == "error" and p.code in SERVER_LAYER and not dry_run_blind(p)]
         if offline_errors and verdict.accepted:
             verdict.disagreement = ("offline validate rejects what the server accepts: " + "; ".join(
                 f"{p.code} {p.message}" for p in offline_errors[:3]))
@@ -83,7 +91,7 @@ def merge(result, verdict: ServerVerdict):
     server's problems, plus the disagreement (K912, a warning: the verdict is the server's)."""
     from translator.validate.validator import Problem
 
-    kept = [p for p in result.problems if p.code in KEPT_OFFLINE]
+    kept = [p for p in result.problems if p.code in KEPT_OFFLINE or dry_run_blind(p)]
     result.problems = kept + verdict.problems
     if verdict.disagreement:
         result.problems.append(Problem("K912", "warning", "", None, verdict.disagreement))
