@@ -140,11 +140,12 @@ class ListError(Exception):
 
 
 def cancel(cluster: Cluster, namespace: Optional[str], name: str) -> Optional[Rejection]:
-    """Delete one TrainJob (foreground: its JobSet and pods go with it). None when deleted."""
+    """Delete one TrainJob (background propagation: it goes at once, the garbage collector then removes
+    its JobSet and pods). None when deleted."""
     ns = namespace or cluster.namespace
     try:
         cluster.request("DELETE", cluster.trainjobs_path(ns, name),
-                        body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"})
+                        body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
     except HttpError as err:
         return rejection(err, verb="delete", namespace=ns, name=name, cluster=cluster)
     return None
