@@ -244,3 +244,35 @@ def test_kubeconfig_problems_are_one_line_exit_2(cli, kube, tmp_path):
     assert r.exit_code == 2 and "error K900 kubeconfig" in r.stderr and "no such file" in r.stderr
     r = cli("submit", "--kubeconfig", kube.kubeconfig, "--context", "nope", RDZV)
     assert r.exit_code == 2 and "no context named 'nope'" in r.stderr and "kube-oracle" in r.stderr
+
+
+def test_script_from_stdin_and_namespace_mismatch(cli, kube, tmp_path):
+    ns = new_namespace(kube)
+    r = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, "-", input=RDZV.read_text())
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == f"Submitted TrainJob {ns}/llama-pretrain\n"
+    obj = get_trainjob(kube, ns, "llama-pretrain")
+    assert obj["metadata"]["annotations"]["slurm2kf.io/source"] == "<stdin>"
+    # a TrainJob YAML that names another namespace than -n: refused before sending (as kubectl does)
+    doc = tmp_path / "other-ns.yaml"
+    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: x\n"
+                   "  namespace: somewhere-else\nspec:\n  runtimeRef:\n    name: torch-distributed\n")
+    r = submit(cli, kube, doc, ns=ns)
+    assert r.exit_code == 1 and "error K916" in r.stderr and "somewhere-else" in r.stderr
+    # a YAML file with no TrainJob in it, and one with another kind next to a TrainJob
+    cm = tmp_path / "cm.yaml"
+    cm.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n")
+    r = submit(cli, kube, cm, ns=ns)
+    assert r.exit_code == 2 and "warning K915" in r.stderr and "error V703" in r.stderr
+
+
+def test_server_warnings_are_shown(cli, kube, tmp_path):
+    # the apiserver warns about a finalizer name without a domain (apimachinery ValidateFinalizerName
+    # warnings since Kubernetes 1.28); the object is still accepted
+    doc = tmp_path / "w.yaml"
+    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: warn-me\n"
+                   "  finalizers: [foo]\nspec:\n  runtimeRef:\n    name: torch-distributed\n")
+    r = submit(cli, kube, "--dry-run", doc)
+    assert r.exit_code == 0
+    assert f'{doc}: warning K917 TrainJob {kube.ns}/warn-me: the server warns: metadata.finalizers: "foo": ' \
+           "prefer a domain-qualified finalizer name" in r.stderr

@@ -174,3 +174,16 @@ def test_a_silent_server_is_a_timeout_line(tmp_path):
         assert info.value.code == "K909" and "did not answer within 0.5/0.5 s" in info.value.message
     finally:
         srv.close()
+
+
+def test_server_warning_headers_are_read():
+    from urllib3 import HTTPHeaderDict
+
+    from translator.cluster.client import _warnings
+
+    h = HTTPHeaderDict()
+    h.add("Warning", '299 - "unknown field \\"spec.foo\\""')
+    h.add("Warning", '299 - "metadata.finalizers: \\"x\\": prefer a domain-qualified finalizer name"')
+    # RFC 7234: warn-code SP warn-agent SP quoted-string (backslash escapes, RFC 7230)
+    assert _warnings(h) == ['unknown field "spec.foo"',
+                            'metadata.finalizers: "x": prefer a domain-qualified finalizer name']

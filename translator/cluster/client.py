@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import ssl
 from dataclasses import dataclass, field
@@ -104,10 +105,16 @@ def _warnings(headers) -> List[str]:
     for v in values or ():
         if not v:
             continue
-        # RFC 7234 warning: 299 - "text"
-        text = v.split(" ", 2)[-1].strip() if v.startswith("299") else v
-        out.append(text.strip('"'))
+        out.append(_warning_text(v))
     return out
+
+
+def _warning_text(value: str) -> str:
+    """`299 - "text with \\"quotes\\""` (RFC 7234 warn-code, agent, quoted-string) -> the text."""
+    m = re.match(r'\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"', value)
+    if not m:
+        return value.strip()
+    return re.sub(r"\\(.)", r"\1", m.group(1))
 
 
 def _chain(exc: BaseException):

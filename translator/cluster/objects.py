@@ -86,7 +86,7 @@ def tag(body: dict, *, source_path: str, digest: str, keep_source: bool) -> dict
     ann = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
     ann = dict(ann)
     if not (keep_source and isinstance(ann.get(ANNOTATION_SOURCE), str)):
-        ann[ANNOTATION_SOURCE] = os.path.abspath(source_path)
+        ann[ANNOTATION_SOURCE] = "<stdin>" if source_path == "-" else os.path.abspath(source_path)
     ann[ANNOTATION_HASH] = digest
     ann[ANNOTATION_VERSION] = __version__
     meta["annotations"] = ann
@@ -109,7 +109,12 @@ def from_script(path: str, settings, *, force: bool, out: Prepared) -> None:
     """Convert one sbatch script (like `convert`) and add its TrainJob(s) to ``out``."""
     from translator.pipeline import convert
 
-    data, err = _read_bytes(path)
+    if path == "-":                                   # the script on stdin, as `sbatch` reads it
+        import sys
+
+        data, err = sys.stdin.buffer.read(), None
+    else:
+        data, err = _read_bytes(path)
     conv = convert(path, data=data, settings=settings) if data is not None else convert(path, settings=settings)
     if conv.file_error is not None:
         out.messages.append(conv.file_error.format(path))
