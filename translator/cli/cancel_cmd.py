@@ -17,7 +17,10 @@ from translator.cli.cluster_common import cluster_options, connect_or_exit
 @cluster_options
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def command(names, kubeconfig, context, namespace, yes) -> None:
-    """Delete TrainJob(s) NAME (and their pods) after a confirmation."""
+    """Delete TrainJob(s) NAME (and their pods) after a confirmation.
+
+    Exit status: 0 all cancelled; 1 not found, not allowed or not confirmed; 2 the cluster cannot be used.
+    """
     from translator.cluster import ClusterError
     from translator.cluster.jobs import cancel, get_job, row_of
 

@@ -19,7 +19,10 @@ from translator.cli.cluster_common import cluster_options, connect_or_exit
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per TrainJob on stdout.")
 def command(kubeconfig, context, namespace, all_namespaces, as_json) -> None:
     """List the TrainJobs slurm2kf created: state (from status.conditions), nodes, GPUs, runtime, age,
-    source script."""
+    source script.
+
+    Exit status: 0 listed; 1 the server refused the list; 2 the cluster cannot be used.
+    """
     from translator.cluster import ClusterError
     from translator.cluster.jobs import ListError, list_jobs, table
 

@@ -42,7 +42,11 @@ from translator.profile.lookup import PROFILE_ENV
 def command(ctx: click.Context, files, kubeconfig, context, namespace, dry_run, apply_, generate_name, force,
             runtime, image, gpu_resource, array_mode, profile_path, sbatch_env, quiet) -> None:
     """Convert and submit sbatch scripts (or TrainJob YAML) to the cluster. Options after `--` are
-    sbatch options, as for `convert`."""
+    sbatch options, as for `convert`.
+
+    Exit status: 0 all submitted; 1 a script was refused or the server rejected a TrainJob; 2 usage
+    error, unreadable input, or the cluster cannot be used.
+    """
     from translator.cli.convert_cmd import _load_profile
     from translator.cluster import ClusterError
     from translator.cluster.objects import prepare
