@@ -187,3 +187,22 @@ def test_server_warning_headers_are_read():
     # RFC 7234: warn-code SP warn-agent SP quoted-string (backslash escapes, RFC 7230)
     assert _warnings(h) == ['unknown field "spec.foo"',
                             'metadata.finalizers: "x": prefer a domain-qualified finalizer name']
+
+
+@pytest.mark.parametrize("text, words", [
+    ("a: [\n", "cannot be read"),
+    ("apiVersion: v1\nkind: Config\ncontexts:\n- {name: x, context: {cluster: nope, user: nope}}\n"
+     "current-context: x\n", "nope"),
+    ("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n"
+     "- {name: u, user: {exec: {command: no-such-credential-plugin, apiVersion: "
+     "client.authentication.k8s.io/v1beta1}}}\ncontexts:\n- {name: x, context: {cluster: c, user: u}}\n"
+     "current-context: x\n", "no-such-credential-plugin"),
+    ("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n", "current-context"),
+])
+def test_unusable_kubeconfigs_are_one_k900_line(cli, tmp_path, text, words):
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(text)
+    r = cli("jobs", "--kubeconfig", kc)
+    assert r.exit_code == 2
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"slurm2kf jobs: error K900 kubeconfig {kc}")
+    assert words in r.stderr and "Traceback" not in r.stderr

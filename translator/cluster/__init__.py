@@ -34,6 +34,7 @@ class ClusterError(Exception):
     exit_code = 2
 
     def __init__(self, code: str, message: str) -> None:
+        message = " ".join(str(message).split())          # always one line
         super().__init__(f"{code} {message}")
         self.code = code
         self.message = message

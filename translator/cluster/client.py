@@ -6,6 +6,7 @@ One client per command: every request of a batch shares its connection pool. Tim
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -201,6 +202,9 @@ def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, nam
             raise ClusterError("K900", f"kubeconfig {path}: no current-context; pass --context")
     ctx = chosen.get("context") or {}
     cfg = kclient.Configuration()
+    logged = _LogCatcher()
+    root = logging.getLogger()
+    root.addHandler(logged)
     try:
         kconfig.load_kube_config(config_file=path, context=chosen.get("name"), client_configuration=cfg,
                                  persist_config=False)
@@ -210,12 +214,29 @@ def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, nam
     except Exception as exc:  # noqa: BLE001
         raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: cannot be used "
                                    f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    finally:
+        root.removeHandler(logged)
+    if logged.errors:    # the client logs a failed exec credential plugin and goes on without credentials
+        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: the credentials of user "
+                                   f"{ctx.get('user')!r} cannot be obtained: {logged.errors[0]}")
     cfg.retries = False                       # one attempt: a dead server is reported at once
     cfg.connection_pool_maxsize = pool_size
     api = kclient.ApiClient(configuration=cfg)
     ns = namespace or ctx.get("namespace") or "default"
     return Cluster(api=api, context=str(chosen.get("name")), user=str(ctx.get("user") or "?"),
                    namespace=ns, server=str(cfg.host), timeout=timeout)
+
+
+class _LogCatcher(logging.Handler):
+    """Collects the error records the kubernetes client logs while it loads a kubeconfig (and keeps
+    them off stderr: the command reports them as one K900 line)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: List[str] = []
+
+    def emit(self, record) -> None:
+        self.errors.append(record.getMessage())
 
 
 def _config_reason(exc) -> str:
