@@ -128,3 +128,13 @@ def test_cancel_with_yes_needs_no_answer(cli, kube, listed):
     assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == [f"Cancelled TrainJob {ns}/complete", f"Cancelled TrainJob {ns}/failed"]
     assert get_trainjob(kube, ns, "complete") is None and get_trainjob(kube, ns, "failed") is None
+
+
+def test_jobs_of_given_scripts_only(cli, kube, listed, tmp_path):
+    other = tmp_path / "other.sbatch"
+    other.write_text("#!/bin/bash\n#SBATCH -J unrelated\nsrun python x.py\n")
+    r = cli("jobs", "--kubeconfig", kube.kubeconfig, "-A", "--json", listed["script"])
+    names = {json.loads(ln)["name"] for ln in r.stdout.splitlines()}
+    assert {"pending", "running", "suspended"} <= names and "not-ours" not in names
+    r = cli("jobs", "--kubeconfig", kube.kubeconfig, "-A", "--json", other)
+    assert r.exit_code == 0 and r.stdout == ""

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import List, Optional
 
-from translator.cluster import LABEL_SCRIPT, SELECTOR
+from translator.cluster import LABEL_HASH, LABEL_SCRIPT, SELECTOR
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import Rejection, rejection
 from translator.plan.naming import ANNOTATION_SOURCE
@@ -30,6 +30,7 @@ class JobRow:
     created: Optional[str]      # metadata.creationTimestamp (RFC 3339)
     state: str
     reason: str = ""            # reason of the condition that decided the state
+    source_hash: str = ""       # the slurm2kf.io/source-hash label (first 12 hex of the file's SHA-256)
 
     def age(self, now: Optional[_dt.datetime] = None) -> str:
         return age_text(self.created, now)
@@ -88,7 +89,8 @@ def row_of(obj: dict) -> JobRow:
     return JobRow(namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),
                   script=str(script), nodes=nodes, gpus=gpus,
                   runtime=str((spec.get("runtimeRef") or {}).get("name") or ""),
-                  created=meta.get("creationTimestamp"), state=state, reason=reason)
+                  created=meta.get("creationTimestamp"), state=state, reason=reason,
+                  source_hash=str(labels.get(LABEL_HASH) or ""))
 
 
 def age_text(created: Optional[str], now: Optional[_dt.datetime] = None) -> str:
@@ -131,6 +133,21 @@ def list_jobs(cluster: Cluster, namespace: Optional[str], *, all_namespaces: boo
     rows = [row_of(i) for i in items]
     rows.sort(key=lambda r: (r.namespace, r.created or "", r.name))
     return rows
+
+
+def from_sources(rows: List[JobRow], paths) -> List[JobRow]:
+    """The rows submitted from these files: same content (hash label) or same path (annotation)."""
+    import hashlib
+
+    hashes, absolute = set(), set()
+    for p in paths:
+        absolute.add(os.path.abspath(p))
+        try:
+            with open(p, "rb") as fh:
+                hashes.add(hashlib.sha256(fh.read()).hexdigest()[:12])
+        except OSError:
+            pass
+    return [r for r in rows if r.source_hash in hashes or r.script in absolute]
 
 
 class ListError(Exception):
