@@ -276,3 +276,20 @@ def test_server_warnings_are_shown(cli, kube, tmp_path):
     assert r.exit_code == 0
     assert f'{doc}: warning K917 TrainJob {kube.ns}/warn-me: the server warns: metadata.finalizers: "foo": ' \
            "prefer a domain-qualified finalizer name" in r.stderr
+
+
+def test_hostile_names_stay_one_path_segment(cli, kube, tmp_path):
+    """A name or namespace with `/`, `..` or `?` from a file or the command line never reaches another
+    URL: it is one percent-encoded path segment, and the server refuses it as a name."""
+    ns = new_namespace(kube)
+    doc = tmp_path / "evil.yaml"
+    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n"
+                   "  name: '../../../../api/v1/namespaces/default/configmaps/x?dryRun=All'\n"
+                   "spec:\n  runtimeRef:\n    name: torch-distributed\n")
+    r = submit(cli, kube, "--apply", doc, ns=ns)
+    assert r.exit_code == 1 and "Traceback" not in r.stderr
+    assert list_trainjobs(kube, ns) == []
+    r = cli("cancel", "--kubeconfig", kube.kubeconfig, "-n", ns, "-y", "..")
+    assert r.exit_code == 1 and "Traceback" not in r.stderr
+    r = cli("cancel", "--kubeconfig", kube.kubeconfig, "-n", "../default", "-y", "x")
+    assert r.exit_code == 1 and "Traceback" not in r.stderr

@@ -40,6 +40,7 @@ def echo_rejection(source: str, outcome_name: str, rej) -> None:
             where = f"{source}:{c.line}" if c.line else source
             what = f"{c.field}: {c.message}" if c.field else c.message
             note = f" ({c.note})" if c.note else ""
-            click.echo(f"{where}: error {rej.code} {outcome_name} rejected by the server: {what}{note}", err=True)
+            by = "rejected by the server" if rej.status else "refused (the server would reject it)"
+            click.echo(f"{where}: error {rej.code} {outcome_name} {by}: {what}{note}", err=True)
     else:
         click.echo(f"{source}: error {rej.code} {rej.message}", err=True)

@@ -60,9 +60,11 @@ class Cluster:
 
     # ---- paths
     def trainjobs_path(self, namespace: Optional[str], name: Optional[str] = None) -> str:
+        """The URL path; namespace and name are percent-encoded (a name from a file such as `../x`
+        stays one path segment, so it can never address another resource)."""
         base = f"/apis/{GROUP}/{VERSION}"
-        path = f"{base}/namespaces/{namespace}/{PLURAL}" if namespace else f"{base}/{PLURAL}"
-        return f"{path}/{name}" if name else path
+        path = f"{base}/namespaces/{_seg(namespace)}/{PLURAL}" if namespace else f"{base}/{PLURAL}"
+        return f"{path}/{_seg(name)}" if name else path
 
     # ---- one request
     def request(self, method: str, path: str, *, query: Optional[List[Tuple[str, str]]] = None,
@@ -95,6 +97,13 @@ class Cluster:
         except Exception as exc:  # noqa: BLE001 - urllib3/ssl/socket errors: one line, no traceback
             raise transport_error(exc, self) from None
         return Response(status, data, _warnings(resp_headers))
+
+
+def _seg(text: str) -> str:
+    from urllib.parse import quote
+
+    seg = quote(str(text), safe="")
+    return seg.replace(".", "%2E") if seg in (".", "..") else seg
 
 
 def _warnings(headers) -> List[str]:

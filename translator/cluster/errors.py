@@ -65,10 +65,10 @@ def rejection(err, *, verb: str, namespace: Optional[str], name: Optional[str], 
         if details.get("kind") == "namespaces":
             return Rejection("K905", status, f'namespace "{details.get("name") or namespace}" does not exist '
                                              f"on {cluster.server} (create it, or pass --namespace)")
-        if name and details.get("name") == name:
-            return Rejection("K914", status, f"{obj} not found")
-        return Rejection("K910", status, f"the server has no {RESOURCE} API ({message}); the Kubeflow "
-                                         "Trainer CRDs are not installed on this cluster")
+        if "could not find the requested resource" in message:      # no such API at all
+            return Rejection("K910", status, f"the server has no {RESOURCE} API ({message}); the Kubeflow "
+                                             "Trainer CRDs are not installed on this cluster")
+        return Rejection("K914", status, f"{obj} not found")
     if status == 409:
         if reason == "AlreadyExists":
             return Rejection("K906", status, f"{obj} already exists; submit with --generate-name for a unique "
@@ -108,6 +108,16 @@ def _causes(status, message, details, locate) -> List[Cause]:
                                                "submit with --generate-name") if x)
         out.append(Cause(fld, msg, line, note))
     return out
+
+
+def path_segment_problem(name: str) -> Optional[str]:
+    """Why ``name`` cannot be an object name in a URL (apimachinery IsValidPathSegmentName), or None."""
+    if name in (".", ".."):
+        return f"may not be {name!r}"
+    for ch in ("/", "%"):
+        if ch in name:
+            return f"may not contain {ch!r}"
+    return None
 
 
 def normalize_field(path: str) -> str:

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 from translator.cluster import FIELD_MANAGER, ClusterError
 from translator.cluster.client import Cluster, HttpError
-from translator.cluster.errors import Rejection, rejection
+from translator.cluster.errors import Cause, Rejection, path_segment_problem, rejection
 from translator.cluster.objects import Item
 
 MAX_GENERATED_BASE = 58        # the apiserver keeps at most 58 characters of generateName, then adds 5
@@ -58,6 +58,12 @@ def submit_one(cluster: Cluster, item: Item, *, dry_run: bool = False, apply: bo
         return Outcome(item, ns, name, rejection=Rejection(
             "K916", 0, f"the TrainJob's metadata.namespace {item.namespace!r} differs from --namespace "
                        f"{namespace!r}; drop one of them"))
+    for what, value in (("metadata.name", name), ("metadata.namespace", ns)):
+        bad = path_segment_problem(value) if isinstance(value, str) else None
+        if bad:      # refused here, as the server refuses it: it could not even be addressed in a URL
+            return Outcome(item, ns, name, rejection=Rejection(
+                "K907", 0, f"{what} {value!r} {bad}", [Cause(what, f"Invalid value: {value!r}: {bad}",
+                                                             *item.locate(what))]))
     meta["namespace"] = ns
     if generate_name and name:
         meta.pop("name", None)
