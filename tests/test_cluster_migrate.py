@@ -1,7 +1,6 @@
 """`migrate --server-dry-run` / `migrate --apply` against the real kube-apiserver."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest

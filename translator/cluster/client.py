@@ -12,7 +12,7 @@ import re
 import socket
 import ssl
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from translator.cluster import GROUP, PLURAL, VERSION, ClusterError
 

@@ -14,7 +14,7 @@ the offline validator.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Optional
 
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import rejection, yaml_locator
