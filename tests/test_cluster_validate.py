@@ -96,6 +96,17 @@ def test_a_disagreement_is_reported(cli, kube, tmp_path):
     srv = cli("validate", "--server", "--crd", crd_file, "--kubeconfig", kube.kubeconfig, "-n", kube.ns, good)
     assert srv.exit_code == 0
     assert re.search(r"warning K912 offline validate rejects what the server accepts: V711 .*numNodes", srv.stdout)
+    # the other way: a CRD without the numProcPerNode CEL rule accepts `numProcPerNode: 0` offline
+    props["trainer"]["properties"]["numNodes"].pop("maximum")
+    props["trainer"]["properties"]["numProcPerNode"].pop("x-kubernetes-validations")
+    crd_file.write_text(yaml.safe_dump(crd))
+    procs = tmp_path / "procs.yaml"
+    procs.write_text(GOOD.replace("    numNodes: 2\n", "    numProcPerNode: 0\n"))
+    assert cli("validate", "--crd", crd_file, procs).exit_code == 0
+    srv = cli("validate", "--server", "--crd", crd_file, "--kubeconfig", kube.kubeconfig, "-n", kube.ns, procs)
+    assert srv.exit_code == 1
+    assert re.search(r"warning K912 the server rejects what offline validate accepts: .*numProcPerNode must be "
+                     r"greater than or equal to 1", srv.stdout)
 
 
 @pytest.mark.cluster
