@@ -293,3 +293,18 @@ def test_hostile_names_stay_one_path_segment(cli, kube, tmp_path):
     assert r.exit_code == 1 and "Traceback" not in r.stderr
     r = cli("cancel", "--kubeconfig", kube.kubeconfig, "-n", "../default", "-y", "x")
     assert r.exit_code == 1 and "Traceback" not in r.stderr
+
+
+def test_a_kind_list_file_submits_its_items(cli, kube, tmp_path):
+    ns = new_namespace(kube)
+    doc = tmp_path / "list.yaml"
+    doc.write_text("apiVersion: v1\nkind: List\nitems:\n"
+                   "- apiVersion: trainer.kubeflow.org/v1alpha1\n  kind: TrainJob\n  metadata: {name: one}\n"
+                   "  spec: {runtimeRef: {name: torch-distributed}}\n"
+                   "- apiVersion: trainer.kubeflow.org/v1alpha1\n  kind: TrainJob\n  metadata: {name: two}\n"
+                   "  spec: {runtimeRef: {name: torch-distributed}, trainer: {numProcPerNode: 0}}\n")
+    r = submit(cli, kube, doc, ns=ns)
+    assert r.exit_code == 1
+    assert r.stdout == f"Submitted TrainJob {ns}/one\n"
+    # the second item's error points at its spec line inside the list (line 11)
+    assert f"{doc}:11: error K907 TrainJob {ns}/two rejected by the server: spec.trainer.numProcPerNode" in r.stderr

@@ -152,6 +152,7 @@ def from_yaml(path: str, *, out: Prepared) -> None:
     """Read TrainJob documents from a YAML file and add them to ``out`` (other kinds are skipped)."""
     from translator.cluster.errors import yaml_locator
     from translator.validate.documents import DecodeError, load_documents
+    from translator.validate.validator import _expand_lists
 
     data, err = _read_bytes(path)
     if err is not None:
@@ -160,7 +161,7 @@ def from_yaml(path: str, *, out: Prepared) -> None:
         return
     try:
         text = data.decode("utf-8-sig")
-        docs = load_documents(text)
+        docs = _expand_lists(load_documents(text))      # `kind: List` (kubectl get -o yaml): its items
     except UnicodeDecodeError as exc:
         out.messages.append(f"{path}: error V701 not UTF-8 text (byte {exc.start})")
         out.unreadable = True
