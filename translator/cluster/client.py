@@ -228,6 +228,10 @@ def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, nam
     if logged.errors:    # the client logs a failed exec credential plugin and goes on without credentials
         raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: the credentials of user "
                                    f"{ctx.get('user')!r} cannot be obtained: {logged.errors[0]}")
+    if not cfg.verify_ssl:                    # insecure-skip-tls-verify: the user chose it; no warning per request
+        import urllib3
+
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     cfg.retries = False                       # one attempt: a dead server is reported at once
     cfg.connection_pool_maxsize = pool_size
     api = kclient.ApiClient(configuration=cfg)
