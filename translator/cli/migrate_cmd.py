@@ -25,8 +25,16 @@ from translator.cli import report_cmd as _shared
               help="Skip (and report) files larger than this.")
 @click.option("--timeout", type=click.FloatRange(0, None), default=60.0, show_default=True, metavar="SECONDS",
               help="Stop converting a script after this long and record it (M615); 0 = no limit.")
+@click.option("--server-dry-run", is_flag=True,
+              help="Then send the apply set to the cluster as a server-side dry run (nothing stored).")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Then create/update the apply set on the cluster with server-side apply (field manager "
+                   "slurm2kf), as `kubectl apply --server-side -k OUT` would.")
+@click.option("--kubeconfig", metavar="FILE", help="With --apply/--server-dry-run: kubeconfig file.")
+@click.option("--context", metavar="NAME", help="With --apply/--server-dry-run: kubeconfig context.")
 @_shared.convert_options
-def command(src, out, jobs, include, exclude, force, check, max_size, timeout, **convert_opts) -> None:
+def command(src, out, jobs, include, exclude, force, check, max_size, timeout, server_dry_run, apply_,
+            kubeconfig, context, **convert_opts) -> None:
     """Convert every Slurm job script under SRC (found by content) into OUT.
 
     Exit status: 0 all scripts converted, 1 some scripts have errors (or, with --check, some output
@@ -34,6 +42,10 @@ def command(src, out, jobs, include, exclude, force, check, max_size, timeout, *
     """
     from translator.migrate.run import MigrateError, MigrateOptions, migrate
 
+    if check and (server_dry_run or apply_):
+        raise click.UsageError("--check writes nothing: it cannot be combined with --apply/--server-dry-run")
+    if (kubeconfig or context) and not (server_dry_run or apply_):
+        raise click.UsageError("--kubeconfig and --context need --apply or --server-dry-run")
     settings = _shared.settings_from(convert_opts)
     try:
         res = migrate(MigrateOptions(src=src, out=out, settings=settings, jobs=jobs, include=include,
@@ -60,4 +72,52 @@ def command(src, out, jobs, include, exclude, force, check, max_size, timeout, *
         click.echo(f"{p}: warning M608 output of a removed script was edited by hand; kept", err=True)
     if not check:
         click.echo(f"review: {out}/slurm2kf-report.html (also .md, .json); apply: kubectl apply -k {out}", err=True)
-    sys.exit(res.exit_code)
+    code = res.exit_code
+    if server_dry_run or apply_:
+        code = max(code, _send_apply_set(out, kubeconfig, context, dry_run=server_dry_run))
+    sys.exit(code)
+
+
+def _send_apply_set(out, kubeconfig, context, *, dry_run: bool) -> int:
+    """Server-side apply (or its dry run) of the tree's apply set; prints a summary; exit status."""
+    from collections import Counter
+
+    from translator.cli.cluster_common import connect_or_exit, echo_rejection
+    from translator.cluster import ClusterError
+    from translator.cluster.apply_set import ApplySetError, apply_set
+    from translator.cluster.objects import Prepared, from_yaml
+    from translator.cluster.submit import submit_all
+
+    try:
+        files = apply_set(out)
+    except ApplySetError as exc:
+        click.echo(f"slurm2kf migrate: error K918 {exc}", err=True)
+        return 2
+    prepared = Prepared()
+    for f in files:
+        from_yaml(f, out=prepared)
+    for line in prepared.messages:
+        click.echo(line, err=True)
+    outcomes = []
+    if prepared.items:
+        cluster = connect_or_exit("migrate", kubeconfig, context, None)
+        try:
+            outcomes = submit_all(cluster, prepared.items, dry_run=dry_run, apply=True)
+        except ClusterError as exc:
+            click.echo(exc.format("migrate"), err=True)
+            return exc.exit_code
+    counts = Counter()
+    for o in outcomes:
+        if o.ok:
+            counts[o.action] += 1
+        else:
+            counts["rejected"] += 1
+            echo_rejection(o.item.source, f"TrainJob {o.namespace}/{o.item.name}", o.rejection)
+    parts = ", ".join(f"{counts[k]} {k}" for k in ("created", "configured", "unchanged", "validated", "rejected")
+                      if counts[k])
+    how = "server-side dry run" if dry_run else "server-side apply"
+    click.echo(f"{how}: {len(outcomes)} TrainJobs from {len(files)} files" + (f" ({parts})" if parts else ""),
+               err=True)
+    if prepared.unreadable:
+        return 2
+    return 1 if counts["rejected"] else 0

@@ -56,6 +56,39 @@ def _load_runtimes(paths):
     return out
 
 
+def _server_results(cluster, text, crd, path, runtimes, namespace):
+    """Offline results of one file with the server's verdict merged in; (results, unusable)."""
+    from translator.cluster import ClusterError
+    from translator.cluster.server_validate import judge, merge
+    from translator.validate.documents import DecodeError, load_documents
+    from translator.validate.validator import _expand_lists, validate_documents, validate_text
+
+    try:
+        docs = _expand_lists(load_documents(text))
+    except DecodeError:
+        return validate_text(text, crd, file=path, runtimes=runtimes), False
+    results = validate_documents(docs, crd, file=path, runtimes=runtimes)
+    by_index = {d.index: d for d in docs}
+    unusable = False
+    for r in results:
+        doc = by_index.get(r.index)
+        if r.skipped or doc is None or not isinstance(doc.data, dict):
+            continue
+        try:
+            verdict = judge(cluster, doc, r, namespace)
+        except ClusterError as exc:
+            click.echo(exc.format("validate"), err=True)
+            sys.exit(exc.exit_code)
+        unusable = unusable or verdict.unusable
+        merge(r, verdict)
+    if not any(not r.skipped for r in results):
+        from translator.validate.validator import Problem, Result
+
+        results.append(Result(path, None, None, problems=[
+            Problem("V703", "error", "<file>", None, "no TrainJob document in this file")]))
+    return results, unusable
+
+
 @click.command("validate")
 @click.argument("files", nargs=-1, required=True, metavar="FILE.yaml...")
 @click.option("--crd", "crd_path", metavar="CRD.yaml",
@@ -66,7 +99,13 @@ def _load_runtimes(paths):
                    "the shipped runtimes are always known.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per TrainJob on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Only print problems and the summary.")
-def command(files, crd_path, runtime_paths, as_json, quiet):
+@click.option("--server", is_flag=True,
+              help="Let the cluster's API server judge each TrainJob (server-side dry run) and report where "
+                   "it disagrees with the offline checks (docs/cluster.md).")
+@click.option("--kubeconfig", metavar="FILE", help="With --server: kubeconfig (default: $KUBECONFIG).")
+@click.option("--context", metavar="NAME", help="With --server: kubeconfig context.")
+@click.option("-n", "--namespace", metavar="NS", help="With --server: namespace for TrainJobs that name none.")
+def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, context, namespace):
     """Check TrainJob YAML against a TrainJob CRD: the OpenAPI schema with unknown fields as errors,
     defaults, list keys, the CEL rules that apply at create, and the Kubeflow Trainer webhook rules.
 
@@ -82,6 +121,14 @@ def command(files, crd_path, runtime_paths, as_json, quiet):
         sys.exit(2)
     runtimes = _load_runtimes(runtime_paths)
 
+    if not server and (kubeconfig or context or namespace):
+        raise click.UsageError("--kubeconfig, --context and --namespace need --server")
+    cluster = None
+    if server:
+        from translator.cli.cluster_common import connect_or_exit
+
+        cluster = connect_or_exit("validate", kubeconfig, context, namespace)
+
     unreadable = False
     results = []
     for path in files:
@@ -92,7 +139,11 @@ def command(files, crd_path, runtime_paths, as_json, quiet):
 
             results.append(Result(path, None, None, problems=[Problem("V701", "error", "<file>", None, err)]))
             continue
-        file_results = validate_text(text, crd, file=path, runtimes=runtimes)
+        if cluster is not None:
+            file_results, unusable = _server_results(cluster, text, crd, path, runtimes, namespace)
+            unreadable = unreadable or unusable
+        else:
+            file_results = validate_text(text, crd, file=path, runtimes=runtimes)
         if any(p.code == "V701" for r in file_results for p in r.problems):
             unreadable = True
         results.extend(file_results)
@@ -109,9 +160,10 @@ def command(files, crd_path, runtime_paths, as_json, quiet):
                 click.echo(f"{loc}: {p.severity} {p.code} {p.message}{where_doc}")
             if not quiet and not r.skipped and r.index is not None:
                 state = "valid" if r.valid else "INVALID"
-                click.echo(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} "
-                           f"(CEL rules evaluated {r.cel_evaluated}, transition rules skipped "
-                           f"{r.cel_skipped_transition})")
+                how = (f"server-side dry run on {cluster.server}, context {cluster.context}" if cluster is not None
+                       else f"CEL rules evaluated {r.cel_evaluated}, transition rules skipped "
+                            f"{r.cel_skipped_transition}")
+                click.echo(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} ({how})")
     n_valid = sum(1 for r in verdicts if r.valid)
     click.echo(f"valid: {n_valid}/{len(verdicts)}", err=as_json)
     if unreadable:

@@ -113,7 +113,9 @@ def check_metadata(meta: Any) -> List[Problem]:
         total = 0
         for k, v in m.items():
             path = base + (kind, k)
-            p = qualified_name_problem(str(k))
+            # annotation keys are checked lower-cased (apimachinery ValidateAnnotations:
+            # IsQualifiedName(strings.ToLower(k))); label keys as written (ValidateLabels)
+            p = qualified_name_problem(str(k).lower() if kind == "annotations" else str(k))
             if p:
                 out.append(("V730", "error", path, f"{kind[:-1]} key {k!r}: {p}"))
             if not isinstance(v, str):

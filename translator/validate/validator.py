@@ -177,7 +177,10 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         for path in nulls:
             add("V715", "warning", path, f"{json_path(path)} is null; the API server drops it")
         if "spec" not in pruned:
-            add("V711", "error", ("spec",), "spec is required (spec.runtimeRef names the training runtime)")
+            # the CRD does not require spec (the API server stores a TrainJob without one); the
+            # Trainer webhook rejects it: no runtimeRef, no runtime
+            add("V744", "error", ("spec",), "spec is missing: the API server stores it, but the Trainer "
+                                          "webhook rejects a TrainJob without spec.runtimeRef (the runtime)")
         defaulted = apply_defaults(pruned, schema)
         defaulted.pop("status", None)
         for code, sev, path, msg in _schema_problems(defaulted, crd, version):

@@ -1,0 +1,100 @@
+"""`slurm2kf submit SCRIPT|TRAINJOB.yaml... [-- SBATCH OPTIONS]`: the `sbatch` of TrainJobs.
+
+Converts each script (like `convert`; YAML files are sent as they are) and creates the TrainJob(s) on
+the cluster of the kubeconfig's current context. Prints `Submitted TrainJob NAMESPACE/NAME` per job.
+Exit status: 0 all submitted; 1 a script was refused (error findings, without --force) or the server
+rejected a TrainJob; 2 usage error, unreadable input, or the cluster cannot be used.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from translator.cli.cluster_common import cluster_options, connect_or_exit, echo_rejection
+from translator.cli.common import SbatchArgsCommand, parse_env_items
+from translator.profile.lookup import PROFILE_ENV
+
+
+@click.command(name="submit", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("files", nargs=-1, required=True, metavar="SCRIPT|TRAINJOB.yaml...")
+@cluster_options
+@click.option("--dry-run", is_flag=True,
+              help="Server-side dry run: the server's full validation (schema, CEL rules, RBAC), nothing stored.")
+@click.option("--apply", "apply_", is_flag=True,
+              help="Server-side apply (field manager slurm2kf): create, or update the TrainJob of the same "
+                   "name; re-submitting an unchanged file changes nothing.")
+@click.option("--generate-name", is_flag=True,
+              help="Let the server add a unique 5-character suffix to each name (like a new sbatch job id).")
+@click.option("--force", is_flag=True, help="Submit even when the conversion has error findings.")
+@click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
+@click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
+@click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, metavar="NAME",
+              help="Kubernetes resource name for GPUs.")
+@click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding", show_default=True,
+              help="Job arrays: one TrainJob and a finding, or one TrainJob per index.")
+@click.option("--profile", "profile_path", metavar="FILE",
+              help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
+@click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
+              help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@click.option("-q", "--quiet", is_flag=True, help="Print only problems (no `Submitted` lines).")
+@click.pass_context
+def command(ctx: click.Context, files, kubeconfig, context, namespace, dry_run, apply_, generate_name, force,
+            runtime, image, gpu_resource, array_mode, profile_path, sbatch_env, quiet) -> None:
+    """Convert and submit sbatch scripts (or TrainJob YAML) to the cluster. Options after `--` are
+    sbatch options, as for `convert`.
+
+    Exit status: 0 all submitted; 1 a script was refused or the server rejected a TrainJob; 2 usage
+    error, unreadable input, or the cluster cannot be used.
+    """
+    from translator.cli.convert_cmd import _load_profile
+    from translator.cluster import ClusterError
+    from translator.cluster.objects import prepare
+    from translator.cluster.submit import submit_all
+    from translator.pipeline import ConvertSettings
+
+    if apply_ and generate_name:
+        raise click.UsageError("--apply needs a fixed name: it cannot be combined with --generate-name")
+    if not gpu_resource.strip():
+        raise click.UsageError("--gpu-resource must not be empty")
+    sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
+    env = tuple(parse_env_items(sbatch_env).items())
+
+    def settings_for(path):
+        profile, _ = _load_profile(profile_path, path)
+        return ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
+                               array_mode=array_mode, gpu_resource=gpu_resource.strip(), sbatch_env=env,
+                               sbatch_args=sbatch_args, profile=profile)
+
+    prepared = prepare(files, settings_for, force=force)
+    for line in prepared.messages:
+        click.echo(line, err=True)
+    outcomes = []
+    if prepared.items:
+        cluster = connect_or_exit("submit", kubeconfig, context, namespace)
+        try:
+            outcomes = submit_all(cluster, prepared.items, dry_run=dry_run, apply=apply_,
+                                  generate_name=generate_name, namespace=namespace)
+        except ClusterError as exc:
+            click.echo(exc.format("submit"), err=True)
+            sys.exit(exc.exit_code)
+    rejected = 0
+    for o in outcomes:
+        label = f"TrainJob {o.namespace}/{o.name or o.item.name}"
+        for w in o.warnings:
+            click.echo(f"{o.item.source}: warning K917 {label}: the server warns: {w}", err=True)
+        if not o.ok:
+            rejected += 1
+            echo_rejection(o.item.source, label, o.rejection)
+            continue
+        if quiet:
+            continue
+        suffix = ""
+        if dry_run:
+            suffix = " (dry run: accepted by the server, not stored)"
+        elif apply_ and o.action != "created":
+            suffix = f" ({o.action})"
+        click.echo(f"Submitted TrainJob {o.namespace}/{o.name}{suffix}")
+    if prepared.unreadable:
+        sys.exit(2)
+    sys.exit(1 if (rejected or prepared.refused) else 0)

@@ -1,0 +1,259 @@
+"""kubeconfig -> one `kubernetes` ApiClient, raw JSON requests, and transport errors as one line.
+
+One client per command: every request of a batch shares its connection pool. Timeouts are short
+(connect 5 s, read 30 s by default) and urllib3 never retries, so a dead server is reported at once.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import ssl
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Tuple
+
+from translator.cluster import GROUP, PLURAL, VERSION, ClusterError
+
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 30.0
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any                                  # parsed JSON (dict) or None
+    warnings: List[str] = field(default_factory=list)   # `Warning:` headers from the server
+
+
+@dataclass
+class HttpError(Exception):
+    """The server answered with an error status (the body is usually a metav1.Status)."""
+
+    status: int
+    body: Any
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"HTTP {self.status}: {self.text[:200]}"
+
+
+def kubeconfig_path(explicit: Optional[str]) -> str:
+    """--kubeconfig, else $KUBECONFIG (may list several files), else ~/.kube/config (as kubectl)."""
+    if explicit:
+        return explicit
+    env = os.environ.get("KUBECONFIG", "")
+    if env.strip():
+        return env
+    return os.path.join(os.path.expanduser("~"), ".kube", "config")
+
+
+@dataclass
+class Cluster:
+    api: Any                                   # kubernetes.client.ApiClient
+    context: str
+    user: str
+    namespace: str
+    server: str
+    timeout: Tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT)
+
+    # ---- paths
+    def trainjobs_path(self, namespace: Optional[str], name: Optional[str] = None) -> str:
+        """The URL path; namespace and name are percent-encoded (a name from a file such as `../x`
+        stays one path segment, so it can never address another resource)."""
+        base = f"/apis/{GROUP}/{VERSION}"
+        path = f"{base}/namespaces/{_seg(namespace)}/{PLURAL}" if namespace else f"{base}/{PLURAL}"
+        return f"{path}/{_seg(name)}" if name else path
+
+    # ---- one request
+    def request(self, method: str, path: str, *, query: Optional[List[Tuple[str, str]]] = None,
+                body: Any = None, content_type: str = "application/json") -> Response:
+        """Send one request; returns a Response (2xx), raises HttpError (an answer with an error
+        status) or ClusterError (no usable answer: connection, TLS, credentials, timeout)."""
+        from kubernetes.client.exceptions import ApiException
+
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            data, status, resp_headers = self.api.call_api(
+                path, method, query_params=list(query or []), header_params=headers, body=body,
+                response_type="object", auth_settings=["BearerToken"], _return_http_data_only=False,
+                _preload_content=True, _request_timeout=self.timeout)
+        except ApiException as exc:
+            text = exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")
+            try:
+                parsed = json.loads(text) if text else None
+            except ValueError:
+                parsed = None
+            if exc.status == 401:
+                raise ClusterError("K903", f"the server {self.server} rejected the credentials of user "
+                                           f"{self.user!r} (context {self.context!r}): token invalid or "
+                                           "expired; log in again or fix the kubeconfig") from None
+            if not exc.status:       # the client's own failure wrapped as ApiException (status 0)
+                raise transport_error(exc, self) from None
+            raise HttpError(exc.status, parsed, text) from None
+        except ClusterError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - urllib3/ssl/socket errors: one line, no traceback
+            raise transport_error(exc, self) from None
+        return Response(status, data, _warnings(resp_headers))
+
+
+def _seg(text: str) -> str:
+    from urllib.parse import quote
+
+    seg = quote(str(text), safe="")
+    return seg.replace(".", "%2E") if seg in (".", "..") else seg
+
+
+def _warnings(headers) -> List[str]:
+    out = []
+    try:
+        values = headers.getlist("Warning") if hasattr(headers, "getlist") else [headers.get("Warning")]
+    except Exception:  # noqa: BLE001
+        values = []
+    for v in values or ():
+        if not v:
+            continue
+        out.append(_warning_text(v))
+    return out
+
+
+def _warning_text(value: str) -> str:
+    """`299 - "text with \\"quotes\\""` (RFC 7234 warn-code, agent, quoted-string) -> the text."""
+    m = re.match(r'\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"', value)
+    if not m:
+        return value.strip()
+    return re.sub(r"\\(.)", r"\1", m.group(1))
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo.extend([getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), BaseException) else None,
+                     e.__cause__, e.__context__])
+        todo.extend(a for a in getattr(e, "args", ()) if isinstance(a, BaseException))
+
+
+def transport_error(exc: BaseException, cluster: "Cluster") -> ClusterError:
+    """urllib3/ssl/socket exception -> one ClusterError line naming server and context."""
+    where = f"{cluster.server} (context {cluster.context!r})"
+    chain = list(_chain(exc))
+    names = {type(e).__name__ for e in chain}
+    text = " ".join(str(e) for e in chain)
+    if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain) or "CERTIFICATE_VERIFY_FAILED" in text:
+        reason = next((e.verify_message for e in chain if isinstance(e, ssl.SSLCertVerificationError)
+                       and getattr(e, "verify_message", None)), "certificate verify failed")
+        return ClusterError("K902", f"TLS verification of {where} failed: {reason}; the server's "
+                                    "certificate is not signed by the kubeconfig's certificate-authority")
+    if any(isinstance(e, ssl.SSLError) for e in chain) or "SSLError" in names:
+        return ClusterError("K902", f"TLS handshake with {where} failed: {_short(chain, ssl.SSLError)}")
+    if ("ReadTimeoutError" in names or "ConnectTimeoutError" in names
+            or any(isinstance(e, (socket.timeout, TimeoutError)) for e in chain)):
+        return ClusterError("K909", f"{where} did not answer within {cluster.timeout[0]:g}/"
+                                    f"{cluster.timeout[1]:g} s (connect/read)")
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
+        return ClusterError("K901", f"cannot connect to {where}: connection refused (is the API server "
+                                    "running, and is this the right context?)")
+    if any(isinstance(e, socket.gaierror) for e in chain) or "NameResolutionError" in names:
+        return ClusterError("K901", f"cannot connect to {where}: host name not found")
+    if any(isinstance(e, OSError) for e in chain) or "ProtocolError" in names or "NewConnectionError" in names:
+        return ClusterError("K901", f"cannot connect to {where}: {_short(chain, OSError)}")
+    return ClusterError("K901", f"request to {where} failed: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def _short(chain, kind) -> str:
+    for e in chain:
+        if isinstance(e, kind):
+            msg = getattr(e, "strerror", None) or str(e)
+            return str(msg)[:200]
+    return str(chain[0])[:200]
+
+
+def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, namespace: Optional[str] = None,
+            *, timeout: Tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT), pool_size: int = 16) -> Cluster:
+    """Load the kubeconfig (like kubectl: --kubeconfig, $KUBECONFIG, ~/.kube/config) and build one client.
+
+    Raises ClusterError K900 when the kubeconfig or the context cannot be used. Sends no request.
+    """
+    try:
+        from kubernetes import client as kclient
+        from kubernetes import config as kconfig
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError as exc:   # a broken install
+        raise ClusterError("K900", f"the `kubernetes` Python package is not installed ({exc.name})") from None
+
+    path = kubeconfig_path(kubeconfig)
+    if kubeconfig and not os.path.exists(kubeconfig):
+        raise ClusterError("K900", f"kubeconfig {kubeconfig}: no such file")
+    try:
+        contexts, active = kconfig.list_kube_config_contexts(config_file=path)
+    except ConfigException as exc:
+        raise ClusterError("K900", f"kubeconfig {path}: {_config_reason(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - malformed YAML and the like
+        raise ClusterError("K900", f"kubeconfig {path}: cannot be read ({type(exc).__name__}: "
+                                   f"{str(exc)[:200]})") from None
+    chosen = None
+    if context:
+        chosen = next((c for c in contexts or () if c.get("name") == context), None)
+        if chosen is None:
+            known = ", ".join(sorted(str(c.get("name")) for c in contexts or ())) or "none"
+            raise ClusterError("K900", f"kubeconfig {path}: no context named {context!r} (contexts: {known})")
+    else:
+        chosen = active
+        if not chosen:
+            raise ClusterError("K900", f"kubeconfig {path}: no current-context; pass --context")
+    ctx = chosen.get("context") or {}
+    cfg = kclient.Configuration()
+    logged = _LogCatcher()
+    root = logging.getLogger()
+    root.addHandler(logged)
+    try:
+        kconfig.load_kube_config(config_file=path, context=chosen.get("name"), client_configuration=cfg,
+                                 persist_config=False)
+    except ConfigException as exc:
+        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: "
+                                   f"{_config_reason(exc)}") from None
+    except Exception as exc:  # noqa: BLE001
+        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: cannot be used "
+                                   f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    finally:
+        root.removeHandler(logged)
+    if logged.errors:    # the client logs a failed exec credential plugin and goes on without credentials
+        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: the credentials of user "
+                                   f"{ctx.get('user')!r} cannot be obtained: {logged.errors[0]}")
+    if not cfg.verify_ssl:                    # insecure-skip-tls-verify: the user chose it; no warning per request
+        import urllib3
+
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    cfg.retries = False                       # one attempt: a dead server is reported at once
+    cfg.connection_pool_maxsize = pool_size
+    api = kclient.ApiClient(configuration=cfg)
+    ns = namespace or ctx.get("namespace") or "default"
+    return Cluster(api=api, context=str(chosen.get("name")), user=str(ctx.get("user") or "?"),
+                   namespace=ns, server=str(cfg.host), timeout=timeout)
+
+
+class _LogCatcher(logging.Handler):
+    """Collects the error records the kubernetes client logs while it loads a kubeconfig (and keeps
+    them off stderr: the command reports them as one K900 line)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: List[str] = []
+
+    def emit(self, record) -> None:
+        self.errors.append(record.getMessage())
+
+
+def _config_reason(exc) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if "No configuration found" in text:
+        return "no such file or no configuration in it (set --kubeconfig or KUBECONFIG)"
+    return text[:300]

@@ -1,0 +1,133 @@
+"""Create TrainJobs: plain create, server-side dry run, or server-side apply; many over one client.
+
+Every request asks for strict field validation (an unknown or duplicated field is an error, as with
+`kubectl`) and names the field manager `slurm2kf`. The first request goes alone, so an unreachable
+cluster is reported once; the rest go over a few threads sharing the client's connection pool.
+"""
+from __future__ import annotations
+
+import copy
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from translator.cluster import FIELD_MANAGER, ClusterError
+from translator.cluster.client import Cluster, HttpError
+from translator.cluster.errors import Cause, Rejection, path_segment_problem, rejection
+from translator.cluster.objects import Item
+
+MAX_GENERATED_BASE = 58        # the apiserver keeps at most 58 characters of generateName, then adds 5
+
+
+@dataclass
+class Outcome:
+    item: Item
+    namespace: str
+    name: Optional[str] = None            # the stored (or generated) name
+    action: str = ""                      # created | configured | unchanged | validated
+    rejection: Optional[Rejection] = None
+    warnings: List[str] = field(default_factory=list)
+    body: Optional[dict] = None           # the server's answer (the object as stored / would be stored)
+
+    @property
+    def ok(self) -> bool:
+        return self.rejection is None
+
+
+def generate_name_base(name: str) -> str:
+    """`train-a` -> `train-a-` (the server appends 5 random characters: a unique name per submit)."""
+    base = name[:MAX_GENERATED_BASE - 1].rstrip("-")
+    return base + "-"
+
+
+def _query(dry_run: bool) -> list:
+    q = [("fieldManager", FIELD_MANAGER), ("fieldValidation", "Strict")]
+    if dry_run:
+        q.append(("dryRun", "All"))
+    return q
+
+
+def submit_one(cluster: Cluster, item: Item, *, dry_run: bool = False, apply: bool = False,
+               generate_name: bool = False, namespace: Optional[str] = None) -> Outcome:
+    """One item; HttpError -> Outcome.rejection; ClusterError propagates (the cluster is unusable)."""
+    ns = item.namespace or namespace or cluster.namespace
+    body = copy.deepcopy(item.body)
+    meta = body.setdefault("metadata", {})
+    name = item.name
+    if namespace and item.namespace and namespace != item.namespace:
+        return Outcome(item, ns, name, rejection=Rejection(
+            "K916", 0, f"the TrainJob's metadata.namespace {item.namespace!r} differs from --namespace "
+                       f"{namespace!r}; drop one of them"))
+    for what, value in (("metadata.name", name), ("metadata.namespace", ns)):
+        bad = path_segment_problem(value) if isinstance(value, str) else None
+        if bad:      # refused here, as the server refuses it: it could not even be addressed in a URL
+            return Outcome(item, ns, name, rejection=Rejection(
+                "K907", 0, f"{what} {value!r} {bad}", [Cause(what, f"Invalid value: {value!r}: {bad}",
+                                                             *item.locate(what))]))
+    meta["namespace"] = ns
+    if generate_name and name:
+        meta.pop("name", None)
+        meta["generateName"] = generate_name_base(name)
+    out = Outcome(item, ns, name)
+    try:
+        if apply:
+            before = _get_rv(cluster, ns, name)
+            resp = cluster.request("PATCH", cluster.trainjobs_path(ns, name), query=_query(dry_run) + [],
+                                   body=body, content_type="application/apply-patch+yaml")
+            rv = (resp.body or {}).get("metadata", {}).get("resourceVersion") if isinstance(resp.body, dict) else None
+            out.action = ("validated" if dry_run else "created") if before is None else \
+                ("unchanged" if rv == before else ("validated" if dry_run else "configured"))
+        else:
+            resp = cluster.request("POST", cluster.trainjobs_path(ns), query=_query(dry_run), body=body)
+            out.action = "validated" if dry_run else "created"
+        out.warnings = resp.warnings
+        out.body = resp.body if isinstance(resp.body, dict) else None
+        if out.body:
+            out.name = out.body.get("metadata", {}).get("name") or name
+    except HttpError as err:
+        verb = "patch" if apply else "create"
+        out.rejection = rejection(err, verb=verb, namespace=ns, name=name, cluster=cluster, locate=item.locate)
+    return out
+
+
+def _get_rv(cluster: Cluster, ns: str, name: Optional[str]) -> Optional[str]:
+    """resourceVersion of the stored TrainJob, None when there is none (apply will create it)."""
+    if not name:
+        return None
+    try:
+        resp = cluster.request("GET", cluster.trainjobs_path(ns, name))
+    except HttpError as err:
+        if err.status == 404:
+            return None
+        raise
+    return (resp.body or {}).get("metadata", {}).get("resourceVersion")
+
+
+def submit_all(cluster: Cluster, items: List[Item], *, dry_run: bool = False, apply: bool = False,
+               generate_name: bool = False, namespace: Optional[str] = None, workers: int = 8) -> List[Outcome]:
+    """All items in input order. Raises ClusterError when the cluster cannot be used at all."""
+    if not items:
+        return []
+
+    def one(item):
+        return submit_one(cluster, item, dry_run=dry_run, apply=apply, generate_name=generate_name,
+                          namespace=namespace)
+
+    first = one(items[0])                 # alone: a dead cluster is one error, not a hundred
+    rest = items[1:]
+    if not rest:
+        return [first]
+    if workers <= 1 or len(rest) == 1:
+        return [first] + [one(i) for i in rest]
+    with ThreadPoolExecutor(max_workers=min(workers, len(rest))) as pool:
+        futures = [pool.submit(one, i) for i in rest]
+        results = [first]
+        error: Optional[ClusterError] = None
+        for f in futures:
+            try:
+                results.append(f.result())
+            except ClusterError as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return results
