@@ -30,3 +30,11 @@ def parse_env_items(items) -> Dict[str, str]:
             raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
         env[key] = value
     return env
+
+
+def echo_user(text: str, err: bool = False, nl: bool = True) -> None:
+    """Print text that holds user data (file names, script lines, messages quoting them) with every
+    terminal control sequence made inert (ESC, OSC, C1 controls, bidi overrides: see fsio.terminal_safe)."""
+    from translator.fsio import terminal_safe
+
+    click.echo(terminal_safe(text), err=err, nl=nl)
