@@ -281,12 +281,12 @@ def terminal_safe(text: str) -> str:
 
 
 def display_name(name: str) -> str:
-    """A file name (possibly with surrogate-escaped bytes that are not UTF-8) as printable, encodable
-    text: undecodable bytes and control characters as `\\xNN` escapes, a backslash doubled (so two
-    different names never show the same). Names of plain printable text are returned unchanged."""
-    if "\\" not in name and terminal_safe(name) == name and "\t" not in name and "\n" not in name:
+    """A file name as text that can be encoded (UTF-8) in reports and records: bytes that are not UTF-8
+    (surrogate escapes, as os.listdir returns them) are shown as `\\xNN`. Other characters stay; each
+    output format escapes them (and terminal output goes through terminal_safe)."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in name):
         return name
-    return terminal_safe(name.replace("\\", "\\\\")).replace("\t", "\\t").replace("\n", "\\n")
+    return "".join(f"\\x{ord(ch) - 0xdc00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
 
 
 def looks_like_job_script(path: str) -> bool:

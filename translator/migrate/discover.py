@@ -93,11 +93,6 @@ def _out_names(names: List[str]) -> Dict[str, str]:
     return out
 
 
-# Characters never written into an OUT file name (they break YAML, terminals or kustomize): C0/C1
-# controls, DEL, line/paragraph separators, bidi overrides and isolates, the BOM.
-_UNSAFE_NAME_CHARS = frozenset([*map(chr, range(0, 32)), "\x7f", *map(chr, range(0x80, 0xA0)), "\u2028", "\u2029",
-                                *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A)),
-                                "\u200e", "\u200f", "\ufeff"])
 NAME_MAX_BYTES = 255
 _LONGEST_SUFFIX = len(".trainjob.yaml")
 
@@ -107,19 +102,12 @@ def _hash8(name: str) -> str:
 
 
 def safe_component(name: str, room: int = 0) -> str:
-    """A file or folder name as it can be written in OUT: bytes that are not UTF-8 (surrogate escapes)
-    and unsafe characters become `%XX` (UTF-8 bytes), and a name too long for the file system (with
-    `room` bytes for a suffix) is cut and gets a hash of the full name."""
-    if any(ch in _UNSAFE_NAME_CHARS or "\udc80" <= ch <= "\udcff" for ch in name):
-        parts = []
-        for ch in name:
-            if "\udc80" <= ch <= "\udcff":
-                parts.append(f"%{ord(ch) - 0xdc00:02X}")
-            elif ch in _UNSAFE_NAME_CHARS:
-                parts.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
-            else:
-                parts.append(ch)
-        safe = "".join(parts)
+    """A file or folder name as it can be written in OUT and named in a UTF-8 kustomization: bytes that
+    are not UTF-8 (surrogate escapes) become `%XX`, and a name too long for the file system (with
+    `room` bytes for a suffix) is cut and gets a hash of the full name. Other characters (newlines,
+    controls) stay: the kustomization quotes them (files.yaml_quote)."""
+    if any("\udc80" <= ch <= "\udcff" for ch in name):
+        safe = "".join(f"%{ord(ch) - 0xdc00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
     else:
         safe = name
     limit = NAME_MAX_BYTES - room
@@ -150,7 +138,7 @@ def _folder_plan(file_names: List[str], dir_names: List[str], out_rel_dir: str):
         stem = safe_component(natural[n], _LONGEST_SUFFIX)
         note = ""
         if stem != natural[n]:
-            note = (f"its name holds bytes or characters that cannot be written safely in YAML or on a terminal; "
+            note = (f"its name holds bytes that are not UTF-8 (a kustomization cannot name them) or is too long; "
                     f"outputs written as {stem}.trainjob.*")
         if f"{stem}.trainjob.yaml" in taken or f"{stem}.trainjob.py" in taken:
             stem = safe_component(natural[n] + "~" + _hash8(n), _LONGEST_SUFFIX)
@@ -162,7 +150,7 @@ def _folder_plan(file_names: List[str], dir_names: List[str], out_rel_dir: str):
         name = safe_component(d)
         note = ""
         if name != d:
-            note = f"folder name holds bytes or characters that cannot be written safely; written as {name} in OUT"
+            note = f"folder name holds bytes that are not UTF-8 or is too long; written as {name} in OUT"
         if name in taken:
             name = safe_component(d + "~" + _hash8(d))
             note = f"folder name is taken by a file migrate writes; written as {name} in OUT"
