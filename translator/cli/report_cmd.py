@@ -41,7 +41,7 @@ def settings_from(opts: dict):
         try:
             profile = load_profile(opts["profile_path"])
         except ProfileError as exc:
-            click.echo(exc.format(), err=True)
+            echo_user(exc.format(), err=True)
             sys.exit(2)
     gpu_resource = (opts.get("gpu_resource") or "nvidia.com/gpu").strip()
     if not gpu_resource:
