@@ -19,7 +19,7 @@ def convert_options(f):
                      help="Kubernetes resource name for GPUs."),
         click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding",
                      show_default=True, help="Array jobs: a finding, or one TrainJob per index."),
-        click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+        click.option("--profile", "profile_path", default=None, metavar="FILE",
                      help="Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest "
                           "slurm2kf.yaml above each script)."),
         click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",

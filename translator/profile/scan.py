@@ -202,7 +202,9 @@ def survey(root: str) -> RepoUsage:
             usage.tally(usage.launchers, launch, rel)
         texts = script_texts(script, job)
         prefixes = [p for p, _ in absolute_prefixes(texts) if p not in SYSTEM_DIRS]
-        prefixes += [p for p, _ in variable_prefixes(texts, assigned_names(script))]
+        # site variables are upper case by convention ($SCRATCH, $WORK); `$rundir/x` is a script's own
+        # variable (set in a sourced file or a function), not a file system to mount
+        prefixes += [p for p, _ in variable_prefixes(texts, assigned_names(script)) if p[1:].isupper()]
         for prefix in dict.fromkeys(prefixes):
             usage.tally(usage.paths, prefix, rel)
     return usage
