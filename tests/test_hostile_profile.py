@@ -159,3 +159,26 @@ def test_profile_that_is_not_a_readable_regular_file_is_f5xx_never_a_hang(tmp_pa
         assert proc.returncode == 2, (args, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert ("F560" in proc.stderr) or ("F550" in proc.stderr and kind == "huge"), (args, proc.stderr)
+
+
+def test_init_names_unreadable_files_with_f528(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from translator import fsio
+    from translator.cli import cli
+
+    (tmp_path / "ok.sbatch").write_text("#!/bin/bash\n#SBATCH -p gpu\nsrun python t.py\n")
+    (tmp_path / "secret.sbatch").write_text("#!/bin/bash\n#SBATCH -p hidden\n")
+    os.mkfifo(tmp_path / "pipe.sbatch")                 # special file: skipped silently, never opened
+    real = fsio.read_user_file
+
+    def deny(path, *a, **kw):      # root reads mode-000 files: simulate the permission error
+        if str(path).endswith("secret.sbatch"):
+            raise fsio.UserFileError(fsio.DENIED, str(path), f"{path}: permission denied")
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(fsio, "read_user_file", deny)
+    res = CliRunner().invoke(cli, ["profile", "init", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert f"{tmp_path / 'secret.sbatch'}: warning F528 cannot be read, not surveyed (permission denied)" in res.output
+    assert "surveyed 1 job script" in res.output and "pipe.sbatch" not in res.output

@@ -77,6 +77,10 @@ def init(directory: str, output: str, force: bool) -> None:
                f"{len(usage.partitions)} partitions, {len(usage.qos)} qos, {len(usage.accounts)} accounts, "
                f"{len(usage.gpu_types)} GPU types, {len(usage.environments)} environments, "
                f"{len(usage.paths)} path prefixes" + ("" if output == "-" else f"; wrote {output}"), err=True)
+    for rel, why in usage.unreadable_files[:50]:
+        echo_user(f"{os.path.join(directory, rel)}: warning F528 cannot be read, not surveyed ({why})", err=True)
+    if len(usage.unreadable_files) > 50:
+        echo_user(f"... and {len(usage.unreadable_files) - 50} more unreadable files", err=True)
     if usage.scripts == 0:
         echo_user(f"{directory}: no job scripts found (a job script starts with `#!` and has #SBATCH lines)",
                    err=True)
