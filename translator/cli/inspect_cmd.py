@@ -14,7 +14,8 @@ import click
 
 from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, echo_user, parse_env_items
 
-_JSON_INERT = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
+_JSON_INERT = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F),
+                                           *range(0x2066, 0x206A), 0x200E, 0x200F, 0xFEFF]}
 
 
 def _read_stdin(stream) -> bytes:
