@@ -74,7 +74,7 @@ class _Utf8Sink:
 
 @click.command("report")
 @click.argument("source", type=click.Path(exists=True, file_okay=True, dir_okay=True))
-@click.option("-o", "--output", "output", default="-", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("-o", "--output", "output", default="-", metavar="FILE|-",
               help="Report file (default: stdout).")
 @click.option("--format", "fmt", type=click.Choice(sorted(_FORMATS)), default=None,
               help="md, html or json (default: from the output file's extension, else md).")
