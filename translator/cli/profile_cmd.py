@@ -48,7 +48,7 @@ def check(file: str) -> None:
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 def init(directory: str, output: str, force: bool) -> None:
     """Survey the job scripts under DIR and write a commented profile skeleton to fill in."""
-    from translator.profile.scan import survey
+    from translator.profile.scan import F_UNREADABLE_FILE, survey
     from translator.profile.skeleton import render_skeleton
 
     if not os.path.isdir(directory):
@@ -78,7 +78,8 @@ def init(directory: str, output: str, force: bool) -> None:
                f"{len(usage.gpu_types)} GPU types, {len(usage.environments)} environments, "
                f"{len(usage.paths)} path prefixes" + ("" if output == "-" else f"; wrote {output}"), err=True)
     for rel, why in usage.unreadable_files[:50]:
-        echo_user(f"{os.path.join(directory, rel)}: warning F528 cannot be read, not surveyed ({why})", err=True)
+        echo_user(f"{os.path.join(directory, rel)}: warning {F_UNREADABLE_FILE} cannot be read, not surveyed ({why})",
+                  err=True)
     if len(usage.unreadable_files) > 50:
         echo_user(f"... and {len(usage.unreadable_files) - 50} more unreadable files", err=True)
     if usage.scripts == 0:

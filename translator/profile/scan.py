@@ -16,6 +16,7 @@ from translator.profile.usage import (SYSTEM_DIRS, absolute_prefixes, assigned_n
                                       environment_items, script_texts, variable_prefixes)
 
 MAX_SCRIPT_BYTES = 1 << 20
+F_UNREADABLE_FILE = "F528"     # profile init: a file under DIR cannot be read (warning)
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"}
 _HEADER_DIRECTIVE = re.compile(rb"^[ \t]*#(?:SBATCH|SLURM)\b", re.M)
 
