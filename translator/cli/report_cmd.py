@@ -161,8 +161,11 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
             from translator.emit import trainjob_yaml
 
             yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
-        sr = script_report(conv, os.path.basename(source), yaml_text, settings=settings)
-        emit(Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr]))
+        from translator.fsio import display_name
+
+        name = display_name(os.path.basename(source))      # bytes that are not UTF-8 shown as \xNN
+        sr = script_report(conv, name, yaml_text, settings=settings)
+        emit(Report.from_scripts("slurm2kf review: " + name, display_name(source), [sr]))
         return
     try:
         migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,
