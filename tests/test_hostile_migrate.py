@@ -152,7 +152,7 @@ def test_hostile_file_names_never_abort_the_run_and_never_collide(tmp_path):
     names = {b"caf\xe9.sbatch": "latin", b"bad\xff\xfe.sh": "badbytes", b"del\x7fname.sbatch": "del",
              "nel\u0085name.sbatch".encode(): "nel", b"new\nline.sbatch": "newline",
              "ls\u2028sep.sbatch".encode(): "lsep", b"train.sh": "a", b"train.sbatch": "b", b"train.sh.sbatch": "c",
-             b"x.sbatch": "x"}
+             b"x.sbatch": "x", b"L" * 248 + b".sbatch": "long"}      # 255 bytes: the longest name there is
     for n, job in names.items():
         with open(raw + b"/" + n, "wb") as fh:
             fh.write(GOOD.format(name=job).encode())

@@ -152,7 +152,12 @@ def read_stream(stream: IO[bytes], label: str, limit: int) -> bytes:
 # ---- writing ------------------------------------------------------------------------------------
 
 def tmp_name(base: str) -> str:
+    """A hidden temporary name next to `base`, unique per process and call, never longer than a file
+    name may be (a long `base` is cut: the name only has to be unique, not readable)."""
     _counter[0] += 1
+    raw = os.fsencode(base)
+    if len(raw) > 160:
+        base = os.fsdecode(raw[:160])
     return f".{base}.{os.getpid()}.{_counter[0]}{TMP_TAG}"
 
 

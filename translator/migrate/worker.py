@@ -176,7 +176,10 @@ def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: Work
             try:
                 status = out_write(ctx.out_dir, rel_out, blob, ctx.check)
             except OutEntryRefused as exc:
-                refused.append(exc.message)
+                refused.append(("M618", exc.message))
+                continue
+            except OSError as exc:       # this script's output only (a name the file system refuses...)
+                refused.append(("M610", f"cannot write {rel_out}: {exc.strerror or exc}"))
                 continue
         outputs.append((rel_out, sha256_bytes(blob), status))
     if not refused:
@@ -184,8 +187,10 @@ def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: Work
     from translator.report.model import ERRORS, Issue, ScriptReport
 
     sr = ScriptReport.from_json(json.loads(result.record_json))
-    issue = Issue("error", "M618", "; ".join(refused)[:500], None,
-                  "remove the link or special file from the output folder, then re-run migrate")
+    code = refused[0][0]
+    issue = Issue("error", code, "; ".join(m for _c, m in refused)[:500], None,
+                  "remove the link or special file from the output folder, then re-run migrate" if code == "M618"
+                  else "fix the output location (space, permissions), then re-run migrate")
     sr = dataclasses.replace(sr, outcome=ERRORS, issues=sr.issues + (issue,))
     again = _result(result.rel, sr, names=result.names, base_names=result.base_names, suffixed=result.suffixed,
                     runnable=False)
