@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from pathlib import Path
 
 import cmarkgfm
 import pytest

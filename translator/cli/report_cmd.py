@@ -125,7 +125,7 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
     result = [0]
     saved = os.path.join(source, REPORT_BASENAME + ".json")
     if os.path.isdir(source) and os.path.isfile(os.path.join(source, MANIFEST_NAME)):
-        from translator.migrate.files import OutEntryRefused, out_read
+        from translator.migrate.files import out_read
         from translator.report.json_report import MAX_REPORT_BYTES, ReportFormatError, load
 
         inputs, input_trees = [saved, os.path.join(source, MANIFEST_NAME)], []

@@ -5,7 +5,6 @@ so `slurm2kf profile check` accepts it at once and `convert --profile` reports e
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Dict, List
 

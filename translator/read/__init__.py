@@ -8,8 +8,6 @@ permission, not a regular file, larger than MAX_FILE_BYTES = 16 MiB).
 from __future__ import annotations
 
 import gc
-import os
-import stat
 from typing import Optional
 
 from translator.diagnostics import Diagnostic, ERROR, INFO
