@@ -12,6 +12,7 @@ not touched (mtime kept), which makes re-running idempotent.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -101,8 +102,8 @@ def open_out_dir(root: str, parts: List[str], create: bool, rel: str = "") -> Op
                 except FileExistsError:
                     pass
                 nfd = os.open(p, _DIR_FLAGS, dir_fd=fd)
-            except (NotADirectoryError, OSError) as exc:
-                if isinstance(exc, PermissionError):
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):   # O_NOFOLLOW met a link / not a folder
                     raise
                 where = "/".join(parts[: i + 1])
                 try:
