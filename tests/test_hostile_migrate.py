@@ -348,3 +348,16 @@ def test_a_timeout_after_the_conversion_leaves_no_unlisted_outputs(tmp_path, mon
     on_disk = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != ".slurm2kf-migrate.json"}
     assert on_disk == set(manifest["outputs"]), (on_disk, manifest["outputs"])
     assert not (out / "slow.trainjob.yaml").exists() and (out / "fast.trainjob.yaml").exists()
+
+
+def test_a_source_folder_whose_own_name_is_not_utf8(tmp_path):
+    src = os.fsdecode(os.fsencode(tmp_path) + b"/jobs\xff")
+    os.mkdir(src)
+    Path(src, "a.sbatch").write_text(GOOD.format(name="a"))
+    out = tmp_path / "out"
+    assert run("migrate", src, "-o", out).returncode == 0
+    for f in ("slurm2kf-report.md", "slurm2kf-report.html", "slurm2kf-report.json"):
+        assert "jobs\\xff" in (out / f).read_text(encoding="utf-8")          # valid UTF-8, byte shown as \xff
+    for args in (("report", out, "--format", "html"), ("report", src), ("report", Path(src) / "a.sbatch")):
+        r = run(*args)
+        assert r.returncode == 0 and "Traceback" not in r.stderr and r.stdout, (args, r.stderr)

@@ -68,7 +68,7 @@ class _Utf8Sink:
         self.put = put
 
     def write(self, s: str) -> int:
-        self.put(s.encode("utf-8", "surrogateescape"))
+        self.put(s.encode("utf-8", "backslashreplace"))    # always valid UTF-8
         return len(s)
 
 

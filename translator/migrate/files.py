@@ -199,7 +199,7 @@ class _HashingText:
         self.put = put
 
     def write(self, s: str) -> int:
-        b = s.encode("utf-8", "surrogateescape")
+        b = s.encode("utf-8", "backslashreplace")     # reports are always valid UTF-8
         self.h.update(b)
         if self.put is not None:
             self.put(b)

@@ -352,8 +352,11 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
         skipped.sort(key=lambda f: f.path)
         for f in skipped:
             builder.add_skipped(f)
-        title = "slurm2kf migration review: " + os.path.basename(os.path.realpath(opts.src))
-        report = Report(title=title, source=os.path.basename(os.path.realpath(opts.src)),
+        from translator.fsio import display_name
+
+        src_name = display_name(os.path.basename(os.path.realpath(opts.src)))   # bytes not UTF-8 as \xNN
+        title = "slurm2kf migration review: " + src_name
+        report = Report(title=title, source=src_name,
                         summary=builder.build(), scripts=spool, skipped=tuple(skipped), index=index,
                         fragments=spool)
         result.scripts = len(index)
