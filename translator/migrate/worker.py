@@ -169,7 +169,7 @@ def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: Work
     """Write the script's outputs into OUT (or compare them, in check mode). An entry of OUT that is a
     symbolic link or a special file is never replaced: the script gets an error (M618)."""
     outputs: List[Tuple[str, str, str]] = []
-    refused: List[str] = []
+    refused: List[Tuple[str, str]] = []     # (code, message)
     for rel_out, blob in blobs:
         status = UNCHANGED
         if ctx.out_dir is not None:
