@@ -61,3 +61,31 @@ def test_usage_errors_stay_2_and_success_0(tmp_path):
     assert subprocess.run([str(EXE), "convert", str(script)], capture_output=True).returncode == 0
     assert subprocess.run([str(EXE), "convert", "--bogus"], capture_output=True).returncode == 2
     assert subprocess.run([str(EXE), "--version"], capture_output=True).returncode == 0
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("args,code", [(["--namespace", "ML_Team"], "V730"), (["--namespace", "a" * 64], "V730"),
+                                       (["--namespace", "-x"], "V730"), (["--gpu-resource", "gpu"], "V743"),
+                                       (["--gpu-resource", "/gpu"], "V743"), (["--gpu-resource", "Nvidia.com/gpu!"], "V743")])
+def test_convert_refuses_options_that_validate_rejects(tmp_path, args, code):
+    script = tmp_path / "j.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=1\nsrun python t.py\n")
+    out = tmp_path / "j.yaml"
+    for cmd in (["convert", script, "-o", out], ["migrate", tmp_path, "-o", tmp_path.parent / "o"],
+                ["report", tmp_path]):
+        proc = subprocess.run([str(EXE), *map(str, cmd), *args], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and code in proc.stderr, (cmd, proc.stderr)
+    assert not out.exists()
+    # the same value in a TrainJob is what `validate` rejects with that code (the API server's rule)
+    ok = subprocess.run([str(EXE), "convert", str(script)], capture_output=True, text=True)
+    text = ok.stdout
+    if args[0] == "--namespace":
+        text = text.replace("metadata:\n", f"metadata:\n  namespace: '{args[1]}'\n", 1)
+    else:
+        text = text.replace("nvidia.com/gpu", args[1])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    val = subprocess.run([str(EXE), "validate", str(bad)], capture_output=True, text=True)
+    assert val.returncode == 1 and code in val.stdout, val.stdout

@@ -12,7 +12,7 @@ from typing import Dict, List
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, echo_user, parse_env_items
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, check_kube_options, echo_user, parse_env_items
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -73,6 +73,7 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     env = parse_env_items(sbatch_env)
     if not gpu_resource.strip():
         raise click.UsageError("--gpu-resource must not be empty")
+    check_kube_options(namespace, gpu_resource.strip())
     data = None
     if script == "-":                                   # read the script from stdin, as `sbatch` does
         data = _read_stdin(script)

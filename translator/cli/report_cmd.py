@@ -46,6 +46,9 @@ def settings_from(opts: dict):
     gpu_resource = (opts.get("gpu_resource") or "nvidia.com/gpu").strip()
     if not gpu_resource:
         raise click.UsageError("--gpu-resource must not be empty")
+    from translator.cli.common import check_kube_options
+
+    check_kube_options(opts.get("namespace") or None, gpu_resource)
     env = []
     for item in opts.get("sbatch_env") or ():
         key, sep, value = item.partition("=")
