@@ -99,7 +99,11 @@ def test_symlinks_loops_and_broken_links(tmp_path):
     cands, skipped = _split(list(discover(str(src))))
     rels = {c.rel for c in cands}
     by_path = {s.path: s for s in skipped}
-    assert "team-b/external.sbatch" in rels                       # outside target: converted under the link's path
+    # issue 10: a link out of SRC is reported (M619) and not followed by default ...
+    assert "team-b/external.sbatch" not in rels and by_path["team-b/external.sbatch"].code == "M619"
+    # ... and with --follow-symlinks it is converted under the link's path
+    followed, _ = _split(list(discover(str(src), follow_symlinks=True)))
+    assert "team-b/external.sbatch" in {c.rel for c in followed}
     assert "team-a/alias.sbatch" not in rels and by_path["team-a/alias.sbatch"].code == "M605"
     assert by_path["team-a/nested/loop"].code == "M604"
     assert by_path["dangling.sbatch"].code == "M604" and "broken" in by_path["dangling.sbatch"].message

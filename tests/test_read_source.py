@@ -108,13 +108,17 @@ def test_permission_denied(tmp_path, monkeypatch):
     path = tmp_path / "secret.sh"
     path.write_text("#!/bin/bash\n")
 
-    def deny(*args, **kwargs):
-        raise PermissionError(13, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr("builtins.open", deny)
+    def deny(p, *args, **kwargs):      # the reader opens with os.open (O_NONBLOCK, then fstat)
+        if str(p) == str(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(p, *args, **kwargs)
+
+    monkeypatch.setattr("os.open", deny)
     with pytest.raises(ReadError) as exc:
         read_file(str(path))
-    assert exc.value.diagnostic.code == "R102"
+    assert exc.value.diagnostic.code == "R102" and "permission denied" in exc.value.diagnostic.message
 
 
 def test_too_large(tmp_path, monkeypatch):

@@ -30,3 +30,26 @@ def parse_env_items(items) -> Dict[str, str]:
             raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
         env[key] = value
     return env
+
+
+def echo_user(text: str, err: bool = False, nl: bool = True) -> None:
+    """Print text that holds user data (file names, script lines, messages quoting them) with every
+    terminal control sequence made inert (ESC, OSC, C1 controls, bidi overrides: see fsio.terminal_safe)."""
+    from translator.fsio import terminal_safe
+
+    click.echo(terminal_safe(text), err=err, nl=nl)
+
+
+def check_kube_options(namespace, gpu_resource) -> None:
+    """`--namespace` and `--gpu-resource` must be values `slurm2kf validate` (and the API server)
+    accept, else a usage error (exit 2): an invalid TrainJob is never written with exit 0."""
+    from translator.validate.rules import namespace_problem, resource_name_problem
+
+    if namespace:
+        p = namespace_problem(namespace)
+        if p:
+            raise click.UsageError(f"--namespace {p} (V730)")
+    if gpu_resource:
+        p = resource_name_problem(gpu_resource)
+        if p:
+            raise click.UsageError(f"--gpu-resource: {p} (V743)")

@@ -12,7 +12,7 @@ from typing import Dict, List
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, check_kube_options, echo_user, parse_env_items
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -28,7 +28,21 @@ def _load_profile(option_path, script_path):
     try:
         return profile_load.load_profile(path), path
     except profile_load.ProfileError as exc:   # line-numbered problems, no traceback
-        click.echo(exc.format(), err=True)
+        echo_user(exc.format(), err=True)
+        raise SystemExit(USAGE_ERROR)
+
+
+def _read_stdin(label: str) -> bytes:
+    """Standard input with the reader's size cap (R103): an endless pipe is refused, not buffered."""
+    from translator.diagnostics import Diagnostic, ERROR
+    from translator.fsio import TOO_LARGE, UserFileError, read_stream
+    from translator.read import MAX_FILE_BYTES, R102_UNREADABLE, R103_TOO_LARGE
+
+    try:
+        return read_stream(sys.stdin.buffer, "standard input", MAX_FILE_BYTES)
+    except UserFileError as exc:
+        code = R103_TOO_LARGE if exc.kind == TOO_LARGE else R102_UNREADABLE
+        echo_user(Diagnostic(ERROR, code, exc.message).format(label), err=True)
         raise SystemExit(USAGE_ERROR)
 
 
@@ -59,22 +73,23 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     env = parse_env_items(sbatch_env)
     if not gpu_resource.strip():
         raise click.UsageError("--gpu-resource must not be empty")
+    check_kube_options(namespace, gpu_resource.strip())
     data = None
     if script == "-":                                   # read the script from stdin, as `sbatch` does
-        data = sys.stdin.buffer.read()
-    profile, _ = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
+        data = _read_stdin(script)
+    profile, profile_file = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
     settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
                                array_mode=array_mode, gpu_resource=gpu_resource.strip(),
                                sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile)
     conv = convert(script, data=data, settings=settings)
     if conv.file_error is not None:
-        click.echo(conv.file_error.format(script), err=True)
+        echo_user(conv.file_error.format(script), err=True)
         sys.exit(USAGE_ERROR)
     for d in conv.diagnostics:
         if d.severity in ("error", "warning"):
-            click.echo(d.format(script), err=True)
+            echo_user(d.format(script), err=True)
     for f in conv.findings:
-        click.echo(f.format(script), err=True)
+        echo_user(f.format(script), err=True)
     if to == "yaml":
         from translator.emit import trainjob_yaml
         text = trainjob_yaml.render(conv.plans, findings_comment=findings_comment)
@@ -87,14 +102,17 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     if output == "-":
         click.echo(text, nl=False)
     else:
-        from translator.migrate.files import write_if_changed   # temp file + rename, same folder
+        # never over a link, device, FIFO or folder, nor over the script or the profile; a temporary
+        # file in the target's folder renamed over it; like `>`, no folders are made
+        from translator.fsio import OutputRefused, write_output
 
         try:
-            if not os.path.isdir(os.path.dirname(os.path.abspath(output))):   # like `>`: no folders made
-                raise FileNotFoundError(2, "no such directory")
-            write_if_changed(output, text.encode("utf-8"))
+            write_output(output, text.encode("utf-8"), inputs=[script, profile_file or ""])
+        except OutputRefused as exc:
+            echo_user(f"slurm2kf convert: error: {exc.message}", err=True)
+            sys.exit(USAGE_ERROR)
         except OSError as exc:
-            click.echo(f"{output}: error: cannot write: {exc.strerror or exc}", err=True)
+            echo_user(f"{output}: error: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(USAGE_ERROR)
     refused = conv.job is not None and not conv.job.sbatch_accepts
     if refused or any(not p.can_run for p in conv.plans):

@@ -12,7 +12,22 @@ from typing import Dict, List, Optional, Tuple
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, echo_user, parse_env_items
+
+_JSON_INERT = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F),
+                                           *range(0x2066, 0x206A), 0x200E, 0x200F, 0xFEFF]}
+
+
+def _read_stdin(stream) -> bytes:
+    from translator.diagnostics import Diagnostic, ERROR
+    from translator.fsio import TOO_LARGE, UserFileError, read_stream
+    from translator.read import MAX_FILE_BYTES, R102_UNREADABLE, R103_TOO_LARGE, ReadError
+
+    try:
+        return read_stream(stream, "standard input", MAX_FILE_BYTES)
+    except UserFileError as exc:
+        raise ReadError(Diagnostic(ERROR, R103_TOO_LARGE if exc.kind == TOO_LARGE else R102_UNREADABLE,
+                                   exc.message)) from None
 
 
 @click.command(name="inspect", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,23 +64,25 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
         try:
             if path == "-":     # like sbatch without a script argument: read standard input
                 stdin = sys.stdin
-                data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogateescape")
+                # capped like a file (R103): an endless pipe (`< /dev/zero`) is refused, not buffered
+                data = _read_stdin(stdin.buffer if hasattr(stdin, "buffer") else stdin)
                 script = read_script(data, "-")
             else:
                 script = read_file(path)
         except ReadError as exc:
             unreadable = True
-            click.echo(f"slurm2kf inspect: {exc.diagnostic.format(path)}", err=True)
+            echo_user(f"slurm2kf inspect: {exc.diagnostic.format(path)}", err=True)
             continue
         job = resolve(script, env=env, cli_args=sbatch_args)
         refused = refused or not job.sbatch_accepts
         if as_json:
             # U+2028/U+2029 are valid inside JSON strings but are line breaks to str.splitlines():
             # escape them so every record stays on its own line of the JSON Lines stream.
+            # DEL and C1 controls (U+009B is a terminal's CSI) are escaped too: the stream is inert text.
             line = json.dumps(job.to_json(), ensure_ascii=False, sort_keys=False)
-            click.echo(line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+            click.echo(line.translate(_JSON_INERT))
         else:
-            click.echo(render_human(script, job, env, sbatch_args))
+            echo_user(render_human(script, job, env, sbatch_args))
     if unreadable:
         ctx.exit(USAGE_ERROR)
     ctx.exit(1 if refused else 0)

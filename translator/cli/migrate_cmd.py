@@ -23,6 +23,9 @@ from translator.cli import report_cmd as _shared
               help="Write nothing; exit 1 when any output would change or any script has an error (for CI).")
 @click.option("--max-size", type=click.IntRange(1, None), default=1 << 20, show_default=True, metavar="BYTES",
               help="Skip (and report) files larger than this.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symbolic links that lead out of SRC (each folder and file once; loops and the "
+                   "kernel's /proc, /sys, /dev are never walked). Default: reported (M619), not followed.")
 @click.option("--timeout", type=click.FloatRange(0, None), default=60.0, show_default=True, metavar="SECONDS",
               help="Stop converting a script after this long and record it (M615); 0 = no limit.")
 @click.option("--server-dry-run", is_flag=True,
@@ -33,13 +36,15 @@ from translator.cli import report_cmd as _shared
 @click.option("--kubeconfig", metavar="FILE", help="With --apply/--server-dry-run: kubeconfig file.")
 @click.option("--context", metavar="NAME", help="With --apply/--server-dry-run: kubeconfig context.")
 @_shared.convert_options
-def command(src, out, jobs, include, exclude, force, check, max_size, timeout, server_dry_run, apply_,
-            kubeconfig, context, **convert_opts) -> None:
+def command(src, out, jobs, include, exclude, force, check, max_size, follow_symlinks, timeout, server_dry_run,
+            apply_, kubeconfig, context, **convert_opts) -> None:
     """Convert every Slurm job script under SRC (found by content) into OUT.
 
     Exit status: 0 all scripts converted, 1 some scripts have errors (or, with --check, some output
     would change), 2 usage or I/O failure.
     """
+    from translator.cli.common import echo_user
+    from translator.migrate import files as F
     from translator.migrate.run import MigrateError, MigrateOptions, migrate
 
     if check and (server_dry_run or apply_):
@@ -50,9 +55,9 @@ def command(src, out, jobs, include, exclude, force, check, max_size, timeout, s
     try:
         res = migrate(MigrateOptions(src=src, out=out, settings=settings, jobs=jobs, include=include,
                                      exclude=exclude, force=force, check=check, max_size=max_size,
-                                     timeout=timeout))
+                                     timeout=timeout, follow_symlinks=follow_symlinks))
     except MigrateError as exc:
-        click.echo(f"slurm2kf migrate: error {exc.code} {exc.message}", err=True)
+        echo_user(f"slurm2kf migrate: error {exc.code} {exc.message}", err=True)
         sys.exit(2)
     oc = res.outcomes
     verb = "would write" if check else "written"
@@ -65,13 +70,15 @@ def command(src, out, jobs, include, exclude, force, check, max_size, timeout, s
         + f" in {res.seconds:.1f}s", err=True)
     if check:
         for p in res.written[:50]:
-            click.echo(f"would change: {p}", err=True)
+            echo_user(f"would change: {p}", err=True)
         for p in res.removed[:50]:
-            click.echo(f"would remove: {p}", err=True)
+            echo_user(f"would remove: {p}", err=True)
     for p in res.kept_stale:
-        click.echo(f"{p}: warning M608 output of a removed script was edited by hand; kept", err=True)
+        echo_user(f"{p}: warning M608 output of a removed script was edited by hand; kept", err=True)
+    for p in res.manifest_rejected[:50]:
+        echo_user(f"{F.MANIFEST_NAME}: warning M620 {p}; not written or removed", err=True)
     if not check:
-        click.echo(f"review: {out}/slurm2kf-report.html (also .md, .json); apply: kubectl apply -k {out}", err=True)
+        echo_user(f"review: {out}/slurm2kf-report.html (also .md, .json); apply: kubectl apply -k {out}", err=True)
     code = res.exit_code
     if server_dry_run or apply_:
         code = max(code, _send_apply_set(out, kubeconfig, context, dry_run=server_dry_run))

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from translator.cli.common import echo_user
+
 
 @click.group("profile")
 def command() -> None:
@@ -22,21 +24,21 @@ def check(file: str) -> None:
         profile = load_profile(file)
     except ProfileError as exc:
         for diag in exc.diagnostics:
-            click.echo(diag.format(file), err=True)
+            echo_user(diag.format(file), err=True)
         n = len(exc.diagnostics)
-        click.echo(f"{file}: {n} problem{'s' if n != 1 else ''}; the profile cannot be used", err=True)
+        echo_user(f"{file}: {n} problem{'s' if n != 1 else ''}; the profile cannot be used", err=True)
         sys.exit(2)
     from translator.profile.lint import lint_profile
 
     for diag in lint_profile(profile):
-        click.echo(diag.format(file), err=True)
+        echo_user(diag.format(file), err=True)
     counts = [(len(profile.partitions), "partition"), (len(profile.qos), "qos"), (len(profile.accounts), "account"),
               (len(profile.gpu_types), "GPU type"), (len(profile.constraints), "constraint"),
               (len(profile.image_rules), "image rule"), (len(profile.filesystems), "file system"),
               (len(profile.runtimes), "runtime")]
     summary = ", ".join(f"{n} {what}{'s' if n != 1 and not what.endswith('s') else ''}" for n, what in counts)
     label = f"profile `{profile.name}`" if profile.name else "profile"
-    click.echo(f"{file}: ok ({label}: {summary})")
+    echo_user(f"{file}: ok ({label}: {summary})")
 
 
 @command.command("init")
@@ -46,36 +48,40 @@ def check(file: str) -> None:
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 def init(directory: str, output: str, force: bool) -> None:
     """Survey the job scripts under DIR and write a commented profile skeleton to fill in."""
-    from translator.profile.scan import survey
+    from translator.profile.scan import F_UNREADABLE_FILE, survey
     from translator.profile.skeleton import render_skeleton
 
     if not os.path.isdir(directory):
-        click.echo(f"{directory}: not a directory", err=True)
+        echo_user(f"{directory}: not a directory", err=True)
         sys.exit(2)
     usage = survey(directory)
     text = render_skeleton(usage, directory)
     if output == "-":
         click.echo(text, nl=False)
     else:
-        if os.path.exists(output) and not force:
-            click.echo(f"{output}: exists; use --force to overwrite it", err=True)
+        from translator.fsio import OutputRefused, looks_like_job_script, write_output
+
+        if os.path.lexists(output) and not force:
+            echo_user(f"{output}: exists; use --force to overwrite it", err=True)
             sys.exit(2)
-        tmp = f"{output}.tmp{os.getpid()}"
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, output)
-        except OSError as exc:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            click.echo(f"{output}: cannot write: {exc.strerror or exc}", err=True)
+            # even with --force: never over a link, device, FIFO or folder, nor over a job script of DIR
+            write_output(output, text.encode("utf-8"), input_trees=[directory], is_input=looks_like_job_script)
+        except OutputRefused as exc:
+            echo_user(f"slurm2kf profile init: error: {exc.message}", err=True)
             sys.exit(2)
-    click.echo(f"surveyed {usage.scripts} job script{'s' if usage.scripts != 1 else ''} under {directory}: "
+        except OSError as exc:
+            echo_user(f"{output}: cannot write: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+    echo_user(f"surveyed {usage.scripts} job script{'s' if usage.scripts != 1 else ''} under {directory}: "
                f"{len(usage.partitions)} partitions, {len(usage.qos)} qos, {len(usage.accounts)} accounts, "
                f"{len(usage.gpu_types)} GPU types, {len(usage.environments)} environments, "
                f"{len(usage.paths)} path prefixes" + ("" if output == "-" else f"; wrote {output}"), err=True)
+    for rel, why in usage.unreadable_files[:50]:
+        echo_user(f"{os.path.join(directory, rel)}: warning {F_UNREADABLE_FILE} cannot be read, not surveyed ({why})",
+                  err=True)
+    if len(usage.unreadable_files) > 50:
+        echo_user(f"... and {len(usage.unreadable_files) - 50} more unreadable files", err=True)
     if usage.scripts == 0:
-        click.echo(f"{directory}: no job scripts found (a job script starts with `#!` and has #SBATCH lines)",
+        echo_user(f"{directory}: no job scripts found (a job script starts with `#!` and has #SBATCH lines)",
                    err=True)

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from translator.cli.common import echo_user
+
 
 def convert_options(f):
     """The conversion options `migrate` and `report` share with `convert`."""
@@ -17,7 +19,7 @@ def convert_options(f):
                      help="Kubernetes resource name for GPUs."),
         click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding",
                      show_default=True, help="Array jobs: a finding, or one TrainJob per index."),
-        click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None,
+        click.option("--profile", "profile_path", default=None, metavar="FILE",
                      help="Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest "
                           "slurm2kf.yaml above each script)."),
         click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
@@ -39,11 +41,14 @@ def settings_from(opts: dict):
         try:
             profile = load_profile(opts["profile_path"])
         except ProfileError as exc:
-            click.echo(exc.format(), err=True)
+            echo_user(exc.format(), err=True)
             sys.exit(2)
     gpu_resource = (opts.get("gpu_resource") or "nvidia.com/gpu").strip()
     if not gpu_resource:
         raise click.UsageError("--gpu-resource must not be empty")
+    from translator.cli.common import check_kube_options
+
+    check_kube_options(opts.get("namespace") or None, gpu_resource)
     env = []
     for item in opts.get("sbatch_env") or ():
         key, sep, value = item.partition("=")
@@ -59,9 +64,20 @@ def settings_from(opts: dict):
 _FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}
 
 
+class _Utf8Sink:
+    """A text stream for the report writers that hands UTF-8 bytes to `put`."""
+
+    def __init__(self, put) -> None:
+        self.put = put
+
+    def write(self, s: str) -> int:
+        self.put(s.encode("utf-8", "backslashreplace"))    # always valid UTF-8
+        return len(s)
+
+
 @click.command("report")
 @click.argument("source", type=click.Path(exists=True, file_okay=True, dir_okay=True))
-@click.option("-o", "--output", "output", default="-", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("-o", "--output", "output", default="-", metavar="FILE|-",
               help="Report file (default: stdout).")
 @click.option("--format", "fmt", type=click.Choice(sorted(_FORMATS)), default=None,
               help="md, html or json (default: from the output file's extension, else md).")
@@ -69,8 +85,10 @@ _FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}
 @click.option("--include", multiple=True, metavar="GLOB")
 @click.option("--exclude", multiple=True, metavar="GLOB")
 @click.option("--max-size", type=click.IntRange(1, None), default=1 << 20, show_default=True, metavar="BYTES")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symbolic links that lead out of SOURCE (as `migrate --follow-symlinks`).")
 @convert_options
-def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opts) -> None:
+def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlinks, **convert_opts) -> None:
     """Write the review report of SOURCE: a folder of scripts (converted now), a single script,
     or a `slurm2kf migrate` output folder (read from its slurm2kf-report.json).
 
@@ -86,15 +104,23 @@ def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opt
     writer = importlib.import_module(f"translator.report.{_FORMATS[fmt]}")
 
     def emit(report) -> None:
+        from translator.fsio import OutputRefused, write_output
+
         try:
             if output == "-":
                 writer.write(report, sys.stdout)
             else:
-                from translator.migrate.files import write_stream_if_changed
+                # never over a link, device, FIFO or folder, nor over an input (the script, a file of
+                # the scanned folder, the saved report); written through a temporary file and a rename
+                from translator.fsio import looks_like_job_script
 
-                write_stream_if_changed(output, lambda fh: writer.write(report, fh))
+                write_output(output, lambda put: writer.write(report, _Utf8Sink(put)),
+                             inputs=inputs, input_trees=input_trees, is_input=looks_like_job_script)
+        except OutputRefused as exc:
+            echo_user(f"slurm2kf report: error M618 {exc.message}", err=True)
+            sys.exit(2)
         except OSError as exc:
-            click.echo(f"slurm2kf report: error M610 cannot write {output}: {exc.strerror or exc}", err=True)
+            echo_user(f"slurm2kf report: error M610 cannot write {output}: {exc.strerror or exc}", err=True)
             sys.exit(2)
         errors = report.summary.outcome("errors") + sum(1 for f in report.skipped if f.severity == "error")
         result[0] = 1 if errors else 0
@@ -102,20 +128,28 @@ def command(source, output, fmt, jobs, include, exclude, max_size, **convert_opt
     result = [0]
     saved = os.path.join(source, REPORT_BASENAME + ".json")
     if os.path.isdir(source) and os.path.isfile(os.path.join(source, MANIFEST_NAME)):
-        from translator.report.json_report import ReportFormatError, load
+        from translator.migrate.files import out_read
+        from translator.report.json_report import MAX_REPORT_BYTES, ReportFormatError, load
 
+        inputs, input_trees = [saved, os.path.join(source, MANIFEST_NAME)], []
         try:
-            report = load(saved)
+            # inside OUT: never through a link, only a regular file, at most MAX_REPORT_BYTES
+            data = out_read(source, REPORT_BASENAME + ".json", MAX_REPORT_BYTES)
+            if data is None:
+                raise ReportFormatError("missing, or larger than the size limit")
+            report = load(saved, data)
         except (OSError, ReportFormatError) as exc:
-            click.echo(f"slurm2kf report: error M614 cannot read {saved}: {getattr(exc, 'strerror', None) or exc}", err=True)
+            echo_user(f"slurm2kf report: error M614 cannot read {saved}: {getattr(exc, 'strerror', None) or exc}",
+                      err=True)
             sys.exit(2)
         emit(report)
     else:
-        _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, emit)
+        inputs, input_trees = ([source], []) if not os.path.isdir(source) else ([], [source])
+        _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, emit, follow_symlinks)
     sys.exit(result[0])
 
 
-def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, emit) -> None:
+def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, emit, follow_symlinks=False) -> None:
     from translator.migrate.run import MigrateError, MigrateOptions, migrate
 
     settings = settings_from(convert_opts)
@@ -130,13 +164,17 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
             from translator.emit import trainjob_yaml
 
             yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
-        sr = script_report(conv, os.path.basename(source), yaml_text, settings=settings)
-        emit(Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr]))
+        from translator.fsio import display_name
+
+        name = display_name(os.path.basename(source))      # bytes that are not UTF-8 shown as \xNN
+        sr = script_report(conv, name, yaml_text, settings=settings)
+        emit(Report.from_scripts("slurm2kf review: " + name, display_name(source), [sr]))
         return
     try:
         migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,
                                exclude=exclude, max_size=max_size, progress=False, echo=lambda s: None,
+                               follow_symlinks=follow_symlinks,
                                report_sink=emit))
     except MigrateError as exc:
-        click.echo(f"slurm2kf report: error {exc.code} {exc.message}", err=True)
+        echo_user(f"slurm2kf report: error {exc.code} {exc.message}", err=True)
         sys.exit(2)

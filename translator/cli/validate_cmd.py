@@ -7,17 +7,24 @@ import sys
 
 import click
 
+from translator.cli.common import echo_user
+
+
+MAX_YAML_BYTES = 64 << 20     # a TrainJob file is kilobytes; a folder of 10,000 of them is ~30 MB
+
 
 def _read(path: str):
-    """(text, error message) of a file or '-' (stdin)."""
+    """(text, error message) of a file or '-' (stdin), through the shared guard: only a regular file
+    (a FIFO or device is refused without reading), at most MAX_YAML_BYTES."""
+    from translator.fsio import UserFileError, read_stream, read_user_file
+
     try:
         if path == "-":
-            data = sys.stdin.buffer.read()
+            data = read_stream(sys.stdin.buffer, "standard input", MAX_YAML_BYTES)
         else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-    except OSError as exc:
-        return None, f"cannot read: {exc.strerror or exc}"
+            data = read_user_file(path, MAX_YAML_BYTES)
+    except UserFileError as exc:
+        return None, exc.message
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
@@ -27,10 +34,12 @@ def _read(path: str):
 def _runtime_files(paths):
     for p in paths:
         if os.path.isdir(p):
-            for root, _dirs, files in os.walk(p):
+            for root, dirs, files in os.walk(p):      # links to folders are not walked
+                dirs.sort()
                 for f in sorted(files):
-                    if f.endswith((".yaml", ".yml", ".json")):
-                        yield os.path.join(root, f)
+                    full = os.path.join(root, f)
+                    if f.endswith((".yaml", ".yml", ".json")) and not os.path.islink(full):
+                        yield full
         else:
             yield p
 
@@ -117,7 +126,7 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
     try:
         crd = load_crd(crd_path)
     except CRDError as exc:
-        click.echo(f"slurm2kf validate: error V700 {exc}", err=True)
+        echo_user(f"slurm2kf validate: error V700 {exc}", err=True)
         sys.exit(2)
     runtimes = _load_runtimes(runtime_paths)
 
@@ -157,13 +166,13 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
             where_doc = f" (document {r.index + 1})" if r.index is not None else ""
             for p in sorted(r.problems, key=lambda x: (x.line or 0)):
                 loc = f"{r.file}:{p.line}" if p.line is not None else r.file
-                click.echo(f"{loc}: {p.severity} {p.code} {p.message}{where_doc}")
+                echo_user(f"{loc}: {p.severity} {p.code} {p.message}{where_doc}")
             if not quiet and not r.skipped and r.index is not None:
                 state = "valid" if r.valid else "INVALID"
                 how = (f"server-side dry run on {cluster.server}, context {cluster.context}" if cluster is not None
                        else f"CEL rules evaluated {r.cel_evaluated}, transition rules skipped "
                             f"{r.cel_skipped_transition}")
-                click.echo(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} ({how})")
+                echo_user(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} ({how})")
     n_valid = sum(1 for r in verdicts if r.valid)
     click.echo(f"valid: {n_valid}/{len(verdicts)}", err=as_json)
     if unreadable:

@@ -7,7 +7,9 @@ an `#SBATCH`/`#SLURM` line in the header, never the file extension.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import hashlib
 import os
 import re
 import stat
@@ -27,9 +29,11 @@ _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(?:SBATCH|SLURM)\b", re.M)
 
 @dataclass(frozen=True)
 class Candidate:
-    rel: str            # relative path in the source tree, '/' separated
+    rel: str            # relative path in the source tree, '/' separated (may hold surrogate escapes)
     path: str           # path to open
     out_stem: str       # output base name relative to OUT ('/' separated), without .trainjob.*
+    name_note: str = "" # why the output name differs from the usual one (M617), "" when it does not
+    no_follow: bool = False   # open without following a link (the file was not a link when found)
 
 
 Found = Union[Candidate, SkippedFile]
@@ -66,110 +70,280 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _stem(n: str) -> str:
+    low = n.lower()
+    for ext in SCRIPT_EXTENSIONS:
+        if low.endswith(ext) and len(n) > len(ext):
+            return n[: -len(ext)]
+    return n
+
+
 def _out_names(names: List[str]) -> Dict[str, str]:
-    """File name -> output base name: known script extensions dropped unless that causes a clash."""
+    """File name -> output base name: a known script extension is dropped unless another file of the
+    folder has the same stem, or is itself named like that stem (`train.sh.sbatch` next to `train.sh`);
+    then the full name is kept. The results are distinct because file names are."""
     stems: Dict[str, List[str]] = {}
     for n in names:
-        low = n.lower()
-        stem = n
-        for ext in SCRIPT_EXTENSIONS:
-            if low.endswith(ext) and len(n) > len(ext):
-                stem = n[: -len(ext)]
-                break
-        stems.setdefault(stem, []).append(n)
+        stems.setdefault(_stem(n), []).append(n)
+    full = set(names)
     out = {}
     for stem, group in stems.items():
         for n in group:
-            out[n] = stem if len(group) == 1 else n
+            out[n] = stem if len(group) == 1 and (stem == n or stem not in full) else n
     return out
 
 
+NAME_MAX_BYTES = 255
+_LONGEST_SUFFIX = len(".trainjob.yaml")
+
+
+def _hash8(name: str) -> str:
+    return hashlib.sha1(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def safe_component(name: str, room: int = 0) -> str:
+    """A file or folder name as it can be written in OUT and named in a UTF-8 kustomization: bytes that
+    are not UTF-8 (surrogate escapes) become `%XX`, and a name too long for the file system (with
+    `room` bytes for a suffix) is cut and gets a hash of the full name. Other characters (newlines,
+    controls) stay: the kustomization quotes them (files.yaml_quote)."""
+    if any("\udc80" <= ch <= "\udcff" for ch in name):
+        safe = "".join(f"%{ord(ch) - 0xdc00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
+    else:
+        safe = name
+    limit = NAME_MAX_BYTES - room
+    if len(safe.encode("utf-8")) > limit:
+        tag = "~" + _hash8(name)
+        cut = safe.encode("utf-8")[: limit - len(tag)].decode("utf-8", "ignore")
+        safe = cut + tag
+    return safe
+
+
+def _reserved(out_rel_dir: str) -> set:
+    from translator.migrate.files import KUSTOMIZATION, MANIFEST_NAME, REPORT_NAMES
+
+    names = {KUSTOMIZATION}
+    if not out_rel_dir:
+        names |= set(REPORT_NAMES) | {MANIFEST_NAME}
+    return names
+
+
+def _folder_plan(file_names: List[str], dir_names: List[str], out_rel_dir: str):
+    """Output stems for the folder's files and output names for its subfolders, all distinct from each
+    other, from the outputs' suffixes and from the names migrate reserves (kustomization.yaml; at the
+    top the reports and the manifest). Returns ({file: (stem, note)}, {folder: (name, note)})."""
+    natural = _out_names(file_names)
+    taken = set(_reserved(out_rel_dir))
+    files: Dict[str, Tuple[str, str]] = {}
+    for n in sorted(file_names):
+        stem = safe_component(natural[n], _LONGEST_SUFFIX)
+        note = ""
+        if stem != natural[n]:
+            note = (f"its name holds bytes that are not UTF-8 (a kustomization cannot name them) or is too long; "
+                    f"outputs written as {stem}.trainjob.*")
+        if f"{stem}.trainjob.yaml" in taken or f"{stem}.trainjob.py" in taken:
+            stem = safe_component(natural[n] + "~" + _hash8(n), _LONGEST_SUFFIX)
+            note = f"its output name is taken by another file of the folder; outputs written as {stem}.trainjob.*"
+        taken.update((f"{stem}.trainjob.yaml", f"{stem}.trainjob.py"))
+        files[n] = (stem, note)
+    dirs: Dict[str, Tuple[str, str]] = {}
+    for d in sorted(dir_names):
+        name = safe_component(d)
+        note = ""
+        if name != d:
+            note = f"folder name holds bytes that are not UTF-8 or is too long; written as {name} in OUT"
+        if name in taken:
+            name = safe_component(d + "~" + _hash8(d))
+            note = f"folder name is taken by a file migrate writes; written as {name} in OUT"
+        taken.add(name)
+        dirs[d] = (name, note)
+    return files, dirs
+
+
+def _pseudo_devices() -> frozenset:
+    """st_dev of the kernel's pseudo file systems: never walked, even with --follow-symlinks."""
+    devs = set()
+    for p in ("/proc", "/sys", "/dev"):
+        try:
+            devs.add(os.stat(p).st_dev)
+        except OSError:
+            pass
+    return frozenset(devs)
+
+
 def discover(src: str, *, out_dir: Optional[str] = None, include: Sequence[str] = (),
-             exclude: Sequence[str] = (), max_size: int = DEFAULT_MAX_SIZE) -> Iterator[Found]:
-    """Yield candidates and skipped files under `src` (a directory), in sorted path order."""
+             exclude: Sequence[str] = (), max_size: int = DEFAULT_MAX_SIZE,
+             follow_symlinks: bool = False) -> Iterator[Found]:
+    """Yield candidates and skipped files under `src` (a directory), in sorted path order.
+
+    Symbolic links that lead out of `src` are reported (M619) and not followed unless
+    `follow_symlinks`; then every folder and file is visited once (by device and inode), loops are
+    cut and the kernel's pseudo file systems (/proc, /sys, /dev) are never entered.
+    """
     root = os.path.realpath(src)
     out_real = os.path.realpath(out_dir) if out_dir else None
-    yield from _walk(src, "", root, out_real, include, exclude, max_size, (root,))
-
-
-def _walk(dir_path: str, rel_dir: str, root: str, out_real: Optional[str], include, exclude,
-          max_size: int, ancestors: Tuple[str, ...]) -> Iterator[Found]:
     try:
-        with os.scandir(dir_path) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError as exc:
-        yield SkippedFile(rel_dir or ".", "M602", "error", f"cannot list folder: {exc.strerror or exc}")
-        return
-    files: List[Tuple[str, os.DirEntry, os.stat_result]] = []
-    subdirs: List[Tuple[str, str, str]] = []
-    # Output names come from every file name of the folder (not only the files this run selects),
-    # so --include/--exclude never change what a script's outputs are called.
-    all_names: List[str] = []
-    for entry in entries:
+        st = os.stat(root)
+        seen = {(st.st_dev, st.st_ino): ""}
+    except OSError:
+        seen = {}
+    walk = _Walk(root, out_real, include, exclude, max_size, follow_symlinks, seen)
+    from translator.fsio import display_name
+
+    # Paths in records and reports are shown text: bytes that are not UTF-8 and control characters
+    # become `\\xNN` escapes (Candidate.path keeps the real name for opening the file).
+    for item in walk.walk(src, "", "", (root,)):
+        if isinstance(item, Candidate):
+            shown = display_name(item.rel)
+            if shown != item.rel:
+                item = dataclasses.replace(item, rel=shown)
+        else:
+            shown = display_name(item.path)
+            if shown != item.path:
+                item = dataclasses.replace(item, path=shown)
+        yield item
+
+
+class _Walk:
+    def __init__(self, root, out_real, include, exclude, max_size, follow, seen) -> None:
+        self.root, self.out_real, self.include, self.exclude = root, out_real, include, exclude
+        self.max_size, self.follow, self.seen = max_size, follow, seen
+        self.pseudo = _pseudo_devices() if follow else frozenset()
+
+    def _outside(self, rel: str, entry_path: str, real: str) -> Optional[SkippedFile]:
+        """A link leading out of SRC: the record that says it is not followed (None when following)."""
+        if self.follow:
+            return None
+        return SkippedFile(rel, "M619", "info", f"symbolic link to {_readlink(entry_path)}, outside the source "
+                                                "folder; not followed (--follow-symlinks to convert it)")
+
+    def walk(self, dir_path: str, rel_dir: str, out_rel_dir: str, ancestors: Tuple[str, ...]) -> Iterator[Found]:
+        root, out_real, include, exclude = self.root, self.out_real, self.include, self.exclude
         try:
-            if not entry.is_dir():
-                all_names.append(entry.name)
-        except OSError:
-            all_names.append(entry.name)
-    for entry in entries:
-        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        try:
-            is_link = entry.is_symlink()
-        except OSError:
-            is_link = False
-        try:
-            st = os.stat(entry.path)              # follows symlinks
+            with os.scandir(dir_path) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            if is_link:
-                why = "symlink loop" if getattr(exc, "errno", None) == 40 else "broken symlink"
-                yield SkippedFile(rel, "M604", "warning", f"{why}: {_readlink(entry.path)}")
-            else:
-                yield SkippedFile(rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if entry.name in VCS_DIRS:
+            yield SkippedFile(rel_dir or ".", "M602", "error", f"cannot list folder: {exc.strerror or exc}")
+            return
+        files: List[Tuple[str, os.DirEntry, os.stat_result]] = []
+        subdirs: List[Tuple[str, str, str, str]] = []
+        # Output names come from every file name of the folder (not only the files this run selects),
+        # so --include/--exclude never change what a script's outputs are called.
+        all_names: List[str] = []
+        for entry in entries:
+            try:
+                if not entry.is_dir():
+                    all_names.append(entry.name)
+            except OSError:
+                all_names.append(entry.name)
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+            except OSError:
+                is_link = False
+            try:
+                st = os.stat(entry.path)              # follows symlinks
+            except OSError as exc:
+                if is_link:
+                    why = "symlink loop" if getattr(exc, "errno", None) == 40 else "broken symlink"
+                    yield SkippedFile(rel, "M604", "warning", f"{why}: {_readlink(entry.path)}")
+                else:
+                    yield SkippedFile(rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
                 continue
-            real = os.path.realpath(entry.path)
-            if out_real is not None and _within(real, out_real):
-                continue                           # the output folder inside the source tree
-            if exclude and _matches(rel, exclude):
-                continue
-            if is_link:
-                if real in ancestors:
-                    yield SkippedFile(rel, "M604", "warning", f"symlink loop: {_readlink(entry.path)} points to a parent folder")
+            key = (st.st_dev, st.st_ino)
+            if stat.S_ISDIR(st.st_mode):
+                if entry.name in VCS_DIRS:
                     continue
-                if _within(real, root):
-                    yield SkippedFile(rel, "M605", "info",
-                                      f"symlink to {os.path.relpath(real, root)}, which is converted there")
-                    continue
-            subdirs.append((entry.path, rel, real))
-        elif stat.S_ISREG(st.st_mode):
-            if exclude and _matches(rel, exclude):
-                continue
-            if include and not _matches(rel, include):
-                continue
-            if is_link:
                 real = os.path.realpath(entry.path)
-                if _within(real, root):
-                    yield SkippedFile(rel, "M605", "info",
-                                      f"symlink to {os.path.relpath(real, root)}, which is converted there")
+                if out_real is not None and _within(real, out_real):
+                    continue                           # the output folder inside the source tree
+                if exclude and _matches(rel, exclude):
                     continue
-            if st.st_size > max_size:
-                yield SkippedFile(rel, "M601", "warning",
-                                  f"{st.st_size} bytes, over the {max_size}-byte limit (--max-size); not read")
-                continue
-            files.append((rel, entry, st))
-        # sockets, fifos, devices: never read
-    names = _out_names(all_names)
-    for rel, entry, _st in files:
-        stem = f"{rel_dir}/{names[entry.name]}" if rel_dir else names[entry.name]
-        yield Candidate(rel, entry.path, stem)
-    for path, rel, real in subdirs:
-        yield from _walk(path, rel, root, out_real, include, exclude, max_size, ancestors + (real,))
+                if is_link:
+                    if real in ancestors:
+                        yield SkippedFile(rel, "M604", "warning",
+                                          f"symlink loop: {_readlink(entry.path)} points to a parent folder")
+                        continue
+                    if _within(real, root):
+                        yield SkippedFile(rel, "M605", "info",
+                                          f"symlink to {os.path.relpath(real, root)}, which is converted there")
+                        continue
+                    outside = self._outside(rel, entry.path, real)
+                    if outside is not None:
+                        yield outside
+                        continue
+                    if st.st_dev in self.pseudo:
+                        yield SkippedFile(rel, "M619", "warning", f"symbolic link to {_readlink(entry.path)}, a "
+                                                                  "kernel pseudo file system; not followed")
+                        continue
+                if key in self.seen:
+                    yield SkippedFile(rel, "M605", "info", f"the same folder as {self.seen[key] or '.'}, which is "
+                                                           "converted there")
+                    continue
+                self.seen[key] = rel
+                subdirs.append((entry.path, rel, real, entry.name))
+            elif stat.S_ISREG(st.st_mode):
+                if exclude and _matches(rel, exclude):
+                    continue
+                if include and not _matches(rel, include):
+                    continue
+                if is_link:
+                    real = os.path.realpath(entry.path)
+                    if _within(real, root):
+                        yield SkippedFile(rel, "M605", "info",
+                                          f"symlink to {os.path.relpath(real, root)}, which is converted there")
+                        continue
+                    outside = self._outside(rel, entry.path, real)
+                    if outside is not None:
+                        yield outside
+                        continue
+                    if st.st_dev in self.pseudo:     # /proc/kmsg is a "regular" file whose read blocks
+                        yield SkippedFile(rel, "M619", "warning", f"symbolic link to {_readlink(entry.path)}, in a "
+                                                                  "kernel pseudo file system; not read")
+                        continue
+                    if key in self.seen:
+                        yield SkippedFile(rel, "M605", "info", f"the same file as {self.seen[key]}, which is "
+                                                               "converted there")
+                        continue
+                    self.seen[key] = rel
+                if st.st_size > self.max_size:
+                    yield SkippedFile(rel, "M601", "warning",
+                                      f"{st.st_size} bytes, over the {self.max_size}-byte limit (--max-size); not read")
+                    continue
+                files.append((rel, entry, st))
+            else:
+                # sockets, FIFOs, devices: never opened
+                if (exclude and _matches(rel, exclude)) or (include and not _matches(rel, include)):
+                    continue
+                from translator.fsio import kind_of_mode
+
+                yield SkippedFile(rel, "M621", "info", f"{kind_of_mode(st.st_mode)}"
+                                  + (f" (through a symbolic link to {_readlink(entry.path)})" if is_link else "")
+                                  + "; special files are never read")
+        names, dir_names = _folder_plan(all_names, [s[3] for s in subdirs], out_rel_dir)
+        for rel, entry, _st in files:
+            stem, note = names[entry.name]
+            yield Candidate(rel, entry.path, f"{out_rel_dir}/{stem}" if out_rel_dir else stem, note,
+                            not _is_link(entry))
+        for path, rel, real, name in subdirs:
+            out_name, note = dir_names[name]
+            if note:
+                yield SkippedFile(rel, "M617", "info", note)
+            sub_out = f"{out_rel_dir}/{out_name}" if out_rel_dir else out_name
+            yield from self.walk(path, rel, sub_out, ancestors + (real,))
+
+
+def _is_link(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _readlink(path: str) -> str:
+    from translator.fsio import display_name
+
     try:
-        return os.readlink(path)
+        return display_name(os.readlink(path))
     except OSError:
         return "?"

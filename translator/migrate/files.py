@@ -1,157 +1,329 @@
-"""Writing outputs safely: atomic replace, compare-before-write, the manifest, kustomizations.
+"""Writing outputs safely inside OUT: atomic replace, compare-before-write, the manifest, kustomizations.
 
-Every file goes through a temporary file in the same directory and `os.replace`, so a reader (or a
-run killed half-way) only ever sees the old file or the new one. Files whose content would not change
-are not touched (mtime kept), which makes re-running idempotent.
+Every path inside OUT is relative, normalised and checked (`out_parts`): no `..`, no empty or `.`
+parts, no NUL. It is reached from OUT's own descriptor one folder at a time with `O_NOFOLLOW`, so a
+symbolic link inside OUT (a folder or a file) never redirects a read, a write or a delete to another
+place: such an entry is refused (`OutEntryRefused`, M618). Only regular files are read, and only up to
+a size cap, so an OUT entry that is a FIFO or `/dev/zero` neither hangs nor fills memory.
+
+Every file goes through a temporary file in the same directory and a rename, so a reader (or a run
+killed half-way) only ever sees the old file or the new one. Files whose content would not change are
+not touched (mtime kept), which makes re-running idempotent.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import stat
 from typing import Callable, Dict, IO, Iterable, List, Optional, Tuple
+
+from translator.yaml_text import yaml_quote
+from translator.fsio import TMP_TAG, UserFileError, kind_of_mode, read_user_file, write_atomic
 
 MANIFEST_NAME = ".slurm2kf-migrate.json"
 MANIFEST_FORMAT = "slurm2kf-migrate"
-TMP_TAG = ".slurm2kf-tmp"            # temporary files: ".<name>.<pid>.<n>.slurm2kf-tmp"
 KUSTOMIZATION = "kustomization.yaml"
 REPORT_BASENAME = "slurm2kf-report"
+REPORT_NAMES = (f"{REPORT_BASENAME}.md", f"{REPORT_BASENAME}.html", f"{REPORT_BASENAME}.json")
 WRITTEN = "written"
 UNCHANGED = "unchanged"
+MANIFEST_MAX_BYTES = 256 << 20       # the manifest of a 100,000-script tree is ~30 MB
+COMPARE_MAX_BYTES = 1 << 30          # an existing output larger than this is "different" (rewritten)
 
-_counter = [0]
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class OutEntryRefused(OSError):
+    """A path inside OUT that migrate will not read, write or delete (M618): a symbolic link or special
+    file in the way, or a path that is not a clean relative path."""
+
+    def __init__(self, rel: str, message: str) -> None:
+        super().__init__(message)
+        self.rel = rel
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def out_parts(rel: str) -> List[str]:
+    """The parts of a relative OUT path, or OutEntryRefused when it is not relative and normalised."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\0" in rel:
+        raise OutEntryRefused(str(rel), f"{rel!r} is not a relative path inside the output folder")
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise OutEntryRefused(rel, f"{rel!r} is not a normalised relative path inside the output folder")
+    return parts
 
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: str) -> Optional[str]:
-    h = hashlib.sha256()
+class _Dir:
+    """An open folder inside OUT (context manager)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> int:
+        return self.fd
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
+
+
+def _open_root(root: str) -> int:
+    return os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+
+
+def open_out_dir(root: str, parts: List[str], create: bool, rel: str = "") -> Optional[_Dir]:
+    """Descend from OUT through `parts` (folders), never following a symlink. None when a folder is
+    missing and `create` is false; OutEntryRefused when an entry in the way is not a real folder."""
     try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError:
+        fd = _open_root(root)
+    except FileNotFoundError:
+        if create:
+            raise
         return None
-    return h.hexdigest()
-
-
-def _tmp_path(path: str) -> str:
-    _counter[0] += 1
-    d, base = os.path.split(path)
-    return os.path.join(d, f".{base}.{os.getpid()}.{_counter[0]}{TMP_TAG}")
-
-
-def same_content(path: str, data: bytes) -> bool:
     try:
-        st = os.stat(path)
-        if st.st_size != len(data):
-            return False
-        with open(path, "rb") as fh:
-            return fh.read() == data
-    except OSError:
-        return False
-
-
-def write_if_changed(path: str, data: bytes, check: bool = False) -> str:
-    """Write `data` to `path` atomically unless the file already holds it. Returns WRITTEN/UNCHANGED.
-
-    In check mode nothing is written; the return value says whether it would be.
-    """
-    if same_content(path, data):
-        return UNCHANGED
-    if check:
-        return WRITTEN
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = _tmp_path(path)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
+        for i, p in enumerate(parts):
+            try:
+                nfd = os.open(p, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    os.close(fd)
+                    return None
+                try:
+                    os.mkdir(p, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nfd = os.open(p, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):   # O_NOFOLLOW met a link / not a folder
+                    raise
+                where = "/".join(parts[: i + 1])
+                try:
+                    what = kind_of_mode(os.stat(p, dir_fd=fd, follow_symlinks=False).st_mode)
+                except OSError:
+                    what = "not a folder"
+                raise OutEntryRefused(rel or where, f"{where} in the output folder is {what}, not a folder; "
+                                                    "migrate does not follow or replace it") from None
             os.close(fd)
-        os.replace(tmp, path)
+            fd = nfd
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.close(fd)
         except OSError:
             pass
         raise
+    return _Dir(fd)
+
+
+def _entry_mode(dfd: int, name: str) -> Optional[int]:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _check_regular(dfd: int, name: str, rel: str) -> bool:
+    """True when `name` exists as a regular file, False when absent; OutEntryRefused otherwise."""
+    mode = _entry_mode(dfd, name)
+    if mode is None:
+        return False
+    if not stat.S_ISREG(mode):
+        raise OutEntryRefused(rel, f"{rel} in the output folder is {kind_of_mode(mode)}, not a regular file; "
+                                   "migrate does not read, follow or replace it")
+    return True
+
+
+def _read_existing(dfd: int, name: str, rel: str, limit: int) -> Optional[bytes]:
+    """The content of an existing regular OUT file (None when absent or over `limit`)."""
+    if not _check_regular(dfd, name, rel):
+        return None
+    try:
+        return read_user_file(name, limit, follow_symlinks=False, dir_fd=dfd)
+    except UserFileError as exc:
+        if exc.kind == "too_large":
+            return None
+        if exc.kind == "missing":
+            return None
+        raise OutEntryRefused(rel, f"{rel} in the output folder: {exc.message}") from None
+
+
+def out_read(root: str, rel: str, limit: int) -> Optional[bytes]:
+    """Read a regular file inside OUT (None when absent or larger than `limit`)."""
+    parts = out_parts(rel)
+    d = open_out_dir(root, parts[:-1], create=False, rel=rel)
+    if d is None:
+        return None
+    with d as dfd:
+        return _read_existing(dfd, parts[-1], rel, limit)
+
+
+def out_sha256(root: str, rel: str) -> Optional[str]:
+    """sha256 of a regular file inside OUT; None when absent or not comparable."""
+    data = out_read(root, rel, COMPARE_MAX_BYTES)
+    return None if data is None else sha256_bytes(data)
+
+
+def out_write(root: str, rel: str, data: bytes, check: bool = False) -> str:
+    """Write `data` to OUT/rel atomically unless the file already holds it. Returns WRITTEN/UNCHANGED.
+
+    In check mode nothing is written; the return value says whether it would be. Raises
+    OutEntryRefused when a symlink or special file is in the way.
+    """
+    parts = out_parts(rel)
+    d = open_out_dir(root, parts[:-1], create=not check, rel=rel)
+    if d is None:                    # check mode, folder missing
+        return WRITTEN
+    with d as dfd:
+        old = _read_existing(dfd, parts[-1], rel, len(data))
+        if old == data:
+            return UNCHANGED
+        if check:
+            return WRITTEN
+        write_atomic(dfd, parts[-1], data)
     return WRITTEN
 
 
 class _HashingText:
-    """A text sink that only hashes (check mode: compare without writing)."""
+    """A text sink that hashes (and optionally forwards encoded bytes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, put: Optional[Callable[[bytes], None]] = None) -> None:
         self.h = hashlib.sha256()
+        self.put = put
 
     def write(self, s: str) -> int:
-        self.h.update(s.encode("utf-8"))
+        b = s.encode("utf-8", "backslashreplace")     # reports are always valid UTF-8
+        self.h.update(b)
+        if self.put is not None:
+            self.put(b)
         return len(s)
 
 
-def write_stream_if_changed(path: str, produce: Callable[[IO[str]], None], check: bool = False) -> Tuple[str, str]:
-    """Stream a large text file (reports) through `produce(out)`; same contract as write_if_changed.
+def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], check: bool = False) -> Tuple[str, str]:
+    """Stream a large text file (reports) through `produce(out)`; same contract as out_write.
 
     Returns (WRITTEN|UNCHANGED, sha256 of the content).
     """
+    parts = out_parts(rel)
     if check:
         sink = _HashingText()
         produce(sink)
         digest = sink.h.hexdigest()
-        return (UNCHANGED if sha256_file(path) == digest else WRITTEN), digest
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = _tmp_path(path)
-    h = hashlib.sha256()
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            class _Tee:
-                def write(self, s: str) -> int:
-                    h.update(s.encode("utf-8"))
-                    return fh.write(s)
-            produce(_Tee())
-        digest = h.hexdigest()
-        if sha256_file(path) == digest:
-            os.unlink(tmp)
-            return UNCHANGED, digest
-        os.replace(tmp, path)
-    except BaseException:
+        return (UNCHANGED if out_sha256(root, rel) == digest else WRITTEN), digest
+    d = open_out_dir(root, parts[:-1], create=True, rel=rel)
+    with d as dfd:
+        _check_regular(dfd, parts[-1], rel)
+        holder = {}
+
+        def content(put):
+            sink = _HashingText(put)
+            produce(sink)
+            holder["digest"] = sink.h.hexdigest()
+
+        # Write a new temporary file, then keep the old file when the content did not change.
+        from translator.fsio import tmp_name
+
+        tmp = tmp_name(parts[-1])
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644, dir_fd=dfd)
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            try:
+                def put(b: bytes) -> None:
+                    view = memoryview(b)
+                    while view:
+                        view = view[os.write(fd, view):]
+                content(put)
+            finally:
+                os.close(fd)
+            digest = holder["digest"]
+            old = _read_existing(dfd, parts[-1], rel, COMPARE_MAX_BYTES)
+            if old is not None and sha256_bytes(old) == digest:
+                os.unlink(tmp, dir_fd=dfd)
+                return UNCHANGED, digest
+            os.replace(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
     return WRITTEN, digest
 
 
+def out_remove(root: str, rel: str, digest: str) -> str:
+    """Remove OUT/rel when it is a regular file holding exactly the content with `digest`, then the
+    folders it leaves empty. Returns "removed", "absent" or "edited" (kept). Never follows a link."""
+    parts = out_parts(rel)
+    d = open_out_dir(root, parts[:-1], create=False, rel=rel)
+    if d is None:
+        return "absent"
+    with d as dfd:
+        data = _read_existing(dfd, parts[-1], rel, COMPARE_MAX_BYTES)
+        if data is None:
+            return "absent" if _entry_mode(dfd, parts[-1]) is None else "edited"
+        if sha256_bytes(data) != digest:
+            return "edited"
+        os.unlink(parts[-1], dir_fd=dfd)
+    # prune the folders left empty, deepest first (rmdir never removes a link or a non-empty folder)
+    for i in range(len(parts) - 1, 0, -1):
+        d = open_out_dir(root, parts[: i - 1], create=False, rel=rel)
+        if d is None:
+            return "removed"
+        with d as dfd:
+            try:
+                os.rmdir(parts[i - 1], dir_fd=dfd)
+            except OSError:
+                return "removed"
+    return "removed"
+
+
 def sweep_temp_files(root: str) -> int:
-    """Remove temporary files a killed run left behind. Returns how many."""
+    """Remove temporary files a killed run left behind (never following links). Returns how many."""
     n = 0
     for dirpath, _dirs, files in os.walk(root):
         for f in files:
             if f.endswith(TMP_TAG) and f.startswith("."):
+                p = os.path.join(dirpath, f)
                 try:
-                    os.unlink(os.path.join(dirpath, f))
-                    n += 1
+                    if stat.S_ISREG(os.lstat(p).st_mode):
+                        os.unlink(p)
+                        n += 1
                 except OSError:
                     pass
     return n
+
+
+# Names migrate itself writes: only such files are ever removed as stale outputs.
+_OUTPUT_NAME = re.compile(r"(?:.+\.trainjob\.(?:yaml|py)|kustomization\.yaml)\Z", re.S)
+
+
+def is_output_name(rel: str) -> bool:
+    base = rel.rsplit("/", 1)[-1]
+    return bool(_OUTPUT_NAME.match(base)) or rel in REPORT_NAMES
 
 
 # ---- manifest ---------------------------------------------------------------------------------
 
 def read_manifest(out_dir: str) -> Optional[dict]:
     """The manifest of a previous run, {} when unreadable but present, None when absent."""
-    path = os.path.join(out_dir, MANIFEST_NAME)
-    if not os.path.exists(path):
-        return None
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            data = json.load(fh)
+        mode = os.lstat(os.path.join(out_dir, MANIFEST_NAME)).st_mode
+    except OSError:
+        return None
+    if not stat.S_ISREG(mode):
+        return {}
+    try:
+        raw = out_read(out_dir, MANIFEST_NAME, MANIFEST_MAX_BYTES)
+        if raw is None:
+            return {}
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
@@ -169,7 +341,8 @@ def manifest_bytes(outputs: Dict[str, str], scripts: Dict[str, List[str]], renam
         "scripts": dict(sorted(scripts.items())),
         "renamed": sorted(renamed),
     }
-    return (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    # ASCII with \\u escapes: file names that are not UTF-8 (surrogate escapes) survive the round trip
+    return (json.dumps(data, indent=1, ensure_ascii=True) + "\n").encode("ascii")
 
 
 # ---- kustomization ----------------------------------------------------------------------------
@@ -202,7 +375,8 @@ def kustomization_bytes(resources: List[str]) -> bytes:
              "apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization"]
     if resources:
         lines.append("resources:")
-        lines.extend(f"- {json.dumps(r, ensure_ascii=False)}" for r in resources)
+        lines.extend(f"- {yaml_quote(r)}" for r in resources)
     else:
         lines.append("resources: []")
     return ("\n".join(lines) + "\n").encode("utf-8")
+

@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from translator.migrate import files as F
 from translator.migrate.discover import DEFAULT_MAX_SIZE, Candidate, discover
-from translator.migrate.worker import FileResult, WorkContext, init, process, rename_suffix, run_batch
+from translator.migrate.worker import FileResult, WorkContext, init, pool_init, process, rename_suffix, run_batch
 from translator.report.model import Report, SkippedFile, SummaryBuilder
 
 BATCH_SIZE = 24
@@ -43,6 +43,7 @@ class MigrateOptions:
     check: bool = False
     max_size: int = DEFAULT_MAX_SIZE
     timeout: float = 60.0              # seconds per script before it is recorded as M615 (0 = none)
+    follow_symlinks: bool = False      # follow links that lead out of SRC (loops and /proc cut)
     progress: Optional[bool] = None    # None = rich bar when stderr is a terminal
     echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
     max_messages: int = 50             # per-script problem lines printed before "... and N more"
@@ -59,6 +60,7 @@ class MigrateResult:
     unchanged: int = 0
     removed: List[str] = field(default_factory=list)       # stale outputs removed (or that would be)
     kept_stale: List[str] = field(default_factory=list)    # stale outputs edited by hand: kept
+    manifest_rejected: List[str] = field(default_factory=list)   # manifest entries not acted on (M620)
     skipped: List[SkippedFile] = field(default_factory=list)
     renamed: List[str] = field(default_factory=list)
     report: Optional[Report] = None                         # report-only runs
@@ -187,7 +189,8 @@ def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> 
 
     pending: Dict[object, list] = {}
     lost: List[list] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=init, initargs=(ctx,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=pool_init,
+                             initargs=(ctx, os.getpid())) as pool:
         while True:
             while not lost and len(pending) < 2 * jobs:
                 b = next(source, None)
@@ -220,7 +223,8 @@ def _run_alone(item, ctx: WorkContext, on_results, mp) -> None:
     from translator.migrate.worker import failed_result
 
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=mp, initializer=init, initargs=(ctx,)) as pool:
+        with ProcessPoolExecutor(max_workers=1, mp_context=mp, initializer=pool_init,
+                                 initargs=(ctx, os.getpid())) as pool:
             results = pool.submit(run_batch, [item]).result()
     except BrokenProcessPool:
         results = [failed_result(item[0].rel, "M616", "the process converting this script died (killed by a "
@@ -248,7 +252,9 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
     if write_outputs and not opts.check and not old_manifest:
         # Claim the folder first, so a run killed half-way can be resumed without --force.
         try:
-            F.write_if_changed(os.path.join(out, F.MANIFEST_NAME), F.manifest_bytes({}, {}, [], __version__))
+            F.out_write(out, F.MANIFEST_NAME, F.manifest_bytes({}, {}, [], __version__))
+        except F.OutEntryRefused as exc:
+            raise MigrateError("M618", exc.message) from None
         except OSError as exc:
             raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
 
@@ -311,7 +317,7 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
 
     try:
         found = remember(discover(opts.src, out_dir=out, include=opts.include, exclude=opts.exclude,
-                                  max_size=opts.max_size))
+                                  max_size=opts.max_size, follow_symlinks=opts.follow_symlinks))
         _execute(_batches(found, skipped, discovered, prev_renamed), ctx, _jobs(opts.jobs), on_results)
         result.files_examined = discovered[0]
 
@@ -346,8 +352,11 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
         skipped.sort(key=lambda f: f.path)
         for f in skipped:
             builder.add_skipped(f)
-        title = "slurm2kf migration review: " + os.path.basename(os.path.realpath(opts.src))
-        report = Report(title=title, source=os.path.basename(os.path.realpath(opts.src)),
+        from translator.fsio import display_name
+
+        src_name = display_name(os.path.basename(os.path.realpath(opts.src)))   # bytes not UTF-8 as \xNN
+        title = "slurm2kf migration review: " + src_name
+        report = Report(title=title, source=src_name,
                         summary=builder.build(), scripts=spool, skipped=tuple(skipped), index=index,
                         fragments=spool)
         result.scripts = len(index)
@@ -366,6 +375,8 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
                 report.index = None
                 report.fragments = None
                 result.report = report
+    except F.OutEntryRefused as exc:
+        raise MigrateError("M618", exc.message) from None
     except OSError as exc:
         raise MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})") from None
     finally:
@@ -387,7 +398,7 @@ def _finish_tree(opts, out, report, outputs, script_outputs, runnable_yaml, writ
     import importlib
 
     def put(rel: str, data: bytes) -> None:
-        status = F.write_if_changed(os.path.join(out, *rel.split("/")), data, opts.check)
+        status = F.out_write(out, rel, data, opts.check)
         outputs[rel] = F.sha256_bytes(data)
         if status == F.WRITTEN:
             written.append(rel)
@@ -400,8 +411,7 @@ def _finish_tree(opts, out, report, outputs, script_outputs, runnable_yaml, writ
     for ext, module in REPORT_FORMATS:
         writer = importlib.import_module(f"translator.report.{module}")
         rel = f"{F.REPORT_BASENAME}.{ext}"
-        status, digest = F.write_stream_if_changed(os.path.join(out, rel), lambda fh: writer.write(report, fh),
-                                                   opts.check)
+        status, digest = F.out_write_stream(out, rel, lambda fh: writer.write(report, fh), opts.check)
         outputs[rel] = digest
         if status == F.WRITTEN:
             written.append(rel)
@@ -409,38 +419,47 @@ def _finish_tree(opts, out, report, outputs, script_outputs, runnable_yaml, writ
             unchanged[0] += 1
 
     # Outputs of the previous run that this run did not produce: remove them if still as we wrote them.
+    # The manifest is data from disk: only clean relative paths of names migrate writes are considered,
+    # each reached without following links, and only a regular file with the recorded hash is removed.
     old_outputs = old_manifest.get("outputs", {}) if isinstance(old_manifest.get("outputs"), dict) else {}
-    for rel, digest in sorted(old_outputs.items()):
-        if rel in outputs or not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+    for rel, digest in sorted(old_outputs.items(), key=lambda kv: str(kv[0])):
+        if rel in outputs:
             continue
-        path = os.path.join(out, *rel.split("/"))
-        if not os.path.exists(path):
+        try:
+            F.out_parts(rel)
+            if not F.is_output_name(rel) or not isinstance(digest, str):
+                raise F.OutEntryRefused(rel, f"{rel!r} is not a file migrate writes")
+        except F.OutEntryRefused as exc:
+            result.manifest_rejected.append(f"{_shown(rel)}: {exc.message}")
             continue
-        if F.sha256_file(path) != digest:
+        try:
+            if opts.check:
+                current = F.out_sha256(out, rel)
+                state = "absent" if current is None else ("removed" if current == digest else "edited")
+            else:
+                state = F.out_remove(out, rel, digest)
+        except F.OutEntryRefused as exc:
+            result.manifest_rejected.append(f"{_shown(rel)}: {exc.message}")
+            continue
+        if state == "edited":
             result.kept_stale.append(rel)
-            continue
-        result.removed.append(rel)
-        if not opts.check:
-            os.unlink(path)
-            _prune_empty_dirs(out, os.path.dirname(path))
+        elif state == "removed":
+            result.removed.append(rel)
 
     if not opts.check:
         manifest = F.manifest_bytes(outputs, script_outputs, renamed, version)
-        F.write_if_changed(os.path.join(out, F.MANIFEST_NAME), manifest)
+        F.out_write(out, F.MANIFEST_NAME, manifest)
 
 
-def _prune_empty_dirs(root: str, d: str) -> None:
-    root = os.path.realpath(root)
-    d = os.path.realpath(d)
-    while d != root and d.startswith(root + os.sep):
-        try:
-            os.rmdir(d)
-        except OSError:
-            return
-        d = os.path.dirname(d)
+def _shown(rel) -> str:
+    from translator.fsio import display_name
+
+    return display_name(rel) if isinstance(rel, str) else repr(rel)
 
 
 def _echo_problems(opts: MigrateOptions, index, skipped: List[SkippedFile]) -> None:
+    from translator.fsio import terminal_safe
+
     shown = 0
     total = 0
     for sr in index:
@@ -451,13 +470,13 @@ def _echo_problems(opts: MigrateOptions, index, skipped: List[SkippedFile]) -> N
             first = next((i for i in sr.issues if i.severity == "error"), None)
             where = f"{sr.path}:{first.line}" if first and first.line else sr.path
             msg = f"{first.code} {first.message}" if first else "sbatch would refuse this script"
-            opts.echo(f"{where}: error {msg}")
+            opts.echo(terminal_safe(f"{where}: error {msg}"))
             shown += 1
     for f in skipped:
         if f.severity in ("error", "warning"):
             total += 1
             if shown < opts.max_messages:
-                opts.echo(f"{f.path}: {f.severity} {f.code} {f.message}")
+                opts.echo(terminal_safe(f"{f.path}: {f.severity} {f.code} {f.message}"))
                 shown += 1
     if total > shown:
         opts.echo(f"... and {total - shown} more (see the report)")

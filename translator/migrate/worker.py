@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
-from translator.migrate.files import UNCHANGED, WRITTEN, sha256_bytes, write_if_changed
+from translator.migrate.files import UNCHANGED, WRITTEN, OutEntryRefused, out_write, sha256_bytes
 
 YAML_SUFFIX = ".trainjob.yaml"
 PY_SUFFIX = ".trainjob.py"
@@ -78,10 +79,34 @@ def _settings_for(c: Candidate, ctx: WorkContext):
 
 
 def init(ctx: WorkContext) -> None:
-    """Pool initializer: keep the context and import the whole pipeline once."""
+    """Keep the context and import the whole pipeline once (inline runs and pool workers)."""
     global _CTX
     _CTX = ctx
     warm_up()
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def pool_init(ctx: WorkContext, parent_pid: int) -> None:
+    """Pool initializer: die with the migrate process. The kernel sends SIGKILL to this worker when
+    its parent dies (prctl PR_SET_PDEATHSIG), whatever killed the parent (SIGTERM, SIGKILL, a crash);
+    a parent that died before the prctl call is caught by comparing the parent pid."""
+    import signal
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):      # not Linux: the parent-pid check below still applies
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    # SIGINT goes to the whole foreground process group: the parent handles Ctrl-C, workers just die
+    # with it instead of printing tracebacks of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    init(ctx)
 
 
 def warm_up() -> None:
@@ -112,25 +137,64 @@ def rename_suffix(rel: str) -> str:
 
 
 def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> FileResult:
+    from translator.fsio import UserFileError, read_user_file
     from translator.report.model import SkippedFile
 
     try:
-        with open(c.path, "rb") as fh:
-            data = fh.read(ctx.max_size + 1)
-    except OSError as exc:
-        sk = SkippedFile(c.rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
-        return FileResult(c.rel, "unreadable", skipped=sk.to_json())
-    if len(data) > ctx.max_size:      # grew after discovery looked at it
-        sk = SkippedFile(c.rel, "M601", "warning", f"over the {ctx.max_size}-byte limit (--max-size); not read")
+        data = read_user_file(c.path, ctx.max_size, follow_symlinks=not c.no_follow)
+    except UserFileError as exc:
+        if exc.kind == "too_large":      # grew after discovery looked at it
+            sk = SkippedFile(c.rel, "M601", "warning", f"over the {ctx.max_size}-byte limit (--max-size); not read")
+        elif exc.kind in ("special", "directory", "symlink"):   # replaced after discovery looked at it
+            sk = SkippedFile(c.rel, "M621", "info", "no longer a regular file (replaced by a special file, folder "
+                                                    "or link while migrate ran); not read")
+        else:
+            why = exc.message.split(": ", 1)[-1] if ": " in exc.message else exc.message
+            sk = SkippedFile(c.rel, "M602", "error", f"cannot read: {why}")
         return FileResult(c.rel, "unreadable", skipped=sk.to_json())
     if not is_job_script(data):
         return FileResult(c.rel, "binary" if looks_binary(data) else "other")
     try:
-        return _with_deadline(ctx.timeout, _convert, c, data, ctx, suffix)
+        # Only the conversion runs under the deadline; the outputs are written after it, so a timeout
+        # never leaves written files that the result (and so the manifest) does not list.
+        result, blobs = _with_deadline(ctx.timeout, _convert, c, data, ctx, suffix)
     except ScriptTimeout:
         return failed_result(c.rel, "M615", f"conversion took longer than {ctx.timeout:g} s (--timeout); stopped")
     except Exception as exc:  # a bug in a stage must not stop the run: record it against the script
         return failed_result(c.rel, "M606", f"internal error while converting ({type(exc).__name__}: {exc})")
+    return _write_outputs(result, blobs, ctx)
+
+
+def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: WorkContext) -> FileResult:
+    """Write the script's outputs into OUT (or compare them, in check mode). An entry of OUT that is a
+    symbolic link or a special file is never replaced: the script gets an error (M618)."""
+    outputs: List[Tuple[str, str, str]] = []
+    refused: List[Tuple[str, str]] = []     # (code, message)
+    for rel_out, blob in blobs:
+        status = UNCHANGED
+        if ctx.out_dir is not None:
+            try:
+                status = out_write(ctx.out_dir, rel_out, blob, ctx.check)
+            except OutEntryRefused as exc:
+                refused.append(("M618", exc.message))
+                continue
+            except OSError as exc:       # this script's output only (a name the file system refuses...)
+                refused.append(("M610", f"cannot write {rel_out}: {exc.strerror or exc}"))
+                continue
+        outputs.append((rel_out, sha256_bytes(blob), status))
+    if not refused:
+        return dataclasses.replace(result, outputs=tuple(outputs))
+    from translator.report.model import ERRORS, Issue, ScriptReport
+
+    sr = ScriptReport.from_json(json.loads(result.record_json))
+    code = refused[0][0]
+    issue = Issue("error", code, "; ".join(m for _c, m in refused)[:500], None,
+                  "remove the link or special file from the output folder, then re-run migrate" if code == "M618"
+                  else "fix the output location (space, permissions), then re-run migrate")
+    sr = dataclasses.replace(sr, outcome=ERRORS, issues=sr.issues + (issue,))
+    again = _result(result.rel, sr, names=result.names, base_names=result.base_names, suffixed=result.suffixed,
+                    runnable=False)
+    return dataclasses.replace(again, outputs=tuple(outputs))
 
 
 class ScriptTimeout(Exception):
@@ -183,6 +247,7 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
         conv = dataclasses.replace(conv, plans=plans)
     yaml_text = ""
     outputs: List[Tuple[str, str, str]] = []
+    blobs: List[Tuple[str, bytes]] = []
     if plans:
         from translator.emit import sdk_python, trainjob_yaml
 
@@ -191,10 +256,8 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
         for suffix_, text in ((YAML_SUFFIX, yaml_text), (PY_SUFFIX, py_text)):
             rel_out = c.out_stem + suffix_
             blob = text.encode("utf-8")
-            status = UNCHANGED
-            if ctx.out_dir is not None:
-                status = write_if_changed(os.path.join(ctx.out_dir, *rel_out.split("/")), blob, ctx.check)
-            outputs.append((rel_out, sha256_bytes(blob), status))
+            blobs.append((rel_out, blob))
+            outputs.append((rel_out, sha256_bytes(blob), UNCHANGED))
     sr = script_report(conv, c.rel, yaml_text, [o[0] for o in outputs], settings=settings)
     if profile_errors:
         from translator.report.build import _issue
@@ -207,8 +270,13 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
                                      f"of the repository; renamed to {', '.join(sr.names)}", None,
                      "give the scripts distinct --job-name values to choose the names yourself")
         sr = dataclasses.replace(sr, issues=sr.issues + (note,))
+    if c.name_note:
+        from translator.report.model import Issue
+
+        sr = dataclasses.replace(sr, issues=sr.issues + (Issue("info", "M617", c.name_note, None,
+                                                                "rename the file to choose the output name"),))
     return _result(c.rel, sr, outputs=tuple(outputs), names=sr.names, base_names=base_names,
-                   suffixed=bool(suffix and plans), runnable=bool(plans) and sr.outcome != "errors")
+                   suffixed=bool(suffix and plans), runnable=bool(plans) and sr.outcome != "errors"), blobs
 
 
 def _result(rel: str, sr, **kw) -> FileResult:

@@ -17,22 +17,31 @@ _CATCH_ALL = {"*", "re:.*", "re:.+", "re:^.*$", "re:^.+$"}
 
 
 def _unreachable(rules, section: str) -> List[Diagnostic]:
+    """One pass (linear in the number of rules): the first catch-all and the first rule of each pattern
+    text are remembered; any later rule they shadow is reported."""
     out = []
-    for i, rule in enumerate(rules):
-        earlier = [r for r in rules[:i] if r.pattern.text in _CATCH_ALL]
-        same = [r for r in rules[:i] if r.pattern.text == rule.pattern.text]
-        if earlier or same:
-            first = (earlier or same)[0]
+    first_catch_all = None
+    first_by_text = {}
+    for rule in rules:
+        text = rule.pattern.text
+        first = first_catch_all or first_by_text.get(text)
+        if first is not None:
             out.append(Diagnostic(WARNING, F_UNREACHABLE, f"{rule.key}: never used; `{first.pattern.text}` "
                                   f"(line {first.line}) matches first", rule.line,
                                   f"move it above line {first.line} or remove it"))
+        first_by_text.setdefault(text, rule)
+        if first_catch_all is None and text in _CATCH_ALL:
+            first_catch_all = rule
     return out
 
 
 def lint_profile(profile: Profile) -> List[Diagnostic]:
     out: List[Diagnostic] = []
+    known = {}          # gpuType value -> whether a gpuTypes key matches it (linear in partitions)
     for p in profile.partitions:
-        if p.gpu_type and not any(g.pattern.matches(p.gpu_type) for g in profile.gpu_types):
+        if p.gpu_type and p.gpu_type not in known:
+            known[p.gpu_type] = any(g.pattern.matches(p.gpu_type) for g in profile.gpu_types)
+        if p.gpu_type and not known[p.gpu_type]:
             out.append(Diagnostic(WARNING, F_DANGLING_GPU_TYPE, f"{p.key}.gpuType: `{p.gpu_type}` matches no key "
                                   f"of `gpuTypes`, so it sets no GPU placement or resource", p.line,
                                   f"add `{p.gpu_type}` to `gpuTypes`"))

@@ -428,13 +428,17 @@ def parse_profile(text: str, path: str = "<profile>") -> Profile:
 
 def load_profile(path: str) -> Profile:
     """Read and validate the profile at `path`. Raises ProfileError (never another exception) on failure."""
+    from translator.fsio import TOO_LARGE, UserFileError, read_user_file
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_PROFILE_BYTES + 1)
-    except OSError as exc:
-        raise ProfileError(path, [Diagnostic(ERROR, F_NOT_FOUND, f"cannot read the profile: {exc.strerror or exc}")]) from None
-    if len(data) > MAX_PROFILE_BYTES:
-        raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, f"the profile is larger than {MAX_PROFILE_BYTES} bytes")])
+        # the shared guard: a FIFO or device (/dev/zero) is refused before a byte is read
+        data = read_user_file(path, MAX_PROFILE_BYTES)
+    except UserFileError as exc:
+        if exc.kind == TOO_LARGE:
+            raise ProfileError(path, [Diagnostic(ERROR, F_SYNTAX, f"the profile is larger than {MAX_PROFILE_BYTES} "
+                                                 "bytes")]) from None
+        why = exc.message[len(path) + 2:] if exc.message.startswith(path + ": ") else exc.message
+        raise ProfileError(path, [Diagnostic(ERROR, F_NOT_FOUND, f"cannot read the profile: {why}")]) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -45,9 +45,15 @@ def compile_pattern(text: str) -> NamePattern:
         if body == "":
             raise PatternError("`re:` is followed by no regular expression")
         try:
-            return NamePattern(text, "regex", re.compile(body))
+            compiled = re.compile(body)
         except re.error as exc:
             raise PatternError(f"regular expression does not compile: {exc}") from None
+        nested = _nested_repeat(body)
+        if nested:
+            raise PatternError(f"regular expression repeats a repeated part ({nested}): it can take exponential "
+                               "time on some names (catastrophic backtracking); write it without nesting, "
+                               "e.g. `(ab)+` or `a+`")
+        return NamePattern(text, "regex", compiled)
     if any(c in _GLOB_CHARS for c in text):
         if text.count("[") != text.count("]"):
             raise PatternError("glob has an unbalanced `[`/`]`")
@@ -56,3 +62,50 @@ def compile_pattern(text: str) -> NamePattern:
         except re.error as exc:  # pragma: no cover - fnmatch.translate escapes what it cannot use
             raise PatternError(f"glob does not compile: {exc}") from None
     return NamePattern(text, "exact")
+
+
+def _nested_repeat(body: str) -> str:
+    """Text describing a repeat inside a repeat (`(a+)+`, `(a*)*`, `(\\w+-?)*`), "" when there is none.
+
+    Such nesting lets the regex engine try exponentially many ways to split a non-matching name.
+    Python's `re` has no time limit, so these patterns are refused up front (F553)."""
+    try:
+        from re import _parser as sre_parse          # Python 3.11+
+    except ImportError:                              # pragma: no cover
+        import sre_parse                             # type: ignore
+    repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT}
+    poss = getattr(sre_parse, "POSSESSIVE_REPEAT", None)
+    if poss is not None:
+        repeats.add(poss)
+
+    def walk(items, inside: bool) -> str:
+        for op, av in items:
+            if op in repeats:
+                lo, hi, sub = av
+                many = hi is sre_parse.MAXREPEAT or hi > 1
+                if many and inside:
+                    return "a quantifier inside a repeated group"
+                found = walk(sub, inside or many)
+                if found:
+                    return found
+            elif op is sre_parse.SUBPATTERN:
+                found = walk(av[-1], inside)
+                if found:
+                    return found
+            elif op is sre_parse.BRANCH:
+                for alt in av[1]:
+                    found = walk(alt, inside)
+                    if found:
+                        return found
+            elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+                found = walk(av[1], inside)
+                if found:
+                    return found
+            elif getattr(sre_parse, "ATOMIC_GROUP", None) is not None and op is sre_parse.ATOMIC_GROUP:
+                continue                               # atomic groups do not backtrack
+        return ""
+
+    try:
+        return walk(sre_parse.parse(body), False)
+    except Exception:       # the compile above succeeded; a parser difference must not block the profile
+        return ""

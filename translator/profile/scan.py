@@ -16,6 +16,7 @@ from translator.profile.usage import (SYSTEM_DIRS, absolute_prefixes, assigned_n
                                       environment_items, script_texts, variable_prefixes)
 
 MAX_SCRIPT_BYTES = 1 << 20
+F_UNREADABLE_FILE = "F528"     # profile init: a file under DIR cannot be read (warning)
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"}
 _HEADER_DIRECTIVE = re.compile(rb"^[ \t]*#(?:SBATCH|SLURM)\b", re.M)
 
@@ -42,6 +43,7 @@ class RepoUsage:
     root: str
     scripts: int = 0
     unreadable: List[str] = field(default_factory=list)
+    unreadable_files: List[Tuple[str, str]] = field(default_factory=list)   # (rel path, reason): not read
     partitions: Dict[str, Tally] = field(default_factory=OrderedDict)
     qos: Dict[str, Tally] = field(default_factory=OrderedDict)
     accounts: Dict[str, Tally] = field(default_factory=OrderedDict)
@@ -64,24 +66,28 @@ def looks_like_job_script(data: bytes) -> bool:
     return data.startswith(b"#!") and b"\0" not in data[:8192] and _HEADER_DIRECTIVE.search(data[:65536]) is not None
 
 
-def iter_job_scripts(root: str):
-    """(relative path, absolute path, bytes) of every job script under root, in sorted order."""
+def iter_job_scripts(root: str, unreadable: Optional[List[Tuple[str, str]]] = None):
+    """(relative path, absolute path, bytes) of every job script under root, in sorted order.
+
+    Files are read with the shared guard (no symlink followed, only regular files, size cap); a file
+    that cannot be read is added to `unreadable` as (relative path, reason)."""
+    from translator.fsio import SPECIAL, SYMLINK, TOO_LARGE, UserFileError, read_user_file
+
     root = os.path.abspath(root)
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             path = os.path.join(directory, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
             try:
-                if os.path.getsize(path) > MAX_SCRIPT_BYTES:
-                    continue
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_SCRIPT_BYTES)
-            except OSError:
+                data = read_user_file(path, MAX_SCRIPT_BYTES, follow_symlinks=False)
+            except UserFileError as exc:
+                if exc.kind not in (SYMLINK, SPECIAL, TOO_LARGE) and unreadable is not None:
+                    why = exc.message[len(path) + 2:] if exc.message.startswith(path + ": ") else exc.message
+                    unreadable.append((rel, why))
                 continue
             if looks_like_job_script(data):
-                yield os.path.relpath(path, root).replace(os.sep, "/"), path, data
+                yield rel, path, data
 
 
 def _read(path: str, data: bytes):
@@ -159,7 +165,7 @@ def _gpu_type_of(spec: Optional[str]) -> Optional[str]:
 
 def survey(root: str) -> RepoUsage:
     usage = RepoUsage(root=root)
-    for rel, path, data in iter_job_scripts(root):
+    for rel, path, data in iter_job_scripts(root, usage.unreadable_files):
         try:
             script, job = _read(path, data)
         except Exception:
@@ -202,7 +208,9 @@ def survey(root: str) -> RepoUsage:
             usage.tally(usage.launchers, launch, rel)
         texts = script_texts(script, job)
         prefixes = [p for p, _ in absolute_prefixes(texts) if p not in SYSTEM_DIRS]
-        prefixes += [p for p, _ in variable_prefixes(texts, assigned_names(script))]
+        # site variables are upper case by convention ($SCRATCH, $WORK); `$rundir/x` is a script's own
+        # variable (set in a sourced file or a function), not a file system to mount
+        prefixes += [p for p, _ in variable_prefixes(texts, assigned_names(script)) if p[1:].isupper()]
         for prefix in dict.fromkeys(prefixes):
             usage.tally(usage.paths, prefix, rel)
     return usage

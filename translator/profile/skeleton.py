@@ -5,12 +5,12 @@ so `slurm2kf profile check` accepts it at once and `convert --profile` reports e
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Dict, List
 
 from translator.profile.model import API_VERSION, KIND
 from translator.profile.scan import RepoUsage, Tally
+from translator.yaml_text import yaml_quote
 
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+-]*")
 _GLOB = set("*?[")
@@ -26,7 +26,7 @@ def _q(text: str) -> str:
                 return text
         except yaml.YAMLError:
             pass
-    return json.dumps(text, ensure_ascii=False)
+    return yaml_quote(text)        # every control or line-break character escaped (json.dumps leaves DEL)
 
 
 def _name_key(name: str) -> str:
@@ -44,7 +44,7 @@ def _used(t: Tally) -> str:
     n = t.count
     text = f"{n} script{'s' if n != 1 else ''} (e.g. {', '.join(_clean(e) for e in t.examples)})"
     if t.notes:
-        text += "; " + ", ".join(f"{k}: {v}" for k, v in sorted(t.notes.items()))
+        text += "; " + ", ".join(f"{_clean(str(k))}: {v}" for k, v in sorted(t.notes.items()))
     return text
 
 
@@ -175,9 +175,14 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
 
     w("# Path prefixes the scripts use -> volumes mounted at the same path (pvc, nfs or hostPath).")
     w("# For a variable ($SCRATCH), set mountPath; the TrainJob then gets that variable in its env.")
-    if usage.paths:
+    # Only prefixes `profile check` accepts as a filesystems path are proposed: `/..`, `$rundir` and
+    # other junk a script can produce never make the skeleton invalid.
+    from translator.profile.load import _fs_path_problem
+
+    paths = [(prefix, t) for prefix, t in _sorted(usage.paths) if not _fs_path_problem(prefix)]
+    if paths:
         w("filesystems:")
-        for prefix, t in _sorted(usage.paths):
+        for prefix, t in paths:
             w(f"  # {_used(t)}")
             w(f"  - path: {_q(prefix)}")
             if prefix.startswith("$"):

@@ -228,6 +228,8 @@ def absolute_prefixes(texts: Iterable[Text]) -> List[Tuple[str, Text]]:
     for t in texts:
         for m in _ABS_PATH.finditer(t.value):
             top = m.group(1)
+            if top in ("/.", "/.."):          # `cd /..`, `/./x`: the root again, not a file system
+                continue
             if top not in seen:
                 seen[top] = t
     return list(seen.items())

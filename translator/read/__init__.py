@@ -8,8 +8,6 @@ permission, not a regular file, larger than MAX_FILE_BYTES = 16 MiB).
 from __future__ import annotations
 
 import gc
-import os
-import stat
 from typing import Optional
 
 from translator.diagnostics import Diagnostic, ERROR, INFO
@@ -37,31 +35,27 @@ class ReadError(Exception):
 
 
 def read_file(path: str) -> Script:
-    """Read and parse one file. Raises ReadError only when it cannot be read."""
+    """Read and parse one file. Raises ReadError only when it cannot be read.
+
+    The shared guard (translator.fsio.read_user_file) opens without blocking and checks the open
+    file: a FIFO or a device (/dev/zero) is refused before anything is read, and never more than
+    MAX_FILE_BYTES + 1 bytes are read."""
+    from translator import fsio
+
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise ReadError(Diagnostic(ERROR, R101_IS_DIRECTORY, f"{path} is a directory, not a job script"))
-        if not stat.S_ISREG(info.st_mode):
+        data = fsio.read_user_file(path, MAX_FILE_BYTES)
+    except fsio.UserFileError as exc:
+        if exc.kind == fsio.MISSING:
+            raise ReadError(Diagnostic(ERROR, R100_NOT_FOUND, f"{path}: no such file")) from None
+        if exc.kind == fsio.DIRECTORY:
+            raise ReadError(Diagnostic(ERROR, R101_IS_DIRECTORY, f"{path} is a directory, not a job script")) from None
+        if exc.kind == fsio.TOO_LARGE:
+            raise _too_large(path) from None
+        if exc.kind == fsio.SPECIAL:
             # a FIFO would block and a device (/dev/zero) never ends: only regular files are read
-            raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path} is not a regular file (a pipe, socket or device); "
-                                       "it is not read"))
-        if info.st_size > MAX_FILE_BYTES:
-            raise _too_large(path)
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except ReadError:
-        raise
-    except FileNotFoundError:
-        raise ReadError(Diagnostic(ERROR, R100_NOT_FOUND, f"{path}: no such file")) from None
-    except IsADirectoryError:
-        raise ReadError(Diagnostic(ERROR, R101_IS_DIRECTORY, f"{path} is a directory, not a job script")) from None
-    except PermissionError:
-        raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path}: permission denied")) from None
-    except OSError as exc:
-        raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path}: cannot be read ({exc.strerror or exc})")) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _too_large(path)
+            raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path} is not a regular file (a pipe, socket or "
+                                       "device); it is not read")) from None
+        raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, exc.message)) from None
     return read_script(data, path)
 
 

@@ -53,13 +53,25 @@ class ReportFormatError(ValueError):
     pass
 
 
-def load(path: str) -> Report:
-    """Read a JSON report back into a Report (summary recomputed from the scripts, not trusted)."""
-    with open(path, "r", encoding="utf-8") as fh:
+MAX_REPORT_BYTES = 1 << 30     # a saved report larger than this is refused (a 100,000-script report is ~300 MB)
+
+
+def load(path: str, data: bytes = None) -> Report:
+    """Read a JSON report back into a Report (summary recomputed from the scripts, not trusted).
+    The file is read with the shared guard (regular file only, size cap): `data` when already read."""
+    if data is None:
+        from translator.fsio import UserFileError, read_user_file
+
         try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ReportFormatError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+            data = read_user_file(path, MAX_REPORT_BYTES)
+        except UserFileError as exc:
+            raise ReportFormatError(exc.message) from None
+    try:
+        data = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ReportFormatError(f"{path}: not a JSON report (not UTF-8 at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ReportFormatError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise ReportFormatError(f"{path}: not a slurm2kf report (no \"format\": \"{FORMAT_NAME}\")")
     try:

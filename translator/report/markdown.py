@@ -21,17 +21,32 @@ _STATUS_MARK = {"mapped": "✅ mapped", "approximated": "≈ approximated", "dro
 _OUTCOME_MARK = {CLEAN: "✅ clean", WARNINGS: "⚠️ warnings", ERRORS: "⛔ errors"}
 
 
+# Link and image syntax, and what GitHub-flavoured Markdown turns into links by itself (autolinks:
+# `https://…`, `www.…`, `user@host`): written as character references (and `@` as `<span>@</span>`,
+# which GFM email autolinks do not cross), so user text renders as the
+# same characters but never as a live link or a remote image.
+_DEFANG = (("(", "&#40;"), (")", "&#41;"), ("!", "&#33;"), ("://", "&#58;//"), ("@", "<span>@</span>"))
+_WWW = re.compile(r"(?i)(www)\.")
+
+
+def _defang(s: str) -> str:
+    for a, b in _DEFANG:
+        s = s.replace(a, b)
+    return _WWW.sub(r"\1&#46;", s)
+
+
 def text(s) -> str:
-    """Escape user text for Markdown table cells and prose: no markup, no line breaks."""
+    """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks."""
     s = _MD_SPECIAL.sub(r"\\\1", str(s))
-    s = html.escape(s, quote=False)        # < > & : no raw HTML reaches the renderer
-    return s.replace("\r", " ").replace("\n", " ")
+    s = html.escape(s, quote=False)        # < > & : no raw HTML (and no <autolink>) reaches the renderer
+    return _defang(s).replace("\r", " ").replace("\n", " ")
 
 
 def code(s) -> str:
-    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped)."""
+    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped, no links)."""
     s = html.escape(str(s), quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
     s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
+    s = _defang(s)
     return f"<code>{s}</code>" if s else ""
 
 

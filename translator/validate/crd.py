@@ -47,14 +47,22 @@ class CRD:
         return self._validators[version]
 
 
+MAX_CRD_BYTES = 16 << 20     # the Trainer's TrainJob CRD is ~1 MB
+
+
 def load_crd(path: Optional[str] = None) -> CRD:
     """Read a CustomResourceDefinition manifest (the first CRD document of the file)."""
     import yaml
 
+    from translator.fsio import UserFileError, read_user_file
+
     path = path or BUNDLED_CRD
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            docs = list(yaml.load_all(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        # the shared guard: a FIFO or device is refused before a byte is read, and at most MAX_CRD_BYTES
+        text = read_user_file(path, MAX_CRD_BYTES).decode("utf-8")
+        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except UserFileError as exc:
+        raise CRDError(f"cannot read CRD {exc.message}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CRDError(f"cannot read CRD {path}: {getattr(exc, 'strerror', None) or exc}") from None
     except yaml.YAMLError as exc:

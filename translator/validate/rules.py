@@ -167,6 +167,24 @@ def check_trainer(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
     return out
 
 
+def namespace_problem(ns: str) -> Optional[str]:
+    """Why `ns` is not a namespace the API server accepts (V730), or None."""
+    if len(ns) > 63 or not _DNS1123_LABEL.match(ns):
+        return f"{ns!r} must be a lowercase RFC 1123 label of at most 63 characters"
+    return None
+
+
+def resource_name_problem(k: str) -> Optional[str]:
+    """Why `k` is not a resource name the API server accepts in resources (V743), or None."""
+    if k in _STANDARD_RESOURCES or k.startswith("hugepages-") or k.startswith("requests."):
+        return None
+    if "/" not in k:
+        return (f"resource name {k!r} is neither a standard resource (cpu, memory, ephemeral-storage, "
+                "hugepages-*) nor domain-qualified like nvidia.com/gpu")
+    p = qualified_name_problem(k)
+    return f"resource name {k!r}: {p}" if p else None
+
+
 def check_resources(res: dict, base: Tuple) -> List[Problem]:
     out: List[Problem] = []
     requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}

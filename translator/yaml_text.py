@@ -1,0 +1,40 @@
+"""YAML text for values the user controls: one double-quoted scalar that reads back exactly.
+
+Used where slurm2kf writes YAML by hand (kustomizations, the profile skeleton). Every character that
+is not YAML-printable, or that some parsers treat as a line break (NEL, LS, PS) or strip (BOM), is
+written as an escape; so is every lone surrogate (a file-name byte that is not UTF-8), shown as the
+text `\\xNN` because YAML cannot hold it.
+"""
+from __future__ import annotations
+
+
+def _yaml_escape(ch: str) -> str:
+    o = ord(ch)
+    if 0xD800 <= o <= 0xDFFF:          # never valid in YAML: shown as the escape text (names are sanitised first)
+        return "\\\\x%02x" % (o & 0xFF)
+    if o <= 0xFF:
+        return "\\x%02x" % o
+    if o <= 0xFFFF:
+        return "\\u%04x" % o
+    return "\\U%08x" % o
+
+
+def _yaml_printable(ch: str) -> bool:
+    o = ord(ch)
+    # YAML 1.2 c-printable minus the characters some parsers treat as line breaks (NEL, LS, PS) and the BOM
+    return (0x20 <= o <= 0x7E) or (0xA0 <= o <= 0xD7FF and o not in (0x2028, 0x2029)) \
+        or (0xE000 <= o <= 0xFFFD and o != 0xFEFF) or o >= 0x10000
+
+
+def yaml_quote(s: str) -> str:
+    """A YAML double-quoted scalar holding exactly `s` on one line, whatever it contains."""
+    out = ['"']
+    for ch in s:
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif _yaml_printable(ch):
+            out.append(ch)
+        else:
+            out.append(_yaml_escape(ch))
+    out.append('"')
+    return "".join(out)
