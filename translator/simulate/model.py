@@ -25,6 +25,7 @@ class Process:
     master_port: Optional[str] = None
     gpus: int = 0                            # GPUs visible to the process (CUDA_VISIBLE_DEVICES, else all on the node)
     env: Tuple[Tuple[str, str], ...] = ()    # the env the program was given (sorted; sandbox/stub variables removed)
+    cwd: str = ""                            # working directory the process started in
 
 
 @dataclass(frozen=True)
