@@ -506,3 +506,19 @@ def hostfile_of(pods: Sequence[PodLaunch]) -> Optional[str]:
             if path == MPI_HOSTFILE:
                 return content
     return None
+
+
+def training_pods(pods: Sequence[PodLaunch]) -> Tuple[PodLaunch, ...]:
+    """The pods in training-node order: the MPI hostfile's line order when the job has one (OpenMPI
+    fills slots host by host in that order, so rank 0 runs on the first line's pod), else the trainer
+    pods by completion index."""
+    hostfile = hostfile_of(pods)
+    if hostfile is None:
+        return tuple(p for p in pods if p.role == "node")
+    by_fqdn = {p.fqdn: p for p in pods}
+    out = []
+    for line in hostfile.splitlines():
+        host = line.split()[0] if line.split() else ""
+        if host in by_fqdn:
+            out.append(by_fqdn[host])
+    return tuple(out)
