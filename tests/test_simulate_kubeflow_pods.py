@@ -14,6 +14,8 @@ Every expected value is written by hand from the Trainer's documented/coded beha
 * JAX (plugins/jax/jax.go): JAX_NUM_PROCESSES, JAX_PROCESS_ID, JAX_COORDINATOR_ADDRESS `...:29500`;
 * XGBoost (plugins/xgboost/xgboost.go): DMLC_* then trainer.env; DMLC_NUM_WORKER = pods x GPUs;
 * plain (plugins/plainml): trainer.env only;
+* Indexed Jobs: the Job controller appends JOB_COMPLETION_INDEX to every container that lacks it
+  (kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/);
 * kubelet: env resolved in order, $(VAR) in env only sees earlier entries, command/args see all.
 """
 from __future__ import annotations
@@ -79,7 +81,7 @@ def test_torch_multinode_pods_env_and_command():
         # trainer.env first, then the five PET_* the torch plugin upserts, in its order
         assert p.env == (("NCCL_DEBUG", "WARN"), ("PET_NNODES", "3"), ("PET_NPROC_PER_NODE", "auto"),
                          ("PET_NODE_RANK", str(i)), ("PET_MASTER_ADDR", "llm-node-0-0.llm"),
-                         ("PET_MASTER_PORT", "29500"))
+                         ("PET_MASTER_PORT", "29500"), ("JOB_COMPLETION_INDEX", str(i)))
     assert training_pods(pods) == tuple(pods)
 
 
@@ -115,7 +117,9 @@ def test_gpu_count_of_the_pod_comes_from_the_container_limits():
 
 def test_torch_without_spec_trainer_gets_no_pet_env_and_runs_the_image_entrypoint():
     (pod,) = pods_from_trainjob(tj("bare", "torch-distributed"))
-    assert pod.env == () and pod.argv == () and pod.image_entrypoint and pod.image == TORCH_IMAGE
+    # only the Job controller's JOB_COMPLETION_INDEX (Indexed Job)
+    assert pod.env == (("JOB_COMPLETION_INDEX", "0"),)
+    assert pod.argv == () and pod.image_entrypoint and pod.image == TORCH_IMAGE
 
 
 def test_trainer_env_cannot_reference_pet_vars_but_args_can():
@@ -152,7 +156,7 @@ def test_data_cache_runtime_leaves_out_the_initializer_and_resolves_the_jobset_l
     assert [p.name for p in pods] == ["c-node-0-0", "c-node-0-1"]
     # runtime env first (TRAIN_JOB_NAME from the jobset-name label), then PET_*
     assert pods[0].env[0] == ("TRAIN_JOB_NAME", "c")
-    assert [k for k, _ in pods[0].env][1:] == list(kp.TORCH_RESERVED)
+    assert [k for k, _ in pods[0].env][1:] == list(kp.TORCH_RESERVED) + ["JOB_COMPLETION_INDEX"]
 
 
 # ------------------------------------------------------------------------------------------ MPI
@@ -173,13 +177,14 @@ def test_deepspeed_launcher_and_nodes_hostfile_and_numnodes_counting_the_launche
                             ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
                             ("OMPI_MCA_orte_set_default_slots", "4"),          # 4 GPUs > 1: slots = 4
                             ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
-                            ("NCCL_DEBUG", "INFO"))
+                            ("NCCL_DEBUG", "INFO"), ("JOB_COMPLETION_INDEX", "0"))
     assert launcher.files == (("/etc/mpi/hostfile",
                                "ds-node-0-0.ds slots=4\nds-node-0-1.ds slots=4\nds-launcher-0-0.ds slots=4\n"),)
     for worker in pods[:2]:
         # workers keep the runtime image and its sshd command; trainer env + resources do reach them
         assert worker.argv == SSHD and worker.image == "ghcr.io/kubeflow/trainer/deepspeed-runtime"
-        assert worker.env == (("NCCL_DEBUG", "INFO"),) and worker.gpus == 4 and worker.files == ()
+        assert worker.env == (("NCCL_DEBUG", "INFO"), ("JOB_COMPLETION_INDEX", str(worker.node)))
+        assert worker.gpus == 4 and worker.files == ()
     assert launcher.gpus == 4
     assert [p.name for p in training_pods(pods)] == ["ds-node-0-0", "ds-node-0-1", "ds-launcher-0-0"]
 
@@ -230,7 +235,7 @@ def test_jax_env():
                                                            "resourcesPerNode": gpu(8)}))
     assert [p.name for p in pods] == ["jx-node-0-0", "jx-node-0-1"]
     assert pods[1].env == (("A", "1"), ("JAX_NUM_PROCESSES", "2"), ("JAX_PROCESS_ID", "1"),
-                           ("JAX_COORDINATOR_ADDRESS", "jx-node-0-0.jx:29500"))
+                           ("JAX_COORDINATOR_ADDRESS", "jx-node-0-0.jx:29500"), ("JOB_COMPLETION_INDEX", "1"))
     assert pods[1].image == "nvcr.io/nvidia/jax:25.10-py3" and pods[1].gpus == 8
 
 
@@ -240,7 +245,7 @@ def test_xgboost_env():
                                                                "command": ["python", "x.py"]}))
     # DMLC_* first (the plugin), then trainer.env (the JobSet builder), so A can use DMLC_TASK_ID
     assert pods[1].env == (("DMLC_TRACKER_URI", "xg-node-0-0.xg"), ("DMLC_TRACKER_PORT", "29500"),
-                           ("DMLC_TASK_ID", "1"), ("DMLC_NUM_WORKER", "4"), ("A", "1"))
+                           ("DMLC_TASK_ID", "1"), ("DMLC_NUM_WORKER", "4"), ("A", "1"), ("JOB_COMPLETION_INDEX", "1"))
     with pytest.raises(TrainJobError, match="DMLC_NUM_WORKER"):
         pods_from_trainjob(tj("xg", "xgboost-distributed", {"env": [{"name": "DMLC_NUM_WORKER", "value": "1"}]}))
 
@@ -264,7 +269,7 @@ def test_plain_runtime_only_numnodes_and_env():
                               runtimes={"plain": PLAIN})
     # mlPolicy.numNodes 2, no trainer.numNodes: 2 pods; runtime command kept; env upserted in place
     assert [p.name for p in pods] == ["p-node-0-0", "p-node-0-1"]
-    assert pods[0].env == (("GREETING", "hello"), ("B", "hello!"))
+    assert pods[0].env == (("GREETING", "hello"), ("B", "hello!"), ("JOB_COMPLETION_INDEX", "0"))
     assert pods[0].argv == ("sh", "-c", "echo hello") and pods[0].workdir == "/w" and pods[0].gpus == 1
     pods = pods_from_trainjob(tj("p", "plain", {"numNodes": 3, "resourcesPerNode": {"limits": {"cpu": "2"}}}),
                               runtimes={"plain": PLAIN})
@@ -419,3 +424,8 @@ def test_every_emitted_convert_fixture_becomes_pods(rel):
         # $(VAR)s the emitter meant to leave to the kubelet (none: the emitter escapes every `$`)
         want = tuple(kubelet.expand(w, {}) for w in trainer.get("command", []) + trainer.get("args", []))
         assert runner and all(p.argv == want for p in runner), rel
+
+
+def test_job_completion_index_is_not_added_twice():
+    pods = pods_from_trainjob(tj("j", "torch-distributed", {"numNodes": 2, "env": [{"name": "JOB_COMPLETION_INDEX", "value": "7"}]}))
+    assert [k for k, _ in pods[1].env].count("JOB_COMPLETION_INDEX") == 1 and env_of(pods[1])["JOB_COMPLETION_INDEX"] == "7"

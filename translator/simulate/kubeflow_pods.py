@@ -52,6 +52,9 @@ Plugin env (appended after the runtime's own env, in this order):
   ``trainer.env``.
 * Plain runtimes (no framework policy, ``plugins/plainml``): ``trainer.env`` only.
 
+Last, the Job controller appends ``JOB_COMPLETION_INDEX`` (the completion index) to every container that
+does not define it (Indexed Jobs; kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/).
+
 Then the kubelet resolves each container's env in order and expands ``$(VAR)`` in command and args
 (:mod:`translator.simulate.kubelet`).  ``valueFrom`` entries are resolved from the pod (fieldRef of the
 completion index, pod name, namespace, JobSet labels) or to a visible placeholder
@@ -446,6 +449,11 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         if gets_trainer_env and c.get("name") == NODE:
             _upsert(env, trainer_env)
         _upsert(env, after)
+        # The Job controller adds JOB_COMPLETION_INDEX (downward API of the completion-index annotation)
+        # to every container of an Indexed Job's pods unless the container already defines it
+        # (kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/); JobSet's Jobs are Indexed.
+        if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in env):
+            env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}})
         gpus = _gpu_in(resources.get("limits") or {}) or _gpu_in(resources.get("requests") or {})
         for i in range(counts.get(jname, 1)):
             host = f"{name}-{jname}-0-{i}"
