@@ -429,3 +429,15 @@ def test_every_emitted_convert_fixture_becomes_pods(rel):
 def test_job_completion_index_is_not_added_twice():
     pods = pods_from_trainjob(tj("j", "torch-distributed", {"numNodes": 2, "env": [{"name": "JOB_COMPLETION_INDEX", "value": "7"}]}))
     assert [k for k, _ in pods[1].env].count("JOB_COMPLETION_INDEX") == 1 and env_of(pods[1])["JOB_COMPLETION_INDEX"] == "7"
+
+
+def test_read_trainjobs_from_yaml():
+    text = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n" \
+           "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: y}\n" \
+           "spec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 2}}\n"
+    (job,) = kp.read_trainjobs(text, "job.yaml")
+    assert [p.name for p in pods_from_trainjob(job)] == ["y-node-0-0", "y-node-0-1"]
+    with pytest.raises(TrainJobError, match=r"^job.yaml:4: not valid YAML"):
+        kp.read_trainjobs("kind: TrainJob\nspec:\n  - a\n b: [\n", "job.yaml")   # line 4: ` b:` breaks the block
+    with pytest.raises(TrainJobError, match="job.yaml: no TrainJob"):
+        kp.read_trainjobs("kind: ConfigMap\n", "job.yaml")

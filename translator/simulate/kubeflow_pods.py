@@ -530,3 +530,21 @@ def training_pods(pods: Sequence[PodLaunch]) -> Tuple[PodLaunch, ...]:
         if host in by_fqdn:
             out.append(by_fqdn[host])
     return tuple(out)
+
+
+def read_trainjobs(text: str, path: str = "<trainjob>") -> List[dict]:
+    """The TrainJob documents of a YAML file (``simulate --trainjob FILE``).  Bad YAML or a file with no
+    TrainJob raises :class:`TrainJobError` naming the file and, for YAML errors, the line."""
+    import yaml
+
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else path
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise TrainJobError(f"{where}: not valid YAML ({problem})") from None
+    jobs = [d for d in docs if isinstance(d, dict) and d.get("kind") == "TrainJob"]
+    if not jobs:
+        raise TrainJobError(f"{path}: no TrainJob document (kind: TrainJob) in the file")
+    return jobs
