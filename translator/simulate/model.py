@@ -51,6 +51,9 @@ class PodLaunch:
     gpus: int = 0                            # GPU limit of the container
     files: Tuple[Tuple[str, str], ...] = ()  # files mounted into the pod (path, content), e.g. the MPI hostfile
     workdir: str = ""                        # container workingDir, "" = image default
+    image: str = ""                          # container image (MPI workers keep the runtime's image under v2.3)
+    fqdn: str = ""                           # "<hostname>.<trainjob>": the name other pods (hostfile, PET_MASTER_ADDR) use
+    image_entrypoint: bool = False           # no container command: the image's ENTRYPOINT runs, with `argv` as its args
 
 
 @dataclass(frozen=True)
