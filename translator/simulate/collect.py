@@ -22,6 +22,7 @@ def side_result(side: str, res: SandboxResult, unit_names: Sequence[str], unit_n
                 rank=r.get("rank"), local_rank=r.get("local_rank"), world_size=r.get("world_size"),
                 master_addr=r.get("master_addr"), master_port=r.get("master_port"), gpus=int(r.get("gpus", 0)),
                 env=tuple(sorted((str(k), str(v)) for k, v in env.items())), cwd=str(r.get("cwd", "")),
+                defaulted=tuple(str(n) for n in r.get("defaulted", ())),
             ))
         elif kind == "failure":
             argv = " ".join(str(a) for a in r.get("argv", ()))

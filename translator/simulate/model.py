@@ -26,6 +26,7 @@ class Process:
     gpus: int = 0                            # GPUs visible to the process (CUDA_VISIBLE_DEVICES, else all on the node)
     env: Tuple[Tuple[str, str], ...] = ()    # the env the program was given (sorted; sandbox/stub variables removed)
     cwd: str = ""                            # working directory the process started in
+    defaulted: Tuple[str, ...] = ()          # env names the launcher set by default (torchrun's OMP_NUM_THREADS=1)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class SideResult:
     processes: Tuple[Process, ...] = ()
     failures: Tuple[Failure, ...] = ()
     notes: Tuple[str, ...] = ()              # e.g. "isolation: user+mount+net namespaces"
+    hosts: Tuple[Tuple[str, int, str], ...] = ()   # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
 
 
 @dataclass(frozen=True)

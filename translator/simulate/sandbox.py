@@ -213,10 +213,53 @@ def _file_ok(p: str) -> bool:
                        "run") and not p.startswith("/var/tmp")
 
 
+_BYTECODE: Dict[str, Dict[str, bytes]] = {}
+
+
+def _stub_bytecode(py: str) -> Dict[str, bytes]:
+    """The stubs compiled once per process by the sandbox's interpreter (unchecked hash-based .pyc, so
+    copying the sources does not invalidate them). Empty if that fails: the stubs then compile in memory."""
+    if py not in _BYTECODE:
+        out: Dict[str, bytes] = {}
+        tmp = tempfile.mkdtemp(prefix="slurm2kf-simc-")
+        try:
+            for f in os.listdir(STUB_DIR):
+                if f.endswith(".py"):
+                    shutil.copy(os.path.join(STUB_DIR, f), tmp)
+            code = ("import py_compile,sys,os,importlib.util as u\n"
+                    "for f in os.listdir(sys.argv[1]):\n"
+                    " if f.endswith('.py'):\n"
+                    "  s=os.path.join(sys.argv[1],f)\n"
+                    "  py_compile.compile(s,cfile=u.cache_from_source(s),doraise=True,"
+                    "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n")
+            subprocess.run([py, "-I", "-S", "-c", code, tmp], check=True, capture_output=True, timeout=30)
+            cache = os.path.join(tmp, "__pycache__")
+            for f in os.listdir(cache):
+                with open(os.path.join(cache, f), "rb") as fh:
+                    out[f] = fh.read()
+        except (OSError, subprocess.SubprocessError):
+            out = {}
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        _BYTECODE[py] = out
+    return _BYTECODE[py]
+
+
+def _copy_stubs(tmp: str, py: str) -> None:
+    dest = os.path.join(tmp, "stubs")
+    shutil.copytree(STUB_DIR, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    pyc = _stub_bytecode(py)
+    if pyc:
+        os.makedirs(os.path.join(dest, "__pycache__"))
+        for f, data in pyc.items():
+            with open(os.path.join(dest, "__pycache__", f), "wb") as fh:
+                fh.write(data)
+
+
 def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> SandboxResult:
     py = _python()
     uid, gid = _sandbox_ids()
-    shutil.copytree(STUB_DIR, os.path.join(tmp, "stubs"), ignore=shutil.ignore_patterns("__pycache__"))
+    _copy_stubs(tmp, py)
     os.makedirs(os.path.join(tmp, "out"))
     os.makedirs(os.path.join(tmp, "root"))
     allow = _allowed_real(ns=True)
@@ -226,8 +269,7 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
         if not os.path.isdir(d):
             continue
         names = {n: "/.sim/stub" for n in host_names.get(d, [])}
-        if d == "/usr/bin":
-            names.update({n: "/.sim/stub" for n in STUB_NAMES})
+        names.update({n: "/.sim/stub" for n in STUB_NAMES if n not in names})
         for n in list(names):
             if n in allow:
                 names[n] = "/.sim/real" + allow[n]
@@ -304,7 +346,7 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
     import resource
 
     py = os.path.realpath(sys.executable)
-    shutil.copytree(STUB_DIR, os.path.join(tmp, "stubs"), ignore=shutil.ignore_patterns("__pycache__"))
+    _copy_stubs(tmp, py)
     bindir = os.path.join(tmp, "bin")
     os.makedirs(bindir)
     os.makedirs(os.path.join(tmp, "rec"))

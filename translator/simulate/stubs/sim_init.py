@@ -89,18 +89,15 @@ def main():
         os.makedirs(os.path.dirname(R + path), exist_ok=True)
         if not os.path.lexists(R + path):
             os.symlink("/.sim/stub", R + path)
-    # the stub program, compiled once here (the stubs run with -I -S and never write bytecode)
-    import py_compile
-    import importlib.util
-    for fname in os.listdir(os.path.join(T, "stubs")):
-        if fname.endswith(".py"):
-            src = os.path.join(R, ".sim/stubs", fname)
-            with open(os.path.join(T, "stubs", fname), "rb") as fh:
-                write(src, fh.read())
-            try:
-                py_compile.compile(src, cfile=importlib.util.cache_from_source(src), doraise=True)
-            except Exception as exc:      # pragma: no cover - only slower without bytecode
-                notes.append(f"stub bytecode: {exc}")
+    # the stub program and its bytecode (compiled once by the host, hash-based and unchecked)
+    for sub in ("", "__pycache__"):
+        src_dir = os.path.join(T, "stubs", sub)
+        if not os.path.isdir(src_dir):
+            continue
+        for fname in os.listdir(src_dir):
+            if fname.endswith((".py", ".pyc")):
+                with open(os.path.join(src_dir, fname), "rb") as fh:
+                    write(os.path.join(R, ".sim/stubs", sub, fname), fh.read())
     write(os.path.join(R, ".sim/stub"), spec["stub_text"], 0o755)
     write(os.path.join(R, ".sim/bashenv"), spec["bashenv"], 0o644)
     # /dev

@@ -139,18 +139,21 @@ def visible_gpus(env) -> int:
 
 def record_process(program: str, argv, interpreter: str, env=None) -> None:
     env = dict(os.environ if env is None else env)
-    in_step = "SLURM_STEP_ID" in env
-    slurm_rank = ("SLURM_PROCID",) if in_step else ()
+    # Slurm's task variables last: a program that reads them (Lightning, JAX, submitit) gets its rank
+    # there when no launcher set RANK/OMPI_*; in the batch step they say rank 0 of SLURM_NTASKS.
+    in_step = True
+    slurm_rank = ("SLURM_PROCID",)
     record(
         "process", program=program, argv=list(argv), interpreter=interpreter,
         launcher=env.get(SIM_PREFIX + "LAUNCHER", "direct"),
-        rank=_first_int(env, "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", *slurm_rank),
+        rank=_first_int(env, "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "JAX_PROCESS_ID", *slurm_rank),
         local_rank=_first_int(env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                               *(("SLURM_LOCALID",) if in_step else ())),
-        world_size=_first_int(env, "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+        world_size=_first_int(env, "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "JAX_NUM_PROCESSES",
                               *(("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS") if in_step else ())),
         master_addr=env.get("MASTER_ADDR"), master_port=env.get("MASTER_PORT"),
         gpus=visible_gpus(env), env=clean_env(env), cwd=os.getcwd(),
+        defaulted=[n for n in env.get(SIM_PREFIX + "DEFAULTED", "").split(",") if n],
     )
 
 
@@ -730,9 +733,13 @@ def torchrun(args, legacy_launch=False) -> int:
             "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
             "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")), "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
         })
-        wenv.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
-        if nproc > 1:
-            wenv.setdefault("OMP_NUM_THREADS", "1")
+        defaulted = []
+        for var, val, when in (("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", True), ("OMP_NUM_THREADS", "1", nproc > 1)):
+            if when and var not in wenv:
+                wenv[var] = val
+                defaulted.append(var)
+        if defaulted:
+            wenv[SIM_PREFIX + "DEFAULTED"] = ",".join(defaulted)
         extra = [] if use_env else [f"--local-rank={local}"]
         if nopy:
             argv = [script] + extra + sargs
