@@ -73,12 +73,22 @@ def simulate_script(path: str, settings=None, script_args: Sequence[str] = (), a
     from concurrent.futures import ThreadPoolExecutor
 
     settings = settings or _default_settings()
+    _check_readable(path, settings)
     text = _read_text(path)
     with ThreadPoolExecutor(max_workers=1) as pool:
         slurm_future = pool.submit(slurm_of, path, settings, script_args, array_index, timeout)
         kube = _kube_of_script(path, text, settings, array_index, timeout, runtimes)
         slurm, _ = slurm_future.result()
     return _verdict(path, slurm, kube)
+
+
+def _check_readable(path: str, settings) -> None:
+    """The reader's own diagnostic (R1xx, file and line) for a file that cannot be read as a script."""
+    from translator.pipeline import read_and_resolve
+
+    _, _, err = read_and_resolve(path, settings=settings)
+    if err is not None:
+        raise SimulateError(err.format(path))
 
 
 def _default_settings():
@@ -136,6 +146,7 @@ def simulate_trainjob(trainjob_path: str, script: Optional[str] = None, settings
         if not src:
             raise SimulateError(f"{trainjob_path}: error: no Slurm script: give --script or the "
                                 "slurm2kf.io/source annotation")
+        _check_readable(src, settings)
         slurm, _ = slurm_of(src, settings, script_args, array_index, timeout)
         kube = kubeflow_of_trainjob(tj, runtimes, timeout)
         out.append(_verdict(trainjob_path, slurm, kube))

@@ -345,7 +345,7 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
     """No namespaces: PATH-only stubs (reported as such)."""
     import resource
 
-    py = os.path.realpath(sys.executable)
+    py = _python()
     _copy_stubs(tmp, py)
     bindir = os.path.join(tmp, "bin")
     os.makedirs(bindir)
