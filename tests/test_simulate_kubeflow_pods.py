@@ -441,3 +441,11 @@ def test_read_trainjobs_from_yaml():
         kp.read_trainjobs("kind: TrainJob\nspec:\n  - a\n b: [\n", "job.yaml")   # line 4: ` b:` breaks the block
     with pytest.raises(TrainJobError, match="job.yaml: no TrainJob"):
         kp.read_trainjobs("kind: ConfigMap\n", "job.yaml")
+
+
+def test_mig_slice_is_a_visible_gpu_but_not_a_gpu_for_the_torch_plugin():
+    # GetNumGPUPerNode looks for "gpu" in the resource name: nvidia.com/mig-1g.10gb has none, so the torch
+    # plugin falls back to the CPU count (8) for PET_NPROC_PER_NODE; the container still sees 1 MIG device.
+    res = {"requests": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}, "limits": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}}
+    (pod,) = pods_from_trainjob(tj("mig", "torch-distributed", {"command": ["torchrun", "e.py"], "resourcesPerNode": res}))
+    assert env_of(pod)["PET_NPROC_PER_NODE"] == "8" and pod.gpus == 1

@@ -170,6 +170,21 @@ def gpus_per_node(requirements: Optional[Mapping]) -> int:
     return gpus
 
 
+def visible_gpus(requirements: Optional[Mapping]) -> int:
+    """GPU devices the container sees: every extended resource whose name contains "gpu"
+    (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/...) plus NVIDIA MIG slices (nvidia.com/mig-<profile>,
+    each one a CUDA device), from the limits (extended resources have requests == limits).  This is the
+    device count, not the Trainer's own GPU detection (:func:`gpus_per_node`), which ignores MIG."""
+    req = requirements or {}
+    part = req.get("limits") or req.get("requests") or {}
+    total = 0
+    for name, qty in part.items():
+        low = str(name).lower()
+        if "gpu" in low or low.startswith("nvidia.com/mig-"):
+            total += quantity_value(qty)
+    return total
+
+
 def _cpus_per_node(requirements: Optional[Mapping]) -> int:
     """torch.go getNumCPUPerNode: the CPU request when non-zero, else the CPU limit, else 0."""
     req = requirements or {}
@@ -454,7 +469,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         # (kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/); JobSet's Jobs are Indexed.
         if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in env):
             env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}})
-        gpus = _gpu_in(resources.get("limits") or {}) or _gpu_in(resources.get("requests") or {})
+        gpus = visible_gpus(resources)
         for i in range(counts.get(jname, 1)):
             host = f"{name}-{jname}-0-{i}"
             pod_ctx = {"index": i, "name": host, "namespace": namespace, "jobset": name, "rjob": jname,
