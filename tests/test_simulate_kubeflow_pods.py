@@ -449,3 +449,17 @@ def test_mig_slice_is_a_visible_gpu_but_not_a_gpu_for_the_torch_plugin():
     res = {"requests": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}, "limits": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}}
     (pod,) = pods_from_trainjob(tj("mig", "torch-distributed", {"command": ["torchrun", "e.py"], "resourcesPerNode": res}))
     assert env_of(pod)["PET_NPROC_PER_NODE"] == "8" and pod.gpus == 1
+
+
+def test_site_runtime_files(tmp_path):
+    # a site's own runtime (tests/fixtures/profiles/ailab/runtimes): torch policy, NGC image
+    site = load_runtimes([str(REPO / "tests" / "fixtures" / "profiles" / "ailab" / "runtimes")])
+    assert set(site) == {"torch-h100"}
+    pods = pods_from_trainjob(tj("h", "torch-h100", {"numNodes": 2, "command": ["torchrun", "t.py"]}), {**load_runtimes(), **site})
+    assert [p.image for p in pods] == ["nvcr.io/nvidia/pytorch:24.05-py3"] * 2 and env_of(pods[1])["PET_NODE_RANK"] == "1"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: ClusterTrainingRuntime\nmetadata: {name: x\n")
+    with pytest.raises(TrainJobError, match=r"bad.yaml:\d+: not a valid runtime YAML file"):
+        load_runtimes([str(bad)])
+    with pytest.raises(TrainJobError, match="cannot read the runtime file"):
+        load_runtimes([str(tmp_path / "missing.yaml")])

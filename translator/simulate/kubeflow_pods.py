@@ -114,10 +114,21 @@ def load_runtimes(paths: Optional[Sequence[str]] = None) -> Dict[str, dict]:
             files.append(p)
     out: Dict[str, dict] = {}
     for path in files:
-        with open(path, encoding="utf-8") as fh:
-            for doc in yaml.safe_load_all(fh):
-                if isinstance(doc, dict) and doc.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime"):
-                    out[str(doc["metadata"]["name"])] = doc
+        try:
+            with open(path, encoding="utf-8") as fh:
+                docs = list(yaml.safe_load_all(fh))
+        except OSError as exc:
+            raise TrainJobError(f"{path}: cannot read the runtime file: {exc.strerror or exc}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else path
+            raise TrainJobError(f"{where}: not a valid runtime YAML file ({getattr(exc, 'problem', None) or exc})") from None
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime"):
+                rname = (doc.get("metadata") or {}).get("name")
+                if not isinstance(rname, str) or not rname:
+                    raise TrainJobError(f"{path}: a {doc.get('kind')} without metadata.name")
+                out[rname] = doc
     return out
 
 
