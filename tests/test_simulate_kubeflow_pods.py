@@ -463,3 +463,41 @@ def test_site_runtime_files(tmp_path):
         load_runtimes([str(bad)])
     with pytest.raises(TrainJobError, match="cannot read the runtime file"):
         load_runtimes([str(tmp_path / "missing.yaml")])
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(runtime=st.sampled_from(["torch-distributed", "jax-distributed", "xgboost-distributed",
+                                "deepspeed-distributed", "mlx-distributed"]),
+       nodes=st.integers(min_value=1, max_value=9), gpus=st.integers(min_value=0, max_value=8),
+       nproc=st.one_of(st.none(), st.integers(min_value=1, max_value=8)))
+def test_invariants_of_the_pod_layout(runtime, nodes, gpus, nproc):
+    trainer = {"numNodes": nodes, "command": ["run"]}
+    if gpus:
+        trainer["resourcesPerNode"] = gpu(gpus)
+    if nproc is not None:
+        trainer["numProcPerNode"] = nproc
+    pods = pods_from_trainjob(tj("inv", runtime, trainer))
+    hosts = training_pods(pods)
+    mpi = runtime in ("deepspeed-distributed", "mlx-distributed")
+    # numNodes training hosts, except numNodes 1 on an MPI runtime (launcher + 1 worker)
+    assert len(hosts) == (max(nodes, 2) if mpi else nodes)
+    assert len({p.fqdn for p in pods}) == len(pods) and all(p.fqdn == f"{p.hostname}.inv" for p in pods)
+    assert all(p.gpus == gpus for p in pods)
+    runner = [p for p in pods if p.argv == ("run",)]
+    assert len(runner) == (1 if mpi else nodes)
+    if mpi:
+        lines = hostfile_of(pods).splitlines()
+        slots = nproc if nproc is not None else (gpus if gpus > 1 else 1)
+        assert lines == [f"{h.fqdn} slots={slots}" for h in hosts]
+    else:
+        index_var = {"torch-distributed": "PET_NODE_RANK", "jax-distributed": "JAX_PROCESS_ID",
+                     "xgboost-distributed": "DMLC_TASK_ID"}[runtime]
+        assert [env_of(p)[index_var] for p in hosts] == [str(i) for i in range(nodes)]
+        assert [env_of(p)["JOB_COMPLETION_INDEX"] for p in hosts] == [str(i) for i in range(nodes)]
+        if runtime == "torch-distributed":
+            assert {env_of(p)["PET_MASTER_ADDR"] for p in hosts} == {hosts[0].fqdn}
+            assert {env_of(p)["PET_NPROC_PER_NODE"] for p in hosts} == {
+                str(nproc) if nproc is not None else ("auto" if gpus else "1")}
