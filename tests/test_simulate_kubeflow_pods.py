@@ -441,3 +441,63 @@ def test_read_trainjobs_from_yaml():
         kp.read_trainjobs("kind: TrainJob\nspec:\n  - a\n b: [\n", "job.yaml")   # line 4: ` b:` breaks the block
     with pytest.raises(TrainJobError, match="job.yaml: no TrainJob"):
         kp.read_trainjobs("kind: ConfigMap\n", "job.yaml")
+
+
+def test_mig_slice_is_a_visible_gpu_but_not_a_gpu_for_the_torch_plugin():
+    # GetNumGPUPerNode looks for "gpu" in the resource name: nvidia.com/mig-1g.10gb has none, so the torch
+    # plugin falls back to the CPU count (8) for PET_NPROC_PER_NODE; the container still sees 1 MIG device.
+    res = {"requests": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}, "limits": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}}
+    (pod,) = pods_from_trainjob(tj("mig", "torch-distributed", {"command": ["torchrun", "e.py"], "resourcesPerNode": res}))
+    assert env_of(pod)["PET_NPROC_PER_NODE"] == "8" and pod.gpus == 1
+
+
+def test_site_runtime_files(tmp_path):
+    # a site's own runtime (tests/fixtures/profiles/ailab/runtimes): torch policy, NGC image
+    site = load_runtimes([str(REPO / "tests" / "fixtures" / "profiles" / "ailab" / "runtimes")])
+    assert set(site) == {"torch-h100"}
+    pods = pods_from_trainjob(tj("h", "torch-h100", {"numNodes": 2, "command": ["torchrun", "t.py"]}), {**load_runtimes(), **site})
+    assert [p.image for p in pods] == ["nvcr.io/nvidia/pytorch:24.05-py3"] * 2 and env_of(pods[1])["PET_NODE_RANK"] == "1"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: ClusterTrainingRuntime\nmetadata: {name: x\n")
+    with pytest.raises(TrainJobError, match=r"bad.yaml:\d+: not a valid runtime YAML file"):
+        load_runtimes([str(bad)])
+    with pytest.raises(TrainJobError, match="cannot read the runtime file"):
+        load_runtimes([str(tmp_path / "missing.yaml")])
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(runtime=st.sampled_from(["torch-distributed", "jax-distributed", "xgboost-distributed",
+                                "deepspeed-distributed", "mlx-distributed"]),
+       nodes=st.integers(min_value=1, max_value=9), gpus=st.integers(min_value=0, max_value=8),
+       nproc=st.one_of(st.none(), st.integers(min_value=1, max_value=8)))
+def test_invariants_of_the_pod_layout(runtime, nodes, gpus, nproc):
+    trainer = {"numNodes": nodes, "command": ["run"]}
+    if gpus:
+        trainer["resourcesPerNode"] = gpu(gpus)
+    if nproc is not None:
+        trainer["numProcPerNode"] = nproc
+    pods = pods_from_trainjob(tj("inv", runtime, trainer))
+    hosts = training_pods(pods)
+    mpi = runtime in ("deepspeed-distributed", "mlx-distributed")
+    # numNodes training hosts, except numNodes 1 on an MPI runtime (launcher + 1 worker)
+    assert len(hosts) == (max(nodes, 2) if mpi else nodes)
+    assert len({p.fqdn for p in pods}) == len(pods) and all(p.fqdn == f"{p.hostname}.inv" for p in pods)
+    assert all(p.gpus == gpus for p in pods)
+    runner = [p for p in pods if p.argv == ("run",)]
+    assert len(runner) == (1 if mpi else nodes)
+    if mpi:
+        lines = hostfile_of(pods).splitlines()
+        slots = nproc if nproc is not None else (gpus if gpus > 1 else 1)
+        assert lines == [f"{h.fqdn} slots={slots}" for h in hosts]
+    else:
+        index_var = {"torch-distributed": "PET_NODE_RANK", "jax-distributed": "JAX_PROCESS_ID",
+                     "xgboost-distributed": "DMLC_TASK_ID"}[runtime]
+        assert [env_of(p)[index_var] for p in hosts] == [str(i) for i in range(nodes)]
+        assert [env_of(p)["JOB_COMPLETION_INDEX"] for p in hosts] == [str(i) for i in range(nodes)]
+        if runtime == "torch-distributed":
+            assert {env_of(p)["PET_MASTER_ADDR"] for p in hosts} == {hosts[0].fqdn}
+            assert {env_of(p)["PET_NPROC_PER_NODE"] for p in hosts} == {
+                str(nproc) if nproc is not None else ("auto" if gpus else "1")}

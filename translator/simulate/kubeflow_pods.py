@@ -114,10 +114,21 @@ def load_runtimes(paths: Optional[Sequence[str]] = None) -> Dict[str, dict]:
             files.append(p)
     out: Dict[str, dict] = {}
     for path in files:
-        with open(path, encoding="utf-8") as fh:
-            for doc in yaml.safe_load_all(fh):
-                if isinstance(doc, dict) and doc.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime"):
-                    out[str(doc["metadata"]["name"])] = doc
+        try:
+            with open(path, encoding="utf-8") as fh:
+                docs = list(yaml.safe_load_all(fh))
+        except OSError as exc:
+            raise TrainJobError(f"{path}: cannot read the runtime file: {exc.strerror or exc}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else path
+            raise TrainJobError(f"{where}: not a valid runtime YAML file ({getattr(exc, 'problem', None) or exc})") from None
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime"):
+                rname = (doc.get("metadata") or {}).get("name")
+                if not isinstance(rname, str) or not rname:
+                    raise TrainJobError(f"{path}: a {doc.get('kind')} without metadata.name")
+                out[rname] = doc
     return out
 
 
@@ -168,6 +179,21 @@ def gpus_per_node(requirements: Optional[Mapping]) -> int:
     if gpus == 0:
         gpus = _gpu_in(req.get("limits") or {})
     return gpus
+
+
+def visible_gpus(requirements: Optional[Mapping]) -> int:
+    """GPU devices the container sees: every extended resource whose name contains "gpu"
+    (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/...) plus NVIDIA MIG slices (nvidia.com/mig-<profile>,
+    each one a CUDA device), from the limits (extended resources have requests == limits).  This is the
+    device count, not the Trainer's own GPU detection (:func:`gpus_per_node`), which ignores MIG."""
+    req = requirements or {}
+    part = req.get("limits") or req.get("requests") or {}
+    total = 0
+    for name, qty in part.items():
+        low = str(name).lower()
+        if "gpu" in low or low.startswith("nvidia.com/mig-"):
+            total += quantity_value(qty)
+    return total
 
 
 def _cpus_per_node(requirements: Optional[Mapping]) -> int:
@@ -454,7 +480,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         # (kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/); JobSet's Jobs are Indexed.
         if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in env):
             env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}})
-        gpus = _gpu_in(resources.get("limits") or {}) or _gpu_in(resources.get("requests") or {})
+        gpus = visible_gpus(resources)
         for i in range(counts.get(jname, 1)):
             host = f"{name}-{jname}-0-{i}"
             pod_ctx = {"index": i, "name": host, "namespace": namespace, "jobset": name, "rjob": jname,
