@@ -301,3 +301,23 @@ def test_pip_and_one_liners_are_not_training(tmp_path):
         python -m pkg.train --epochs 2
     """)
     assert [(p.program, p.argv) for p in side.processes] == [("-m pkg.train", ("--epochs", "2"))]
+
+
+def test_srun_export_and_label(tmp_path):
+    # srun.1 --export=NONE: only SLURM_* variables reach the task; NAME=value items are added.
+    # -l prefixes each output line with the task id.
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 2
+        export SECRET_SETTING=1
+        srun --export=NONE,MODE=fast python a.py
+        srun --export=ALL python b.py
+        out=$(srun -l hostname | sort | tr '\\n' ' ')
+        python c.py "$out"
+    """)
+    a = [dict(p.env) for p in side.processes if p.program == "a.py"]
+    b = [dict(p.env) for p in side.processes if p.program == "b.py"]
+    assert len(a) == 2 and all("SECRET_SETTING" not in e and e["MODE"] == "fast" for e in a)
+    assert all(e["SECRET_SETTING"] == "1" for e in b)
+    (c,) = [p for p in side.processes if p.program == "c.py"]
+    assert c.argv == ("0: node01 1: node02 ",)

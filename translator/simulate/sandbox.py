@@ -335,7 +335,7 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
     results = [UnitResult(r.get("rc"), bool(r.get("timed_out")), r.get("stdout", ""), r.get("stderr", ""))
                for r in res["units"]]
     while len(results) < len(units):
-        results.append(UnitResult(None, True, "", ""))
+        results.append(UnitResult(125, False, "", "the sandbox could not start: " + " ".join(notes)[-300:]))
     iso = "namespaces (user+mount+net+pid; private read-only root, no network" + \
           (f", unprivileged uid {uid}" if uid is not None else "") + ")"
     return SandboxResult(results, res["records"], iso, notes + list(res.get("notes", [])))

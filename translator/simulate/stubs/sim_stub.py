@@ -448,6 +448,20 @@ def srun(args) -> int:
             })
             if cpt:
                 tenv["SLURM_CPUS_PER_TASK"] = str(cpt)
+            export = opts.get("--export")
+            if export:
+                # srun.1 --export: ALL (default), NONE (only SLURM_* reach the task), or a list of names
+                # and NAME=value items, with ALL keeping the rest.
+                items = str(export).split(",")
+                keep_all = "ALL" in items
+                if not keep_all:
+                    tenv = {k: v for k, v in tenv.items() if k.startswith(("SLURM_", SIM_PREFIX))
+                            or k in ("PATH", "HOME", "HOSTNAME")
+                            or k in items}
+                for it in items:
+                    k, eq, v = it.partition("=")
+                    if eq:
+                        tenv[k] = v
             mpi = opts.get("--mpi")
             if mpi and str(mpi).startswith("pmix"):
                 tenv.update({"PMIX_RANK": str(tid)})
