@@ -321,3 +321,20 @@ def test_srun_export_and_label(tmp_path):
     assert all(e["SECRET_SETTING"] == "1" for e in b)
     (c,) = [p for p in side.processes if p.program == "c.py"]
     assert c.argv == ("0: node01 1: node02 ",)
+
+
+def test_random_is_repeatable_and_differs_per_node(tmp_path):
+    # $RANDOM evaluated by each node's shell: different per node on a real cluster; the simulation seeds it
+    # per node so that two runs give the same verdict.
+    body = """
+        #!/bin/bash
+        #SBATCH -N 2
+        port=$RANDOM
+        srun bash -c 'python a.py $RANDOM'
+        python b.py $port
+    """
+    one, two = run(tmp_path, body), run(tmp_path, body)
+    key = lambda s: sorted((p.program, p.node, p.argv) for p in s.processes)
+    assert key(one) == key(two)
+    a = {p.node: p.argv for p in one.processes if p.program == "a.py"}
+    assert a[0] != a[1]

@@ -110,8 +110,8 @@ def _allowed_real(ns: bool) -> Dict[str, str]:
 def _sandbox_ids() -> Tuple[Optional[int], Optional[int]]:
     """As root, enter the namespaces as an unprivileged id of our own (the process limit counts
     per user, and root is exempt from it)."""
-    if os.geteuid() != 0:
-        return None, None
+    if os.geteuid() != 0 or not _python().startswith("/usr/"):
+        return None, None          # (an interpreter only root can reach: stay root, pid namespace + time-out)
     uid = 180000 + os.getpid() % 20000
     return uid, uid
 
@@ -138,6 +138,9 @@ def _bashenv(stub: str) -> str:
     return f"""# slurm2kf simulate: names bash cannot find are recorded by the stub; `source` of a file that is not
 # in the sandbox (a site module file, a virtualenv) is recorded and succeeds.
 __slurm2kf_sim_stub={stub}
+# $RANDOM: a fixed seed per node (or pod), so that a verdict is repeatable and a value drawn on each
+# node separately still differs between nodes, as on a real cluster
+RANDOM=$((7919 + 104729 * ${{SLURM2KF_SIM_NODE:-0}}))
 command_not_found_handle() {{ SLURM2KF_SIM_ARGV0="$1" "$__slurm2kf_sim_stub" "${{@:2}}"; }}
 source() {{ if [ -f "$1" ] && [ -r "$1" ]; then builtin source "$@"; else SLURM2KF_SIM_ARGV0=source "$__slurm2kf_sim_stub" "$@"; return 0; fi; }}
 .() {{ if [ -f "$1" ] && [ -r "$1" ]; then builtin source "$@"; else SLURM2KF_SIM_ARGV0=source "$__slurm2kf_sim_stub" "$@"; return 0; fi; }}

@@ -244,7 +244,7 @@ def child(spec, R, u, outfd, errfd, have_proc):
     os.chdir(cwd)
     lim = spec["limits"]
     for res_name, value in (("RLIMIT_NPROC", lim["nproc"]), ("RLIMIT_FSIZE", lim["fsize"]),
-                            ("RLIMIT_CPU", lim["cpu"]), ("RLIMIT_NOFILE", 256), ("RLIMIT_CORE", 0)):
+                            ("RLIMIT_CPU", lim["cpu"]), ("RLIMIT_CORE", 0)):
         try:
             resource.setrlimit(getattr(resource, res_name), (value, value))
         except (ValueError, OSError):
