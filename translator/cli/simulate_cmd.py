@@ -119,9 +119,12 @@ def render_human(v, verbose: bool = False) -> str:
               help="Array element to simulate (default: the first index).")
 @click.option("--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True,
               help="Seconds each side may run.")
+@click.option("--runtimes", "runtime_files", multiple=True, metavar="FILE|DIR",
+              help="(Cluster)TrainingRuntime YAML of the site, instead of the runtimes Trainer v2.3 ships "
+                   "(repeatable).")
 @click.pass_context
 def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image, profile_path, sbatch_env,
-            script_args, array_index, timeout) -> None:
+            script_args, array_index, timeout, runtime_files) -> None:
     """Run SCRIPT as a Slurm batch job and as the converted TrainJob, with stub commands (nothing of the
     program runs), and compare the training processes. Options after `--` are sbatch options."""
     from translator.cli.convert_cmd import _load_profile
@@ -139,6 +142,15 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
     except ValueError as exc:
         raise click.UsageError(f"--script-args: {exc}")
     env = parse_env_items(sbatch_env)
+    runtimes = None
+    if runtime_files:
+        from translator.simulate.kubeflow_pods import TrainJobError, load_runtimes
+
+        try:
+            runtimes = load_runtimes(list(runtime_files))
+        except TrainJobError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(USAGE_ERROR)
     sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
     status = 0
 
@@ -158,9 +170,10 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
         try:
             if trainjob:
                 src = script_opt
-                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout)
+                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout,
+                                             runtimes)
             else:
-                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout)]
+                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout, runtimes)]
         except SimulateError as exc:
             click.echo(str(exc), err=True)
             status = USAGE_ERROR
