@@ -338,3 +338,33 @@ def test_random_is_repeatable_and_differs_per_node(tmp_path):
     assert key(one) == key(two)
     a = {p.node: p.argv for p in one.processes if p.program == "a.py"}
     assert a[0] != a[1]
+
+
+def test_legacy_launch_module_and_terminal_commands(tmp_path):
+    # torch.distributed.launch (without --use-env) appends --local-rank=N (torch>=2.0 spelling);
+    # `clear` needs a terminal: in a batch job TERM is unset, it fails, and `set -e` stops the script.
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH --gres=gpu:2
+        python -m torch.distributed.launch --nproc_per_node 2 t.py --a
+        set -e
+        clear
+        python never.py
+    """)
+    assert sorted((p.rank, p.argv) for p in side.processes) == [(0, ("--local-rank=0", "--a")),
+                                                                (1, ("--local-rank=1", "--a"))]
+    assert any("status 1" in f.reason and "TERM" in f.reason for f in side.failures)
+
+
+def test_gpu_program_without_gpus(tmp_path):
+    # No GPU requested: nothing is visible (CUDA_VISIBLE_DEVICES unset, node has 0), nvidia-smi fails,
+    # torchrun --nproc_per_node=gpu refuses (torch: "Cuda is not available").
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 1
+        nvidia-smi -L || echo no-gpu
+        torchrun --nproc_per_node=gpu t.py
+        python c.py
+    """)
+    assert [(p.program, p.gpus) for p in side.processes] == [("c.py", 0)]
+    assert any("no GPU is visible" in f.reason for f in side.failures)
