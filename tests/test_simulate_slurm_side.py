@@ -368,3 +368,20 @@ def test_gpu_program_without_gpus(tmp_path):
     """)
     assert [(p.program, p.gpus) for p in side.processes] == [("c.py", 0)]
     assert any("no GPU is visible" in f.reason for f in side.failures)
+
+
+def test_the_users_own_programs_run_by_path_are_training_processes(tmp_path):
+    # `./app` and `/opt/tools/bin/run` are the user's binaries: they are not in the sandbox, and running
+    # them records a process instead of failing with "No such file or directory".
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 2 --ntasks-per-node=2
+        ./app -in in.lj
+        OMP_NUM_THREADS=2 /opt/tools/bin/run --x && echo ok
+        srun bin/solver.sh 3
+        /opt/conda/bin/python train.py
+    """)
+    got = sorted((p.program, p.argv, p.launcher, p.node) for p in side.processes)
+    assert got == [("./app", ("-in", "in.lj"), "direct", 0), ("/opt/tools/bin/run", ("--x",), "direct", 0)] + \
+        [("bin/solver.sh", ("3",), "srun", n) for n in (0, 0, 1, 1)] + [("train.py", (), "direct", 0)]
+    assert not side.failures

@@ -1378,6 +1378,9 @@ def _on_host(name: str) -> bool:
 
 def main() -> None:
     name = os.environ.pop(SIM_PREFIX + "ARGV0", "") or os.path.basename(sys.argv[0])
+    if os.environ.pop(SIM_PREFIX + "PROGRAM", "") == "1":      # the user's own program, run by path
+        record_process(name, sys.argv[1:], "")
+        sys.exit(0)
     try:
         code = dispatch(name, sys.argv[1:])
     except BrokenPipeError:
