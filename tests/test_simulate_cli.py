@@ -94,3 +94,16 @@ def test_one_script_within_a_second(cli):
     t0 = time.monotonic()
     cli("simulate", str(EX / "torchrun_multinode.sbatch"))
     assert time.monotonic() - t0 < 1.5       # target 1 s; margin for the shared test machine
+
+
+def test_sbatch_options_after_dashes_and_sbatch_env_shape_both_sides(cli, tmp_path):
+    # sbatch's command line wins over #SBATCH, SBATCH_* input variables over #SBATCH too (sbatch.1):
+    # 3 nodes from `-- --nodes=3` with the script's 2 tasks per node; SBATCH_PARTITION sets the partition.
+    s = tmp_path / "n.sbatch"
+    s.write_text("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\nsrun python t.py\n")
+    r = cli("simulate", "--json", str(s), "--", "--nodes=3")
+    obj = json.loads(r.stdout)
+    assert sorted({p["node"] for p in obj["slurm"]}) == [0, 1, 2] and len(obj["slurm"]) == 6
+    r = cli("simulate", "--json", "--sbatch-env", "SBATCH_PARTITION=gpu", str(s))
+    obj = json.loads(r.stdout)
+    assert {p["env"]["SLURM_JOB_PARTITION"] for p in obj["slurm"]} == {"gpu"}
