@@ -169,6 +169,18 @@ def _which(name: str, env) -> str:
     return ""
 
 
+PROGRAM_STUB_HEAD = b"#!/bin/bash\nSLURM2KF_SIM_ARGV0="
+
+
+def _is_program_stub(path: str) -> bool:
+    """A recording stub standing for one of the user's programs (sandbox.program_paths)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(PROGRAM_STUB_HEAD)) == PROGRAM_STUB_HEAD
+    except OSError:
+        return False
+
+
 def _is_stub(path: str) -> bool:
     try:
         return os.path.realpath(path) == os.path.realpath(os.path.join(_simdir(), "stub"))
@@ -204,6 +216,9 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
             if (path and _is_stub(path)) or (not path and "/" not in argv[0]
                                                   and (handler_for(name) or name in KNOWN_NAMES)):
                 code = dispatch(name, list(argv[1:]), training_if_unknown=True)
+            elif path and _is_program_stub(path):
+                record_process(argv[0], argv[1:], "", env)     # what the stub script would record
+                code = 0
             elif path:
                 try:
                     os.execve(path, list(argv), env)
