@@ -114,3 +114,15 @@ def test_job_id_and_launcher_defaults_and_internals_are_not_differences():
     k = [P("kubeflow", 0, 0, 1, argv=("--out", "runs/98765"), master="job-node-0-0",
            env=(("SLURM_JOB_ID", "98765"), ("PET_NNODES", "1"), ("PIP_NO_INPUT", "1")))]
     assert compare(*sides(s, k)) == []
+
+
+def test_host_names_in_arguments_and_variables_name_nodes_on_each_side():
+    # `--head node01` on Slurm and `--head job-node-0-0.job` in a pod both name node 0
+    s = [P("slurm", 0, 0, 1, argv=("--head", "node01", "--ip", "10.0.0.2"), env=(("HEAD", "node01:29500"),))]
+    k = [P("kubeflow", 0, 0, 1, argv=("--head", "job-node-0-0.job", "--ip", "10.244.1.10"),
+           env=(("HEAD", "job-node-0-0:29500"),), master="job-node-0-0")]
+    assert compare(*sides(s, k)) == []
+    k = [P("kubeflow", 0, 0, 1, argv=("--head", "job-node-0-1", "--ip", "10.244.1.10"),
+           env=(("HEAD", "job-node-0-0:29500"),), master="job-node-0-0")]
+    assert compare(*sides(s, k)) == ["`python train.py --head '<node0>' --ip '<node1>'`: Slurm starts 1, Kubeflow starts 0",
+                                     "`python train.py --head '<node1>' --ip '<node1>'`: Slurm starts 0, Kubeflow starts 1"]

@@ -65,8 +65,10 @@ def _cell(ps, side) -> str:
 
 
 def render_human(v, verbose: bool = False) -> str:
+    from translator.simulate.verdict import normalized
+
     lines = [f"{v.path}: {v.verdict}"]
-    sg, kg = _groups(v.slurm.processes), _groups(v.kubeflow.processes)
+    sg, kg = _groups(normalized(v.slurm).processes), _groups(normalized(v.kubeflow).processes)
     keys = list(OrderedDict.fromkeys(list(sg) + list(kg)))
     keys.sort(key=lambda k: (k[0], k[1]))
     rows = [("node", "command", "Slurm", "Kubeflow")]
