@@ -75,6 +75,8 @@ def simulate_script(path: str, settings=None, script_args: Sequence[str] = (), a
     import dataclasses
 
     settings = settings or _default_settings()
+    if not script_args and getattr(settings, "script_args", None):
+        script_args = tuple(settings.script_args)          # `convert --simulate --script-args ...`
     if script_args and any(f.name == "script_args" for f in dataclasses.fields(settings)):
         settings = dataclasses.replace(settings, script_args=tuple(script_args))   # the conversion sees them too
     _check_readable(path, settings)
