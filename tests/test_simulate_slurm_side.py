@@ -385,3 +385,18 @@ def test_the_users_own_programs_run_by_path_are_training_processes(tmp_path):
     assert got == [("./app", ("-in", "in.lj"), "direct", 0), ("/opt/tools/bin/run", ("--x",), "direct", 0)] + \
         [("bin/solver.sh", ("3",), "srun", n) for n in (0, 0, 1, 1)] + [("train.py", (), "direct", 0)]
     assert not side.failures
+
+
+def test_horovodrun_and_project_environment_runners(tmp_path):
+    # horovodrun -np 4 -H node01:2,node02:2 places ranks like mpirun (host:slots, by slot);
+    # `poetry run` / `uv run` run their command in the project's environment.
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 2 --ntasks-per-node=2
+        horovodrun -np 4 -H node01:2,node02:2 python hvd.py
+        poetry run python p.py
+        uv run --with numpy python u.py
+    """)
+    assert sorted((p.program, p.node, p.rank) for p in side.processes if p.program == "hvd.py") == \
+        [("hvd.py", 0, 0), ("hvd.py", 0, 1), ("hvd.py", 1, 2), ("hvd.py", 1, 3)]
+    assert sorted(p.program for p in side.processes if p.program != "hvd.py") == ["p.py", "u.py"]

@@ -154,7 +154,8 @@ STUB_NAMES = ("srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct"
               "orterun", "prterun", "mpiexec.hydra", "deepspeed", "accelerate", "apptainer", "singularity",
               "shifter", "podman-hpc", "enroot", "nvidia-smi", "conda", "mamba", "micromamba", "spack",
               "hostname", "date", "sleep", "clear", "tput", "whoami", "ssh", "scp", "curl", "wget", "git", "rsync",
-              "wandb", "huggingface-cli", "nvcc", "lfs", "numactl", "taskset", "sshd", "docker", "podman")
+              "wandb", "huggingface-cli", "nvcc", "lfs", "numactl", "taskset", "sshd", "docker", "podman",
+              "horovodrun", "poetry", "uv", "pipenv", "pixi")
 
 
 def _etc_files(units: Sequence[Unit]) -> Dict[str, str]:

@@ -1331,6 +1331,19 @@ def exec_wrapper(name, args) -> int:
     return run_command(rest, env, os.environ.get(SIM_PREFIX + "LAUNCHER", "direct"))
 
 
+def env_runner(name, args) -> int:
+    """`poetry run`, `uv run`, `pipenv run`, `pixi run`: the project's environment, then the command."""
+    if not args or args[0] != "run":
+        record("call", name=name, argv=list(args))
+        return 0
+    opts, rest = take_opts(args[1:], ["--with", "--python", "-p", "--directory", "--project", "--env-file",
+                                      "--extra", "--group", "--package", "--environment", "-e", "--manifest-path"],
+                           ["--no-sync", "--frozen", "--locked", "--isolated", "--all-extras", "-q", "--quiet",
+                            "--no-project", "--active"])
+    record("call", name=name, argv=list(args))
+    return run_command(rest, dict(os.environ), os.environ.get(SIM_PREFIX + "LAUNCHER", "direct"))
+
+
 def whoami(name, args) -> int:
     print(os.environ.get("USER") or "user")
     return 0
@@ -1345,6 +1358,8 @@ def handler_for(name: str):
         "srun": srun, "scontrol": scontrol, "hostname": hostname_cmd, "nvidia-smi": nvidia_smi,
         "torchrun": torchrun, "mpirun": lambda a: mpirun("mpirun", a), "mpiexec": lambda a: mpirun("mpiexec", a),
         "orterun": lambda a: mpirun("orterun", a), "prterun": lambda a: mpirun("prterun", a),
+        # horovodrun takes mpirun's -np/-H host:slots/--hostfile and places ranks the same way
+        "horovodrun": lambda a: mpirun("horovodrun", a),
         "mpiexec.hydra": lambda a: mpirun("mpiexec.hydra", a),
         "deepspeed": deepspeed, "accelerate": accelerate,
         "date": date_cmd, "clear": lambda a: needs_terminal("clear", a), "tput": lambda a: needs_terminal("tput", a),
@@ -1359,6 +1374,8 @@ def handler_for(name: str):
         return lambda a: container(name, a)
     if name in ("conda", "mamba", "micromamba"):
         return lambda a: conda(name, a)
+    if name in ("poetry", "uv", "pipenv", "pixi"):
+        return lambda a: env_runner(name, a)
     return None
 
 
@@ -1367,7 +1384,8 @@ KNOWN_NAMES = {"srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct
                "orterun", "deepspeed", "accelerate", "apptainer", "singularity", "shifter", "podman-hpc", "enroot",
                "nvidia-smi", "conda", "mamba", "micromamba", "spack", "hostname", "date", "sleep", "clear", "tput",
                "whoami", "ssh", "scp", "curl", "wget", "git", "rm", "mkdir", "touch", "cp", "mv", "ln", "chmod",
-               "rsync", "wandb", "huggingface-cli", "nvcc", "ulimit", "lfs", "numactl", "taskset", "sshd"}
+               "rsync", "wandb", "huggingface-cli", "nvcc", "ulimit", "lfs", "numactl", "taskset", "sshd",
+               "horovodrun", "poetry", "uv", "pipenv", "pixi"}
 
 
 def dispatch(name: str, args, training_if_unknown=False) -> int:
