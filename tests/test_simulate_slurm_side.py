@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
 
 from translator.pipeline import read_and_resolve
 from translator.simulate import slurm_side

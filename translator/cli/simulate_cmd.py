@@ -44,7 +44,7 @@ def _ranks(ranks: List) -> str:
 
 
 def _groups(procs):
-    from translator.simulate.verdict import command_of, endpoint_node, _hosts_index
+    from translator.simulate.verdict import command_of
 
     out = OrderedDict()
     for p in procs:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from translator.simulate.model import Process, SideResult
 

@@ -392,7 +392,7 @@ def srun(args) -> int:
                         f"srun: error: Requested node configuration is not available ({bad[0]})")
         pool = [w for w in alloc if w in wanted] + [w for w in alloc if w not in wanted]
         if n_cli is None:
-            nnodes = max(len(wanted), 1) if t_cli is None else max(len(wanted), 1)
+            nnodes = max(len(wanted), 1)
     else:
         if relative >= n_alloc:
             return fail("srun", args, f"--relative={relative} is beyond the {n_alloc} allocated nodes", 1)
@@ -928,7 +928,7 @@ def mpirun(name, args) -> int:
     for x in _multi_opts(head, ["-genv", "-env"]):
         k, _, v = x.partition("=")
         exported[k] = v
-    local_counts, node_ranks = {}, {}
+    local_counts = {}
     order = []
     for h in placement:
         if h not in order:
