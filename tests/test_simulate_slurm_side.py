@@ -311,7 +311,7 @@ def test_srun_export_and_label(tmp_path):
         export SECRET_SETTING=1
         srun --export=NONE,MODE=fast python a.py
         srun --export=ALL python b.py
-        out=$(srun -l hostname | sort | tr '\\n' ' ')
+        out=$(srun -l bash -c 'echo $(hostname)/$(uname -n)/$HOSTNAME' | sort | tr '\\n' ' ')
         python c.py "$out"
     """)
     a = [dict(p.env) for p in side.processes if p.program == "a.py"]
@@ -319,7 +319,7 @@ def test_srun_export_and_label(tmp_path):
     assert len(a) == 2 and all("SECRET_SETTING" not in e and e["MODE"] == "fast" for e in a)
     assert all(e["SECRET_SETTING"] == "1" for e in b)
     (c,) = [p for p in side.processes if p.program == "c.py"]
-    assert c.argv == ("0: node01 1: node02 ",)
+    assert c.argv == ("0: node01/node01/node01 1: node02/node02/node02 ",)
 
 
 def test_random_is_repeatable_and_differs_per_node(tmp_path):

@@ -34,7 +34,7 @@ ALLOW = (
     "gawk", "head", "tail", "wc", "sort", "uniq", "cat", "grep", "egrep", "fgrep", "true", "false", "test", "[",
     "xargs", "tee", "paste", "rev", "fold", "fmt", "nl", "tac", "comm", "join", "column", "printenv",
     "id", "readlink", "realpath", "pwd", "mktemp", "nproc", "bc", "dc", "numfmt", "stat", "ls", "find",
-    "uname", "getconf", "od", "md5sum", "sha256sum", "base64", "which", "shuf", "yes", "jq",
+    "getconf", "od", "md5sum", "sha256sum", "base64", "which", "shuf", "yes", "jq",
 )
 # Utilities that can write files or start programs by path are real only inside the namespace
 # sandbox, where every writable place is a throw-away tmpfs; in the weaker mode they are stubs.

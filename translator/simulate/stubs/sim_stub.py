@@ -1344,6 +1344,25 @@ def env_runner(name, args) -> int:
     return run_command(rest, dict(os.environ), os.environ.get(SIM_PREFIX + "LAUNCHER", "direct"))
 
 
+def uname(args) -> int:
+    """The node's name for -n (each srun task's node), fixed values otherwise."""
+    import platform
+    vals = {"s": "Linux", "n": this_host(), "r": "5.15.0", "v": "#1 SMP", "m": platform.machine() or "x86_64",
+            "p": platform.machine() or "x86_64", "i": platform.machine() or "x86_64", "o": "GNU/Linux"}
+    longs = {"--kernel-name": "s", "--nodename": "n", "--kernel-release": "r", "--kernel-version": "v",
+             "--machine": "m", "--processor": "p", "--hardware-platform": "i", "--operating-system": "o"}
+    want = []
+    for a in args:
+        if a in ("-a", "--all"):
+            want = list("snrvmo")
+        elif a in longs:
+            want.append(longs[a])
+        elif a.startswith("-") and not a.startswith("--"):
+            want.extend(c for c in a[1:] if c in vals)
+    print(" ".join(vals[c] for c in (want or ["s"])))
+    return 0
+
+
 def whoami(name, args) -> int:
     print(os.environ.get("USER") or "user")
     return 0
@@ -1363,7 +1382,7 @@ def handler_for(name: str):
         "mpiexec.hydra": lambda a: mpirun("mpiexec.hydra", a),
         "deepspeed": deepspeed, "accelerate": accelerate,
         "date": date_cmd, "clear": lambda a: needs_terminal("clear", a), "tput": lambda a: needs_terminal("tput", a),
-        "whoami": lambda a: whoami("whoami", a),
+        "whoami": lambda a: whoami("whoami", a), "uname": uname,
         "mkdir": lambda a: make_paths("mkdir", a), "touch": lambda a: make_paths("touch", a),
     }
     if name in ("env", "timeout", "nohup", "nice", "stdbuf", "numactl", "taskset"):
