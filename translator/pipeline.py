@@ -24,6 +24,7 @@ class ConvertSettings:
     sbatch_env: Tuple[Tuple[str, str], ...] = ()   # SBATCH_* input variables (precedence over #SBATCH)
     sbatch_args: Tuple[str, ...] = ()        # sbatch command-line options (precedence over everything)
     profile: Optional[object] = None         # translator.profile.model.Profile, when one applies
+    simulate: bool = False                   # migrate/report --simulate: also compare the launches (slurm2kf simulate)
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,12 @@ def _read_stdin(label: str) -> bytes:
 @click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
 @click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
               help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@click.option("--simulate", "simulate", is_flag=True,
+              help="Also run both sides with stub commands and report whether they launch the same training "
+                   "(S8xx findings; a \"simulation\" object in --to json).")
 @click.pass_context
 def command(ctx: click.Context, script: str, to: str, output: str, runtime, image, namespace, gpu_resource,
-            array_mode, profile_path, findings_comment, sbatch_env) -> None:
+            array_mode, profile_path, findings_comment, sbatch_env, simulate) -> None:
     """Convert SCRIPT into a Kubeflow Trainer TrainJob. Options after `--` are sbatch options."""
     from translator.pipeline import ConvertSettings, convert
 
@@ -88,6 +91,26 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     for d in conv.diagnostics:
         if d.severity in ("error", "warning"):
             echo_user(d.format(script), err=True)
+    simulation = None
+    if simulate:
+        from dataclasses import replace as _replace
+        from translator.simulate import SimulateError, simulate_script
+        from translator.simulate.findings import findings_of, not_simulated
+
+        if script == "-":
+            extra = [not_simulated("the script was read from standard input; give a file")]
+        else:
+            try:
+                simulation = simulate_script(script, settings)
+                extra = findings_of(simulation)
+            except SimulateError as exc:
+                extra = [not_simulated(str(exc))]
+        if conv.plans:
+            conv = _replace(conv, plans=tuple(_replace(p, findings=tuple(p.findings) + tuple(extra))
+                                              for p in conv.plans))
+        else:
+            for f in extra:
+                echo_user(f.format(script), err=True)
     for f in conv.findings:
         echo_user(f.format(script), err=True)
     if to == "yaml":
@@ -98,7 +121,7 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
         text = sdk_python.render(conv.plans)
     else:
         from translator.emit import plan_json
-        text = plan_json.render(conv.plans)
+        text = plan_json.render(conv.plans, simulation=simulation)
     if output == "-":
         click.echo(text, nl=False)
     else:

@@ -24,6 +24,9 @@ def convert_options(f):
                           "slurm2kf.yaml above each script)."),
         click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
                      help="An SBATCH_* input variable as if set when sbatch runs (repeatable)."),
+        click.option("--simulate", "simulate", is_flag=True,
+                     help="Also run each script and its TrainJob with stub commands and report whether they "
+                          "launch the same training (S8xx; see docs/simulate.md)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -58,7 +61,7 @@ def settings_from(opts: dict):
     return ConvertSettings(runtime=opts.get("runtime") or None, image=opts.get("image") or None,
                            namespace=opts.get("namespace") or None, gpu_resource=gpu_resource,
                            array_mode=opts.get("array_mode") or "finding", sbatch_env=tuple(env),
-                           profile=profile)
+                           profile=profile, simulate=bool(opts.get("simulate")))
 
 
 _FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}
@@ -168,6 +171,10 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
 
         name = display_name(os.path.basename(source))      # bytes that are not UTF-8 shown as \xNN
         sr = script_report(conv, name, yaml_text, settings=settings)
+        if settings.simulate:
+            from translator.report.build import with_simulation
+
+            sr = with_simulation(sr, source, settings)
         emit(Report.from_scripts("slurm2kf review: " + name, display_name(source), [sr]))
         return
     try:

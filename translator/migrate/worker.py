@@ -259,6 +259,10 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
             blobs.append((rel_out, blob))
             outputs.append((rel_out, sha256_bytes(blob), UNCHANGED))
     sr = script_report(conv, c.rel, yaml_text, [o[0] for o in outputs], settings=settings)
+    if getattr(settings, "simulate", False):
+        from translator.report.build import with_simulation
+
+        sr = with_simulation(sr, c.path, settings)
     if profile_errors:
         from translator.report.build import _issue
 
