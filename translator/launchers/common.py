@@ -61,6 +61,15 @@ def var_refs(text: str) -> List[str]:
     return out
 
 
+_IFS_BLANKS = re.compile(r"[ \t\n]+")
+
+
+def ifs_split(text: str) -> List[str]:
+    """Field splitting with bash's default IFS (space, tab, newline only; str.split() would also cut at
+    U+00A0, U+2028, form feed...)."""
+    return [w for w in _IFS_BLANKS.split(text) if w]
+
+
 def basename(word: str) -> str:
     return os.path.basename(word) if word else word
 

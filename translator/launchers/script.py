@@ -30,7 +30,8 @@ def body_text(script) -> str:
     start = script.body_start_line
     if not start:
         return ""
-    lines = (script.text or "").splitlines()
+    # bash ends lines at `\n` only (not at form feed, NEL, U+2028...): str.splitlines() would cut there
+    lines = (script.text or "").split("\n")
     return "\n".join(lines[start - 1:])
 
 

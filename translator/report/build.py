@@ -101,7 +101,7 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
 
 
 def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
-    lines = script.text.splitlines() if getattr(script, "text", "") else []
+    lines = script.text.split("\n") if getattr(script, "text", "") else []     # `\n` only, as sbatch and bash
 
     def text_of(n: int) -> str:
         return lines[n - 1] if 0 < n <= len(lines) else ""

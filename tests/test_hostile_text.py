@@ -1,0 +1,133 @@
+"""Hostile text inside job scripts: line-break characters, huge specs, deep nesting, escapes, expansions.
+
+Expected values come from bash and Slurm themselves, not from the converter:
+* bash ends a line at `\\n` only (bash manual, "Shell Syntax": the shell reads its input in lines; a
+  newline is the only line terminator, the other characters below are ordinary word characters), so
+  each emitted command is run with real bash next to the original script and the results compared.
+"""
+from __future__ import annotations
+
+import ast as pyast
+import io
+import tokenize
+import os
+import shutil
+import subprocess
+import tracemalloc
+
+import pytest
+import yaml
+
+from translator.emit import sdk_python, trainjob_yaml
+from translator.pipeline import ConvertSettings, convert
+
+BASH = shutil.which("bash")
+
+# Every character str.splitlines() breaks at besides `\n` (Python docs, str.splitlines), plus a bare CR.
+LINE_BREAKS = ["\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def _body(brk: str) -> str:
+    return (f"setup_step\n"
+            f"# a comment{brk}echo INJECTED\n"
+            f"echo \"a{brk}b\" > out_dq\n"
+            f"echo 'c{brk}d' > out_sq\n"
+            f"cat > out_hd <<EOF\nx{brk}y\nEOF\n"
+            f"cat > out_hq <<'EOF'\np{brk}q\nEOF\n"
+            f"check_step\n")
+
+
+def _run_bash(tmp, argv, name):
+    """Run `argv` (bash ...) in tmp/name with stub `setup_step`/`check_step` commands on PATH."""
+    work = tmp / name
+    stubs = tmp / (name + "-bin")
+    work.mkdir()
+    stubs.mkdir()
+    for stub in ("setup_step", "check_step"):
+        p = stubs / stub
+        p.write_text(f"#!/bin/sh\necho {stub} >> \"$PWD/steps\"\n")
+        p.chmod(0o755)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp), "LC_ALL": "C.UTF-8"}
+    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, timeout=60)
+    files = {p.name: p.read_bytes() for p in work.iterdir()}
+    return proc.stdout, files
+
+
+def _emitted_bash(plan):
+    """The container's command and args as a Kubernetes client reads them back from the YAML."""
+    doc = yaml.safe_load(trainjob_yaml.render([plan]))
+    trainer = doc["spec"]["trainer"]
+    return list(trainer["command"]) + list(trainer["args"])
+
+
+@pytest.mark.parametrize("brk", LINE_BREAKS, ids=[f"U+{ord(c):04X}" for c in LINE_BREAKS])
+def test_line_breaks_other_than_newline_are_text_in_the_emitted_command(tmp_path, brk):
+    assert BASH, "bash is needed"
+    body = _body(brk)
+    script = "#!/bin/bash\n#SBATCH -N 2\n" + body
+    conv = convert("job.sh", script.encode("utf-8"))
+    assert conv.plans, conv.diagnostics
+    plan = conv.plans[0]
+    argv = _emitted_bash(plan)
+    assert argv[:2] == ["bash", "-c"]
+    # the body is carried byte for byte
+    assert argv[2].endswith("\n" + body), argv[2][-300:]
+    # ... and it does under bash what the original script does under bash
+    (tmp_path / "orig.sh").write_bytes(script.encode("utf-8"))
+    want_out, want_files = _run_bash(tmp_path, [BASH, str(tmp_path / "orig.sh")], "orig")
+    got_out, got_files = _run_bash(tmp_path, [BASH, *argv[1:]], "emitted")
+    assert b"INJECTED" not in want_out and b"INJECTED" not in got_out
+    assert want_files["out_dq"] == f"a{brk}b\n".encode("utf-8")
+    for name in ("out_dq", "out_sq", "out_hd", "out_hq", "steps"):
+        assert got_files[name] == want_files[name], name
+
+
+@pytest.mark.parametrize("brk", LINE_BREAKS, ids=[f"U+{ord(c):04X}" for c in LINE_BREAKS])
+def test_line_breaks_survive_the_sdk_python(brk):
+    """The Python output splits a long script into one literal per line: only after `\\n`."""
+    body = _body(brk)
+    conv = convert("job.sh", ("#!/bin/bash\n#SBATCH -N 2\n" + body).encode("utf-8"))
+    source = sdk_python.render(conv.plans)
+    tree = pyast.parse(source)
+    scripts = [n.value for n in pyast.walk(tree) if isinstance(n, pyast.Constant) and isinstance(n.value, str)
+               and n.value.endswith(body)]
+    assert scripts, "the script must reach the Python output as one string"
+    # the script is written as one literal per line, cut only after `\n`
+    literals = [pyast.literal_eval(t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type == tokenize.STRING and t.string[:1] in "\x27\""]
+    pieces = [lit for lit in literals if isinstance(lit, str) and brk in lit]
+    assert pieces and all(p.endswith("\n") for p in pieces), pieces
+
+
+def test_report_rows_follow_newlines_only():
+    """The side-by-side report shows line N of the file as sbatch and bash number it (`\n` only)."""
+    from translator.report.build import script_report
+    text = "#!/bin/bash\n#SBATCH -N 2\nsetup\u2028step one\x85more\ntorchrun train.py\n"
+    conv = convert("job.sh", text.encode("utf-8"))
+    rows = {r.line: r.text for r in script_report(conv, "job.sh").rows}
+    assert rows[3] == "setup\u2028step one\x85more"
+    assert rows[4] == "torchrun train.py"
+
+
+def test_heredoc_lines_in_the_profile_scan_follow_newlines_only():
+    from translator.profile.usage import script_texts
+    from translator.read import read_script
+    text = "#!/bin/bash\ncat > f <<EOF\n/scratch/a\u2028/data/b\n/work/c\nEOF\n"
+    script = read_script(text.encode("utf-8"), "job.sh")
+    found = {(t.value, t.line) for t in script_texts(script, None)}
+    assert ("/scratch/a\u2028/data/b", 3) in found
+    assert ("/work/c", 4) in found
+
+
+def test_unquoted_expansion_splits_at_bash_blanks_only(tmp_path):
+    """`$ARGS` unquoted is split with the default IFS (space, tab, newline: bash manual, Word Splitting);
+    U+00A0 and U+2028 stay inside the words. The expected argv is what bash itself produces."""
+    value = "--lr\u00a01 --x\u20282\t--y\x0c3"
+    script = f'#!/bin/bash\n#SBATCH -N 2\nARGS="{value}"\ntorchrun --nproc-per-node=4 train.py $ARGS\n'
+    probe = subprocess.run([BASH, "-c", f'ARGS="{value}"; printf "%s\\0" $ARGS'], capture_output=True,
+                           env={"LC_ALL": "C.UTF-8"})
+    want = probe.stdout.decode("utf-8").split("\0")[:-1]
+    assert want == ["--lr\u00a01", "--x\u20282", "--y\x0c3"]
+    plan = convert("job.sh", script.encode("utf-8")).plans[0]
+    argv = _emitted_bash(plan)
+    assert argv[-3:] == want, argv
