@@ -131,3 +131,101 @@ def test_unquoted_expansion_splits_at_bash_blanks_only(tmp_path):
     plan = convert("job.sh", script.encode("utf-8")).plans[0]
     argv = _emitted_bash(plan)
     assert argv[-3:] == want, argv
+
+
+# ---- huge specs: O(size of the text), findings summarised ------------------------------------------
+
+def _measure(data: bytes, **settings):
+    """(Conversion, peak traced memory in bytes, total message characters) of one in-process conversion."""
+    convert("warm.sh", b"#!/bin/bash\n#SBATCH -N 1\npython t.py\n")      # parser tables are not what we measure
+    tracemalloc.start()
+    try:
+        conv = convert("job.sh", data, ConvertSettings(**settings))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    chars = sum(len(d.message) for d in conv.diagnostics) + sum(len(f.message) for f in conv.findings)
+    return conv, peak, chars
+
+
+@pytest.mark.parametrize("mode", ["finding", "expand"])
+@pytest.mark.parametrize("spec", ["0-4294967294", "0-100000000", "0-4294967294:1", "7-" + "9" * 5000,
+                                  "0-" + "0" * 5000 + "4294967294", "0-10,0-4294967294%2"])
+def test_huge_array_ranges_cost_nothing(spec, mode):
+    conv, peak, chars = _measure(f"#!/bin/bash\n#SBATCH --array={spec}\npython t.py\n".encode(), array_mode=mode)
+    assert peak < 4 * 1024 * 1024, peak
+    assert chars < 4000, chars
+    assert len(conv.plans) == 1            # never expanded: more than 1000 tasks (and beyond MaxArraySize=1001)
+    codes = [f.code for f in conv.findings]
+    assert "P438" in codes
+    # slurmctld refuses indexes >= MaxArraySize (1001 by default; slurm.conf man page): one O209, not one per index
+    o209 = [d for d in conv.diagnostics if d.code == "O209"]
+    assert 1 <= len(o209) <= 2 and all(d.line == 2 for d in o209)
+
+
+def test_expand_takes_the_smallest_index_first_without_listing_the_ranges():
+    conv, peak, _ = _measure(b"#!/bin/bash\n#SBATCH --array=900-100000000,5,3\nsrun python t.py $SLURM_ARRAY_TASK_ID\n")
+    plan = conv.plans[0]
+    assert dict((e.name, e.value) for e in plan.env)["SLURM_ARRAY_TASK_ID"] == "3"
+    assert peak < 4 * 1024 * 1024
+
+
+def test_expand_of_a_small_array_sets_count_min_max():
+    # sbatch man page, OUTPUT ENVIRONMENT VARIABLES: SLURM_ARRAY_TASK_COUNT/MIN/MAX describe the whole array
+    conv = convert("job.sh", b"#!/bin/bash\n#SBATCH --array=9,1-5:2,3\npython t.py\n", ConvertSettings(array_mode="expand"))
+    assert [p.array_index for p in conv.plans] == [1, 3, 5, 9]
+    env = dict((e.name, e.value) for e in conv.plans[2].env)
+    assert (env["SLURM_ARRAY_TASK_ID"], env["SLURM_ARRAY_TASK_COUNT"], env["SLURM_ARRAY_TASK_MIN"],
+            env["SLURM_ARRAY_TASK_MAX"]) == ("5", "4", "1", "9")
+
+
+def test_thousands_of_bad_array_items_give_a_summary():
+    items = ",".join(str(i) for i in range(2000, 9000))            # every index >= MaxArraySize
+    conv, peak, chars = _measure(f"#!/bin/bash\n#SBATCH --array={items}\npython t.py\n".encode())
+    o209 = [d for d in conv.diagnostics if d.code == "O209"]
+    assert len(o209) == 4, [d.message for d in o209]                # the first three and "and 6997 more"
+    assert "6997 more" in o209[-1].message
+    assert chars < 5000 and peak < 8 * 1024 * 1024
+
+
+def test_thousands_of_bad_dependency_ids_give_a_summary():
+    ids = ":".join(f"x{i}" for i in range(5000))
+    conv, _peak, chars = _measure(f"#!/bin/bash\n#SBATCH --dependency=afterok:{ids}\npython t.py\n".encode())
+    o209 = [d for d in conv.diagnostics if d.code == "O209"]
+    assert len(o209) == 4 and "4997 more" in o209[-1].message
+    assert chars < 5000
+
+
+def test_huge_hostlists_are_kept_as_text():
+    conv, peak, chars = _measure(b"#!/bin/bash\n#SBATCH -w node[0-4294967295],gpu[1-99999999999]\n"
+                                 b"srun -w n[0-4294967295] -N 2 python t.py\n")
+    assert conv.plans and peak < 4 * 1024 * 1024 and chars < 4000
+
+
+NUMERIC_OPTIONS = ["-N ", "--time=", "--mem=", "--gpus=", "--signal=B:USR1@", "--cpus-per-task=", "--nice=",
+                   "--ntasks-per-node=", "--gres=gpu:", "--begin=now+", "--tmp=", "--mem-per-gpu=",
+                   "--distribution=plane=", "--het-group=", "--priority=", "--delay-boot=", "--deadline=now+",
+                   "--switches=1@", "--time-min=", "--array=1-3%", "-o %", "--ntasks="]
+
+
+@pytest.mark.parametrize("opt", NUMERIC_OPTIONS)
+def test_numbers_with_thousands_of_digits(opt):
+    """strtol clamps such numbers (C standard); Python's int() refuses texts over 4300 digits."""
+    big = "9" * 6000
+    data = (f"#!/bin/bash\n#SBATCH {opt}{big}\nsrun -n {big} -c {big} torchrun --nproc-per-node={big} t.py\n"
+            f"#PBS -l nodes={big}:ppn={big}\n").encode()
+    conv, peak, chars = _measure(data)
+    assert conv.job is not None
+    assert peak < 8 * 1024 * 1024
+
+
+def test_cli_output_stays_small_for_a_long_index_list(tmp_path):
+    exe = os.path.join(os.path.dirname(__file__), "..", ".venv", "bin", "slurm2kf")
+    items = ",".join(str(i) for i in range(2000, 9000))
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/bash\n#SBATCH --array={items}\npython t.py\n")
+    proc = subprocess.run([exe, "convert", str(script), "-o", str(tmp_path / "out.yaml")], capture_output=True,
+                          timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert b"Traceback" not in proc.stderr
+    assert len(proc.stderr) < 10_000, len(proc.stderr)      # was 246 MB: one warning per index quoting the spec

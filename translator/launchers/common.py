@@ -16,6 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from translator.diagnostics import Finding, WARNING
 from translator.read.ast import Assignment, Word
+from translator.slurm.values import to_int
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def _int(value: Optional[str]) -> Optional[int]:
     text = str(value).strip()
     if not (text.isascii() and text.lstrip("+-").isdigit()):   # C parsing: ASCII digits only
         return None
-    return int(text)
+    return to_int(text)
 
 
 def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:

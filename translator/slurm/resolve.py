@@ -591,18 +591,18 @@ class _Resolver:
             spec, _thr = V.split_array(st["array"].value or "")
             _idx, problems = V.array_indexes(spec)
             for p in problems:
-                self.diag(O209_CONTROLLER_REJECTS, f"--array={st['array'].value}: {p}; slurmctld refuses the job "
+                self.diag(O209_CONTROLLER_REJECTS, f"--array={V.clip_text(st['array'].value or '', 60)}: {p}; slurmctld refuses the job "
                           f"(\"Invalid job array specification\")", line_of("array"))
         if "dependency" in st:
             for p in V.dependency_problems(st["dependency"].value or ""):
-                self.diag(O209_CONTROLLER_REJECTS, f"--dependency={st['dependency'].value}: {p}; slurmctld refuses "
+                self.diag(O209_CONTROLLER_REJECTS, f"--dependency={V.clip_text(st['dependency'].value or '', 60)}: {p}; slurmctld refuses "
                           f"the job (\"Job dependency problem\")", line_of("dependency"))
 
 
 def _nonzero_int(s: str) -> bool:
     """A whole (ASCII) decimal number other than 0; Python's int() would also take '٣' or '1_0'."""
     v = V.c_strip(s)
-    return bool(V._INT_RE.match(v)) and int(v) != 0
+    return bool(V._INT_RE.match(v)) and V.to_int(v) != 0
 
 
 def _names_ignore_pbs(word: str) -> bool:
