@@ -54,10 +54,12 @@ def _run_bash(tmp, argv, name):
 
 
 def _emitted_bash(plan):
-    """The container's command and args as a Kubernetes client reads them back from the YAML."""
+    """The container's argv: command and args read back from the YAML, then expanded as the kubelet does
+    (`$$` -> `$`; `$(NAME)` of an undefined variable stays as written)."""
+    from translator.plan import kube
     doc = yaml.safe_load(trainjob_yaml.render([plan]))
     trainer = doc["spec"]["trainer"]
-    return list(trainer["command"]) + list(trainer["args"])
+    return [kube.expand(w, {}) for w in list(trainer["command"]) + list(trainer["args"])]
 
 
 @pytest.mark.parametrize("brk", LINE_BREAKS, ids=[f"U+{ord(c):04X}" for c in LINE_BREAKS])
@@ -229,3 +231,77 @@ def test_cli_output_stays_small_for_a_long_index_list(tmp_path):
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert b"Traceback" not in proc.stderr
     assert len(proc.stderr) < 10_000, len(proc.stderr)      # was 246 MB: one warning per index quoting the spec
+
+
+# ---- deep nesting: no RecursionError, a diagnostic where the reader gives up -----------------------
+
+DEEP_WORDS = {
+    "default-in-quotes": lambda n: 'echo "${A:-' * n + "x" + '}"' * n,
+    "quoted-default-in-quotes": lambda n: 'echo "${A:-"' * n + "x" + '"}"' * n,
+    "substitution-in-quotes": lambda n: 'echo "$(' * n + "echo x" + ')"' * n,
+    "braces": lambda n: "echo ${" * n + "A" + "}" * n,
+    "substitutions": lambda n: "echo " + "$(" * n + "echo x" + ")" * n,
+    "process-substitutions": lambda n: "cat <(" * n + "echo x" + ")" * n,
+    "arithmetic": lambda n: "echo $((" + "(" * n + "1" + ")" * n + "))",
+}
+DEEP_COMMANDS = {
+    "subshells": lambda n: "(" * n + "echo x" + ")" * n,
+    "groups": lambda n: "{ " * n + "echo x; " + "} " * n,
+    "ifs": lambda n: "if true; then " * n + "echo x; " + "fi; " * n,
+    "loops": lambda n: "for i in 1; do " * n + "echo x; " + "done; " * n,
+    "cases": lambda n: "case x in x) " * n + "echo x;; " + "esac;; " * n,
+    "functions": lambda n: "f() { " * n + "echo x; " + "}; " * n,
+    "generated-scripts": lambda n: "".join(f"cat > f{i} <<E{i}\n#!/bin/bash\n" for i in range(n)) + "x\n"
+                                   + "".join(f"E{i}\n" for i in reversed(range(n))),
+    "conda-run": lambda n: "conda run " * n + "python t.py",
+    "uv-poetry-run": lambda n: "uv run poetry run " * n + "python t.py",
+    "prefixes": lambda n: "timeout 5 env A=1 nice " * n + "python t.py",
+}
+
+
+def _convert_all_outputs(text: str):
+    from translator.report.build import script_report
+    conv = convert("deep.sh", text.encode("utf-8"))
+    trainjob_yaml.render(conv.plans)
+    sdk_python.render(conv.plans)
+    script_report(conv, "deep.sh")
+    return conv
+
+
+@pytest.mark.parametrize("depth", [99, 100, 101, 3000])
+@pytest.mark.parametrize("shape", sorted(DEEP_WORDS))
+def test_deeply_nested_words(shape, depth):
+    body = DEEP_WORDS[shape](depth)
+    conv = _convert_all_outputs("#!/bin/bash\n#SBATCH -N 2\n" + body + "\nsetup_step\n")
+    r147 = [d for d in conv.diagnostics if d.code == "R147"]
+    if depth >= 3000:
+        assert len(r147) <= 1
+    # whatever the reader makes of it, the fallback runs the body exactly as written
+    argv = _emitted_bash(conv.plans[0])
+    assert argv[2].endswith("\n" + body + "\nsetup_step\n")
+
+
+def test_nesting_beyond_the_limit_is_reported_with_its_line():
+    body = 'echo "${A:-"' * 400 + "x" + '"}"' * 400
+    conv = _convert_all_outputs("#!/bin/bash\n#SBATCH -N 2\nsetup\n" + body + "\n")
+    r147 = [d for d in conv.diagnostics if d.code == "R147"]
+    assert len(r147) == 1 and r147[0].line == 4 and r147[0].severity == "warning"
+
+
+@pytest.mark.parametrize("depth", [100, 3000])
+@pytest.mark.parametrize("shape", sorted(DEEP_COMMANDS))
+def test_deeply_nested_commands(shape, depth):
+    conv = _convert_all_outputs("#!/bin/bash\n#SBATCH -N 2\n" + DEEP_COMMANDS[shape](depth) + "\n")
+    assert conv.plans
+
+
+@pytest.mark.parametrize("wrappers", ["conda run -n env ", "uv run ", "poetry run ", "conda run uv run poetry run "])
+def test_wrapped_launches_are_found_at_any_depth(wrappers):
+    from translator.read import ast as rast
+    from translator.read.classify import classify
+    for n in (1, 2, 2000):
+        argv = (wrappers * n + "python t.py").split()
+        assert classify(argv) == rast.LAUNCH
+    # not a launch: the outermost wrapper decides (conda run -> conda, uv/poetry run -> other)
+    outer = {"conda": rast.CONDA, "uv": rast.OTHER, "poetry": rast.OTHER}[wrappers.split()[0]]
+    assert classify((wrappers * 2000 + "ls").split()) == outer
