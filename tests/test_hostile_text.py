@@ -305,3 +305,63 @@ def test_wrapped_launches_are_found_at_any_depth(wrappers):
     # not a launch: the outermost wrapper decides (conda run -> conda, uv/poetry run -> other)
     outer = {"conda": rast.CONDA, "uv": rast.OTHER, "poetry": rast.OTHER}[wrappers.split()[0]]
     assert classify((wrappers * 2000 + "ls").split()) == outer
+
+
+# ---- $'...' and $"..." are decoded as bash decodes them -------------------------------------------
+
+ANSI_C_CASES = [
+    r"\x41", r"\101", r"\u0041", r"\U00000041", r"\ca", r"\cA", r"\c?", r"\c[", r"\c\\", r"\c", r"\x", r"\xg",
+    r"\777", r"\8", r"\0", r"a\0b", r"a\x00b", r"a\u0000b", r"\u", r"\U", r"\z", r"\xc3\xa9", r"\351",
+    r"\u{41}", r"\x4142", r"\1234", r"\'", r"\"", r"\?", r"\e", r"\E", r"\c1", r"\c@", r"a\c@b", r"\c~",
+    r"\x{41}", r"\x{4142}", r"\x{}", r"\x{41", r"\x{g}", r"\x{1ff}", r"\0101", r"\x7F\x80", r"x\c",
+    r"\cz\cZ", r"\c\x41", r"\a\b\f\n\r\t\v", r"tab\there", r"\u00e9", r"\U0001F600", r"\ud800",
+    r"\U110000", r"\UFFFFFFFF", r"a\UFFFFFFFFb", r"\U7FFFFFFF", r"\u12345", r"\x1", r"\\n", "é\\x41",
+]
+
+
+def _bash_ansi_c(body: str, locale: str) -> bytes:
+    proc = subprocess.run([BASH, "-c", f"printf '%s' $'{body}'"], capture_output=True,
+                          env={"LC_ALL": locale, "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("body", ANSI_C_CASES)
+def test_ansi_c_strings_match_bash(body):
+    from translator.read.words import ansi_c_string, make_word
+    got = ansi_c_string(body)
+    utf8 = _bash_ansi_c(body, "C.UTF-8")
+    plain = _bash_ansi_c(body, "C")
+    if got is None:
+        # left to bash: its bytes depend on the locale, or they are not UTF-8 text
+        assert utf8 != plain or not _is_utf8(utf8), (body, utf8)
+        assert make_word(f"$'{body}'").literal is False
+    else:
+        assert got.encode("utf-8") == utf8 == plain, (body, got, utf8, plain)
+        w = make_word(f"x$'{body}'y")
+        assert (w.value, w.literal) == ("x" + got + "y", True)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def test_locale_strings_are_double_quoted_strings():
+    """$"..." is translated with the message catalog of the locale; with none (a container) it is "..."."""
+    from translator.read.words import make_word
+    assert (make_word('$"a b"').value, make_word('$"a b"').literal) == ("a b", True)
+    w = make_word('$"x $HOME"')
+    assert (w.value, w.literal) == ("x $HOME", False)
+    probe = subprocess.run([BASH, "-c", 'printf "%s|" $"a b" x$"c"'], capture_output=True, env={"LC_ALL": "C"})
+    assert probe.stdout == b"a b|xc|"
+    assert make_word('x$"c"').value == "xc"
+
+
+def test_decoded_words_reach_the_trainjob_argv():
+    script = "#!/bin/bash\n#SBATCH -N 2\ntorchrun --nproc-per-node=2 $'tr\\x61in.py' --tag=$'a\\tb' $\"c d\"\n"
+    argv = _emitted_bash(convert("job.sh", script.encode()).plans[0])
+    assert argv[-3:] == ["train.py", "--tag=a\tb", "c d"], argv
