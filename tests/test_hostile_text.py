@@ -365,3 +365,68 @@ def test_decoded_words_reach_the_trainjob_argv():
     script = "#!/bin/bash\n#SBATCH -N 2\ntorchrun --nproc-per-node=2 $'tr\\x61in.py' --tag=$'a\\tb' $\"c d\"\n"
     argv = _emitted_bash(convert("job.sh", script.encode()).plans[0])
     assert argv[-3:] == ["train.py", "--tag=a\tb", "c d"], argv
+
+
+# ---- tilde, globs and braces in launch arguments --------------------------------------------------
+
+LAUNCH_WORDS = [
+    "--seeds={1..3}", "{a,b}{c,d}", "x{a,{b,c}}y{1..2}", "{01..03}", "{1..10..4}", "{z..a..3}", "{-2..2}",
+    "{a}", "{}", "{,a}", "{{a,b}", "{a..C}", "{+1..3}", "'{a,b}'", '"{1..3}"', "\\{a,b}", "--lr={1e-3,1e-4}",
+    "~/cfg.yaml", "~", "a=~/x", "--data=~/x", "PATHS=/a:~/b", "'~/q'", "*.txt", "data/*.csv", "f?.txt",
+    "[ab].txt", "a[1", "'*.txt'", "\\*.txt", "nomatch*", "$GLOB", '"$GLOB"', "$TWO", "$EMPTY", "x$EMPTY",
+    "--n={1..1500}",
+]
+
+
+def _stub_launcher(directory):
+    """A `torchrun` that prints its arguments, NUL-terminated, to $OUT."""
+    stub = directory / "torchrun"
+    stub.write_text("#!/bin/bash\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$OUT\"\n")
+    stub.chmod(0o755)
+
+
+def _argv_printed(tmp, argv, name):
+    work = tmp / "work"
+    out = tmp / name
+    env = {"PATH": f"{tmp / 'bin'}:/usr/bin:/bin", "HOME": "/home/u", "OUT": str(out), "LC_ALL": "C.UTF-8"}
+    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return out.read_bytes().split(b"\0")[:-1]
+
+
+@pytest.mark.parametrize("word", LAUNCH_WORDS)
+def test_launch_words_expand_as_bash_expands_them(tmp_path, word):
+    assert BASH
+    (tmp_path / "bin").mkdir()
+    _stub_launcher(tmp_path / "bin")
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    for name in ("a.txt", "b.txt", "f1.txt", "data/x.csv", "data/y.csv"):
+        (work / name).write_text("")
+    setup = 'GLOB="*.txt"\nTWO="p q"\nEMPTY=""\n'
+    line = f"torchrun --nproc-per-node=2 train.py {word}"
+    script = f"#!/bin/bash\n#SBATCH -N 2\n{setup}{line}\n"
+    (tmp_path / "orig.sh").write_text(script)
+    want = _argv_printed(tmp_path, [BASH, str(tmp_path / "orig.sh")], "want")
+    conv = convert("job.sh", script.encode())
+    argv = _emitted_bash(conv.plans[0])
+    if argv[0] == "torchrun":
+        argv = [str(tmp_path / "bin" / "torchrun")] + argv[1:]
+    got = _argv_printed(tmp_path, argv, "got")
+    # the converter may respell torchrun's own options; the program's arguments must be bash's
+    assert got[got.index(b"train.py"):] == want[want.index(b"train.py"):], (argv, got, want)
+    codes = {f.code for f in conv.findings if f.line == 6}
+    unquoted = word.replace("\\*", "").replace("\\{", "")
+    is_tilde = word.startswith("~") or word.startswith(("a=~", "PATHS="))
+    is_glob = (word in ("$GLOB",) or (any(c in unquoted for c in "*?") or ("[" in unquoted and "]" in unquoted))
+               and not word.startswith(("'", '"')))
+    assert ("L335" in codes) == is_tilde, codes
+    assert ("L336" in codes) == is_glob, codes
+    assert ("L337" in codes) == (word == "--n={1..1500}"), codes
+
+
+def test_brace_expansion_is_done_at_conversion_time():
+    conv = convert("job.sh", b"#!/bin/bash\n#SBATCH -N 2\ntorchrun --nproc-per-node=2 train.py --seed={1..3} x{a,b}\n")
+    plan = conv.plans[0]
+    assert list(plan.command) == ["torchrun"]                       # no shell needed: plain argv
+    assert list(plan.args)[-5:] == ["--seed=1", "--seed=2", "--seed=3", "xa", "xb"]

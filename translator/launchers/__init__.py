@@ -188,7 +188,8 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
             ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
                                      "not carried", cmd.line, "give the variable a literal value")
     from translator.launchers import indirect
-    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, common.toks_of(cmd.words)), cmd.line)
+    toks = common.shell_word_expansions(ctx, common.toks_of(cmd.words), cmd.line)
+    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
     extra = tuple(intent_env + wrapper_env)
     return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent

@@ -113,7 +113,8 @@ def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:
                 out.extend(parts)
                 changed = True
                 continue
-        elif a is not None and a.value.literal and len(ifs_split(a.value.value)) != 1:
+        elif a is not None and a.value.literal and len(ifs_split(a.value.value)) != 1 \
+                and not any(ch in a.value.value for ch in "*?["):          # globbed words are left to bash
             # unquoted expansion of a plain string: split on blanks, no quote removal (IFS splitting)
             out.extend(Tok.gen(w) for w in ifs_split(a.value.value))
             changed = True

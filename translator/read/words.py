@@ -17,6 +17,7 @@ from translator.read.ast import Assignment, Word
 
 _SIMPLE = re.compile(r"[^'\"\\$`*?\[~{]*\Z")
 _DQ_ESCAPABLE = "$`\"\\\n"
+_TILDE_AFTER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:[^'\"\\\\:]*:)*~")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 
 
@@ -88,8 +89,8 @@ def _make_word(raw: str) -> Word:
     literal = True
     i = 0
     n = len(raw)
-    if raw.startswith("~"):
-        literal = False
+    if raw.startswith("~") or _TILDE_AFTER_NAME.match(raw):
+        literal = False           # tilde expansion (also after `name=` and `:` in assignment-like words)
     while i < n:
         c = raw[i]
         if c == "\\":
@@ -152,8 +153,8 @@ def _make_word(raw: str) -> Word:
             continue
         if c in "*?[":
             literal = False
-        elif c == "{" and "," in raw[i:] and "}" in raw[i:]:
-            literal = False           # brace expansion {a,b}
+        elif c == "{" and "}" in raw[i:] and ("," in raw[i:] or ".." in raw[i:]):
+            literal = False           # brace expansion {a,b}, {1..4}
         out.append(c)
         i += 1
     return Word(raw, "".join(out), literal)
