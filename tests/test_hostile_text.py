@@ -430,3 +430,40 @@ def test_brace_expansion_is_done_at_conversion_time():
     plan = conv.plans[0]
     assert list(plan.command) == ["torchrun"]                       # no shell needed: plain argv
     assert list(plan.args)[-5:] == ["--seed=1", "--seed=2", "--seed=3", "xa", "xb"]
+
+
+# ---- linear time in the number of lines ---------------------------------------------------------
+
+GROWING = {
+    "exports": lambda n: "".join(f"export V{i}=value{i}\n" for i in range(n)) + "torchrun --nproc-per-node=2 t.py $V1\n",
+    "pip-lines": lambda n: "".join(f"pip install pkg{i}==1.{i}\n" for i in range(n)) + "python t.py\n",
+    "hetjob-components": lambda n: "#SBATCH -N 1 -t 10\n#SBATCH hetjob\n" * n + "#SBATCH -N 2\nsrun python t.py\n",
+    "launch-variables": lambda n: "".join(f"V{i}=$(echo {i})\n" for i in range(n))
+                                  + "torchrun --nproc-per-node=2 t.py " + " ".join(f"$V{i}" for i in range(n)) + "\n",
+    "findings-in-report": lambda n: "".join(f"export V{i}=$(echo {i})\nexport SLURM_X{i}=1\n" for i in range(n))
+                                    + "srun -n1 python a.py\nsrun -n1 python b.py\n",
+}
+
+
+def _seconds(shape: str, n: int) -> float:
+    import time
+    from translator.report.build import script_report
+    data = ("#!/bin/bash\n#SBATCH -N 1\n" + GROWING[shape](n)).encode()
+    best = None
+    for _ in range(2):
+        start = time.monotonic()
+        conv = convert("grow.sh", data)
+        trainjob_yaml.render(conv.plans)
+        script_report(conv, "grow.sh")
+        took = time.monotonic() - start
+        best = took if best is None else min(best, took)
+    return best
+
+
+@pytest.mark.parametrize("shape", sorted(GROWING))
+def test_time_grows_linearly_with_the_number_of_lines(shape):
+    """8 times the lines may cost at most 24 times the time (linear: 8; quadratic: 64). Before the fix,
+    16,000 export lines took 5.3 s and 16,000 hetjob components 28 s (see docs/benchmarks.md)."""
+    _seconds(shape, 200)                                   # warm-up: imports, parser tables
+    small, big = _seconds(shape, 1500), _seconds(shape, 12000)
+    assert big < 24 * small + 0.2, (shape, small, big)

@@ -123,11 +123,8 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
 
 
 def _slurm_names(ctx: LaunchContext) -> List[str]:
-    names: List[str] = []
-    for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b", getattr(ctx.script, "text", "") or ""):
-        if m.group(1) not in names:
-            names.append(m.group(1))
-    return names
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b",
+                                                                getattr(ctx.script, "text", "") or "")))
 
 
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)

@@ -54,12 +54,7 @@ _VAR_REF = re.compile(r"\$(?:\{[#!]?([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-
 
 def var_refs(text: str) -> List[str]:
     """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates."""
-    out: List[str] = []
-    for m in _VAR_REF.finditer(text):
-        name = m.group(1) or m.group(2)
-        if name not in out:
-            out.append(name)
-    return out
+    return list(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
 
 
 _IFS_BLANKS = re.compile(r"[ \t\n]+")
@@ -234,10 +229,22 @@ class LaunchContext:
     assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
+    _last: Optional[Dict[str, Assignment]] = field(default=None, repr=False, compare=False)
+    _seen: Optional[Set[Finding]] = field(default=None, repr=False, compare=False)
+
+    def last_assignment(self, name: str) -> Optional[Assignment]:
+        """The last top-level assignment of `name` before the launch line (an index built once: a script with
+        thousands of assignments and a launch line naming thousands of variables stays linear)."""
+        if self._last is None:
+            self._last = {a.name: a for a in self.assignments}
+        return self._last.get(name)
 
     def add(self, severity: str, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None):
         f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
-        if f not in self.findings:
+        if self._seen is None or len(self._seen) != len(self.findings):
+            self._seen = set(self.findings)            # (findings may also be appended directly)
+        if f not in self._seen:
+            self._seen.add(f)
             self.findings.append(f)
 
 
@@ -272,20 +279,19 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
     """
     from translator.plan import prologue
 
-    last: Dict[str, Assignment] = {}
-    for a in ctx.assignments:
-        last[a.name] = a
     needed: List[Assignment] = []
     slurm: List[str] = []
     seen: Set[str] = set()
     pending = [n for t in texts for n in var_refs(t)]
     uses_scontrol = any("scontrol" in t for t in texts)
-    while pending:
-        name = pending.pop(0)
+    next_pending = 0
+    while next_pending < len(pending):
+        name = pending[next_pending]
+        next_pending += 1
         if name in seen:
             continue
         seen.add(name)
-        a = last.get(name)
+        a = ctx.last_assignment(name)
         if a is not None:
             if a.exported and a.value.literal:
                 continue
@@ -396,10 +402,7 @@ def static_text(ctx: LaunchContext, text: str) -> Optional[str]:
 
 
 def _static_name(ctx: LaunchContext, name: str) -> Optional[str]:
-    last = None
-    for a in ctx.assignments:
-        if a.name == name:
-            last = a
+    last = ctx.last_assignment(name)
     if last is not None:
         return last.value.value if last.value.literal and name not in ctx.block_assigned else None
     if name in ctx.block_assigned:

@@ -91,8 +91,7 @@ def split_shell_words(text: str) -> Optional[List[Tok]]:
 def _assignment(ctx: LaunchContext, name: str):
     if name in ctx.block_assigned:
         return None
-    found = [a for a in ctx.assignments if a.name == name]
-    return found[-1] if found else None
+    return ctx.last_assignment(name)
 
 
 def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:

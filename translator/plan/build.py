@@ -170,10 +170,10 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
 
     # --- software environment
     launch_line = intent.line
-    pkgs: List[str] = []
+    pkgs: dict = {}
     index_urls: List[str] = []
-    extra_index: List[str] = []
-    pip_extra: List[str] = []
+    extra_index: dict = {}
+    pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
     for cmd, depth in _commands(script.body):
@@ -183,10 +183,13 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             p, ix, ex, extra, fnd = pipmod.parse(cmd)
-            pkgs += [x for x in p if x not in pkgs]
+            for x in p:                       # ordered sets: linear in the number of pip lines
+                pkgs.setdefault(x)
             index_urls = ix or index_urls
-            extra_index += [x for x in ex if x not in extra_index]
-            pip_extra += [x for x in extra if x not in pip_extra]
+            for x in ex:
+                extra_index.setdefault(x)
+            for x in extra:
+                pip_extra.setdefault(x)
             findings.extend(fnd)
             smap.append(SourceMap("packages", (cmd.line,), "mapped"))
         elif cmd.kind == SBATCH:

@@ -622,14 +622,21 @@ def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    out: List[Tuple[str, int]] = []
+    return _words_by_component(script).get(component, [])
+
+
+def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
+    """directive_words of every component, in one pass over the directives (a het job with thousands of
+    components would otherwise rescan every directive for each one)."""
+    out: Dict[int, List[Tuple[str, int]]] = {}
     for d in script.directives:
-        if d.component != component or _is_separator(d.words):
+        if _is_separator(d.words):
             continue
+        words = out.setdefault(d.component, [])
         for w in d.words:
             if w == "":
                 break
-            out.append((w, d.line))
+            words.append((w, d.line))
     return out
 
 
@@ -665,10 +672,11 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
             wrapper = None   # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: List[JobComponent] = []
     carried: Dict[str, _Value] = {}
+    by_component = _words_by_component(script)
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
-        words = directive_words(script, index)
+        words = by_component.get(index, [])
         parsed = getopt_long(words)
         r.report_getopt(parsed.errors, DIRECTIVE)
         r.apply_parsed(comp, parsed.options, DIRECTIVE)
