@@ -436,7 +436,7 @@ def test_brace_expansion_is_done_at_conversion_time():
 
 GROWING = {
     "exports": lambda n: "".join(f"export V{i}=value{i}\n" for i in range(n)) + "torchrun --nproc-per-node=2 t.py $V1\n",
-    "pip-lines": lambda n: "".join(f"pip install pkg{i}==1.{i}\n" for i in range(n)) + "python t.py\n",
+    "pip-lines": lambda n: "".join(f"pip install pkg{i}==1.{i} a{i} b{i} c{i}\n" for i in range(n)) + "python t.py\n",
     "hetjob-components": lambda n: "#SBATCH -N 1 -t 10\n#SBATCH hetjob\n" * n + "#SBATCH -N 2\nsrun python t.py\n",
     "launch-variables": lambda n: "".join(f"V{i}=$(echo {i})\n" for i in range(n))
                                   + "torchrun --nproc-per-node=2 t.py " + " ".join(f"$V{i}" for i in range(n)) + "\n",
