@@ -467,3 +467,18 @@ def test_time_grows_linearly_with_the_number_of_lines(shape):
     _seconds(shape, 200)                                   # warm-up: imports, parser tables
     small, big = _seconds(shape, 1500), _seconds(shape, 12000)
     assert big < 24 * small + 0.2, (shape, small, big)
+
+
+def test_inspect_json_lines_stay_one_record_per_line(tmp_path):
+    """JSON Lines consumers often split with str.splitlines(): NEL, U+2028 and U+2029 in values are escaped."""
+    import json
+    exe = os.path.join(os.path.dirname(__file__), "..", ".venv", "bin", "slurm2kf")
+    paths = []
+    for i, ch in enumerate(LINE_BREAKS):
+        p = tmp_path / f"j{i}.sh"
+        p.write_bytes(f"#!/bin/bash\n#SBATCH --comment='a{ch}b' -J 'n{ch}m'\nhostname\n".encode("utf-8"))
+        paths.append(str(p))
+    proc = subprocess.run([exe, "inspect", "--json", *paths], capture_output=True, timeout=120)
+    text = proc.stdout.decode("utf-8")
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    assert len(records) == len(paths), text[:2000]

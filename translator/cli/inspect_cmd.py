@@ -60,10 +60,10 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
         job = resolve(script, env=env, cli_args=sbatch_args)
         refused = refused or not job.sbatch_accepts
         if as_json:
-            # U+2028/U+2029 are valid inside JSON strings but are line breaks to str.splitlines():
-            # escape them so every record stays on its own line of the JSON Lines stream.
+            # NEL, U+2028 and U+2029 are valid inside JSON strings but are line breaks to str.splitlines()
+            # (and U+2028/9 to JavaScript): escape them so every record stays on its own line of the stream.
             line = json.dumps(job.to_json(), ensure_ascii=False, sort_keys=False)
-            click.echo(line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+            click.echo(line.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
         else:
             click.echo(render_human(script, job, env, sbatch_args))
     if unreadable:
