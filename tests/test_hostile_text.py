@@ -256,7 +256,16 @@ DEEP_COMMANDS = {
     "conda-run": lambda n: "conda run " * n + "python t.py",
     "uv-poetry-run": lambda n: "uv run poetry run " * n + "python t.py",
     "prefixes": lambda n: "timeout 5 env A=1 nice " * n + "python t.py",
+    "containers": lambda n: "apptainer exec docker://a/b:1 " * n + "python t.py",
+    "srun-containers": lambda n: "srun " + "singularity exec --nv docker://a/b:1 " * n + "torchrun t.py",
 }
+
+
+def test_a_container_in_a_container_still_converts_its_command():
+    conv = convert("job.sh", b"#!/bin/bash\n#SBATCH -N 1\napptainer exec docker://a/b:1 apptainer exec docker://c/d:2 "
+                             b"python t.py\n")
+    plan = conv.plans[0]
+    assert plan.launcher == "python" and list(plan.args) == ["t.py"]
 
 
 def _convert_all_outputs(text: str):

@@ -229,6 +229,7 @@ class LaunchContext:
     assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
+    nesting: int = 0                           # containers inside containers (launchers/container.py)
     _last: Optional[Dict[str, Assignment]] = field(default=None, repr=False, compare=False)
     _seen: Optional[Set[Finding]] = field(default=None, repr=False, compare=False)
 
