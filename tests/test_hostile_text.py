@@ -459,12 +459,12 @@ def _seconds(shape: str, n: int) -> float:
     from translator.report.build import script_report
     data = ("#!/bin/bash\n#SBATCH -N 1\n" + GROWING[shape](n)).encode()
     best = None
-    for _ in range(2):
-        start = time.monotonic()
+    for _ in range(3):                  # CPU time, best of three: the machine is shared with other jobs
+        start = time.process_time()
         conv = convert("grow.sh", data)
         trainjob_yaml.render(conv.plans)
         script_report(conv, "grow.sh")
-        took = time.monotonic() - start
+        took = time.process_time() - start
         best = took if best is None else min(best, took)
     return best
 

@@ -112,9 +112,11 @@ def parse_nice(value: Optional[str]) -> int:
         return 100
     m = re.match(r"(?a)^\s*([+-]?\d+)", value)
     n = wrap_long(to_int(m.group(1))) if m else 0
-    if abs(n) > NICE_LIMIT:
+    # llabs(LLONG_MIN) overflows and stays negative in C, so a value strtoll clamps to LLONG_MIN passes the
+    # range check and is stored in an int as 0 (checked against real sbatch 22.05: --nice=-99…9 is nice 0)
+    if n != -2 ** 63 and abs(n) > NICE_LIMIT:
         raise InvalidValue(f"Invalid --nice value, out of range (+/- {NICE_LIMIT})")
-    return n
+    return wrap_int(n)
 
 
 def parse_priority(value: str) -> str:
