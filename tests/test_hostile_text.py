@@ -491,3 +491,11 @@ def test_inspect_json_lines_stay_one_record_per_line(tmp_path):
     text = proc.stdout.decode("utf-8")
     records = [json.loads(line) for line in text.splitlines() if line.strip()]
     assert len(records) == len(paths), text[:2000]
+
+
+def test_csh_words_split_at_blanks_only():
+    """csh splits words at blanks (space, tab); U+00A0 and U+2028 stay inside a word."""
+    from translator.read import read_script
+    s = read_script("#!/bin/tcsh\nsetenv A x\u00a0y\npython t\u2028.py --a\u00a0b\n".encode("utf-8"), "job.csh")
+    cmds = [st for st in s.body if hasattr(st, "words")]
+    assert [w.value for w in cmds[0].words] == ["python", "t\u2028.py", "--a\u00a0b"]
