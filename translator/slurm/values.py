@@ -186,6 +186,14 @@ def _time_spec_seconds(s: str, option: str) -> int:
     return wrap_int(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
+def _negative_days_seconds(digits: str, option: str) -> int:
+    """Seconds of a `-D` time value (D days back), as the C int sbatch computes them."""
+    if not is_digits(digits):
+        raise InvalidValue(f"Invalid --{option} specification")
+    days = wrap_int(wrap_long(-to_int(digits)))
+    return wrap_int(days * 86400)
+
+
 def _is_unlimited_word(s: str) -> bool:
     return c_lower(c_strip(s)) in ("-1", "infinite", "unlimited")
 
@@ -205,12 +213,12 @@ def parse_time(value: str, option: str = "time") -> int:
         raise InvalidValue(f"Invalid --{option} specification")
     before, dash, after = s.partition("-")
     if dash and not before:
-        # `-D`: 22.05 reads D negative days and stores the minutes unsigned (2**32 + 1 - D*1440)
-        if not is_digits(after):
-            raise InvalidValue(f"Invalid --{option} specification")
-        days_back = to_int(after)
-        return 0 if days_back == 0 else ((2 ** 32 + 1 - days_back * 1440) % 2 ** 32) * 60
-    secs = _time_spec_seconds(s, option)
+        # `-D`: 22.05 reads -D days (strtol, clamped, then a C int) and computes seconds in C int arithmetic;
+        # the minutes are then rounded and stored unsigned like any other value (checked on the oracle:
+        # -1 day is 2982615-04:17:00, -2147483647 days is 1-00:00:00, -2147483648 days is no limit)
+        secs = _negative_days_seconds(after, option)
+    else:
+        secs = _time_spec_seconds(s, option)
     rounded = wrap_int(secs + 59)
     minutes = (abs(rounded) // 60) * (1 if rounded >= 0 else -1)      # C division truncates
     stored = minutes % 2 ** 32
@@ -788,14 +796,11 @@ def parse_delay_boot(value: str) -> str:
         return "UNLIMITED"
     if not s or not _valid_timespec(s):
         raise InvalidValue("Invalid --delay-boot specification")
-    if s.startswith("-"):
-        try:
-            secs = parse_time(value, "delay-boot")
-        except InvalidValue:
-            raise InvalidValue("Invalid --delay-boot specification") from None
-        return format_time(secs) if secs else "00:00:00"
     try:
-        stored = _time_spec_seconds(s, "delay-boot") % 2 ** 32
+        if s.startswith("-"):      # -D days: seconds in C int arithmetic, stored unsigned (oracle: -2 is 49708-06:28:16)
+            stored = _negative_days_seconds(s[1:], "delay-boot") % 2 ** 32
+        else:
+            stored = _time_spec_seconds(s, "delay-boot") % 2 ** 32
     except InvalidValue:
         raise InvalidValue("Invalid --delay-boot specification") from None
     if stored == 0xFFFFFFFE:
