@@ -143,10 +143,13 @@ def resolve_scripts(scripts: Sequence[PathLike], env: Sequence[Tuple[str, str]] 
     for a in sbatch_args:
         argv.append("--sbatch-arg=%s" % a)
     argv += [os.path.abspath(os.fspath(s)) for s in scripts]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ))
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=dict(os.environ))
+    # JSON Lines: records end at `\n` only (U+2028 or NEL inside a JSON string are not line breaks), so
+    # no universal-newline text mode and no str.splitlines()
+    proc.stdout = proc.stdout.decode("utf-8", "surrogateescape")
+    proc.stderr = proc.stderr.decode("utf-8", "replace")
     records = []
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout.split("\n"):
         line = line.strip()
         if line:
             records.append(json.loads(line))
@@ -626,7 +629,7 @@ def inspect_json(scripts: Sequence[PathLike], sbatch_env: Sequence[Tuple[str, st
     proc = run_slurm2kf(*args, timeout=timeout)
     records: Dict[str, dict] = {}
     bad = []
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout.split("\n"):          # JSON Lines end at `\n` only
         if not line.strip():
             continue
         try:

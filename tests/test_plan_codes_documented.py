@@ -27,3 +27,14 @@ def test_codes_are_documented():
         assert re.search(rf"\|\s*{code}\s*\|", section), f"{code} missing from docs/codes.md"
     documented = set(re.findall(r"\|\s*([LP]\d{3})\s*\|", _section(readme, "codes-L") + _section(readme, "codes-P")))
     assert documented == used, f"documented but unused: {sorted(documented - used)}"
+
+
+def test_reader_codes_are_documented():
+    """Every R1xx code defined in translator/read is in the codes-R section, and the section lists no other."""
+    docs = all_docs()
+    used = set()
+    for p in (ROOT / "translator" / "read").glob("*.py"):
+        used |= set(re.findall(r'"(R1\d{2})"', p.read_text(encoding="utf-8")))
+    assert "R147" in used
+    documented = set(re.findall(r"\|\s*(R1\d{2})\s*\|", _section(docs, "codes-R")))
+    assert used <= documented, f"missing from docs/codes.md: {sorted(used - documented)}"

@@ -16,6 +16,7 @@ needs a live cluster); it prints the job name.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Sequence
 
 from translator.emit.command import container_command
@@ -91,7 +92,7 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
         if isinstance(item, str) and "\n" in item and len(item) > 60:
             # a script: one literal per line, joined by Python's implicit concatenation
             w.add(depth + 1, "(")
-            for piece in item.splitlines(keepends=True):
+            for piece in re.findall(r"[^\n]*\n|[^\n]+", item):     # split after `\n` only, as bash reads lines
                 w.add(depth + 2, _lit(piece))
             w.add(depth + 1, "),")
         else:

@@ -123,11 +123,8 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
 
 
 def _slurm_names(ctx: LaunchContext) -> List[str]:
-    names: List[str] = []
-    for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b", getattr(ctx.script, "text", "") or ""):
-        if m.group(1) not in names:
-            names.append(m.group(1))
-    return names
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b",
+                                                                getattr(ctx.script, "text", "") or "")))
 
 
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
@@ -188,7 +185,8 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
             ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
                                      "not carried", cmd.line, "give the variable a literal value")
     from translator.launchers import indirect
-    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, common.toks_of(cmd.words)), cmd.line)
+    toks = common.shell_word_expansions(ctx, common.toks_of(cmd.words), cmd.line)
+    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
     extra = tuple(intent_env + wrapper_env)
     return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent

@@ -16,6 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from translator.diagnostics import Finding, WARNING
 from translator.read.ast import Assignment, Word
+from translator.slurm.values import to_int
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,16 @@ _VAR_REF = re.compile(r"\$(?:\{[#!]?([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-
 
 def var_refs(text: str) -> List[str]:
     """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates."""
-    out: List[str] = []
-    for m in _VAR_REF.finditer(text):
-        name = m.group(1) or m.group(2)
-        if name not in out:
-            out.append(name)
-    return out
+    return list(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
+
+
+_IFS_BLANKS = re.compile(r"[ \t\n]+")
+
+
+def ifs_split(text: str) -> List[str]:
+    """Field splitting with bash's default IFS (space, tab, newline only; str.split() would also cut at
+    U+00A0, U+2028, form feed...)."""
+    return [w for w in _IFS_BLANKS.split(text) if w]
 
 
 def basename(word: str) -> str:
@@ -191,7 +196,7 @@ def _int(value: Optional[str]) -> Optional[int]:
     text = str(value).strip()
     if not (text.isascii() and text.lstrip("+-").isdigit()):   # C parsing: ASCII digits only
         return None
-    return int(text)
+    return to_int(text)
 
 
 def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
@@ -224,10 +229,23 @@ class LaunchContext:
     assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
+    nesting: int = 0                           # containers inside containers (launchers/container.py)
+    _last: Optional[Dict[str, Assignment]] = field(default=None, repr=False, compare=False)
+    _seen: Optional[Set[Finding]] = field(default=None, repr=False, compare=False)
+
+    def last_assignment(self, name: str) -> Optional[Assignment]:
+        """The last top-level assignment of `name` before the launch line (an index built once: a script with
+        thousands of assignments and a launch line naming thousands of variables stays linear)."""
+        if self._last is None:
+            self._last = {a.name: a for a in self.assignments}
+        return self._last.get(name)
 
     def add(self, severity: str, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None):
         f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
-        if f not in self.findings:
+        if self._seen is None or len(self._seen) != len(self.findings):
+            self._seen = set(self.findings)            # (findings may also be appended directly)
+        if f not in self._seen:
+            self._seen.add(f)
             self.findings.append(f)
 
 
@@ -262,20 +280,19 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
     """
     from translator.plan import prologue
 
-    last: Dict[str, Assignment] = {}
-    for a in ctx.assignments:
-        last[a.name] = a
     needed: List[Assignment] = []
     slurm: List[str] = []
     seen: Set[str] = set()
     pending = [n for t in texts for n in var_refs(t)]
     uses_scontrol = any("scontrol" in t for t in texts)
-    while pending:
-        name = pending.pop(0)
+    next_pending = 0
+    while next_pending < len(pending):
+        name = pending[next_pending]
+        next_pending += 1
         if name in seen:
             continue
         seen.add(name)
-        a = last.get(name)
+        a = ctx.last_assignment(name)
         if a is not None:
             if a.exported and a.value.literal:
                 continue
@@ -348,10 +365,17 @@ def static_value(ctx: LaunchContext, tok: Tok) -> Optional[str]:
     """
     if tok.literal:
         return tok.value
+    unquoted = _unquoted_text(tok.raw)
+    if _has_glob(unquoted) or _has_tilde(tok.raw, unquoted) or ("{" in unquoted and "}" in unquoted):
+        return None                       # bash expands these at run time (or into several words)
     m = _SINGLE_REF.match(tok.value)
     if not m:
-        return static_text(ctx, tok.value) if "'" not in tok.raw and "\\" not in tok.raw else None
-    return _static_name(ctx, m.group(1) or m.group(2))
+        value = static_text(ctx, tok.value) if "'" not in tok.raw and "\\" not in tok.raw else None
+    else:
+        value = _static_name(ctx, m.group(1) or m.group(2))
+    if value is not None and tok.raw == tok.value and (_has_glob(value) or ifs_split(value) != [value]):
+        return None                       # an unquoted expansion is split into words and globbed by bash
+    return value
 
 
 _ANY_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -379,10 +403,7 @@ def static_text(ctx: LaunchContext, text: str) -> Optional[str]:
 
 
 def _static_name(ctx: LaunchContext, name: str) -> Optional[str]:
-    last = None
-    for a in ctx.assignments:
-        if a.name == name:
-            last = a
+    last = ctx.last_assignment(name)
     if last is not None:
         return last.value.value if last.value.literal and name not in ctx.block_assigned else None
     if name in ctx.block_assigned:
@@ -408,3 +429,185 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 
 def is_python(word: str) -> bool:
     return bool(_PYTHON.match(basename(word)))
+
+
+# ---- tilde, globs and brace expansion in launch words ------------------------------------------------
+#
+# bash expands an unquoted word in this order (bash manual, "Shell Expansions"): braces, tilde, parameters
+# and substitutions, word splitting, pathname expansion (globs). Brace expansion is purely textual, so a
+# plain word like `--seed={1..3}` is expanded here exactly as bash would; a tilde names the home directory
+# and a glob the files present at run time, which differ between the cluster and the container: those
+# words stay for bash to expand in the container, and a finding names them.
+
+BRACE_LIMIT = 1000                           # more words than this are left to bash (with a finding)
+_BRACE_SAFE = re.compile(r"[A-Za-z0-9_./:=+%@,{}\-]+\Z")
+_SEQ = re.compile(r"(-?[0-9]+|[A-Za-z])\.\.(-?[0-9]+|[A-Za-z])(?:\.\.(-?[0-9]+))?\Z")
+_NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _matching_brace(s: str, start: int) -> int:
+    depth = 0
+    for k in range(start, len(s)):
+        if s[k] == "{":
+            depth += 1
+        elif s[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
+
+
+def _top_level_split(inner: str) -> Optional[List[str]]:
+    parts, depth, last = [], 0, 0
+    for k, ch in enumerate(inner):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(inner[last:k])
+            last = k + 1
+    if not parts:
+        return None
+    parts.append(inner[last:])
+    return parts
+
+
+def _sequence(inner: str) -> Optional[List[str]]:
+    m = _SEQ.match(inner)
+    if not m:
+        return None
+    a, b, inc = m.group(1), m.group(2), m.group(3)
+    step = abs(int(inc)) if inc else 1
+    step = step or 1                                          # bash: an increment of 0 counts as 1
+    if a.isalpha() != b.isalpha():
+        return None
+    if a.isalpha():
+        if a.islower() != b.islower():                       # `{Z..a}` runs through `[\]^_` and the backquote
+            return None
+        lo, hi = ord(a), ord(b)
+        seq = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
+        if len(seq) > BRACE_LIMIT:
+            raise _TooMany
+        return [chr(c) for c in seq]
+    lo, hi = int(a), int(b)
+    seq = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
+    if len(seq) > BRACE_LIMIT:
+        raise _TooMany
+    padded = any(len(x.lstrip("-")) > 1 and x.lstrip("-").startswith("0") for x in (a, b))
+    width = max(len(a), len(b)) if padded else 0
+    return [(f"-{str(-n).zfill(width - 1)}" if n < 0 else str(n).zfill(width)) if width else str(n) for n in seq]
+
+
+def brace_expand(word: str) -> List[str]:
+    """bash's brace expansion of a plain word (no quotes, escapes or `$`). Raises _TooMany above BRACE_LIMIT."""
+    start = word.find("{")
+    while start >= 0:
+        end = _matching_brace(word, start)
+        if end < 0:                                           # bash tries the next `{`
+            start = word.find("{", start + 1)
+            continue
+        inner = word[start + 1:end]
+        items = _top_level_split(inner)
+        if items is not None:
+            alternatives: List[str] = []
+            for item in items:
+                alternatives.extend(brace_expand(item))
+        else:
+            alternatives = _sequence(inner)
+        if alternatives is not None:
+            pre = word[:start]
+            posts = brace_expand(word[end + 1:])
+            out = []
+            for alt in alternatives:
+                for post in posts:
+                    out.append(pre + alt + post)
+                    if len(out) > BRACE_LIMIT:
+                        raise _TooMany
+            return out
+        start = word.find("{", start + 1)
+    return [word]
+
+
+def _unquoted_text(raw: str) -> str:
+    """The characters of `raw` that are outside quotes, escapes and `$`/backquote expansions."""
+    from translator.read.words import _expansion
+    out = []
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if c == "\\":
+            out.append(" ")
+            i += 2
+        elif c == "'":
+            k = raw.find("'", i + 1)
+            i = n if k < 0 else k + 1
+            out.append(" ")
+        elif c == '"':
+            k = i + 1
+            while k < n and raw[k] != '"':
+                k += 2 if raw[k] == "\\" else 1
+            i = k + 1
+            out.append(" ")
+        elif c == "$" or c == "`":
+            end, _ = _expansion(raw, i)
+            i = max(end, i + 1)
+            out.append(" ")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _has_glob(text: str) -> bool:
+    return "*" in text or "?" in text or ("[" in text and "]" in text[text.index("["):])
+
+
+def _has_tilde(raw: str, unquoted: str) -> bool:
+    if raw.startswith("~"):
+        return True
+    m = _NAME_EQ.match(raw)                                   # `name=~/x`, `name=a:~/b` (assignment-like words)
+    return bool(m) and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
+
+
+def shell_word_expansions(ctx: "LaunchContext", toks: Sequence[Tok], line: int) -> List[Tok]:
+    """Brace-expand plain words as bash does; name the words whose tilde or glob bash expands at run time."""
+    out: List[Tok] = []
+    for t in toks:
+        if t.literal or t.deferred:
+            out.append(t)
+            continue
+        unquoted = _unquoted_text(t.raw)
+        if "{" in t.raw and _BRACE_SAFE.match(t.raw):
+            try:
+                words = [w for w in brace_expand(t.raw) if w]
+            except _TooMany:
+                ctx.add(WARNING, "L337", f"`{_clip(t.raw)}` on line {line} brace-expands to more than {BRACE_LIMIT} "
+                                         "words; it is left to bash", line, "list the values in a file")
+                out.append(t)
+                continue
+            if words != [t.raw]:
+                out.extend(Tok.gen(w) for w in words)
+                continue
+        if _has_tilde(t.raw, unquoted):
+            ctx.add(WARNING, "L335", f"`{_clip(t.raw)}` on line {line} starts with `~`: bash expands it to the home "
+                                     "directory, which is the user's cluster home on Slurm but the image's $HOME in the "
+                                     "container", line, "write the full path, or mount the home directory")
+        ref = _SINGLE_REF.match(t.raw)
+        via = _static_name(ctx, ref.group(1) or ref.group(2)) if ref else None
+        if _has_glob(unquoted) or (via is not None and _has_glob(via)):
+            ctx.add(WARNING, "L336", f"`{_clip(t.raw)}` on line {line} is a glob pattern"
+                                     + (f" (`{_clip(via)}`)" if via is not None else "") + ": bash expands it to the "
+                                     "matching files when the job starts, which in the container are the image's files "
+                                     "(not the cluster's); with no match the pattern is passed as written", line,
+                    "list the files explicitly, or check that they exist in the image or a mounted volume")
+        out.append(t)
+    return out
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -25,6 +25,7 @@ _VALUE = {"-B", "--bind", "--mount", "-H", "--home", "--env", "--env-file", "-W"
           "--app", "--cpus", "--memory", "--dns", "--no-mount", "--add-caps", "--drop-caps", "--apply-cgroups",
           "--cpu-shares", "--cpuset-cpus", "--memory-reservation", "--memory-swap", "--pids-limit",
           "--blkio-weight", "--oci-config", "--docker-login"}
+MAX_NESTED_CONTAINERS = 8
 _LOCAL = re.compile(r"(\.(sif|simg|img|sqsh|squashfs)$)|^[./~]|^\$")
 
 
@@ -112,8 +113,15 @@ def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], lin
                                  "image's entrypoint with the given arguments", line)
         base = dispatch(ctx, [Tok.gen("true")], srun, line)
         intent = dataclasses.replace(base, command=(), args=tuple(t.value for t in inner))
+    elif ctx.nesting >= MAX_NESTED_CONTAINERS:
+        from translator.launchers import script
+        return script.build(ctx, line, [f"containers are nested more than {MAX_NESTED_CONTAINERS} deep on line {line}"])
     else:
-        intent = dispatch(ctx, inner, srun, line)
+        ctx.nesting += 1                 # `apptainer exec IMG apptainer exec IMG …`: bounded, not a stack overflow
+        try:
+            intent = dispatch(ctx, inner, srun, line)
+        finally:
+            ctx.nesting -= 1
     return _finish(ctx, intent, image_tok, mounts, line, f"{toks[0].value} {sub}")
 
 

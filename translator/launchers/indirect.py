@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from translator.launchers.common import LaunchContext, Tok
+from translator.launchers.common import LaunchContext, Tok, ifs_split
 
 _REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 MAX_DEPTH = 8
@@ -91,8 +91,7 @@ def split_shell_words(text: str) -> Optional[List[Tok]]:
 def _assignment(ctx: LaunchContext, name: str):
     if name in ctx.block_assigned:
         return None
-    found = [a for a in ctx.assignments if a.name == name]
-    return found[-1] if found else None
+    return ctx.last_assignment(name)
 
 
 def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:
@@ -113,9 +112,10 @@ def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:
                 out.extend(parts)
                 changed = True
                 continue
-        elif a is not None and a.value.literal and len(a.value.value.split()) != 1:
+        elif a is not None and a.value.literal and len(ifs_split(a.value.value)) != 1 \
+                and not any(ch in a.value.value for ch in "*?["):          # globbed words are left to bash
             # unquoted expansion of a plain string: split on blanks, no quote removal (IFS splitting)
-            out.extend(Tok.gen(w) for w in a.value.value.split())
+            out.extend(Tok.gen(w) for w in ifs_split(a.value.value))
             changed = True
             continue
         out.append(t)

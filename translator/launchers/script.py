@@ -30,7 +30,8 @@ def body_text(script) -> str:
     start = script.body_start_line
     if not start:
         return ""
-    lines = (script.text or "").splitlines()
+    # bash ends lines at `\n` only (not at form feed, NEL, U+2028...): str.splitlines() would cut there
+    lines = (script.text or "").split("\n")
     return "\n".join(lines[start - 1:])
 
 
@@ -39,10 +40,7 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
 
     script, job = ctx.script, ctx.job
     body = body_text(script)
-    names: List[str] = []
-    for m in _SLURM_NAME.finditer(body):
-        if m.group(1) not in names:
-            names.append(m.group(1))
+    names: List[str] = list(dict.fromkeys(m.group(1) for m in _SLURM_NAME.finditer(body)))
     functions = [f for f in ("srun", "scontrol", "sbatch") if re.search(rf"\b{f}\b", body)]
     pro = prologue.prologue_lines(names, job, ctx.shape, export=True, functions=functions)
     uses_env_tools = re.search(r"\b(module|ml|conda)\b", body) is not None

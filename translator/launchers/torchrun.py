@@ -14,6 +14,7 @@ from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import TORCHRUN, LaunchIntent
+from translator.slurm.values import to_int
 
 # torchrun options that take no value (torch/distributed/run.py get_args_parser).
 _FLAGS = {"--standalone", "-m", "--module", "--no-python", "--run-path", "--use-env", "--virtual-local-rank",
@@ -101,7 +102,7 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         launcher = [Tok.gen("torchrun")]
     words = launcher + kept + program
     command, args, shell = common.plain_or_shell(ctx, words)
-    ppn = int(nproc) if nproc and nproc.isascii() and nproc.isdigit() else None
+    ppn = to_int(nproc) if nproc and nproc.isascii() and nproc.isdigit() else None
     return LaunchIntent(family=TORCHRUN, framework="torch", command=command, args=args, line=line,
                         proc_per_node=ppn, runtime="torch-distributed", num_nodes=step.nodes,
                         uses_shell=shell)

@@ -6,6 +6,7 @@ kubelet's `$(VAR)` expansion (translator/plan/kube.py), so emitters write them u
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
@@ -14,6 +15,7 @@ from translator.launchers import is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, resources, runtimes
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
+from translator.slurm import values as V
 from translator.read.ast import (Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV,
                                  EXPORT)
 
@@ -33,24 +35,29 @@ def _first(job, *names) -> Optional[int]:
 
 
 def array_indices(spec: str) -> Optional[List[int]]:
-    """`0-9`, `1,3,5`, `0-15:4` (the part before `%`) -> indices; None when unparsable."""
+    """`0-9`, `1,3,5`, `0-15:4` (the part before `%`) -> sorted unique indices; None when unparsable.
+
+    At most MAX_ARRAY_EXPANSION + 1 indices are returned (the smallest ones): a longer list means "too
+    many to expand". Ranges are merged lazily, so `0-4294967294` costs no more than `0-9`."""
+    ranges = []
+    for item in spec.split(","):
+        rng, _, step = item.strip(" \t").partition(":")
+        lo, dash, hi = rng.partition("-")
+        if not (V.is_digits(lo) and (not dash or V.is_digits(hi)) and (not step or V.is_digits(step))):
+            return None
+        a = V.to_int(lo)
+        b = V.to_int(hi) if dash else a
+        s = V.to_int(step) if step else 1
+        if s <= 0 or b < a:
+            return None
+        ranges.append(range(a, b + 1, s))
     out: List[int] = []
-    try:
-        for item in spec.split(","):
-            item = item.strip()
-            rng, _, step = item.partition(":")
-            lo, dash, hi = rng.partition("-")
-            a = int(lo)
-            b = int(hi) if dash else a
-            s = int(step) if step else 1
-            if s <= 0 or b < a:
-                return None
-            out.extend(range(a, b + 1, s))
+    for ix in heapq.merge(*ranges):
+        if not out or ix != out[-1]:
+            out.append(ix)
             if len(out) > MAX_ARRAY_EXPANSION:
-                return out
-    except ValueError:
-        return None
-    return sorted(set(out))
+                break
+    return out
 
 
 def _commands(statements, depth=0):
@@ -76,7 +83,7 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
             smap.append(SourceMap("(" + names[0] + ")", lines, status))
 
     if f.dependency:
-        add(WARNING, "P407", f"--dependency={f.dependency}: a TrainJob cannot wait for another job",
+        add(WARNING, "P407", f"--dependency={V.clip_text(f.dependency, 60)}: a TrainJob cannot wait for another job",
             ("dependency",), "submit it after its dependency finishes, or use a workflow engine (Argo Workflows, "
                              "Kubeflow Pipelines)", status="unsupported")
     if o.get("mail-type") or o.get("mail-user"):
@@ -163,10 +170,10 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
 
     # --- software environment
     launch_line = intent.line
-    pkgs: List[str] = []
+    pkgs: dict = {}
     index_urls: List[str] = []
-    extra_index: List[str] = []
-    pip_extra: List[str] = []
+    extra_index: dict = {}
+    pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
     for cmd, depth in _commands(script.body):
@@ -176,10 +183,13 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             p, ix, ex, extra, fnd = pipmod.parse(cmd)
-            pkgs += [x for x in p if x not in pkgs]
+            for x in p:                       # ordered sets: linear in the number of pip lines
+                pkgs.setdefault(x)
             index_urls = ix or index_urls
-            extra_index += [x for x in ex if x not in extra_index]
-            pip_extra += [x for x in extra if x not in pip_extra]
+            for x in ex:
+                extra_index.setdefault(x)
+            for x in extra:
+                pip_extra.setdefault(x)
             findings.extend(fnd)
             smap.append(SourceMap("packages", (cmd.line,), "mapped"))
         elif cmd.kind == SBATCH:
@@ -328,7 +338,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         indices = array_indices(arr)
         line = _first(job, "array")
         if settings.array_mode == "expand" and indices and len(indices) <= MAX_ARRAY_EXPANSION:
-            findings.append(Finding(INFO, "P439", f"--array={arr} expanded into {len(indices)} TrainJobs with "
+            findings.append(Finding(INFO, "P439", f"--array={V.clip_text(arr, 60)} expanded into {len(indices)} TrainJobs with "
                                     "SLURM_ARRAY_TASK_ID set"
                                     + (f"; the throttle %{job.fields.array_throttle} is not enforced"
                                        if job.fields.array_throttle else ""), line))
@@ -338,7 +348,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         else:
             reason = ("it has more than %d tasks" % MAX_ARRAY_EXPANSION if indices and len(indices) > MAX_ARRAY_EXPANSION
                       else "the index list cannot be read" if not indices else "")
-            msg = f"--array={arr}: only one TrainJob is written"
+            msg = f"--array={V.clip_text(arr, 60)}: only one TrainJob is written"
             if indices:
                 msg += f", for index {indices[0]}" + (" (SLURM_ARRAY_TASK_ID is set to it)" if uses_task_id else "")
             if reason:
@@ -394,8 +404,8 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
     env = base.env
     env = _with_env(env, "SLURM_ARRAY_TASK_ID", str(ix))
     env = _with_env(env, "SLURM_ARRAY_TASK_COUNT", str(len(indices)))
-    env = _with_env(env, "SLURM_ARRAY_TASK_MIN", str(min(indices)))
-    env = _with_env(env, "SLURM_ARRAY_TASK_MAX", str(max(indices)))
+    env = _with_env(env, "SLURM_ARRAY_TASK_MIN", str(indices[0]))       # indices are sorted
+    env = _with_env(env, "SLURM_ARRAY_TASK_MAX", str(indices[-1]))
     return dataclasses.replace(base, name=naming.trainjob_name(base.job_name, str(ix)), env=env, array_index=ix,
                                annotations=base.annotations + ((naming.ANNOTATION_ARRAY_INDEX, str(ix)),))
 

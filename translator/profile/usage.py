@@ -194,7 +194,8 @@ def script_texts(script: Script, job: Optional[SlurmJob]) -> List[Text]:
         for st in statements:
             if isinstance(st, Block):
                 if st.heredoc_body:
-                    for i, text in enumerate(st.heredoc_body.splitlines()):
+                    doc = st.heredoc_body[:-1] if st.heredoc_body.endswith("\n") else st.heredoc_body
+                    for i, text in enumerate(doc.split("\n")):      # lines end at `\n` only, as in bash
                         out.append(Text(text, st.line + 1 + i))
                 heredocs(st.children)
 

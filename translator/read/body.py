@@ -6,6 +6,7 @@ on disk under the user cache directory, so a cold start does not rebuild the par
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
@@ -319,7 +320,7 @@ def _csh_statements(lines: Sequence[str], start: int) -> List[ast.Statement]:
             out.append(ast.Comment(first, stripped))
             continue
         for part in stripped.split(";"):
-            raw = part.split()
+            raw = [w for w in re.split(r"[ \t]+", part) if w]      # csh blanks: space and tab only
             if not raw:
                 continue
             if raw[0] == "setenv" and len(raw) >= 2:

@@ -100,6 +100,37 @@ def _python_kind(args: Sequence[str]) -> str:
 
 
 def classify(argv: Sequence[str]) -> str:
+    """The kind of a command. Wrappers (`conda run`, `uv run`, `poetry run`...) are unwrapped in a loop,
+    not by recursion, so `conda run conda run ... python` any number of times is fine."""
+    outer_fallback = None
+    while True:
+        kind, tail = _classify_step(argv)
+        if tail is None:
+            if outer_fallback is None or kind == ast.LAUNCH:
+                return kind
+            return outer_fallback
+        if outer_fallback is None:
+            outer_fallback = kind            # what the outermost wrapper is when it does not launch
+        argv = tail
+
+
+def _classify_step(argv: Sequence[str]):
+    """(kind, None) for a plain command; (kind when the wrapped command does not launch, wrapped argv)."""
+    kind = _classify_plain(argv)
+    if isinstance(kind, _Wrapped):
+        return kind.kind, kind.tail
+    return kind, None
+
+
+class _Wrapped:
+    __slots__ = ("kind", "tail")
+
+    def __init__(self, kind: str, tail: Sequence[str]):
+        self.kind = kind
+        self.tail = tail
+
+
+def _classify_plain(argv: Sequence[str]):
     if not argv:
         return ast.OTHER
     i = program_index(argv)
@@ -127,8 +158,7 @@ def classify(argv: Sequence[str]) -> str:
             j = 1
             while j < len(rest) and rest[j].startswith("-"):
                 j += 2 if rest[j] in ("-n", "--name", "-p", "--prefix") else 1
-            inner = classify(rest[j:])
-            return ast.LAUNCH if inner == ast.LAUNCH else ast.CONDA
+            return _Wrapped(ast.CONDA, rest[j:])
         return ast.CONDA
     if prog in ("pip", "pip3") or re.match(r"^pip[0-9.]+$", prog):
         return ast.PIP if sub in ("install", "uninstall", "download") else ast.OTHER
@@ -139,7 +169,7 @@ def classify(argv: Sequence[str]) -> str:
             j = 1
             while j < len(rest) and rest[j].startswith("-"):
                 j += 1
-            return ast.LAUNCH if classify(rest[j:]) == ast.LAUNCH else ast.OTHER
+            return _Wrapped(ast.OTHER, rest[j:])
         return ast.OTHER
     if prog in ("cd", "pushd"):
         return ast.CD
@@ -160,5 +190,5 @@ def classify(argv: Sequence[str]) -> str:
     if prog == "enroot":
         return ast.LAUNCH if sub == "start" else ast.OTHER
     if prog in ("poetry", "pipenv") and sub == "run":
-        return ast.LAUNCH if classify(rest[1:]) == ast.LAUNCH else ast.OTHER
+        return _Wrapped(ast.OTHER, rest[1:])
     return ast.OTHER

@@ -24,6 +24,11 @@ R140_UNTERMINATED_HEREDOC = "R140"
 R141_UNCLOSED_BLOCK = "R141"
 R142_UNEXPECTED_CLOSER = "R142"
 R143_UNTERMINATED_QUOTE = "R143"
+R147_TOO_DEEP_QUOTES = "R147"
+
+# Quotes and substitutions inside each other ("${A:-"$(...)"}") are scanned by mutually recursive
+# methods; deeper nesting than this (no real script comes close) is reported and read as one word.
+MAX_WORD_NESTING = 100
 
 # ordinary word characters: anything but blanks, quotes, escapes, expansions and operators
 _PLAIN = re.compile(r"[^ \t\n'\"\\`$;&|<>()]+")
@@ -112,6 +117,7 @@ class ShellLexer:
         self.pending_heredocs: List[Heredoc] = []
         self.pending_func: Optional[int] = None      # index of a FUNC token waiting for its body
         self.max_depth = 0
+        self.nesting = 0                             # quotes/substitutions open around the scan position
 
     # ---- positions -----------------------------------------------------------------------------
     def line_at(self, offset: int) -> int:
@@ -260,7 +266,34 @@ class ShellLexer:
             j += 1
         return self._unterminated(what, origin)
 
+    def _nested(self, scan, i: int) -> int:
+        """Run one of the recursive scanners below, one nesting level deeper, or stop at MAX_WORD_NESTING."""
+        if self.nesting >= MAX_WORD_NESTING:
+            return self._too_deep(i)
+        self.nesting += 1
+        j = scan(i)
+        self.nesting -= 1
+        return j
+
+    def _too_deep(self, i: int) -> int:
+        line = self.line_at(i)
+        if not any(d.code == R147_TOO_DEEP_QUOTES for d in self.diagnostics):
+            self.diagnostics.append(Diagnostic(WARNING, R147_TOO_DEEP_QUOTES, f"quotes and substitutions are nested more than "
+                                               f"{MAX_WORD_NESTING} levels deep at line {line}; the rest of the file is read "
+                                               "as one word (its commands are not listed; the text is kept as written)", line,
+                                               "simplify the expression"))
+        return self.n
+
     def skip_double(self, i: int) -> int:
+        return self._nested(self._skip_double, i)
+
+    def skip_parens(self, i: int) -> int:
+        return self._nested(self._skip_parens, i)
+
+    def skip_braces(self, i: int) -> int:
+        return self._nested(self._skip_braces, i)
+
+    def _skip_double(self, i: int) -> int:
         text, n = self.text, self.n
         j = i + 1
         while j < n:
@@ -299,7 +332,7 @@ class ShellLexer:
             return self.skip_double(i + 1)
         return i + 1
 
-    def skip_parens(self, i: int) -> int:
+    def _skip_parens(self, i: int) -> int:
         """i at `(`: skip a balanced (...) group, quote- and substitution-aware."""
         text, n = self.text, self.n
         depth = 0
@@ -351,7 +384,7 @@ class ShellLexer:
                 j = m.end() if m else j + 1
         return self._unterminated("`(`", i)
 
-    def skip_braces(self, i: int) -> int:
+    def _skip_braces(self, i: int) -> int:
         text, n = self.text, self.n
         depth = 0
         j = i

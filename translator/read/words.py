@@ -2,7 +2,8 @@
 
 `value` is the word after quote removal with escapes resolved as bash resolves them: outside quotes
 `\\c` gives `c`; inside double quotes a backslash only escapes `$`, backquote, `"`, `\\` and a
-newline; inside single quotes nothing is special; `$'...'` resolves the common C escapes.
+newline; inside single quotes nothing is special; `$'...'` is decoded exactly as bash decodes it
+(`ansi_c_string`), and `$"..."` is read as `"..."` (no message catalog in a container).
 Expansions (`$VAR`, `${...}`, `$(...)`, backquotes, `$((...))`) are kept literally in `value`.
 `literal` is False when the shell would expand something: an unquoted or double-quoted `$`
 expansion or backquote, an unquoted glob character, or a leading unquoted `~`.
@@ -16,8 +17,7 @@ from translator.read.ast import Assignment, Word
 
 _SIMPLE = re.compile(r"[^'\"\\$`*?\[~{]*\Z")
 _DQ_ESCAPABLE = "$`\"\\\n"
-_ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v",
-         "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_TILDE_AFTER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:[^'\"\\\\:]*:)*~")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 
 
@@ -89,8 +89,8 @@ def _make_word(raw: str) -> Word:
     literal = True
     i = 0
     n = len(raw)
-    if raw.startswith("~"):
-        literal = False
+    if raw.startswith("~") or _TILDE_AFTER_NAME.match(raw):
+        literal = False           # tilde expansion (also after `name=` and `:` in assignment-like words)
     while i < n:
         c = raw[i]
         if c == "\\":
@@ -109,15 +109,19 @@ def _make_word(raw: str) -> Word:
             i = k + 1
             continue
         if c == "$" and raw[i + 1:i + 2] == "'":
-            i += 2
-            while i < n and raw[i] != "'":
-                if raw[i] == "\\" and i + 1 < n:
-                    out.append(_ANSI.get(raw[i + 1], "\\" + raw[i + 1]))
-                    i += 2
-                else:
-                    out.append(raw[i])
-                    i += 1
-            i += 1
+            k = i + 2
+            while k < n and raw[k] != "'":
+                k += 2 if raw[k] == "\\" else 1
+            decoded = ansi_c_string(raw[i + 2:min(k, n)])
+            if decoded is None:              # the bytes depend on the locale or are not UTF-8: bash decodes them
+                literal = False
+                out.append(raw[i:k + 1])
+            else:
+                out.append(decoded)
+            i = k + 1
+            continue
+        if c == "$" and raw[i + 1:i + 2] == '"':
+            i += 1                           # $"...": translated by the locale's catalog; none in a container: "..."
             continue
         if c == '"':
             i += 1
@@ -149,11 +153,110 @@ def _make_word(raw: str) -> Word:
             continue
         if c in "*?[":
             literal = False
-        elif c == "{" and "," in raw[i:] and "}" in raw[i:]:
-            literal = False           # brace expansion {a,b}
+        elif c == "{" and "}" in raw[i:] and ("," in raw[i:] or ".." in raw[i:]):
+            literal = False           # brace expansion {a,b}, {1..4}
         out.append(c)
         i += 1
     return Word(raw, "".join(out), literal)
+
+
+# ---- ANSI-C quoting: $'...' (bash manual, "ANSI-C Quoting"; checked byte by byte against bash 5.2) ------
+
+_ANSI_SIMPLE = {ord(k): ord(v) for k, v in {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
+                                             "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"',
+                                             "?": "?"}.items()}
+_HEX = b"0123456789abcdefABCDEF"
+
+
+def _hex_run(src: bytes, i: int, limit: int) -> Tuple[int, int, int]:
+    """(value, digits read, offset after them) of at most `limit` hex digits at src[i:]."""
+    value = digits = 0
+    while digits < limit and i < len(src) and src[i] in _HEX:
+        value = value * 16 + int(chr(src[i]), 16)
+        digits += 1
+        i += 1
+    return value, digits, i
+
+
+def _bash_utf8(value: int) -> bytes:
+    """bash's own UTF-8 writer (u32toutf8): up to six bytes, nothing above 0x7FFFFFFF."""
+    if value < 0x80:
+        return bytes((value,))
+    for limit, count, lead in ((0x800, 2, 0xC0), (0x10000, 3, 0xE0), (0x200000, 4, 0xF0), (0x4000000, 5, 0xF8),
+                               (0x80000000, 6, 0xFC)):
+        if value < limit:
+            tail = [0x80 | ((value >> (6 * k)) & 0x3F) for k in range(count - 1)]
+            return bytes([lead | (value >> (6 * (count - 1)))] + tail[::-1])
+    return b""
+
+
+def ansi_c_string(body: str) -> Optional[str]:
+    r"""The text between `$'` and `'` after bash's ANSI-C decoding, or None when bash's result depends on the
+    locale (`\u`/`\U` above U+007F) or is not valid UTF-8 (e.g. `\351` alone).
+
+    \a \b \e \E \f \n \r \t \v \\ \' \" \? ; \nnn (1-3 octal digits, a byte); \xHH (1-2 hex digits) and
+    \x{H...} (a byte); \uHHHH / \UHHHHHHHH (1-4 / 1-8 hex digits, a character); \cX (control-X: upper-cased,
+    & 0x1F; `\c?` is DEL). Any other escape keeps its backslash. A NUL byte ends the string (C string).
+    """
+    src = body.encode("utf-8", "surrogateescape")
+    if b"\\" not in src:
+        return body
+    out = bytearray()
+    i, n = 0, len(src)
+    locale_dependent = False
+    while i < n:
+        c = src[i]
+        if c != 0x5C or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = src[i + 1]
+        i += 2
+        if e in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[e])
+        elif 0x30 <= e <= 0x37:                                     # \nnn
+            value, k = e - 0x30, 0
+            while k < 2 and i < n and 0x30 <= src[i] <= 0x37:
+                value = value * 8 + src[i] - 0x30
+                i += 1
+                k += 1
+            out.append(value & 0xFF)
+        elif e == 0x78:                                             # \xHH, \x{H...}
+            if i < n and src[i] == 0x7B:
+                value, _k, i = _hex_run(src, i + 1, n)
+                if i < n and src[i] == 0x7D:
+                    i += 1
+                out.append(value & 0xFF)
+            else:
+                value, k, i = _hex_run(src, i, 2)
+                out.extend(bytes((value,)) if k else b"\\x")
+        elif e in (0x75, 0x55):                                     # \uHHHH, \UHHHHHHHH
+            value, k, i = _hex_run(src, i, 4 if e == 0x75 else 8)
+            if not k:
+                out.extend(bytes((0x5C, e)))
+            else:
+                locale_dependent = locale_dependent or 0x80 <= value <= 0x7FFFFFFF
+                out.extend(_bash_utf8(value))
+        elif e == 0x63:                                             # \cX
+            if i >= n:
+                out.extend(b"\\c")
+                continue
+            x = src[i]
+            if x == 0x5C and i + 1 < n and src[i + 1] == 0x5C:
+                i += 1
+            i += 1
+            out.append(0x7F if x == 0x3F else (x - 32 if 0x61 <= x <= 0x7A else x) & 0x1F)
+        else:
+            out.extend(bytes((0x5C, e)))
+    nul = out.find(0)
+    if nul >= 0:
+        del out[nul:]
+    if locale_dependent:
+        return None
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def split_assignment(raw: str) -> Optional[Tuple[str, str]]:

@@ -101,7 +101,7 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
 
 
 def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
-    lines = script.text.splitlines() if getattr(script, "text", "") else []
+    lines = script.text.split("\n") if getattr(script, "text", "") else []     # `\n` only, as sbatch and bash
 
     def text_of(n: int) -> str:
         return lines[n - 1] if 0 < n <= len(lines) else ""
@@ -220,11 +220,7 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
     plans = tuple(getattr(conv, "plans", ()) or ())
     for p in plans:
         raw.extend(p.findings)
-    issues: List[Issue] = []
-    for d in raw:
-        i = _issue(d)
-        if i not in issues:
-            issues.append(i)
+    issues: List[Issue] = list(dict.fromkeys(_issue(d) for d in raw))    # first occurrence kept, in order
     issues.sort(key=_issue_key)
     sbatch_accepts = bool(job.sbatch_accepts) if job is not None else False
     if script is not None and getattr(script, "sbatch_refuses", False):

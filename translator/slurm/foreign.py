@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from translator.slurm.values import _LOWER, _UPPER, is_digits as _is_digits
+from translator.slurm.values import _LOWER, _UPPER, is_digits as _is_digits, to_int
 
 PBS, BSUB = "PBS", "BSUB"
 
@@ -283,8 +283,8 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
             _add(tr, "ntasks-per-node", v, line, written)
         elif low.startswith("naccelerators="):
             v, i = _value(rl, i + 14, ",")
-            if _is_digits(v) and int(v) > 0:
-                gpus = int(v)
+            if _is_digits(v) and to_int(v) > 0:
+                gpus = to_int(v)
             else:
                 tr.errors.append((line, f'Invalid numeric value "{v}" for naccelerators.'))
         elif low.startswith("ncpus="):
@@ -311,8 +311,8 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
         else:
             i += 1
     if pro_flag == 7 and ncpus and mpiprocs and _is_digits(ncpus) and _is_digits(mpiprocs) \
-            and int(mpiprocs) and int(ncpus) > int(mpiprocs):
-        _add(tr, "cpus-per-task", str(int(ncpus) // int(mpiprocs)), line, written)
+            and to_int(mpiprocs) and to_int(ncpus) > to_int(mpiprocs):
+        _add(tr, "cpus-per-task", str(to_int(ncpus) // to_int(mpiprocs)), line, written)
     if gpus > 0:
         _add(tr, "gres", f"gpu:{gpus}", line, written, append=True)
 
@@ -324,12 +324,12 @@ def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
     for part in re.split(r"(?a)[+:]", spec):
         if part.startswith("ppn="):
             m = re.match(r"(?a)\d+", part[4:])
-            ppn += int(m.group(0)) if m else 0
+            ppn += to_int(m.group(0)) if m else 0
         elif part.startswith("gpus="):             # Torque: GPUs per node
             m = re.match(r"(?a)\d+", part[5:])
-            gpus = (gpus or 0) + (int(m.group(0)) if m else 0)
+            gpus = (gpus or 0) + (to_int(m.group(0)) if m else 0)
         elif "0" <= part[:1] <= "9":
-            node_cnt += int(re.match(r"(?a)\d+", part).group(0))
+            node_cnt += to_int(re.match(r"(?a)\d+", part).group(0))
         elif part[:1].isascii() and part[:1].isalpha():
             hosts.append(part)
     if node_cnt:
@@ -355,7 +355,7 @@ def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, writte
     elif ch == "M":
         # the LSF memory limit is in KiB; sbatch stores it per CPU in MiB, rounded up
         m = re.match(r"(?a)\s*\+?(\d+)", val or "")
-        kib = int(m.group(1)) if m else 0
+        kib = to_int(m.group(1)) if m else 0
         _add(tr, "mem-per-cpu", str((kib + 1023) // 1024), line, written)
     elif ch == "n":
         v = val or ""

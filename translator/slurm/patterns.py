@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from translator.slurm.values import to_int
+
 #: %a of a job that is not an array: Slurm expands NO_VAL (0xfffffffe)
 NO_VAL = 4294967294
 
@@ -72,7 +74,7 @@ def expand_pattern(pattern: str, ctx: PatternContext) -> str:
         j = i + 1
         while j < n and "0" <= pattern[j] <= "9":
             j += 1
-        width = min(int(pattern[i + 1:j]), MAX_WIDTH) if j > i + 1 else 0
+        width = min(to_int(pattern[i + 1:j]), MAX_WIDTH) if j > i + 1 else 0
         if j >= n:
             out.append(pattern[i:])
             break

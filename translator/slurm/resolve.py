@@ -591,18 +591,18 @@ class _Resolver:
             spec, _thr = V.split_array(st["array"].value or "")
             _idx, problems = V.array_indexes(spec)
             for p in problems:
-                self.diag(O209_CONTROLLER_REJECTS, f"--array={st['array'].value}: {p}; slurmctld refuses the job "
+                self.diag(O209_CONTROLLER_REJECTS, f"--array={V.clip_text(st['array'].value or '', 60)}: {p}; slurmctld refuses the job "
                           f"(\"Invalid job array specification\")", line_of("array"))
         if "dependency" in st:
             for p in V.dependency_problems(st["dependency"].value or ""):
-                self.diag(O209_CONTROLLER_REJECTS, f"--dependency={st['dependency'].value}: {p}; slurmctld refuses "
+                self.diag(O209_CONTROLLER_REJECTS, f"--dependency={V.clip_text(st['dependency'].value or '', 60)}: {p}; slurmctld refuses "
                           f"the job (\"Job dependency problem\")", line_of("dependency"))
 
 
 def _nonzero_int(s: str) -> bool:
     """A whole (ASCII) decimal number other than 0; Python's int() would also take '٣' or '1_0'."""
     v = V.c_strip(s)
-    return bool(V._INT_RE.match(v)) and int(v) != 0
+    return bool(V._INT_RE.match(v)) and V.to_int(v) != 0
 
 
 def _names_ignore_pbs(word: str) -> bool:
@@ -622,14 +622,21 @@ def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    out: List[Tuple[str, int]] = []
+    return _words_by_component(script).get(component, [])
+
+
+def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
+    """directive_words of every component, in one pass over the directives (a het job with thousands of
+    components would otherwise rescan every directive for each one)."""
+    out: Dict[int, List[Tuple[str, int]]] = {}
     for d in script.directives:
-        if d.component != component or _is_separator(d.words):
+        if _is_separator(d.words):
             continue
+        words = out.setdefault(d.component, [])
         for w in d.words:
             if w == "":
                 break
-            out.append((w, d.line))
+            words.append((w, d.line))
     return out
 
 
@@ -665,10 +672,11 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
             wrapper = None   # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: List[JobComponent] = []
     carried: Dict[str, _Value] = {}
+    by_component = _words_by_component(script)
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
-        words = directive_words(script, index)
+        words = by_component.get(index, [])
         parsed = getopt_long(words)
         r.report_getopt(parsed.errors, DIRECTIVE)
         r.apply_parsed(comp, parsed.options, DIRECTIVE)

@@ -40,6 +40,22 @@ def is_digits(s: str) -> bool:
     return bool(s) and all("0" <= ch <= "9" for ch in s)
 
 
+# strtol/strtoul clamp anything beyond 64 bits, so a decimal text with more significant digits than this
+# can be read as +-10**40 (clamped the same way by wrap_long); Python's int() refuses texts over 4300
+# digits (ValueError) and takes quadratic time on longer ones.
+_MAX_SIGNIFICANT_DIGITS = 40
+
+
+def to_int(text: str) -> int:
+    """int() of a decimal text already matched as `[blanks][+-]digits`, in time linear in its length."""
+    s = text.strip(C_SPACE)
+    sign = -1 if s[:1] == "-" else 1
+    digits = (s[1:] if s[:1] in "+-" else s).lstrip("0")
+    if len(digits) > _MAX_SIGNIFICANT_DIGITS:
+        return sign * 10 ** _MAX_SIGNIFICANT_DIGITS
+    return sign * int(digits or "0")
+
+
 def c_strip(s: str) -> str:
     return s.strip(C_SPACE)
 
@@ -78,7 +94,7 @@ def parse_count(value: str, option: str, allow_zero: bool = False) -> int:
     is refused ("Numeric argument (9223372036854775807) to big")."""
     if not _INT_RE.match(value or ""):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    n = wrap_long(int(value))                                    # strtol clamps
+    n = wrap_long(to_int(value))                                    # strtol clamps
     if n < 0 or (n == 0 and not allow_zero):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
     if n == 2 ** 63 - 1:                                         # strtol's LONG_MAX: sbatch refuses
@@ -95,10 +111,12 @@ def parse_nice(value: Optional[str]) -> int:
     if value is None or value == "":
         return 100
     m = re.match(r"(?a)^\s*([+-]?\d+)", value)
-    n = wrap_long(int(m.group(1))) if m else 0
-    if abs(n) > NICE_LIMIT:
+    n = wrap_long(to_int(m.group(1))) if m else 0
+    # llabs(LLONG_MIN) overflows and stays negative in C, so a value strtoll clamps to LLONG_MIN passes the
+    # range check and is stored in an int as 0 (checked against real sbatch 22.05: --nice=-99…9 is nice 0)
+    if n != -2 ** 63 and abs(n) > NICE_LIMIT:
         raise InvalidValue(f"Invalid --nice value, out of range (+/- {NICE_LIMIT})")
-    return n
+    return wrap_int(n)
 
 
 def parse_priority(value: str) -> str:
@@ -107,7 +125,7 @@ def parse_priority(value: str) -> str:
     s = value or ""
     if not _INT_RE.match(s):
         return s                      # TOP, or text strtoll reads as 0 (rendered as written)
-    n = wrap_long(int(s))
+    n = wrap_long(to_int(s))
     if n < 0:
         raise InvalidValue("Priority must be >= 0")
     if n >= 0xFFFFFFFE:
@@ -135,7 +153,7 @@ def _valid_timespec(s: str) -> bool:
 
 def _c_int(digits: str) -> int:
     """A decimal field as sscanf("%d") stores it: strtol (clamped to a C long), then cast to int."""
-    return wrap_int(wrap_long(int(digits))) if digits else 0
+    return wrap_int(wrap_long(to_int(digits))) if digits else 0
 
 
 def _time_spec_seconds(s: str, option: str) -> int:
@@ -168,6 +186,14 @@ def _time_spec_seconds(s: str, option: str) -> int:
     return wrap_int(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
+def _negative_days_seconds(digits: str, option: str) -> int:
+    """Seconds of a `-D` time value (D days back), as the C int sbatch computes them."""
+    if not is_digits(digits):
+        raise InvalidValue(f"Invalid --{option} specification")
+    days = wrap_int(wrap_long(-to_int(digits)))
+    return wrap_int(days * 86400)
+
+
 def _is_unlimited_word(s: str) -> bool:
     return c_lower(c_strip(s)) in ("-1", "infinite", "unlimited")
 
@@ -187,12 +213,12 @@ def parse_time(value: str, option: str = "time") -> int:
         raise InvalidValue(f"Invalid --{option} specification")
     before, dash, after = s.partition("-")
     if dash and not before:
-        # `-D`: 22.05 reads D negative days and stores the minutes unsigned (2**32 + 1 - D*1440)
-        if not is_digits(after):
-            raise InvalidValue(f"Invalid --{option} specification")
-        days_back = int(after)
-        return 0 if days_back == 0 else ((2 ** 32 + 1 - days_back * 1440) % 2 ** 32) * 60
-    secs = _time_spec_seconds(s, option)
+        # `-D`: 22.05 reads -D days (strtol, clamped, then a C int) and computes seconds in C int arithmetic;
+        # the minutes are then rounded and stored unsigned like any other value (checked on the oracle:
+        # -1 day is 2982615-04:17:00, -2147483647 days is 1-00:00:00, -2147483648 days is no limit)
+        secs = _negative_days_seconds(after, option)
+    else:
+        secs = _time_spec_seconds(s, option)
     rounded = wrap_int(secs + 59)
     minutes = (abs(rounded) // 60) * (1 if rounded >= 0 else -1)      # C division truncates
     stored = minutes % 2 ** 32
@@ -226,7 +252,7 @@ def parse_mem(value: str, option: str = "mem") -> int:
     m = _MEM_RE.match((value or "").rstrip(C_SPACE))
     if not m or (m.group(3) and not m.group(2)):
         raise InvalidValue(f"Invalid --{option} specification")
-    n = int(m.group(1))
+    n = to_int(m.group(1))
     if n >= 2 ** 63:                     # strtoll: ERANGE
         raise InvalidValue(f"Invalid --{option} specification")
     unit = m.group(2).translate(_UPPER)
@@ -247,7 +273,7 @@ def _node_number(s: str) -> Tuple[int, str]:
     m = _NODE_NUMBER_RE.match(s)
     if not m:
         return -1, c_strip(s)
-    n = wrap_long(int(m.group(1)))                  # strtol clamps
+    n = wrap_long(to_int(m.group(1)))                  # strtol clamps
     if m.group(2) in ("k", "K"):
         n = wrap_long(n * 1024, clamp=False)
     elif m.group(2) in ("m", "M"):
@@ -301,7 +327,7 @@ def _gres_count(s: str) -> Optional[int]:
     m = _GRES_COUNT_RE.match(s)
     if not m:
         return None
-    n = int(m.group(2))
+    n = to_int(m.group(2))
     if n >= 2 ** 64:
         return n                                 # beyond 64 bits: kept as written (slurmctld refuses the TRES)
     if m.group(1) == "-":
@@ -437,38 +463,65 @@ def split_array(value: str) -> Tuple[str, Optional[int]]:
     if rest.startswith(","):         # `1-3:2%1,5`: what follows the throttle still lists indexes
         spec += rest
     # strtol into a C int: a throttle that is not positive there (%-1, %2147483648) is no limit
-    throttle = wrap_int(wrap_long(int(m.group(1)))) if m else 0
+    throttle = wrap_int(wrap_long(to_int(m.group(1)))) if m else 0
     return spec.rstrip(","), max(throttle, 0)
 
 
+MAX_REPORTED_PROBLEMS = 3     # a spec of thousands of bad items gets the first few and a count
+
+
 def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int], List[str]]:
-    """Expand an array spec; (sorted unique indexes, problems slurmctld would refuse)."""
+    """Expand an array spec; (sorted unique indexes, problems slurmctld would refuse).
+
+    Time and memory are linear in the length of the text: valid indexes are below `max_size`, so they
+    are marked in a table of that size (ranges are never listed), and problems are summarised: the
+    first MAX_REPORTED_PROBLEMS, then one "and N more" line."""
     problems: List[str] = []
-    out = set()
+    more = 0
+    seen = bytearray(max_size)
     s = spec.strip(C_SPACE)
     if s.startswith("["):
         s = s[1:]
     if s.endswith("]"):
         s = s[:-1]
+
+    def problem(text: str) -> None:
+        nonlocal more
+        if len(problems) < MAX_REPORTED_PROBLEMS:
+            problems.append(text)
+        else:
+            more += 1
+
     for tok in s.rstrip(",").split(","):
-        m = re.fullmatch(r"(?a)(\d+)(?:-(\d+)(?::(\d+))?)?", tok.strip(C_SPACE))
+        m = _ARRAY_ITEM.fullmatch(tok.strip(C_SPACE))
         if not m:
-            problems.append(f"'{tok}' is not an index, a range N-M or a stepped range N-M:S")
+            problem(f"'{clip_text(tok)}' is not an index, a range N-M or a stepped range N-M:S")
             continue
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        step = int(m.group(3)) if m.group(3) is not None else 1
+        lo = to_int(m.group(1))
+        hi = to_int(m.group(2)) if m.group(2) is not None else lo
+        step = to_int(m.group(3)) if m.group(3) is not None else 1
         if hi < lo:
-            problems.append(f"range '{tok}' ends before it starts")
+            problem(f"range '{clip_text(tok)}' ends before it starts")
             continue
         if step <= 0 or step >= max_size:
-            problems.append(f"step of '{tok}' must be between 1 and {max_size - 1}")
+            problem(f"step of '{clip_text(tok)}' must be between 1 and {max_size - 1}")
             continue
         if hi >= max_size:
-            problems.append(f"index {hi} is not below MaxArraySize={max_size} (Slurm default)")
+            problem(f"index {clip_text(str(hi) if hi < 10 ** 40 else m.group(2))} is not below MaxArraySize={max_size} "
+                    "(Slurm default)")
             continue
-        out.update(range(lo, hi + 1, step))
-    return sorted(out), problems
+        count = (hi - lo) // step + 1
+        seen[lo:hi + 1:step] = b"\x01" * count
+    if more:
+        problems.append(f"and {more} more item(s) like these")
+    return [i for i, flag in enumerate(seen) if flag], problems
+
+
+_ARRAY_ITEM = re.compile(r"(?a)(\d+)(?:-(\d+)(?::(\d+))?)?")
+
+
+def clip_text(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # ---- dependency ------------------------------------------------------------------------------
@@ -478,27 +531,44 @@ DEPENDENCY_TYPES = ("after", "afterany", "afterburstbuffer", "aftercorr", "after
 
 
 def dependency_problems(value: str) -> List[str]:
-    """What slurmctld would refuse in a dependency expression (sbatch itself accepts any text)."""
+    """What slurmctld would refuse in a dependency expression (sbatch itself accepts any text).
+
+    Summarised like array problems: the first MAX_REPORTED_PROBLEMS (quoting clipped text), then a count."""
     problems: List[str] = []
+    more = 0
+
+    def problem(text: str) -> None:
+        nonlocal more
+        if len(problems) < MAX_REPORTED_PROBLEMS:
+            problems.append(text)
+        else:
+            more += 1
+
     s = value or ""
     if "," in s and "?" in s:
-        problems.append("mixes ',' (all) and '?' (any) separators")
+        problem("mixes ',' (all) and '?' (any) separators")
     for clause in re.split(r"(?a)[,?]", s):
         if not clause:
-            problems.append("empty clause")
+            problem("empty clause")
             continue
         typ, colon, ids = clause.partition(":")
         if typ == "singleton" and not colon:
             continue
         if typ not in DEPENDENCY_TYPES or not colon:
-            if re.fullmatch(r"(?a)\d+(_\d+)?", clause):
+            if _BARE_JOB_ID.fullmatch(clause):
                 continue   # a bare job id means afterany
-            problems.append(f"'{clause}' is not type:jobid[:jobid...]")
+            problem(f"'{clip_text(clause)}' is not type:jobid[:jobid...]")
             continue
         for jid in ids.split(":"):
-            if not re.fullmatch(r"(?a)\d+(_(\d+|\*))?(\+\d+)?", jid):
-                problems.append(f"'{jid}' in '{clause}' is not a job id")
+            if not _JOB_ID.fullmatch(jid):
+                problem(f"'{clip_text(jid)}' in '{clip_text(clause)}' is not a job id")
+    if more:
+        problems.append(f"and {more} more item(s) like these")
     return problems
+
+
+_BARE_JOB_ID = re.compile(r"(?a)\d+(_\d+)?")
+_JOB_ID = re.compile(r"(?a)\d+(_(\d+|\*))?(\+\d+)?")
 
 
 # ---- signal ----------------------------------------------------------------------------------
@@ -537,7 +607,7 @@ def parse_signal(value: str) -> SignalSpec:
         flags = "".join(sorted(set(written_flags), key="RB".index))
     sig, at, secs = s.partition("@")
     if _INT_RE.match(sig):           # strtol: blanks and a sign allowed; kept in 16 bits (-1 is 65535)
-        num = wrap_long(int(sig)) & 0xFFFF
+        num = wrap_long(to_int(sig)) & 0xFFFF
     else:
         up = sig.translate(_UPPER)
         if up.startswith("SIG"):
@@ -547,9 +617,9 @@ def parse_signal(value: str) -> SignalSpec:
         raise InvalidValue("Invalid --signal specification")
     seconds = 60
     if at:
-        if not _INT_RE.match(secs) or not 0 <= wrap_long(int(secs)) <= 0xFFFF:
+        if not _INT_RE.match(secs) or not 0 <= wrap_long(to_int(secs)) <= 0xFFFF:
             raise InvalidValue("Invalid --signal specification")
-        seconds = int(secs)
+        seconds = to_int(secs)
     return SignalSpec(flags, num, seconds, written_flags if flags else "")
 
 
@@ -653,7 +723,7 @@ def parse_distribution(value: str) -> str:
     first = levels[0]
     if first.startswith("plane="):
         # the plane size is read with strtol into an int and must be positive ("plane=+4" is 4)
-        size = wrap_int(wrap_long(int(first[6:]))) if _INT_RE.match(first[6:]) else 0
+        size = wrap_int(wrap_long(to_int(first[6:]))) if _INT_RE.match(first[6:]) else 0
         if size <= 0 or len(levels) > 1:
             raise InvalidValue("Invalid --distribution specification")
         return f"plane={size}" + (f",{flag}" if flag else "")
@@ -664,7 +734,7 @@ def parse_distribution(value: str) -> str:
 
 def plane_size(distribution: str) -> Optional[int]:
     m = re.match(r"(?a)plane=(\d+)", distribution or "")
-    return int(m.group(1)) if m else None
+    return to_int(m.group(1)) if m else None
 
 
 _UNIT_SECONDS = {"": 60, "s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
@@ -677,7 +747,7 @@ def relative_seconds(value: str) -> Optional[int]:
     m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", (value or "").strip(C_SPACE).translate(_LOWER))
     if not m or (m.group(2) or "") not in _UNIT_SECONDS:
         return None
-    return int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
+    return to_int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
 
 
 def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
@@ -704,7 +774,7 @@ def _resource_range_min(part: str, what: str) -> int:
     m = _RANGE_RE.match(part)
     if not m or (m.group(3) and not m.group(3).startswith("-")):
         raise InvalidValue(f'Invalid numeric value "{part}" for {what}.')
-    n = wrap_long(int(m.group(1)))
+    n = wrap_long(to_int(m.group(1)))
     n = wrap_long(n * {"": 1, "k": 1024, "m": 1048576}[m.group(2).translate(_LOWER)], clamp=False)
     if n < 0:
         raise InvalidValue(f'Invalid numeric value "{part}" for {what}.')
@@ -726,14 +796,11 @@ def parse_delay_boot(value: str) -> str:
         return "UNLIMITED"
     if not s or not _valid_timespec(s):
         raise InvalidValue("Invalid --delay-boot specification")
-    if s.startswith("-"):
-        try:
-            secs = parse_time(value, "delay-boot")
-        except InvalidValue:
-            raise InvalidValue("Invalid --delay-boot specification") from None
-        return format_time(secs) if secs else "00:00:00"
     try:
-        stored = _time_spec_seconds(s, "delay-boot") % 2 ** 32
+        if s.startswith("-"):      # -D days: seconds in C int arithmetic, stored unsigned (oracle: -2 is 49708-06:28:16)
+            stored = _negative_days_seconds(s[1:], "delay-boot") % 2 ** 32
+        else:
+            stored = _time_spec_seconds(s, "delay-boot") % 2 ** 32
     except InvalidValue:
         raise InvalidValue("Invalid --delay-boot specification") from None
     if stored == 0xFFFFFFFE:
