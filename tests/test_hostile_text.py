@@ -429,9 +429,9 @@ def test_launch_words_expand_as_bash_expands_them(tmp_path, word):
     is_tilde = word.startswith("~") or word.startswith(("a=~", "PATHS="))
     is_glob = (word in ("$GLOB",) or (any(c in unquoted for c in "*?") or ("[" in unquoted and "]" in unquoted))
                and not word.startswith(("'", '"')))
-    assert ("L335" in codes) == is_tilde, codes
-    assert ("L336" in codes) == is_glob, codes
-    assert ("L337" in codes) == (word == "--n={1..1500}"), codes
+    assert ("L370" in codes) == is_tilde, codes
+    assert ("L371" in codes) == is_glob, codes
+    assert ("L372" in codes) == (word == "--n={1..1500}"), codes
 
 
 def test_brace_expansion_is_done_at_conversion_time():

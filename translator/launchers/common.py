@@ -586,7 +586,7 @@ def shell_word_expansions(ctx: "LaunchContext", toks: Sequence[Tok], line: int) 
             try:
                 words = [w for w in brace_expand(t.raw) if w]
             except _TooMany:
-                ctx.add(WARNING, "L337", f"`{_clip(t.raw)}` on line {line} brace-expands to more than {BRACE_LIMIT} "
+                ctx.add(WARNING, "L372", f"`{_clip(t.raw)}` on line {line} brace-expands to more than {BRACE_LIMIT} "
                                          "words; it is left to bash", line, "list the values in a file")
                 out.append(t)
                 continue
@@ -594,13 +594,13 @@ def shell_word_expansions(ctx: "LaunchContext", toks: Sequence[Tok], line: int) 
                 out.extend(Tok.gen(w) for w in words)
                 continue
         if _has_tilde(t.raw, unquoted):
-            ctx.add(WARNING, "L335", f"`{_clip(t.raw)}` on line {line} starts with `~`: bash expands it to the home "
+            ctx.add(WARNING, "L370", f"`{_clip(t.raw)}` on line {line} starts with `~`: bash expands it to the home "
                                      "directory, which is the user's cluster home on Slurm but the image's $HOME in the "
                                      "container", line, "write the full path, or mount the home directory")
         ref = _SINGLE_REF.match(t.raw)
         via = _static_name(ctx, ref.group(1) or ref.group(2)) if ref else None
         if _has_glob(unquoted) or (via is not None and _has_glob(via)):
-            ctx.add(WARNING, "L336", f"`{_clip(t.raw)}` on line {line} is a glob pattern"
+            ctx.add(WARNING, "L371", f"`{_clip(t.raw)}` on line {line} is a glob pattern"
                                      + (f" (`{_clip(via)}`)" if via is not None else "") + ": bash expands it to the "
                                      "matching files when the job starts, which in the container are the image's files "
                                      "(not the cluster's); with no match the pattern is passed as written", line,
