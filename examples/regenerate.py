@@ -89,11 +89,11 @@ def _without_isolation_note(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def check_machine() -> None:
+def check_machine(root: Path = HERE) -> None:
     from translator.profile.lookup import find_profile
     from translator.simulate.sandbox import namespaces_available
 
-    found = find_profile(str(HERE / "case" / SOURCE), environ={})
+    found = find_profile(str(root / "case" / SOURCE), environ={})
     if found:
         raise RegenerateError(f"{found} would apply to the examples as their site profile; the examples are "
                               "converted without one (move it away or regenerate elsewhere)")
@@ -116,28 +116,28 @@ def outputs(case: Path) -> Dict[str, str]:
 
 def stale(root: Path = HERE, write: bool = False) -> Tuple[List[str], List[str]]:
     """(generated files whose committed text differs from what the current code produces, hand-written
-    files that are missing), as paths relative to the repository. With write=True the first are rewritten."""
-    check_machine()
+    files that are missing), as paths relative to the folder above `root` (the repository). With write=True the first are rewritten."""
+    check_machine(root)
     changed, missing = [], []
     for case in cases(root):
         for name, text in outputs(case).items():
             path = case / name
             current = path.read_text(encoding="utf-8") if path.is_file() else None
             if current != text:
-                changed.append(str(path.relative_to(REPO)))
+                changed.append(str(path.relative_to(root.parent)))
                 if write:
                     path.write_text(text, encoding="utf-8")
-        missing += [str((case / n).relative_to(REPO)) for n in HAND_WRITTEN if not (case / n).is_file()]
+        missing += [str((case / n).relative_to(root.parent)) for n in HAND_WRITTEN if not (case / n).is_file()]
     return changed, missing
 
 
-def main(argv: Sequence[str] = ()) -> int:
+def main(argv: Sequence[str] = (), root: Path = HERE) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 and name the files that are not up to date")
     a = ap.parse_args(list(argv))
     try:
-        changed, missing = stale(write=not a.check)
+        changed, missing = stale(root, write=not a.check)
     except RegenerateError as exc:
         print(f"examples/regenerate.py: {exc}", file=sys.stderr)
         return 2
