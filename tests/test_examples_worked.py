@@ -93,3 +93,16 @@ def test_a_missing_readme_is_reported(regen, tmp_path, capsys):
     (root / "python_single_gpu" / "README.md").unlink()
     assert regen.main(["--check"], root=root) == 1
     assert capsys.readouterr().out == "missing (write it by hand): examples/python_single_gpu/README.md\n"
+
+
+def test_the_index_lists_every_case_with_its_verdict():
+    # examples/README.md is written by hand; its simulate column must follow simulate.txt
+    rows = {}
+    for line in (EXAMPLES / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| [") and "](" in line:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0][1:cells[0].index("]")]] = cells[2].split()[0]
+    assert sorted(rows) == CASES
+    for case, verdict in rows.items():
+        first = (EXAMPLES / case / "simulate.txt").read_text(encoding="utf-8").splitlines()[0]
+        assert first == f"job.sbatch: {verdict}", (case, first)
