@@ -137,6 +137,12 @@ def main(argv: Sequence[str] = (), root: Path = HERE) -> int:
                     help="write nothing; exit 1 and name the files that are not up to date")
     a = ap.parse_args(list(argv))
     try:
+        import click  # noqa: F401  (the project's dependencies: run with the project's virtualenv)
+    except ImportError as exc:
+        print(f"examples/regenerate.py: {exc}; run it with the project's interpreter, e.g. "
+              ".venv/bin/python examples/regenerate.py", file=sys.stderr)
+        return 2
+    try:
         changed, missing = stale(root, write=not a.check)
     except RegenerateError as exc:
         print(f"examples/regenerate.py: {exc}", file=sys.stderr)
