@@ -118,3 +118,15 @@ def test_codes_a_case_readme_cites_are_in_its_findings():
         reported = set(re.findall(r" (?:info|warning|error) ([A-Z]\d{3}) ", findings))
         cited = set(re.findall(r"\b([A-Z]\d{3})\b", readme))
         assert cited <= reported, (case, sorted(cited - reported))
+
+
+def test_outputs_parse_as_what_they_claim_to_be():
+    import ast
+
+    import yaml
+
+    for case in CASES:
+        d = EXAMPLES / case
+        docs = list(yaml.safe_load_all((d / "trainjob.yaml").read_text(encoding="utf-8")))
+        assert [(x["apiVersion"], x["kind"]) for x in docs] == [("trainer.kubeflow.org/v1alpha1", "TrainJob")], case
+        ast.parse((d / "trainjob.py").read_text(encoding="utf-8"), filename=f"{case}/trainjob.py")
