@@ -107,8 +107,8 @@ def outputs(case: Path) -> Dict[str, str]:
     """The generated files of one case, name -> text, as the current code produces them."""
     runner = _runner()
     with _inside(case):
-        conv = _run(runner, ["convert", SOURCE])
-        py = _run(runner, ["convert", "--to", "python", SOURCE])
+        conv = _run(runner, ["convert", SOURCE], ok=(0, 1))      # 1: error findings, output still complete
+        py = _run(runner, ["convert", "--to", "python", SOURCE], ok=(0, 1))
         sim = _run(runner, ["simulate", SOURCE], ok=(0, 1))
     return {"trainjob.yaml": conv.stdout, "findings.txt": conv.stderr, "trainjob.py": py.stdout,
             "simulate.txt": _without_isolation_note(sim.stdout)}
@@ -116,7 +116,8 @@ def outputs(case: Path) -> Dict[str, str]:
 
 def stale(root: Path = HERE, write: bool = False) -> Tuple[List[str], List[str]]:
     """(generated files whose committed text differs from what the current code produces, hand-written
-    files that are missing), as paths relative to the folder above `root` (the repository). With write=True the first are rewritten."""
+    files that are missing), as paths relative to the folder above `root` (the repository). With
+    write=True the first are rewritten."""
     check_machine(root)
     changed, missing = [], []
     for case in cases(root):
