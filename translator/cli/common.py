@@ -21,6 +21,23 @@ class SbatchArgsCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+class TableChoice(click.Choice):
+    """A choice among the names of a registry table (a dict), read when the option is parsed, so an
+    entry added to the table after this module was imported is offered too."""
+
+    def __init__(self, table: dict) -> None:
+        self.table = table
+        super().__init__(tuple(table))
+
+    @property
+    def choices(self):
+        return tuple(self.table)
+
+    @choices.setter
+    def choices(self, _value) -> None:     # click.Choice.__init__ assigns it; the table is the truth
+        pass
+
+
 def parse_env_items(items) -> Dict[str, str]:
     """`--sbatch-env KEY=VALUE` items -> dict (a later item wins); a usage error otherwise."""
     env: Dict[str, str] = {}

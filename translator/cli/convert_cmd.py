@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, List
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, check_kube_options, echo_user, parse_env_items
+from translator.cli.common import (USAGE_ERROR, SbatchArgsCommand, TableChoice, check_kube_options, echo_user,
+                                   parse_env_items)
+from translator.emit import DEFAULT as DEFAULT_FORMAT, WRITERS
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -46,10 +47,16 @@ def _read_stdin(label: str) -> bytes:
         raise SystemExit(USAGE_ERROR)
 
 
+def _to_help() -> str:
+    """`--to` help from the WRITERS table: "Output: TrainJob YAML, Python for ..., or the plan as JSON."."""
+    names = [w.help for w in WRITERS.values()]
+    return "Output: " + (", ".join(names[:-1]) + ", or " + names[-1] if len(names) > 1 else names[0]) + "."
+
+
 @click.command(name="convert", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", metavar="SCRIPT|-")
-@click.option("--to", "to", type=click.Choice(["yaml", "python", "json"]), default="yaml", show_default=True,
-              help="Output: TrainJob YAML, Python for the kubeflow==0.5.0 SDK, or the plan as JSON.")
+@click.option("--to", "to", type=TableChoice(WRITERS), default=DEFAULT_FORMAT, show_default=True,
+              help=_to_help())
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
 @click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
 @click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
@@ -113,15 +120,9 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
                 echo_user(f.format(script), err=True)
     for f in conv.findings:
         echo_user(f.format(script), err=True)
-    if to == "yaml":
-        from translator.emit import trainjob_yaml
-        text = trainjob_yaml.render(conv.plans, findings_comment=findings_comment)
-    elif to == "python":
-        from translator.emit import sdk_python
-        text = sdk_python.render(conv.plans)
-    else:
-        from translator.emit import plan_json
-        text = plan_json.render(conv.plans, simulation=simulation)
+    from translator.emit import render
+
+    text = render(conv.plans, to, findings_comment=findings_comment, simulation=simulation)
     if output == "-":
         click.echo(text, nl=False)
     else:
