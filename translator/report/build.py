@@ -196,11 +196,7 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
     plans = tuple(getattr(conv, "plans", ()) or ())
     for p in plans:
         raw.extend(p.findings)
-    issues: List[Issue] = []
-    for d in raw:
-        i = _issue(d)
-        if i not in issues:
-            issues.append(i)
+    issues: List[Issue] = list(dict.fromkeys(_issue(d) for d in raw))   # first of equal issues, in order
     issues.sort(key=_issue_key)
     sbatch_accepts = bool(job.sbatch_accepts) if job is not None else False
     if script is not None and getattr(script, "sbatch_refuses", False):
