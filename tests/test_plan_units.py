@@ -66,6 +66,25 @@ def test_kubelet_escaping_leaves_shell_substitutions_readable():
     assert kube.escape("$($$)") == "$$($$$$)"
 
 
+# The kubelet's expand.go looks at the single byte after a `$`; for any byte but `$` and `(` it writes
+# `$` + string(byte), i.e. the rune with that byte's number: `$é` (bytes 24 C3 A9) comes out as
+# `$Ã` + a stray A9 byte. A `$` before a non-ASCII character must therefore be written `$$`.
+def test_kubelet_mangles_dollar_before_non_ascii_and_escaping_prevents_it():
+    assert kube.expand("$é") != "$é"
+    assert kube.expand("$é").startswith("$\u00c3")
+    assert kube.escape("$é") == "$$é"
+    assert kube.escape("cost: 5$€ and $日本") == "cost: 5$$€ and $$日本"
+    assert kube.escape("$a $1 $- $") == "$a $1 $- $", "a `$` before other ASCII, or at the end, is copied as is"
+    assert kube.escape("é$(é)") == "é$(é)", "inside an unresolvable $(…) the kubelet copies bytes verbatim"
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="$()ab_X{} é€\U0001F600\x80", max_size=30))
+def test_kubelet_escaping_round_trips_non_ascii(text):
+    env = {"X": "EXPANDED", "ab": "EXPANDED", "a": "EXPANDED", "é": "EXPANDED"}
+    assert kube.expand(kube.escape(text), env) == text
+
+
 @pytest.mark.parametrize("spec, out", [("0-3", [0, 1, 2, 3]), ("1,3,5", [1, 3, 5]), ("0-15:4", [0, 4, 8, 12]),
                                        ("2-2", [2]), ("5-1", None), ("x", None)])
 def test_array_indices(spec, out):
