@@ -48,11 +48,50 @@ def _comment(text: str) -> str:
 
 def _comment_lines(text: str, width: int = 96) -> List[str]:
     """A long comment wrapped into several ``#`` lines (continuations indented)."""
-    import textwrap
+    return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
-    wrapped = textwrap.wrap(sanitize_comment(text), width=width, subsequent_indent="  ",
-                            break_long_words=False, break_on_hyphens=False) or [""]
-    return ["# " + line for line in wrapped]
+
+def _wrap(text: str, width: int, indent: str) -> List[str]:
+    """Greedy word wrap of a sanitized comment (its only blank is the space), as
+    `textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
+    break_on_hyphens=False)` does it, with string searches instead of a list of chunks.
+
+    Chunks are runs of spaces and runs of other characters. A line takes as many whole chunks as
+    fit; a chunk longer than the line goes alone on its line when nothing else is there; the space
+    run ending a line is dropped, and so is the one starting any line but the first."""
+    n = len(text)
+    if n <= width and (not n or text[-1] != " "):
+        return [text] if text else []
+    lines: List[str] = []
+    pos = 0
+    while pos < n:
+        if lines and text[pos] == " ":                 # a line never starts with the space run
+            pos = n - len(text[pos:].lstrip(" "))
+            if pos >= n:
+                break
+        room = width - (len(indent) if lines else 0)
+        lim = pos + room
+        if lim >= n:
+            end = n
+        elif (text[lim - 1] == " ") != (text[lim] == " "):     # a chunk boundary right at the limit
+            end = lim
+        elif text[lim - 1] == " ":                      # inside a space run: back to its start
+            end = len(text[pos:lim].rstrip(" ")) + pos
+        else:                                           # inside a word: back to its start
+            end = text.rfind(" ", pos, lim) + 1 or pos
+        if end == pos:                                  # the next chunk alone is longer than the line
+            if text[pos] == " ":
+                end = n - len(text[pos:].lstrip(" "))
+            else:
+                k = text.find(" ", pos)
+                end = n if k < 0 else k
+        line_end = end
+        if text[line_end - 1] == " ":                   # drop the space run that ends the line
+            line_end = len(text[pos:line_end].rstrip(" ")) + pos
+        if line_end > pos:
+            lines.append((indent if lines else "") + text[pos:line_end])
+        pos = end
+    return lines
 
 
 def _lines_of(plan, field: str) -> tuple:
