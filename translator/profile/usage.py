@@ -32,6 +32,8 @@ SYSTEM_DIRS = {"/usr", "/bin", "/sbin", "/etc", "/dev", "/proc", "/sys", "/tmp",
                "/run", "/opt", "/boot", "/root", "/srv", "/mnt"}
 
 _ABS_PATH = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(,@<>|;]))(/[A-Za-z0-9._+-]+)(?=/|$|[\s'\",:;)|&<>])")
+_VAR_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)")
+_TILDE_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"]))~/")
 _VAR_PATH = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/|$|[^A-Za-z0-9_])")
 
 
@@ -226,6 +228,8 @@ def absolute_prefixes(texts: Iterable[Text]) -> List[Tuple[str, Text]]:
     """Top-level directories (`/scratch`) of absolute paths in texts, first use of each, in order."""
     seen = {}
     for t in texts:
+        if "/" not in t.value:             # most words: no path at all
+            continue
         for m in _ABS_PATH.finditer(t.value):
             top = m.group(1)
             if top not in seen:
@@ -239,14 +243,17 @@ def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> Li
     assigned = set(assigned)
     seen = {}
     for t in texts:
-        for m in re.finditer(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)", t.value):
+        value = t.value
+        if "/" not in value:               # both forms are followed by a `/`
+            continue
+        for m in _VAR_PREFIX.finditer(value) if "$" in value else ():
             name = m.group(1)
             if name.startswith(("SLURM_", "PET_", "OMPI_")) or name in assigned or name in ("PWD", "OLDPWD"):
                 continue
             key = "$" + name
             if key not in seen:
                 seen[key] = t
-        if re.search(r"(?:(?<=^)|(?<=[\s=:'\"]))~/", t.value) and "$HOME" not in seen:
+        if "~/" in value and "$HOME" not in seen and _TILDE_PREFIX.search(value):
             seen["$HOME"] = t
     return list(seen.items())
 
