@@ -8,6 +8,7 @@ never user text.
 from __future__ import annotations
 
 import hashlib
+import re
 from html import escape
 from typing import IO
 
@@ -100,8 +101,14 @@ def _detailed(light) -> set:
     return {sr.path for sr in ranked[:DETAILED_SECTIONS]}
 
 
+_MARKUP = re.compile("[&<>\"'\x00]")
+
+
 def e(s) -> str:
-    return escape(str(s), quote=True).replace("\x00", "\ufffd")
+    s = str(s)
+    if _MARKUP.search(s) is None:        # most texts: nothing to escape
+        return s
+    return escape(s, quote=True).replace("\x00", "\ufffd")
 
 
 def _card(label: str, value, cls: str = "") -> str:
