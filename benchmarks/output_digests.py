@@ -12,6 +12,12 @@ after it: any difference is listed and the exit status is 1.
 
     .venv/bin/python benchmarks/output_digests.py --save /tmp/digests.json [--generated 300]
     .venv/bin/python benchmarks/output_digests.py --check /tmp/digests.json
+    .venv/bin/python benchmarks/output_digests.py --migrate --save /tmp/m.json   # whole migrate output trees
+
+With --migrate it instead runs `slurm2kf migrate --jobs 1` on a repository made of the fixture
+repositories and the generated scripts, and digests every file migrate writes (TrainJobs, SDK
+code, kustomizations, manifest, and the JSON, HTML and Markdown reports). SLURM2KF_CODE=DIR runs
+the translator found in DIR instead (to digest an older commit's outputs for the same inputs).
 """
 from __future__ import annotations
 
@@ -44,6 +50,35 @@ def inputs(generated: int):
     for i in range(generated):
         team = bench_migrate.TEAMS[i % len(bench_migrate.TEAMS)]
         yield f"<family {i}>", bench_migrate.vary(texts[i % len(texts)], i, rnd, team).encode("utf-8")
+
+
+def migrate_digests(generated: int) -> dict:
+    import os
+    import shutil
+    import subprocess
+
+    base = Path(tempfile.mkdtemp(prefix="digests-migrate-", dir=os.path.expanduser("~/.cache")))
+    try:
+        src = base / "src"
+        shutil.copytree(REPO / "tests" / "fixtures" / "repo", src / "fixtures-repo")
+        shutil.copytree(REPO / "examples", src / "examples")
+        for name, data in inputs(generated):
+            if name.startswith("<"):
+                kind, i = name.strip("<>").split()
+                dst = src / kind / f"team{int(i) % 7}" / f"job{i}.sbatch"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(data)
+        code = os.environ.get("SLURM2KF_CODE", str(REPO))
+        env = dict(os.environ, PYTHONPATH=code)
+        proc = subprocess.run([sys.executable, "-m", "translator", "migrate", str(src), "-o", str(base / "out"),
+                               "--jobs", "1"], cwd=code, env=env, capture_output=True, text=True)
+        out = {"<exit>": {"code": str(proc.returncode)}}
+        for p in sorted((base / "out").rglob("*")):
+            if p.is_file():
+                out[str(p.relative_to(base / "out"))] = {"sha": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
+        return out
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def digests(generated: int) -> dict:
@@ -83,11 +118,12 @@ def digests(generated: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--generated", type=int, default=300)
+    ap.add_argument("--migrate", action="store_true", help="digest migrate's output trees instead")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--save")
     g.add_argument("--check")
     args = ap.parse_args()
-    got = digests(args.generated)
+    got = migrate_digests(args.generated) if args.migrate else digests(args.generated)
     if args.save:
         Path(args.save).write_text(json.dumps(got, indent=1, sort_keys=True))
         print(f"saved {len(got)} inputs, {sum(len(v) for v in got.values())} digests to {args.save}")
