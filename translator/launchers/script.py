@@ -39,10 +39,7 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
 
     script, job = ctx.script, ctx.job
     body = body_text(script)
-    names: List[str] = []
-    for m in _SLURM_NAME.finditer(body):
-        if m.group(1) not in names:
-            names.append(m.group(1))
+    names: List[str] = list(dict.fromkeys(m.group(1) for m in _SLURM_NAME.finditer(body)))
     functions = [f for f in ("srun", "scontrol", "sbatch") if re.search(rf"\b{f}\b", body)]
     pro = prologue.prologue_lines(names, job, ctx.shape, export=True, functions=functions)
     uses_env_tools = re.search(r"\b(module|ml|conda)\b", body) is not None

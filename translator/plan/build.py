@@ -115,6 +115,14 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
     return out, smap
 
 
+def _add_new(out: List[str], items, seen: set) -> None:
+    """`out += [x for x in items if x not in out]` in linear time (`seen` holds out's items): as
+    before, an item repeated within `items` itself is appended each time."""
+    new = [x for x in items if x not in seen]
+    out.extend(new)
+    seen.update(new)
+
+
 def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     from translator.launchers import detect
 
@@ -167,6 +175,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     index_urls: List[str] = []
     extra_index: List[str] = []
     pip_extra: List[str] = []
+    seen_pkgs, seen_extra_index, seen_pip_extra = set(), set(), set()
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
     for cmd, depth in _commands(script.body):
@@ -176,10 +185,10 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             p, ix, ex, extra, fnd = pipmod.parse(cmd)
-            pkgs += [x for x in p if x not in pkgs]
+            _add_new(pkgs, p, seen_pkgs)
             index_urls = ix or index_urls
-            extra_index += [x for x in ex if x not in extra_index]
-            pip_extra += [x for x in extra if x not in pip_extra]
+            _add_new(extra_index, ex, seen_extra_index)
+            _add_new(pip_extra, extra, seen_pip_extra)
             findings.extend(fnd)
             smap.append(SourceMap("packages", (cmd.line,), "mapped"))
         elif cmd.kind == SBATCH:
@@ -266,7 +275,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
     findings.extend(xfind)
-    env = tuple(e for e in env if e.name not in {x.name for x in extra_env}) + extra_env
+    launch_names = {x.name for x in extra_env}
+    env = tuple(e for e in env if e.name not in launch_names) + extra_env
 
     # --- deadline
     deadline = None

@@ -32,7 +32,7 @@ def collect(script, launch_line, policy: str, escape,
     """Env from top-level exports before `launch_line`; `consumed` are lines folded into the command."""
     from translator.read.ast import iter_assignments
 
-    env: List[EnvVar] = []
+    env: dict = {}                        # name -> EnvVar; a re-export moves the name to the end
     findings: List[Finding] = []
     lines_mapped: List[int] = []
     lines_dropped: List[int] = []
@@ -62,21 +62,21 @@ def collect(script, launch_line, policy: str, escape,
                                     f"give {name} a literal value if the program reads it"))
             lines_dropped.append(a.line)
             continue
-        env = [e for e in env if e.name != name]
-        env.append(EnvVar(name=name, value=escape(a.value.value), line=a.line))
+        env.pop(name, None)
+        env[name] = EnvVar(name=name, value=escape(a.value.value), line=a.line)
         lines_mapped.append(a.line)
         if CLUSTER_SPECIFIC.match(name):
             cluster.append(name)
     if cluster:
         findings.append(Finding(WARNING, "P423", "cluster-specific settings copied as env, check them on the "
                                 "Kubernetes nodes: " + ", ".join(cluster),
-                                next((e.line for e in env if e.name == cluster[0]), None)))
+                                env[cluster[0]].line if cluster[0] in env else None))
     smap = []
     if lines_mapped:
         smap.append(SourceMap("spec.trainer.env", tuple(lines_mapped), "mapped"))
     if lines_dropped:
         smap.append(SourceMap("spec.trainer.env", tuple(lines_dropped), "dropped"))
-    return tuple(env), findings, smap
+    return tuple(env.values()), findings, smap
 
 
 def launch_env(pairs, line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], List[Finding]]:

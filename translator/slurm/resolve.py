@@ -616,14 +616,16 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
-def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
+def directive_words(script: Script, component: int, directives=None) -> List[Tuple[str, int]]:
     """The argv sbatch builds from one component's directive lines, each word with its line.
 
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
+    `directives`: the script's directives of that component, when the caller grouped them already
+    (a hetjob with many components would otherwise walk every directive once per component).
     """
     out: List[Tuple[str, int]] = []
-    for d in script.directives:
+    for d in (script.directives if directives is None else directives):
         if d.component != component or _is_separator(d.words):
             continue
         for w in d.words:
@@ -665,10 +667,13 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
             wrapper = None   # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: List[JobComponent] = []
     carried: Dict[str, _Value] = {}
+    by_component: Dict[int, list] = {}
+    for d in script.directives:
+        by_component.setdefault(d.component, []).append(d)
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
-        words = directive_words(script, index)
+        words = directive_words(script, index, by_component.get(index, ()))
         parsed = getopt_long(words)
         r.report_getopt(parsed.errors, DIRECTIVE)
         r.apply_parsed(comp, parsed.options, DIRECTIVE)
