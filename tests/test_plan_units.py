@@ -100,6 +100,19 @@ def test_pip_lines_become_packages_and_index_urls():
     assert p.pip_extra_args == ("-U",)
 
 
+def test_re_exported_variable_takes_its_last_value_and_place():
+    # bash: the environment the launch sees holds each name once, with the value of the last export;
+    # the TrainJob env lists it where that last export stands (the plan's order is the script's order)
+    [p] = plan_of("#!/bin/bash\nexport A=1\nexport B=2\nexport A=3\nexport C=4\npython t.py\n")
+    assert [(e.name, e.value) for e in p.env] == [("B", "2"), ("A", "3"), ("C", "4")]
+
+
+def test_many_pip_lines_keep_first_occurrence_order():
+    body = "".join(f"pip install pkg{i % 300}==1.{i % 300}\n" for i in range(900))
+    [p] = plan_of("#!/bin/bash\n" + body + "python train.py\n")
+    assert p.packages == tuple(f"pkg{i}==1.{i}" for i in range(300))
+
+
 def test_env_rules():
     [p] = plan_of("#!/bin/bash\n#SBATCH --gpus-per-node=2\nexport A=1\nexport PET_NNODES=4\n"
                   "export OMPI_MCA_btl=tcp\nexport MASTER_PORT=1234\nexport SLURM_CPU_BIND=none\n"
