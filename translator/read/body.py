@@ -239,6 +239,7 @@ def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> List[ast.S
         return kids
 
     top = conv(tree)
+    conv = None          # `conv` refers to itself through its closure: break that cycle so the tokens are freed now
     return b.stmts(top)
 
 
