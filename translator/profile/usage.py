@@ -180,6 +180,17 @@ def environment_items(script: Script) -> List[EnvItem]:
     return items
 
 
+def _heredoc_texts(statements, out: List[Text]) -> None:
+    """The lines of every here-document body, in order (a module function: a recursive closure would
+    be a reference cycle that keeps each script's texts alive until the garbage collector runs)."""
+    for st in statements:
+        if isinstance(st, Block):
+            if st.heredoc_body:
+                for i, text in enumerate(st.heredoc_body.splitlines()):
+                    out.append(Text(text, st.line + 1 + i))
+            _heredoc_texts(st.children, out)
+
+
 def script_texts(script: Script, job: Optional[SlurmJob]) -> List[Text]:
     """Every string in which the script can name a path: command words, assignment values, here-document
     bodies, and the --chdir/--output/--error directive values."""
@@ -192,15 +203,7 @@ def script_texts(script: Script, job: Optional[SlurmJob]) -> List[Text]:
     for a in iter_assignments(script.body):
         out.append(Text(a.value.value, a.line))
 
-    def heredocs(statements):
-        for st in statements:
-            if isinstance(st, Block):
-                if st.heredoc_body:
-                    for i, text in enumerate(st.heredoc_body.splitlines()):
-                        out.append(Text(text, st.line + 1 + i))
-                heredocs(st.children)
-
-    heredocs(script.body)
+    _heredoc_texts(script.body, out)
     if job is not None:
         for name in ("chdir", "output", "error"):
             value = getattr(job.fields, name, None)
