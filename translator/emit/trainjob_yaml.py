@@ -56,6 +56,7 @@ def _dumper(fast: bool = True):
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     resolved = {}            # plain scalar -> implicit tag: the resolver's regexps, once per value
+    assert not base.yaml_path_resolvers, "the resolver shortcuts below assume no path resolvers"
 
     class Dumper(base):
         def ignore_aliases(self, data):  # never emit &id001 anchors for shared dicts
@@ -83,7 +84,11 @@ def _dumper(fast: bool = True):
             return super().represent_data(data)
 
         def resolve(self, kind, value, implicit):
-            if kind is ScalarNode and implicit[0] and not implicit[1]:
+            # BaseResolver.resolve without path resolvers (the safe dumper has none): a scalar's
+            # implicit tag depends on its text only, every other node gets the default tag
+            if kind is ScalarNode:
+                if not implicit[0]:
+                    return self.DEFAULT_SCALAR_TAG
                 tag = resolved.get(value)
                 if tag is None:
                     tag = super().resolve(kind, value, implicit)
@@ -91,7 +96,13 @@ def _dumper(fast: bool = True):
                         resolved.clear()
                     resolved[value] = tag
                 return tag
-            return super().resolve(kind, value, implicit)
+            return self.DEFAULT_SEQUENCE_TAG if kind is SequenceNode else self.DEFAULT_MAPPING_TAG
+
+        def descend_resolver(self, current_node, current_index):
+            return None          # path resolvers only
+
+        def ascend_resolver(self):
+            return None
 
     def represent_str(dumper, value):
         return dumper.represent_scalar(_STR, value, style=_str_style(value))
