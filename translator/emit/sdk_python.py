@@ -94,13 +94,24 @@ def _wrap(text: str, width: int, indent: str) -> List[str]:
     return lines
 
 
+_FIELD_LINES: list = [None, None]     # [plan, {field or parent field: lines}] of the last plan asked about
+
+
 def _lines_of(plan, field: str) -> tuple:
     """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
-    lines = set()
-    for sm in getattr(plan, "source_map", ()) or ():
-        if sm.field == field or sm.field.startswith(field + "."):
-            lines.update(int(n) for n in sm.lines if isinstance(n, int))
-    return tuple(sorted(lines))
+    if _FIELD_LINES[0] is not plan:        # index the source map once per plan, not once per field
+        index: Dict[str, set] = {}
+        for sm in getattr(plan, "source_map", ()) or ():
+            lines = [int(n) for n in sm.lines if isinstance(n, int)]
+            name = sm.field
+            index.setdefault(name, set()).update(lines)
+            dot = name.rfind(".")
+            while dot > 0:                 # every parent field: `a.b` for `a.b.c`, then `a`
+                name = name[:dot]
+                index.setdefault(name, set()).update(lines)
+                dot = name.rfind(".")
+        _FIELD_LINES[:] = [plan, index]
+    return tuple(sorted(_FIELD_LINES[1].get(field, ())))
 
 
 def _where(plan, field: str) -> str:
@@ -121,10 +132,13 @@ class _Writer:
 
 def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
     """``head[...]tail`` on one line when it fits, else one item per line."""
-    one_line = f"{head}{_lit(list(items))}{tail.split('  #')[0]}"
-    if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
-        w.add(depth, f"{head}{_lit(list(items))}{tail}")
-        return
+    # a literal is at least as long as its strings: a longer list never fits, skip writing it out
+    if sum(len(x) for x in items if isinstance(x, str)) <= 100:
+        lit = _lit(list(items))
+        one_line = f"{head}{lit}{tail.split('  #')[0]}"
+        if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
+            w.add(depth, f"{head}{lit}{tail}")
+            return
     w.add(depth, f"{head}[")
     for item in items:
         if isinstance(item, str) and "\n" in item and len(item) > 60:
