@@ -81,7 +81,8 @@ def test_kubelet_mangles_dollar_before_non_ascii_and_escaping_prevents_it():
 @settings(max_examples=500)
 @given(st.text(alphabet="$()ab_X{} é€\U0001F600\x80", max_size=30))
 def test_kubelet_escaping_round_trips_non_ascii(text):
-    env = {"X": "EXPANDED", "ab": "EXPANDED", "a": "EXPANDED", "é": "EXPANDED"}
+    # container env names are identifiers (and Kubernetes never allows non-ASCII ones)
+    env = {"X": "EXPANDED", "ab": "EXPANDED", "a": "EXPANDED", "b": "EXPANDED"}
     assert kube.expand(kube.escape(text), env) == text
 
 
