@@ -20,6 +20,8 @@ WRITTEN = "written"
 UNCHANGED = "unchanged"
 
 _counter = [0]
+_FOLDERS_MADE: set = set()          # output folders this process has made (or found) already
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -63,10 +65,17 @@ def write_if_changed(path: str, data: bytes, check: bool = False) -> str:
         return UNCHANGED
     if check:
         return WRITTEN
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    folder = os.path.dirname(path) or "."
+    if folder not in _FOLDERS_MADE:              # one makedirs per folder and process, not per file
+        os.makedirs(folder, exist_ok=True)
+        _FOLDERS_MADE.add(folder)
     tmp = _tmp_path(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fd = os.open(tmp, _CREATE_FLAGS, 0o644)
+        except FileNotFoundError:                # the folder went away since: make it again
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, _CREATE_FLAGS, 0o644)
         try:
             view = memoryview(data)
             while view:
