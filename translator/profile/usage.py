@@ -180,34 +180,40 @@ def environment_items(script: Script) -> List[EnvItem]:
     return items
 
 
-def _heredoc_texts(statements, out: List[Text]) -> None:
+def _heredoc_texts(statements, out: List[Text], containing: str) -> None:
     """The lines of every here-document body, in order (a module function: a recursive closure would
     be a reference cycle that keeps each script's texts alive until the garbage collector runs)."""
     for st in statements:
         if isinstance(st, Block):
-            if st.heredoc_body:
+            if st.heredoc_body and containing in st.heredoc_body:
                 for i, text in enumerate(st.heredoc_body.splitlines()):
-                    out.append(Text(text, st.line + 1 + i))
-            _heredoc_texts(st.children, out)
+                    if containing in text:
+                        out.append(Text(text, st.line + 1 + i))
+            _heredoc_texts(st.children, out, containing)
 
 
-def script_texts(script: Script, job: Optional[SlurmJob]) -> List[Text]:
+def script_texts(script: Script, job: Optional[SlurmJob], containing: str = "") -> List[Text]:
     """Every string in which the script can name a path: command words, assignment values, here-document
-    bodies, and the --chdir/--output/--error directive values."""
+    bodies, and the --chdir/--output/--error directive values. `containing`: only the strings that
+    contain it (e.g. "/" for callers that look for paths only)."""
     out: List[Text] = []
     for cmd in iter_commands(script.body):
         for w in cmd.words:
-            out.append(Text(w.value, cmd.line))
+            if containing in w.value:
+                out.append(Text(w.value, cmd.line))
         for r in cmd.redirections:
-            out.append(Text(r.lstrip("0123456789<>&|"), cmd.line))
+            r = r.lstrip("0123456789<>&|")
+            if containing in r:
+                out.append(Text(r, cmd.line))
     for a in iter_assignments(script.body):
-        out.append(Text(a.value.value, a.line))
+        if containing in a.value.value:
+            out.append(Text(a.value.value, a.line))
 
-    _heredoc_texts(script.body, out)
+    _heredoc_texts(script.body, out, containing)
     if job is not None:
         for name in ("chdir", "output", "error"):
             value = getattr(job.fields, name, None)
-            if value:
+            if value and containing in value:
                 out.append(Text(value, option_line(job, name)))
     return out
 
