@@ -359,7 +359,7 @@ def migrate(opts: MigrateOptions) -> MigrateResult:
                          old_manifest, result, __version__, sorted(clashing))
         else:
             if opts.report_sink is not None:
-                # report-only: the caller renders now, from the spool and the workers' fragments
+                # report-only: the caller renders now, from the spool
                 opts.report_sink(report)
             else:   # materialise the full records (the spool is closed below)
                 report.scripts = list(spool)

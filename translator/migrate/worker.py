@@ -212,13 +212,14 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
 
 
 def _result(rel: str, sr, **kw) -> FileResult:
-    """Serialise the record and render its HTML section here, in the worker, in parallel."""
-    import json
+    """Serialise the record here, in the worker, in parallel.
 
-    from translator.report import html
+    The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts,
+    which the parent renders at the end from their records; rendering, sending and spooling a
+    section (about 20 KB for a real-sized script) for every script cost more than that."""
+    import json
 
     full = sr.to_json()
     record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":"))
     del full["rows"], full["yaml"]
-    return FileResult(rel, "script", record=full, record_json=record_json,
-                      fragments=(("html", html._PART.join(html.script_parts(sr))),), **kw)
+    return FileResult(rel, "script", record=full, record_json=record_json, **kw)

@@ -292,9 +292,15 @@ def write(report: Report, out: IO[str]) -> None:
             head, block, link = text.split(_PART)
             w(head + (block if inline else link) + _END)
     else:
-        for sr in report.scripts:
-            if sr.path in detailed:
-                w(script_section(sr, inline))
+        get = getattr(report.scripts, "get", None)
+        if callable(get):      # a spool: read back only the records that get a section
+            for p in ids:
+                if p in detailed:
+                    w(script_section(get(p), inline))
+        else:
+            for sr in report.scripts:
+                if sr.path in detailed:
+                    w(script_section(sr, inline))
     w(f"</main><script>{_JS}</script></body></html>\n")
 
 
