@@ -49,20 +49,70 @@ def _comment(text: str) -> str:
 
 def _comment_lines(text: str, width: int = 96) -> List[str]:
     """A long comment wrapped into several ``#`` lines (continuations indented)."""
-    import textwrap
+    return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
-    wrapped = textwrap.wrap(sanitize_comment(text), width=width, subsequent_indent="  ",
-                            break_long_words=False, break_on_hyphens=False) or [""]
-    return ["# " + line for line in wrapped]
+
+def _wrap(text: str, width: int, indent: str) -> List[str]:
+    """Greedy word wrap of a sanitized comment (its only blank is the space), as
+    `textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
+    break_on_hyphens=False)` does it, with string searches instead of a list of chunks.
+
+    Chunks are runs of spaces and runs of other characters. A line takes as many whole chunks as
+    fit; a chunk longer than the line goes alone on its line when nothing else is there; the space
+    run ending a line is dropped, and so is the one starting any line but the first."""
+    n = len(text)
+    if n <= width and (not n or text[-1] != " "):
+        return [text] if text else []
+    lines: List[str] = []
+    pos = 0
+    while pos < n:
+        if lines and text[pos] == " ":                 # a line never starts with the space run
+            pos = n - len(text[pos:].lstrip(" "))
+            if pos >= n:
+                break
+        room = width - (len(indent) if lines else 0)
+        lim = pos + room
+        if lim >= n:
+            end = n
+        elif (text[lim - 1] == " ") != (text[lim] == " "):     # a chunk boundary right at the limit
+            end = lim
+        elif text[lim - 1] == " ":                      # inside a space run: back to its start
+            end = len(text[pos:lim].rstrip(" ")) + pos
+        else:                                           # inside a word: back to its start
+            end = text.rfind(" ", pos, lim) + 1 or pos
+        if end == pos:                                  # the next chunk alone is longer than the line
+            if text[pos] == " ":
+                end = n - len(text[pos:].lstrip(" "))
+            else:
+                k = text.find(" ", pos)
+                end = n if k < 0 else k
+        line_end = end
+        if text[line_end - 1] == " ":                   # drop the space run that ends the line
+            line_end = len(text[pos:line_end].rstrip(" ")) + pos
+        if line_end > pos:
+            lines.append((indent if lines else "") + text[pos:line_end])
+        pos = end
+    return lines
+
+
+_FIELD_LINES: list = [None, None]     # [plan, {field or parent field: lines}] of the last plan asked about
 
 
 def _lines_of(plan, field: str) -> tuple:
     """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
-    lines = set()
-    for sm in getattr(plan, "source_map", ()) or ():
-        if sm.field == field or sm.field.startswith(field + "."):
-            lines.update(int(n) for n in sm.lines if isinstance(n, int))
-    return tuple(sorted(lines))
+    if _FIELD_LINES[0] is not plan:        # index the source map once per plan, not once per field
+        index: Dict[str, set] = {}
+        for sm in getattr(plan, "source_map", ()) or ():
+            lines = [int(n) for n in sm.lines if isinstance(n, int)]
+            name = sm.field
+            index.setdefault(name, set()).update(lines)
+            dot = name.rfind(".")
+            while dot > 0:                 # every parent field: `a.b` for `a.b.c`, then `a`
+                name = name[:dot]
+                index.setdefault(name, set()).update(lines)
+                dot = name.rfind(".")
+        _FIELD_LINES[:] = [plan, index]
+    return tuple(sorted(_FIELD_LINES[1].get(field, ())))
 
 
 def _where(plan, field: str) -> str:
@@ -83,10 +133,13 @@ class _Writer:
 
 def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
     """``head[...]tail`` on one line when it fits, else one item per line."""
-    one_line = f"{head}{_lit(list(items))}{tail.split('  #')[0]}"
-    if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
-        w.add(depth, f"{head}{_lit(list(items))}{tail}")
-        return
+    # a literal is at least as long as its strings: a longer list never fits, skip writing it out
+    if sum(len(x) for x in items if isinstance(x, str)) <= 100:
+        lit = _lit(list(items))
+        one_line = f"{head}{lit}{tail.split('  #')[0]}"
+        if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
+            w.add(depth, f"{head}{lit}{tail}")
+            return
     w.add(depth, f"{head}[")
     for item in items:
         if isinstance(item, str) and "\n" in item and len(item) > 60:

@@ -8,7 +8,6 @@ the user's raw text after a preamble that defines what it refers to (see `shell_
 from __future__ import annotations
 
 import math
-import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -67,7 +66,7 @@ def ifs_split(text: str) -> List[str]:
 
 
 def basename(word: str) -> str:
-    return os.path.basename(word) if word else word
+    return word[word.rfind("/") + 1:] if word else word       # os.path.basename for a str, without its checks
 
 
 # ---- the job's shape ---------------------------------------------------------------------------

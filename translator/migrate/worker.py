@@ -284,5 +284,4 @@ def _result(rel: str, sr, **kw) -> FileResult:
     full = sr.to_json()
     record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":"))
     del full["rows"], full["yaml"]
-    return FileResult(rel, "script", record=full, record_json=record_json,
-                      fragments=(("html", html._PART.join(html.script_parts(sr))),), **kw)
+    return FileResult(rel, "script", record=full, record_json=record_json, **kw)

@@ -276,7 +276,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
     findings.extend(xfind)
-    env = tuple(e for e in env if e.name not in {x.name for x in extra_env}) + extra_env
+    launch_names = {x.name for x in extra_env}
+    env = tuple(e for e in env if e.name not in launch_names) + extra_env
 
     # --- deadline
     deadline = None
