@@ -278,9 +278,10 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
 
 
 def _result(rel: str, sr, **kw) -> FileResult:
-    """Serialise the record and render its HTML section here, in the worker, in parallel."""
-    from translator.report import html
+    """Serialise the record here, in the worker, in parallel.
 
+    The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
+    the parent renders at the end from their records (rendering and sending one for every script cost more)."""
     full = sr.to_json()
     record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":"))
     del full["rows"], full["yaml"]
