@@ -32,7 +32,7 @@ def test_comment_wrap_matches_textwrap(text, width):
 # backslash escapes only $ ` " \ and newline; $'…' decodes C escapes; expansions are kept verbatim.
 
 def _reference_value(raw: str) -> str:
-    from translator.read.words import _ANSI, _DQ_ESCAPABLE, _expansion
+    from translator.read.words import _DQ_ESCAPABLE, _expansion, ansi_c_string
 
     out, i, n = [], 0, len(raw)
     while i < n:
@@ -47,15 +47,14 @@ def _reference_value(raw: str) -> str:
             out.append(raw[i + 1:k])
             i = k + 1
         elif c == "$" and raw[i + 1:i + 2] == "'":
-            i += 2
-            while i < n and raw[i] != "'":
-                if raw[i] == "\\" and i + 1 < n:
-                    out.append(_ANSI.get(raw[i + 1], "\\" + raw[i + 1]))
-                    i += 2
-                else:
-                    out.append(raw[i])
-                    i += 1
-            i += 1
+            k = i + 2                        # $'...': C escapes, decoded by the (separately tested) decoder
+            while k < n and raw[k] != "'":
+                k += 2 if raw[k] == "\\" else 1
+            decoded = ansi_c_string(raw[i + 2:min(k, n)])
+            out.append(raw[i:k + 1] if decoded is None else decoded)
+            i = k + 1
+        elif c == "$" and raw[i + 1:i + 2] == '"':
+            i += 1                           # $"...": read as "..." (no message catalog)
         elif c == '"':
             i += 1
             while i < n and raw[i] != '"':
