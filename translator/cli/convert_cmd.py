@@ -96,6 +96,8 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
         except OSError as exc:
             click.echo(f"{output}: error: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(USAGE_ERROR)
-    refused = conv.job is not None and not conv.job.sbatch_accepts
+    from translator.plan.build import accepted_with_plugins
+
+    refused = conv.job is not None and not accepted_with_plugins(conv.job)
     if refused or any(not p.can_run for p in conv.plans):
         sys.exit(1)

@@ -92,11 +92,23 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
     step = common.step_shape(ctx.shape, srun)
     if w0 in container.APPTAINER:
         return container.apptainer(ctx, toks, srun, line, dispatch)
+    if w0 in container.OTHER_WRAPPERS:
+        return container.other(ctx, toks, srun, line, dispatch)
+    if w0 == "env" or _NAME_VALUE.match(toks[0].value):
+        # `srun env A=B prog`, `bash -c 'A=B prog'`: look through to the program (A=B becomes env)
+        words, wenv = _strip_env_toks(ctx, toks, line)
+        if words and words != list(toks):
+            intent = dispatch(ctx, words, srun, line)
+            return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
+    mpi_kind = _srun_mpi(srun)
     if torchrun.is_torchrun(toks):
+        _not_mpi(ctx, mpi_kind, "torchrun", line)
         return torchrun.build(ctx, toks, srun, line)
     if w0 == "accelerate" and len(toks) > 1 and toks[1].value == "launch":
+        _not_mpi(ctx, mpi_kind, "accelerate launch", line)
         return accelerate.build(ctx, toks, srun, line)
     if w0 == "deepspeed":
+        _not_mpi(ctx, mpi_kind, "deepspeed", line)
         return deepspeed.build(ctx, toks, srun, line)
     if w0 in mpi.MPI_TOOLS:
         return mpi.build(ctx, toks, srun, line)
@@ -106,6 +118,9 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
         if not inner:
             return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
+    if mpi_kind:
+        # `srun --mpi=pmix prog`: the program talks to Slurm's PMI, i.e. it is an MPI program
+        return mpi.build(ctx, toks, srun, line)
     if common.is_python(w0):
         if len(toks) > 2 and toks[1].value == "-m" and toks[2].value.split(".")[0] == "mpi4py" and (
                 srun is not None and step.total_tasks > 1):
@@ -120,6 +135,44 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
             return srun_tasks.build(ctx, toks, srun, line, _slurm_names(ctx))
         return mpi.build(ctx, toks, srun, line)
     return python.build(ctx, toks, srun, line)
+
+
+def _srun_mpi(srun: Optional[SrunCall]) -> Optional[str]:
+    """The `--mpi=` plugin of an srun call, when it starts an MPI plugin (not `none`)."""
+    kind = srun.options.get("mpi") if srun is not None else None
+    return kind if kind and kind != "none" else None
+
+
+def _not_mpi(ctx: LaunchContext, mpi_kind: Optional[str], what: str, line: int) -> None:
+    if mpi_kind:
+        ctx.add(INFO, "L336", f"`srun --mpi={mpi_kind}` runs `{what}`, which is not an MPI program (it starts its "
+                              "own processes and rendezvous): the launch is converted as " + what + ", not with mpirun",
+                line)
+
+
+def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
+    """`env A=B prog` / `A=B prog` inside srun or `bash -c`: (program words, [(name, value)])."""
+    env = []
+    rest = list(toks)
+    if rest and common.basename(rest[0].value) == "env":
+        words, wenv = strip_wrappers(ctx, [_TokWord(t) for t in rest], line)
+        return [w.tok for w in words], wenv
+    while rest and _NAME_VALUE.match(rest[0].value) and not rest[0].value.startswith("-"):
+        m = _NAME_VALUE.match(rest[0].value)
+        if rest[0].literal:
+            env.append((m.group(1), m.group(2)))
+        else:
+            ctx.add(WARNING, "L327", f"`{rest[0].raw}` before the program needs the shell; it is not carried", line,
+                    "give the variable a literal value")
+        rest = rest[1:]
+    return rest, env
+
+
+class _TokWord:
+    """A Tok seen through the Word interface strip_wrappers reads (value, raw, literal)."""
+
+    def __init__(self, tok: Tok):
+        self.tok, self.value, self.raw, self.literal = tok, tok.value, tok.raw, tok.literal
 
 
 def _slurm_names(ctx: LaunchContext) -> List[str]:
@@ -200,11 +253,8 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
         inner = common.toks_of(call.command)
-        if call.options.get("container-image"):
+        if call.options.get("container-image") or ctx.job_image_option:
             return container.pyxis(ctx, call, inner, line, dispatch)
-        mpi_kind = call.options.get("mpi")
-        if mpi_kind and mpi_kind != "none" and inner:
-            return mpi.build(ctx, inner, call, line)
         inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
         intent = dispatch(ctx, common.toks_of(inner_words), call, line)
         return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent

@@ -225,6 +225,12 @@ class LaunchContext:
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
 
+    @property
+    def job_image_option(self) -> bool:
+        """The job sets pyxis's `--container-image` itself (`#SBATCH --container-image=…`)."""
+        from translator.launchers.container import job_plugin_option
+        return job_plugin_option(self.job, "container-image") is not None
+
     def add(self, severity: str, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None):
         f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
         if f not in self.findings:

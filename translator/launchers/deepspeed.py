@@ -71,6 +71,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 "spec.trainer.image, and support Open MPI only; the program and its libraries must exist in the "
                 "runtime image at the same path", line,
                 "build a custom MPI (Cluster)TrainingRuntime from your image, or use a shared volume for the program")
+        if not ctx.shape.gpus_per_node:
+            ctx.add(WARNING, "L338", "the job requests no GPUs, so the runtime's hostfile offers 1 slot per node and "
+                                     "the DeepSpeed runner starts one rank per node", line,
+                    "request the GPUs the program uses (--gpus-per-node)")
     else:
         head = [Tok.gen("deepspeed")]
         runtime, framework = "torch-distributed", "torch"

@@ -93,6 +93,19 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 "torchrun had no --nproc-per-node, so Slurm ran one process per node; `--nproc-per-node 1` is "
                 "written out because the runtime's PET_NPROC_PER_NODE would start one process per GPU",
                 line, "set --nproc-per-node to the GPUs per node if one process per GPU was intended")
+    gpus = ctx.shape.gpus_per_node
+    if nproc is not None and nproc.isascii() and nproc.isdigit() and gpus and int(nproc) > gpus:
+        ctx.add(WARNING, "L337", f"torchrun starts {nproc} processes per node but the job has {gpus} GPU(s) per "
+                                 "node; the TrainJob starts the same number, so processes share GPUs as on Slurm",
+                line, f"set --nproc-per-node {gpus} (one process per GPU) or request {nproc} GPUs per node")
+    elif nproc in ("gpu", "cuda") and not gpus:
+        ctx.add(WARNING, "L337", f"`--nproc-per-node {nproc}` counts GPUs, but the job requests none: torchrun "
+                                 "fails on a node without GPUs (on Slurm too)", line,
+                "request GPUs (--gpus-per-node) or give a number of processes")
+    elif nproc == "auto" and not gpus:
+        ctx.add(WARNING, "L337", "`--nproc-per-node auto` without GPUs starts one process per CPU the node shows; a "
+                                 "pod shows the host's CPUs, not the Slurm allocation's", line,
+                "give a number of processes")
     if legacy:
         ctx.add(INFO, "L321", "torch.distributed.launch is deprecated; it is kept (it reads the same PET_* "
                               "variables as torchrun) and still passes --local-rank to the script", line)

@@ -6,6 +6,7 @@ kubelet's `$(VAR)` expansion (translator/plan/kube.py), so emitters write them u
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
@@ -18,6 +19,7 @@ from translator.read.ast import (Block, Command, CD, CONDA, MODULE, OTHER, PIP, 
                                  EXPORT)
 
 MAX_ARRAY_EXPANSION = 1000
+_MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
 _INFORMATIONAL = {"echo", "printf", "date", "hostname", "nvidia-smi", "set", "env", "printenv", "uname", "sleep",
                   "which", "whoami", "id", "pwd", "ls", "free", "lscpu", "nproc", "true", ":", "ulimit", "umask",
                   "trap", "wait", "exit", "shopt"}
@@ -115,12 +117,32 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
     return out, smap
 
 
+def accepted_with_plugins(job) -> bool:
+    """sbatch accepts the job where its SPANK plugins (pyxis, Shifter, EAR) are installed: the only reasons
+    plain sbatch 22.05 refuses it are plugin options (O206)."""
+    if job.sbatch_accepts:
+        return True
+    refusing = [d for d in job.diagnostics if d.severity == ERROR or d.code == "O206"]
+    return bool(refusing) and all(d.code == "O206" for d in refusing)
+
+
 def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     from translator.launchers import detect
 
     findings: List[Finding] = []
     smap: List[SourceMap] = []
-    if not job.sbatch_accepts:
+    plugin_diags = [d for d in job.diagnostics if d.code == "O206"]
+    if plugin_diags:
+        names = []
+        for d in plugin_diags:
+            m = re.search(r"`--([\w-]+)` is an option of the (\w+) SPANK plugin", d.message)
+            if m and f"--{m.group(1)} ({m.group(2)})" not in names:
+                names.append(f"--{m.group(1)} ({m.group(2)})")
+        findings.append(Finding(WARNING, "P446", "site SPANK plugin options, which sbatch accepts only where the "
+                                "plugin is installed, are read as the plugin reads them: " + ", ".join(names),
+                                plugin_diags[0].line, "nothing for the TrainJob; on Slurm submit it on a site with the "
+                                "plugin"))
+    if not job.sbatch_accepts and not accepted_with_plugins(job):
         findings.append(Finding(ERROR, "P401", "sbatch would refuse this script, so the conversion describes a job "
                                 "Slurm never ran", next((d.line for d in job.diagnostics if d.severity == ERROR), None),
                                 "fix the errors reported for the script first"))
@@ -255,6 +277,18 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                                 f"the TrainJob asks for {num_nodes}", intent.line))
     smap.append(SourceMap("spec.trainer.numNodes", _lines(job, "nodes", "ntasks", "ntasks-per-node"),
                           "mapped" if num_nodes == shape.nodes else "approximated"))
+    if framework == "mpi":
+        text = " ".join(intent.command + intent.args)
+        if not _MPI_STARTER.search(text):
+            findings.append(Finding(ERROR, "P444", f"the MPI runtime `{runtime_name}` runs the command once, on its "
+                                    "launcher pod; without mpirun (or the DeepSpeed runner) in it, one process runs "
+                                    "instead of the job's ranks", intent.line,
+                                    "call `mpirun` in the command, or use a torch runtime (--runtime torch-distributed)"))
+        elif num_nodes == 1:
+            findings.append(Finding(WARNING, "P445", f"numNodes 1 on the MPI runtime `{runtime_name}` still starts a "
+                                    "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
+                                    "run on the launcher (first hostfile line), the worker idles", intent.line,
+                                    "for one node use the torch runtime with the program run directly"))
     res, rfind, rmap = resources.resources_per_node(job, shape, settings.gpu_resource)
     findings.extend(rfind)
     smap.extend(rmap)
