@@ -27,7 +27,21 @@ def _cases():
                              command=("mpirun",), args=("-np", "4", "python", "x.py"),
                              packages=("deepspeed==0.14",),
                              patches=(PodPatch(job="launcher", service_account_name="trainer-sa"),))]
+    # a secret variable: not in env, read by every trainer pod from a Secret through the runtime patch
+    # (SDK 0.5's CustomTrainerContainer env is a plain dict; ContainerPatch env takes valueFrom dicts)
+    ref = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "sec-job-env", "key": "HF_TOKEN"}}}
+    cases["secret_env"] = [plan(name="sec-job", env=(EnvVar("NCCL_DEBUG", "INFO"),
+                                                     EnvVar("HF_TOKEN", "", secret_name="sec-job-env",
+                                                            secret_key="HF_TOKEN")),
+                                args=("train.py", "--token", "$(HF_TOKEN)"),
+                                patches=(PodPatch(job="node", env=(ref,)),))]
     return cases
+
+
+def test_secret_values_never_reach_the_sdk_code():
+    code = sdk_python.render(_cases()["secret_env"])
+    assert "secretKeyRef" in code and "'HF_TOKEN': ''" not in code
+    assert "'NCCL_DEBUG': 'INFO'," in code and "'HF_TOKEN':" not in code
 
 
 def test_sdk_code_submits_the_yaml_trainjob(tmp_path):

@@ -139,7 +139,10 @@ def _runtime_patch(w: _Writer, depth: int, jobs: Dict[str, dict], used: set) -> 
             for c in spec["containers"]:
                 w.add(s + 1, "ContainerPatch(")
                 w.add(s + 2, f"name={_lit(c['name'])},")
-                _list_block(w, s + 2, "volume_mounts=", c["volumeMounts"])
+                if "env" in c:
+                    _list_block(w, s + 2, "env=", c["env"])
+                if "volumeMounts" in c:
+                    _list_block(w, s + 2, "volume_mounts=", c["volumeMounts"])
                 w.add(s + 1, "),")
             w.add(s, "],")
         if "imagePullSecrets" in spec:

@@ -51,6 +51,8 @@ def resources_map(plan) -> Dict[str, str]:
 def env_map(plan) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for var in plan.env:
+        if getattr(var, "secret_name", None):
+            continue                         # read from its Secret through the runtime patch, never written
         out[str(var.name)] = str(var.value)
     return out
 
@@ -64,6 +66,7 @@ def pod_spec_patch(patches) -> Dict[str, object]:
     spec: Dict[str, object] = {}
     volumes: List[dict] = []
     mounts: Dict[str, List[dict]] = {}
+    envs: Dict[str, List[dict]] = {}
     node_selector: Dict[str, str] = {}
     tolerations: List[dict] = []
     pull_secrets: List[dict] = []
@@ -73,6 +76,8 @@ def pod_spec_patch(patches) -> Dict[str, object]:
         volumes.extend(dict(v) for v in p.volumes)
         if p.volume_mounts:
             mounts.setdefault(p.container or _CONTAINER_NODE, []).extend(dict(m) for m in p.volume_mounts)
+        if getattr(p, "env", ()):
+            envs.setdefault(p.container or _CONTAINER_NODE, []).extend(dict(e) for e in p.env)
         node_selector.update(_pairs(p.node_selector))
         tolerations.extend(dict(t) for t in p.tolerations)
         if p.affinity:
@@ -80,8 +85,16 @@ def pod_spec_patch(patches) -> Dict[str, object]:
         pull_secrets.extend({"name": str(s)} for s in p.image_pull_secrets)
     if volumes:
         spec["volumes"] = volumes
-    if mounts:
-        spec["containers"] = [{"name": c, "volumeMounts": m} for c, m in mounts.items()]
+    if mounts or envs:
+        containers = []
+        for c in list(dict.fromkeys(list(envs) + list(mounts))):
+            entry: Dict[str, object] = {"name": c}
+            if c in envs:
+                entry["env"] = envs[c]
+            if c in mounts:
+                entry["volumeMounts"] = mounts[c]
+            containers.append(entry)
+        spec["containers"] = containers
     if pull_secrets:
         spec["imagePullSecrets"] = pull_secrets
     if node_selector:

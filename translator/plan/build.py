@@ -302,6 +302,12 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     findings.extend(xfind)
     env = tuple(e for e in env if e.name not in {x.name for x in extra_env}) + extra_env
 
+    # --- secrets: never in clear text (translator/plan/secrets.py)
+    command_raw, args_raw = tuple(intent.command), tuple(intent.args)
+    env, command_raw, args_raw, secret_patch_env, sfind = _secrets(
+        script, env, intent, command_raw, args_raw, naming.trainjob_name(job.fields.job_name or "sbatch"))
+    findings.extend(sfind)
+
     # --- deadline
     deadline = None
     t = job.fields.time_limit_seconds
@@ -348,8 +354,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     base = TrainerPlan(
         name=name, source_path=job.path or script.path, job_name=job_name, namespace=settings.namespace,
         annotations=annotations, runtime=runtime_name, framework=framework, launcher=intent.family,
-        image=image, command=tuple(kube.escape(c) for c in intent.command),
-        args=tuple(kube.escape(a) for a in intent.args), packages=tuple(pkgs),
+        image=image, command=tuple(_escape_word(c) for c in command_raw),
+        args=tuple(_escape_word(a) for a in args_raw), packages=tuple(pkgs),
         pip_index_urls=tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
         pip_extra_args=tuple(pip_extra), env=env, num_nodes=num_nodes, proc_per_node=intent.proc_per_node,
         resources_per_node=res, active_deadline_seconds=deadline, findings=(), source_map=())
@@ -387,6 +393,11 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     else:
         plans.append(base)
 
+    if secret_patch_env:
+        jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
+        container = rt.container if rt is not None else "node"
+        sp = tuple(PodPatch(job=j, container=container, env=secret_patch_env) for j in jobs)
+        plans = [dataclasses.replace(p, patches=tuple(p.patches) + sp) for p in plans]
     out = []
     for p in plans:
         p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(smap))
@@ -446,3 +457,106 @@ def _one_line(f: Finding) -> Finding:
 def _dedupe(findings) -> Tuple[Finding, ...]:
     out = dict.fromkeys(map(_one_line, findings))          # first occurrence kept, in order
     return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))
+
+
+_ESCAPED = "\0s2k-escaped\0"      # marks a word that is already in kubelet form (holds $(NAME) references)
+
+
+def _escape_word(text: str) -> str:
+    if text.startswith(_ESCAPED):
+        return text[len(_ESCAPED):]
+    return kube.escape(text)
+
+
+def _secrets(script, env, intent, command, args, trainjob_name):
+    """Move secret values out of env and command text into one Secret. Returns
+    (env, command, args, container env dicts for the runtime patch, findings)."""
+    from translator.plan import secrets
+    from translator.read.ast import iter_assignments
+
+    found = {}                                  # name -> (value, line, why)
+    for a in iter_assignments(script.body):
+        if a.value.literal:
+            why = secrets.looks_secret(a.name, a.value.value)
+            if why:
+                found[a.name] = (a.value.value, a.line, why)
+    for name, value in intent.env:
+        why = secrets.looks_secret(name, value)
+        if why:
+            found[name] = (value, intent.line, why)
+    for e in env:
+        if e.name not in found:
+            why = secrets.looks_secret(e.name, e.value)
+            if why:
+                found[e.name] = (e.value, e.line, why)
+    known = {v for v, _, _ in found.values()}
+    for word in tuple(command) + tuple(args):
+        for token in secrets.embedded_tokens(word):
+            if token not in known and not any(token in v for v in known):
+                known.add(token)
+                found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (token, intent.line,
+                                                              "a word of the command has the shape of a token")
+    if not found:
+        return env, command, args, (), []
+    sname = secrets.secret_name(trainjob_name)
+    used = set()
+    shell = bool(intent.uses_shell) or tuple(command[:2]) == ("bash", "-c")
+
+    def redact_text(text: str) -> str:
+        for name, (value, _, _) in found.items():
+            if len(value) < 4 or value not in text:
+                continue
+            used.add(name)
+            ref = '"${' + name + '}"'
+            text = text.replace("'" + value + "'", ref).replace('"' + value + '"', ref).replace(value, ref)
+        return text
+
+    def redact_word(word: str, in_shell: bool) -> str:
+        if in_shell or "\n" in word:
+            return redact_text(word)
+        hits = [n for n, (value, _, _) in found.items() if len(value) >= 4 and value in word]
+        if not hits:
+            return word
+        # the kubelet puts the Secret's value where $(NAME) stands (NAME is in the container env)
+        pieces = [word]
+        for name in hits:
+            used.add(name)
+            value = found[name][0]
+            nxt = []
+            for p in pieces:
+                if isinstance(p, tuple):
+                    nxt.append(p)
+                    continue
+                parts = p.split(value)
+                for i, part in enumerate(parts):
+                    if i:
+                        nxt.append((name,))
+                    nxt.append(part)
+            pieces = nxt
+        return _ESCAPED + "".join("$(" + p[0] + ")" if isinstance(p, tuple) else kube.escape(p) for p in pieces)
+
+    new_command = tuple(redact_word(c, shell) for c in command)
+    new_args = tuple(redact_word(a, shell) for a in args)
+    out_env = []
+    for e in env:
+        if e.name in found:
+            used.add(e.name)
+            out_env.append(EnvVar(e.name, "", e.line, secret_name=sname, secret_key=e.name))
+        else:
+            out_env.append(e)
+    have = {e.name for e in out_env}
+    for name in found:
+        if name in used and name not in have:
+            out_env.append(EnvVar(name, "", found[name][1], secret_name=sname, secret_key=name))
+    patch_env = tuple({"name": e.name, "valueFrom": {"secretKeyRef": {"name": sname, "key": e.secret_key}}}
+                      for e in out_env if e.secret_name)
+    findings = []
+    for e in out_env:
+        if e.secret_name:
+            line = found.get(e.name, (None, e.line, ""))[1]
+            why = found.get(e.name, ("", None, "it looks like a secret"))[2]
+            findings.append(Finding(WARNING, "P447", f"{e.name} is not written into the TrainJob ({why}): every "
+                                    f"pod reads it from key `{e.name}` of Secret `{sname}` (valueFrom.secretKeyRef)",
+                                    line, f"create it before submitting: `kubectl create secret generic {sname} "
+                                    f"--from-literal={e.name}=<the value on line {line}>`"))
+    return tuple(out_env), new_command, new_args, patch_env, findings

@@ -16,6 +16,10 @@ class EnvVar:
     name: str
     value: str
     line: Optional[int] = None     # source line of the export, if any
+    # a secret (by name or by shape): never written in clear text; the pods read it from this Secret key
+    # (`valueFrom.secretKeyRef` in the runtime patch of every trainer pod) and `value` is empty
+    secret_name: Optional[str] = None
+    secret_key: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -34,10 +38,11 @@ class PodPatch:
     volume_mounts: Tuple[dict, ...] = ()               # core/v1 VolumeMount dicts for `container`
     image_pull_secrets: Tuple[str, ...] = ()
     service_account_name: Optional[str] = None
+    env: Tuple[dict, ...] = ()                         # core/v1 EnvVar dicts for `container` (secretKeyRef)
 
     def is_empty(self) -> bool:
         return not (self.node_selector or self.tolerations or self.affinity or self.volumes
-                    or self.volume_mounts or self.image_pull_secrets or self.service_account_name)
+                    or self.volume_mounts or self.image_pull_secrets or self.service_account_name or self.env)
 
 
 @dataclass(frozen=True)
