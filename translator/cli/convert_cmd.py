@@ -12,7 +12,7 @@ from typing import Dict, List
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items, parse_script_args, script_args_option
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -49,9 +49,10 @@ def _load_profile(option_path, script_path):
 @click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
 @click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
               help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@script_args_option
 @click.pass_context
 def command(ctx: click.Context, script: str, to: str, output: str, runtime, image, namespace, gpu_resource,
-            array_mode, profile_path, findings_comment, sbatch_env) -> None:
+            array_mode, profile_path, findings_comment, sbatch_env, script_args) -> None:
     """Convert SCRIPT into a Kubeflow Trainer TrainJob. Options after `--` are sbatch options."""
     from translator.pipeline import ConvertSettings, convert
 
@@ -65,7 +66,8 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     profile, _ = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
     settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
                                array_mode=array_mode, gpu_resource=gpu_resource.strip(),
-                               sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile)
+                               sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile,
+                               script_args=parse_script_args(script_args))
     conv = convert(script, data=data, settings=settings)
     if conv.file_error is not None:
         click.echo(conv.file_error.format(script), err=True)

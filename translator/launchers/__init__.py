@@ -318,6 +318,14 @@ def detect(script, job) -> LaunchIntent:
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     cmd, _ = launches[0]
     ctx = context_for(cmd.line)
+    ctx.launch_line = cmd.line
+    for st, block in entries:
+        if (block is None and isinstance(st, Command) and st.line < cmd.line and st.words
+                and (st.words[0].value == "shift" or (st.words[0].value == "set" and len(st.words) > 1
+                                                      and st.words[1].value == "--"))):
+            ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "
+                                     "converted command does not replay it", st.line,
+                    "write the arguments the launch needs into the launch line (or --script-args)")
     intent = _dispatch_top(ctx, cmd)
     redirs = [r for r in cmd.redirections if not r.startswith("<<")]
     if redirs and intent.family != "script":

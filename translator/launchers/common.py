@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from translator.diagnostics import Finding, WARNING
+from translator.diagnostics import Finding, INFO, WARNING
 from translator.read.ast import Assignment, Word
 
 
@@ -224,6 +224,7 @@ class LaunchContext:
     assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
+    launch_line: Optional[int] = None          # line of the launch command being converted
 
     @property
     def job_image_option(self) -> bool:
@@ -304,6 +305,32 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
     return lines
 
 
+_POSITIONAL = re.compile(r"(?<!\$)\$(?:\{#?[0-9@*#]|[0-9@*#])")
+BATCH_ARGV0 = "slurm_script"       # $0 of the batch script on Slurm is the spooled copy `slurm_script`
+
+
+def uses_positional(text: str) -> bool:
+    """`$1`, `${2}`, `$@`, `$*`, `$#` in shell text: the batch script's arguments."""
+    return bool(_POSITIONAL.search(text))
+
+
+def script_args_tail(ctx: LaunchContext, user_text: str, line: Optional[int]) -> Tuple[str, ...]:
+    """Arguments after a `bash -c TEXT` whose user text reads the batch script's arguments: $0 and the
+    arguments sbatch gave the script (`--script-args`); a finding either way."""
+    if not uses_positional(user_text):
+        return ()
+    given = tuple(getattr(ctx.job, "script_args", ()) or ())
+    line = line if line is not None else ctx.launch_line
+    if given:
+        ctx.add(INFO, "L340", "the launch reads the batch script's arguments; the TrainJob passes the ones given "
+                              "with --script-args: " + " ".join(shlex.quote(a) for a in given), line)
+    else:
+        ctx.add(WARNING, "L339", "the launch reads the batch script's arguments ($1, $@, ...), which sbatch passes "
+                                 "after the script name; none are known, so they expand empty", line,
+                "pass them with `slurm2kf convert --script-args '...'`")
+    return (BATCH_ARGV0,) + given
+
+
 def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
                  export_slurm: bool = False) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """`bash -c` running `head` (trusted generated shell code) followed by the user's words.
@@ -316,7 +343,7 @@ def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
     text_parts = [t.shell() for t in toks]
     pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal], export_slurm=export_slurm)
     body = "\n".join(pre + [f"exec {head} " + " ".join(text_parts)])
-    return ("bash", "-c"), (body,)
+    return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(pre + text_parts), None)
 
 
 def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, ...], Tuple[str, ...], bool]:
@@ -324,8 +351,9 @@ def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, 
     if all_literal(toks):
         return (toks[0].value,), tuple(t.value for t in toks[1:]), False
     pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal])
+    user = pre + [" ".join(t.shell() for t in toks)]
     body = "\n".join(pre + ["exec " + " ".join(t.shell() for t in toks)])
-    return ("bash", "-c"), (body,), True
+    return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(user), None), True
 
 
 # ---- generic option scanning for launchers ---------------------------------------------------------

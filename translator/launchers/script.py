@@ -9,9 +9,11 @@ runs the body, so steps outside `srun` need a guard to run once.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import List
 
 from translator.diagnostics import INFO, WARNING
+from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
 
@@ -72,6 +74,15 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
     if script.shell not in ("bash", "sh", "unknown"):
         ctx.add(WARNING, "L332", f"the script is written for {script.shell}; the TrainJob runs it with bash",
                 1, "rewrite the body for bash")
-    args = (text, BATCH_ARGV0) + tuple(getattr(job, "script_args", ()) or ())
+    given = tuple(getattr(job, "script_args", ()) or ())
+    if common.uses_positional(body) or re.search(r"(^|[;&|\s])shift(\s|;|$)", body):
+        if given:
+            ctx.add(INFO, "L340", "the script reads its arguments; the TrainJob passes the ones given with "
+                                  "--script-args: " + " ".join(shlex.quote(a) for a in given), script.body_start_line)
+        else:
+            ctx.add(WARNING, "L339", "the script reads its arguments ($1, $@, shift, ...), which sbatch passes after "
+                                     "the script name; none are known, so they expand empty",
+                    script.body_start_line, "pass them with `slurm2kf convert --script-args '...'`")
+    args = (text, BATCH_ARGV0) + given
     return LaunchIntent(family=SCRIPT, framework="torch", command=("bash", "-c"), args=args, line=line,
                         runtime="torch-distributed", num_nodes=ctx.shape.nodes, uses_shell=True)

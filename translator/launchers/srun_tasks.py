@@ -69,8 +69,9 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         shell = False
     else:
         pre = common.shell_preamble(ctx, [t.raw for t in program if not t.literal], export_slurm=True)
+        user = "\n".join(pre + [" ".join(t.shell() for t in program)])
         text = "\n".join(shim + pre + ["exec " + " ".join(t.shell() for t in program)])
-        args = tuple(t.value for t in head[1:]) + (text,)
+        args = tuple(t.value for t in head[1:]) + (text,) + common.script_args_tail(ctx, user, line)
         shell = True
     if step.total_tasks != step.nodes * tpn:
         ctx.add(WARNING, "L305",

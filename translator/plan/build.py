@@ -308,6 +308,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         script, env, intent, command_raw, args_raw, naming.trainjob_name(job.fields.job_name or "sbatch"))
     findings.extend(sfind)
 
+    findings.extend(_node_specific(env, command_raw, args_raw, intent))
+
     # --- deadline
     deadline = None
     t = job.fields.time_limit_seconds
@@ -560,3 +562,36 @@ def _secrets(script, env, intent, command, args, trainjob_name):
                                     line, f"create it before submitting: `kubectl create secret generic {sname} "
                                     f"--from-literal={e.name}=<the value on line {line}>`"))
     return tuple(out_env), new_command, new_args, patch_env, findings
+
+
+_IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")
+_ENDPOINT = re.compile(r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
+                       r"rdzv[_-]endpoint|master)[= ]|tcp://|env://)([^\s'\"]+)")
+
+
+def _node_specific(env, command, args, intent) -> List[Finding]:
+    """Values that name things of the Slurm nodes which do not exist in a pod: GPU indices, addresses."""
+    out: List[Finding] = []
+    for e in env:
+        if e.name == "CUDA_VISIBLE_DEVICES" and not e.secret_name:
+            out.append(Finding(WARNING, "P448", f"CUDA_VISIBLE_DEVICES={e.value} is carried: in a pod the GPUs the "
+                               "node allocated are numbered from 0, and Slurm's indices were the node's own (set per "
+                               "job by gres), so it may select other GPUs or fewer than the job requests", e.line,
+                               "drop it and request the GPUs the program uses (--gpus-per-node)"))
+    texts = [("env " + e.name, e.value, e.line) for e in env if not e.secret_name]
+    texts += [("the command", w, intent.line) for w in tuple(command) + tuple(args)]
+    seen = set()
+    for where, text, line in texts:
+        hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
+        hits += [m.group(1) for m in _ENDPOINT.finditer(text)
+                 if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0")) and "_s2k" not in m.group(1)]
+        for h in hits:
+            if (where, h) in seen or any(o != h and o in h for o in hits):
+                continue
+            if (where, h) in seen:
+                continue
+            seen.add((where, h))
+            out.append(Finding(WARNING, "P448", f"{where} names the address `{h}` of a Slurm node or host; pods have "
+                               "their own addresses (the rank-0 pod is PET_MASTER_ADDR / $MASTER_ADDR)", line,
+                               "use the address the runtime provides (MASTER_ADDR, PET_MASTER_ADDR) instead"))
+    return out

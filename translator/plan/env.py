@@ -93,4 +93,7 @@ def launch_env(pairs, line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], Li
                                     "rendezvous variables are provided on Kubernetes", line))
         else:
             out.append(EnvVar(name=name, value=escape(value), line=line))
+            if CLUSTER_SPECIFIC.match(name):
+                findings.append(Finding(WARNING, "P423", "cluster-specific settings copied as env, check them on the "
+                                        "Kubernetes nodes: " + name, line))
     return tuple(out), findings
