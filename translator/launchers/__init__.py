@@ -241,10 +241,42 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
             ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
                                      "not carried", cmd.line, "give the variable a literal value")
     from translator.launchers import indirect
-    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, common.toks_of(cmd.words)), cmd.line)
+    toks = common.toks_of(cmd.words)
+    if toks and toks[0].value == "eval" and len(toks) > 1:
+        # eval joins its arguments with blanks and runs the result as shell text
+        text = " ".join(_eval_text(ctx, t) for t in toks[1:])
+        parts = indirect.split_shell_words(text) if text is not None else None
+        if parts is None:
+            from translator.launchers import script as script_family
+            return script_family.build(ctx, cmd.line, [f"`eval` on line {cmd.line} runs shell logic"])
+        ctx.add(INFO, "L342", "the launch is run through `eval`; the text it evaluates is converted: "
+                + " ".join(p.raw for p in parts), cmd.line)
+        toks = parts
+    elif toks and not toks[0].literal and _REF_WORD.match(toks[0].raw):
+        ctx.add(INFO, "L342", f"the launch command is the value of `{toks[0].raw}`; that value is converted",
+                cmd.line)
+    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
     extra = tuple(intent_env + wrapper_env)
     return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent
+
+
+def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
+    """The text one argument of `eval` contributes: its value, with a variable it consists of replaced by
+    the variable's known text (`eval "$CMD"`)."""
+    if tok.literal:
+        return tok.value
+    m = _REF_WORD.match(tok.raw)
+    if m:
+        name = m.group(1) or m.group(2)
+        found = [a for a in ctx.assignments if a.name == name]
+        if found and name not in ctx.block_assigned:
+            a = found[-1]
+            if a.value.literal:
+                return a.value.value
+            text = a.value.raw
+            return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+    return tok.raw
 
 
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
@@ -279,6 +311,40 @@ def _assignment_lines(ctx: LaunchContext, cmd: Command) -> Tuple[int, ...]:
     return tuple(sorted(set(lines)))
 
 
+_REF_WORD = re.compile(r'^"?\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"?$')
+
+
+def _first_word_of(text: str) -> str:
+    text = text.strip().strip('"').strip("'").lstrip()
+    return text.split()[0] if text.split() else ""
+
+
+def _indirect_launch(cmd: Command, assigned) -> bool:
+    """`$CMD args`, `eval "$CMD"`, `eval torchrun …` where the command text names a launcher."""
+    if not cmd.words:
+        return False
+    words = list(cmd.words)
+    if words[0].value == "eval" and len(words) > 1:
+        words = words[1:]
+        if words[0].literal:
+            first = _first_word_of(words[0].value)
+            return _names_launcher(first)
+    m = None if words[0].literal else _REF_WORD.match(words[0].raw)
+    if not m:
+        return False
+    found = [a for a in assigned.get(m.group(1) or m.group(2), ()) if a.line < cmd.line]
+    if not found:
+        return False
+    a = found[-1]
+    first = _first_word_of(a.value.value if a.value.literal else a.value.raw)
+    return _names_launcher(first)
+
+
+def _names_launcher(word: str) -> bool:
+    w0 = common.basename(word)
+    return w0 in LAUNCHERS or common.is_python(w0)
+
+
 def detect(script, job) -> LaunchIntent:
     """Choose the launch line and convert it with its family's module."""
     from translator.launchers import script as script_family
@@ -287,8 +353,12 @@ def detect(script, job) -> LaunchIntent:
     entries = list(_walk(script.body))
     launches: List[Tuple[Command, Optional[str]]] = []
     aux: List[Command] = []
+    assigned = {}
     for st, block in entries:
-        if isinstance(st, Command) and is_launch(st):
+        if isinstance(st, Assignment) and block is None:
+            assigned.setdefault(st.name, []).append(st)
+    for st, block in entries:
+        if isinstance(st, Command) and (is_launch(st) or _indirect_launch(st, assigned)):
             if is_aux(st):
                 aux.append(st)
             else:

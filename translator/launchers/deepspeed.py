@@ -59,6 +59,17 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             ctx.add(WARNING, "L303",
                     f"srun starts the DeepSpeed runner on each of {step.nodes} node(s); the runner is started once "
                     "on Kubeflow and reaches the other nodes itself", line)
+    launcher_given = any(common.norm(d.split()[0].split("=")[0]) == "--launcher" for d in dropped)
+    if step.nodes > 1 and not had_hostfile and not launcher_given and srun is None:
+        # DeepSpeed's runner (deepspeed/launcher/runner.py fetch_hostfile/main): no hostfile -> "will proceed
+        # with training with local resources only", master 127.0.0.1: the batch node's GPUs, one node.
+        ctx.add(WARNING, "L343", f"`deepspeed` without --hostfile ran on the batch node only (DeepSpeed's runner "
+                                 "uses local resources when it finds no hostfile), not on the job's "
+                                 f"{step.nodes} nodes; the TrainJob uses 1 node as Slurm did", line,
+                "to train on every node, write a hostfile from the node list and pass --hostfile")
+        step = common.Shape(nodes=1, tasks_per_node=step.tasks_per_node, total_tasks=step.tasks_per_node,
+                            gpus_per_node=step.gpus_per_node, cpus_per_task=step.cpus_per_task,
+                            nodes_given=step.nodes_given, tasks_given=step.tasks_given)
     multi = step.nodes > 1 or had_hostfile
     if multi:
         head = [Tok.gen(w) for w in ("deepspeed", "--hostfile", HOSTFILE, "--launcher", "openmpi")]
