@@ -300,9 +300,27 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
             ctx.add(WARNING, "L325", f"the launch line uses {n}, which this job does not define on Kubernetes (and Slurm may not have set it either); it expands to an empty string",
                     None, f"replace ${n} with a literal value")
     order = {id(a): i for i, a in enumerate(ctx.assignments)}
+    helpers: Set[str] = set()
+    body: List[str] = []
     for a in sorted(needed, key=lambda a: order.get(id(a), 0)):
-        lines.append(_assignment_text(a))
-    return lines
+        text = _assignment_text(a)
+        if not a.value.literal:
+            new, need, unfixable = prologue.batch_once(text)
+            if need:
+                ctx.add(INFO, "L346", f"`{a.name}={a.value.raw}` was computed once by the batch shell on node 0; "
+                                      "every process now computes node 0's value", a.line)
+                helpers |= need
+                text = new
+            if unfixable:
+                ctx.add(WARNING, "L346", f"`{a.name}={a.value.raw}` was computed once on Slurm but now by every "
+                                         f"process, and {', '.join(unfixable)} differs between them", a.line,
+                        f"compute {a.name} from something all pods share (the job name, SLURM_JOB_ID)")
+        body.append(text)
+    if helpers:
+        if not lines:
+            lines.extend(prologue.prologue_lines([], ctx.job, ctx.shape))
+        lines.extend(prologue.batch_once_lines(helpers, ctx.job))
+    return lines + body
 
 
 _POSITIONAL = re.compile(r"(?<!\$)\$(?:\{#?[0-9@*#]|[0-9@*#])")
