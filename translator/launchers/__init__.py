@@ -345,6 +345,96 @@ def _names_launcher(word: str) -> bool:
     return w0 in LAUNCHERS or common.is_python(w0)
 
 
+def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> Tuple[Assignment, ...]:
+    """Top-level assignments in effect before the launch (or before `line`), as bash would have them:
+    `NAME+=…` appends to the earlier value, `unset NAME` removes it; an assignment earlier on the launch's
+    own line (`A=x; cmd "$A"`) counts."""
+    import shlex as _shlex
+    from translator.read.ast import Word
+
+    lines = (script.text or "").splitlines()
+    out: List[Assignment] = []
+    for st, block in entries:
+        if launch is not None and st is launch:
+            break
+        if launch is None and getattr(st, "line", 0) >= line:
+            break
+        if block is not None:
+            continue
+        if isinstance(st, Assignment):
+            src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
+            prev = [a for a in out if a.name == st.name]
+            if prev and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+                p, v = prev[-1].value, st.value
+                if p.raw.startswith("(") and v.raw.startswith("("):           # array append
+                    val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:],
+                               literal=False)
+                elif p.literal and v.literal:
+                    val = Word(raw=_shlex.quote(p.value + v.value), value=p.value + v.value, literal=True)
+                else:
+                    val = Word(raw=p.raw + v.raw, value=p.value + v.value, literal=False)
+                st = Assignment(st.line, st.name, val, st.exported or prev[-1].exported)
+            out.append(st)
+        elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
+            words = [w.value for w in st.words[1:]]
+            if "-f" not in words:
+                gone = {w for w in words if not w.startswith("-")}
+                out = [a for a in out if a.name not in gone]
+    return tuple(out)
+
+
+# Names bash itself sets (or that every process has); everything else a launch line reads must come from
+# the script, Slurm or the submission environment.
+_SHELL_NAMES = {"PWD", "OLDPWD", "HOSTNAME", "RANDOM", "SRANDOM", "SECONDS", "UID", "EUID", "PPID", "BASHPID",
+                "LINENO", "IFS", "SHELL", "BASH", "BASH_SOURCE", "BASH_VERSION", "FUNCNAME", "OSTYPE", "HOSTTYPE",
+                "MACHTYPE", "SHLVL", "PATH", "REPLY", "OPTARG", "OPTIND", "CUDA_VISIBLE_DEVICES"}
+_SETTERS = ("unset", "read", "let", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "eval",
+            "source", ".", "export")
+
+
+def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) -> None:
+    """Variables the launch line reads that have no value the conversion can carry: set by a command
+    (`read`, `let`, a loop), or taken from the submission environment."""
+    from translator.plan.env import RENDEZVOUS
+
+    known = {a.name for a in ctx.assignments}
+    pending = common.var_refs(cmd.text)
+    last = {a.name: a for a in ctx.assignments}
+    seen = set()
+    names = []
+    while pending:
+        n = pending.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in last:
+            pending.extend(common.var_refs(last[n].value.raw))
+        else:
+            names.append(n)
+    for n in names:
+        if (n in known or n.startswith(("SLURM", "PET_", "OMPI_", "PMI", "_s2k")) or n in _SHELL_NAMES
+                or n in RENDEZVOUS or n in ctx.block_assigned
+                or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)):
+            continue                         # defined, provided, or not part of the converted command
+        setter = None
+        for st, block in entries:
+            if st is cmd:
+                break
+            if isinstance(st, Command) and st.words and st.words[0].value in _SETTERS and re.search(
+                    rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
+                setter = st
+        if setter is not None and setter.words[0].value == "unset":
+            continue
+        if setter is not None:
+            ctx.add(WARNING, "L348", f"the launch reads ${n}, which `{setter.text.strip()}` (line {setter.line}) sets; "
+                                     "the TrainJob does not run that command, so it expands empty", cmd.line,
+                    f"give {n} a literal value (`{n}=…`) before the launch")
+        else:
+            ctx.add(WARNING, "L348", f"the launch reads ${n}, which the script never sets: on Slurm it came from the "
+                                     "submission environment (sbatch exports it); in a pod it is unset or different",
+                    cmd.line, f"set {n} in the script, or add it to the TrainJob env")
+
+
 def detect(script, job) -> LaunchIntent:
     """Choose the launch line and convert it with its family's module."""
     from translator.launchers import script as script_family
@@ -365,8 +455,8 @@ def detect(script, job) -> LaunchIntent:
                 launches.append((st, block))
     block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
 
-    def context_for(line: int) -> LaunchContext:
-        top = tuple(st for st, block in entries if isinstance(st, Assignment) and block is None and st.line < line)
+    def context_for(line: int, launch: Optional[Command] = None) -> LaunchContext:
+        top = _top_assignments(script, entries, line, launch)
         return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
 
     reasons: List[str] = []
@@ -387,16 +477,35 @@ def detect(script, job) -> LaunchIntent:
         intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     cmd, _ = launches[0]
-    ctx = context_for(cmd.line)
+    ctx = context_for(cmd.line, cmd)
     ctx.launch_line = cmd.line
+    positional = list(getattr(job, "script_args", ()) or ())
+    replayed = True
     for st, block in entries:
-        if (block is None and isinstance(st, Command) and st.line < cmd.line and st.words
-                and (st.words[0].value == "shift" or (st.words[0].value == "set" and len(st.words) > 1
-                                                      and st.words[1].value == "--"))):
-            ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "
-                                     "converted command does not replay it", st.line,
-                    "write the arguments the launch needs into the launch line (or --script-args)")
+        if st is cmd:
+            break
+        if not (isinstance(st, Command) and st.words and (
+                st.words[0].value == "shift" or (st.words[0].value == "set" and len(st.words) > 1
+                                                 and st.words[1].value == "--"))):
+            continue
+        words = st.words
+        if block is None and all(w.literal for w in words):
+            if words[0].value == "set":                      # `set -- a b`: the arguments are now a b
+                positional = [w.value for w in words[2:]]
+                continue
+            n = words[1].value if len(words) > 1 else "1"
+            if n.isascii() and n.isdigit():
+                positional = positional[int(n):] if int(n) <= len(positional) else positional
+                continue
+        replayed = False
+        ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "
+                                 "converted command cannot replay it", st.line,
+                "write the arguments the launch needs into the launch line (or --script-args)")
+    if replayed and positional != list(getattr(job, "script_args", ()) or ()):
+        ctx.positional = tuple(positional)
     intent = _dispatch_top(ctx, cmd)
+    if intent.family != "script":
+        _unset_variables(ctx, entries, cmd, " ".join(tuple(intent.command) + tuple(intent.args)))
     redirs = [r for r in cmd.redirections if not r.startswith("<<")]
     if redirs and intent.family != "script":
         ctx.add(INFO, "L334", f"redirection `{' '.join(redirs)}` of the launch line is not carried; the output "

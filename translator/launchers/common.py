@@ -225,6 +225,7 @@ class LaunchContext:
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
     launch_line: Optional[int] = None          # line of the launch command being converted
+    positional: Optional[Tuple[str, ...]] = None   # the script's arguments after `set --`/`shift` (replayed)
 
     @property
     def job_image_option(self) -> bool:
@@ -339,6 +340,10 @@ def script_args_tail(ctx: LaunchContext, user_text: str, line: Optional[int]) ->
         return ()
     given = tuple(getattr(ctx.job, "script_args", ()) or ())
     line = line if line is not None else ctx.launch_line
+    if ctx.positional is not None:
+        ctx.add(INFO, "L340", "the launch reads the script's arguments as `set --`/`shift` left them; the TrainJob "
+                              "passes: " + " ".join(shlex.quote(a) for a in ctx.positional), line)
+        return (BATCH_ARGV0,) + tuple(ctx.positional)
     if given:
         ctx.add(INFO, "L340", "the launch reads the batch script's arguments; the TrainJob passes the ones given "
                               "with --script-args: " + " ".join(shlex.quote(a) for a in given), line)

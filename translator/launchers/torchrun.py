@@ -66,7 +66,8 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         if key in _DROP or (key == "--standalone" and step.nodes > 1):
             dropped.append(t.raw + (" " + value_tok.raw if value_tok is not None else ""))
         elif key == _NPROC:
-            vt = Tok(inline, t.raw, t.literal) if inline is not None else value_tok
+            vt = Tok(inline, t.raw.split("=", 1)[1] if "=" in t.raw else inline, t.literal) \
+                if inline is not None else value_tok
             if vt is not None:
                 v = common.static_value(ctx, vt)
                 nproc = v if v is not None else None
