@@ -26,7 +26,7 @@ from translator.launchers.intent import LaunchIntent
 from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
 
 LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "accelerate", "apptainer",
-             "singularity"}
+             "singularity", "shifter", "podman-hpc"}
 # srun steps that only print information; dropped (with a finding) when a training launch follows.
 AUX_PROGRAMS = {"hostname", "nvidia-smi", "echo", "date", "env", "printenv", "uname", "ls", "free", "lscpu",
                 "which", "true", "sleep", "nproc", "ibstat", "ibv_devinfo", "rocm-smi", "df", "id", "whoami"}

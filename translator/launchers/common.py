@@ -225,6 +225,7 @@ class LaunchContext:
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
     findings: List[Finding] = field(default_factory=list)
     launch_line: Optional[int] = None          # line of the launch command being converted
+    once_helpers: Set[str] = field(default_factory=set)   # batch-once helpers the command text needs
     positional: Optional[Tuple[str, ...]] = None   # the script's arguments after `set --`/`shift` (replayed)
 
     @property
@@ -263,7 +264,8 @@ def _assignment_text(a: Assignment) -> str:
     return f"{'export ' if a.exported else ''}{a.name}={a.value.raw}"
 
 
-def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False) -> List[str]:
+def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False,
+                   has_base: bool = False) -> List[str]:
     """Lines that define what `texts` (shell source) refer to: earlier assignments and Slurm variables.
 
     Exported literal assignments become TrainJob env (plan/env.py) and need nothing here.
@@ -317,11 +319,32 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
                                          f"process, and {', '.join(unfixable)} differs between them", a.line,
                         f"compute {a.name} from something all pods share (the job name, SLURM_JOB_ID)")
         body.append(text)
-    if helpers:
-        if not lines:
+    ctx.once_helpers |= helpers
+    if ctx.once_helpers:                   # the helpers, before the assignments and words that call them
+        if not (has_base or any(l.startswith("_s2k_hosts()") for l in lines)):
             lines.extend(prologue.prologue_lines([], ctx.job, ctx.shape))
-        lines.extend(prologue.batch_once_lines(helpers, ctx.job))
+        lines.extend(prologue.batch_once_lines(ctx.once_helpers, ctx.job))
     return lines + body
+
+
+def word_text(ctx: LaunchContext, t: Tok) -> str:
+    """Shell text of a launch word; what the batch shell evaluated once on node 0 (`$(hostname)`,
+    `$RANDOM`) is made node 0's value on every pod. Words inside a single-quoted `bash -c '…'` are
+    expanded by each task on Slurm too, so they are left alone."""
+    text = t.shell()
+    if t.literal or t.deferred:
+        return text
+    from translator.plan import prologue
+    new, need, unfixable = prologue.batch_once(text)
+    if need:
+        ctx.once_helpers |= need
+        ctx.add(INFO, "L346", f"`{t.raw}` was expanded once by the batch shell on node 0; every process now gets "
+                              "node 0's value", ctx.launch_line)
+    if unfixable:
+        ctx.add(WARNING, "L346", f"`{t.raw}` was expanded once on Slurm but now by every process, and "
+                                 f"{', '.join(unfixable)} differs between them", ctx.launch_line,
+                "compute it from something all pods share (the job name, SLURM_JOB_ID)")
+    return new
 
 
 _POSITIONAL = re.compile(r"(?<!\$)\$(?:\{#?[0-9@*#]|[0-9@*#])")
@@ -363,7 +386,7 @@ def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
     """
     if all_literal(toks):
         return ("bash", "-c"), (f'exec {head} "$@"', argv0, *[t.value for t in toks])
-    text_parts = [t.shell() for t in toks]
+    text_parts = [word_text(ctx, t) for t in toks]
     pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal], export_slurm=export_slurm)
     body = "\n".join(pre + [f"exec {head} " + " ".join(text_parts)])
     return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(pre + text_parts), None)
@@ -373,9 +396,10 @@ def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, 
     """The user's command as argv when literal, else `bash -c` with a preamble. Returns (command, args, shell)."""
     if all_literal(toks):
         return (toks[0].value,), tuple(t.value for t in toks[1:]), False
+    parts = [word_text(ctx, t) for t in toks]
     pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal])
-    user = pre + [" ".join(t.shell() for t in toks)]
-    body = "\n".join(pre + ["exec " + " ".join(t.shell() for t in toks)])
+    user = pre + [" ".join(parts)]
+    body = "\n".join(pre + ["exec " + " ".join(parts)])
     return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(user), None), True
 
 

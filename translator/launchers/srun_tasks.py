@@ -68,9 +68,11 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         args = tuple(t.value for t in head[1:]) + (text, SHIM_NAME) + tuple(t.value for t in program)
         shell = False
     else:
-        pre = common.shell_preamble(ctx, [t.raw for t in program if not t.literal], export_slurm=True)
-        user = "\n".join(pre + [" ".join(t.shell() for t in program)])
-        text = "\n".join(shim + pre + ["exec " + " ".join(t.shell() for t in program)])
+        parts = [common.word_text(ctx, t) for t in program]
+        pre = common.shell_preamble(ctx, [t.raw for t in program if not t.literal], export_slurm=True,
+                                    has_base=True)
+        user = "\n".join(pre + [" ".join(parts)])
+        text = "\n".join(shim + pre + ["exec " + " ".join(parts)])
         args = tuple(t.value for t in head[1:]) + (text,) + common.script_args_tail(ctx, user, line)
         shell = True
     if step.total_tasks != step.nodes * tpn:

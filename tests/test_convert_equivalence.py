@@ -1,0 +1,299 @@
+"""Never silently different: each conversion starts the same processes as Slurm did, or says why not.
+
+Expected values are derived by hand from what Slurm does (sbatch(1)/srun(1) of Slurm 22.05, the batch
+script running once on the first node of the allocation), from bash(1), and from what the Kubeflow
+Trainer v2.3 runtimes do (/work/shared/docs/kubeflow-trainer.md section b: the torch plugin's PET_*
+variables, one pod per node; MPI runtimes run the command on the launcher pod only). Generated shell is
+executed with fake programs and the PET_* environment of each pod (helpers from test_launch_shims.py).
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from test_launch_shims import _calls, _fake_bin, _pet, _plan, _run
+from translator.pipeline import ConvertSettings, convert
+
+HEAD = "#!/bin/bash\n#SBATCH --job-name=job\n"
+
+
+def conv(text, **settings):
+    return convert("job.sbatch", data=text.encode(), settings=ConvertSettings(**settings))
+
+
+def codes(c):
+    return {f.code for f in c.findings}
+
+
+# ---- launcher choice: look through wrappers before deciding MPI -------------------------------------
+
+@pytest.mark.parametrize("wrapped", [
+    "apptainer exec --nv docker://nvcr.io/nvidia/pytorch:24.01-py3 torchrun --nproc_per_node=4 train.py",
+    "env NCCL_DEBUG=INFO torchrun --nproc_per_node=4 train.py",
+    "bash -c 'torchrun --nproc_per_node=4 train.py'",
+    "podman-hpc run --gpu nvcr.io/nvidia/pytorch:24.01-py3 torchrun --nproc_per_node=4 train.py",
+])
+def test_srun_mpi_around_torchrun_is_not_mpi(wrapped):
+    # srun(1): --mpi only selects the PMI Slurm offers the tasks; the task here is torchrun (one per node,
+    # 2 nodes), which starts 4 workers itself. On Kubeflow: torch runtime, 2 pods, torchrun in each.
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
+             f"srun --mpi=pmix {wrapped}\n")
+    p = c.plans[0]
+    assert p.runtime == "torch-distributed" and p.num_nodes == 2
+    assert "mpirun" not in " ".join(p.command + p.args)
+    assert "torchrun" in " ".join(p.command + p.args) and "L336" in codes(c)
+
+
+def test_srun_mpi_container_mpi_program_uses_the_image_and_mpirun():
+    # srun --mpi=pmi2 singularity exec IMG ./a.out: 8 MPI ranks (2 nodes x 4 tasks) of ./a.out in IMG.
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n"
+             "srun --mpi=pmi2 singularity exec docker://ghcr.io/x/solver:1 ./a.out in.dat\n")
+    p = c.plans[0]
+    assert p.runtime == "deepspeed-distributed" and p.image == "ghcr.io/x/solver:1"
+    assert p.command == ("mpirun",)
+    assert list(p.args) == ["--hostfile", "/etc/mpi/hostfile", "-np", "8", "-npernode", "4", "--oversubscribe",
+                            "./a.out", "in.dat"]
+
+
+def test_mpi_runtime_never_without_mpirun():
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=2\nsrun torchrun --nproc_per_node=2 t.py\n",
+             runtime="deepspeed-distributed")
+    assert "P444" in codes(c) and not c.plans[0].can_run
+
+
+def test_single_node_mpi_runtime_is_flagged():
+    # runLauncherAsNode: numNodes 1 still makes launcher + max(numNodes-1, 1) = 1 worker pod (mpi.go).
+    c = conv(HEAD + "#SBATCH -N 1\n#SBATCH --ntasks-per-node=4\nmpirun -np 4 ./a.out\n")
+    assert c.plans[0].num_nodes == 1 and "P445" in codes(c)
+
+
+# ---- explicit process counts ----------------------------------------------------------------------
+
+def test_mpirun_npernode_that_differs_is_kept():
+    # mpirun -npernode 2 inside a 2 x 4 allocation starts 2 ranks per node, 4 in all.
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\nmpirun -npernode 2 ./a.out\n")
+    args = list(c.plans[0].args)
+    assert args[:6] == ["--hostfile", "/etc/mpi/hostfile", "-np", "4", "-npernode", "2"]
+    assert "L335" in codes(c)
+
+
+def test_mpirun_np_equal_to_the_layout_is_not_flagged():
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\nmpirun -np $SLURM_NTASKS ./a.out\n")
+    assert "L335" not in codes(c) and list(c.plans[0].args)[3] == "8"
+
+
+@pytest.mark.parametrize("gres,nproc,flag", [("#SBATCH --gpus-per-node=4\n", "8", True),
+                                             ("#SBATCH --gpus-per-node=4\n", "4", False),
+                                             ("", "gpu", True), ("", "auto", True)])
+def test_torchrun_processes_against_gpus(gres, nproc, flag):
+    c = conv(HEAD + "#SBATCH -N 1\n" + gres + f"torchrun --nproc_per_node={nproc} t.py\n")
+    assert ("L337" in codes(c)) is flag
+
+
+def test_multinode_deepspeed_without_gpus_is_flagged():
+    # The runtime's hostfile slots = numProcPerNode 1 when the node has no GPUs (mpi.go): 1 rank per node.
+    c = conv(HEAD + "#SBATCH -N 2\ndeepspeed --hostfile hosts t.py\n")
+    assert c.plans[0].runtime == "deepspeed-distributed" and "L338" in codes(c)
+
+
+# ---- SPANK plugin options --------------------------------------------------------------------------
+
+def test_pyxis_sbatch_options_are_plugin_options_and_give_the_image(tmp_path):
+    # pyxis options given to sbatch reach every srun step (SPANK passes them on); sbatch accepts them
+    # where pyxis is installed, so this is a warning, not a refusal (exit 0).
+    text = (HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+            '#SBATCH --container-image="nvcr.io#nvidia/pytorch:24.01-py3"\n'
+            "#SBATCH --container-mounts=/lustre:/lustre\n"
+            "srun torchrun --nproc_per_node=8 train.py\n")
+    c = conv(text)
+    p = c.plans[0]
+    assert p.image == "nvcr.io/nvidia/pytorch:24.01-py3" and p.num_nodes == 2
+    assert {"P446", "L322", "L323"} <= codes(c) and "P401" not in codes(c)
+    assert c.job.sbatch_accepts is False            # plain sbatch 22.05 (no plugin) still refuses it
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "translator", "convert", str(script)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning P446" in proc.stderr and "--container-image (pyxis)" in proc.stderr
+
+
+def test_shifter_inline_image_and_podman_hpc():
+    c = conv(HEAD + "#SBATCH -N 1\nshifter --image=docker:ghcr.io/x/y:2 python t.py\n")
+    assert c.plans[0].image == "ghcr.io/x/y:2" and c.plans[0].command == ("python",)
+    c = conv(HEAD + "#SBATCH -N 1\npodman-hpc run --rm -v /data:/data ghcr.io/x/y:3 python t.py\n")
+    assert c.plans[0].image == "ghcr.io/x/y:3" and "L323" in codes(c)
+
+
+# ---- secrets ----------------------------------------------------------------------------------------
+
+TOKEN = "hf_Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0PpOo"
+GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _all_outputs(c):
+    from translator.emit import plan_json, sdk_python, trainjob_yaml
+    return (trainjob_yaml.render(c.plans) + sdk_python.render(c.plans) + plan_json.render(c.plans)
+            + "\n".join(f.format("job.sbatch") for f in c.findings))
+
+
+@pytest.mark.parametrize("body", [
+    f"export HF_TOKEN={TOKEN}\ntorchrun --nproc_per_node=1 t.py\n",
+    f"export MY_SERVICE_PASSWORD='hunter2-long'\nexport X={TOKEN}\ntorchrun --nproc_per_node=1 t.py\n",
+    f"HF_TOKEN={TOKEN} torchrun --nproc_per_node=1 t.py\n",
+    f"TOKEN={GH}\ntorchrun --nproc_per_node=1 t.py --token $TOKEN\n",
+    f"torchrun --nproc_per_node=1 t.py --hub-token={TOKEN}\n",
+    f"export HF_TOKEN={TOKEN}\nfor i in 1 2; do srun python t.py $i; done\n",
+])
+def test_secrets_never_reach_the_outputs(body):
+    c = conv(HEAD + "#SBATCH -N 1\n" + body)
+    out = _all_outputs(c)
+    for secret in (TOKEN, GH, "hunter2-long"):
+        assert secret not in out
+    assert "P447" in codes(c)
+    refs = [e for p in c.plans[0].patches for e in p.env]
+    assert refs and all(set(r["valueFrom"]["secretKeyRef"]) == {"name", "key"} for r in refs)
+    assert all(r["valueFrom"]["secretKeyRef"]["name"] == "job-env" for r in refs)
+
+
+def test_secret_reaches_the_program_through_the_secret(tmp_path):
+    # the kubelet defines HF_TOKEN from the Secret; the script text refers to it and the program gets it
+    plan = _plan(text=HEAD + f"#SBATCH -N 1\nexport HF_TOKEN={TOKEN}\nfor i in 1; do srun python t.py; done\n")
+    bindir = _fake_bin(tmp_path, "python")
+    (bindir / "python").write_text("#!/bin/bash\necho \"TOKEN=$HF_TOKEN\" >> \"$FAKE_LOG\"\n")
+    _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, HF_TOKEN="from-secret",
+                  **_pet("job", 0, 1))
+    assert "TOKEN=from-secret" in log
+
+
+def test_names_that_are_not_secrets():
+    c = conv(HEAD + "#SBATCH -N 1\nexport TOKENIZERS_PARALLELISM=false\nexport SSH_KEY_PATH=/home/u/.ssh/id\n"
+             "export MAX_TOKENS=2048\ntorchrun --nproc_per_node=1 t.py\n")
+    assert "P447" not in codes(c)
+    assert {e.name for e in c.plans[0].env} == {"TOKENIZERS_PARALLELISM", "SSH_KEY_PATH", "MAX_TOKENS"}
+
+
+# ---- script arguments --------------------------------------------------------------------------------
+
+def test_script_arguments_without_values_are_flagged():
+    c = conv(HEAD + "#SBATCH -N 1\ntorchrun --nproc_per_node=1 t.py --lr $1\n")
+    assert "L339" in codes(c)
+
+
+def test_script_arguments_in_the_fallback(tmp_path):
+    plan = _plan(text=HEAD + "#SBATCH -N 1\nshift\nfor x in \"$@\"; do srun python t.py $x; done\n",
+                 script_args=("drop", "a", "b c"))
+    bindir = _fake_bin(tmp_path, "python")
+    _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("job", 0, 1))
+    assert [c["args"] for c in _calls(log)] == [["t.py", "a"], ["t.py", "b", "c"]]
+
+
+def test_script_args_option_is_a_usage_error_when_unbalanced(tmp_path):
+    script = tmp_path / "job.sbatch"
+    script.write_text(HEAD + "torchrun t.py $1\n")
+    proc = subprocess.run([sys.executable, "-m", "translator", "convert", str(script), "--script-args", "'a"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--script-args" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---- variables --------------------------------------------------------------------------------------
+
+def test_variable_set_by_read_is_flagged():
+    c = conv(HEAD + "#SBATCH -N 1\nread -r N < n.txt\ntorchrun --nproc_per_node=$N t.py\n")
+    assert "L348" in codes(c)
+    assert list(c.plans[0].args) == ["exec torchrun --nproc-per-node $N t.py"]
+
+
+def test_variable_from_the_submission_environment_is_flagged():
+    c = conv(HEAD + "#SBATCH -N 1\ntorchrun --nproc_per_node=1 t.py --data $SCRATCH/data\n")
+    assert any(f.code == "L348" and "SCRATCH" in f.message for f in c.findings)
+
+
+def test_array_index_table_is_carried(tmp_path):
+    # ${ARGS[$SLURM_ARRAY_TASK_ID]} with index 2 of --array=0-2 is 0.001 (bash arrays are 0-based)
+    text = (HEAD + "#SBATCH -N 1\n#SBATCH --array=0-2\nARGS=(0.1 0.01 0.001)\n"
+            "python t.py --lr ${ARGS[$SLURM_ARRAY_TASK_ID]}\n")
+    plans = convert("job.sbatch", data=text.encode(), settings=ConvertSettings(array_mode="expand")).plans
+    bindir = _fake_bin(tmp_path, "python")
+    env = {e.name: e.value for e in plans[2].env}
+    _, log = _run(list(plans[2].command) + list(plans[2].args), tmp_path, bindir, **env)
+    assert _calls(log)[0]["args"] == ["t.py", "--lr", "0.001"]
+
+
+# ---- script fallback: what the batch shell did once --------------------------------------------------
+
+def _run_pods(plan, tmp_path, nnodes, job, programs=("python",)):
+    bindir = _fake_bin(tmp_path, *programs)
+    out = []
+    for node in range(nnodes):
+        proc, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet(job, node, nnodes))
+        out.append(_calls(log))
+    return out
+
+
+def test_fallback_batch_values_are_node_zeros_on_every_pod(tmp_path):
+    plan = _plan("equivalence/fallback_batch_once.sbatch")
+    pods = _run_pods(plan, tmp_path, 2, "prep-and-train")
+    # Slurm: one batch shell on node 0; MASTER = node 0's name, PORT drawn once; `srun -w node01` runs
+    # each step as 1 task on 1 node -> 2 calls in all (prep, train), all with the same MASTER and PORT.
+    calls = pods[0] + pods[1]
+    assert [c["args"][0] for c in calls] == ["prep.py", "train.py"]
+    assert not pods[1]
+    masters = {c["args"][c["args"].index("--master") + 1] for c in calls}
+    ports = {c["args"][c["args"].index("--port") + 1] for c in calls}
+    assert masters == {"prep-and-train-node-0-0.prep-and-train"}
+    assert len(ports) == 1 and 20000 <= int(ports.pop()) < 21000
+    text = plan.args[0]
+    assert text.index("set -e") < text.index("# ---- batch script body")
+
+
+def test_fallback_srun_relative_and_task_environment(tmp_path):
+    text = (HEAD + "#SBATCH -N 3\n#SBATCH --ntasks-per-node=2\n#SBATCH --cpus-per-task=3\n"
+            "srun -N1 -r2 python rel.py\nfor i in 1; do srun -N2 -n3 python all.py; done\n")
+    plan = _plan(text=text)
+    pods = _run_pods(plan, tmp_path, 3, "job")
+    # -r2 -N1: the step's one node is node 2 of the allocation (srun(1) --relative); 2 tasks per node.
+    assert [c["args"][0] for c in pods[2] if c["args"][0] == "rel.py"] == ["rel.py", "rel.py"]
+    assert all(c["args"][0] != "rel.py" for c in pods[0] + pods[1])
+    # -N2 -n3: 2 tasks on node 0 and 1 on node 1 (block distribution), ranks 0..2.
+    all_calls = [c for p in pods for c in p if c["args"][0] == "all.py"]
+    assert sorted(c["env"]["SLURM_PROCID"] for c in all_calls) == ["0", "1", "2"]
+    e = all_calls[0]["env"]
+    # srun(1) OUTPUT ENVIRONMENT VARIABLES and the job's own variables each task sees
+    assert e["SLURM_NTASKS"] == "3" and e["SLURM_NNODES"] == "2" and e["SLURM_STEP_NUM_NODES"] == "2"
+    assert e["SLURM_JOB_NUM_NODES"] == "3" and e["SLURM_JOB_NAME"] == "job" and e["SLURM_CPUS_PER_TASK"] == "3"
+    assert e["SLURM_JOB_NODELIST"] == "job-node-0-0.job,job-node-0-1.job,job-node-0-2.job"
+    assert e["SLURM_STEP_NODELIST"] == "job-node-0-0.job,job-node-0-1.job"
+    assert e["SLURM_JOB_ID"].isdigit() and e["SLURM_GTIDS"] == e["SLURM_PROCID"]
+
+
+def test_fallback_terminal_commands_under_set_e(tmp_path):
+    plan = _plan(text="#!/bin/bash -e\n#SBATCH -N 1\nclear\ntput cols\nfor i in 1; do srun python t.py; done\n")
+    bindir = _fake_bin(tmp_path, "python")
+    for name in ("clear", "tput"):                    # as in a pod: no terminal, the command fails
+        (bindir / name).write_text("#!/bin/bash\necho 'no TERM' >&2; exit 1\n")
+        (bindir / name).chmod(0o755)
+    _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("job", 0, 1))
+    assert [c["args"] for c in _calls(log)] == [["t.py"]]
+
+
+def test_fallback_per_run_values_are_flagged():
+    c = conv(HEAD + "#SBATCH -N 2\nOUT=run_$(date +%s)\nfor i in 1; do srun python t.py $OUT; done\n")
+    assert any(f.code == "L346" and f.severity == "warning" for f in c.findings)
+
+
+def test_batch_hostname_in_a_launch_preamble(tmp_path):
+    # srun python t.py --master $M with M=$(hostname): Slurm's batch shell expanded it once on node 0.
+    plan = _plan(text=HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nM=$(hostname)\n"
+                 "srun python t.py --master $M\n")
+    args = list(plan.args)
+    worker = args[args.index("--no-python") + 1:]
+    bindir = _fake_bin(tmp_path, "python")
+    _, log = _run(worker, tmp_path, bindir, RANK=3, LOCAL_RANK=1, WORLD_SIZE=4, LOCAL_WORLD_SIZE=2, GROUP_RANK=1,
+                  **_pet("job", 1, 2))
+    assert _calls(log)[0]["args"] == ["t.py", "--master", "job-node-0-0.job"]
