@@ -27,9 +27,6 @@ def plan_dict(plan) -> dict:
         if e.get("secret_name") is None:
             e.pop("secret_name", None)
             e.pop("secret_key", None)
-    for p in out.get("patches", ()):
-        if not p.get("env"):
-            p.pop("env", None)
     out["can_run"] = plan.can_run
     out["trainjob"] = trainjob_dict(plan)
     return out

@@ -304,7 +304,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
 
     # --- secrets: never in clear text (translator/plan/secrets.py)
     command_raw, args_raw = tuple(intent.command), tuple(intent.args)
-    env, command_raw, args_raw, secret_patch_env, sfind = _secrets(
+    env, command_raw, args_raw, sfind = _secrets(
         script, env, intent, command_raw, args_raw, naming.trainjob_name(job.fields.job_name or "sbatch"))
     findings.extend(sfind)
 
@@ -395,11 +395,6 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     else:
         plans.append(base)
 
-    if secret_patch_env:
-        jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
-        container = rt.container if rt is not None else "node"
-        sp = tuple(PodPatch(job=j, container=container, env=secret_patch_env) for j in jobs)
-        plans = [dataclasses.replace(p, patches=tuple(p.patches) + sp) for p in plans]
     out = []
     for p in plans:
         p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(smap))
@@ -472,7 +467,7 @@ def _escape_word(text: str) -> str:
 
 def _secrets(script, env, intent, command, args, trainjob_name):
     """Move secret values out of env and command text into one Secret. Returns
-    (env, command, args, container env dicts for the runtime patch, findings)."""
+    (env, command, args, findings)."""
     from translator.plan import secrets
     from translator.read.ast import iter_assignments
 
@@ -499,7 +494,7 @@ def _secrets(script, env, intent, command, args, trainjob_name):
                 found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (token, intent.line,
                                                               "a word of the command has the shape of a token")
     if not found:
-        return env, command, args, (), []
+        return env, command, args, []
     sname = secrets.secret_name(trainjob_name)
     used = set()
     shell = bool(intent.uses_shell) or tuple(command[:2]) == ("bash", "-c")
@@ -550,18 +545,19 @@ def _secrets(script, env, intent, command, args, trainjob_name):
     for name in found:
         if name in used and name not in have:
             out_env.append(EnvVar(name, "", found[name][1], secret_name=sname, secret_key=name))
-    patch_env = tuple({"name": e.name, "valueFrom": {"secretKeyRef": {"name": sname, "key": e.secret_key}}}
-                      for e in out_env if e.secret_name)
     findings = []
     for e in out_env:
         if e.secret_name:
             line = found.get(e.name, (None, e.line, ""))[1]
             why = found.get(e.name, ("", None, "it looks like a secret"))[2]
-            findings.append(Finding(WARNING, "P447", f"{e.name} is not written into the TrainJob ({why}): every "
-                                    f"pod reads it from key `{e.name}` of Secret `{sname}` (valueFrom.secretKeyRef)",
-                                    line, f"create it before submitting: `kubectl create secret generic {sname} "
-                                    f"--from-literal={e.name}=<the value on line {line}>`"))
-    return tuple(out_env), new_command, new_args, patch_env, findings
+            findings.append(Finding(WARNING, "P447", f"{e.name} is not written into the output ({why}): the YAML "
+                                    f"reads it from key `{e.name}` of Secret `{sname}` (spec.trainer.env valueFrom."
+                                    "secretKeyRef); SDK 0.5 cannot express that, so the Python file takes it from "
+                                    f"${e.name} of the submitting shell and the TrainJob object carries the value",
+                                    line, f"create the Secret before `kubectl apply`: `kubectl create secret generic "
+                                    f"{sname} --from-literal={e.name}=<the value on line {line}>`; for the Python "
+                                    f"file export {e.name} first"))
+    return tuple(out_env), new_command, new_args, findings
 
 
 _IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")

@@ -17,7 +17,7 @@ class EnvVar:
     value: str
     line: Optional[int] = None     # source line of the export, if any
     # a secret (by name or by shape): never written in clear text; the pods read it from this Secret key
-    # (`valueFrom.secretKeyRef` in the runtime patch of every trainer pod) and `value` is empty
+    # (spec.trainer.env valueFrom.secretKeyRef) and `value` is empty
     secret_name: Optional[str] = None
     secret_key: Optional[str] = None
 
@@ -38,11 +38,10 @@ class PodPatch:
     volume_mounts: Tuple[dict, ...] = ()               # core/v1 VolumeMount dicts for `container`
     image_pull_secrets: Tuple[str, ...] = ()
     service_account_name: Optional[str] = None
-    env: Tuple[dict, ...] = ()                         # core/v1 EnvVar dicts for `container` (secretKeyRef)
 
     def is_empty(self) -> bool:
         return not (self.node_selector or self.tolerations or self.affinity or self.volumes
-                    or self.volume_mounts or self.image_pull_secrets or self.service_account_name or self.env)
+                    or self.volume_mounts or self.image_pull_secrets or self.service_account_name)
 
 
 @dataclass(frozen=True)
