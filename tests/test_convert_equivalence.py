@@ -230,11 +230,22 @@ def test_array_index_table_is_carried(tmp_path):
 # ---- script fallback: what the batch shell did once --------------------------------------------------
 
 def _run_pods(plan, tmp_path, nnodes, job, programs=("python",)):
+    """Run the command once per pod; each call of a fake program is recorded in a file of its own (tasks
+    started by srun run in parallel, and their records are larger than one atomic write)."""
     bindir = _fake_bin(tmp_path, *programs)
+    for n in programs:
+        (bindir / n).write_text(
+            '#!/bin/bash\nf="$(mktemp "$FAKE_LOG.XXXXXX")"\n'
+            '{ echo "CALL $(basename "$0")"; for a in "$@"; do echo "ARG $a"; done; '
+            "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; } > \"$f\"\n")
     out = []
     for node in range(nnodes):
-        proc, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet(job, node, nnodes))
-        out.append(_calls(log))
+        _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet(job, node, nnodes))
+        # _run points FAKE_LOG at its own log file; the records are its siblings LOG.XXXXXX
+        recs = sorted(tmp_path.glob("log-*.*"), key=lambda r: r.stat().st_mtime_ns)
+        out.append(_calls("\n".join(r.read_text() for r in recs)))
+        for r in recs:
+            r.unlink()
     return out
 
 
@@ -299,3 +310,12 @@ def test_batch_hostname_in_a_launch_preamble(tmp_path):
     _, log = _run(worker, tmp_path, bindir, RANK=3, LOCAL_RANK=1, WORLD_SIZE=4, LOCAL_WORLD_SIZE=2, GROUP_RANK=1,
                   **_pet("job", 1, 2))
     assert _calls(log)[0]["args"] == ["t.py", "--master", "job-node-0-0.job"]
+
+
+def test_findings_never_quote_a_secret():
+    # P422 quotes a non-literal export; L342/L327 quote launch text: the token must not appear in them
+    c = conv(HEAD + "#SBATCH -N 1\n"
+             f"export API_TOKEN=\"{TOKEN}$SUFFIX\"\nX=$(date) HF_TOKEN={TOKEN} torchrun t.py\n")
+    text = "\n".join(f.format("job.sbatch") for f in c.findings)
+    assert TOKEN not in text and "<secret>" in text
+    assert TOKEN not in _all_outputs(c)

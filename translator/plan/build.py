@@ -395,6 +395,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     else:
         plans.append(base)
 
+    findings = _redact(findings, script, env)
     out = []
     for p in plans:
         p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(smap))
@@ -590,4 +591,29 @@ def _node_specific(env, command, args, intent) -> List[Finding]:
             out.append(Finding(WARNING, "P448", f"{where} names the address `{h}` of a Slurm node or host; pods have "
                                "their own addresses (the rank-0 pod is PET_MASTER_ADDR / $MASTER_ADDR)", line,
                                "use the address the runtime provides (MASTER_ADDR, PET_MASTER_ADDR) instead"))
+    return out
+
+
+def _redact(findings, script, env) -> List[Finding]:
+    """Findings quote script text; a secret value or anything shaped like a token never appears in them
+    (they are printed, and become comments of the YAML and the Python file)."""
+    from translator.plan import secrets
+    from translator.read.ast import iter_assignments
+
+    values = {a.value.value for a in iter_assignments(script.body)
+              if a.value.literal and secrets.looks_secret(a.name, a.value.value) and len(a.value.value) >= 4}
+
+    def clean(text):
+        if not text:
+            return text
+        for v in sorted(values, key=len, reverse=True):
+            text = text.replace(v, "<secret>")
+        for t in secrets.embedded_tokens(text):
+            text = text.replace(t, "<secret>")
+        return text
+
+    out = []
+    for f in findings:
+        m, sug = clean(f.message), clean(f.suggestion)
+        out.append(f if (m, sug) == (f.message, f.suggestion) else dataclasses.replace(f, message=m, suggestion=sug))
     return out
