@@ -25,6 +25,7 @@ class ConvertSettings:
     sbatch_args: Tuple[str, ...] = ()        # sbatch command-line options (precedence over everything)
     profile: Optional[object] = None         # translator.profile.model.Profile, when one applies
     script_args: Optional[Tuple[str, ...]] = None   # --script-args: the arguments sbatch gives the script
+    simulate: bool = False                   # migrate/report --simulate: also compare the launches (slurm2kf simulate)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ def cli() -> None:
 def _register() -> None:
     import importlib
 
-    for name in ("inspect", "convert", "validate", "profile", "migrate", "report"):
+    for name in ("inspect", "convert", "validate", "profile", "migrate", "report", "simulate"):
         try:
             mod = importlib.import_module(f"translator.cli.{name}_cmd")
         except ModuleNotFoundError as exc:  # a command whose module is not written yet

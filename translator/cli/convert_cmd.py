@@ -49,10 +49,13 @@ def _load_profile(option_path, script_path):
 @click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
 @click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
               help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@click.option("--simulate", "simulate", is_flag=True,
+              help="Also run both sides with stub commands and report whether they launch the same training "
+                   "(S8xx findings; a \"simulation\" object in --to json).")
 @script_args_option
 @click.pass_context
 def command(ctx: click.Context, script: str, to: str, output: str, runtime, image, namespace, gpu_resource,
-            array_mode, profile_path, findings_comment, sbatch_env, script_args) -> None:
+            array_mode, profile_path, findings_comment, sbatch_env, simulate, script_args) -> None:
     """Convert SCRIPT into a Kubeflow Trainer TrainJob. Options after `--` are sbatch options."""
     from translator.pipeline import ConvertSettings, convert
 
@@ -75,6 +78,26 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     for d in conv.diagnostics:
         if d.severity in ("error", "warning"):
             click.echo(d.format(script), err=True)
+    simulation = None
+    if simulate:
+        from dataclasses import replace as _replace
+        from translator.simulate import SimulateError, simulate_script
+        from translator.simulate.findings import findings_of, not_simulated
+
+        if script == "-":
+            extra = [not_simulated("the script was read from standard input; give a file")]
+        else:
+            try:
+                simulation = simulate_script(script, settings, settings.script_args or ())
+                extra = findings_of(simulation)
+            except SimulateError as exc:
+                extra = [not_simulated(str(exc))]
+        if conv.plans:
+            conv = _replace(conv, plans=tuple(_replace(p, findings=tuple(p.findings) + tuple(extra))
+                                              for p in conv.plans))
+        else:
+            for f in extra:
+                click.echo(f.format(script), err=True)
     for f in conv.findings:
         click.echo(f.format(script), err=True)
     if to == "yaml":
@@ -85,7 +108,7 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
         text = sdk_python.render(conv.plans)
     else:
         from translator.emit import plan_json
-        text = plan_json.render(conv.plans)
+        text = plan_json.render(conv.plans, simulation=simulation)
     if output == "-":
         click.echo(text, nl=False)
     else:

@@ -22,6 +22,9 @@ def convert_options(f):
                           "slurm2kf.yaml above each script)."),
         click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
                      help="An SBATCH_* input variable as if set when sbatch runs (repeatable)."),
+        click.option("--simulate", "simulate", is_flag=True,
+                     help="Also run each script and its TrainJob with stub commands and report whether they "
+                          "launch the same training (S8xx; see docs/simulate.md)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -53,7 +56,7 @@ def settings_from(opts: dict):
     return ConvertSettings(runtime=opts.get("runtime") or None, image=opts.get("image") or None,
                            namespace=opts.get("namespace") or None, gpu_resource=gpu_resource,
                            array_mode=opts.get("array_mode") or "finding", sbatch_env=tuple(env),
-                           profile=profile)
+                           profile=profile, simulate=bool(opts.get("simulate")))
 
 
 _FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}
@@ -131,6 +134,10 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
 
             yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
         sr = script_report(conv, os.path.basename(source), yaml_text, settings=settings)
+        if settings.simulate:
+            from translator.report.build import with_simulation
+
+            sr = with_simulation(sr, source, settings)
         emit(Report.from_scripts("slurm2kf review: " + os.path.basename(source), source, [sr]))
         return
     try:

@@ -32,6 +32,12 @@ def plan_dict(plan) -> dict:
     return out
 
 
-def render(plans: Sequence) -> str:
-    """JSON document: {"plans": [...]} (non-ASCII escaped so any text survives any terminal encoding)."""
-    return json.dumps({"plans": [plan_dict(p) for p in plans]}, indent=2, ensure_ascii=True) + "\n"
+def render(plans: Sequence, simulation=None) -> str:
+    """JSON document: {"plans": [...]} (non-ASCII escaped so any text survives any terminal encoding), plus
+    {"simulation": {...}} when `convert --simulate` ran the two sides."""
+    doc = {"plans": [plan_dict(p) for p in plans]}
+    if simulation is not None:
+        from translator.simulate.findings import simulation_json
+
+        doc["simulation"] = simulation_json(simulation)
+    return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"

@@ -196,6 +196,10 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str])
                 status = write_if_changed(os.path.join(ctx.out_dir, *rel_out.split("/")), blob, ctx.check)
             outputs.append((rel_out, sha256_bytes(blob), status))
     sr = script_report(conv, c.rel, yaml_text, [o[0] for o in outputs], settings=settings)
+    if getattr(settings, "simulate", False):
+        from translator.report.build import with_simulation
+
+        sr = with_simulation(sr, c.path, settings)
     if profile_errors:
         from translator.report.build import _issue
 

@@ -181,6 +181,30 @@ def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, 
     return tuple(out)
 
 
+def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
+    """`--simulate`: the launch comparison of `slurm2kf simulate` as S8xx issues and a summary record."""
+    import dataclasses
+
+    from translator.simulate import SimulateError, simulate_script
+    from translator.simulate.findings import findings_of, not_simulated
+
+    try:
+        v = simulate_script(path, dataclasses.replace(settings, simulate=False))
+        found = findings_of(v)
+        sim = {"verdict": v.verdict, "differences": list(v.differences),
+               "slurm_processes": len(v.slurm.processes), "kubeflow_processes": len(v.kubeflow.processes)}
+    except SimulateError as exc:
+        found = [not_simulated(str(exc))]
+        sim = {"verdict": "not simulated", "differences": [str(exc)], "slurm_processes": 0,
+               "kubeflow_processes": 0}
+    issues = list(sr.issues) + [i for i in (_issue(f) for f in found) if i not in sr.issues]
+    issues.sort(key=_issue_key)
+    outcome = outcome_of(issues, sr.sbatch_accepts, bool(sr.names))
+    if sr.outcome == "errors":
+        outcome = "errors"
+    return dataclasses.replace(sr, issues=tuple(issues), outcome=outcome, simulation=sim)
+
+
 def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (),
                   settings=None) -> ScriptReport:
     """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with)."""

@@ -174,9 +174,15 @@ def _script(sr: ScriptReport, sid: str) -> str:
     if sr.image:
         facts.append(f"image <code>{e(sr.image)}</code>")
     facts.append(f"{sr.nodes} node(s), {sr.gpus} GPU(s)")
+    if sr.simulation:
+        facts.append(f"launch <b>{e(sr.simulation.get('verdict', ''))}</b>")
     if sr.time_limit_seconds:
         facts.append(f"time limit {sr.time_limit_seconds // 60} min")
     out.append('<p class="muted">' + " · ".join(facts) + "</p>")
+    if sr.simulation and sr.simulation.get("differences"):
+        out.append('<div class="decide"><b>Launch simulation: ' + e(sr.simulation.get("verdict", "")) + "</b><ul>")
+        out.extend(f"<li>{e(d)}</li>" for d in sr.simulation["differences"])
+        out.append("</ul></div>")
     if sr.decisions:
         out.append('<div class="decide"><b>Reviewer must decide</b><ul>')
         out.extend(f"<li>{e(d)}</li>" for d in sr.decisions)

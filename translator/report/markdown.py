@@ -81,6 +81,12 @@ def _summary(report: Report, w) -> None:
             for k, v in items[:30]:
                 w(f"| {kind} | {code(k)} | {v} |\n")
         w("\n")
+    sims = [(sr.path, sr.simulation) for sr in report.light() if sr.simulation]
+    if sims:
+        w("## Launch simulation\n\n| script | launch | differences |\n|---|---|---:|\n")
+        for path, sim in sims[:500]:
+            w(f"| {code(path)} | {text(sim.get('verdict', ''))} | {len(sim.get('differences', ()))} |\n")
+        w("\n")
     if s.skipped:
         w("## Files not converted\n\n| code | files |\n|---|---:|\n")
         for k, v in s.skipped:
@@ -109,7 +115,16 @@ def _script(sr: ScriptReport, w) -> None:
     if sr.runtime:
         facts.append(f"runtime {code(sr.runtime)}")
     facts.append(f"{sr.nodes} node(s), {sr.gpus} GPU(s)")
+    if sr.simulation:
+        facts.append(f"launch {text(sr.simulation.get('verdict', ''))}")
     w(" · ".join(facts) + "\n\n")
+    if sr.simulation and sr.simulation.get("differences"):
+        w(f"**Launch simulation: {text(sr.simulation.get('verdict', ''))}** "
+          f"({sr.simulation.get('slurm_processes', 0)} process(es) on Slurm, "
+          f"{sr.simulation.get('kubeflow_processes', 0)} on Kubeflow):\n\n")
+        for d in sr.simulation["differences"]:
+            w(f"- {text(d)}\n")
+        w("\n")
     if sr.decisions:
         w("**Reviewer must decide:**\n\n")
         for d in sr.decisions:

@@ -114,6 +114,7 @@ class ScriptReport:
     paths: Tuple[str, ...] = ()                 # path prefixes used that no volume mounts yet
     yaml: str = ""                              # the emitted TrainJob YAML ('' when none)
     outputs: Tuple[str, ...] = ()               # output files (relative to OUT) when migrated
+    simulation: Optional[dict] = None           # --simulate: verdict, differences, process counts
 
     @property
     def codes(self) -> Tuple[str, ...]:
@@ -124,6 +125,12 @@ class ScriptReport:
         return tuple(sorted({i.code for i in self.issues if i.severity == "error"}))
 
     def to_json(self) -> dict:
+        out = self._to_json()
+        if self.simulation is not None:
+            out["simulation"] = dict(self.simulation)
+        return out
+
+    def _to_json(self) -> dict:
         return {
             "path": self.path, "outcome": self.outcome, "sbatch_accepts": self.sbatch_accepts,
             "names": list(self.names), "launcher": self.launcher, "runtime": self.runtime,
@@ -150,6 +157,7 @@ class ScriptReport:
             decisions=tuple(d.get("decisions", ())), modules=tuple(d.get("modules", ())),
             environments=tuple(d.get("environments", ())), paths=tuple(d.get("paths", ())),
             yaml=d.get("yaml", ""), outputs=tuple(d.get("outputs", ())),
+            simulation=d.get("simulation"),
         )
 
 

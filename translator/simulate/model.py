@@ -25,6 +25,8 @@ class Process:
     master_port: Optional[str] = None
     gpus: int = 0                            # GPUs visible to the process (CUDA_VISIBLE_DEVICES, else all on the node)
     env: Tuple[Tuple[str, str], ...] = ()    # the env the program was given (sorted; sandbox/stub variables removed)
+    cwd: str = ""                            # working directory the process started in
+    defaulted: Tuple[str, ...] = ()          # env names the launcher set by default (torchrun's OMP_NUM_THREADS=1)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class PodLaunch:
     gpus: int = 0                            # GPU limit of the container
     files: Tuple[Tuple[str, str], ...] = ()  # files mounted into the pod (path, content), e.g. the MPI hostfile
     workdir: str = ""                        # container workingDir, "" = image default
+    image: str = ""                          # container image (MPI workers keep the runtime's image under v2.3)
+    fqdn: str = ""                           # "<hostname>.<trainjob>": the name other pods (hostfile, PET_MASTER_ADDR) use
+    image_entrypoint: bool = False           # no container command: the image's ENTRYPOINT runs, with `argv` as its args
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class SideResult:
     processes: Tuple[Process, ...] = ()
     failures: Tuple[Failure, ...] = ()
     notes: Tuple[str, ...] = ()              # e.g. "isolation: user+mount+net namespaces"
+    hosts: Tuple[Tuple[str, int, str], ...] = ()   # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,216 @@
+"""The Slurm side: run the batch script as slurmd runs the batch step on node 0 of the allocation.
+
+The environment is the one sbatch and slurmd give the batch step (env.c `env_array_for_batch_job`,
+sbatch.1 OUTPUT ENVIRONMENT VARIABLES; facts collected in docs/sbatch-semantics.md §12): job
+identity, node list in hostlist form, task counts only when requested, GPU variables for the
+node's GPUs, array variables for one index, and SLURM_PROCID/LOCALID/NODEID = 0. The script itself
+is copied where slurmd keeps it (`/var/spool/slurmd/job<ID>/slurm_script`, which is what `$0` is)
+and run by its `#!` interpreter with the script arguments.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from translator.simulate.stubs import hostlist
+
+JOB_ID = 4242
+SUBMIT_DIR = "/home/user"
+SUBMIT_HOST = "login01"
+CLUSTER = "cluster"
+
+
+@dataclass(frozen=True)
+class Allocation:
+    hosts: Tuple[str, ...]
+    gpus_per_node: int
+    tasks_per_node: Tuple[int, ...]
+    cpus_per_node: int
+
+    def host_table(self):
+        """[(hostname, node, ip, gpus)] for the stubs."""
+        return [(h, i, f"10.0.0.{i + 1}", self.gpus_per_node) for i, h in enumerate(self.hosts)]
+
+
+def _int(v) -> Optional[int]:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def allocation(job) -> Allocation:
+    """The nodes, GPUs and task layout slurmctld would grant (the minimum node count of a range)."""
+    f = job.fields
+    nodes = f.nodes_min or 0
+    if not nodes:
+        if f.ntasks and f.ntasks_per_node:
+            nodes = -(-f.ntasks // f.ntasks_per_node)
+        else:
+            nodes = 1
+    nodes = max(1, min(nodes, 512))
+    width = max(2, len(str(nodes)))
+    names = tuple(f"node{i + 1:0{width}d}" for i in range(nodes))
+    if f.gpus_per_node is not None:
+        gpn = f.gpus_per_node
+    elif f.gpus_per_task is not None:
+        tpn = f.ntasks_per_node or (-(-f.ntasks // nodes) if f.ntasks else 1)
+        gpn = f.gpus_per_task * tpn
+    elif f.gpus_total is not None:
+        gpn = -(-f.gpus_total // nodes)
+    else:
+        gpn = 0
+    if f.ntasks is not None:
+        base, extra = divmod(f.ntasks, nodes)
+        tpn_list = tuple(base + (1 if i < extra else 0) for i in range(nodes))
+    elif f.ntasks_per_node is not None:
+        tpn_list = (f.ntasks_per_node,) * nodes
+    else:
+        tpn_list = (1,) * nodes
+    cpus = max(t * (f.cpus_per_task or 1) for t in tpn_list) if tpn_list else 1
+    return Allocation(names, int(gpn), tpn_list, cpus)
+
+
+def array_env(spec: Optional[str], index: Optional[int]) -> Tuple[Dict[str, str], Optional[str]]:
+    """SLURM_ARRAY_* for one element (sbatch.1); returns (env, problem)."""
+    if not spec:
+        return {}, ("--array-index given but the job is not an array" if index is not None else None)
+    from translator.slurm.values import array_indexes, split_array
+
+    body, _ = split_array(spec)
+    idx, problems = array_indexes(body)
+    if not idx:
+        return {}, "the array has no valid index"
+    if index is None:
+        index = idx[0]
+    elif index not in idx:
+        return {}, f"index {index} is not in the array {spec}"
+    m = re.fullmatch(r"\s*\d+-\d+:(\d+)\s*", body)
+    env = {
+        "SLURM_ARRAY_JOB_ID": str(JOB_ID), "SLURM_ARRAY_TASK_ID": str(index),
+        "SLURM_ARRAY_TASK_COUNT": str(len(idx)), "SLURM_ARRAY_TASK_MIN": str(idx[0]),
+        "SLURM_ARRAY_TASK_MAX": str(idx[-1]), "SLURM_ARRAY_TASK_STEP": m.group(1) if m else "1",
+    }
+    return env, None
+
+
+def batch_env(job, alloc: Allocation, array_index: Optional[int] = None) -> Tuple[Dict[str, str], List[str]]:
+    f = job.fields
+    notes: List[str] = []
+    aenv, problem = array_env(f.array, array_index)
+    if problem:
+        notes.append(problem)
+    job_id = JOB_ID + (list(range(0, 1))[0] if not aenv else 0)
+    if aenv:
+        job_id = JOB_ID + 1 + int(aenv["SLURM_ARRAY_TASK_ID"]) - int(aenv["SLURM_ARRAY_TASK_MIN"])
+    n = len(alloc.hosts)
+    nodelist = hostlist.compress(list(alloc.hosts))
+    name = f.job_name or os.path.basename(job.path) or "sbatch"
+    env = {
+        "SLURM_JOB_ID": str(job_id), "SLURM_JOBID": str(job_id), "SLURM_JOB_NAME": name,
+        "SLURM_JOB_PARTITION": f.partition or "batch", "SLURM_CLUSTER_NAME": CLUSTER,
+        "SLURM_SUBMIT_DIR": SUBMIT_DIR, "SLURM_SUBMIT_HOST": SUBMIT_HOST, "SLURMD_NODENAME": alloc.hosts[0],
+        "ENVIRONMENT": "BATCH", "SLURM_JOB_NUM_NODES": str(n), "SLURM_NNODES": str(n),
+        "SLURM_JOB_NODELIST": nodelist, "SLURM_NODELIST": nodelist,
+        "SLURM_JOB_CPUS_PER_NODE": hostlist.counts_form([alloc.cpus_per_node] * n),
+        "SLURM_CPUS_ON_NODE": str(alloc.cpus_per_node),
+        "SLURM_TASKS_PER_NODE": hostlist.counts_form(list(alloc.tasks_per_node)),
+        "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_GTIDS": "0",
+        "SLURM_TASK_PID": "4000", "SLURM_TOPOLOGY_ADDR": alloc.hosts[0], "SLURM_JOB_USER": "user",
+        "SLURM_JOB_UID": "1000", "SLURM_JOB_GID": "1000", "SLURM_CONF": "/etc/slurm/slurm.conf",
+    }
+    if f.account:
+        env["SLURM_JOB_ACCOUNT"] = f.account
+    if f.qos:
+        env["SLURM_JOB_QOS"] = f.qos
+    # SLURM_NTASKS only when -n was given or derived from --ntasks-per-node x nodes (sbatch.1)
+    if f.ntasks is not None:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(f.ntasks)
+    elif f.ntasks_per_node is not None:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(f.ntasks_per_node * n)
+    if f.ntasks_per_node is not None:
+        env["SLURM_NTASKS_PER_NODE"] = str(f.ntasks_per_node)
+    if f.cpus_per_task is not None:
+        env["SLURM_CPUS_PER_TASK"] = str(f.cpus_per_task)
+    opts = job.options
+    if "gpus" in opts:
+        env["SLURM_GPUS"] = str(opts["gpus"])
+    if "gpus-per-node" in opts:
+        env["SLURM_GPUS_PER_NODE"] = str(opts["gpus-per-node"])
+    if "gpus-per-task" in opts:
+        env["SLURM_GPUS_PER_TASK"] = str(opts["gpus-per-task"])
+    if "cpus-per-gpu" in opts:
+        env["SLURM_CPUS_PER_GPU"] = str(opts["cpus-per-gpu"])
+    if f.mem_per_node_mb is not None:
+        env["SLURM_MEM_PER_NODE"] = str(f.mem_per_node_mb)
+    elif f.mem_per_cpu_mb is not None:
+        env["SLURM_MEM_PER_CPU"] = str(f.mem_per_cpu_mb)
+    if f.mem_per_gpu_mb is not None:
+        env["SLURM_MEM_PER_GPU"] = str(f.mem_per_gpu_mb)
+    if f.dependency:
+        env["SLURM_JOB_DEPENDENCY"] = f.dependency
+    if alloc.gpus_per_node:
+        devs = ",".join(str(i) for i in range(alloc.gpus_per_node))
+        env.update({"SLURM_GPUS_ON_NODE": str(alloc.gpus_per_node), "SLURM_JOB_GPUS": devs,
+                    "CUDA_VISIBLE_DEVICES": devs, "GPU_DEVICE_ORDINAL": devs})
+    env.update(aenv)
+    return env, notes
+
+
+def interpreter_argv(text: str, script_path: str) -> Tuple[List[str], Optional[str]]:
+    """How slurmd (the kernel, via `#!`) runs the script. Any shell runs as bash --noprofile --norc."""
+    first = text.split("\n", 1)[0]
+    if not first.startswith("#!"):
+        return ["/bin/bash", "--noprofile", "--norc", script_path], None
+    words = first[2:].strip().split(None, 1)
+    interp = os.path.basename(words[0]) if words else "sh"
+    arg = words[1].strip() if len(words) > 1 else ""
+    if interp == "env" and arg:          # `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e`
+        parts = arg.split()
+        if parts and parts[0] == "-S":
+            parts = parts[1:]
+        interp, arg = (os.path.basename(parts[0]), " ".join(parts[1:])) if parts else ("sh", "")
+    if interp in ("bash", "sh", "dash", "ksh", "zsh"):
+        opts = [arg] if arg else []        # the kernel passes everything after the interpreter as one argument
+        return ["/bin/bash", "--noprofile", "--norc"] + opts + [script_path], None
+    if re.fullmatch(r"python[0-9.]*", interp):
+        return ["python3"] + ([arg] if arg else []) + [script_path], None
+    return ["/bin/bash", "--noprofile", "--norc", script_path], f"interpreter {interp!r} run as bash"
+
+
+_ABS_PROG = re.compile(r"(?<![\w$/.-])(/(?:[\w.+-]+/)+bin/[\w.+-]+)")
+
+
+def absolute_programs(text: str) -> List[str]:
+    """Absolute program paths written in the script (/opt/conda/bin/python): stubs are put there."""
+    return sorted({m.group(1) for m in _ABS_PROG.finditer(text)})
+
+
+def run(job, text: str, script_args: Sequence[str] = (), array_index: Optional[int] = None,
+        timeout: float = 5.0):
+    """Run the batch script in the sandbox; returns (SideResult, Allocation)."""
+    from translator.simulate import sandbox
+    from translator.simulate.collect import side_result
+
+    alloc = allocation(job)
+    env, notes = batch_env(job, alloc, array_index)
+    spool = f"/var/spool/slurmd/job{env['SLURM_JOB_ID']}/slurm_script"
+    argv, note = interpreter_argv(text, spool)
+    if note:
+        notes.append(note)
+    argv += list(script_args)
+    cwd = job.fields.chdir if job.fields.chdir and job.fields.chdir.startswith("/") else SUBMIT_DIR
+    if sandbox._clean_cwd(cwd) != cwd:
+        notes.append(f"--chdir={cwd} is a system directory here; the job runs in {SUBMIT_DIR}")
+        cwd = SUBMIT_DIR
+    env["PWD"] = cwd
+    unit = sandbox.Unit(argv=argv, env=env, hostname=alloc.hosts[0], node=0, cwd=cwd,
+                        files=[(spool, text)], config={"gpus": alloc.gpus_per_node})
+    res = sandbox.run_units([unit], "slurm", alloc.host_table(), timeout=timeout,
+                            extra_stub_paths=absolute_programs(text))
+    notes.append(f"allocation: {len(alloc.hosts)} node(s) {hostlist.compress(list(alloc.hosts))}, "
+                 f"{alloc.gpus_per_node} GPU(s) per node")
+    return side_result("slurm", res, ["batch script"], [0], notes), alloc

@@ -1,0 +1,235 @@
+"""Compare the training processes of the two sides: `equivalent`, or `differs` with each difference named.
+
+What must match (the program cannot tell the two platforms apart otherwise):
+- the multiset of training processes: program (relative to the working directory) and arguments;
+- world size, the rank -> node layout and the number of processes per node;
+- GPUs visible to each process;
+- MASTER_ADDR/MASTER_PORT: one endpoint for all ranks of a side (an address that names a different
+  node per process is a difference), and the same node on both sides;
+- the environment the program reads: user-set variables. Launcher internals (SLURM_*, PET_*,
+  TORCHELASTIC_*, OMPI_*, the rank variables themselves, which are compared as ranks) are not;
+- failures on either side (a Slurm command in a pod, a launcher error, a time-out).
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter, defaultdict
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from translator.simulate.model import Process, SideResult
+
+INTERNAL_PREFIXES = ("SLURM_", "SLURMD_", "PET_", "TORCHELASTIC_", "OMPI_", "PMIX_", "PMI_", "KUBERNETES_",
+                     "JAX_", "DMLC_", "SLURM2KF_SIM_", "MPI_LOCAL", "PRTE_", "OPAL_", "HYDRA_",
+                     "PIP_")    # package-install settings of a setup step, not read by the program
+INTERNAL_NAMES = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME",
+    "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CROSS_RANK", "CROSS_SIZE", "LOCAL_SIZE",
+    "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "NVIDIA_VISIBLE_DEVICES", "HOSTNAME", "HOME", "PATH", "PWD",
+    "OLDPWD", "SHLVL", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "ENVIRONMENT", "TMPDIR", "_", "BASH_ENV",
+    "JOB_COMPLETION_INDEX", "SSH_CONNECTION", "SSH_CLIENT", "MAIL", "LC_ALL", "PYTHONUNBUFFERED_",
+}
+SIDE_NAME = {"slurm": "Slurm", "kubeflow": "Kubeflow"}
+MAX_LISTED = 4
+
+
+def user_env(p: Process) -> Dict[str, str]:
+    jid = job_id_of(p)
+    return {k: _norm_jobid(v, jid) for k, v in p.env
+            if k not in INTERNAL_NAMES and not k.startswith(INTERNAL_PREFIXES) and k not in p.defaulted}
+
+
+def job_id_of(p: Process) -> Optional[str]:
+    v = dict(p.env).get("SLURM_JOB_ID")
+    return v if v and len(v) >= 3 else None
+
+
+def _norm_jobid(text: str, jid: Optional[str]) -> str:
+    """A job id is different on every run: `results/4242/x` and `results/9134/x` are the same path."""
+    return text.replace(jid, "$SLURM_JOB_ID") if jid else text
+
+
+def program_of(p: Process) -> str:
+    prog = p.program
+    if p.cwd and prog.startswith(p.cwd.rstrip("/") + "/"):
+        prog = prog[len(p.cwd.rstrip("/")) + 1:]
+    if prog.startswith("./") and not p.interpreter:
+        prog = prog[2:]
+    return prog
+
+
+def interp_of(p: Process) -> str:
+    i = os.path.basename(p.interpreter or "")
+    return "python" if re.fullmatch(r"python[0-9.]*", i) else i
+
+
+def command_of(p: Process) -> str:
+    k = _key(p)
+    words = ([k[0]] if k[0] else []) + [k[1]] + list(k[2])
+    text = " ".join(_q(w) for w in words)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _q(w: str) -> str:
+    return w if re.fullmatch(r"[\w@%+=:,./-]+", w) else "'" + w.replace("'", "'\\''") + "'"
+
+
+def _key(p: Process) -> Tuple:
+    jid = job_id_of(p)
+    return (interp_of(p), _norm_jobid(program_of(p), jid), tuple(_norm_jobid(a, jid) for a in p.argv))
+
+
+def _hosts_index(side: SideResult) -> List[Tuple[str, int, str]]:
+    return [tuple(h[:3]) for h in getattr(side, "hosts", ())]
+
+
+def endpoint_node(addr: Optional[str], p: Process, hosts: Sequence[Tuple[str, int, str]]) -> Optional[str]:
+    """Where MASTER_ADDR points: `node<k>` for an address of the side's nodes/pods, else the text."""
+    if addr is None:
+        return None
+    a = addr.strip()
+    if a in ("localhost", "::1", "") or a.startswith("127."):
+        return f"node{p.node}"
+    for name, node, ip in hosts:
+        if a == name or a == ip or a.startswith(name + ".") or name.startswith(a + "."):
+            return f"node{node}"
+    return a
+
+
+def _fmt_counter(c: Counter, unit: str = "") -> str:
+    parts = []
+    for value, n in sorted(c.items(), key=lambda kv: (str(kv[0]))):
+        v = "unset" if value is None else str(value)
+        parts.append(f"{v}{unit}" + (f" ×{n}" if n > 1 and len(c) > 1 else ""))
+    return ", ".join(parts) if parts else "none"
+
+
+def _per_node(procs: Sequence[Process]) -> str:
+    c = Counter(p.node for p in procs)
+    return ", ".join(f"node{n}: {c[n]}" for n in sorted(c)) or "none"
+
+
+def compare(slurm: SideResult, kube: SideResult) -> List[str]:
+    diffs: List[str] = []
+    for side in (slurm, kube):
+        for f in side.failures:
+            where = "pod" if side.side == "kubeflow" else "node"
+            diffs.append(f"{SIDE_NAME[side.side]}: `{f.command}` fails on {where} {f.node}: {f.reason}")
+    sp, kp = list(slurm.processes), list(kube.processes)
+    sc, kc = Counter(_key(p) for p in sp), Counter(_key(p) for p in kp)
+    example = {}
+    for p in sp + kp:
+        example.setdefault(_key(p), p)
+    if sc != kc:
+        if not sp and kp:
+            diffs.append("Slurm starts no training process; Kubeflow starts "
+                         f"{len(kp)} (`{command_of(kp[0])}`)")
+        elif sp and not kp:
+            diffs.append(f"Kubeflow starts no training process; Slurm starts {len(sp)} (`{command_of(sp[0])}`)")
+        else:
+            listed = 0
+            for k in sorted(set(sc) | set(kc), key=str):
+                if sc[k] != kc[k]:
+                    if listed == MAX_LISTED:
+                        diffs.append("… more programs differ")
+                        break
+                    diffs.append(f"`{command_of(example[k])}`: Slurm starts {sc[k]}, Kubeflow starts {kc[k]}")
+                    listed += 1
+    # layout, per program started on both sides
+    for k in sorted(set(sc) & set(kc), key=str):
+        s_ps = [p for p in sp if _key(p) == k]
+        k_ps = [p for p in kp if _key(p) == k]
+        name = f"`{command_of(example[k])}`" if len(set(sc) | set(kc)) > 1 else "the training"
+        diffs.extend(_layout_diffs(name, s_ps, k_ps, slurm, kube))
+    for side, ps in (("slurm", sp), ("kubeflow", kp)):
+        diffs.extend(_consistency(side, ps, slurm if side == "slurm" else kube))
+    return diffs
+
+
+def _world(ps) -> Counter:
+    return Counter(p.world_size if p.world_size is not None else (1 if len(ps) == 1 else None) for p in ps)
+
+
+def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> List[str]:
+    out = []
+    sw, kw = _world(s_ps), _world(k_ps)
+    if sw != kw:
+        out.append(f"{name}: world size on Slurm {_fmt_counter(sw)}, on Kubeflow {_fmt_counter(kw)}")
+    if Counter(p.node for p in s_ps) != Counter(p.node for p in k_ps):
+        out.append(f"{name}: processes per node on Slurm {_per_node(s_ps)}; on Kubeflow {_per_node(k_ps)}")
+    else:
+        s_map = _rank_nodes(s_ps)
+        k_map = _rank_nodes(k_ps)
+        if s_map is not None and k_map is not None and s_map != k_map:
+            moved = [r for r in sorted(set(s_map) | set(k_map)) if s_map.get(r) != k_map.get(r)]
+            r = moved[0]
+            out.append(f"{name}: rank -> node layout differs (rank {r} on Slurm node {_n(s_map.get(r))}, "
+                       f"on Kubeflow node {_n(k_map.get(r))}; {len(moved)} rank(s) differ)")
+    sg, kg = Counter(p.gpus for p in s_ps), Counter(p.gpus for p in k_ps)
+    if sg != kg:
+        out.append(f"{name}: GPUs visible per process on Slurm {_fmt_counter(sg)}, on Kubeflow {_fmt_counter(kg)}")
+    sm = {endpoint_node(p.master_addr, p, _hosts_index(slurm)) for p in s_ps}
+    km = {endpoint_node(p.master_addr, p, _hosts_index(kube)) for p in k_ps}
+    if len(sm) == 1 and len(km) == 1 and sm != km and None not in sm | km:
+        out.append(f"{name}: MASTER_ADDR points to {_ep(sm)} on Slurm, to {_ep(km)} on Kubeflow")
+    sport = {p.master_port for p in s_ps}
+    kport = {p.master_port for p in k_ps}
+    if len(sport) == 1 and len(kport) == 1 and sport != kport and None not in sport | kport:
+        out.append(f"{name}: MASTER_PORT {_ep(sport)} on Slurm, {_ep(kport)} on Kubeflow")
+    # user-set environment, process by process in rank order
+    pairs = zip(sorted(s_ps, key=_order), sorted(k_ps, key=_order))
+    seen = {}
+    for a, b in pairs:
+        ea, eb = user_env(a), user_env(b)
+        for var in sorted(set(ea) | set(eb)):
+            if ea.get(var) != eb.get(var) and var not in seen:
+                seen[var] = (ea.get(var), eb.get(var))
+    for var, (va, vb) in list(seen.items())[:8]:
+        out.append(f"{name}: environment variable {var} is {_val(va)} on Slurm, {_val(vb)} on Kubeflow")
+    if len(seen) > 8:
+        out.append(f"{name}: {len(seen) - 8} more environment variables differ")
+    return out
+
+
+def _order(p: Process):
+    return (p.rank if p.rank is not None else -1, p.node, p.local_rank if p.local_rank is not None else -1)
+
+
+def _rank_nodes(ps) -> Optional[Dict[int, int]]:
+    if any(p.rank is None for p in ps):
+        return None
+    m: Dict[int, int] = {}
+    for p in ps:
+        m.setdefault(p.rank, p.node)
+    return m
+
+
+def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> List[str]:
+    """Within one side: all ranks of one training must agree on the rendezvous endpoint."""
+    out = []
+    groups = defaultdict(list)
+    for p in ps:
+        groups[_key(p)].append(p)
+    for k, g in groups.items():
+        eps = {endpoint_node(p.master_addr, p, _hosts_index(res)) for p in g}
+        if len(g) > 1 and len(eps) > 1:
+            out.append(f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_ADDR "
+                       f"({', '.join(sorted(_ep({e}) for e in eps))}): they would not form one training")
+        ports = {p.master_port for p in g}
+        if len(g) > 1 and len(ports) > 1:
+            out.append(f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_PORT "
+                       f"({', '.join(sorted(str(x) for x in ports))})")
+    return out
+
+
+def _n(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def _ep(s) -> str:
+    v = next(iter(s))
+    return "unset" if v is None else str(v)
+
+
+def _val(v) -> str:
+    return "unset" if v is None else repr(v) if len(v) <= 60 else repr(v[:57] + "...")
