@@ -230,22 +230,12 @@ def test_array_index_table_is_carried(tmp_path):
 # ---- script fallback: what the batch shell did once --------------------------------------------------
 
 def _run_pods(plan, tmp_path, nnodes, job, programs=("python",)):
-    """Run the command once per pod; each call of a fake program is recorded in a file of its own (tasks
-    started by srun run in parallel, and their records are larger than one atomic write)."""
+    """Run the command once per pod; the calls of the fake programs on each pod."""
     bindir = _fake_bin(tmp_path, *programs)
-    for n in programs:
-        (bindir / n).write_text(
-            '#!/bin/bash\nf="$(mktemp "$FAKE_LOG.XXXXXX")"\n'
-            '{ echo "CALL $(basename "$0")"; for a in "$@"; do echo "ARG $a"; done; '
-            "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; } > \"$f\"\n")
     out = []
     for node in range(nnodes):
-        _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet(job, node, nnodes))
-        # _run points FAKE_LOG at its own log file; the records are its siblings LOG.XXXXXX
-        recs = sorted(tmp_path.glob("log-*.*"), key=lambda r: r.stat().st_mtime_ns)
-        out.append(_calls("\n".join(r.read_text() for r in recs)))
-        for r in recs:
-            r.unlink()
+        _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet(job, node, nnodes))
+        out.append(_calls(log))
     return out
 
 
