@@ -241,11 +241,12 @@ def _run_pods(plan, tmp_path, nnodes, job, programs=("python",)):
 
 def test_fallback_batch_values_are_node_zeros_on_every_pod(tmp_path):
     plan = _plan("equivalence/fallback_batch_once.sbatch")
-    pods = _run_pods(plan, tmp_path, 2, "prep-and-train")
-    # Slurm: one batch shell on node 0; MASTER = node 0's name, PORT drawn once; `srun -w node01` runs
-    # each step as 1 task on 1 node -> 2 calls in all (prep, train), all with the same MASTER and PORT.
+    pods = _run_pods(plan, tmp_path, 2, "prep-and-train", programs=("python",))
+    # Slurm: one batch shell on node 0; MASTER = node 0's name, PORT drawn once; `srun -N1 -n1 -w "$FIRST"`
+    # (FIRST = head -n 1 of the node list) and `srun -w node01 -N1 -n1` each run 1 task on the first node
+    # -> 3 calls in all (prep, train, eval) on pod 0, all with the same MASTER and PORT.
     calls = pods[0] + pods[1]
-    assert [c["args"][0] for c in calls] == ["prep.py", "train.py"]
+    assert [c["args"][0] for c in calls] == ["prep.py", "train.py", "eval.py"]
     assert not pods[1]
     masters = {c["args"][c["args"].index("--master") + 1] for c in calls}
     ports = {c["args"][c["args"].index("--port") + 1] for c in calls}
@@ -253,6 +254,18 @@ def test_fallback_batch_values_are_node_zeros_on_every_pod(tmp_path):
     assert len(ports) == 1 and 20000 <= int(ports.pop()) < 21000
     text = plan.args[0]
     assert text.index("set -e") < text.index("# ---- batch script body")
+
+
+def test_fallback_srun_nodelist_from_the_node_list(tmp_path):
+    # srun -w "$LAST" with LAST the last host of the node list runs on that node (srun(1) -w); in the pods
+    # the node list is the pods' names, so the step runs on the last pod.
+    text = (HEAD + "#SBATCH -N 3\n#SBATCH --ntasks-per-node=1\n"
+            'LAST=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | tail -n 1)\n'
+            'srun -N1 -n1 -w "$LAST" python last.py\nsrun -N1 -n1 -w "$LAST" python last.py\n')
+    plan = _plan(text=text)
+    assert plan.launcher == "script"
+    pods = _run_pods(plan, tmp_path, 3, "job")
+    assert [len(p) for p in pods] == [0, 0, 2] and pods[2][0]["env"]["SLURM_NODEID"] == "2"
 
 
 def test_fallback_srun_relative_and_task_environment(tmp_path):

@@ -70,7 +70,7 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
                 script.body_start_line, "remove terminal commands from batch scripts")
     for call, cline in _srun_calls(script):
         for opt in ("nodelist", "exclude", "w", "x"):
-            if opt in call.options:
+            if opt in call.options and "$" not in call.options[opt] and "`" not in call.options[opt]:
                 ctx.add(WARNING, "L347", f"`srun {'-' if len(opt) == 1 else '--'}{opt} {call.options[opt]}` names "
                                          "Slurm nodes, which do not exist on Kubernetes: the step runs on the first "
                                          "node(s) of the TrainJob", cline,
