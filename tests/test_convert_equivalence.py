@@ -322,3 +322,16 @@ def test_findings_never_quote_a_secret():
     text = "\n".join(f.format("job.sbatch") for f in c.findings)
     assert TOKEN not in text and "<secret>" in text
     assert TOKEN not in _all_outputs(c)
+
+
+def test_mpi_ranks_get_the_job_environment():
+    # Open MPI under Slurm starts the ranks through slurmd with the job's environment; on the MPI runtime
+    # mpirun reaches the workers over ssh, so the env is forwarded with -x (Open MPI mpirun(1) -x).
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nexport OMP_NUM_THREADS=2\n"
+             "mpirun -x OMP_NUM_THREADS -np 4 ./a.out\n")
+    assert list(c.plans[0].args).count("OMP_NUM_THREADS") == 1 and "L351" not in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nexport OMP_NUM_THREADS=2\nexport A=b\n"
+             "mpirun ./a.out\n")
+    assert list(c.plans[0].args) == ["--hostfile", "/etc/mpi/hostfile", "-np", "4", "-npernode", "2", "-x",
+                                     "OMP_NUM_THREADS", "-x", "A", "--oversubscribe", "./a.out"]
+    assert "L351" in codes(c)

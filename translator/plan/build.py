@@ -309,6 +309,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     findings.extend(sfind)
 
     findings.extend(_node_specific(env, command_raw, args_raw, intent))
+    if framework == "mpi" and intent.family == "mpi":
+        command_raw, args_raw = _forward_env(env, command_raw, args_raw, intent, findings)
 
     # --- deadline
     deadline = None
@@ -617,3 +619,36 @@ def _redact(findings, script, env) -> List[Finding]:
         m, sug = clean(f.message), clean(f.suggestion)
         out.append(f if (m, sug) == (f.message, f.suggestion) else dataclasses.replace(f, message=m, suggestion=sug))
     return out
+
+
+def _forward_env(env, command, args, intent, findings):
+    """mpirun on an MPI runtime reaches the worker pods over ssh, whose sessions do not inherit the
+    container's env; on Slurm, Open MPI started the ranks through slurmd with the job's environment. So
+    every TrainJob env variable is forwarded with `-x NAME` (Open MPI mpirun(1)), unless it already is."""
+    names = [e.name for e in env]
+    if not names:
+        return command, args
+    tool = command[0] if command else ""
+    if tool in ("mpirun", "mpiexec", "orterun"):
+        forwarded = {args[i + 1] for i in range(len(args) - 1) if args[i] == "-x"}
+        extra = [n for n in names if n not in forwarded]
+        if not extra:
+            return command, args
+        at = list(args).index("-npernode") + 2 if "-npernode" in args else 0
+        new = list(args[:at]) + [w for n in extra for w in ("-x", n)] + list(args[at:])
+        findings.append(Finding(INFO, "L351", "the TrainJob env is forwarded to the MPI ranks with -x (ssh sessions "
+                                "on the worker pods do not inherit it; on Slurm the ranks got the job's environment): "
+                                + ", ".join(extra), intent.line))
+        return command, tuple(new)
+    if tuple(command[:2]) == ("bash", "-c") and args:
+        m = re.search(r"(^|\n)exec (mpirun|mpiexec|orterun) ", args[0])
+        if m:
+            extra = [n for n in names if not re.search(rf"-x {re.escape(n)}(\s|$)", args[0])]
+            if extra:
+                flags = " ".join(f"-x {n}" for n in extra)
+                text = args[0][:m.end()] + flags + " " + args[0][m.end():]
+                findings.append(Finding(INFO, "L351", "the TrainJob env is forwarded to the MPI ranks with -x (ssh "
+                                        "sessions on the worker pods do not inherit it; on Slurm the ranks got the "
+                                        "job's environment): " + ", ".join(extra), intent.line))
+                return command, (text,) + tuple(args[1:])
+    return command, args
