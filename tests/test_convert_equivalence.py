@@ -205,10 +205,17 @@ def test_script_args_option_is_a_usage_error_when_unbalanced(tmp_path):
 
 # ---- variables --------------------------------------------------------------------------------------
 
-def test_variable_set_by_read_is_flagged():
-    c = conv(HEAD + "#SBATCH -N 1\nread -r N < n.txt\ntorchrun --nproc_per_node=$N t.py\n")
-    assert "L348" in codes(c)
-    assert list(c.plans[0].args) == ["exec torchrun --nproc-per-node $N t.py"]
+@pytest.mark.parametrize("setter", ["read -r N < n.txt", "case $SLURM_JOB_NAME in job) N=2 ;; *) N=1 ;; esac",
+                                    "let N=1+1"])
+def test_variable_set_by_shell_logic_runs_the_script(setter, tmp_path):
+    # only running the script's logic gives N: the body runs under bash as on Slurm (one node, so once)
+    c = conv(HEAD + "#SBATCH -N 1\n" + setter + "\ntorchrun --nproc_per_node=$N t.py\n")
+    p = c.plans[0]
+    assert p.launcher == "script" and "L330" in codes(c) and setter in p.args[0]
+    (tmp_path / "n.txt").write_text("2\n")
+    bindir = _fake_bin(tmp_path, "torchrun")
+    _, log = _run(list(p.command) + list(p.args), tmp_path, bindir, **_pet("job", 0, 1))
+    assert _calls(log)[0]["args"] == ["--nproc_per_node=2", "t.py"]
 
 
 def test_variable_from_the_submission_environment_is_flagged():

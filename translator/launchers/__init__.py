@@ -392,6 +392,40 @@ _SETTERS = ("unset", "read", "let", "mapfile", "readarray", "printf", "getopts",
             "source", ".", "export")
 
 
+def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
+    """Variables the launch line reads that no top-level assignment before it defines (transitively)."""
+    last = {a.name: a for a in ctx.assignments}
+    pending = common.var_refs(cmd.text)
+    seen, names = set(), []
+    while pending:
+        n = pending.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in last:
+            pending.extend(common.var_refs(last[n].value.raw))
+        else:
+            names.append(n)
+    return names
+
+
+def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[str]:
+    """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
+    for n in _launch_refs(ctx, cmd):
+        if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
+            continue
+        if n in ctx.block_assigned:
+            return f"${n}, which is assigned inside a block (if/case/loop)"
+        for st, block in entries:
+            if st is cmd:
+                break
+            if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
+                    and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")
+                    and re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text)):
+                return f"${n}, which `{st.words[0].value}` on line {st.line} sets"
+    return None
+
+
 def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) -> None:
     """Variables the launch line reads that have no value the conversion can carry: set by a command
     (`read`, `let`, a loop), or taken from the submission environment."""
@@ -503,6 +537,12 @@ def detect(script, job) -> LaunchIntent:
                 "write the arguments the launch needs into the launch line (or --script-args)")
     if replayed and positional != list(getattr(job, "script_args", ()) or ()):
         ctx.positional = tuple(positional)
+    state = _set_by_shell_logic(ctx, entries, cmd)
+    if state:
+        # the launch reads a value that only running the script's logic gives (a `read`, a `case`, a
+        # loop): the body runs as it is, where bash computes it
+        intent = script_family.build(ctx, cmd.line, [f"the launch on line {cmd.line} uses {state}"])
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
     intent = _dispatch_top(ctx, cmd)
     if intent.family != "script":
         _unset_variables(ctx, entries, cmd, " ".join(tuple(intent.command) + tuple(intent.args)))

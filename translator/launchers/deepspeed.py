@@ -59,10 +59,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             ctx.add(WARNING, "L303",
                     f"srun starts the DeepSpeed runner on each of {step.nodes} node(s); the runner is started once "
                     "on Kubeflow and reaches the other nodes itself", line)
-    launcher_given = any(common.norm(d.split()[0].split("=")[0]) == "--launcher" for d in dropped)
-    if step.nodes > 1 and not had_hostfile and not launcher_given and srun is None:
+    if step.nodes > 1 and not had_hostfile and srun is None:
         # DeepSpeed's runner (deepspeed/launcher/runner.py fetch_hostfile/main): no hostfile -> "will proceed
-        # with training with local resources only", master 127.0.0.1: the batch node's GPUs, one node.
+        # with training with local resources only", master 127.0.0.1: the batch node's GPUs, one node
+        # (multi_node_exec is false, so --launcher slurm/openmpi/pdsh is never used).
         ctx.add(WARNING, "L343", f"`deepspeed` without --hostfile ran on the batch node only (DeepSpeed's runner "
                                  "uses local resources when it finds no hostfile), not on the job's "
                                  f"{step.nodes} nodes; the TrainJob uses 1 node as Slurm did", line,

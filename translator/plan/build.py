@@ -295,7 +295,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     if is_script:
         env: Tuple[EnvVar, ...] = ()
     else:
-        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape, consumed=consumed)
+        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape, consumed=consumed,
+                                          resolve=_static_resolver(script, job, shape, launch_line))
         findings.extend(efind)
         smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
@@ -652,3 +653,18 @@ def _forward_env(env, command, args, intent, findings):
                                         "job's environment): " + ", ".join(extra), intent.line))
                 return command, (text,) + tuple(args[1:])
     return command, args
+
+
+def _static_resolver(script, job, shape, launch_line):
+    """Text with `$NAME` references -> its value when every name is known at conversion time (a literal
+    top-level assignment before the launch, or a Slurm variable fixed by the options), else None."""
+    from translator.launchers import _walk
+    from translator.launchers.common import LaunchContext, static_text
+    from translator.read.ast import Assignment
+
+    entries = list(_walk(script.body))
+    top = tuple(st for st, block in entries if isinstance(st, Assignment) and block is None
+                and (launch_line is None or st.line < launch_line))
+    blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+    ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks)
+    return lambda text: static_text(ctx, text)
