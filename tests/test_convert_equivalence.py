@@ -342,3 +342,32 @@ def test_mpi_ranks_get_the_job_environment():
     assert list(c.plans[0].args) == ["--hostfile", "/etc/mpi/hostfile", "-np", "4", "-npernode", "2", "-x",
                                      "OMP_NUM_THREADS", "-x", "A", "--oversubscribe", "./a.out"]
     assert "L351" in codes(c)
+
+
+@pytest.mark.parametrize("flags,port", [("--rdzv_backend=c10d --rdzv_endpoint=$head:29400", "29400"),
+                                        ("--master_addr=$head --master_port 12345 --node_rank=$SLURM_NODEID", "12345"),
+                                        ("--rdzv_backend=c10d --rdzv_endpoint=$head:29500", None)])
+def test_torchrun_keeps_the_rendezvous_port(flags, port):
+    # the workers saw MASTER_PORT=<port> on Slurm; PET_MASTER_PORT alone would make it 29500
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=2\nhead=$(scontrol show hostnames | head -n 1)\n"
+             f"srun torchrun --nnodes=2 --nproc_per_node=2 {flags} t.py\n")
+    args = list(c.plans[0].args)
+    if port is None:
+        assert "--master-port" not in args
+    else:
+        assert args[args.index("--master-port") + 1] == port
+
+
+def test_srun_tasks_keep_a_literal_master_port():
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nexport MASTER_PORT=23456\nsrun python t.py\n")
+    assert list(c.plans[0].args)[:4] == ["--nproc-per-node", "2", "--master-port", "23456"]
+
+
+def test_inherited_ntasks_conflict_is_flagged():
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n"
+             "srun --ntasks-per-node=1 torchrun --nnodes 2 --nproc_per_node 4 --rdzv_backend c10d "
+             "--rdzv_endpoint $(hostname):29500 t.py\n")
+    assert "L352" in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n"
+             "srun -N 2 --ntasks-per-node=1 torchrun --nnodes 2 --rdzv_backend c10d --rdzv_endpoint h:29500 t.py\n")
+    assert "L352" not in codes(c)

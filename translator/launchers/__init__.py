@@ -284,6 +284,7 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
 
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
+        common.check_inherited_ntasks(ctx, call, line)
         inner = common.toks_of(call.command)
         if call.options.get("container-image") or ctx.job_image_option:
             return container.pyxis(ctx, call, inner, line, dispatch)

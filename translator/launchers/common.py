@@ -214,6 +214,24 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
                  nodes_given=job.nodes_given, tasks_given=job.tasks_given, gpus_uneven=job.gpus_uneven)
 
 
+def check_inherited_ntasks(ctx: "LaunchContext", srun: Optional[SrunCall], line: int) -> None:
+    """`srun --ntasks-per-node=K cmd` in a job that set -n/--ntasks-per-node: srun also reads -n from the
+    inherited SLURM_NTASKS (srun(1) INPUT ENVIRONMENT VARIABLES), so K does not decide the task count."""
+    if srun is None or not ctx.shape.tasks_given:
+        return
+    o = srun.options
+    k = _int(o.get("ntasks-per-node"))
+    if k is None or o.get("ntasks") or o.get("n") or o.get("nodes") or o.get("N"):
+        return
+    total = ctx.shape.total_tasks
+    if k * ctx.shape.nodes == total:
+        return
+    ctx.add(WARNING, "L352", f"`srun --ntasks-per-node={k}` without -n/-N inherits -n {total} from the job "
+                             f"(SLURM_NTASKS): Slurm either ignores --ntasks-per-node and starts {total} tasks or "
+                             f"refuses the step, not {k} per node as the TrainJob does", line,
+            f"write `srun -N {ctx.shape.nodes} --ntasks-per-node={k}` (or `-n {k * ctx.shape.nodes}`)")
+
+
 # ---- context handed to every launcher -------------------------------------------------------------
 
 @dataclass

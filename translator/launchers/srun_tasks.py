@@ -63,6 +63,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     shim = shim_lines(ctx, script_slurm_names)
     head = [Tok.gen("torchrun"), Tok.gen("--nproc-per-node"), Tok.gen(str(tpn)), Tok.gen("--no-python"),
             Tok.gen("bash"), Tok.gen("-c")]
+    port = common.static_value(ctx, Tok("$MASTER_PORT", "$MASTER_PORT", False))
+    if port is not None and port.isascii() and port.isdigit() and port != "29500":
+        # the program read MASTER_PORT=port on Slurm; torchrun gives its workers its own --master-port
+        head[3:3] = [Tok.gen("--master-port"), Tok.gen(port)]
     if common.all_literal(program):
         text = "\n".join(shim + ['exec "$@"'])
         args = tuple(t.value for t in head[1:]) + (text, SHIM_NAME) + tuple(t.value for t in program)

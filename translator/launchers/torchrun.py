@@ -22,6 +22,7 @@ _FLAGS = {"--standalone", "-m", "--module", "--no-python", "--run-path", "--use-
 _DROP = {"--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id", "--rdzv-backend", "--master-addr",
          "--master-port"}
 _NPROC = "--nproc-per-node"
+RUNTIME_PORT = "29500"           # PET_MASTER_PORT of the torch plugin
 
 
 def is_torchrun(toks: Sequence[Tok]) -> int:
@@ -86,6 +87,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     program = common.resolve_static(ctx, rest[j:])
     findings_line = line
     num_nodes = _rendezvous(ctx, seen, srun, step, line)
+    port = _port(ctx, seen)
+    if port is not None and port != RUNTIME_PORT:
+        # the processes saw MASTER_PORT=port on Slurm; PET_MASTER_PORT would make it 29500
+        kept += [Tok.gen("--master-port"), Tok.gen(port)]
     if dropped:
         ctx.add(INFO, "L301",
                 "rendezvous options dropped, the Kubeflow torch runtime provides them through PET_NNODES, "
@@ -165,3 +170,21 @@ def _rendezvous(ctx: LaunchContext, seen, srun: Optional[SrunCall], step, line: 
                                  "Slurm, so no training formed; the TrainJob gives each pod its rank (PET_NODE_RANK)",
                 line, "pass --node-rank $SLURM_NODEID inside `srun bash -c '…'`, or use --rdzv-backend c10d")
     return step.nodes
+
+
+def _port(ctx: LaunchContext, seen) -> Optional[str]:
+    """The rendezvous port the Slurm job used (`--master-port N`, or the port of `--rdzv-endpoint H:N`)."""
+    for key in ("--master-port", "--rdzv-endpoint"):
+        tok = seen.get(key)
+        if tok is None:
+            continue
+        value = common.static_value(ctx, tok)
+        if value is None:
+            tail = tok.value.rsplit(":", 1)[-1]
+            if key == "--rdzv-endpoint" and ":" in tok.value and tail.isascii() and tail.isdigit():
+                return tail                                  # `$head:29400`: the host is computed
+            continue
+        value = value.rsplit(":", 1)[-1] if key == "--rdzv-endpoint" else value
+        if value.isascii() and value.isdigit():
+            return value
+    return None
