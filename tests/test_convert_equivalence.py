@@ -371,3 +371,16 @@ def test_inherited_ntasks_conflict_is_flagged():
     c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n"
              "srun -N 2 --ntasks-per-node=1 torchrun --nnodes 2 --rdzv_backend c10d --rdzv_endpoint h:29500 t.py\n")
     assert "L352" not in codes(c)
+
+
+def test_launchers_in_the_batch_step_run_on_node_zero_only():
+    # the batch script runs on the first node only (sbatch(1)); without srun a launcher starts there alone
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=4\ntorchrun --nproc_per_node=4 t.py\n")
+    assert c.plans[0].num_nodes == 1 and "P443" in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=4\naccelerate launch --multi_gpu t.py\n")
+    assert c.plans[0].num_nodes == 1
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=4\n"
+             "accelerate launch --num_machines 2 --machine_rank 0 --main_process_ip $(hostname) t.py\n")
+    assert c.plans[0].num_nodes == 2 and "L350" in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=4\ntorchrun --nnodes 2 --nproc_per_node=4 t.py\n")
+    assert c.plans[0].num_nodes == 2 and "L350" in codes(c)
