@@ -384,3 +384,27 @@ def test_launchers_in_the_batch_step_run_on_node_zero_only():
     assert c.plans[0].num_nodes == 2 and "L350" in codes(c)
     c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=4\ntorchrun --nnodes 2 --nproc_per_node=4 t.py\n")
     assert c.plans[0].num_nodes == 2 and "L350" in codes(c)
+
+
+def test_srun_export_and_chdir():
+    # srun(1) --export=ALL,NAME=value: every task also gets NAME=value
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nsrun --export=ALL,NCCL_DEBUG=INFO python t.py\n")
+    assert {e.name: e.value for e in c.plans[0].env}.get("NCCL_DEBUG") == "INFO" and "L353" not in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nsrun --export=NONE python t.py\n")
+    assert "L353" in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nsrun -D /work/run1 python t.py\n")
+    assert "L353" in codes(c)
+
+
+def test_srun_gpus_per_task_binds_each_task(tmp_path):
+    # srun --gpus-per-task=2 with 2 tasks on a 4-GPU node: task 1 sees the node's GPUs 2,3 (as 0,1 after
+    # Slurm's binding; CUDA_VISIBLE_DEVICES lists the node's indices)
+    plan = _plan(text=HEAD + "#SBATCH -N 1\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n"
+                 "srun --ntasks=2 --gpus-per-task=2 python t.py\n")
+    args = list(plan.args)
+    worker = args[args.index("--no-python") + 1:]
+    bindir = _fake_bin(tmp_path, "python")
+    (bindir / "python").write_text("#!/bin/bash\necho \"CVD=$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\"\n")
+    _, log = _run(worker, tmp_path, bindir, RANK=1, LOCAL_RANK=1, WORLD_SIZE=2, LOCAL_WORLD_SIZE=2, GROUP_RANK=0,
+                  **_pet("job", 0, 1))
+    assert "CVD=2,3" in log

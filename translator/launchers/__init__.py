@@ -137,6 +137,34 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
     return python.build(ctx, toks, srun, line)
 
 
+def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
+    """srun options that change what the tasks get: `--export=ALL,A=B` adds A=B to their environment
+    (carried as env); `--export=NONE`/a name list and `--chdir` have no TrainJob equivalent (L353)."""
+    env = []
+    export = call.options.get("export")
+    if export is not None:
+        items = [i for i in export.split(",") if i]
+        if items and items[0].upper() == "ALL":
+            for item in items[1:]:
+                name, eq, value = item.partition("=")
+                if eq and "$" not in value and "`" not in value:
+                    env.append((name, value))
+                elif eq:
+                    ctx.add(WARNING, "L327", f"`--export={export}` sets {name} from the shell; it is not carried",
+                            line, "give the variable a literal value")
+        else:
+            ctx.add(WARNING, "L353", f"`srun --export={export}`: on Slurm the tasks got only "
+                                     + ("the SLURM_* variables" if export.upper().startswith("NONE") else
+                                        "the named variables and SLURM_*") + " of the batch environment; in the "
+                                     "TrainJob they see the whole container environment", line,
+                    "check that the program does not depend on missing variables")
+    chdir = call.options.get("chdir") or call.options.get("D")
+    if chdir:
+        ctx.add(WARNING, "L353", f"`srun --chdir={chdir}`: the tasks ran in {chdir} on Slurm; a TrainJob runs in the "
+                                 "image's working directory", line, "use absolute paths, or cd in the command")
+    return env
+
+
 def _srun_mpi(srun: Optional[SrunCall]) -> Optional[str]:
     """The `--mpi=` plugin of an srun call, when it starts an MPI plugin (not `none`)."""
     kind = srun.options.get("mpi") if srun is not None else None
@@ -290,6 +318,7 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
             return container.pyxis(ctx, call, inner, line, dispatch)
         inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
         intent = dispatch(ctx, common.toks_of(inner_words), call, line)
+        wrapper_env = list(wrapper_env) + _srun_step_options(ctx, call, line)
         return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
     return dispatch(ctx, common.toks_of(words), None, line)
 
