@@ -408,3 +408,12 @@ def test_srun_gpus_per_task_binds_each_task(tmp_path):
     _, log = _run(worker, tmp_path, bindir, RANK=1, LOCAL_RANK=1, WORLD_SIZE=2, LOCAL_WORLD_SIZE=2, GROUP_RANK=0,
                   **_pet("job", 0, 1))
     assert "CVD=2,3" in log
+
+
+def test_deepspeed_keeps_the_slots_of_the_scripts_hostfile():
+    # DeepSpeed's runner starts `slots` ranks per hostfile line; the runtime's hostfile has slots = GPUs (8),
+    # the script's had 4: --num_gpus 4 ("max number of GPUs to use on each node") keeps 4 per node.
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=8\nhf=/tmp/hosts\n"
+             "for h in $(scontrol show hostnames); do echo \"$h slots=4\"; done > $hf\n"
+             "deepspeed --hostfile $hf train.py\n")
+    assert list(c.plans[0].args)[:6] == ["--hostfile", "/etc/mpi/hostfile", "--launcher", "openmpi", "--num_gpus", "4"]

@@ -73,6 +73,15 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     multi = step.nodes > 1 or had_hostfile
     if multi:
         head = [Tok.gen(w) for w in ("deepspeed", "--hostfile", HOSTFILE, "--launcher", "openmpi")]
+        slots = _script_slots(ctx)
+        from translator.launchers.mpi import runtime_slots
+        if (had_hostfile and slots is not None and slots != runtime_slots(ctx.shape.gpus_per_node)
+                and not any(common.norm(common.split_option(t)[0]) in ("--num-gpus", "--num-accelerators")
+                            for t in kept)):
+            # the runner starts `slots` ranks per host of its hostfile; the runtime's hostfile has its own slots
+            kept = [Tok.gen("--num_gpus"), Tok.gen(str(slots))] + kept
+            ctx.add(INFO, "L313", f"the script's hostfile gave {slots} slot(s) per node; `--num_gpus {slots}` keeps "
+                                  "that many ranks per node with the runtime's hostfile", line)
         runtime, framework = "deepspeed-distributed", "mpi"
         ctx.add(INFO, "L311",
                 "multi-node DeepSpeed runs on the MPI runtime deepspeed-distributed: the runner reads the "
@@ -97,3 +106,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     gpus = ctx.shape.gpus_per_node
     return LaunchIntent(family=DEEPSPEED, framework=framework, command=command, args=args, line=line,
                         proc_per_node=gpus or None, runtime=runtime, num_nodes=step.nodes, uses_shell=shell)
+
+
+def _script_slots(ctx: LaunchContext):
+    """`slots=N` written into a hostfile by the script (`echo "$h slots=4"`), when it is one number."""
+    import re
+    found = set(re.findall(r"slots=(\d+)", getattr(ctx.script, "text", "") or ""))
+    return int(found.pop()) if len(found) == 1 else None
