@@ -417,3 +417,10 @@ def test_deepspeed_keeps_the_slots_of_the_scripts_hostfile():
              "for h in $(scontrol show hostnames); do echo \"$h slots=4\"; done > $hf\n"
              "deepspeed --hostfile $hf train.py\n")
     assert list(c.plans[0].args)[:6] == ["--hostfile", "/etc/mpi/hostfile", "--launcher", "openmpi", "--num_gpus", "4"]
+
+
+@pytest.mark.parametrize("arg", ["--dist-url env://", "--init_method env://", "--master_addr $MASTER_ADDR",
+                                 "--dist-url tcp://127.0.0.1:23456"])
+def test_addresses_a_pod_has_are_not_flagged(arg):
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nsrun python t.py " + arg + "\n")
+    assert "P448" not in codes(c)

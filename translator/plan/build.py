@@ -584,7 +584,8 @@ def _node_specific(env, command, args, intent) -> List[Finding]:
     for where, text, line in texts:
         hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
         hits += [m.group(1) for m in _ENDPOINT.finditer(text)
-                 if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0")) and "_s2k" not in m.group(1)]
+                 if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
+                 and "_s2k" not in m.group(1) and "://" not in m.group(1)]
         for h in hits:
             if (where, h) in seen or any(o != h and o in h for o in hits):
                 continue
