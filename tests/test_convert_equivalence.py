@@ -424,3 +424,12 @@ def test_deepspeed_keeps_the_slots_of_the_scripts_hostfile():
 def test_addresses_a_pod_has_are_not_flagged(arg):
     c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nsrun python t.py " + arg + "\n")
     assert "P448" not in codes(c)
+
+
+def test_mpi_ranks_get_the_preambles_exports():
+    # `export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK` used by the launch line is defined in the command's
+    # preamble on the launcher; the ranks on the workers need it forwarded too.
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --cpus-per-task=16\n"
+             "export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK\nsrun gmx_mpi mdrun -ntomp \"$OMP_NUM_THREADS\"\n")
+    text = c.plans[0].args[0]
+    assert "exec mpirun -x OMP_NUM_THREADS " in text and "L351" in codes(c)

@@ -628,8 +628,6 @@ def _forward_env(env, command, args, intent, findings):
     container's env; on Slurm, Open MPI started the ranks through slurmd with the job's environment. So
     every TrainJob env variable is forwarded with `-x NAME` (Open MPI mpirun(1)), unless it already is."""
     names = [e.name for e in env]
-    if not names:
-        return command, args
     tool = command[0] if command else ""
     if tool in ("mpirun", "mpiexec", "orterun"):
         forwarded = {args[i + 1] for i in range(len(args) - 1) if args[i] == "-x"}
@@ -645,6 +643,9 @@ def _forward_env(env, command, args, intent, findings):
     if tuple(command[:2]) == ("bash", "-c") and args:
         m = re.search(r"(^|\n)exec (mpirun|mpiexec|orterun) ", args[0])
         if m:
+            # exports the command's preamble makes (`export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`) too
+            exported = re.findall(r"(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=", args[0][:m.start() + 1])
+            names = names + [n for n in exported if n not in names and not n.startswith(("SLURM", "OMPI_"))]
             extra = [n for n in names if not re.search(rf"-x {re.escape(n)}(\s|$)", args[0])]
             if extra:
                 flags = " ".join(f"-x {n}" for n in extra)
