@@ -433,3 +433,40 @@ def test_mpi_ranks_get_the_preambles_exports():
              "export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK\nsrun gmx_mpi mdrun -ntomp \"$OMP_NUM_THREADS\"\n")
     text = c.plans[0].args[0]
     assert "exec mpirun -x OMP_NUM_THREADS " in text and "L351" in codes(c)
+
+
+def test_hard_coded_master_host_in_the_fallback_is_flagged():
+    c = conv(HEAD + "#SBATCH -N 2\nexport MASTER_ADDR=gpu-node-01\nfor i in 1 2; do srun python t.py; done\n")
+    assert any(f.code == "P448" and "gpu-node-01" in f.message for f in c.findings)
+    c = conv(HEAD + "#SBATCH -N 2\nexport MASTER_ADDR=$(hostname)\nfor i in 1 2; do srun python t.py; done\n")
+    assert "P448" not in codes(c)
+
+
+# ---- the same, measured by `slurm2kf simulate` ---------------------------------------------------------
+
+EQUIVALENT = ["indirect_eval", "mpirun_np_mismatch", "node_specific", "pyxis_sbatch_options", "script_args",
+              "shifter_image", "srun_mpi_container_torchrun", "variables_carried"]
+# different on purpose, and said so: the secret's value comes from a Secret (P447); an MPI runtime given to a
+# torchrun job (P444); the fallback's host names / $RANDOM are node 0's on both sides but spelt differently
+FLAGGED = {"secrets_env": "P447", "mpi_runtime_without_mpirun": "P444", "fallback_batch_once": "L346"}
+
+
+@pytest.mark.parametrize("name", EQUIVALENT + sorted(FLAGGED))
+def test_equivalence_fixtures_under_simulate(name, monkeypatch):
+    from pathlib import Path
+    from translator.simulate import simulate_script
+
+    fixtures = Path(__file__).parent / "fixtures" / "convert" / "equivalence"
+    assert sorted(EQUIVALENT + list(FLAGGED)) == sorted(p.stem for p in fixtures.glob("*.sbatch"))
+    monkeypatch.chdir(fixtures.parent)
+    rel = f"equivalence/{name}.sbatch"
+    head = (fixtures / f"{name}.expected.yaml").read_text()
+    settings = ConvertSettings(runtime="deepspeed-distributed" if "--runtime" in head.split("\n")[0] else None,
+                               script_args=("0.001", "run a") if name == "script_args" else None)
+    v = simulate_script(rel, settings, settings.script_args or ())
+    if name in EQUIVALENT:
+        assert v.verdict == "equivalent", v.differences
+    else:
+        c = convert(rel, settings=settings)
+        assert FLAGGED[name] in codes(c)
+        assert v.verdict == "equivalent" or any(f.severity in ("error", "warning") for f in c.findings)

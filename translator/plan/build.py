@@ -566,7 +566,7 @@ def _secrets(script, env, intent, command, args, trainjob_name):
 
 _IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")
 _ENDPOINT = re.compile(r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
-                       r"rdzv[_-]endpoint|master)[= ]|tcp://|env://)([^\s'\"]+)")
+                       r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|\bMASTER_ADDR=)([^\s'\";]+)")
 
 
 def _node_specific(env, command, args, intent) -> List[Finding]:
