@@ -470,3 +470,11 @@ def test_equivalence_fixtures_under_simulate(name, monkeypatch):
         c = convert(rel, settings=settings)
         assert FLAGGED[name] in codes(c)
         assert v.verdict == "equivalent" or any(f.severity in ("error", "warning") for f in c.findings)
+
+
+def test_job_id_in_the_command_is_flagged():
+    # every sbatch submission gets a new job id; a TrainJob has none, the stand-in is fixed per script
+    c = conv(HEAD + "#SBATCH -N 1\npython t.py --out runs/$SLURM_JOB_ID\n")
+    assert "L354" in codes(c)
+    c = conv(HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nsrun python t.py\n")
+    assert "L354" not in codes(c)           # the shim defines SLURM_JOB_ID; the command does not use it

@@ -310,6 +310,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     findings.extend(sfind)
 
     findings.extend(_node_specific(env, command_raw, args_raw, intent))
+    findings.extend(_job_id_use(job, command_raw, args_raw, intent))
     if framework == "mpi" and intent.family == "mpi":
         command_raw, args_raw = _forward_env(env, command_raw, args_raw, intent, findings)
 
@@ -670,3 +671,22 @@ def _static_resolver(script, job, shape, launch_line):
     blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
     ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks)
     return lambda text: static_text(ctx, text)
+
+
+def _job_id_use(job, command, args, intent) -> List[Finding]:
+    """SLURM_JOB_ID reaching the command: a TrainJob has no job number, so a fixed stand-in (one per script,
+    translator/plan/prologue.py) is used, where Slurm gave every submission a new one."""
+    from translator.plan import prologue
+
+    text = "\n".join(tuple(command) + tuple(args))
+    stand_in = prologue.job_id_number(job)
+    body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
+    # the definitions the prologue/shim make are not uses
+    body = "\n".join(l for l in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", l))
+    if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
+        return []
+    return [Finding(WARNING, "L354", f"the command uses SLURM_JOB_ID, which Kubernetes does not have: the TrainJob "
+                    f"uses the fixed stand-in {stand_in} for this script, where Slurm gave every submission a new "
+                    "number, so outputs named after it are overwritten when the TrainJob runs again", intent.line,
+                    "name outputs after something unique per run (a timestamp written by rank 0, or a run name "
+                    "argument)")]
