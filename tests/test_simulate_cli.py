@@ -90,7 +90,32 @@ def test_script_args_and_array_index_reach_the_slurm_side(cli, tmp_path):
 
 
 def test_one_script_within_a_second(cli):
+    import resource
+
+    def cpu():
+        s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
     cli("simulate", str(EX / "array_sweep.sbatch"))          # warm-up: imports, namespace probe, bytecode
-    t0 = time.monotonic()
-    cli("simulate", str(EX / "torchrun_multinode.sbatch"))
-    assert time.monotonic() - t0 < 1.5       # target 1 s; margin for the shared test machine
+    t0, c0 = time.monotonic(), cpu()
+    r = cli("simulate", str(EX / "torchrun_multinode.sbatch"))
+    wall, used = time.monotonic() - t0, cpu() - c0
+    assert r.exit_code == 0
+    # target 1 s per script (benchmarks/bench_simulate.py measures it: 0.3 s here on a quiet machine). As a
+    # regression guard that does not depend on the shared machine's load, the CPU time of both sides (this
+    # process and every sandbox process, 32 + 32 ranks) must stay under 1.5 s; the wall time gets a loose bound.
+    assert used < 1.5, used
+    assert wall < 5.0, wall
+
+
+def test_sbatch_options_after_dashes_and_sbatch_env_shape_both_sides(cli, tmp_path):
+    # sbatch's command line wins over #SBATCH, SBATCH_* input variables over #SBATCH too (sbatch.1):
+    # 3 nodes from `-- --nodes=3` with the script's 2 tasks per node; SBATCH_PARTITION sets the partition.
+    s = tmp_path / "n.sbatch"
+    s.write_text("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\nsrun python t.py\n")
+    r = cli("simulate", "--json", str(s), "--", "--nodes=3")
+    obj = json.loads(r.stdout)
+    assert sorted({p["node"] for p in obj["slurm"]}) == [0, 1, 2] and len(obj["slurm"]) == 6
+    r = cli("simulate", "--json", "--sbatch-env", "SBATCH_PARTITION=gpu", str(s))
+    obj = json.loads(r.stdout)
+    assert {p["env"]["SLURM_JOB_PARTITION"] for p in obj["slurm"]} == {"gpu"}

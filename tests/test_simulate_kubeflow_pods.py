@@ -501,3 +501,65 @@ def test_invariants_of_the_pod_layout(runtime, nodes, gpus, nproc):
             assert {env_of(p)["PET_MASTER_ADDR"] for p in hosts} == {hosts[0].fqdn}
             assert {env_of(p)["PET_NPROC_PER_NODE"] for p in hosts} == {
                 str(nproc) if nproc is not None else ("auto" if gpus else "1")}
+
+
+_JUNK = st.recursive(st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=6)
+_BASE = tj("fz", "deepspeed-distributed", {
+    "numNodes": 2, "command": ["mpirun", "$(A)"], "args": ["x"], "env": [{"name": "A", "value": "1"},
+    {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+    "resourcesPerNode": gpu(2, cpu="1")},
+    runtimePatches=[{"manager": "x.io/y", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "launcher", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}}]}}}}])
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+_ALL_PATHS = [p for p in _paths(_BASE) if p]
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(_ALL_PATHS), junk=_JUNK,
+       runtime=st.sampled_from(["deepspeed-distributed", "torch-distributed", "xgboost-distributed", "jax-distributed"]))
+def test_malformed_trainjobs_give_a_trainjob_error_never_a_crash(path, junk, runtime):
+    job = copy.deepcopy(_BASE)
+    job["spec"]["runtimeRef"]["name"] = runtime
+    target = job
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = junk
+    try:
+        pods_from_trainjob(job)
+    except TrainJobError:
+        pass
+
+
+_SHIPPED = load_runtimes()
+_RT_PATHS = [(name, p) for name in sorted(_SHIPPED) for p in _paths(_SHIPPED[name]) if p]
+
+
+@settings(max_examples=300, deadline=None)
+@given(target=st.sampled_from(_RT_PATHS), junk=_JUNK)
+def test_malformed_site_runtimes_give_a_trainjob_error_never_a_crash(target, junk):
+    name, path = target
+    rt = copy.deepcopy(_SHIPPED[name])
+    node = rt
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = junk
+    job = copy.deepcopy(_BASE)
+    job["spec"]["runtimeRef"]["name"] = name
+    del job["spec"]["runtimePatches"]
+    try:
+        pods_from_trainjob(job, {name: rt})
+    except TrainJobError:
+        pass

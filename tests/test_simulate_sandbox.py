@@ -131,3 +131,18 @@ def test_weak_mode_is_reported_and_still_stubs_absolute_paths(monkeypatch, canar
     _assert_intact(canaries)
     assert res.units[0].stdout == "ok\n"
     assert sum(1 for r in res.records if r.get("name") == "rm") == 2
+
+
+def test_killing_everything_or_filling_the_disk_stays_inside():
+    # `kill -9 -1` reaches only the sandbox's own processes (pid namespace; kill(2) spares the caller, and
+    # the namespace's process 1 cannot be killed from inside); a file stops growing at the 16 MiB file-size
+    # limit, inside a tmpfs of 64 MiB, never on the host's disk.
+    res = sb.run_units([_bash("head -c 200000000 /dev/zero > big; ls -s big | cut -d' ' -f1; "
+                              "cat /dev/zero > /tmp/fill; echo filled; sleep 30 & kill -9 -1; echo after-kill")],
+                       "slurm", HOSTS, timeout=5.0)
+    u = res.units[0]
+    size_kib = int(u.stdout.split()[0])
+    assert size_kib == 16 * 1024
+    assert u.stdout.split()[1:] == ["filled", "after-kill"] and u.rc == 0 and not u.timed_out
+    res = sb.run_units([_bash("kill -9 -1; exit 3"), _bash("echo second")], "slurm", HOSTS)
+    assert res.units[0].rc == 3 and res.units[1].stdout == "second\n"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
 
 from translator.pipeline import read_and_resolve
 from translator.simulate import slurm_side
@@ -312,7 +311,7 @@ def test_srun_export_and_label(tmp_path):
         export SECRET_SETTING=1
         srun --export=NONE,MODE=fast python a.py
         srun --export=ALL python b.py
-        out=$(srun -l hostname | sort | tr '\\n' ' ')
+        out=$(srun -l bash -c 'echo $(hostname)/$(uname -n)/$HOSTNAME' | sort | tr '\\n' ' ')
         python c.py "$out"
     """)
     a = [dict(p.env) for p in side.processes if p.program == "a.py"]
@@ -320,7 +319,7 @@ def test_srun_export_and_label(tmp_path):
     assert len(a) == 2 and all("SECRET_SETTING" not in e and e["MODE"] == "fast" for e in a)
     assert all(e["SECRET_SETTING"] == "1" for e in b)
     (c,) = [p for p in side.processes if p.program == "c.py"]
-    assert c.argv == ("0: node01 1: node02 ",)
+    assert c.argv == ("0: node01/node01/node01 1: node02/node02/node02 ",)
 
 
 def test_random_is_repeatable_and_differs_per_node(tmp_path):
@@ -338,3 +337,65 @@ def test_random_is_repeatable_and_differs_per_node(tmp_path):
     assert key(one) == key(two)
     a = {p.node: p.argv for p in one.processes if p.program == "a.py"}
     assert a[0] != a[1]
+
+
+def test_legacy_launch_module_and_terminal_commands(tmp_path):
+    # torch.distributed.launch (without --use-env) appends --local-rank=N (torch>=2.0 spelling);
+    # `clear` needs a terminal: in a batch job TERM is unset, it fails, and `set -e` stops the script.
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH --gres=gpu:2
+        python -m torch.distributed.launch --nproc_per_node 2 t.py --a
+        set -e
+        clear
+        python never.py
+    """)
+    assert sorted((p.rank, p.argv) for p in side.processes) == [(0, ("--local-rank=0", "--a")),
+                                                                (1, ("--local-rank=1", "--a"))]
+    assert any("status 1" in f.reason and "TERM" in f.reason for f in side.failures)
+
+
+def test_gpu_program_without_gpus(tmp_path):
+    # No GPU requested: nothing is visible (CUDA_VISIBLE_DEVICES unset, node has 0), nvidia-smi fails,
+    # torchrun --nproc_per_node=gpu refuses (torch: "Cuda is not available").
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 1
+        nvidia-smi -L || echo no-gpu
+        torchrun --nproc_per_node=gpu t.py
+        python c.py
+    """)
+    assert [(p.program, p.gpus) for p in side.processes] == [("c.py", 0)]
+    assert any("no GPU is visible" in f.reason for f in side.failures)
+
+
+def test_the_users_own_programs_run_by_path_are_training_processes(tmp_path):
+    # `./app` and `/opt/tools/bin/run` are the user's binaries: they are not in the sandbox, and running
+    # them records a process instead of failing with "No such file or directory".
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 2 --ntasks-per-node=2
+        ./app -in in.lj
+        OMP_NUM_THREADS=2 /opt/tools/bin/run --x && echo ok
+        srun bin/solver.sh 3
+        /opt/conda/bin/python train.py
+    """)
+    got = sorted((p.program, p.argv, p.launcher, p.node) for p in side.processes)
+    assert got == [("./app", ("-in", "in.lj"), "direct", 0), ("/opt/tools/bin/run", ("--x",), "direct", 0)] + \
+        [("bin/solver.sh", ("3",), "srun", n) for n in (0, 0, 1, 1)] + [("train.py", (), "direct", 0)]
+    assert not side.failures
+
+
+def test_horovodrun_and_project_environment_runners(tmp_path):
+    # horovodrun -np 4 -H node01:2,node02:2 places ranks like mpirun (host:slots, by slot);
+    # `poetry run` / `uv run` run their command in the project's environment.
+    side = run(tmp_path, """
+        #!/bin/bash
+        #SBATCH -N 2 --ntasks-per-node=2
+        horovodrun -np 4 -H node01:2,node02:2 python hvd.py
+        poetry run python p.py
+        uv run --with numpy python u.py
+    """)
+    assert sorted((p.program, p.node, p.rank) for p in side.processes if p.program == "hvd.py") == \
+        [("hvd.py", 0, 0), ("hvd.py", 0, 1), ("hvd.py", 1, 2), ("hvd.py", 1, 3)]
+    assert sorted(p.program for p in side.processes if p.program != "hvd.py") == ["p.py", "u.py"]

@@ -43,7 +43,7 @@ def _ranks(ranks: List) -> str:
 
 
 def _groups(procs):
-    from translator.simulate.verdict import command_of, endpoint_node, _hosts_index
+    from translator.simulate.verdict import command_of
 
     out = OrderedDict()
     for p in procs:
@@ -64,8 +64,10 @@ def _cell(ps, side) -> str:
 
 
 def render_human(v, verbose: bool = False) -> str:
+    from translator.simulate.verdict import normalized
+
     lines = [f"{v.path}: {v.verdict}"]
-    sg, kg = _groups(v.slurm.processes), _groups(v.kubeflow.processes)
+    sg, kg = _groups(normalized(v.slurm).processes), _groups(normalized(v.kubeflow).processes)
     keys = list(OrderedDict.fromkeys(list(sg) + list(kg)))
     keys.sort(key=lambda k: (k[0], k[1]))
     rows = [("node", "command", "Slurm", "Kubeflow")]
@@ -117,9 +119,12 @@ def render_human(v, verbose: bool = False) -> str:
               help="Array element to simulate (default: the first index).")
 @click.option("--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True,
               help="Seconds each side may run.")
+@click.option("--runtimes", "runtime_files", multiple=True, metavar="FILE|DIR",
+              help="(Cluster)TrainingRuntime YAML of the site, instead of the runtimes Trainer v2.3 ships "
+                   "(repeatable).")
 @click.pass_context
 def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image, profile_path, sbatch_env,
-            script_args, array_index, timeout) -> None:
+            script_args, array_index, timeout, runtime_files) -> None:
     """Run SCRIPT as a Slurm batch job and as the converted TrainJob, with stub commands (nothing of the
     program runs), and compare the training processes. Options after `--` are sbatch options."""
     from translator.cli.convert_cmd import _load_profile
@@ -134,6 +139,15 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
         raise click.UsageError("--script goes with --trainjob")
     args = parse_script_args(script_args) or ()
     env = parse_env_items(sbatch_env)
+    runtimes = None
+    if runtime_files:
+        from translator.simulate.kubeflow_pods import TrainJobError, load_runtimes
+
+        try:
+            runtimes = load_runtimes(list(runtime_files))
+        except TrainJobError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(USAGE_ERROR)
     sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
     status = 0
 
@@ -153,9 +167,10 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
         try:
             if trainjob:
                 src = script_opt
-                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout)
+                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout,
+                                             runtimes)
             else:
-                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout)]
+                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout, runtimes)]
         except SimulateError as exc:
             click.echo(str(exc), err=True)
             status = USAGE_ERROR

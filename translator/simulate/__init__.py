@@ -72,7 +72,13 @@ def simulate_script(path: str, settings=None, script_args: Sequence[str] = (), a
     """Convert `path` as `convert` does and run both sides (the two sandboxes run at the same time)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    import dataclasses
+
     settings = settings or _default_settings()
+    if not script_args and getattr(settings, "script_args", None):
+        script_args = tuple(settings.script_args)          # `convert --simulate --script-args ...`
+    if script_args and any(f.name == "script_args" for f in dataclasses.fields(settings)):
+        settings = dataclasses.replace(settings, script_args=tuple(script_args))   # the conversion sees them too
     _check_readable(path, settings)
     text = _read_text(path)
     with ThreadPoolExecutor(max_workers=1) as pool:

@@ -239,19 +239,37 @@ def _upsert(env: List[dict], new: Sequence[dict]) -> None:
             env.append(copy.deepcopy(e))
 
 
+def _dig(obj, *keys):
+    """obj[k1][k2]... with a missing or non-mapping level giving {}."""
+    for k in keys:
+        obj = obj.get(k) if isinstance(obj, dict) else None
+        if obj is None:
+            return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _items(value, where: str) -> list:
+    """A list field (None -> []); anything else is a schema error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TrainJobError(f"{where} must be a list (CRD schema)")
+    return value
+
+
 def _container(job: dict, name: str) -> Optional[dict]:
-    for c in (((job.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []:
-        if c.get("name") == name:
+    for c in _dig(job, "template", "spec", "template", "spec").get("containers") or []:
+        if isinstance(c, dict) and c.get("name") == name:
             return c
     return None
 
 
 def _pod_spec(job: dict) -> dict:
-    return job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
+    return _dig(job, "template", "spec", "template", "spec")
 
 
 def _ancestor(job: dict) -> Optional[str]:
-    return (((job.get("template") or {}).get("metadata") or {}).get("labels") or {}).get(ANCESTOR_LABEL)
+    return _dig(job, "template", "metadata", "labels").get(ANCESTOR_LABEL)
 
 
 def _policy(ml: Mapping) -> str:
@@ -267,16 +285,23 @@ def _apply_patches(trainjob_spec: Mapping, jobs: List[dict]) -> None:
     by_name = {j.get("name"): j for j in jobs}
     for pi, patch in enumerate(trainjob_spec.get("runtimePatches") or []):
         where = f"spec.runtimePatches[{pi}]"
-        tmpl = ((patch or {}).get("trainingRuntimeSpec") or {}).get("template") or {}
-        for ri, rjob in enumerate((tmpl.get("spec") or {}).get("replicatedJobs") or []):
+        rjobs = _items(_dig(patch, "trainingRuntimeSpec", "template", "spec").get("replicatedJobs"),
+                       f"{where}.trainingRuntimeSpec.template.spec.replicatedJobs")
+        for ri, rjob in enumerate(rjobs):
             rwhere = f"{where}.trainingRuntimeSpec.template.spec.replicatedJobs[{ri}]"
+            if not isinstance(rjob, dict):
+                raise TrainJobError(f"{rwhere} is not a mapping")
+            if not isinstance(rjob.get("name"), str):
+                raise TrainJobError(f"{rwhere}.name must be a string (CRD schema)")
             job = by_name.get(rjob.get("name"))
             if job is None:
                 raise TrainJobError(f"{rwhere}: the runtime has no replicatedJob {rjob.get('name')!r} "
                                     "(the Trainer webhook rejects the TrainJob)")
-            pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            pod = _dig(rjob, "template", "spec", "template", "spec")
             for field in ("containers", "initContainers"):
-                for ci, cpatch in enumerate(pod.get(field) or []):
+                for ci, cpatch in enumerate(_items(pod.get(field), f"{rwhere}...{field}")):
+                    if not isinstance(cpatch, dict):
+                        raise TrainJobError(f"{rwhere}...{field}[{ci}] is not a mapping")
                     cname = cpatch.get("name")
                     target = None
                     for c in _pod_spec(job).get(field) or []:
@@ -289,8 +314,110 @@ def _apply_patches(trainjob_spec: Mapping, jobs: List[dict]) -> None:
                         if cname in _ENV_PATCH_FORBIDDEN:
                             raise TrainJobError(f"{rwhere}...{field}[{ci}]: env of container {cname!r} cannot be set by "
                                                 "a runtimePatch (the Trainer webhook rejects it; use spec.trainer.env)")
-                        env = target.setdefault("env", [])
+                        env = target.get("env") if isinstance(target.get("env"), list) else []
+                        target["env"] = env
                         _upsert(env, _env_list(cpatch["env"], f"{rwhere}...{field}[{ci}].env"))
+
+
+def _check_shapes(spec: Mapping, trainer: Optional[Mapping]) -> None:
+    """The TrainJob fields this emulation reads have the CRD's types (the API server's schema check)."""
+    def fail(path, what):
+        raise TrainJobError(f"{path} must be {what} (CRD schema)")
+
+    if not isinstance(spec.get("runtimePatches") or [], list):
+        fail("spec.runtimePatches", "a list")
+    for i, patch in enumerate(spec.get("runtimePatches") or []):
+        if not isinstance(patch, dict):
+            fail(f"spec.runtimePatches[{i}]", "a mapping")
+    if trainer is None:
+        return
+    if trainer.get("image") is not None and not isinstance(trainer["image"], str):
+        fail("spec.trainer.image", "a string")
+    res = trainer.get("resourcesPerNode")
+    if res is not None:
+        if not isinstance(res, dict):
+            fail("spec.trainer.resourcesPerNode", "a mapping")
+        for part in ("limits", "requests"):
+            values = res.get(part)
+            if values is None:
+                continue
+            if not isinstance(values, dict):
+                fail(f"spec.trainer.resourcesPerNode.{part}", "a mapping of resource name to quantity")
+            for k, v in values.items():
+                if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                    fail(f"spec.trainer.resourcesPerNode.{part}", "a mapping of resource name to quantity")
+                quantity_value(v)
+    for i, e in enumerate(_items(trainer.get("env"), "spec.trainer.env")):
+        if not isinstance(e, dict):
+            continue                                     # _env_list names it
+        if e.get("value") is not None and not isinstance(e["value"], str):
+            fail(f"spec.trainer.env[{i}].value", "a string")
+        if e.get("valueFrom") is not None and not isinstance(e["valueFrom"], dict):
+            fail(f"spec.trainer.env[{i}].valueFrom", "a mapping")
+
+
+def _check_runtime(rt, rname: str) -> None:
+    """The runtime fields this emulation reads have the (Cluster)TrainingRuntime CRD's types, so a
+    malformed site runtime is an error naming the field, not a crash."""
+    def need(value, types, path, what):
+        if value is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in
+                                                                    (types if isinstance(types, tuple) else (types,)))):
+            raise TrainJobError(f"runtime {rname!r}: {path} must be {what}")
+        return value
+
+    def strings(value, path):
+        for i, w in enumerate(need(value, list, path, "a list of strings") or []):
+            need(w, str, f"{path}[{i}]", "a string")
+
+    need(rt, dict, "the document", "a mapping")
+    need(rt.get("metadata"), dict, "metadata", "a mapping")
+    need(_dig(rt, "metadata").get("labels"), dict, "metadata.labels", "a mapping")
+    spec = need(rt.get("spec"), dict, "spec", "a mapping") or {}
+    ml = need(spec.get("mlPolicy"), dict, "spec.mlPolicy", "a mapping") or {}
+    need(ml.get("numNodes"), int, "spec.mlPolicy.numNodes", "an integer")
+    for kind in ("torch", "mpi", "jax", "xgboost", "flux"):
+        need(ml.get(kind), dict, f"spec.mlPolicy.{kind}", "a mapping")
+    mpi = ml.get("mpi") or {}
+    need(mpi.get("numProcPerNode"), int, "spec.mlPolicy.mpi.numProcPerNode", "an integer")
+    need(mpi.get("runLauncherAsNode"), bool, "spec.mlPolicy.mpi.runLauncherAsNode", "a boolean")
+    need(mpi.get("mpiImplementation"), str, "spec.mlPolicy.mpi.mpiImplementation", "a string")
+    tmpl = need(spec.get("template"), dict, "spec.template", "a mapping") or {}
+    tspec = need(tmpl.get("spec"), dict, "spec.template.spec", "a mapping") or {}
+    jobs = need(tspec.get("replicatedJobs"), list, "spec.template.spec.replicatedJobs", "a list") or []
+    for ji, job in enumerate(jobs):
+        jp = f"spec.template.spec.replicatedJobs[{ji}]"
+        if not isinstance(job, dict):
+            raise TrainJobError(f"runtime {rname!r}: {jp} must be a mapping")
+        if not isinstance(job.get("name"), str):
+            raise TrainJobError(f"runtime {rname!r}: {jp}.name must be a string")
+        jt = need(job.get("template"), dict, f"{jp}.template", "a mapping") or {}
+        meta = need(jt.get("metadata"), dict, f"{jp}.template.metadata", "a mapping") or {}
+        need(meta.get("labels"), dict, f"{jp}.template.metadata.labels", "a mapping")
+        js = need(jt.get("spec"), dict, f"{jp}.template.spec", "a mapping") or {}
+        need(js.get("parallelism"), int, f"{jp}.template.spec.parallelism", "an integer")
+        pt = need(js.get("template"), dict, f"{jp}.template.spec.template", "a mapping") or {}
+        ps = need(pt.get("spec"), dict, f"{jp}.template.spec.template.spec", "a mapping") or {}
+        for field in ("containers", "initContainers"):
+            for ci, c in enumerate(need(ps.get(field), list, f"{jp}...{field}", "a list") or []):
+                cp = f"{jp}...{field}[{ci}]"
+                if not isinstance(c, dict):
+                    raise TrainJobError(f"runtime {rname!r}: {cp} must be a mapping")
+                need(c.get("name"), str, f"{cp}.name", "a string")
+                need(c.get("image"), str, f"{cp}.image", "a string")
+                need(c.get("workingDir"), str, f"{cp}.workingDir", "a string")
+                strings(c.get("command"), f"{cp}.command")
+                strings(c.get("args"), f"{cp}.args")
+                res = need(c.get("resources"), dict, f"{cp}.resources", "a mapping") or {}
+                for part in ("limits", "requests"):
+                    for k, v in (need(res.get(part), dict, f"{cp}.resources.{part}", "a mapping") or {}).items():
+                        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                            raise TrainJobError(f"runtime {rname!r}: {cp}.resources.{part} must map names to quantities")
+                        quantity_value(v)
+                for ei, e in enumerate(need(c.get("env"), list, f"{cp}.env", "a list") or []):
+                    if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not e["name"]:
+                        raise TrainJobError(f"runtime {rname!r}: {cp}.env[{ei}] has no name")
+                    need(e.get("value"), str, f"{cp}.env[{ei}].value", "a string")
+                    need(e.get("valueFrom"), dict, f"{cp}.env[{ei}].valueFrom", "a mapping")
 
 
 def _check_reserved(env: Sequence[dict], reserved: Sequence[str], what: str) -> None:
@@ -318,11 +445,15 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     in JobSet order (replicatedJobs of the runtime, pods by completion index)."""
     if not isinstance(trainjob, dict):
         raise TrainJobError("the TrainJob is not a mapping")
+    if not isinstance(trainjob.get("metadata") or {}, dict):
+        raise TrainJobError("metadata must be a mapping")
     name = str(((trainjob.get("metadata") or {}).get("name")) or "")
     if not name:
         raise TrainJobError("metadata.name is missing")
     namespace = str((trainjob.get("metadata") or {}).get("namespace") or "default")
     spec = trainjob.get("spec") or {}
+    if not isinstance(spec, dict) or not isinstance(spec.get("runtimeRef") or {}, dict):
+        raise TrainJobError("spec and spec.runtimeRef must be mappings")
     ref = spec.get("runtimeRef") or {}
     rname = ref.get("name")
     if runtimes is None:
@@ -331,6 +462,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     if runtime is None:
         raise TrainJobError(f"spec.runtimeRef.name {rname!r} is not a runtime the simulation knows "
                             f"({', '.join(sorted(runtimes))})")
+    _check_runtime(runtime, rname)
     rspec = runtime.get("spec") or {}
     ml = rspec.get("mlPolicy") or {}
     policy = _policy(ml)
@@ -340,8 +472,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     if trainer is not None and not isinstance(trainer, dict):
         raise TrainJobError("spec.trainer must be a mapping")
     tr = trainer or {}
-    if tr.get("command") == ["tune", "run"] or (runtime.get("metadata", {}).get("labels") or {}).get(FRAMEWORK_LABEL) == "torchtune":
+    if tr.get("command") == ["tune", "run"] or _dig(runtime, "metadata", "labels").get(FRAMEWORK_LABEL) == "torchtune":
         raise TrainJobError(f"runtime {rname!r} is a torchtune (BuiltinTrainer) runtime, which the simulation does not emulate")
+    _check_shapes(spec, trainer)
     num_nodes = _int_field(tr, "numNodes", 0)
     nppn = _int_field(tr, "numProcPerNode", 1)
     trainer_env = _env_list(tr.get("env"), "spec.trainer.env")
@@ -355,7 +488,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     elif policy == "xgboost":
         _check_reserved(trainer_env, XGBOOST_RESERVED, "XGBoost")
 
-    jobs: List[dict] = copy.deepcopy(((rspec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or [])
+    jobs: List[dict] = copy.deepcopy(_dig(rspec, "template", "spec").get("replicatedJobs") or [])
+    if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
+        raise TrainJobError(f"runtime {rname!r}: spec.template.spec.replicatedJobs is not a list of mappings")
     _apply_patches(spec, jobs)
     trainer_job = next((j for j in jobs if _ancestor(j) == "trainer"), None)
     if trainer_job is None or _container(trainer_job, NODE) is None:
@@ -503,6 +638,9 @@ def _entry(e: dict, pod: Mapping, rname: str) -> Tuple[str, str, bool]:
     if "valueFrom" not in e or e.get("value") not in (None, ""):
         return e["name"], str(e.get("value") if e.get("value") is not None else ""), True
     src = e.get("valueFrom") or {}
+    for key in ("fieldRef", "secretKeyRef", "configMapKeyRef", "resourceFieldRef"):
+        if key in src and not isinstance(src[key] or {}, dict):
+            raise TrainJobError(f"env {e['name']}: valueFrom.{key} must be a mapping (CRD schema)")
     if "fieldRef" in src:
         path = str((src["fieldRef"] or {}).get("fieldPath", ""))
         fields = {

@@ -49,7 +49,8 @@ def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0) -> SideResult:
             env[k] = v
         units.append(sandbox.Unit(argv=list(p.argv), env=env, hostname=p.hostname, node=node_of[p.hostname],
                                   cwd=p.workdir or DEFAULT_WORKDIR, files=list(p.files),
-                                  config={"gpus": p.gpus, "role": p.role, "pod": p.name}))
+                                  config={"gpus": p.gpus, "role": p.role, "pod": p.name},
+                                  programs=sandbox.program_paths([" ".join(p.argv[:1])] + list(p.argv[1:]))))
         names.append(f"pod {p.name}")
         nodes.append(node_of[p.hostname])
     res = sandbox.run_units(units, "kubeflow", table, timeout=timeout)

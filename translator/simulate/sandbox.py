@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,7 @@ ALLOW = (
     "gawk", "head", "tail", "wc", "sort", "uniq", "cat", "grep", "egrep", "fgrep", "true", "false", "test", "[",
     "xargs", "tee", "paste", "rev", "fold", "fmt", "nl", "tac", "comm", "join", "column", "printenv",
     "id", "readlink", "realpath", "pwd", "mktemp", "nproc", "bc", "dc", "numfmt", "stat", "ls", "find",
-    "uname", "getconf", "od", "md5sum", "sha256sum", "base64", "which", "shuf", "yes", "jq",
+    "getconf", "od", "md5sum", "sha256sum", "base64", "which", "shuf", "yes", "jq",
 )
 # Utilities that can write files or start programs by path are real only inside the namespace
 # sandbox, where every writable place is a throw-away tmpfs; in the weaker mode they are stubs.
@@ -55,6 +56,7 @@ class Unit:
     cwd: str = "/home/user"
     files: Sequence[Tuple[str, str]] = ()
     config: Dict[str, object] = field(default_factory=dict)   # extra stub configuration
+    programs: Sequence[str] = ()     # the user's own programs run by path (./app): a recording stub each
 
 
 @dataclass
@@ -152,7 +154,8 @@ STUB_NAMES = ("srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct"
               "orterun", "prterun", "mpiexec.hydra", "deepspeed", "accelerate", "apptainer", "singularity",
               "shifter", "podman-hpc", "enroot", "nvidia-smi", "conda", "mamba", "micromamba", "spack",
               "hostname", "date", "sleep", "clear", "tput", "whoami", "ssh", "scp", "curl", "wget", "git", "rsync",
-              "wandb", "huggingface-cli", "nvcc", "lfs", "numactl", "taskset", "sshd", "docker", "podman")
+              "wandb", "huggingface-cli", "nvcc", "lfs", "numactl", "taskset", "sshd", "docker", "podman",
+              "horovodrun", "poetry", "uv", "pipenv", "pixi")
 
 
 def _etc_files(units: Sequence[Unit]) -> Dict[str, str]:
@@ -205,6 +208,49 @@ def _base_env(u: Unit, stubpath_env: Dict[str, str], cwd: str) -> Dict[str, str]
     env[SIM_ENV + "NODE"] = str(u.node)
     env[SIM_ENV + "HOST"] = u.hostname
     return env
+
+
+_SEP = re.compile(r"&&|\|\||[;|&(){}`]|\$\(|\b(?:then|do|else)\b")
+_PREFIX_WORDS = ("exec", "time", "nohup", "command", "builtin", "!")
+
+
+def program_paths(texts: Sequence[str]) -> List[str]:
+    """Words in command position that name a program by path (`./app`, `bin/run.sh`, `/opt/x/bin/tool`):
+    the user's own programs, which do not exist in the sandbox. Each gets a recording stub there, so that
+    running it records a training process instead of failing with "No such file or directory"."""
+    out: List[str] = []
+    for text in texts:
+        for line in text.splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            for seg in _SEP.split(line):
+                words = seg.strip().split()
+                i = 0
+                while i < len(words) and (re.fullmatch(r"[A-Za-z_]\w*=\S*", words[i]) or words[i] in _PREFIX_WORDS):
+                    i += 1
+                if i == len(words):
+                    continue
+                w = words[i]
+                if "/" not in w or w.endswith("/") or not re.fullmatch(r"[\w./+@%-]+", w) or ".." in w.split("/"):
+                    continue
+                top = w.strip("/").split("/")[0] if w.startswith("/") else ""
+                if w.startswith("/") and (not _file_ok(w) or top in ("etc", "tmp") or os.path.exists(w)):
+                    continue
+                if w not in out:
+                    out.append(w)
+    return out
+
+
+def _program_stub(path: str, stub: str) -> Optional[str]:
+    """The file placed at a user's program path: None = a link to the stub (a known launcher or
+    interpreter such as /opt/conda/bin/python), else a script recording a training process."""
+    import shlex
+
+    base = os.path.basename(path)
+    if re.fullmatch(r"python[0-9.]*", base) or base in STUB_NAMES:
+        return None
+    return (f"#!/bin/bash\nSLURM2KF_SIM_ARGV0={shlex.quote(path)} SLURM2KF_SIM_PROGRAM=1 "
+            f"exec {stub} \"$@\"\n")
 
 
 def _file_ok(p: str) -> bool:
@@ -295,18 +341,27 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
     stub_text = (f"#!/.sim/real{py} -IS\nimport sys\nsys.path.insert(0, '/.sim/stubs')\n"
                  "import sim_stub\nsim_stub.main()\n")
     unit_specs = []
+    programs_abs: Dict[str, Optional[str]] = {}
     for i, u in enumerate(units):
         cwd = _clean_cwd(u.cwd)
         env = _base_env(u, {"BASH_ENV": "/.sim/bashenv", SIM_ENV + "CONFIG": "/.sim/unit/config.json"}, cwd)
         if "HOME" in u.env and u.env["HOME"] != cwd:
             env["HOME"] = u.env["HOME"]
         files = [(p, c) for p, c in u.files if _file_ok(p)]
+        for p in u.programs:
+            if not p.startswith("/"):
+                content = _program_stub(p, "/.sim/stub")
+                files.append((os.path.join(cwd, p), content if content is not None else "@link"))
+            elif _file_ok(p):
+                programs_abs[p] = _program_stub(p, "/.sim/stub")
         unit_specs.append({"argv": list(u.argv), "env": env, "hostname": u.hostname, "cwd": cwd,
                            "files": [list(f) for f in files],
                            "config": _unit_config(u, i, side, hosts, node_env, "/.sim/rec/records.jsonl")})
     spec = {
         "tmp": tmp, "top_links": top_links, "top_binds": top_binds, "bin_dirs": bin_dirs,
-        "extra_stub_paths": [p for p in extra_stub_paths if _file_ok(p) and not p.startswith(("/etc/", "/tmp/"))],
+        "extra_stub_paths": [p for p in extra_stub_paths if _file_ok(p) and not p.startswith(("/etc/", "/tmp/"))
+                             and p not in programs_abs],
+        "program_files": programs_abs,
         "stub_text": stub_text, "bashenv": _bashenv("/.sim/stub"), "etc_files": _etc_files(units),
         "units": unit_specs, "timeout": timeout, "timeout_total": timeout * max(len(units), 1) + 1,
         "output_cap": 64 * 1024, "record_cap": 8 * 1024 * 1024,
@@ -392,6 +447,18 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             with open(dest, "w") as fh:
                 fh.write(c)
+        for p in u.programs:
+            if p.startswith("/"):
+                continue
+            dest = os.path.join(work, p)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            content = _program_stub(p, stub)
+            if content is None:
+                os.symlink(stub, dest)
+            else:
+                with open(dest, "w") as fh:
+                    fh.write(content)
+                os.chmod(dest, 0o755)
         env = _base_env(u, {"BASH_ENV": bashenv, SIM_ENV + "CONFIG": os.path.join(tmp, "unit", "config.json")}, work)
         env["PATH"] = bindir
         if uid is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -208,7 +207,8 @@ def run(job, text: str, script_args: Sequence[str] = (), array_index: Optional[i
         cwd = SUBMIT_DIR
     env["PWD"] = cwd
     unit = sandbox.Unit(argv=argv, env=env, hostname=alloc.hosts[0], node=0, cwd=cwd,
-                        files=[(spool, text)], config={"gpus": alloc.gpus_per_node})
+                        files=[(spool, text)], config={"gpus": alloc.gpus_per_node},
+                        programs=sandbox.program_paths([text]))
     res = sandbox.run_units([unit], "slurm", alloc.host_table(), timeout=timeout,
                             extra_stub_paths=absolute_programs(text))
     notes.append(f"allocation: {len(alloc.hosts)} node(s) {hostlist.compress(list(alloc.hosts))}, "

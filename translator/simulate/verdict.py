@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from translator.simulate.model import Process, SideResult
 
@@ -109,7 +109,42 @@ def _per_node(procs: Sequence[Process]) -> str:
     return ", ".join(f"node{n}: {c[n]}" for n in sorted(c)) or "none"
 
 
+def _host_patterns(side: SideResult):
+    pats = []
+    for name, node, ip in sorted(_hosts_index(side), key=lambda h: -len(h[0])):
+        if name:
+            pats.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?:\.[A-Za-z0-9-]+)*(?![\w-])"),
+                         f"<node{node}>"))
+        if ip:
+            pats.append((re.compile(r"(?<![\d.])" + re.escape(ip) + r"(?![\d])"), f"<node{node}>"))
+    return pats
+
+
+def normalized(side: SideResult) -> SideResult:
+    """The side with its node host names and addresses written `<nodeN>` in arguments and user variables
+    (`--master node01` and `--master job-node-0-0.job` name the same node), and the job id as
+    `$SLURM_JOB_ID`."""
+    from dataclasses import replace
+
+    pats = _host_patterns(side)
+
+    def norm(text: str, jid: Optional[str]) -> str:
+        text = _norm_jobid(text, jid)
+        for rx, repl in pats:
+            text = rx.sub(repl, text)
+        return text
+
+    procs = []
+    for p in side.processes:
+        jid = job_id_of(p)
+        env = tuple((k, v if k in INTERNAL_NAMES or k.startswith(INTERNAL_PREFIXES) else norm(v, jid))
+                    for k, v in p.env)
+        procs.append(replace(p, program=norm(p.program, jid), argv=tuple(norm(a, jid) for a in p.argv), env=env))
+    return replace(side, processes=tuple(procs))
+
+
 def compare(slurm: SideResult, kube: SideResult) -> List[str]:
+    slurm, kube = normalized(slurm), normalized(kube)
     diffs: List[str] = []
     for side in (slurm, kube):
         for f in side.failures:
@@ -172,10 +207,7 @@ def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> List[str]:
     km = {endpoint_node(p.master_addr, p, _hosts_index(kube)) for p in k_ps}
     if len(sm) == 1 and len(km) == 1 and sm != km and None not in sm | km:
         out.append(f"{name}: MASTER_ADDR points to {_ep(sm)} on Slurm, to {_ep(km)} on Kubeflow")
-    sport = {p.master_port for p in s_ps}
-    kport = {p.master_port for p in k_ps}
-    if len(sport) == 1 and len(kport) == 1 and sport != kport and None not in sport | kport:
-        out.append(f"{name}: MASTER_PORT {_ep(sport)} on Slurm, {_ep(kport)} on Kubeflow")
+    # MASTER_PORT: any free port works; only its consistency within a side matters (_consistency).
     # user-set environment, process by process in rank order
     pairs = zip(sorted(s_ps, key=_order), sorted(k_ps, key=_order))
     seen = {}

@@ -85,6 +85,13 @@ def main():
             os.symlink(target, os.path.join(R + d, name))
     for d in spec.get("extra_stub_dirs", []):
         os.makedirs(R + d, exist_ok=True)
+    for path, content in spec.get("program_files", {}).items():
+        os.makedirs(os.path.dirname(R + path), exist_ok=True)
+        if not os.path.lexists(R + path):
+            if content is None:
+                os.symlink("/.sim/stub", R + path)
+            else:
+                write(R + path, content, 0o755)
     for path in spec.get("extra_stub_paths", []):
         os.makedirs(os.path.dirname(R + path), exist_ok=True)
         if not os.path.lexists(R + path):
@@ -222,7 +229,14 @@ def child(spec, R, u, outfd, errfd, have_proc):
         if not any(parent == m or parent.startswith(m.rstrip("/") + "/") for m in mounted):
             tmpfs(R + parent, size="4m")
             mounted.add(parent)
-        write(R + path, content, 0o644)
+        if content == "@link":
+            os.makedirs(os.path.dirname(R + path), exist_ok=True)
+            if not os.path.lexists(R + path):
+                os.symlink("/.sim/stub", R + path)
+        elif content.startswith("#!/bin/bash\nSLURM2KF_SIM_ARGV0="):
+            write(R + path, content, 0o755)
+        else:
+            write(R + path, content, 0o644)
     for d in (cwd,):
         os.chmod(R + d, 0o755)
     os.chdir(R)

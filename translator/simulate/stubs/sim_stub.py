@@ -169,6 +169,18 @@ def _which(name: str, env) -> str:
     return ""
 
 
+PROGRAM_STUB_HEAD = b"#!/bin/bash\nSLURM2KF_SIM_ARGV0="
+
+
+def _is_program_stub(path: str) -> bool:
+    """A recording stub standing for one of the user's programs (sandbox.program_paths)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(PROGRAM_STUB_HEAD)) == PROGRAM_STUB_HEAD
+    except OSError:
+        return False
+
+
 def _is_stub(path: str) -> bool:
     try:
         return os.path.realpath(path) == os.path.realpath(os.path.join(_simdir(), "stub"))
@@ -204,6 +216,9 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
             if (path and _is_stub(path)) or (not path and "/" not in argv[0]
                                                   and (handler_for(name) or name in KNOWN_NAMES)):
                 code = dispatch(name, list(argv[1:]), training_if_unknown=True)
+            elif path and _is_program_stub(path):
+                record_process(argv[0], argv[1:], "", env)     # what the stub script would record
+                code = 0
             elif path:
                 try:
                     os.execve(path, list(argv), env)
@@ -377,7 +392,7 @@ def srun(args) -> int:
                         f"srun: error: Requested node configuration is not available ({bad[0]})")
         pool = [w for w in alloc if w in wanted] + [w for w in alloc if w not in wanted]
         if n_cli is None:
-            nnodes = max(len(wanted), 1) if t_cli is None else max(len(wanted), 1)
+            nnodes = max(len(wanted), 1)
     else:
         if relative >= n_alloc:
             return fail("srun", args, f"--relative={relative} is beyond the {n_alloc} allocated nodes", 1)
@@ -913,7 +928,7 @@ def mpirun(name, args) -> int:
     for x in _multi_opts(head, ["-genv", "-env"]):
         k, _, v = x.partition("=")
         exported[k] = v
-    local_counts, node_ranks = {}, {}
+    local_counts = {}
     order = []
     for h in placement:
         if h not in order:
@@ -1316,6 +1331,38 @@ def exec_wrapper(name, args) -> int:
     return run_command(rest, env, os.environ.get(SIM_PREFIX + "LAUNCHER", "direct"))
 
 
+def env_runner(name, args) -> int:
+    """`poetry run`, `uv run`, `pipenv run`, `pixi run`: the project's environment, then the command."""
+    if not args or args[0] != "run":
+        record("call", name=name, argv=list(args))
+        return 0
+    opts, rest = take_opts(args[1:], ["--with", "--python", "-p", "--directory", "--project", "--env-file",
+                                      "--extra", "--group", "--package", "--environment", "-e", "--manifest-path"],
+                           ["--no-sync", "--frozen", "--locked", "--isolated", "--all-extras", "-q", "--quiet",
+                            "--no-project", "--active"])
+    record("call", name=name, argv=list(args))
+    return run_command(rest, dict(os.environ), os.environ.get(SIM_PREFIX + "LAUNCHER", "direct"))
+
+
+def uname(args) -> int:
+    """The node's name for -n (each srun task's node), fixed values otherwise."""
+    import platform
+    vals = {"s": "Linux", "n": this_host(), "r": "5.15.0", "v": "#1 SMP", "m": platform.machine() or "x86_64",
+            "p": platform.machine() or "x86_64", "i": platform.machine() or "x86_64", "o": "GNU/Linux"}
+    longs = {"--kernel-name": "s", "--nodename": "n", "--kernel-release": "r", "--kernel-version": "v",
+             "--machine": "m", "--processor": "p", "--hardware-platform": "i", "--operating-system": "o"}
+    want = []
+    for a in args:
+        if a in ("-a", "--all"):
+            want = list("snrvmo")
+        elif a in longs:
+            want.append(longs[a])
+        elif a.startswith("-") and not a.startswith("--"):
+            want.extend(c for c in a[1:] if c in vals)
+    print(" ".join(vals[c] for c in (want or ["s"])))
+    return 0
+
+
 def whoami(name, args) -> int:
     print(os.environ.get("USER") or "user")
     return 0
@@ -1330,10 +1377,12 @@ def handler_for(name: str):
         "srun": srun, "scontrol": scontrol, "hostname": hostname_cmd, "nvidia-smi": nvidia_smi,
         "torchrun": torchrun, "mpirun": lambda a: mpirun("mpirun", a), "mpiexec": lambda a: mpirun("mpiexec", a),
         "orterun": lambda a: mpirun("orterun", a), "prterun": lambda a: mpirun("prterun", a),
+        # horovodrun takes mpirun's -np/-H host:slots/--hostfile and places ranks the same way
+        "horovodrun": lambda a: mpirun("horovodrun", a),
         "mpiexec.hydra": lambda a: mpirun("mpiexec.hydra", a),
         "deepspeed": deepspeed, "accelerate": accelerate,
         "date": date_cmd, "clear": lambda a: needs_terminal("clear", a), "tput": lambda a: needs_terminal("tput", a),
-        "whoami": lambda a: whoami("whoami", a),
+        "whoami": lambda a: whoami("whoami", a), "uname": uname,
         "mkdir": lambda a: make_paths("mkdir", a), "touch": lambda a: make_paths("touch", a),
     }
     if name in ("env", "timeout", "nohup", "nice", "stdbuf", "numactl", "taskset"):
@@ -1344,6 +1393,8 @@ def handler_for(name: str):
         return lambda a: container(name, a)
     if name in ("conda", "mamba", "micromamba"):
         return lambda a: conda(name, a)
+    if name in ("poetry", "uv", "pipenv", "pixi"):
+        return lambda a: env_runner(name, a)
     return None
 
 
@@ -1352,7 +1403,8 @@ KNOWN_NAMES = {"srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct
                "orterun", "deepspeed", "accelerate", "apptainer", "singularity", "shifter", "podman-hpc", "enroot",
                "nvidia-smi", "conda", "mamba", "micromamba", "spack", "hostname", "date", "sleep", "clear", "tput",
                "whoami", "ssh", "scp", "curl", "wget", "git", "rm", "mkdir", "touch", "cp", "mv", "ln", "chmod",
-               "rsync", "wandb", "huggingface-cli", "nvcc", "ulimit", "lfs", "numactl", "taskset", "sshd"}
+               "rsync", "wandb", "huggingface-cli", "nvcc", "ulimit", "lfs", "numactl", "taskset", "sshd",
+               "horovodrun", "poetry", "uv", "pipenv", "pixi"}
 
 
 def dispatch(name: str, args, training_if_unknown=False) -> int:
@@ -1378,6 +1430,9 @@ def _on_host(name: str) -> bool:
 
 def main() -> None:
     name = os.environ.pop(SIM_PREFIX + "ARGV0", "") or os.path.basename(sys.argv[0])
+    if os.environ.pop(SIM_PREFIX + "PROGRAM", "") == "1":      # the user's own program, run by path
+        record_process(name, sys.argv[1:], "")
+        sys.exit(0)
     try:
         code = dispatch(name, sys.argv[1:])
     except BrokenPipeError:
