@@ -70,3 +70,19 @@ def check_kube_options(namespace, gpu_resource) -> None:
         p = resource_name_problem(gpu_resource)
         if p:
             raise click.UsageError(f"--gpu-resource: {p} (V743)")
+def script_args_option(f):
+    """`--script-args 'A B'`: the arguments sbatch gives the batch script (`sbatch job.sh A B`)."""
+    return click.option("--script-args", "script_args", metavar="'ARG ...'", default=None,
+                        help="Arguments given to the script after its name on the sbatch command line "
+                             "(split like a shell does); they replace $1, $@ ... in the converted command.")(f)
+
+
+def parse_script_args(text):
+    """`--script-args` text -> tuple of words (shell quoting), None when the option is not given."""
+    if text is None:
+        return None
+    import shlex
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise click.UsageError(f"--script-args: {exc}")

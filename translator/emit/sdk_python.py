@@ -20,7 +20,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from translator.emit.command import container_command
-from translator.emit.trainjob import env_map, patches_by_job, resource_name, resources_map
+from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
 from translator.emit.trainjob_yaml import sanitize_comment
 
 _INDENT = "    "
@@ -257,16 +257,22 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             w.add(t + 1, f"{_lit(key)}: {_lit(qty)},"
                          f"{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
         w.add(t, "},")
-    env = env_map(plan)
+    env = env_entries(plan)
     if env:
         w.add(t, "env={")
         lines_by_name = {}
         for var in plan.env:
             lines_by_name[str(var.name)] = var.line
-        for k, v in env.items():
+        for entry in env:
+            k = entry["name"]
             line = lines_by_name.get(k)
             where = f"  # line {line}" if line is not None else ""
-            w.add(t + 1, f"{_lit(k)}: {_lit(v)},{where}")
+            if "valueFrom" in entry:
+                ref = entry["valueFrom"]["secretKeyRef"]
+                used.add("_from_submit_env")
+                w.add(t + 1, f"{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
+            else:
+                w.add(t + 1, f"{_lit(k)}: {_lit(entry['value'])},{where}")
         w.add(t, "},")
     w.add(d + 1, "),")
     w.add(d + 1, "options=[")
@@ -304,6 +310,19 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     w.add(d, 'print(f"submitted TrainJob {job_name}")')
 
 
+# Secrets: the YAML refers to a Secret key (valueFrom.secretKeyRef). SDK 0.5 cannot: CustomTrainerContainer's
+# env is dict[str, str], and the Trainer webhook rejects env in a runtime patch of the `node` container.
+# So the value comes from the environment of whoever runs this file, never from the file itself.
+_FROM_SUBMIT_ENV = [
+    "def _from_submit_env(name: str, secret: str) -> str:",
+    '    """A secret variable, taken from this process\'s environment at submission (SDK 0.5 has no',
+    '    secretKeyRef): the TrainJob object then holds the value. The YAML output reads it from the Secret."""',
+    "    value = os.environ.get(name)",
+    "    if value is None:",
+    '        raise SystemExit(f"export {name} first (the value Secret {secret} holds in the YAML output)")',
+    "    return value",
+]
+
 _OPTION_ORDER = ("Name", "Labels", "Annotations", "TrainerCommand", "TrainerArgs", "ActiveDeadlineSeconds",
                  "RuntimePatch", "TrainingRuntimeSpecPatch", "JobSetTemplatePatch", "JobSetSpecPatch",
                  "ReplicatedJobPatch", "JobTemplatePatch", "JobSpecPatch", "PodTemplatePatch",
@@ -333,6 +352,9 @@ def render(plans: Sequence) -> str:
     top = ["CustomTrainerContainer", "TrainerClient"]
     if namespace or "KubernetesBackendConfig" in used:
         top.insert(1, "KubernetesBackendConfig")
+    if "_from_submit_env" in used:
+        out.add(0, "import os")
+        out.add(0, "")
     out.add(0, f"from kubeflow.trainer import {', '.join(top)}")
     opts = [name for name in _OPTION_ORDER if name in used]
     if opts:
@@ -342,6 +364,10 @@ def render(plans: Sequence) -> str:
         out.add(0, ")")
     out.add(0, "")
     out.add(0, "")
+    if "_from_submit_env" in used:
+        out.lines.extend(_FROM_SUBMIT_ENV)
+        out.add(0, "")
+        out.add(0, "")
     out.add(0, "def main() -> None:")
     if namespace:
         out.add(1, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(namespace))}))")
