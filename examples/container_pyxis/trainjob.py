@@ -24,6 +24,10 @@ def main() -> None:
     client = TrainerClient()
     # The TrainJob, converted from job.sbatch
     # Findings (review these before submitting):
+    # L349 warning line 8: srun starts torchrun on 2 nodes without a multi-node rendezvous (no
+    #   --nnodes): on Slurm each node ran its own training; the TrainJob trains across the 2 nodes
+    #   (PET_NNODES) (fix: add `--nnodes $SLURM_NNODES --rdzv-backend c10d --rdzv-endpoint
+    #   $head:29500` on Slurm, or keep one node)
     # L322 info line 8: pyxis --container-image image `nvcr.io#nvidia/pytorch:24.01-py3` becomes the
     #   TrainJob image `nvcr.io/nvidia/pytorch:24.01-py3`
     # L323 warning line 8: container binds need volumes on Kubernetes (a PersistentVolumeClaim or

@@ -27,6 +27,8 @@ def main() -> None:
     #   mpiuser), not from spec.trainer.image, and support Open MPI only; the program and its
     #   libraries must exist in the runtime image at the same path (fix: build a custom MPI
     #   (Cluster)TrainingRuntime from your image, or use a shared volume for the program)
+    # L351 info line 10: the TrainJob env is forwarded to the MPI ranks with -x (ssh sessions on the
+    #   worker pods do not inherit it; on Slurm the ranks got the job's environment): OMP_NUM_THREADS
     job_name = client.train(
         runtime='deepspeed-distributed',
         trainer=CustomTrainerContainer(
@@ -48,6 +50,8 @@ def main() -> None:
                 '128',
                 '-npernode',
                 '32',
+                '-x',
+                'OMP_NUM_THREADS',
                 '--oversubscribe',
                 '--bind-to',
                 'core',
