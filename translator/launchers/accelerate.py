@@ -25,7 +25,12 @@ PET_FLAGS = ('--num_machines "$PET_NNODES" --machine_rank "$PET_NODE_RANK" '
              '--main_process_ip "$PET_MASTER_ADDR" --main_process_port "$PET_MASTER_PORT"')
 
 
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    return common.basename(toks[0].value) == "accelerate" and len(toks) > 1 and toks[1].value == "launch"
+
+
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    common.not_mpi(ctx, srun, "accelerate launch", line)
     step = common.step_shape(ctx.shape, srun)
     rest = toks[2:]                       # after `accelerate launch`
     kept: List[Tok] = []

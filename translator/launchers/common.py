@@ -709,3 +709,40 @@ def shell_word_expansions(ctx: "LaunchContext", toks: Sequence[Tok], line: int) 
 
 def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def srun_mpi(srun: Optional[SrunCall]) -> Optional[str]:
+    """The `--mpi=` plugin of an srun call, when it starts an MPI plugin (not `none`)."""
+    kind = srun.options.get("mpi") if srun is not None else None
+    return kind if kind and kind != "none" else None
+
+
+def not_mpi(ctx: LaunchContext, srun: Optional[SrunCall], what: str, line: int) -> None:
+    """L336 for a launcher that starts its own processes run under `srun --mpi=…`."""
+    mpi_kind = srun_mpi(srun)
+    if mpi_kind:
+        ctx.add(INFO, "L336", f"`srun --mpi={mpi_kind}` runs `{what}`, which is not an MPI program (it starts its "
+                              "own processes and rendezvous): the launch is converted as " + what + ", not with mpirun",
+                line)
+
+
+def is_shell(program: str) -> bool:
+    """bash, sh or a `*.sh` file."""
+    return program in ("bash", "sh") or program.endswith(".sh")
+
+
+def multi_task_step(ctx: LaunchContext, srun: Optional[SrunCall]) -> bool:
+    """An srun step that starts more than one task or spans several nodes."""
+    if srun is None:
+        return False
+    step = step_shape(ctx.shape, srun)
+    return step.total_tasks > 1 or step.nodes > 1
+
+
+def digits_greater(digits: str, number: int) -> bool:
+    """`int(digits) > number` for a string of ASCII digits of any length (int() refuses more than 4300)."""
+    digits = digits.lstrip("0") or "0"
+    text = str(number) if number >= 0 else "-"
+    if text == "-":
+        return True
+    return (len(digits), digits) > (len(text), text)

@@ -29,7 +29,12 @@ _NODESET = {"-H", "--hostfile", "-i", "--include", "-e", "--exclude", "--num-nod
             "--force-multi", "--min-elastic-nodes", "--max-elastic-nodes", "--ssh-port"}
 
 
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    return common.basename(toks[0].value) == "deepspeed"
+
+
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    common.not_mpi(ctx, srun, "deepspeed", line)
     step = common.step_shape(ctx.shape, srun)
     rest = toks[1:]
     kept: List[Tok] = []

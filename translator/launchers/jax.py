@@ -48,6 +48,10 @@ def uses_jax(ctx: LaunchContext, toks: List[Tok]) -> bool:
     return False
 
 
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    return common.is_python(common.basename(toks[0].value)) and uses_jax(ctx, toks)
+
+
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
     step = common.step_shape(ctx.shape, srun)
     program = common.resolve_static(ctx, toks)

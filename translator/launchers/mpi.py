@@ -47,6 +47,18 @@ def mpirun_head(tool: str, nodes: int, tpn: int, gpus: int) -> List[str]:
     return words
 
 
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    """mpirun/mpiexec; `srun --mpi=pmix prog` (the program talks to Slurm's PMI); `srun -n N python -m mpi4py`;
+    and srun of several tasks of a program that is neither python nor a shell script (a compiled program)."""
+    w0 = common.basename(toks[0].value)
+    if w0 in MPI_TOOLS or common.srun_mpi(srun):
+        return True
+    if common.is_python(w0):
+        return (len(toks) > 2 and toks[1].value == "-m" and toks[2].value.split(".")[0] == "mpi4py"
+                and srun is not None and common.step_shape(ctx.shape, srun).total_tasks > 1)
+    return common.multi_task_step(ctx, srun) and not common.is_shell(w0)
+
+
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
     step = common.step_shape(ctx.shape, srun)
     tool = "mpirun"

@@ -13,6 +13,10 @@ from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import PYTHON, LaunchIntent
 
 
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    return True                          # the last family: whatever no other family claimed runs once
+
+
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
     program = common.resolve_static(ctx, toks)
     command, args, shell = common.plain_or_shell(ctx, program)

@@ -9,6 +9,7 @@ needs the shell, in which case it is the script's own text).
 """
 from __future__ import annotations
 
+import re
 from typing import List, Optional
 
 from translator.diagnostics import INFO, WARNING
@@ -56,8 +57,19 @@ def shim_lines(ctx: LaunchContext, extra_names=(), srun: Optional[SrunCall] = No
     return lines
 
 
-def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int,
-          script_slurm_names=()) -> LaunchIntent:
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    w0 = common.basename(toks[0].value)
+    return common.multi_task_step(ctx, srun) and (common.is_python(w0) or common.is_shell(w0))
+
+
+def _slurm_names(ctx: LaunchContext) -> List[str]:
+    """The SLURM_*/SLURMD_* names the script text mentions (the shim sets each of them)."""
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b",
+                                                                getattr(ctx.script, "text", "") or "")))
+
+
+def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    script_slurm_names = _slurm_names(ctx)
     step = common.step_shape(ctx.shape, srun)
     if srun is not None:
         common.check_batch_expansion(ctx, toks, line)

@@ -38,7 +38,12 @@ def is_torchrun(toks: Sequence[Tok]) -> int:
     return 0
 
 
+def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+    return bool(is_torchrun(toks))
+
+
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    common.not_mpi(ctx, srun, "torchrun", line)
     head = is_torchrun(toks)
     step = common.step_shape(ctx.shape, srun)
     legacy = head == 3 and toks[2].value == "torch.distributed.launch"
@@ -105,7 +110,7 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 "written out because the runtime's PET_NPROC_PER_NODE would start one process per GPU",
                 line, "set --nproc-per-node to the GPUs per node if one process per GPU was intended")
     gpus = ctx.shape.gpus_per_node
-    if nproc is not None and nproc.isascii() and nproc.isdigit() and gpus and int(nproc) > gpus:
+    if nproc is not None and nproc.isascii() and nproc.isdigit() and gpus and common.digits_greater(nproc, gpus):
         ctx.add(WARNING, "L337", f"torchrun starts {nproc} processes per node but the job has {gpus} GPU(s) per "
                                  "node; the TrainJob starts the same number, so processes share GPUs as on Slurm",
                 line, f"set --nproc-per-node {gpus} (one process per GPU) or request {nproc} GPUs per node")

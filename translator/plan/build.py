@@ -12,7 +12,7 @@ from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
-from translator.launchers import is_env_setup
+from translator.launchers.launchline import is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, resources, runtimes
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
@@ -134,7 +134,7 @@ def accepted_with_plugins(job) -> bool:
 
 
 def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
-    from translator.launchers import detect
+    from translator.launchers.launchline import detect
 
     findings: List[Finding] = []
     smap: List[SourceMap] = []
@@ -672,7 +672,7 @@ def _forward_env(env, command, args, intent, findings):
 def _static_resolver(script, job, shape, launch_line):
     """Text with `$NAME` references -> its value when every name is known at conversion time (a literal
     top-level assignment before the launch, or a Slurm variable fixed by the options), else None."""
-    from translator.launchers import _walk
+    from translator.launchers.launchline import _walk
     from translator.launchers.common import LaunchContext, static_text
     from translator.read.ast import Assignment
 

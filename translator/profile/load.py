@@ -12,8 +12,7 @@ import re
 from typing import Mapping, Optional
 
 from translator.diagnostics import ERROR, Diagnostic
-from translator.launchers.intent import (ACCELERATE, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
-                                         TORCHRUN)
+from translator.launchers.registry import NAMES as LAUNCHER_FAMILIES
 from translator.profile import kube_names
 from translator.profile.model import (API_VERSION, ENV_KINDS, KIND, AccountRule, Defaults, FeatureRule,
                                       Filesystem, GpuTypeRule, ImageRule, NodeShape, PartitionRule,
@@ -23,7 +22,6 @@ from translator.profile.schema import (F_NOT_FOUND, F_REQUIRED, F_SYNTAX, F_VALU
                                        patterns, plain, quantity, string)
 
 from translator.profile.lookup import PROFILE_ENV, PROFILE_FILENAME, find_profile  # noqa: F401 (re-exported)
-LAUNCHER_FAMILIES = (TORCHRUN, SRUN_TASKS, ACCELERATE, DEEPSPEED, MPI, JAX, PYTHON, SCRIPT)
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
+from translator.launchers.registry import NAMES as LAUNCHER_FAMILIES
 from translator.profile.model import API_VERSION, KIND
 from translator.profile.scan import RepoUsage, Tally
 from translator.yaml_text import yaml_quote
@@ -191,7 +192,7 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
     else:
         w("filesystems: []")
     w("")
-    w("# Runtime per launcher family (torchrun, srun-tasks, accelerate, deepspeed, mpi, jax, python, script)")
+    w(f"# Runtime per launcher family ({', '.join(LAUNCHER_FAMILIES)})")
     w("# and the image a runtime uses when the script names none. Listed: the runtime slurm2kf picks today;")
     w("# rename it to your site's ClusterTrainingRuntime.")
     by_runtime: Dict[str, List] = {}

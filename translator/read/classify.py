@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from translator.launchers.registry import launch_kind
 from translator.read import ast
 
 _PY = re.compile(r"^python(?:[0-9](?:\.[0-9]+)?)?$")
@@ -31,9 +32,6 @@ _PREFIXES = {
 _TIMEOUT_OPTS = {"-s", "--signal", "-k", "--kill-after"}
 
 MODULE_PROGRAMS = {"module", "ml", "spack"}
-LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "horovodrun", "jsrun", "aprun", "ibrun",
-             "mpiexec.hydra", "charmrun", "ray"}
-CONTAINER_VERBS = {"exec", "run"}
 _PY_VALUE_OPTS = {"-W", "-X", "-Q"}
 
 
@@ -177,18 +175,11 @@ def _classify_plain(argv: Sequence[str]):
         return ast.EXPORT
     if prog == "sbatch":
         return ast.SBATCH
-    if prog in LAUNCHERS:
-        if prog == "ray" and sub != "start":
-            return ast.OTHER
-        return ast.LAUNCH
+    launch = launch_kind(prog, sub)
+    if launch is not None:               # the launcher table (translator/launchers/registry.py)
+        return ast.LAUNCH if launch else ast.OTHER
     if _PY.match(prog):
         return _python_kind(rest)
-    if prog == "accelerate":
-        return ast.LAUNCH if sub == "launch" else ast.OTHER
-    if prog in ("apptainer", "singularity"):
-        return ast.LAUNCH if sub in CONTAINER_VERBS else ast.OTHER
-    if prog == "enroot":
-        return ast.LAUNCH if sub == "start" else ast.OTHER
     if prog in ("poetry", "pipenv") and sub == "run":
         return _Wrapped(ast.OTHER, rest[1:])
     return ast.OTHER

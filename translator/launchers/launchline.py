@@ -1,0 +1,530 @@
+"""Finding the launch line and dispatching it to its family (see registry.py for the families)."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import List, Optional, Tuple
+
+from translator.diagnostics import INFO, WARNING
+from translator.launchers import common, registry
+from translator.launchers.common import LaunchContext, SrunCall, Tok
+from translator.launchers.intent import LaunchIntent
+from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+
+# first words that make a command a launch candidate (srun, wrappers, the families' programs)
+LAUNCHERS = registry.PROGRAMS
+# srun steps that only print information; dropped (with a finding) when a training launch follows.
+AUX_PROGRAMS = {"hostname", "nvidia-smi", "echo", "date", "env", "printenv", "uname", "ls", "free", "lscpu",
+                "which", "true", "sleep", "nproc", "ibstat", "ibv_devinfo", "rocm-smi", "df", "id", "whoami"}
+
+
+def _walk(statements, block: Optional[str] = None):
+    """Yield (statement, enclosing block kind or None) for commands and assignments, in order."""
+    for st in statements:
+        if isinstance(st, Block):
+            kind = block or st.kind
+            if st.command is not None:
+                # a command reading a here-document keeps its input: it counts as a block of its own
+                yield st.command, kind if st.kind != "heredoc" else (block or "here-document")
+            yield from _walk(st.children, kind if st.kind != "heredoc" else block)
+        else:
+            yield st, block
+
+
+_ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
+
+
+def is_env_setup(cmd: Command) -> bool:
+    """`python -m venv DIR` and friends: creating the software environment, not a launch."""
+    words = [w.value for w in cmd.words]
+    return (len(words) >= 3 and common.is_python(words[0]) and words[1] == "-m" and words[2] in _ENV_MODULES)
+
+
+def is_launch(cmd: Command) -> bool:
+    if not cmd.words or cmd.kind == PIP or is_env_setup(cmd):
+        return False
+    w0 = common.basename(cmd.words[0].value)
+    return cmd.kind == LAUNCH or w0 in LAUNCHERS or common.is_python(w0)
+
+
+def is_aux(cmd: Command) -> bool:
+    words = [w.value for w in cmd.words]
+    if common.is_python(words[0]) and len(words) > 1 and words[1] in ("-c", "--version", "-V"):
+        return True
+    if common.basename(words[0]) == "srun":
+        inner = common.parse_srun(cmd.words).command
+        if not inner:
+            return False
+        stripped, _ = strip_wrappers(None, inner, cmd.line)
+        if not stripped:                       # `srun env`: prints the environment
+            return True
+        return common.basename(stripped[0].value) in AUX_PROGRAMS
+    return False
+
+
+def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+    """The intent for one command (already stripped of `srun` when srun is given).
+
+    Structural wrappers are unwrapped here (container wrappers, `env A=B`, `bash -c`); the command
+    inside goes to the first family of registry.FAMILIES that matches it."""
+    from translator.launchers import container, script
+
+    if not toks:
+        return script.build(ctx, line, ["the launch line has no command"])
+    if not toks[0].literal:
+        program = common.static_value(ctx, toks[0])
+        if program is None:
+            return script.build(ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"])
+        toks = [Tok(program, toks[0].raw, True)] + list(toks[1:])
+    w0 = common.basename(toks[0].value)
+    if w0 in container.APPTAINER:
+        return container.apptainer(ctx, toks, srun, line, dispatch)
+    if w0 in container.OTHER_WRAPPERS:
+        return container.other(ctx, toks, srun, line, dispatch)
+    if w0 == "env" or _NAME_VALUE.match(toks[0].value):
+        # `srun env A=B prog`, `bash -c 'A=B prog'`: look through to the program (A=B becomes env)
+        words, wenv = _strip_env_toks(ctx, toks, line)
+        if words and words != list(toks):
+            intent = dispatch(ctx, words, srun, line)
+            return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
+    if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
+        from translator.launchers import indirect
+        inner = indirect.bash_c_words(ctx, toks[2])
+        if not inner:
+            return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
+        return dispatch(ctx, inner, srun, line)
+    for family in registry.FAMILIES:
+        if family.matches(ctx, toks, srun):
+            return family.build(ctx, toks, srun, line)
+    return script.build(ctx, line, [f"no launcher family converts `{toks[0].raw}` on line {line}"])
+
+
+def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
+    """srun options that change what the tasks get: `--export=ALL,A=B` adds A=B to their environment
+    (carried as env); `--export=NONE`/a name list and `--chdir` have no TrainJob equivalent (L353)."""
+    env = []
+    export = call.options.get("export")
+    if export is not None:
+        items = [i for i in export.split(",") if i]
+        if items and items[0].upper() == "ALL":
+            for item in items[1:]:
+                name, eq, value = item.partition("=")
+                if eq and "$" not in value and "`" not in value:
+                    env.append((name, value))
+                elif eq:
+                    ctx.add(WARNING, "L327", f"`--export={export}` sets {name} from the shell; it is not carried",
+                            line, "give the variable a literal value")
+        else:
+            ctx.add(WARNING, "L353", f"`srun --export={export}`: on Slurm the tasks got only "
+                                     + ("the SLURM_* variables" if export.upper().startswith("NONE") else
+                                        "the named variables and SLURM_*") + " of the batch environment; in the "
+                                     "TrainJob they see the whole container environment", line,
+                    "check that the program does not depend on missing variables")
+    chdir = call.options.get("chdir") or call.options.get("D")
+    if chdir:
+        ctx.add(WARNING, "L353", f"`srun --chdir={chdir}`: the tasks ran in {chdir} on Slurm; a TrainJob runs in the "
+                                 "image's working directory", line, "use absolute paths, or cd in the command")
+    return env
+
+
+def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
+    """`env A=B prog` / `A=B prog` inside srun or `bash -c`: (program words, [(name, value)])."""
+    env = []
+    rest = list(toks)
+    if rest and common.basename(rest[0].value) == "env":
+        words, wenv = strip_wrappers(ctx, [_TokWord(t) for t in rest], line)
+        return [w.tok for w in words], wenv
+    while rest and _NAME_VALUE.match(rest[0].value) and not rest[0].value.startswith("-"):
+        m = _NAME_VALUE.match(rest[0].value)
+        if rest[0].literal:
+            env.append((m.group(1), m.group(2)))
+        else:
+            ctx.add(WARNING, "L327", f"`{rest[0].raw}` before the program needs the shell; it is not carried", line,
+                    "give the variable a literal value")
+        rest = rest[1:]
+    return rest, env
+
+
+class _TokWord:
+    """A Tok seen through the Word interface strip_wrappers reads (value, raw, literal)."""
+
+    def __init__(self, tok: Tok):
+        self.tok, self.value, self.raw, self.literal = tok, tok.value, tok.raw, tok.literal
+
+
+_NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def strip_wrappers(ctx: LaunchContext, words, line: int):
+    """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
+
+    Returns (remaining words, [(name, value)] environment the wrappers set).
+    """
+    words = list(words)
+    env = []
+    while words:
+        w0 = common.basename(words[0].value)
+        if w0 in ("exec", "nohup", "command", "builtin"):
+            words = words[1:]
+            while words and w0 == "exec" and words[0].value in ("-c", "-l"):
+                words = words[1:]
+        elif w0 == "time":
+            words = words[1:]
+            while words and words[0].value in ("-p", "--portability", "-v", "--verbose"):
+                words = words[1:]
+        elif w0 == "stdbuf":
+            words = words[1:]
+            while words and words[0].value.startswith("-"):
+                opt = words[0].value
+                words = words[2:] if opt in ("-i", "-o", "-e") else words[1:]
+        elif w0 == "env":
+            words = words[1:]
+            while words:
+                v = words[0].value
+                m = _NAME_VALUE.match(v)
+                if m and words[0].literal:
+                    env.append((m.group(1), m.group(2)))
+                    words = words[1:]
+                elif m:
+                    if ctx is not None:
+                        ctx.add(WARNING, "L327", f"`env {words[0].raw}` needs the shell; it is not carried", line,
+                            "give the variable a literal value")
+                    words = words[1:]
+                elif v in ("-i", "--ignore-environment"):
+                    words = words[1:]
+                elif v in ("-u", "--unset"):
+                    words = words[2:]
+                else:
+                    break
+        else:
+            break
+    return tuple(words), env
+
+
+def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
+    intent_env = []
+    for a in cmd.prefix_assignments:
+        if a.value.literal:
+            intent_env.append((a.name, a.value.value))
+        else:
+            ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
+                                     "not carried", cmd.line, "give the variable a literal value")
+    from translator.launchers import indirect
+    toks = common.toks_of(cmd.words)
+    if toks and toks[0].value == "eval" and len(toks) > 1:
+        # eval joins its arguments with blanks and runs the result as shell text
+        text = " ".join(_eval_text(ctx, t) for t in toks[1:])
+        parts = indirect.split_shell_words(text) if text is not None else None
+        if parts is None:
+            from translator.launchers import script as script_family
+            return script_family.build(ctx, cmd.line, [f"`eval` on line {cmd.line} runs shell logic"])
+        ctx.add(INFO, "L342", "the launch is run through `eval`; the text it evaluates is converted: "
+                + " ".join(p.raw for p in parts), cmd.line)
+        toks = parts
+    elif toks and not toks[0].literal and _REF_WORD.match(toks[0].raw):
+        ctx.add(INFO, "L342", f"the launch command is the value of `{toks[0].raw}`; that value is converted",
+                cmd.line)
+    toks = common.shell_word_expansions(ctx, toks, cmd.line)
+    words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
+    intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
+    extra = tuple(intent_env + wrapper_env)
+    return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent
+
+
+def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
+    """The text one argument of `eval` contributes: its value, with a variable it consists of replaced by
+    the variable's known text (`eval "$CMD"`)."""
+    if tok.literal:
+        return tok.value
+    m = _REF_WORD.match(tok.raw)
+    if m:
+        name = m.group(1) or m.group(2)
+        found = [a for a in ctx.assignments if a.name == name]
+        if found and name not in ctx.block_assigned:
+            a = found[-1]
+            if a.value.literal:
+                return a.value.value
+            text = a.value.raw
+            return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+    return tok.raw
+
+
+def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
+    from translator.launchers import container, mpi
+
+    if common.basename(words[0].value) == "srun":
+        call = common.parse_srun(words)
+        common.check_inherited_ntasks(ctx, call, line)
+        inner = common.toks_of(call.command)
+        if call.options.get("container-image") or ctx.job_image_option:
+            return container.pyxis(ctx, call, inner, line, dispatch)
+        inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
+        intent = dispatch(ctx, common.toks_of(inner_words), call, line)
+        wrapper_env = list(wrapper_env) + _srun_step_options(ctx, call, line)
+        return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
+    return dispatch(ctx, common.toks_of(words), None, line)
+
+
+def _assignment_lines(ctx: LaunchContext, cmd: Command) -> Tuple[int, ...]:
+    """Lines of the top-level assignments the launch line refers to, directly or through other variables."""
+    last = {}
+    for a in ctx.assignments:
+        last[a.name] = a
+    lines, seen = [], set()
+    pending = common.var_refs(cmd.text)
+    while pending:
+        name = pending.pop(0)
+        if name in seen or name not in last:
+            continue
+        seen.add(name)
+        a = last[name]
+        lines.append(a.line)
+        pending.extend(common.var_refs(a.value.raw))
+    return tuple(sorted(set(lines)))
+
+
+_REF_WORD = re.compile(r'^"?\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"?$')
+
+
+def _first_word_of(text: str) -> str:
+    text = text.strip().strip('"').strip("'").lstrip()
+    return text.split()[0] if text.split() else ""
+
+
+def _indirect_launch(cmd: Command, assigned) -> bool:
+    """`$CMD args`, `eval "$CMD"`, `eval torchrun …` where the command text names a launcher."""
+    if not cmd.words:
+        return False
+    words = list(cmd.words)
+    if words[0].value == "eval" and len(words) > 1:
+        words = words[1:]
+        if words[0].literal:
+            first = _first_word_of(words[0].value)
+            return _names_launcher(first)
+    m = None if words[0].literal else _REF_WORD.match(words[0].raw)
+    if not m:
+        return False
+    found = [a for a in assigned.get(m.group(1) or m.group(2), ()) if a.line < cmd.line]
+    if not found:
+        return False
+    a = found[-1]
+    first = _first_word_of(a.value.value if a.value.literal else a.value.raw)
+    return _names_launcher(first)
+
+
+def _names_launcher(word: str) -> bool:
+    w0 = common.basename(word)
+    return w0 in LAUNCHERS or common.is_python(w0)
+
+
+def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> Tuple[Assignment, ...]:
+    """Top-level assignments in effect before the launch (or before `line`), as bash would have them:
+    `NAME+=…` appends to the earlier value, `unset NAME` removes it; an assignment earlier on the launch's
+    own line (`A=x; cmd "$A"`) counts."""
+    import shlex as _shlex
+    from translator.read.ast import Word
+
+    lines = (script.text or "").splitlines()
+    out: List[Assignment] = []
+    for st, block in entries:
+        if launch is not None and st is launch:
+            break
+        if launch is None and getattr(st, "line", 0) >= line:
+            break
+        if block is not None:
+            continue
+        if isinstance(st, Assignment):
+            src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
+            prev = [a for a in out if a.name == st.name]
+            if prev and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+                p, v = prev[-1].value, st.value
+                if p.raw.startswith("(") and v.raw.startswith("("):           # array append
+                    val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:],
+                               literal=False)
+                elif p.literal and v.literal:
+                    val = Word(raw=_shlex.quote(p.value + v.value), value=p.value + v.value, literal=True)
+                else:
+                    val = Word(raw=p.raw + v.raw, value=p.value + v.value, literal=False)
+                st = Assignment(st.line, st.name, val, st.exported or prev[-1].exported)
+            out.append(st)
+        elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
+            words = [w.value for w in st.words[1:]]
+            if "-f" not in words:
+                gone = {w for w in words if not w.startswith("-")}
+                out = [a for a in out if a.name not in gone]
+    return tuple(out)
+
+
+# Names bash itself sets (or that every process has); everything else a launch line reads must come from
+# the script, Slurm or the submission environment.
+_SHELL_NAMES = {"PWD", "OLDPWD", "HOSTNAME", "RANDOM", "SRANDOM", "SECONDS", "UID", "EUID", "PPID", "BASHPID",
+                "LINENO", "IFS", "SHELL", "BASH", "BASH_SOURCE", "BASH_VERSION", "FUNCNAME", "OSTYPE", "HOSTTYPE",
+                "MACHTYPE", "SHLVL", "PATH", "REPLY", "OPTARG", "OPTIND", "CUDA_VISIBLE_DEVICES"}
+_SETTERS = ("unset", "read", "let", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "eval",
+            "source", ".", "export")
+
+
+def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
+    """Variables the launch line reads that no top-level assignment before it defines (transitively)."""
+    last = {a.name: a for a in ctx.assignments}
+    pending = common.var_refs(cmd.text)
+    seen, names = set(), []
+    while pending:
+        n = pending.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in last:
+            pending.extend(common.var_refs(last[n].value.raw))
+        else:
+            names.append(n)
+    return names
+
+
+def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[str]:
+    """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
+    for n in _launch_refs(ctx, cmd):
+        if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
+            continue
+        if n in ctx.block_assigned:
+            return f"${n}, which is assigned inside a block (if/case/loop)"
+        for st, block in entries:
+            if st is cmd:
+                break
+            if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
+                    and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")
+                    and re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text)):
+                return f"${n}, which `{st.words[0].value}` on line {st.line} sets"
+    return None
+
+
+def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) -> None:
+    """Variables the launch line reads that have no value the conversion can carry: set by a command
+    (`read`, `let`, a loop), or taken from the submission environment."""
+    from translator.plan.env import RENDEZVOUS
+
+    known = {a.name for a in ctx.assignments}
+    pending = common.var_refs(cmd.text)
+    last = {a.name: a for a in ctx.assignments}
+    seen = set()
+    names = []
+    while pending:
+        n = pending.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in last:
+            pending.extend(common.var_refs(last[n].value.raw))
+        else:
+            names.append(n)
+    for n in names:
+        if (n in known or n.startswith(("SLURM", "PET_", "OMPI_", "PMI", "_s2k")) or n in _SHELL_NAMES
+                or n in RENDEZVOUS or n in ctx.block_assigned
+                or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)):
+            continue                         # defined, provided, or not part of the converted command
+        setter = None
+        for st, block in entries:
+            if st is cmd:
+                break
+            if isinstance(st, Command) and st.words and st.words[0].value in _SETTERS and re.search(
+                    rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
+                setter = st
+        if setter is not None and setter.words[0].value == "unset":
+            continue
+        if setter is not None:
+            ctx.add(WARNING, "L348", f"the launch reads ${n}, which `{setter.text.strip()}` (line {setter.line}) sets; "
+                                     "the TrainJob does not run that command, so it expands empty", cmd.line,
+                    f"give {n} a literal value (`{n}=…`) before the launch")
+        else:
+            ctx.add(WARNING, "L348", f"the launch reads ${n}, which the script never sets: on Slurm it came from the "
+                                     "submission environment (sbatch exports it); in a pod it is unset or different",
+                    cmd.line, f"set {n} in the script, or add it to the TrainJob env")
+
+
+def detect(script, job) -> LaunchIntent:
+    """Choose the launch line and convert it with its family's module."""
+    from translator.launchers import script as script_family
+
+    shape = common.job_shape(job.fields)
+    entries = list(_walk(script.body))
+    launches: List[Tuple[Command, Optional[str]]] = []
+    aux: List[Command] = []
+    assigned = {}
+    for st, block in entries:
+        if isinstance(st, Assignment) and block is None:
+            assigned.setdefault(st.name, []).append(st)
+    for st, block in entries:
+        if isinstance(st, Command) and (is_launch(st) or _indirect_launch(st, assigned)):
+            if is_aux(st):
+                aux.append(st)
+            else:
+                launches.append((st, block))
+    block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+
+    def context_for(line: int, launch: Optional[Command] = None) -> LaunchContext:
+        top = _top_assignments(script, entries, line, launch)
+        return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
+
+    reasons: List[str] = []
+    if len(launches) == 1:
+        cmd, block = launches[0]
+        if block is not None:
+            reasons.append(f"the launch on line {cmd.line} is inside a {block} block")
+        elif cmd.background:
+            reasons.append(f"the launch on line {cmd.line} runs in the background")
+        elif cmd.connector in ("&&", "||", "|"):
+            reasons.append(f"the launch on line {cmd.line} is part of a `{cmd.connector}` list")
+    elif len(launches) > 1:
+        reasons.append("launch lines " + ", ".join(str(c.line) for c, _ in launches) + " run as several steps")
+    if len(launches) != 1 or reasons:
+        ctx = context_for(launches[0][0].line if launches else (script.body_start_line or 1))
+        if not launches:
+            reasons.append("no launch line (srun, torchrun, mpirun, deepspeed, accelerate, python) was found")
+        intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+    cmd, _ = launches[0]
+    ctx = context_for(cmd.line, cmd)
+    ctx.launch_line = cmd.line
+    positional = list(getattr(job, "script_args", ()) or ())
+    replayed = True
+    for st, block in entries:
+        if st is cmd:
+            break
+        if not (isinstance(st, Command) and st.words and (
+                st.words[0].value == "shift" or (st.words[0].value == "set" and len(st.words) > 1
+                                                 and st.words[1].value == "--"))):
+            continue
+        words = st.words
+        if block is None and all(w.literal for w in words):
+            if words[0].value == "set":                      # `set -- a b`: the arguments are now a b
+                positional = [w.value for w in words[2:]]
+                continue
+            n = words[1].value if len(words) > 1 else "1"
+            if n.isascii() and n.isdigit():
+                positional = positional[int(n):] if int(n) <= len(positional) else positional
+                continue
+        replayed = False
+        ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "
+                                 "converted command cannot replay it", st.line,
+                "write the arguments the launch needs into the launch line (or --script-args)")
+    if replayed and positional != list(getattr(job, "script_args", ()) or ()):
+        ctx.positional = tuple(positional)
+    state = _set_by_shell_logic(ctx, entries, cmd)
+    if state:
+        # the launch reads a value that only running the script's logic gives (a `read`, a `case`, a
+        # loop): the body runs as it is, where bash computes it
+        intent = script_family.build(ctx, cmd.line, [f"the launch on line {cmd.line} uses {state}"])
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+    intent = _dispatch_top(ctx, cmd)
+    if intent.family != "script":
+        _unset_variables(ctx, entries, cmd, " ".join(tuple(intent.command) + tuple(intent.args)))
+    redirs = [r for r in cmd.redirections if not r.startswith("<<")]
+    if redirs and intent.family != "script":
+        ctx.add(INFO, "L334", f"redirection `{' '.join(redirs)}` of the launch line is not carried; the output "
+                              "goes to the pod logs (`kubectl logs`)", cmd.line)
+    if intent.family == "script":
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+    for a in aux:
+        ctx.add(INFO, "L326", f"informational step `{a.text.strip()}` is not part of the TrainJob", a.line)
+    consumed = tuple(sorted(set(range(cmd.line, (cmd.end_line or cmd.line) + 1)) | set(_assignment_lines(ctx, cmd))))
+    return dataclasses.replace(intent, findings=tuple(ctx.findings), consumed_lines=consumed)

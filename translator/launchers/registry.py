@@ -1,0 +1,102 @@
+"""The launcher families, in detection order: one line per family.
+
+A family is a module under translator/launchers/ with two functions:
+
+  matches(ctx, toks, srun) -> bool      does this launch command belong to the family?
+  build(ctx, toks, srun, line) -> LaunchIntent
+
+`toks` are the words of the launch command (already without `srun`, container wrappers, `env A=B`
+and `bash -c`, which launchline.dispatch unwraps first); `srun` is the enclosing srun call or None.
+`dispatch` asks the families in the order of FAMILIES and builds with the first that matches, so a
+family listed later only sees commands no earlier family claimed (python, the last, takes the rest).
+
+The programs a family recognises are written here, not in its module, so that the reader
+(read/classify.py) can mark launch lines without importing the launcher code: `{"accelerate":
+{"launch"}}` means `accelerate launch …` is a launch line and `accelerate config` is not; None means
+every use of the program is.
+
+The names derived from this table are used by read/classify.py (LAUNCH_PROGRAMS), launchline.py
+(PROGRAMS, the names that make a line a launch candidate) and profile/load.py (NAMES, the values a
+site profile's `runtimes[].launchers` accepts).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+
+from translator.launchers.intent import (ACCELERATE, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
+                                         TORCHRUN)
+
+Subcommands = Optional[FrozenSet[str]]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str                                        # LaunchIntent.family, profile `launchers:` value
+    module: str                                      # translator.launchers.<module>: matches() and build()
+    programs: Mapping[str, Subcommands] = field(default_factory=dict)   # first words it recognises
+
+    def load(self):
+        return importlib.import_module("translator.launchers." + self.module)
+
+    def matches(self, ctx, toks, srun) -> bool:
+        return self.load().matches(ctx, toks, srun)
+
+    def build(self, ctx, toks, srun, line: int):
+        return self.load().build(ctx, toks, srun, line)
+
+
+# Detection order. A new family: one module with matches()/build(), one line here.
+FAMILIES: Tuple[Family, ...] = (
+    Family(TORCHRUN, "torchrun", {"torchrun": None}),       # also `python -m torch.distributed.run|launch`
+    Family(ACCELERATE, "accelerate", {"accelerate": frozenset({"launch"})}),
+    Family(DEEPSPEED, "deepspeed", {"deepspeed": None}),
+    Family(MPI, "mpi", {"mpirun": None, "mpiexec": None, "orterun": None}),  # also srun --mpi, srun of a binary
+    Family(JAX, "jax"),                                     # python programs calling jax.distributed
+    Family(SRUN_TASKS, "srun_tasks"),                       # srun of python/bash with several tasks
+    Family(PYTHON, "python"),                               # anything else, run once
+)
+
+# The fallback when no family applies (shell logic around the launch): the body under `bash -c`.
+FALLBACK = SCRIPT
+
+# Wrappers unwrapped before the families are asked (launchline.dispatch, container.py): the command
+# inside is converted by its own family. shifter and podman-hpc have no subcommand the reader could
+# check, so it classifies them as ordinary commands (empty set); the launch detector still looks at them.
+WRAPPERS: Mapping[str, Subcommands] = {
+    "srun": None,
+    "apptainer": frozenset({"exec", "run"}), "singularity": frozenset({"exec", "run"}),
+    "shifter": frozenset(), "podman-hpc": frozenset(),
+}
+
+# Launchers the reader recognises as launch lines but no family converts (they end in the fallback of
+# the python family or the script family).
+OTHER_LAUNCHERS: Mapping[str, Subcommands] = {
+    "horovodrun": None, "jsrun": None, "aprun": None, "ibrun": None, "mpiexec.hydra": None, "charmrun": None,
+    "ray": frozenset({"start"}), "enroot": frozenset({"start"}),
+}
+
+NAMES: Tuple[str, ...] = tuple(f.name for f in FAMILIES) + (FALLBACK,)
+
+
+def _programs() -> Dict[str, Subcommands]:
+    out: Dict[str, Subcommands] = {}
+    for f in FAMILIES:
+        out.update(f.programs)
+    return out
+
+
+# first word -> subcommands that make it a launch (None: any), for the reader
+LAUNCH_PROGRAMS: Mapping[str, Subcommands] = {**WRAPPERS, **_programs(), **OTHER_LAUNCHERS}
+# first words that make a command a launch candidate for launchline.is_launch (any subcommand)
+PROGRAMS: FrozenSet[str] = frozenset(WRAPPERS) | frozenset(_programs())
+
+
+def launch_kind(program: str, sub: Optional[str]) -> Optional[bool]:
+    """For the reader: True when `program sub …` starts a launch, False when the program is a launcher used
+    for something else (`accelerate config`), None when it is no launcher."""
+    if program not in LAUNCH_PROGRAMS:
+        return None
+    subs = LAUNCH_PROGRAMS[program]
+    return subs is None or sub in subs
