@@ -36,23 +36,15 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     kept: List[Tok] = []
     dropped: List[str] = []
     machines: Optional[str] = None
-    j = 0
-    nprocs_seen = False
-    while j < len(rest):
-        t = rest[j]
-        if not t.value.startswith("-") or t.value == "-":
-            break
-        name, inline = common.split_option(t)
-        key = common.norm(name)
-        n = 0 if (inline is not None or key in _FLAGS) else 1
-        group = rest[j:j + 1 + n]
+    options, j = common.scan_options(rest, lambda key: 0 if key in _FLAGS else 1)
+    for o in options:
+        t, inline, key, group = o.tok, o.inline, o.key, list(o.group)
         if key in _MACHINE:
             dropped.append(" ".join(g.raw for g in group))
             if key == "--num-machines":
                 vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
                 machines = (common.static_value(ctx, vt) if vt is not None else None) or "?"
         elif key == "--num-processes":
-            nprocs_seen = True
             vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
             v = common.static_value(ctx, vt) if vt is not None else None
             if v is None:
@@ -63,7 +55,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             kept += [Tok.gen("--num_processes"), Tok.gen(v)]
         else:
             kept += group
-        j += 1 + n
     kept = common.resolve_static(ctx, kept)
     program = common.resolve_static(ctx, rest[j:])
     if srun is None and step.nodes > 1:

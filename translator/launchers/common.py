@@ -452,6 +452,47 @@ def norm(opt: str) -> str:
     return opt.replace("_", "-")
 
 
+def norm_long(opt: str) -> str:
+    """norm() for `--long` options only (`-H` stays as written)."""
+    return norm(opt) if opt.startswith("--") else opt
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a launcher's command line, with the value words it takes."""
+    tok: Tok                      # the option word (`--nproc_per_node=8` or `--nproc_per_node`)
+    name: str                     # its name as written, before any `=`
+    key: str                      # the name as the launcher compares it (see scan_options' key)
+    inline: Optional[str]         # the value after `=`, when written `--opt=value`
+    group: Tuple[Tok, ...]        # the option word and its separate value words
+
+    @property
+    def value(self) -> Optional[Tok]:
+        """The separate value word (`--opt value`), or None."""
+        return self.group[1] if len(self.group) > 1 else None
+
+
+def scan_options(toks: Sequence[Tok], arity, key=norm) -> Tuple[List[Option], int]:
+    """The leading options of a launcher's words (after the launcher's name) and the index of the first
+    word that is not one (the program). `arity(key)` gives how many separate value words an option written
+    without `=` takes (0 for a flag); `key(name)` the spelling the launcher compares. A word that does not
+    start with `-`, or is `-` alone, ends the options; an option missing its value at the end takes what is
+    there."""
+    options: List[Option] = []
+    j = 0
+    while j < len(toks):
+        t = toks[j]
+        if not t.value.startswith("-") or t.value == "-":
+            break
+        name, inline = split_option(t)
+        k = key(name)
+        n = 0 if inline is not None else arity(k)
+        group = tuple(toks[j:j + 1 + n])
+        options.append(Option(t, name, k, inline, group))
+        j += len(group)
+    return options, j
+
+
 _SINGLE_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 
 

@@ -40,22 +40,15 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     kept: List[Tok] = []
     dropped: List[str] = []
     had_hostfile = False
-    j = 0
-    while j < len(rest):
-        t = rest[j]
-        if not t.value.startswith("-") or t.value == "-":
-            break
-        name, inline = common.split_option(t)
-        key = common.norm(name) if name.startswith("--") else name
-        n = 0 if (inline is not None or key in _FLAGS) else 1
-        group = rest[j:j + 1 + n]
+    options, j = common.scan_options(rest, lambda key: 0 if key in _FLAGS else 1, key=common.norm_long)
+    for o in options:
+        key, group = o.key, list(o.group)
         if key in ("-H", "--hostfile"):
             had_hostfile = True
         if key in _NODESET:
             dropped.append(" ".join(g.raw for g in group))
         else:
             kept += group
-        j += 1 + n
     program = common.resolve_static(ctx, rest[j:])
     kept = common.resolve_static(ctx, kept)
     if srun is not None:

@@ -250,7 +250,7 @@ def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
 
 
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
-    from translator.launchers import container, mpi
+    from translator.launchers import container
 
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)

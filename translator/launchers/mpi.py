@@ -70,14 +70,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     if toks and common.basename(toks[0].value) in MPI_TOOLS:
         tool = common.basename(toks[0].value)
         rest = toks[1:]
-        j = 0
-        while j < len(rest):
-            t = rest[j]
-            if not t.value.startswith("-") or t.value == "-":
-                break
-            name, inline = common.split_option(t)
-            n = 0 if inline is not None else (2 if name in _TWO else 1 if name in _ONE else 0)
-            group = rest[j:j + 1 + n]
+        options, j = common.scan_options(rest, lambda name: 2 if name in _TWO else 1 if name in _ONE else 0,
+                                         key=str)
+        for o in options:
+            t, name, inline, group = o.tok, o.name, o.inline, list(o.group)
             if name in _PLACEMENT:
                 replaced.append(" ".join(g.raw for g in group))
                 vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
@@ -88,7 +84,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                     given_ppn = int(v)
             else:
                 kept += group
-            j += 1 + n
         program = rest[j:]
     elif srun is not None:
         mpi = srun.options.get("mpi")

@@ -58,19 +58,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     dropped: List[str] = []
     seen = {}
     nproc: Optional[str] = None
-    i = head
     rest = toks[head:]
-    j = 0
-    while j < len(rest):
-        t = rest[j]
-        if not t.value.startswith("-") or t.value == "-":
-            break
-        name, inline = common.split_option(t)
-        key = common.norm(name)
-        if key == "--nproc-per-node" or key == "--nproc_per_node":
-            key = _NPROC
-        takes_value = key not in _FLAGS and inline is None
-        value_tok = rest[j + 1] if takes_value and j + 1 < len(rest) else None
+    options, j = common.scan_options(rest, lambda key: 0 if key in _FLAGS else 1)
+    for o in options:
+        t, inline, key, value_tok = o.tok, o.inline, o.key, o.value
         if key in _DROP or key == "--standalone":
             seen[key] = (Tok(inline, t.raw.split("=", 1)[1], t.literal) if inline is not None else value_tok)
         if key in _DROP or (key == "--standalone" and step.nodes > 1):
@@ -89,7 +80,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             kept.append(t)
             if value_tok is not None:
                 kept.append(value_tok)
-        j += 2 if value_tok is not None else 1
     program = common.resolve_static(ctx, rest[j:])
     findings_line = line
     num_nodes = _rendezvous(ctx, seen, srun, step, line)
