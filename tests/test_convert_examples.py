@@ -10,7 +10,7 @@ import kf_helpers as K
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FAMILY = {
     "torchrun_multinode": "torchrun", "srun_python_per_gpu": "srun-tasks",
-    "accelerate_multinode": "accelerate", "deepspeed_multinode": "deepspeed",
+    "accelerate_multinode": "accelerate", "deepspeed_multinode": "deepspeed", "composer_multinode": "composer",
     "mpi_openmpi": "mpi", "jax_multinode": "jax", "python_single_gpu": "python",
     "container_pyxis": "torchrun", "container_apptainer": "python",
     "script_fallback": "script", "array_sweep": "python",

@@ -82,7 +82,7 @@ _CODE = re.compile(r": (?:error|warning|info) ([LP]\d{3}) ")
 
 def test_there_is_a_golden_case_per_family():
     families = {p.parent.name for p in CASES}
-    assert {"torchrun", "srun_tasks", "accelerate", "deepspeed", "mpi", "jax", "python", "container",
+    assert {"torchrun", "srun_tasks", "accelerate", "deepspeed", "composer", "mpi", "jax", "python", "container",
             "script", "findings"} <= families
     assert len(CASES) >= 12
 

@@ -17,7 +17,7 @@ EXAMPLES = REPO / "examples"
 # One case per launcher family named in the project's issue (torchrun multinode, srun python per GPU,
 # accelerate, deepspeed, Open MPI, JAX, plain python on one GPU, pyxis and Apptainer containers, the
 # script fallback, an array sweep).
-CASES = ["accelerate_multinode", "array_sweep", "container_apptainer", "container_pyxis", "deepspeed_multinode",
+CASES = ["accelerate_multinode", "array_sweep", "composer_multinode", "container_apptainer", "container_pyxis", "deepspeed_multinode",
          "jax_multinode", "mpi_openmpi", "python_single_gpu", "script_fallback", "srun_python_per_gpu",
          "torchrun_multinode"]
 

@@ -11,6 +11,7 @@ TORCHRUN = "torchrun"          # torchrun / python -m torch.distributed.run|laun
 SRUN_TASKS = "srun-tasks"      # srun python train.py, one task per GPU/process (reads SLURM_PROCID ...)
 ACCELERATE = "accelerate"
 DEEPSPEED = "deepspeed"
+COMPOSER = "composer"           # MosaicML Composer's launcher: composer -n N train.py
 MPI = "mpi"                    # mpirun / mpiexec / srun --mpi=...
 JAX = "jax"                    # jax.distributed.initialize() relying on Slurm auto-detection
 PYTHON = "python"              # plain python on one node

@@ -25,7 +25,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
-from translator.launchers.intent import (ACCELERATE, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
+from translator.launchers.intent import (ACCELERATE, COMPOSER, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
                                          TORCHRUN)
 
 Subcommands = Optional[FrozenSet[str]]
@@ -52,6 +52,7 @@ FAMILIES: Tuple[Family, ...] = (
     Family(TORCHRUN, "torchrun", {"torchrun": None}),       # also `python -m torch.distributed.run|launch`
     Family(ACCELERATE, "accelerate", {"accelerate": frozenset({"launch"})}),
     Family(DEEPSPEED, "deepspeed", {"deepspeed": None}),
+    Family(COMPOSER, "composer", {"composer": None}),
     Family(MPI, "mpi", {"mpirun": None, "mpiexec": None, "orterun": None}),  # also srun --mpi, srun of a binary
     Family(JAX, "jax"),                                     # python programs calling jax.distributed
     Family(SRUN_TASKS, "srun_tasks"),                       # srun of python/bash with several tasks

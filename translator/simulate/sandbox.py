@@ -151,7 +151,7 @@ source() {{ if [ -f "$1" ] && [ -r "$1" ]; then builtin source "$@"; else SLURM2
 
 STUB_NAMES = ("srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct", "scancel", "sattach", "sbcast",
               "sstat", "module", "ml", "torchrun", "python", "python3", "pip", "pip3", "mpirun", "mpiexec",
-              "orterun", "prterun", "mpiexec.hydra", "deepspeed", "accelerate", "apptainer", "singularity",
+              "orterun", "prterun", "mpiexec.hydra", "deepspeed", "accelerate", "composer", "apptainer", "singularity",
               "shifter", "podman-hpc", "enroot", "nvidia-smi", "conda", "mamba", "micromamba", "spack",
               "hostname", "date", "sleep", "clear", "tput", "whoami", "ssh", "scp", "curl", "wget", "git", "rsync",
               "wandb", "huggingface-cli", "nvcc", "lfs", "numactl", "taskset", "sshd", "docker", "podman",

@@ -780,6 +780,61 @@ def torchrun(args, legacy_launch=False) -> int:
     return rc
 
 
+# composer/cli/launcher.py (MosaicML Composer): -n/--nproc processes on this node; --world_size,
+# --base_rank, --node_rank, --master_addr, --master_port default to WORLD_SIZE, BASE_RANK, NODE_RANK,
+# MASTER_ADDR, MASTER_PORT; several nodes when world_size > nproc.
+COMPOSER_VALUE = ["-n", "--nproc", "--stdout", "--stderr", "--world-size", "--base-rank", "--node-rank",
+                  "--master-addr", "--master-port"]
+COMPOSER_FLAGS = ["-v", "--verbose", "-m", "--module-mode", "-c", "--command-mode"]
+
+
+def composer(args) -> int:
+    opts, rest = take_opts(args, COMPOSER_VALUE, COMPOSER_FLAGS, aliases={"--nproc": "-n"})
+    env = dict(os.environ)
+
+    def opt(name, var):
+        return opts[name] if name in opts else env.get(var)
+    if not rest:
+        return fail("composer", args, "no training script given", 2,
+                    "composer: error: the following arguments are required: training_script")
+    script, sargs = rest[0], rest[1:]
+    nproc = _int(opt("-n", "LOCAL_WORLD_SIZE"))
+    if nproc is None:
+        nproc = visible_gpus(env) or 1
+    world = _int(opt("--world-size", "WORLD_SIZE"), nproc)
+    base, node_rank = _int(opt("--base-rank", "BASE_RANK")), _int(opt("--node-rank", "NODE_RANK"))
+    maddr, mport = opt("--master-addr", "MASTER_ADDR"), opt("--master-port", "MASTER_PORT")
+    if nproc < 1 or world < nproc:
+        return fail("composer", args, f"world_size({world}) cannot be less than nproc({nproc})", 1)
+    if world > nproc:
+        if base is None and node_rank is None:
+            return fail("composer", args, "In a multi-node environment, at least one of node_rank and base_rank "
+                                          "must be provided.", 1)
+        node_rank = base // nproc if node_rank is None else node_rank
+        base = node_rank * nproc if base is None else base
+        if base + nproc > world or maddr is None or mport is None:
+            return fail("composer", args, "multi-node composer needs ranks below world_size, master_addr and "
+                                          "master_port", 1)
+    else:
+        base, node_rank = 0, 0
+        maddr, mport = maddr or "127.0.0.1", mport or "29500"
+    record("call", name="composer", argv=list(args), nproc=nproc, world_size=world, node_rank=node_rank)
+    rc = 0
+    for local in range(nproc):
+        wenv = dict(env)
+        wenv.update({"RANK": str(base + local), "WORLD_SIZE": str(world), "LOCAL_RANK": str(local),
+                     "LOCAL_WORLD_SIZE": str(nproc), "NODE_RANK": str(node_rank), "MASTER_ADDR": str(maddr),
+                     "MASTER_PORT": str(mport), "PYTHONUNBUFFERED": "1", "NCCL_ASYNC_ERROR_HANDLING": "1"})
+        if opts.get("-c") is True or opts.get("--command-mode") is True:
+            argv = [script] + sargs
+        elif opts.get("-m") is True or opts.get("--module-mode") is True:
+            argv = ["python", "-m", script] + sargs
+        else:
+            argv = ["python", script] + sargs
+        rc = max(rc, run_command(argv, wenv, "composer"))
+    return rc
+
+
 # ---------------------------------------------------------------- MPI
 
 MPIRUN_VALUE = ["-n", "-np", "-c", "--np", "-N", "--npernode", "-npernode", "-ppn", "--ppn", "-H", "--host", "-host",
@@ -1380,7 +1435,7 @@ def handler_for(name: str):
         # horovodrun takes mpirun's -np/-H host:slots/--hostfile and places ranks the same way
         "horovodrun": lambda a: mpirun("horovodrun", a),
         "mpiexec.hydra": lambda a: mpirun("mpiexec.hydra", a),
-        "deepspeed": deepspeed, "accelerate": accelerate,
+        "deepspeed": deepspeed, "accelerate": accelerate, "composer": composer,
         "date": date_cmd, "clear": lambda a: needs_terminal("clear", a), "tput": lambda a: needs_terminal("tput", a),
         "whoami": lambda a: whoami("whoami", a), "uname": uname,
         "mkdir": lambda a: make_paths("mkdir", a), "touch": lambda a: make_paths("touch", a),
@@ -1400,7 +1455,7 @@ def handler_for(name: str):
 
 KNOWN_NAMES = {"srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct", "scancel", "sattach", "sbcast",
                "sstat", "module", "ml", "torchrun", "python", "python3", "pip", "pip3", "mpirun", "mpiexec",
-               "orterun", "deepspeed", "accelerate", "apptainer", "singularity", "shifter", "podman-hpc", "enroot",
+               "orterun", "deepspeed", "accelerate", "composer", "apptainer", "singularity", "shifter", "podman-hpc", "enroot",
                "nvidia-smi", "conda", "mamba", "micromamba", "spack", "hostname", "date", "sleep", "clear", "tput",
                "whoami", "ssh", "scp", "curl", "wget", "git", "rm", "mkdir", "touch", "cp", "mv", "ln", "chmod",
                "rsync", "wandb", "huggingface-cli", "nvcc", "ulimit", "lfs", "numactl", "taskset", "sshd",
