@@ -133,11 +133,74 @@ def accepted_with_plugins(job) -> bool:
     return bool(refusing) and all(d.code == "O206" for d in refusing)
 
 
+@dataclasses.dataclass
+class _Build:
+    """What the sections of build_plans share: the inputs and the findings/source map gathered in order."""
+    script: object
+    job: object
+    settings: object
+    intent: object = None
+    shape: object = None
+    findings: List[Finding] = dataclasses.field(default_factory=list)
+    smap: List[SourceMap] = dataclasses.field(default_factory=list)
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+    def map(self, field: str, lines, status: str) -> None:
+        self.smap.append(SourceMap(field, tuple(lines), status))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Runtime:
+    name: str
+    rt: object                   # runtimes.Runtime or None (a runtime Kubeflow does not ship)
+    framework: str
+    image: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Packages:
+    packages: Tuple[str, ...]
+    index_urls: Tuple[str, ...]
+    extra_args: Tuple[str, ...]
+
+
 def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
+    """The plan(s) of one job: each section below adds its findings and source-map entries in order."""
     from translator.launchers.launchline import detect
 
-    findings: List[Finding] = []
-    smap: List[SourceMap] = []
+    b = _Build(script, job, settings)
+    _acceptance(b)
+    b.intent = detect(script, job)
+    b.shape = common.job_shape(job.fields)
+    b.findings.extend(b.intent.findings)
+    runtime = _runtime_and_image(b)
+    packages = _software_environment(b)
+    num_nodes = _nodes(b, runtime)
+    res = _resources(b)
+    env = _environment(b, runtime.framework)
+    env, command_raw, args_raw = _command(b, env, runtime.framework)
+    deadline = _deadline(b)
+    _other_options(b)
+    name, job_name, annotations = _identity(b)
+    _launch_map(b)
+    base = TrainerPlan(
+        name=name, source_path=job.path or script.path, job_name=job_name, namespace=settings.namespace,
+        annotations=annotations, runtime=runtime.name, framework=runtime.framework, launcher=b.intent.family,
+        image=runtime.image, command=tuple(_escape_word(c) for c in command_raw),
+        args=tuple(_escape_word(a) for a in args_raw), packages=packages.packages,
+        pip_index_urls=packages.index_urls, pip_extra_args=packages.extra_args, env=env, num_nodes=num_nodes,
+        proc_per_node=b.intent.proc_per_node, resources_per_node=res, active_deadline_seconds=deadline,
+        findings=(), source_map=())
+    plans = _arrays(b, base)
+    return _finish(b, plans, env, runtime.rt)
+
+
+# --- acceptance: would sbatch take the script?
+
+def _acceptance(b: _Build) -> None:
+    job = b.job
     plugin_diags = [d for d in job.diagnostics if d.code == "O206"]
     if plugin_diags:
         names = []
@@ -145,52 +208,56 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
             m = re.search(r"`--([\w-]+)` is an option of the (\w+) SPANK plugin", d.message)
             if m and f"--{m.group(1)} ({m.group(2)})" not in names:
                 names.append(f"--{m.group(1)} ({m.group(2)})")
-        findings.append(Finding(WARNING, "P446", "site SPANK plugin options, which sbatch accepts only where the "
-                                "plugin is installed, are read as the plugin reads them: " + ", ".join(names),
-                                plugin_diags[0].line, "nothing for the TrainJob; on Slurm submit it on a site with the "
-                                "plugin"))
+        b.add(Finding(WARNING, "P446", "site SPANK plugin options, which sbatch accepts only where the "
+                      "plugin is installed, are read as the plugin reads them: " + ", ".join(names),
+                      plugin_diags[0].line, "nothing for the TrainJob; on Slurm submit it on a site with the "
+                      "plugin"))
     if not job.sbatch_accepts and not accepted_with_plugins(job):
-        findings.append(Finding(ERROR, "P401", "sbatch would refuse this script, so the conversion describes a job "
-                                "Slurm never ran", next((d.line for d in job.diagnostics if d.severity == ERROR), None),
-                                "fix the errors reported for the script first"))
-    intent = detect(script, job)
-    shape = common.job_shape(job.fields)
-    findings.extend(intent.findings)
-    is_script = intent.family == "script"
+        b.add(Finding(ERROR, "P401", "sbatch would refuse this script, so the conversion describes a job "
+                      "Slurm never ran", next((d.line for d in job.diagnostics if d.severity == ERROR), None),
+                      "fix the errors reported for the script first"))
 
-    # --- runtime and image
+
+# --- runtime and image
+
+def _runtime_and_image(b: _Build) -> _Runtime:
+    intent, settings = b.intent, b.settings
     runtime_name = settings.runtime or intent.runtime or runtimes.DEFAULT_FOR_FRAMEWORK.get(intent.framework,
                                                                                              "torch-distributed")
     rt = runtimes.get(runtime_name)
     if settings.runtime:
         if rt is None:
-            findings.append(Finding(WARNING, "P425", f"runtime `{runtime_name}` is not one Kubeflow ships; its "
-                                    "framework and image are unknown to slurm2kf", None,
-                                    "check it exists (`kubectl get clustertrainingruntimes`) and pass --image"))
+            b.add(Finding(WARNING, "P425", f"runtime `{runtime_name}` is not one Kubeflow ships; its "
+                          "framework and image are unknown to slurm2kf", None,
+                          "check it exists (`kubectl get clustertrainingruntimes`) and pass --image"))
         elif not rt.custom_trainer:
-            findings.append(Finding(ERROR, "P427", f"runtime `{runtime_name}` only runs its built-in torchtune "
-                                    "recipe; a custom command cannot use it", None, "choose another --runtime"))
+            b.add(Finding(ERROR, "P427", f"runtime `{runtime_name}` only runs its built-in torchtune "
+                          "recipe; a custom command cannot use it", None, "choose another --runtime"))
         elif rt.policy != intent.framework and intent.framework in ("torch", "mpi", "jax"):
-            findings.append(Finding(WARNING, "P427", f"runtime `{runtime_name}` has the {rt.policy} policy but the "
-                                    f"launch line needs {intent.framework} ({intent.family}); the command may not "
-                                    "start as intended", intent.line, "use a runtime with the matching policy"))
+            b.add(Finding(WARNING, "P427", f"runtime `{runtime_name}` has the {rt.policy} policy but the "
+                          f"launch line needs {intent.framework} ({intent.family}); the command may not "
+                          "start as intended", intent.line, "use a runtime with the matching policy"))
     framework = rt.policy if rt is not None else intent.framework
-    image_findings = [x for x in findings if x.code == "L310"]
     if settings.image:
         image = settings.image
-        if image_findings:
-            findings = [x if x.code != "L310" else dataclasses.replace(
-                x, severity=INFO, message=x.message + f"; --image {settings.image} is used instead") for x in findings]
+        b.findings[:] = [x if x.code != "L310" else dataclasses.replace(
+            x, severity=INFO, message=x.message + f"; --image {settings.image} is used instead") for x in b.findings]
     elif intent.image:
         image = intent.image
     elif rt is not None:
         image = rt.image
     else:
         image = runtimes.default_image(intent.framework)
-    smap.append(SourceMap("spec.trainer.image", tuple(l for l in (intent.line,) if intent.image and l), "mapped")
-                if intent.image else SourceMap("spec.trainer.image", (), "approximated"))
+    b.smap.append(SourceMap("spec.trainer.image", tuple(l for l in (intent.line,) if intent.image and l), "mapped")
+                  if intent.image else SourceMap("spec.trainer.image", (), "approximated"))
+    return _Runtime(runtime_name, rt, framework, image)
 
-    # --- software environment
+
+# --- software environment (modules, conda/venv, pip, the commands around the launch)
+
+def _software_environment(b: _Build) -> _Packages:
+    intent = b.intent
+    is_script = intent.family == "script"
     launch_line = intent.line
     pkgs: dict = {}
     index_urls: List[str] = []
@@ -198,7 +265,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
-    for cmd, depth in _commands(script.body):
+    for cmd, depth in _commands(b.script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
         elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
@@ -212,212 +279,259 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                 extra_index.setdefault(x)
             for x in extra:
                 pip_extra.setdefault(x)
-            findings.extend(fnd)
-            smap.append(SourceMap("packages", (cmd.line,), "mapped"))
+            b.findings.extend(fnd)
+            b.map("packages", (cmd.line,), "mapped")
         elif cmd.kind == SBATCH:
-            findings.append(Finding(WARNING, "P415", f"nested `{cmd.text.strip()}` submits another Slurm job; it is "
-                                    "not converted (and fails in the pod)", cmd.line,
-                                    "convert that script too and submit both TrainJobs"))
-            smap.append(SourceMap("(body)", (cmd.line,), "unsupported"))
+            b.add(Finding(WARNING, "P415", f"nested `{cmd.text.strip()}` submits another Slurm job; it is "
+                          "not converted (and fails in the pod)", cmd.line,
+                          "convert that script too and submit both TrainJobs"))
+            b.map("(body)", (cmd.line,), "unsupported")
         elif not is_script and cmd.kind in (OTHER, SOURCE, CD, EXPORT) and (
                 cmd.line not in consumed or cmd.connector == "|"):
             if launch_line is not None and (cmd.line > launch_line or cmd.line in consumed):
                 after.append(cmd)
             else:
                 dropped_before.append(cmd)
+    _environment_setup(b, modules, envs)
+    if pkgs:
+        b.add(Finding(INFO, "P424", "pip installs run in each pod before the launcher: "
+                      + " ".join(pkgs), None, "bake them into the image to start faster"))
+    _dropped_commands(b, dropped_before, after, consumed)
+    return _Packages(tuple(pkgs),
+                     tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
+                     tuple(pip_extra))
+
+
+def _environment_setup(b: _Build, modules, envs) -> None:
+    """`module load`, conda and virtualenv lines: the image must provide what they set up."""
     if modules:
-        findings.append(Finding(WARNING, "P402", "environment modules must be provided by the image: "
-                                + "; ".join(m.text.strip() for m in modules), modules[0].line,
-                                "build an image with this software, then pass --image"))
-        smap.append(SourceMap("spec.trainer.image", tuple(m.line for m in modules), "approximated"))
+        b.add(Finding(WARNING, "P402", "environment modules must be provided by the image: "
+                      + "; ".join(m.text.strip() for m in modules), modules[0].line,
+                      "build an image with this software, then pass --image"))
+        b.map("spec.trainer.image", (m.line for m in modules), "approximated")
     for e in envs:
         code = "P403" if e.kind == CONDA else "P404"
         what = "conda environment" if e.kind == CONDA else "virtualenv"
-        findings.append(Finding(WARNING, code, f"{what} `{e.text.strip()}` must be replaced by an image "
-                                "with that environment", e.line, "build the environment into the image (--image)"))
-        smap.append(SourceMap("spec.trainer.image", (e.line,), "approximated"))
-    if pkgs:
-        findings.append(Finding(INFO, "P424", "pip installs run in each pod before the launcher: "
-                                + " ".join(pkgs), None, "bake them into the image to start faster"))
+        b.add(Finding(WARNING, code, f"{what} `{e.text.strip()}` must be replaced by an image "
+                      "with that environment", e.line, "build the environment into the image (--image)"))
+        b.map("spec.trainer.image", (e.line,), "approximated")
+
+
+def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
+    """The body's commands before and after the launch that the TrainJob does not run."""
+    launch_line = b.intent.line
     discovery = False
     for cmd in dropped_before + after:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
         discovery = name == "scontrol" or (discovery and cmd.connector == "|")
         if discovery:
-            findings.append(Finding(INFO, "P441", f"`{cmd.text.strip()}` reads the Slurm node list; the Kubeflow "
-                                    "runtime provides the nodes to the launcher, so it is not carried", cmd.line))
-            smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
-    discovered = {f.line for f in findings if f.code == "P441"}
+            b.add(Finding(INFO, "P441", f"`{cmd.text.strip()}` reads the Slurm node list; the Kubeflow "
+                          "runtime provides the nodes to the launcher, so it is not carried", cmd.line))
+            b.map("(body)", (cmd.line,), "dropped")
+    discovered = {f.line for f in b.findings if f.code == "P441"}
     dropped_before = [c for c in dropped_before if c.line not in discovered]
     after = [c for c in after if c.line not in discovered]
     for cmd in dropped_before:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
         if cmd.kind == SOURCE:
-            findings.append(Finding(WARNING, "P440", f"`{cmd.text.strip()}` sets up the shell environment on Slurm; "
-                                    "the image must provide the same environment", cmd.line,
-                                    "build that environment into the image (--image)"))
+            b.add(Finding(WARNING, "P440", f"`{cmd.text.strip()}` sets up the shell environment on Slurm; "
+                          "the image must provide the same environment", cmd.line,
+                          "build that environment into the image (--image)"))
         elif cmd.kind == CD:
-            findings.append(Finding(WARNING, "P428", f"`{cmd.text.strip()}` changes directory; a TrainJob runs in the "
-                                    "image's working directory", cmd.line, "use absolute paths in the command"))
+            b.add(Finding(WARNING, "P428", f"`{cmd.text.strip()}` changes directory; a TrainJob runs in the "
+                          "image's working directory", cmd.line, "use absolute paths in the command"))
         elif name in _INFORMATIONAL:
-            findings.append(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
+            b.add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
         else:
-            findings.append(Finding(WARNING, "P436", f"`{cmd.text.strip()}` ran before the launch on Slurm and is not "
-                                    "part of the TrainJob", cmd.line, "move it into the image or the program"))
-        smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
+            b.add(Finding(WARNING, "P436", f"`{cmd.text.strip()}` ran before the launch on Slurm and is not "
+                          "part of the TrainJob", cmd.line, "move it into the image or the program"))
+        b.map("(body)", (cmd.line,), "dropped")
     for cmd in after:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
         if cmd.connector == "|" and launch_line is not None and cmd.line <= (max(consumed) if consumed else launch_line):
-            findings.append(Finding(INFO, "P435", f"`{cmd.text.strip()}` read the launch's output on Slurm; on "
-                                    "Kubernetes the output goes to the pod logs (`kubectl logs`)", cmd.line))
-            smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
+            b.add(Finding(INFO, "P435", f"`{cmd.text.strip()}` read the launch's output on Slurm; on "
+                          "Kubernetes the output goes to the pod logs (`kubectl logs`)", cmd.line))
+            b.map("(body)", (cmd.line,), "dropped")
             continue
         sev = INFO if name in _INFORMATIONAL else WARNING
         code = "P435" if sev == INFO else "P437"
         msg = (f"`{cmd.text.strip()}` is not carried (informational)" if sev == INFO else
                f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob")
-        findings.append(Finding(sev, code, msg, cmd.line, None if sev == INFO else
-                                "run it as a separate step (e.g. a workflow) or inside the program"))
-        smap.append(SourceMap("(body)", (cmd.line,), "dropped"))
+        b.add(Finding(sev, code, msg, cmd.line, None if sev == INFO else
+                      "run it as a separate step (e.g. a workflow) or inside the program"))
+        b.map("(body)", (cmd.line,), "dropped")
 
-    # --- shape, resources, env
+
+# --- shape, resources, env
+
+def _nodes(b: _Build, runtime: _Runtime) -> int:
+    intent, shape = b.intent, b.shape
     num_nodes = intent.num_nodes or shape.nodes
     if num_nodes < shape.nodes and intent.family not in ("python", "script"):
-        findings.append(Finding(INFO, "P443", f"the launch line uses {num_nodes} of the job's {shape.nodes} nodes; "
-                                f"the TrainJob asks for {num_nodes}", intent.line))
-    smap.append(SourceMap("spec.trainer.numNodes", _lines(job, "nodes", "ntasks", "ntasks-per-node"),
-                          "mapped" if num_nodes == shape.nodes else "approximated"))
-    if framework == "mpi":
+        b.add(Finding(INFO, "P443", f"the launch line uses {num_nodes} of the job's {shape.nodes} nodes; "
+                      f"the TrainJob asks for {num_nodes}", intent.line))
+    b.map("spec.trainer.numNodes", _lines(b.job, "nodes", "ntasks", "ntasks-per-node"),
+          "mapped" if num_nodes == shape.nodes else "approximated")
+    if runtime.framework == "mpi":
         text = " ".join(intent.command + intent.args)
         if not _MPI_STARTER.search(text):
-            findings.append(Finding(ERROR, "P444", f"the MPI runtime `{runtime_name}` runs the command once, on its "
-                                    "launcher pod; without mpirun (or the DeepSpeed runner) in it, one process runs "
-                                    "instead of the job's ranks", intent.line,
-                                    "call `mpirun` in the command, or use a torch runtime (--runtime torch-distributed)"))
+            b.add(Finding(ERROR, "P444", f"the MPI runtime `{runtime.name}` runs the command once, on its "
+                          "launcher pod; without mpirun (or the DeepSpeed runner) in it, one process runs "
+                          "instead of the job's ranks", intent.line,
+                          "call `mpirun` in the command, or use a torch runtime (--runtime torch-distributed)"))
         elif num_nodes == 1:
-            findings.append(Finding(WARNING, "P445", f"numNodes 1 on the MPI runtime `{runtime_name}` still starts a "
-                                    "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
-                                    "run on the launcher (first hostfile line), the worker idles", intent.line,
-                                    "for one node use the torch runtime with the program run directly"))
-    res, rfind, rmap = resources.resources_per_node(job, shape, settings.gpu_resource)
-    findings.extend(rfind)
-    smap.extend(rmap)
-    if is_script:
+            b.add(Finding(WARNING, "P445", f"numNodes 1 on the MPI runtime `{runtime.name}` still starts a "
+                          "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
+                          "run on the launcher (first hostfile line), the worker idles", intent.line,
+                          "for one node use the torch runtime with the program run directly"))
+    return num_nodes
+
+
+def _resources(b: _Build):
+    res, rfind, rmap = resources.resources_per_node(b.job, b.shape, b.settings.gpu_resource)
+    b.findings.extend(rfind)
+    b.smap.extend(rmap)
+    return res
+
+
+def _environment(b: _Build, framework: str) -> Tuple[EnvVar, ...]:
+    intent, script = b.intent, b.script
+    if intent.family == "script":
         env: Tuple[EnvVar, ...] = ()
     else:
-        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape, consumed=consumed,
-                                          resolve=_static_resolver(script, job, shape, launch_line))
-        findings.extend(efind)
-        smap.extend(emap)
+        env, efind, emap = envmod.collect(script, intent.line, framework, kube.escape,
+                                          consumed=set(intent.consumed_lines),
+                                          resolve=_static_resolver(script, b.job, b.shape, intent.line))
+        b.findings.extend(efind)
+        b.smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
-    findings.extend(xfind)
+    b.findings.extend(xfind)
     launch_names = {x.name for x in extra_env}
-    env = tuple(e for e in env if e.name not in launch_names) + extra_env
+    return tuple(e for e in env if e.name not in launch_names) + extra_env
 
-    # --- secrets: never in clear text (translator/plan/secrets.py)
+
+# --- the command: secrets never in clear text (translator/plan/secrets.py), checks of what it reads
+
+def _command(b: _Build, env, framework: str):
+    intent = b.intent
     command_raw, args_raw = tuple(intent.command), tuple(intent.args)
     env, command_raw, args_raw, sfind = _secrets(
-        script, env, intent, command_raw, args_raw, naming.trainjob_name(job.fields.job_name or "sbatch"))
-    findings.extend(sfind)
-
-    findings.extend(_node_specific(env, command_raw, args_raw, intent))
-    findings.extend(_job_id_use(job, command_raw, args_raw, intent))
+        b.script, env, intent, command_raw, args_raw, naming.trainjob_name(b.job.fields.job_name or "sbatch"))
+    b.findings.extend(sfind)
+    b.findings.extend(_node_specific(env, command_raw, args_raw, intent))
+    b.findings.extend(_job_id_use(b.job, command_raw, args_raw, intent))
     if framework == "mpi" and intent.family == "mpi":
-        command_raw, args_raw = _forward_env(env, command_raw, args_raw, intent, findings)
+        command_raw, args_raw = _forward_env(env, command_raw, args_raw, intent, b.findings)
+    return env, command_raw, args_raw
 
-    # --- deadline
-    deadline = None
+
+# --- deadline
+
+def _deadline(b: _Build) -> Optional[int]:
+    job = b.job
     t = job.fields.time_limit_seconds
     if t and t > 2 ** 63 - 1:                               # activeDeadlineSeconds is an int64
-        findings.append(Finding(WARNING, "P405", f"--time={job.options.get('time', '')} is beyond what "
-                                "activeDeadlineSeconds can hold; no deadline is set", _first(job, "time")))
+        b.add(Finding(WARNING, "P405", f"--time={job.options.get('time', '')} is beyond what "
+                      "activeDeadlineSeconds can hold; no deadline is set", _first(job, "time")))
     elif t:
-        deadline = int(t)
-        findings.append(Finding(INFO, "P405", f"--time={job.options.get('time', '')} -> activeDeadlineSeconds {t}; "
-                                "it counts from when the TrainJob starts (including image pulls and pip installs)",
-                                _first(job, "time")))
-        smap.append(SourceMap("spec.activeDeadlineSeconds", _lines(job, "time"), "mapped"))
+        b.add(Finding(INFO, "P405", f"--time={job.options.get('time', '')} -> activeDeadlineSeconds {t}; "
+                      "it counts from when the TrainJob starts (including image pulls and pip installs)",
+                      _first(job, "time")))
+        b.map("spec.activeDeadlineSeconds", _lines(job, "time"), "mapped")
+        return int(t)
     elif t == 0:
-        findings.append(Finding(INFO, "P406", "--time is unlimited; no activeDeadlineSeconds", _first(job, "time")))
+        b.add(Finding(INFO, "P406", "--time is unlimited; no activeDeadlineSeconds", _first(job, "time")))
+    return None
 
-    # --- other options
-    ofind, omap = _option_findings(job, settings)
-    findings.extend(ofind)
-    smap.extend(omap)
+
+# --- other options
+
+def _other_options(b: _Build) -> None:
+    job, script = b.job, b.script
+    ofind, omap = _option_findings(job, b.settings)
+    b.findings.extend(ofind)
+    b.smap.extend(omap)
     if len(job.components) > 1 or getattr(script, "components", 1) > 1:
-        findings.append(Finding(ERROR, "P414", f"heterogeneous job with {max(len(job.components), script.components)} "
-                                "components: a TrainJob has one node shape; only the first component is converted",
-                                next((d.line for d in script.directives if d.component == 1), None),
-                                "split it into separate TrainJobs, or one shape that fits all components"))
+        b.add(Finding(ERROR, "P414", f"heterogeneous job with {max(len(job.components), script.components)} "
+                      "components: a TrainJob has one node shape; only the first component is converted",
+                      next((d.line for d in script.directives if d.component == 1), None),
+                      "split it into separate TrainJobs, or one shape that fits all components"))
         het_lines = tuple(d.line for d in script.directives if d.component > 0)
         if het_lines:
-            smap.append(SourceMap("(hetjob)", het_lines, "unsupported"))
+            b.map("(hetjob)", het_lines, "unsupported")
 
-    # --- identity
+
+# --- identity
+
+def _identity(b: _Build):
+    job = b.job
     job_name = job.fields.job_name or "sbatch"
     name = naming.trainjob_name(job_name)
     if name != job_name:
-        findings.append(Finding(INFO, "P429", f"job name `{job_name}` becomes the TrainJob name `{name}` (RFC 1035 "
-                                "label); the original is kept in the annotation " + naming.ANNOTATION_JOB_NAME,
-                                _first(job, "job-name")))
-    smap.append(SourceMap("metadata.name", _lines(job, "job-name"), "mapped" if name == job_name else "approximated"))
-    annotations = ((naming.ANNOTATION_JOB_NAME, job_name), (naming.ANNOTATION_SOURCE, job.path or script.path))
+        b.add(Finding(INFO, "P429", f"job name `{job_name}` becomes the TrainJob name `{name}` (RFC 1035 "
+                      "label); the original is kept in the annotation " + naming.ANNOTATION_JOB_NAME,
+                      _first(job, "job-name")))
+    b.map("metadata.name", _lines(job, "job-name"), "mapped" if name == job_name else "approximated")
+    annotations = ((naming.ANNOTATION_JOB_NAME, job_name), (naming.ANNOTATION_SOURCE, job.path or b.script.path))
+    return name, job_name, annotations
 
-    # --- the launch
+
+# --- the launch
+
+def _launch_map(b: _Build) -> None:
+    intent = b.intent
     cmd_lines = tuple(range(intent.line, intent.line + 1)) if intent.line else ()
     status = "approximated" if intent.family in ("script", "srun-tasks") else "mapped"
-    smap.append(SourceMap("spec.trainer.command", tuple(sorted(set(cmd_lines) | consumed)), status))
+    b.map("spec.trainer.command", tuple(sorted(set(cmd_lines) | set(intent.consumed_lines))), status)
 
-    base = TrainerPlan(
-        name=name, source_path=job.path or script.path, job_name=job_name, namespace=settings.namespace,
-        annotations=annotations, runtime=runtime_name, framework=framework, launcher=intent.family,
-        image=image, command=tuple(_escape_word(c) for c in command_raw),
-        args=tuple(_escape_word(a) for a in args_raw), packages=tuple(pkgs),
-        pip_index_urls=tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
-        pip_extra_args=tuple(pip_extra), env=env, num_nodes=num_nodes, proc_per_node=intent.proc_per_node,
-        resources_per_node=res, active_deadline_seconds=deadline, findings=(), source_map=())
 
-    # --- arrays
-    plans: List[TrainerPlan] = []
+# --- arrays
+
+def _arrays(b: _Build, base: TrainerPlan) -> List[TrainerPlan]:
+    job, settings = b.job, b.settings
     arr = job.fields.array
-    uses_task_id = "SLURM_ARRAY_TASK_ID" in (script.text or "")
-    if arr:
-        indices = array_indices(arr)
-        line = _first(job, "array")
-        if settings.array_mode == "expand" and indices and len(indices) <= MAX_ARRAY_EXPANSION:
-            findings.append(Finding(INFO, "P439", f"--array={V.clip_text(arr, 60)} expanded into {len(indices)} TrainJobs with "
-                                    "SLURM_ARRAY_TASK_ID set"
-                                    + (f"; the throttle %{job.fields.array_throttle} is not enforced"
-                                       if job.fields.array_throttle else ""), line))
-            smap.append(SourceMap("(array)", _lines(job, "array"), "mapped"))
-            for ix in indices:
-                plans.append(_array_plan(base, job, arr, indices, ix))
-        else:
-            reason = ("it has more than %d tasks" % MAX_ARRAY_EXPANSION if indices and len(indices) > MAX_ARRAY_EXPANSION
-                      else "the index list cannot be read" if not indices else "")
-            msg = f"--array={V.clip_text(arr, 60)}: only one TrainJob is written"
-            if indices:
-                msg += f", for index {indices[0]}" + (" (SLURM_ARRAY_TASK_ID is set to it)" if uses_task_id else "")
-            if reason:
-                msg += f"; not expanded because {reason}"
-            findings.append(Finding(WARNING, "P438", msg, line, "use --array-mode=expand for one TrainJob per index, "
-                                                                "or an indexed workflow"))
-            smap.append(SourceMap("(array)", _lines(job, "array"), "approximated"))
-            if indices and uses_task_id:
-                plans.append(dataclasses.replace(base, env=_with_env(base.env, "SLURM_ARRAY_TASK_ID", str(indices[0]))))
-            else:
-                plans.append(base)
-    else:
-        plans.append(base)
+    if not arr:
+        return [base]
+    plans: List[TrainerPlan] = []
+    uses_task_id = "SLURM_ARRAY_TASK_ID" in (b.script.text or "")
+    indices = array_indices(arr)
+    line = _first(job, "array")
+    if settings.array_mode == "expand" and indices and len(indices) <= MAX_ARRAY_EXPANSION:
+        b.add(Finding(INFO, "P439", f"--array={V.clip_text(arr, 60)} expanded into {len(indices)} TrainJobs with "
+                      "SLURM_ARRAY_TASK_ID set"
+                      + (f"; the throttle %{job.fields.array_throttle} is not enforced"
+                         if job.fields.array_throttle else ""), line))
+        b.map("(array)", _lines(job, "array"), "mapped")
+        for ix in indices:
+            plans.append(_array_plan(base, job, arr, indices, ix))
+        return plans
+    reason = ("it has more than %d tasks" % MAX_ARRAY_EXPANSION if indices and len(indices) > MAX_ARRAY_EXPANSION
+              else "the index list cannot be read" if not indices else "")
+    msg = f"--array={V.clip_text(arr, 60)}: only one TrainJob is written"
+    if indices:
+        msg += f", for index {indices[0]}" + (" (SLURM_ARRAY_TASK_ID is set to it)" if uses_task_id else "")
+    if reason:
+        msg += f"; not expanded because {reason}"
+    b.add(Finding(WARNING, "P438", msg, line, "use --array-mode=expand for one TrainJob per index, "
+                                              "or an indexed workflow"))
+    b.map("(array)", _lines(job, "array"), "approximated")
+    if indices and uses_task_id:
+        return [dataclasses.replace(base, env=_with_env(base.env, "SLURM_ARRAY_TASK_ID", str(indices[0])))]
+    return [base]
 
-    findings = _redact(findings, script, env)
+
+# --- findings, profile, shared memory: the same for every plan of the job
+
+def _finish(b: _Build, plans: List[TrainerPlan], env, rt) -> Tuple[TrainerPlan, ...]:
+    findings = _redact(b.findings, b.script, env)
+    settings = b.settings
     out = []
     for p in plans:
-        p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(smap))
+        p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(b.smap))
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
-            p = apply_profile(p, script, job, settings.profile, settings)
-        if shape.gpus_per_node:
+            p = apply_profile(p, b.script, b.job, settings.profile, settings)
+        if b.shape.gpus_per_node:
             p = with_shared_memory(p, rt)
         out.append(p)
     return tuple(out)
