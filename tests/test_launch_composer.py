@@ -97,6 +97,13 @@ def test_registry_names_reach_the_reader_and_the_profile():
     assert classify(["accelerate", "launch", "t.py"]) == ast.LAUNCH
     assert classify(["accelerate", "config"]) == ast.OTHER
     assert classify(["shifter", "--image=x", "python", "t.py"]) == ast.OTHER
+    # PHP's dependency manager has the same name; its commands are ordinary commands
+    assert classify(["composer", "install", "--no-dev"]) == ast.OTHER
+
+
+def test_php_composer_is_not_the_launcher():
+    i = intent_of("composer install --no-dev\npython train.py\n", ONE_NODE)
+    assert i.family == "python" and i.args == ("train.py",)
 
 
 def test_detection_order_is_the_registry_order():

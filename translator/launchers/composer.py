@@ -30,7 +30,11 @@ PET_FLAGS = '--node_rank "$PET_NODE_RANK" --master_addr "$PET_MASTER_ADDR" --mas
 
 
 def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
-    return common.basename(toks[0].value) == "composer"
+    """`composer …`, but not PHP's `composer install` and its other commands."""
+    from translator.launchers.registry import PHP_COMPOSER, accepts
+
+    return (common.basename(toks[0].value) == "composer"
+            and accepts(PHP_COMPOSER, toks[1].value if len(toks) > 1 else ""))
 
 
 def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:

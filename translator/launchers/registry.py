@@ -13,7 +13,7 @@ family listed later only sees commands no earlier family claimed (python, the la
 The programs a family recognises are written here, not in its module, so that the reader
 (read/classify.py) can mark launch lines without importing the launcher code: `{"accelerate":
 {"launch"}}` means `accelerate launch …` is a launch line and `accelerate config` is not; None means
-every use of the program is.
+every use of the program is; Except({...}) every use but those subcommands.
 
 The names derived from this table are used by read/classify.py (LAUNCH_PROGRAMS), launchline.py
 (PROGRAMS, the names that make a line a launch candidate) and profile/load.py (NAMES, the values a
@@ -28,7 +28,18 @@ from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 from translator.launchers.intent import (ACCELERATE, COMPOSER, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
                                          TORCHRUN)
 
-Subcommands = Optional[FrozenSet[str]]
+class Except(frozenset):
+    """Every subcommand but these (a program name shared with an unrelated tool)."""
+
+
+Subcommands = Optional[FrozenSet[str]]      # None: any use; a set: only these; Except(set): all but these
+
+# PHP's dependency manager is also called `composer`; its commands are not MosaicML's launcher.
+PHP_COMPOSER = Except({"about", "archive", "audit", "browse", "bump", "check-platform-reqs", "clear-cache",
+                       "config", "create-project", "depends", "diagnose", "dump-autoload", "exec", "fund", "global",
+                       "help", "init", "install", "licenses", "list", "outdated", "prohibits", "reinstall",
+                       "remove", "require", "run-script", "search", "self-update", "show", "status", "suggests",
+                       "update", "validate", "why", "why-not"})
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ FAMILIES: Tuple[Family, ...] = (
     Family(TORCHRUN, "torchrun", {"torchrun": None}),       # also `python -m torch.distributed.run|launch`
     Family(ACCELERATE, "accelerate", {"accelerate": frozenset({"launch"})}),
     Family(DEEPSPEED, "deepspeed", {"deepspeed": None}),
-    Family(COMPOSER, "composer", {"composer": None}),
+    Family(COMPOSER, "composer", {"composer": PHP_COMPOSER}),
     Family(MPI, "mpi", {"mpirun": None, "mpiexec": None, "orterun": None}),  # also srun --mpi, srun of a binary
     Family(JAX, "jax"),                                     # python programs calling jax.distributed
     Family(SRUN_TASKS, "srun_tasks"),                       # srun of python/bash with several tasks
@@ -90,8 +101,10 @@ def _programs() -> Dict[str, Subcommands]:
 
 # first word -> subcommands that make it a launch (None: any), for the reader
 LAUNCH_PROGRAMS: Mapping[str, Subcommands] = {**WRAPPERS, **_programs(), **OTHER_LAUNCHERS}
-# first words that make a command a launch candidate for launchline.is_launch (any subcommand)
-PROGRAMS: FrozenSet[str] = frozenset(WRAPPERS) | frozenset(_programs())
+# first words that make a command a launch candidate for launchline.is_launch, whatever follows (a
+# program shared with an unrelated tool, Except(...), is a candidate only when the reader says LAUNCH)
+PROGRAMS: FrozenSet[str] = frozenset(WRAPPERS) | frozenset(p for p, subs in _programs().items()
+                                                          if not isinstance(subs, Except))
 
 
 def launch_kind(program: str, sub: Optional[str]) -> Optional[bool]:
@@ -99,5 +112,11 @@ def launch_kind(program: str, sub: Optional[str]) -> Optional[bool]:
     for something else (`accelerate config`), None when it is no launcher."""
     if program not in LAUNCH_PROGRAMS:
         return None
-    subs = LAUNCH_PROGRAMS[program]
-    return subs is None or sub in subs
+    return accepts(LAUNCH_PROGRAMS[program], sub)
+
+
+def accepts(subs: Subcommands, sub: Optional[str]) -> bool:
+    """Whether `program sub …` is a launch for the program's subcommand rule."""
+    if subs is None:
+        return True
+    return sub not in subs if isinstance(subs, Except) else sub in subs
