@@ -17,7 +17,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
-from translator.slurm import values as V
+from translator.slurm import kinds, values as V
 from translator.slurm.foreign import BSUB, PBS, Translation, translate
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
@@ -138,107 +138,12 @@ class _Resolver:
     # ---- parsing one option value --------------------------------------------------------
 
     def parse_value(self, spec: OptionSpec, value: Optional[str]):
-        """Validate as sbatch does; returns (value string to record, parsed value)."""
-        kind = spec.value
-        name = spec.key
-        if kind == "flag":
-            return value, True
-        if kind == "count":
-            n = V.parse_count(value, name)
-            return str(n), n
-        if kind == "count0":
-            n = V.parse_count(value, name, allow_zero=True)
-            return str(n), n
-        if kind == "core_spec":
-            # one 16-bit field: bit 15 (CORE_SPEC_THREAD) marks a thread count. A --core-spec with
-            # that bit set (32768, 65535, or -1 after wrapping) reads back as unset; --thread-spec
-            # reads back without the bit (-1 -> -32769)
-            n = V.parse_count(value, name, allow_zero=(name == "core-spec"))
-            if name == "core-spec":
-                return ("unset" if n & 0x8000 else str(n)), n
-            return str(n & ~0x8000), n
-        if kind == "time":
-            t = V.parse_time(value, name)
-            return V.format_time(t), t
-        if kind == "mem":
-            return V.c_strip(value or "").lstrip("+"), V.parse_mem(value, name)
-        if kind == "nodes":
-            lo, hi = V.parse_nodes(value)
-            return V.format_nodes(lo, hi), (lo, hi)
-        if kind == "gres":
-            return value, V.parse_gres(value)
-        if kind == "gpus":
-            return value, V.parse_gpus(value)
-        if kind == "signal":
-            sig = V.parse_signal(value)
-            return V.format_signal(sig, value), sig
-        if kind == "exclusive":
-            v = V.parse_exclusive(value)
-            return v, v
-        if kind == "open_mode":
-            v = V.parse_open_mode(value)
-            return v, v
-        if kind == "yes_no":
-            v = V.parse_yes_no(value, name)
-            return v, v
-        if kind == "no_kill":
-            v = V.parse_no_kill(value)
-            return ("set" if v else "unset"), v
-        if kind == "nice":
-            v = V.parse_nice(value)
-            return str(v), v
-        if kind == "wait_all_nodes":
-            v = V.parse_wait_all_nodes(value)
-            return str(v), v
-        if kind == "gres_flags":
-            return value, V.parse_gres_flags(value)
-        if kind == "mail_type":
-            return value, V.parse_mail_type(value)
-        if name == "hint":
-            return value, V.parse_hint(value)
-        if name == "extra-node-info":
-            counts = V.parse_extra_node_info(value)
-            parts = (value or "").split(":")
-            if all(V._INT_RE.match(p) for p in parts):      # plain numbers read back as ints ("+4" -> 4)
-                return ":".join(str(n) for n in counts), counts
-            return value, counts
-        if name == "priority":
-            v = V.parse_priority(value)
-            return v, v
-        if name == "propagate":
-            v = value or "ALL"
-            return v, v
-        if name == "delay-boot":
-            v = V.parse_delay_boot(value)
-            return v, v
-        if name == "profile":
-            v = V.parse_profile(value)
-            return v, v
-        if name == "cpu-freq":
-            v = V.parse_cpu_freq(value)
-            return v, v
-        if name == "power":
-            v, ok = V.parse_power(value)
-            if not ok:
-                self.diag(O224_VALUE_IGNORED, f"--power={value}: sbatch ignores an unrecognized power option", None)
-            return v, v
-        if name == "switches":
-            v = V.parse_switches(value)
-            return v, v
-        if name == "mem-bind":
-            return value, V.parse_mem_bind(value)
-        if name == "gpu-bind":
-            return value, V.parse_gpu_bind(value)
-        if name == "acctg-freq":
-            return value, V.parse_acctg_freq(value)
-        if name in ("begin", "deadline"):
-            if not V.begin_is_valid(value):
-                raise V.InvalidValue(f"Invalid --{name} specification")
-            return value, value
-        if name == "distribution":
-            v = V.parse_distribution(value)
-            return v, v
-        return value, value
+        """Validate as sbatch does; returns (value string to record, parsed value). The parser is the
+        one of the option's value kind (translator/slurm/kinds.py)."""
+        return kinds.parse(spec.value, value, spec.key, self._value_ignored)
+
+    def _value_ignored(self, message: str) -> None:
+        self.diag(O224_VALUE_IGNORED, message, None)
 
     # ---- applying ------------------------------------------------------------------------
 
@@ -253,7 +158,7 @@ class _Resolver:
             text, parsed = self.parse_value(spec, value)
         except V.InvalidValue as exc:
             self.diag(O207_INVALID_VALUE, f"{exc} (in `{written}`)", line)
-            if spec.value not in _CHECKED_AFTER_MERGE and spec.key not in _CHECKED_AFTER_MERGE:
+            if spec.value not in _CHECKED_AFTER_MERGE:
                 return
             # sbatch merges this option first and checks it only before submitting: the value
             # is part of the merged options even though the script is refused
