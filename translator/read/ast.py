@@ -8,7 +8,7 @@ with kind OTHER, never a parse failure.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
 from translator.diagnostics import Diagnostic
@@ -37,7 +37,7 @@ class IgnoredLine:
 
 @dataclass(frozen=True)
 class ForeignDirective:
-    """`#PBS` / `#BSUB` lines, which sbatch translates (not supported by us; reported)."""
+    """A `#PBS` / `#BSUB` line, which sbatch translates into options (translator/slurm/foreign.py)."""
 
     line: int
     text: str
@@ -58,8 +58,6 @@ LAUNCH = "launch"        # srun, torchrun, python -m torch.distributed.*, mpirun
                          # accelerate launch, python/python3 SCRIPT|-m MOD|-c, apptainer/singularity exec
 SBATCH = "sbatch"        # nested sbatch submission
 OTHER = "other"          # anything else, kept verbatim
-
-COMMAND_KINDS = (MODULE, SOURCE, CONDA, VENV, PIP, CD, EXPORT, LAUNCH, SBATCH, OTHER)
 
 
 @dataclass(frozen=True)

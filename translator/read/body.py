@@ -28,7 +28,6 @@ MAX_GENERATED_DEPTH = 3
 _generated_depth = 0
 
 _DECLARE_EXPORTING = {"declare", "typeset"}
-_ASSIGNING_BUILTINS = {"readonly", "local", "declare", "typeset"}
 
 
 @dataclass

@@ -36,11 +36,9 @@ _BLANKS = re.compile(r"[ \t]+")
 _PAREN_PLAIN = re.compile(r"[^()'\"\\`$#<\n]+")
 _INNER_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^ \t\n;&|<>()'\"]+))")
 _DQ_PLAIN = re.compile(r"[^\"\\`$]+")
-_SQ_END = re.compile(r"'")
 _NAME_PAREN = re.compile(r"[ \t]*\([ \t]*\)")
 _REDIR_OP = re.compile(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
 _FD_PREFIX = re.compile(r"^(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
-_ASSIGN_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 

@@ -124,6 +124,7 @@ def decode_source(data: bytes) -> Source:
         refuses = True
         if lf_only:
             # first LF-only line
+            lf_line = None
             pos = 0
             while True:
                 nl = body.find(b"\n", pos)
@@ -133,8 +134,6 @@ def decode_source(data: bytes) -> Source:
                     lf_line = _line_of(body, nl)
                     break
                 pos = nl + 1
-            else:  # pragma: no cover
-                lf_line = None
             diags.append(Diagnostic(WARNING, R117_MIXED_LINE_ENDINGS, f"mixed line endings: CRLF (first at line {line}) and LF "
                                     f"(first at line {lf_line})", lf_line))
 

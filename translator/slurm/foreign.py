@@ -36,7 +36,6 @@ class Translation:
     family: Optional[str] = None
     applied: List[Translated] = field(default_factory=list)
     errors: List[Tuple[int, str]] = field(default_factory=list)     # sbatch exits
-    warnings: List[Tuple[int, str]] = field(default_factory=list)   # sbatch prints and goes on
     ignored: List[Tuple[int, str]] = field(default_factory=list)    # options sbatch ignores
 
 

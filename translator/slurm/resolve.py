@@ -128,8 +128,7 @@ class _Component:
 
 
 class _Resolver:
-    def __init__(self, script: Script):
-        self.script = script
+    def __init__(self) -> None:
         self.diags: List[Diagnostic] = []
 
     def diag(self, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None) -> None:
@@ -250,7 +249,7 @@ class _Resolver:
             self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
             if report:
                 self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
-                          + (f"={value}" if value else "") + f" and overrides #SBATCH",
+                          + (f"={value}" if value else "") + " and overrides #SBATCH",
                           t.line, "write it as an #SBATCH directive (or submit with --ignore-pbs)")
         if report:
             for line, msg in tr.errors:
@@ -521,18 +520,14 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
-def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
-    """The argv sbatch builds from one component's directive lines, each word with its line.
+def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
+    """The argv sbatch builds from each component's directive lines, each word with its line, in one
+    pass over the directives (a het job with thousands of components would otherwise rescan every
+    directive for each one).
 
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    return _words_by_component(script).get(component, [])
-
-
-def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
-    """directive_words of every component, in one pass over the directives (a het job with thousands of
-    components would otherwise rescan every directive for each one)."""
     out: Dict[int, List[Tuple[str, int]]] = {}
     for d in script.directives:
         if _is_separator(d.words):
@@ -565,7 +560,7 @@ def default_job_name(path: str) -> str:
 def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: Sequence[str] = ()) -> SlurmJob:
     """Resolve a read script into the job sbatch would submit (see module docstring)."""
     env = dict(env or {})
-    r = _Resolver(script)
+    r = _Resolver()
     n_components = max(1, script.components,
                        1 + max((d.component for d in script.directives), default=0))
     cli_components = _split_cli_components(cli_args)
@@ -778,10 +773,4 @@ def _job_nodes(st, gpus_total, gpus_per_node) -> Tuple[Optional[int], Optional[i
     return lo, (hi or None)
 
 
-def explain_option(name: str) -> str:
-    """One-line summary of a canonical option (for the human explanation)."""
-    spec = CANONICAL.get(name)
-    return spec.summary if spec else ""
-
-
-__all__ = ["resolve", "default_job_name", "explain_option", "CODES", "match_long"]
+__all__ = ["resolve", "default_job_name", "CODES"]

@@ -11,7 +11,6 @@ MaxArraySize=1001, `--dependency=foo:1`).
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -64,10 +63,6 @@ def c_lower(s: str) -> str:
     """tolower()/strcasecmp in the C locale: only A-Z change (Python's lower() also folds e.g.
     U+212A KELVIN SIGN to 'k')."""
     return s.translate(_LOWER)
-
-
-def c_upper(s: str) -> str:
-    return s.translate(_UPPER)
 
 
 def wrap_long(n: int, clamp: bool = True) -> int:
