@@ -17,10 +17,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
-from translator.slurm import kinds, values as V
+from translator.slurm import values as V
 from translator.slurm.foreign import BSUB, PBS, Translation, translate
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
+from translator.slurm.kinds import parse as parse_kind
 from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
 
 # ---- diagnostic codes ------------------------------------------------------------------------
@@ -139,7 +140,7 @@ class _Resolver:
     def parse_value(self, spec: OptionSpec, value: Optional[str]):
         """Validate as sbatch does; returns (value string to record, parsed value). The parser is the
         one of the option's value kind (translator/slurm/kinds.py)."""
-        return kinds.parse(spec.value, value, spec.key, self._value_ignored)
+        return parse_kind(spec.value, value, spec.key, self._value_ignored)
 
     def _value_ignored(self, message: str) -> None:
         self.diag(O224_VALUE_IGNORED, message, None)
