@@ -473,7 +473,9 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
             resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
             resource.setrlimit(resource.RLIMIT_CPU, (int(timeout) + 5, int(timeout) + 5))
         try:
-            p = subprocess.run(list(u.argv), env=env, cwd=work, capture_output=True, timeout=timeout,
+            placed = {path: os.path.join(work, path.lstrip("/")) for path, _ in u.files}
+            argv = [placed.get(a, a) for a in u.argv]      # files given by absolute path live under `work` here
+            p = subprocess.run(argv, env=env, cwd=work, capture_output=True, timeout=timeout,
                                preexec_fn=limits, user=uid, group=gid, extra_groups=[] if uid is not None else None)
             results.append(UnitResult(p.returncode, False, p.stdout.decode("utf-8", "replace")[:65536],
                                       p.stderr.decode("utf-8", "replace")[:65536]))
