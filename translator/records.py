@@ -1,4 +1,4 @@
-"""Frozen records: frozen dataclasses whose methods are not generated when their module is imported.
+"""Records: dataclasses whose methods are not generated when their module is imported.
 
 `@dataclass(frozen=True)` writes and compiles five or six methods per class at import time
 (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`). For the ~20 records
@@ -18,7 +18,8 @@ records built in hot loops define their own `__init__` with explicit parameters,
 as the generated one), the `Name(field=value, ...)` repr, equality with an instance of the same
 class field by field, the hash of the field values, and `FrozenInstanceError` on assignment or
 deletion. tests/test_records.py checks every record against a real frozen dataclass with the
-same fields.
+same fields. `Record` is the same for a plain (mutable) `@dataclass`: fields can be assigned and
+instances are unhashable, as with `@dataclass` (eq=True, not frozen).
 """
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ def _init_spec(cls: type) -> tuple:
     return spec
 
 
-class FrozenRecord:
-    """Base of the frozen records (see the module docstring)."""
+class Record:
+    """Base of the mutable records (see the module docstring)."""
 
     __slots__ = ()
 
@@ -83,6 +84,14 @@ class FrozenRecord:
         if other.__class__ is self.__class__:
             return _values(self) == _values(other)
         return NotImplemented
+
+    __hash__ = None         # type: ignore[assignment]  # mutable and compared by value: unhashable
+
+
+class FrozenRecord(Record):
+    """Base of the frozen records (see the module docstring)."""
+
+    __slots__ = ()
 
     def __hash__(self) -> int:
         return hash(_values(self))

@@ -14,6 +14,7 @@ from translator.read import ast
 from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
 from translator.read.words import make_assignment, make_word
+from translator.records import Record
 
 R144_CSH_BODY = "R144"
 R145_PARSER_FALLBACK = "R145"
@@ -29,8 +30,8 @@ _DECLARE_EXPORTING = {"declare", "typeset"}
 _ASSIGNING_BUILTINS = {"readonly", "local", "declare", "typeset"}
 
 
-@dataclass
-class ParsedBody:
+@dataclass(init=False, repr=False, eq=False)
+class ParsedBody(Record):
     statements: Tuple[ast.Statement, ...] = ()
     diagnostics: List[Diagnostic] = field(default_factory=list)
     heredoc_lines: frozenset = frozenset()
@@ -202,12 +203,16 @@ def _flatten_parts(kids):
 _SIMPLE_TYPES = frozenset(("CMD", "COMMENT"))
 
 
-@dataclass
-class _Run:
+@dataclass(init=False, repr=False, eq=False)
+class _Run(Record):
     """Consecutive simple statements, fed to the LALR parser as one CMD token."""
 
     tokens: List[LexToken]
     type: str = "CMD"
+
+    def __init__(self, tokens: List[LexToken], type: str = "CMD"):
+        self.tokens = tokens
+        self.type = type
 
     @property
     def line(self) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
-from translator.records import FrozenRecord
+from translator.records import FrozenRecord, Record
 from translator.slurm import values as V
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
@@ -90,12 +90,18 @@ class _Invalid(FrozenRecord):
     raw: Optional[str]
 
 
-@dataclass
-class _Value:
+@dataclass(init=False, repr=False, eq=False)
+class _Value(Record):
     value: Optional[str]     # merged value string (None for flags given without value)
     parsed: object
     source: str
     line: Optional[int]
+
+    def __init__(self, value: Optional[str], parsed: object, source: str, line: Optional[int]):
+        self.value = value
+        self.parsed = parsed
+        self.source = source
+        self.line = line
 
 
 class _Component:
