@@ -22,6 +22,7 @@ from typing import List, Optional, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, INFO, WARNING
 from translator.read.ast import Directive, ForeignDirective, IgnoredLine
+from translator.records import Record
 
 R120_AFTER_FIRST_COMMAND = "R120"
 R121_SPACE_AFTER_HASH = "R121"
@@ -49,12 +50,19 @@ _C_WORD = re.compile(r"[^ \t\n\v\f\r]+")
 _PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
 
 
-@dataclass
-class TokenizedLine:
+@dataclass(init=False, repr=False, eq=False)
+class TokenizedLine(Record):
     words: List[str]
     error: Optional[Tuple[str, str]] = None        # (code, message): sbatch would stop with a fatal error
     notes: List[Tuple[str, str, str]] = field(default_factory=list)   # (severity, code, message)
     hetjob_separator: bool = False
+
+    def __init__(self, words: List[str], error: Optional[Tuple[str, str]] = None,
+                 notes: Optional[List[Tuple[str, str, str]]] = None, hetjob_separator: bool = False):
+        self.words = words
+        self.error = error
+        self.notes = [] if notes is None else notes
+        self.hetjob_separator = hetjob_separator
 
 
 def clip(text: str, limit: int = 100) -> str:
@@ -239,8 +247,8 @@ def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
 
 # ---- the scan ------------------------------------------------------------------------------------
 
-@dataclass
-class Header:
+@dataclass(init=False, repr=False, eq=False)
+class Header(Record):
     directives: List[Directive]
     ignored: List[IgnoredLine]
     foreign: List[ForeignDirective]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import List, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, WARNING
+from translator.records import Record
 
 # Codes of this module (documented in README, section codes-R).
 R110_EMPTY = "R110"
@@ -31,8 +32,8 @@ _WHITESPACE_BYTES = b" \t\n\v\f\r"
 _MAX_REPORTED_LINES = 5
 
 
-@dataclass
-class Source:
+@dataclass(init=False, repr=False, eq=False)
+class Source(Record):
     """The decoded file: one string per line (no line breaks), plus what sbatch would say about it."""
 
     text: str

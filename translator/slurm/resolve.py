@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
+from translator.records import FrozenRecord, Record
 from translator.slurm import values as V
-from translator.slurm.foreign import BSUB, PBS, Translation, translate
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
+
+if TYPE_CHECKING:
+    from translator.slurm.foreign import Translation
 
 # ---- diagnostic codes ------------------------------------------------------------------------
 O201_UNKNOWN_OPTION = "O201"
@@ -80,19 +83,25 @@ DIRECTIVE, ENV, CLI = "directive", "env", "cli"
 _CHECKED_AFTER_MERGE = ("gres", "gpus", "hint")
 
 
-@dataclass(frozen=True)
-class _Invalid:
+@dataclass(init=False, repr=False, eq=False)
+class _Invalid(FrozenRecord):
     """A value sbatch refuses, kept as written."""
 
     raw: Optional[str]
 
 
-@dataclass
-class _Value:
+@dataclass(init=False, repr=False, eq=False)
+class _Value(Record):
     value: Optional[str]     # merged value string (None for flags given without value)
     parsed: object
     source: str
     line: Optional[int]
+
+    def __init__(self, value: Optional[str], parsed: object, source: str, line: Optional[int]):
+        self.value = value
+        self.parsed = parsed
+        self.source = source
+        self.line = line
 
 
 class _Component:
@@ -666,6 +675,8 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
     cli_components = _split_cli_components(cli_args)
     wrapper = None
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
+        from translator.slurm.foreign import BSUB, PBS, translate   # only scripts with #PBS/#BSUB lines
+
         family = BSUB if any(f.family == BSUB for f in script.foreign) else PBS
         wrapper = translate([(f.line, f.text) for f in script.foreign if f.family == family], family)
         if any(_names_ignore_pbs(w) for d in script.directives for w in d.words):

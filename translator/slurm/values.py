@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from translator.records import FrozenRecord
+
 NO_LIMIT = 0            # time_limit_seconds for an explicitly unlimited job
 MAX_ARRAY_SIZE = 1001   # slurm.conf MaxArraySize default
 
@@ -335,8 +337,8 @@ def _gres_count(s: str) -> Optional[int]:
     return (n * _SUFFIX.get(m.group(3).translate(_LOWER), 1)) % 2 ** 64
 
 
-@dataclass(frozen=True)
-class GresItem:
+@dataclass(init=False, repr=False, eq=False)
+class GresItem(FrozenRecord):
     name: str
     type: Optional[str]
     count: int
@@ -580,8 +582,8 @@ SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS":
            "PWR": 30, "SYS": 31}
 
 
-@dataclass(frozen=True)
-class SignalSpec:
+@dataclass(init=False, repr=False, eq=False)
+class SignalSpec(FrozenRecord):
     flags: str          # "" or a combination of "R" and "B"
     number: int
     seconds: int        # default 60
