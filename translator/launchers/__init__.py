@@ -24,6 +24,7 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+from translator.slurm.values import to_int
 
 LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "accelerate", "apptainer",
              "singularity", "shifter", "podman-hpc"}
@@ -557,7 +558,7 @@ def detect(script, job) -> LaunchIntent:
                 continue
             n = words[1].value if len(words) > 1 else "1"
             if n.isascii() and n.isdigit():
-                positional = positional[int(n):] if int(n) <= len(positional) else positional
+                positional = positional[to_int(n):] if to_int(n) <= len(positional) else positional
                 continue
         replayed = False
         ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "

@@ -580,7 +580,7 @@ def _sequence(inner: str) -> Optional[List[str]]:
     if not m:
         return None
     a, b, inc = m.group(1), m.group(2), m.group(3)
-    step = abs(int(inc)) if inc else 1
+    step = abs(to_int(inc)) if inc else 1
     step = step or 1                                          # bash: an increment of 0 counts as 1
     if a.isalpha() != b.isalpha():
         return None
@@ -592,7 +592,7 @@ def _sequence(inner: str) -> Optional[List[str]]:
         if len(seq) > BRACE_LIMIT:
             raise _TooMany
         return [chr(c) for c in seq]
-    lo, hi = int(a), int(b)
+    lo, hi = to_int(a), to_int(b)
     seq = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
     if len(seq) > BRACE_LIMIT:
         raise _TooMany
