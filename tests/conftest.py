@@ -31,7 +31,6 @@ Our CLI:
 """
 from __future__ import annotations
 
-import os
 import sys
 import types
 from pathlib import Path

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from docs_text import all_docs
 
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -294,7 +294,6 @@ def test_not_expanded_values_are_flagged():
 
 def test_every_code_is_documented_in_readme():
     import re
-    from pathlib import Path
     from translator.slurm import resolve as R
     readme = all_docs()
     section = readme.split("<!-- SECTION:codes-O -->", 1)[1].split("<!-- /SECTION:codes-O -->", 1)[0]

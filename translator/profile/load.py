@@ -7,9 +7,8 @@ the nearest parent directory.
 """
 from __future__ import annotations
 
-import os
 import re
-from typing import Mapping, Optional
+from typing import Optional
 
 from translator.diagnostics import ERROR, Diagnostic
 from translator.launchers.intent import (ACCELERATE, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,

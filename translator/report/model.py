@@ -53,7 +53,7 @@ class Issue:
                 "message": self.message, "suggestion": self.suggestion}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Issue":
+    def from_json(cls, d: dict) -> Issue:
         return cls(d["severity"], d["code"], d["message"], d.get("line"), d.get("suggestion"))
 
 
@@ -84,7 +84,7 @@ class LineRow:
                 "fields": [f.to_json() for f in self.fields], "notes": [n.to_json() for n in self.notes]}
 
     @classmethod
-    def from_json(cls, d: dict) -> "LineRow":
+    def from_json(cls, d: dict) -> LineRow:
         return cls(d["line"], d["text"], d["kind"], d.get("status"),
                    tuple(FieldRef(f["field"], f["status"]) for f in d.get("fields", ())),
                    tuple(Issue.from_json(n) for n in d.get("notes", ())))
@@ -145,7 +145,7 @@ class ScriptReport:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "ScriptReport":
+    def from_json(cls, d: dict) -> ScriptReport:
         return cls(
             path=d["path"], outcome=d["outcome"], sbatch_accepts=bool(d.get("sbatch_accepts")),
             names=tuple(d.get("names", ())), launcher=d.get("launcher"), runtime=d.get("runtime"),
@@ -174,7 +174,7 @@ class SkippedFile:
         return {"path": self.path, "code": self.code, "severity": self.severity, "message": self.message}
 
     @classmethod
-    def from_json(cls, d: dict) -> "SkippedFile":
+    def from_json(cls, d: dict) -> SkippedFile:
         return cls(d["path"], d["code"], d["severity"], d["message"])
 
 
@@ -331,7 +331,7 @@ class Report:
 
     @classmethod
     def from_scripts(cls, title: str, source: str, scripts: List[ScriptReport],
-                     skipped: Iterable[SkippedFile] = ()) -> "Report":
+                     skipped: Iterable[SkippedFile] = ()) -> Report:
         b = SummaryBuilder()
         for s in scripts:
             b.add(s)
@@ -341,7 +341,7 @@ class Report:
         return cls(title, source, b.build(), scripts, skipped)
 
 
-def prerendered(report: "Report", kind: str):
+def prerendered(report: Report, kind: str):
     """The spool when it holds `kind` fragments for every script, else None."""
     f = report.fragments
     return f if f is not None and f.has(kind) else None

@@ -87,7 +87,7 @@ class ScriptSpool:
             except OSError:
                 pass
 
-    def __enter__(self) -> "ScriptSpool":
+    def __enter__(self) -> ScriptSpool:
         return self
 
     def __exit__(self, *exc) -> None:

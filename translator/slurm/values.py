@@ -11,7 +11,6 @@ MaxArraySize=1001, `--dependency=foo:1`).
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -432,7 +431,7 @@ def lenient_gpu_spec(value: str) -> Tuple[int, Optional[str]]:
     return (c, None) if c is not None else (1, s or None)
 
 
-def format_signal(sig: "SignalSpec", written: str) -> str:
+def format_signal(sig: SignalSpec, written: str) -> str:
     """The signal as sbatch renders it: flags, then the name (or the number if given as one)."""
     body = written.split(":", 1)[1] if ":" in written else written
     name_part = body.split("@", 1)[0]

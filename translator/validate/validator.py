@@ -7,7 +7,7 @@ Trainer webhook rules (and the pod rules that decide whether the TrainJob can ev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from translator.validate.crd import _RFC3339
 from translator.validate.documents import DecodeError, Document, json_path, load_documents
