@@ -276,7 +276,7 @@ PRECEDENCE_SCRIPTS = {"prec_a": ["#SBATCH -t 10 --mem=8G -c 4"], "prec_b": ["#SB
 
 def _write(directory, name, lines):
     path = directory / f"{name}.sh"
-    path.write_text("#!/bin/bash\n" + "".join(f"{l}\n" for l in lines) + "srun hostname\n")
+    path.write_text("#!/bin/bash\n" + "".join(f"{ln}\n" for ln in lines) + "srun hostname\n")
     return path
 
 

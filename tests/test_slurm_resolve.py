@@ -1,4 +1,3 @@
-from docs_text import all_docs
 """Script -> SlurmJob (translator.slurm.resolve).
 
 Scripts are built by hand from the AST contract (translator/read/ast.py) so that these tests
@@ -8,6 +7,7 @@ exercise only the resolution rules. Expectations come from the sbatch semantics 
 """
 import pytest
 
+from docs_text import all_docs
 from translator.diagnostics import ERROR
 from translator.read.ast import Directive, ForeignDirective, Script
 from translator.slurm.job import JOB_FIELDS

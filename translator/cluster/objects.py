@@ -181,7 +181,7 @@ def from_yaml(path: str, *, out: Prepared) -> None:
             out.messages.append(f"{where}: warning K915 document {doc.index + 1} is not a TrainJob "
                                 f"(kind {kind!r}); skipped")
             continue
-        for code, p, line, message in doc.problems:     # duplicate keys: kubectl refuses them too
+        for code, _path, line, message in doc.problems:     # duplicate keys: kubectl refuses them too
             out.messages.append(f"{path}:{line}: error {code} {message}")
             out.unreadable = True
         found += 1

@@ -370,7 +370,7 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
     with open(os.path.join(tmp, "spec.json"), "w") as fh:
         json.dump(spec, fh)
     if uid is not None:
-        for base, dirs, files in os.walk(tmp):
+        for base, _dirs, files in os.walk(tmp):
             os.chown(base, uid, gid)
             for f in files:
                 os.chown(os.path.join(base, f), uid, gid)
@@ -462,7 +462,7 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
         env = _base_env(u, {"BASH_ENV": bashenv, SIM_ENV + "CONFIG": os.path.join(tmp, "unit", "config.json")}, work)
         env["PATH"] = bindir
         if uid is not None:
-            for base, dirs, files in os.walk(tmp):
+            for base, _dirs, files in os.walk(tmp):
                 os.chown(base, uid, gid)
                 for f in files:
                     os.chown(os.path.join(base, f), uid, gid)

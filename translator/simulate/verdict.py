@@ -242,7 +242,7 @@ def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> List[str]
     groups = defaultdict(list)
     for p in ps:
         groups[_key(p)].append(p)
-    for k, g in groups.items():
+    for g in groups.values():
         eps = {endpoint_node(p.master_addr, p, _hosts_index(res)) for p in g}
         if len(g) > 1 and len(eps) > 1:
             out.append(f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_ADDR "

@@ -726,9 +726,9 @@ def parse_distribution(value: str) -> str:
         if size <= 0 or len(levels) > 1:
             raise InvalidValue("Invalid --distribution specification")
         return f"plane={size}" + (f",{flag}" if flag else "")
-    if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
+    if first not in _DIST_NODE or len(levels) > 3 or any(lv not in _DIST_SOCK for lv in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
-    return ":".join("block" if l == "*" else l for l in levels) + (f",{flag}" if flag else "")   # `*` = default
+    return ":".join("block" if lv == "*" else lv for lv in levels) + (f",{flag}" if flag else "")   # `*` = default
 
 
 def plane_size(distribution: str) -> Optional[int]:

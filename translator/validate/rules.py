@@ -213,13 +213,13 @@ def check_resources(res: dict, base: Tuple) -> List[Problem]:
                 out.append(("V743", "error", path, f"{k}: extended resources must be whole numbers, not {qty!r}"))
     for k, lim in limits.items():
         if k in requests:
-            r, l = parse_quantity(requests[k]), parse_quantity(lim)
-            if r is not None and l is not None:
+            r, lm = parse_quantity(requests[k]), parse_quantity(lim)
+            if r is not None and lm is not None:
                 extended = str(k) not in _STANDARD_RESOURCES and not str(k).startswith("hugepages-")
-                if extended and r != l:
+                if extended and r != lm:
                     out.append(("V743", "error", base + ("requests", k),
                                 f"{k}: extended resources need requests == limits ({requests[k]!r} vs {lim!r})"))
-                elif r > l:
+                elif r > lm:
                     out.append(("V743", "error", base + ("requests", k),
                                 f"{k}: request {requests[k]!r} is more than the limit {lim!r}"))
     for k in requests:

@@ -146,7 +146,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         result = Result(file, doc.index, name)
         results.append(result)
 
-        def add(code, severity, path, message):
+        def add(code, severity, path, message, result=result, doc=doc):   # this document's result and lines
             result.problems.append(Problem(code, severity, json_path(path), doc.line_of(path), message))
 
         for code, path, line, message in doc.problems:
