@@ -129,7 +129,7 @@ def _warning_text(value: str) -> str:
 
 def _chain(exc: BaseException):
     seen = set()
-    todo = [exc]
+    todo: List[Optional[BaseException]] = [exc]
     while todo:
         e = todo.pop(0)
         if e is None or id(e) in seen:

@@ -910,9 +910,9 @@ def mpirun(name, args) -> int:
             return fail(name, args, f"{np_} ranks but only {total} slots", 1,
                         f"There are not enough slots available in the system to satisfy the {np_} slots "
                         f"that were requested by the application")
-        layout = slots
+        layout = [(h, s) for h, s in slots]
     # Placement: by slot (fill each host's slots in order), or round-robin with --map-by node.
-    placement = []
+    placement: list[str] = []
     if mapby.startswith("node"):
         i = 0
         while len(placement) < np_:
@@ -931,7 +931,7 @@ def mpirun(name, args) -> int:
     for x in _multi_opts(head, ["-genv", "-env"]):
         k, _, v = x.partition("=")
         exported[k] = v
-    local_counts = {}
+    local_counts: dict[str, int] = {}
     order = []
     for h in placement:
         if h not in order:
