@@ -85,6 +85,9 @@ PROBES = {
     "plane_too_few_tasks": ["#SBATCH --distribution=plane=4 -N 2 -n 2"],
     "plane_enough_tasks": ["#SBATCH --distribution=plane=4 -N 2 -n 8"], "plane_alone": ["#SBATCH -m plane=2"],
     "deadline_before_begin": ["#SBATCH --begin=now+2days --deadline=now+1day"],
+    # a bare `now` (no offset) on either side: sbatch compares the two times (opt.c: deadline < begin refuses)
+    "begin_now_deadline_later": ["#SBATCH --begin=now --deadline=now+1hour"],
+    "deadline_now_before_begin": ["#SBATCH --begin=now+2hours --deadline=now"],
     "distribution_levels": ["#SBATCH --distribution=block:cyclic:fcyclic"],
     "distribution_pack": ["#SBATCH --distribution=block,pack"], "distribution_star": ["#SBATCH --distribution=*:block"],
     "gpus_tasks_differ_from_n": ["#SBATCH --gpus-per-task=2 -n 3 --gpus=4"],

@@ -398,6 +398,14 @@ def test_repeated_lines_give_one_override_diagnostic():
     assert d.line == 51 and "50 times" in d.message and j.fields.nodes_min == 2
 
 
+def test_begin_and_deadline_compare_a_bare_now():
+    # sbatch (opt.c) refuses a deadline before the begin time; a bare `now` is the submit time itself.
+    # oracle probes begin_now_deadline_later / deadline_now_before_begin (tests/test_slurm_oracle_probes.py)
+    assert resolve(script((2, "--begin=now --deadline=now+1hour"))).sbatch_accepts
+    j = resolve(script((2, "--begin=now+2hours --deadline=now")))
+    assert not j.sbatch_accepts and "O208" in codes(j)
+
+
 def test_typed_and_untyped_gpu_requests_across_options_are_refused():
     # oracle: "Invalid GRES specification (with and without type identification)"
     for words in ("--gres=gpu:a100:2 --gpus-per-node=2", "--gpus=2 --gpus-per-task=a100:1 -n 2",

@@ -746,7 +746,7 @@ def relative_seconds(value: str) -> Optional[int]:
     m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", (value or "").strip(C_SPACE).translate(_LOWER))
     if not m or (m.group(2) or "") not in _UNIT_SECONDS:
         return None
-    return to_int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
+    return to_int(m.group(1) or "0") * _UNIT_SECONDS[m.group(2) or ""]
 
 
 def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
