@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple
+
+if TYPE_CHECKING:                       # (spool.py imports this module)
+    from translator.report.spool import ScriptSpool
 
 REPORT_FORMAT_VERSION = 1
 
@@ -323,7 +326,7 @@ class Report:
     skipped: Tuple[SkippedFile, ...] = ()
     extra: Dict[str, object] = field(default_factory=dict)   # e.g. migrate counts
     index: Optional[List[ScriptReport]] = None  # the same scripts without rows/YAML (cheap to walk)
-    fragments: Optional[object] = None          # a ScriptSpool holding pre-rendered per-script text
+    fragments: Optional[ScriptSpool] = None     # holds pre-rendered per-script text
 
     def light(self) -> Iterable[ScriptReport]:
         """The scripts, sorted by path, possibly without their rows and YAML."""
@@ -341,7 +344,7 @@ class Report:
         return cls(title, source, b.build(), scripts, skipped)
 
 
-def prerendered(report: Report, kind: str):
+def prerendered(report: Report, kind: str) -> Optional[ScriptSpool]:
     """The spool when it holds `kind` fragments for every script, else None."""
     f = report.fragments
     return f if f is not None and f.has(kind) else None

@@ -72,8 +72,9 @@ class ScriptSpool:
         return bool(self._index) and all(kind in e for e in self._index.values())
 
     def __iter__(self) -> Iterator[ScriptReport]:
-        for _p, text in self.raw(RECORD):
-            yield ScriptReport.from_json(json.loads(text))
+        self._fh.flush()
+        for p in self.paths():
+            yield self.get(p)
 
     def get(self, path: str) -> ScriptReport:
         return ScriptReport.from_json(json.loads(self._read(self._index[path][RECORD])))

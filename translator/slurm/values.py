@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 NO_LIMIT = 0            # time_limit_seconds for an explicitly unlimited job
 MAX_ARRAY_SIZE = 1001   # slurm.conf MaxArraySize default
@@ -379,7 +379,7 @@ def parse_gres(value: str) -> Tuple[GresItem, ...]:
 
 
 def _check_typed_mix(items) -> None:
-    by_name = {}
+    by_name: Dict[str, Set[bool]] = {}            # GRES name -> {written without a type?}
     for it in items:
         by_name.setdefault(it.name, set()).add(it.type is None)
     if any(len(v) > 1 for v in by_name.values()):
@@ -815,7 +815,7 @@ def parse_profile(value: str) -> str:
     parts = [p.strip(C_SPACE).translate(_LOWER) for p in (value or "").split(",")]
     if parts == ["none"]:
         return "None"
-    chosen = set()
+    chosen: Set[str] = set()
     for p in parts:
         if p == "all":
             chosen.update(_PROFILE)
