@@ -11,10 +11,13 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
 from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
+
+if TYPE_CHECKING:                       # (the pipeline is imported by warm_up, in each worker)
+    from translator.pipeline import ConvertSettings
 
 YAML_SUFFIX = ".trainjob.yaml"
 PY_SUFFIX = ".trainjob.py"
@@ -23,7 +26,7 @@ PY_SUFFIX = ".trainjob.py"
 @dataclass(frozen=True)
 class WorkContext:
     out_dir: Optional[str]          # None: report only, nothing written or compared
-    settings: object                # translator.pipeline.ConvertSettings
+    settings: ConvertSettings
     check: bool = False
     max_size: int = 1 << 20
     source_label: str = ""          # prefix for the source path recorded in annotations ("" = relative)
@@ -234,7 +237,8 @@ def failed_result(rel: str, code: str, message: str) -> FileResult:
     return _result(rel, sr)
 
 
-def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str]) -> FileResult:
+def _convert(c: Candidate, data: bytes, ctx: WorkContext,
+             suffix: Optional[str]) -> Tuple[FileResult, List[Tuple[str, bytes]]]:
     from translator.pipeline import convert
     from translator.report.build import script_report
 
