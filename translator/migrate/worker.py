@@ -16,9 +16,6 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
 from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
 
-if TYPE_CHECKING:                       # (the pipeline is imported by warm_up, in each worker)
-    from translator.pipeline import ConvertSettings
-
 YAML_SUFFIX = ".trainjob.yaml"
 PY_SUFFIX = ".trainjob.py"
 
@@ -53,6 +50,9 @@ class FileResult:
 _CTX: Optional[WorkContext] = None
 _PROFILES: dict = {}       # profile path -> (Profile | None, load diagnostics), per process
 _FOLDER_PROFILE: dict = {} # script folder -> profile path (or None), per process
+
+if TYPE_CHECKING:                       # (the pipeline is imported by warm_up, in each worker)
+    from translator.pipeline import ConvertSettings
 
 
 def _settings_for(c: Candidate, ctx: WorkContext):
