@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
-from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
+from translator.migrate.files import UNCHANGED, WRITTEN, OutEntryRefused, out_write, sha256_bytes
 
 YAML_SUFFIX = ".trainjob.yaml"
 PY_SUFFIX = ".trainjob.py"
