@@ -13,7 +13,7 @@ comment line (any line break YAML 1.1 knows, other control characters) is replac
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from translator.emit.trainjob import trainjob_dict
 

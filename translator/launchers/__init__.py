@@ -130,7 +130,7 @@ def _slurm_names(ctx: LaunchContext) -> List[str]:
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
-def strip_wrappers(ctx: LaunchContext, words, line: int):
+def strip_wrappers(ctx: Optional[LaunchContext], words, line: int):
     """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
 
     Returns (remaining words, [(name, value)] environment the wrappers set).

@@ -29,11 +29,11 @@ class Tok:
     deferred: bool = False   # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
 
     @classmethod
-    def gen(cls, value: str) -> "Tok":
+    def gen(cls, value: str) -> Tok:
         return cls(value, shlex.quote(value), True)
 
     @classmethod
-    def of(cls, word: Word) -> "Tok":
+    def of(cls, word: Word) -> Tok:
         return cls(word.value, word.raw, bool(word.literal))
 
     def shell(self) -> str:
@@ -574,7 +574,7 @@ def _has_tilde(raw: str, unquoted: str) -> bool:
     return bool(m) and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
 
 
-def shell_word_expansions(ctx: "LaunchContext", toks: Sequence[Tok], line: int) -> List[Tok]:
+def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> List[Tok]:
     """Brace-expand plain words as bash does; name the words whose tilde or glob bash expands at run time."""
     out: List[Tok] = []
     for t in toks:
