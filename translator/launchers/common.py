@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from translator.diagnostics import Finding, WARNING
-from translator.read.ast import Assignment, Word
+from translator.read.ast import Assignment, Script, Word
+from translator.slurm.job import SlurmJob
 from translator.slurm.values import to_int
 
 
@@ -223,8 +224,8 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
 
 @dataclass
 class LaunchContext:
-    script: object                      # translator.read.ast.Script
-    job: object                         # translator.slurm.job.SlurmJob
+    script: Script
+    job: SlurmJob
     shape: Shape
     assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
