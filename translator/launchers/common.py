@@ -12,12 +12,15 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from translator.diagnostics import Finding, WARNING
-from translator.read.ast import Assignment, Script, Word
-from translator.slurm.job import SlurmJob
+from translator.read.ast import Assignment, Word
 from translator.slurm.values import to_int
+
+if TYPE_CHECKING:
+    from translator.read.ast import Script
+    from translator.slurm.job import SlurmJob
 
 
 @dataclass(frozen=True)
