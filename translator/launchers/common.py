@@ -517,8 +517,9 @@ def brace_expand(word: str) -> List[str]:
             continue
         inner = word[start + 1:end]
         items = _top_level_split(inner)
+        alternatives: Optional[List[str]] = None
         if items is not None:
-            alternatives: List[str] = []
+            alternatives = []
             for item in items:
                 alternatives.extend(brace_expand(item))
         else:
@@ -575,7 +576,7 @@ def _has_tilde(raw: str, unquoted: str) -> bool:
     if raw.startswith("~"):
         return True
     m = _NAME_EQ.match(raw)                                   # `name=~/x`, `name=a:~/b` (assignment-like words)
-    return bool(m) and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
+    return m is not None and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
 
 
 def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> List[Tok]:
