@@ -165,7 +165,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         image = rt.image
     else:
         image = runtimes.default_image(intent.framework)
-    smap.append(SourceMap("spec.trainer.image", tuple(l for l in (intent.line,) if intent.image and l), "mapped")
+    smap.append(SourceMap("spec.trainer.image", tuple(ln for ln in (intent.line,) if intent.image and ln), "mapped")
                 if intent.image else SourceMap("spec.trainer.image", (), "approximated"))
 
     # --- software environment
@@ -176,16 +176,16 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
-    for cmd, depth in _commands(script.body):
+    for cmd, _depth in _commands(script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
         elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
-            p, ix, ex, extra, fnd = pipmod.parse(cmd)
-            for x in p:                       # ordered sets: linear in the number of pip lines
+            named, index_url, ex, extra, fnd = pipmod.parse(cmd)
+            for x in named:                   # ordered sets: linear in the number of pip lines
                 pkgs.setdefault(x)
-            index_urls = ix or index_urls
+            index_urls = index_url or index_urls
             for x in ex:
                 extra_index.setdefault(x)
             for x in extra:
