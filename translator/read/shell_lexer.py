@@ -194,6 +194,7 @@ class ShellLexer:
             else:
                 self._demote(tok, complaint)
         elif t == "PATTERN":
+            assert top is not None              # the lexer emits PATTERN inside a case block only
             top.phase = "body"
             self._push(tok)
         elif t == "DSEMI":
