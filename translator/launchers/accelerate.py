@@ -31,7 +31,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     kept: List[Tok] = []
     dropped: List[str] = []
     j = 0
-    nprocs_seen = False
     while j < len(rest):
         t = rest[j]
         if not t.value.startswith("-") or t.value == "-":
@@ -43,7 +42,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         if key in _MACHINE:
             dropped.append(" ".join(g.raw for g in group))
         elif key == "--num-processes":
-            nprocs_seen = True
             vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
             v = common.static_value(ctx, vt) if vt is not None else None
             if v is None:

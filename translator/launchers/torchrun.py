@@ -51,7 +51,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     kept: List[Tok] = []
     dropped: List[str] = []
     nproc: Optional[str] = None
-    i = head
     rest = toks[head:]
     j = 0
     while j < len(rest):
