@@ -345,7 +345,7 @@ class _Resolver:
             self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
             if report:
                 self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
-                          + (f"={value}" if value else "") + f" and overrides #SBATCH",
+                          + (f"={value}" if value else "") + " and overrides #SBATCH",
                           t.line, "write it as an #SBATCH directive (or submit with --ignore-pbs)")
         if report:
             for line, msg in tr.errors:
