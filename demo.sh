@@ -7,6 +7,6 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[sdk]'
 S=.venv/bin/slurm2kf
 set -x
-$S inspect examples/torchrun_multinode.sbatch
-$S convert examples/torchrun_multinode.sbatch
-$S convert --to python examples/torchrun_multinode.sbatch
+$S inspect examples/torchrun_multinode/job.sbatch
+$S convert examples/torchrun_multinode/job.sbatch
+$S convert --to python examples/torchrun_multinode/job.sbatch

@@ -31,7 +31,7 @@ def main() -> int:
     from translator.simulate import SimulateError, simulate_script
     from translator.simulate.sandbox import namespaces_available
 
-    paths = a.paths or sorted(glob.glob(str(REPO / "examples" / "*.sbatch"))) + sorted(
+    paths = a.paths or sorted(glob.glob(str(REPO / "examples" / "*" / "job.sbatch"))) + sorted(
         glob.glob(str(REPO / "tests" / "fixtures" / "convert" / "**" / "*.sbatch"), recursive=True))
     namespaces_available()
     simulate_script(paths[0])                    # warm-up: imports, namespace probe, stub bytecode

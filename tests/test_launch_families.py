@@ -107,7 +107,13 @@ def test_mpi_families():
 def test_deepspeed_single_and_multi_node():
     one = intent_of("deepspeed --num_gpus 4 train.py\n", "#SBATCH --nodes=1\n#SBATCH --gres=gpu:4\n")
     assert one.runtime == "torch-distributed" and one.command == ("deepspeed",)
-    multi = intent_of("deepspeed --num_nodes 2 --master_addr $(hostname) train.py\n")
+    # Without a hostfile DeepSpeed's runner uses local resources only (deepspeed/launcher/runner.py: "Unable
+    # to find hostfile, will proceed with training with local resources only", master 127.0.0.1), even with
+    # --num_nodes 2: on Slurm it trained on the batch node alone, so the TrainJob has one node (and L343).
+    alone = intent_of("deepspeed --num_nodes 2 --master_addr $(hostname) train.py\n")
+    assert alone.runtime == "torch-distributed" and alone.num_nodes == 1
+    assert "L343" in {f.code for f in alone.findings}
+    multi = intent_of("deepspeed --hostfile hosts --num_nodes 2 --master_addr $(hostname) train.py\n")
     assert multi.runtime == "deepspeed-distributed" and multi.framework == "mpi"
     assert multi.args[:4] == ("--hostfile", "/etc/mpi/hostfile", "--launcher", "openmpi")
 

@@ -32,9 +32,10 @@ def _fake_bin(tmp_path: Path, *names: str) -> Path:
     bindir.mkdir(exist_ok=True)
     for n in names:
         p = bindir / n
-        # one write per call (parallel tasks append to the same log)
-        p.write_text("#!/bin/bash\nrec=\"$({ echo \"CALL $(basename \"$0\")\"; for a in \"$@\"; do echo \"ARG $a\"; done; "
-                     "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; })\"\nprintf '%s\\n' \"$rec\" >> \"$FAKE_LOG\"\n")
+        # one file per call (parallel tasks' records are larger than one atomic write); _run joins them
+        p.write_text("#!/bin/bash\nf=\"$(mktemp \"$FAKE_LOG.XXXXXX\")\"\n"
+                     "{ echo \"CALL $(basename \"$0\")\"; for a in \"$@\"; do echo \"ARG $a\"; done; "
+                     "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; } > \"$f\"\n")
         p.chmod(0o755)
     return bindir
 
@@ -46,7 +47,11 @@ def _run(argv, tmp_path, bindir, **env):
     proc = subprocess.run([expand(a) for a in argv], capture_output=True, text=True, env=full, cwd=tmp_path,
                           timeout=30)
     assert proc.returncode == 0, proc.stderr
-    return proc, (log.read_text() if log.exists() else "")
+    recs = sorted(tmp_path.glob(log.name + ".*"), key=lambda r: r.stat().st_mtime_ns)
+    text = (log.read_text() if log.exists() else "") + "".join(r.read_text() for r in recs)
+    for r in recs:
+        r.unlink()
+    return proc, text
 
 
 def _calls(log: str):

@@ -66,6 +66,26 @@ def test_kubelet_escaping_leaves_shell_substitutions_readable():
     assert kube.escape("$($$)") == "$$($$$$)"
 
 
+# The kubelet's expand.go looks at the single byte after a `$`; for any byte but `$` and `(` it writes
+# `$` + string(byte), i.e. the rune with that byte's number: `$é` (bytes 24 C3 A9) comes out as
+# `$Ã` + a stray A9 byte. A `$` before a non-ASCII character must therefore be written `$$`.
+def test_kubelet_mangles_dollar_before_non_ascii_and_escaping_prevents_it():
+    assert kube.expand("$é") != "$é"
+    assert kube.expand("$é").startswith("$\u00c3")
+    assert kube.escape("$é") == "$$é"
+    assert kube.escape("cost: 5$€ and $日本") == "cost: 5$$€ and $$日本"
+    assert kube.escape("$a $1 $- $") == "$a $1 $- $", "a `$` before other ASCII, or at the end, is copied as is"
+    assert kube.escape("é$(é)") == "é$(é)", "inside an unresolvable $(…) the kubelet copies bytes verbatim"
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="$()ab_X{} é€\U0001F600\x80", max_size=30))
+def test_kubelet_escaping_round_trips_non_ascii(text):
+    # container env names are identifiers (and Kubernetes never allows non-ASCII ones)
+    env = {"X": "EXPANDED", "ab": "EXPANDED", "a": "EXPANDED", "b": "EXPANDED"}
+    assert kube.expand(kube.escape(text), env) == text
+
+
 @pytest.mark.parametrize("spec, out", [("0-3", [0, 1, 2, 3]), ("1,3,5", [1, 3, 5]), ("0-15:4", [0, 4, 8, 12]),
                                        ("2-2", [2]), ("5-1", None), ("x", None)])
 def test_array_indices(spec, out):
@@ -79,6 +99,19 @@ def test_pip_lines_become_packages_and_index_urls():
     assert p.packages == ("torch==2.3.*", "-r reqs.txt", "wandb")
     assert p.pip_index_urls == ("https://mirror.example/simple", "https://x.example/simple")
     assert p.pip_extra_args == ("-U",)
+
+
+def test_re_exported_variable_takes_its_last_value_and_place():
+    # bash: the environment the launch sees holds each name once, with the value of the last export;
+    # the TrainJob env lists it where that last export stands (the plan's order is the script's order)
+    [p] = plan_of("#!/bin/bash\nexport A=1\nexport B=2\nexport A=3\nexport C=4\npython t.py\n")
+    assert [(e.name, e.value) for e in p.env] == [("B", "2"), ("A", "3"), ("C", "4")]
+
+
+def test_many_pip_lines_keep_first_occurrence_order():
+    body = "".join(f"pip install pkg{i % 300}==1.{i % 300}\n" for i in range(900))
+    [p] = plan_of("#!/bin/bash\n" + body + "python train.py\n")
+    assert p.packages == tuple(f"pkg{i}==1.{i}" for i in range(300))
 
 
 def test_env_rules():

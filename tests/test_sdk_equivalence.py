@@ -30,6 +30,34 @@ def _cases():
     return cases
 
 
+def _secret_plan():
+    return plan(name="sec-job", env=(EnvVar("NCCL_DEBUG", "INFO"),
+                                     EnvVar("HF_TOKEN", "", secret_name="sec-job-env", secret_key="HF_TOKEN")),
+                args=("train.py", "--token", "$(HF_TOKEN)"))
+
+
+def test_secret_values_never_reach_the_sdk_code(tmp_path, monkeypatch):
+    # SDK 0.5 has no secretKeyRef (CustomTrainerContainer.env is dict[str, str]; the Trainer webhook rejects
+    # env for the `node` container in runtime patches): the code takes the value from the submitting
+    # shell, and the YAML refers to the Secret.
+    from translator.emit.trainjob import trainjob_dict
+    p = _secret_plan()
+    code = sdk_python.render([p])
+    assert "_from_submit_env('HF_TOKEN', 'sec-job-env')" in code
+    env = trainjob_dict(p)["spec"]["trainer"]["env"]
+    assert env == [{"name": "NCCL_DEBUG", "value": "INFO"},
+                   {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "sec-job-env", "key": "HF_TOKEN"}}}]
+    _, py = write_outputs(tmp_path, "secret", [p])
+    monkeypatch.setenv("HF_TOKEN", "value-from-the-shell")
+    rc, captured, err = oracle_run_sdk([py], jobs=1)
+    assert rc == 0, err
+    assert captured[0]["spec"]["trainer"]["env"] == [{"name": "NCCL_DEBUG", "value": "INFO"},
+                                                     {"name": "HF_TOKEN", "value": "value-from-the-shell"}]
+    monkeypatch.delenv("HF_TOKEN")
+    rc, captured, err = oracle_run_sdk([py], jobs=1)
+    assert rc != 0 and not captured
+
+
 def test_sdk_code_submits_the_yaml_trainjob(tmp_path):
     cases = _cases()
     # one SDK run for all single-namespace cases (compare_outputs pairs the documents in order),

@@ -18,9 +18,9 @@ EX = REPO / "examples"
 
 
 def test_equivalent_exit_0_and_table(cli):
-    r = cli("simulate", str(EX / "torchrun_multinode.sbatch"))
+    r = cli("simulate", str(EX / "torchrun_multinode" / "job.sbatch"))
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[0].endswith("torchrun_multinode.sbatch: equivalent")
+    assert r.stdout.splitlines()[0].endswith("torchrun_multinode/job.sbatch: equivalent")
     assert "| Slurm" in r.stdout and "| Kubeflow" in r.stdout
     assert "8 proc  ranks 24-31  world 32  gpu 8  master node0" in r.stdout
     assert "isolation: namespaces" in r.stdout
@@ -31,12 +31,12 @@ def test_equivalent_exit_0_and_table(cli):
                                         ("python_single_gpu", 1), ("container_apptainer", 1),
                                         ("jax_multinode", 2)])
 def test_json_contract_and_examples_launch_the_same_training(cli, example, n):
-    r = cli("simulate", "--json", str(EX / f"{example}.sbatch"))
+    r = cli("simulate", "--json", str(EX / example / "job.sbatch"))
     lines = r.stdout.splitlines()
     assert len(lines) == 1
     obj = json.loads(lines[0])
     assert {"path", "verdict", "differences", "slurm", "kubeflow"} <= set(obj)
-    assert obj["path"].endswith(f"{example}.sbatch")
+    assert obj["path"].endswith(f"{example}/job.sbatch")
     assert len(obj["slurm"]) == n
     assert obj["verdict"] == "equivalent", obj["differences"]
     assert r.exit_code == 0
@@ -51,7 +51,7 @@ def test_differs_exit_1_with_named_differences(cli, tmp_path):
     s = tmp_path / "two.sbatch"
     s.write_text("#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=8\n"
                  "srun torchrun --nproc_per_node=8 train.py\n")
-    r = cli("simulate", "--json", str(s), str(EX / "torchrun_multinode.sbatch"))
+    r = cli("simulate", "--json", str(s), str(EX / "torchrun_multinode" / "job.sbatch"))
     objs = [json.loads(x) for x in r.stdout.splitlines()]
     assert [o["verdict"] for o in objs] == ["differs", "equivalent"]
     assert any("world size" in d for d in objs[0]["differences"])
@@ -62,13 +62,13 @@ def test_usage_and_unreadable_exit_2(cli, tmp_path):
     assert cli("simulate").exit_code == 2
     r = cli("simulate", str(tmp_path / "missing.sbatch"))
     assert r.exit_code == 2 and "missing.sbatch" in r.stderr and "Traceback" not in r.output
-    assert cli("simulate", "--script-args", "'unclosed", str(EX / "array_sweep.sbatch")).exit_code == 2
-    assert cli("simulate", "--script", "x.sbatch", str(EX / "array_sweep.sbatch")).exit_code == 2
+    assert cli("simulate", "--script-args", "'unclosed", str(EX / "array_sweep" / "job.sbatch")).exit_code == 2
+    assert cli("simulate", "--script", "x.sbatch", str(EX / "array_sweep" / "job.sbatch")).exit_code == 2
 
 
 def test_trainjob_file_with_source_annotation_and_bad_yaml(cli, tmp_path):
     src = tmp_path / "job.sbatch"
-    src.write_text((EX / "srun_python_per_gpu.sbatch").read_text())
+    src.write_text((EX / "srun_python_per_gpu" / "job.sbatch").read_text())
     conv = cli("convert", str(src))
     tj = tmp_path / "job.yaml"
     tj.write_text(conv.stdout)
@@ -96,9 +96,9 @@ def test_one_script_within_a_second(cli):
         s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
-    cli("simulate", str(EX / "array_sweep.sbatch"))          # warm-up: imports, namespace probe, bytecode
+    cli("simulate", str(EX / "array_sweep" / "job.sbatch"))          # warm-up: imports, namespace probe, bytecode
     t0, c0 = time.monotonic(), cpu()
-    r = cli("simulate", str(EX / "torchrun_multinode.sbatch"))
+    r = cli("simulate", str(EX / "torchrun_multinode" / "job.sbatch"))
     wall, used = time.monotonic() - t0, cpu() - c0
     assert r.exit_code == 0
     # target 1 s per script (benchmarks/bench_simulate.py measures it: 0.3 s here on a quiet machine). As a

@@ -24,12 +24,12 @@ def test_convert_simulate_adds_the_findings_and_the_json_object(cli):
     import json
 
     ex = ROOT / "examples"
-    r = cli("convert", "--simulate", str(ex / "torchrun_multinode.sbatch"))
+    r = cli("convert", "--simulate", str(ex / "torchrun_multinode" / "job.sbatch"))
     assert r.exit_code == 0 and " info S801 simulation: the TrainJob starts the same 32 training" in r.stderr
-    r = cli("convert", "--simulate", "--to", "json", str(ex / "container_pyxis.sbatch"))
+    r = cli("convert", "--simulate", "--to", "json", str(ex / "container_pyxis" / "job.sbatch"))
     doc = json.loads(r.stdout)
     assert doc["simulation"]["verdict"] == "differs"
     s802 = [f for f in doc["plans"][0]["findings"] if f["code"] == "S802"]
     assert len(s802) == len(doc["simulation"]["differences"]) >= 1
-    r = cli("convert", "--to", "json", str(ex / "torchrun_multinode.sbatch"))
+    r = cli("convert", "--to", "json", str(ex / "torchrun_multinode" / "job.sbatch"))
     assert "simulation" not in json.loads(r.stdout)

@@ -10,14 +10,14 @@ EX = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_report_simulate_single_script_json_and_markdown(cli):
-    r = cli("report", "--simulate", "--format", "json", str(EX / "torchrun_multinode.sbatch"))
+    r = cli("report", "--simulate", "--format", "json", str(EX / "torchrun_multinode" / "job.sbatch"))
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     (sr,) = doc["scripts"]
     assert sr["simulation"] == {"verdict": "equivalent", "differences": [], "slurm_processes": 32,
                                 "kubeflow_processes": 32}
     assert "S801" in [i["code"] for i in sr["issues"]]
-    r = cli("report", "--format", "json", str(EX / "torchrun_multinode.sbatch"))
+    r = cli("report", "--format", "json", str(EX / "torchrun_multinode" / "job.sbatch"))
     assert "simulation" not in json.loads(r.stdout)["scripts"][0]
 
 
@@ -25,7 +25,7 @@ def test_migrate_simulate_adds_the_section_and_keeps_outputs(cli, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     for name in ("torchrun_multinode", "container_pyxis"):
-        shutil.copy(EX / f"{name}.sbatch", src)
+        shutil.copy(EX / name / "job.sbatch", src / f"{name}.sbatch")
     plain, sim = tmp_path / "plain", tmp_path / "sim"
     assert cli("migrate", str(src), "-o", str(plain), "-j", "1").exit_code in (0, 1)
     assert cli("migrate", str(src), "-o", str(sim), "-j", "1", "--simulate").exit_code in (0, 1)

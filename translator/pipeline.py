@@ -24,6 +24,7 @@ class ConvertSettings:
     sbatch_env: Tuple[Tuple[str, str], ...] = ()   # SBATCH_* input variables (precedence over #SBATCH)
     sbatch_args: Tuple[str, ...] = ()        # sbatch command-line options (precedence over everything)
     profile: Optional[object] = None         # translator.profile.model.Profile, when one applies
+    script_args: Optional[Tuple[str, ...]] = None   # --script-args: the arguments sbatch gives the script
     simulate: bool = False                   # migrate/report --simulate: also compare the launches (slurm2kf simulate)
 
 
@@ -56,6 +57,9 @@ def read_and_resolve(path: str, data: Optional[bytes] = None, settings: ConvertS
     except ReadError as exc:
         return None, None, exc.diagnostic
     job = resolve(script, env=dict(settings.sbatch_env), cli_args=settings.sbatch_args)
+    if settings.script_args is not None:
+        import dataclasses
+        job = dataclasses.replace(job, script_args=tuple(settings.script_args))
     return script, job, None
 
 

@@ -21,6 +21,23 @@ class SbatchArgsCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+class TableChoice(click.Choice):
+    """A choice among the names of a registry table (a dict), read when the option is parsed, so an
+    entry added to the table after this module was imported is offered too."""
+
+    def __init__(self, table: dict) -> None:
+        self.table = table
+        super().__init__(tuple(table))
+
+    @property
+    def choices(self):
+        return tuple(self.table)
+
+    @choices.setter
+    def choices(self, _value) -> None:     # click.Choice.__init__ assigns it; the table is the truth
+        pass
+
+
 def parse_env_items(items) -> Dict[str, str]:
     """`--sbatch-env KEY=VALUE` items -> dict (a later item wins); a usage error otherwise."""
     env: Dict[str, str] = {}
@@ -53,3 +70,19 @@ def check_kube_options(namespace, gpu_resource) -> None:
         p = resource_name_problem(gpu_resource)
         if p:
             raise click.UsageError(f"--gpu-resource: {p} (V743)")
+def script_args_option(f):
+    """`--script-args 'A B'`: the arguments sbatch gives the batch script (`sbatch job.sh A B`)."""
+    return click.option("--script-args", "script_args", metavar="'ARG ...'", default=None,
+                        help="Arguments given to the script after its name on the sbatch command line "
+                             "(split like a shell does); they replace $1, $@ ... in the converted command.")(f)
+
+
+def parse_script_args(text):
+    """`--script-args` text -> tuple of words (shell quoting), None when the option is not given."""
+    if text is None:
+        return None
+    import shlex
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise click.UsageError(f"--script-args: {exc}")

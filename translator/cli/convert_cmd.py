@@ -11,7 +11,9 @@ import sys
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, check_kube_options, echo_user, parse_env_items
+from translator.cli.common import (USAGE_ERROR, SbatchArgsCommand, TableChoice, check_kube_options, echo_user,
+                                   parse_env_items, parse_script_args, script_args_option)
+from translator.emit import DEFAULT as DEFAULT_FORMAT, WRITERS
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -45,10 +47,16 @@ def _read_stdin(label: str) -> bytes:
         raise SystemExit(USAGE_ERROR)
 
 
+def _to_help() -> str:
+    """`--to` help from the WRITERS table: "Output: TrainJob YAML, Python for ..., or the plan as JSON."."""
+    names = [w.help for w in WRITERS.values()]
+    return "Output: " + (", ".join(names[:-1]) + ", or " + names[-1] if len(names) > 1 else names[0]) + "."
+
+
 @click.command(name="convert", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", metavar="SCRIPT|-")
-@click.option("--to", "to", type=click.Choice(["yaml", "python", "json"]), default="yaml", show_default=True,
-              help="Output: TrainJob YAML, Python for the kubeflow==0.5.0 SDK, or the plan as JSON.")
+@click.option("--to", "to", type=TableChoice(WRITERS), default=DEFAULT_FORMAT, show_default=True,
+              help=_to_help())
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
 @click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
 @click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
@@ -65,9 +73,10 @@ def _read_stdin(label: str) -> bytes:
 @click.option("--simulate", "simulate", is_flag=True,
               help="Also run both sides with stub commands and report whether they launch the same training "
                    "(S8xx findings; a \"simulation\" object in --to json).")
+@script_args_option
 @click.pass_context
 def command(ctx: click.Context, script: str, to: str, output: str, runtime, image, namespace, gpu_resource,
-            array_mode, profile_path, findings_comment, sbatch_env, simulate) -> None:
+            array_mode, profile_path, findings_comment, sbatch_env, simulate, script_args) -> None:
     """Convert SCRIPT into a Kubeflow Trainer TrainJob. Options after `--` are sbatch options."""
     from translator.pipeline import ConvertSettings, convert
 
@@ -82,7 +91,8 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
     profile, profile_file = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
     settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
                                array_mode=array_mode, gpu_resource=gpu_resource.strip(),
-                               sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile)
+                               sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile,
+                               script_args=parse_script_args(script_args))
     conv = convert(script, data=data, settings=settings)
     if conv.file_error is not None:
         echo_user(conv.file_error.format(script), err=True)
@@ -100,7 +110,7 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
             extra = [not_simulated("the script was read from standard input; give a file")]
         else:
             try:
-                simulation = simulate_script(script, settings)
+                simulation = simulate_script(script, settings, settings.script_args or ())
                 extra = findings_of(simulation)
             except SimulateError as exc:
                 extra = [not_simulated(str(exc))]
@@ -112,15 +122,9 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
                 echo_user(f.format(script), err=True)
     for f in conv.findings:
         echo_user(f.format(script), err=True)
-    if to == "yaml":
-        from translator.emit import trainjob_yaml
-        text = trainjob_yaml.render(conv.plans, findings_comment=findings_comment)
-    elif to == "python":
-        from translator.emit import sdk_python
-        text = sdk_python.render(conv.plans)
-    else:
-        from translator.emit import plan_json
-        text = plan_json.render(conv.plans, simulation=simulation)
+    from translator.emit import render
+
+    text = render(conv.plans, to, findings_comment=findings_comment, simulation=simulation)
     if output == "-":
         click.echo(text, nl=False)
     else:
@@ -136,6 +140,8 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
         except OSError as exc:
             echo_user(f"{output}: error: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(USAGE_ERROR)
-    refused = conv.job is not None and not conv.job.sbatch_accepts
+    from translator.plan.build import accepted_with_plugins
+
+    refused = conv.job is not None and not accepted_with_plugins(conv.job)
     if refused or any(not p.can_run for p in conv.plans):
         sys.exit(1)

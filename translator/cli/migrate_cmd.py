@@ -46,6 +46,7 @@ def command(src, out, jobs, include, exclude, force, check, max_size, follow_sym
     from translator.cli.common import echo_user
     from translator.migrate import files as F
     from translator.migrate.run import MigrateError, MigrateOptions, migrate
+    from translator.report import REPORT_WRITERS
 
     if check and (server_dry_run or apply_):
         raise click.UsageError("--check writes nothing: it cannot be combined with --apply/--server-dry-run")
@@ -78,7 +79,8 @@ def command(src, out, jobs, include, exclude, force, check, max_size, follow_sym
     for p in res.manifest_rejected[:50]:
         echo_user(f"{F.MANIFEST_NAME}: warning M620 {p}; not written or removed", err=True)
     if not check:
-        echo_user(f"review: {out}/slurm2kf-report.html (also .md, .json); apply: kubectl apply -k {out}", err=True)
+        also = ", ".join(f".{w.extension}" for w in REPORT_WRITERS.values() if w.name != "html")
+        echo_user(f"review: {out}/{F.REPORT_BASENAME}.html (also {also}); apply: kubectl apply -k {out}", err=True)
     code = res.exit_code
     if server_dry_run or apply_:
         code = max(code, _send_apply_set(out, kubeconfig, context, dry_run=server_dry_run))

@@ -7,7 +7,8 @@ from typing import List
 
 import click
 
-from translator.cli.common import echo_user
+from translator.cli.common import TableChoice, echo_user
+from translator.report import REPORT_WRITERS
 
 
 def convert_options(f):
@@ -65,9 +66,6 @@ def settings_from(opts: dict):
                            profile=profile, simulate=bool(opts.get("simulate")))
 
 
-_FORMATS = {"md": "markdown", "html": "html", "json": "json_report"}
-
-
 class _Utf8Sink:
     """A text stream for the report writers that hands UTF-8 bytes to `put`."""
 
@@ -79,12 +77,19 @@ class _Utf8Sink:
         return len(s)
 
 
+def _format_help() -> str:
+    """`--format` help from the REPORT_WRITERS table: "md, html or json (default: ...)"."""
+    names = list(REPORT_WRITERS)
+    listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    return f"{listed} (default: from the output file's extension, else {names[0]})."
+
+
 @click.command("report")
 @click.argument("source", type=click.Path(exists=True, file_okay=True, dir_okay=True))
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-",
               help="Report file (default: stdout).")
-@click.option("--format", "fmt", type=click.Choice(sorted(_FORMATS)), default=None,
-              help="md, html or json (default: from the output file's extension, else md).")
+@click.option("--format", "fmt", type=TableChoice(REPORT_WRITERS), default=None,
+              help=_format_help())
 @click.option("-j", "--jobs", type=click.IntRange(0, 512), default=0, show_default="all cores")
 @click.option("--include", multiple=True, metavar="GLOB")
 @click.option("--exclude", multiple=True, metavar="GLOB")
@@ -98,27 +103,28 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
 
     Exit status: 0 no script has errors, 1 some scripts have errors, 2 usage or I/O failure.
     """
-    import importlib
-
     from translator.migrate.files import MANIFEST_NAME, REPORT_BASENAME
+    from translator.report import for_extension, report_writer
 
-    if fmt is None:
-        ext = os.path.splitext(output)[1].lower().lstrip(".") if output != "-" else ""
-        fmt = {"htm": "html", "markdown": "md"}.get(ext, ext) if ext in ("md", "markdown", "html", "htm", "json") else "md"
-    writer = importlib.import_module(f"translator.report.{_FORMATS[fmt]}")
+    if fmt is None:          # the output's extension, else the table's first format
+        ext = os.path.splitext(output)[1].lstrip(".") if output != "-" else ""
+        chosen = for_extension(ext) or next(iter(REPORT_WRITERS.values()))
+    else:
+        chosen = report_writer(fmt)
+    write = chosen.load()
 
     def emit(report) -> None:
         from translator.fsio import OutputRefused, write_output
 
         try:
             if output == "-":
-                writer.write(report, sys.stdout)
+                write(report, sys.stdout)
             else:
                 # never over a link, device, FIFO or folder, nor over an input (the script, a file of
                 # the scanned folder, the saved report); written through a temporary file and a rename
                 from translator.fsio import looks_like_job_script
 
-                write_output(output, lambda put: writer.write(report, _Utf8Sink(put)),
+                write_output(output, lambda put: write(report, _Utf8Sink(put)),
                              inputs=inputs, input_trees=input_trees, is_input=looks_like_job_script)
         except OutputRefused as exc:
             echo_user(f"slurm2kf report: error M618 {exc.message}", err=True)
@@ -166,9 +172,9 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
         conv = convert(source, settings=settings)
         yaml_text = ""
         if conv.plans:
-            from translator.emit import trainjob_yaml
+            from translator.emit import render
 
-            yaml_text = trainjob_yaml.render(conv.plans, findings_comment=True)
+            yaml_text = render(conv.plans, "yaml", findings_comment=True)
         from translator.fsio import display_name
 
         name = display_name(os.path.basename(source))      # bytes that are not UTF-8 shown as \xNN

@@ -5,14 +5,13 @@ Exit status: 0 every script is equivalent; 1 at least one differs; 2 usage error
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from collections import OrderedDict
 from typing import List
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items
+from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items, parse_script_args, script_args_option
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -115,8 +114,7 @@ def render_human(v, verbose: bool = False) -> str:
               help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
 @click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
               help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
-@click.option("--script-args", "script_args", default="", metavar="'ARGS'",
-              help="Arguments after the script on the sbatch command line ($1, $2, ...; shell-quoted).")
+@script_args_option
 @click.option("--array-index", "array_index", type=int, default=None, metavar="N",
               help="Array element to simulate (default: the first index).")
 @click.option("--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True,
@@ -139,10 +137,7 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
         raise click.UsageError("missing SCRIPT (or --trainjob FILE)")
     if script_opt and not trainjob:
         raise click.UsageError("--script goes with --trainjob")
-    try:
-        args = tuple(shlex.split(script_args))
-    except ValueError as exc:
-        raise click.UsageError(f"--script-args: {exc}")
+    args = parse_script_args(script_args) or ()
     env = parse_env_items(sbatch_env)
     runtimes = None
     if runtime_files:
@@ -159,7 +154,7 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
     def settings_for(path):
         profile, _ = _load_profile(profile_path, path)
         return ConvertSettings(runtime=runtime or None, image=image or None, sbatch_env=tuple(env.items()),
-                               sbatch_args=sbatch_args, profile=profile)
+                               sbatch_args=sbatch_args, profile=profile, script_args=args or None)
 
     def emit(v):
         if as_json:

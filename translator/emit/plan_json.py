@@ -23,6 +23,10 @@ def plan_dict(plan) -> dict:
     # pairs are clearer as objects in JSON
     for key in ("labels", "annotations", "resources_per_node"):
         out[key] = {str(k): str(v) for k, v in getattr(plan, key)}
+    for e in out.get("env", ()):             # secret references only where there is one
+        if e.get("secret_name") is None:
+            e.pop("secret_name", None)
+            e.pop("secret_key", None)
     out["can_run"] = plan.can_run
     out["trainjob"] = trainjob_dict(plan)
     return out

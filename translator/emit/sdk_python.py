@@ -20,7 +20,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from translator.emit.command import container_command
-from translator.emit.trainjob import env_map, patches_by_job, resource_name, resources_map
+from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
 from translator.emit.trainjob_yaml import sanitize_comment
 
 _INDENT = "    "
@@ -49,20 +49,70 @@ def _comment(text: str) -> str:
 
 def _comment_lines(text: str, width: int = 96) -> List[str]:
     """A long comment wrapped into several ``#`` lines (continuations indented)."""
-    import textwrap
+    return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
-    wrapped = textwrap.wrap(sanitize_comment(text), width=width, subsequent_indent="  ",
-                            break_long_words=False, break_on_hyphens=False) or [""]
-    return ["# " + line for line in wrapped]
+
+def _wrap(text: str, width: int, indent: str) -> List[str]:
+    """Greedy word wrap of a sanitized comment (its only blank is the space), as
+    `textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
+    break_on_hyphens=False)` does it, with string searches instead of a list of chunks.
+
+    Chunks are runs of spaces and runs of other characters. A line takes as many whole chunks as
+    fit; a chunk longer than the line goes alone on its line when nothing else is there; the space
+    run ending a line is dropped, and so is the one starting any line but the first."""
+    n = len(text)
+    if n <= width and (not n or text[-1] != " "):
+        return [text] if text else []
+    lines: List[str] = []
+    pos = 0
+    while pos < n:
+        if lines and text[pos] == " ":                 # a line never starts with the space run
+            pos = n - len(text[pos:].lstrip(" "))
+            if pos >= n:
+                break
+        room = width - (len(indent) if lines else 0)
+        lim = pos + room
+        if lim >= n:
+            end = n
+        elif (text[lim - 1] == " ") != (text[lim] == " "):     # a chunk boundary right at the limit
+            end = lim
+        elif text[lim - 1] == " ":                      # inside a space run: back to its start
+            end = len(text[pos:lim].rstrip(" ")) + pos
+        else:                                           # inside a word: back to its start
+            end = text.rfind(" ", pos, lim) + 1 or pos
+        if end == pos:                                  # the next chunk alone is longer than the line
+            if text[pos] == " ":
+                end = n - len(text[pos:].lstrip(" "))
+            else:
+                k = text.find(" ", pos)
+                end = n if k < 0 else k
+        line_end = end
+        if text[line_end - 1] == " ":                   # drop the space run that ends the line
+            line_end = len(text[pos:line_end].rstrip(" ")) + pos
+        if line_end > pos:
+            lines.append((indent if lines else "") + text[pos:line_end])
+        pos = end
+    return lines
+
+
+_FIELD_LINES: list = [None, None]     # [plan, {field or parent field: lines}] of the last plan asked about
 
 
 def _lines_of(plan, field: str) -> tuple:
     """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
-    lines = set()
-    for sm in getattr(plan, "source_map", ()) or ():
-        if sm.field == field or sm.field.startswith(field + "."):
-            lines.update(int(n) for n in sm.lines if isinstance(n, int))
-    return tuple(sorted(lines))
+    if _FIELD_LINES[0] is not plan:        # index the source map once per plan, not once per field
+        index: Dict[str, set] = {}
+        for sm in getattr(plan, "source_map", ()) or ():
+            lines = [int(n) for n in sm.lines if isinstance(n, int)]
+            name = sm.field
+            index.setdefault(name, set()).update(lines)
+            dot = name.rfind(".")
+            while dot > 0:                 # every parent field: `a.b` for `a.b.c`, then `a`
+                name = name[:dot]
+                index.setdefault(name, set()).update(lines)
+                dot = name.rfind(".")
+        _FIELD_LINES[:] = [plan, index]
+    return tuple(sorted(_FIELD_LINES[1].get(field, ())))
 
 
 def _where(plan, field: str) -> str:
@@ -83,10 +133,13 @@ class _Writer:
 
 def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
     """``head[...]tail`` on one line when it fits, else one item per line."""
-    one_line = f"{head}{_lit(list(items))}{tail.split('  #')[0]}"
-    if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
-        w.add(depth, f"{head}{_lit(list(items))}{tail}")
-        return
+    # a literal is at least as long as its strings: a longer list never fits, skip writing it out
+    if sum(len(x) for x in items if isinstance(x, str)) <= 100:
+        lit = _lit(list(items))
+        one_line = f"{head}{lit}{tail.split('  #')[0]}"
+        if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
+            w.add(depth, f"{head}{lit}{tail}")
+            return
     w.add(depth, f"{head}[")
     for item in items:
         if isinstance(item, str) and "\n" in item and len(item) > 60:
@@ -204,16 +257,22 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             w.add(t + 1, f"{_lit(key)}: {_lit(qty)},"
                          f"{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
         w.add(t, "},")
-    env = env_map(plan)
+    env = env_entries(plan)
     if env:
         w.add(t, "env={")
         lines_by_name = {}
         for var in plan.env:
             lines_by_name[str(var.name)] = var.line
-        for k, v in env.items():
+        for entry in env:
+            k = entry["name"]
             line = lines_by_name.get(k)
             where = f"  # line {line}" if line is not None else ""
-            w.add(t + 1, f"{_lit(k)}: {_lit(v)},{where}")
+            if "valueFrom" in entry:
+                ref = entry["valueFrom"]["secretKeyRef"]
+                used.add("_from_submit_env")
+                w.add(t + 1, f"{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
+            else:
+                w.add(t + 1, f"{_lit(k)}: {_lit(entry['value'])},{where}")
         w.add(t, "},")
     w.add(d + 1, "),")
     w.add(d + 1, "options=[")
@@ -251,6 +310,19 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     w.add(d, 'print(f"submitted TrainJob {job_name}")')
 
 
+# Secrets: the YAML refers to a Secret key (valueFrom.secretKeyRef). SDK 0.5 cannot: CustomTrainerContainer's
+# env is dict[str, str], and the Trainer webhook rejects env in a runtime patch of the `node` container.
+# So the value comes from the environment of whoever runs this file, never from the file itself.
+_FROM_SUBMIT_ENV = [
+    "def _from_submit_env(name: str, secret: str) -> str:",
+    '    """A secret variable, taken from this process\'s environment at submission (SDK 0.5 has no',
+    '    secretKeyRef): the TrainJob object then holds the value. The YAML output reads it from the Secret."""',
+    "    value = os.environ.get(name)",
+    "    if value is None:",
+    '        raise SystemExit(f"export {name} first (the value Secret {secret} holds in the YAML output)")',
+    "    return value",
+]
+
 _OPTION_ORDER = ("Name", "Labels", "Annotations", "TrainerCommand", "TrainerArgs", "ActiveDeadlineSeconds",
                  "RuntimePatch", "TrainingRuntimeSpecPatch", "JobSetTemplatePatch", "JobSetSpecPatch",
                  "ReplicatedJobPatch", "JobTemplatePatch", "JobSpecPatch", "PodTemplatePatch",
@@ -280,6 +352,9 @@ def render(plans: Sequence) -> str:
     top = ["CustomTrainerContainer", "TrainerClient"]
     if namespace or "KubernetesBackendConfig" in used:
         top.insert(1, "KubernetesBackendConfig")
+    if "_from_submit_env" in used:
+        out.add(0, "import os")
+        out.add(0, "")
     out.add(0, f"from kubeflow.trainer import {', '.join(top)}")
     opts = [name for name in _OPTION_ORDER if name in used]
     if opts:
@@ -289,6 +364,10 @@ def render(plans: Sequence) -> str:
         out.add(0, ")")
     out.add(0, "")
     out.add(0, "")
+    if "_from_submit_env" in used:
+        out.lines.extend(_FROM_SUBMIT_ENV)
+        out.add(0, "")
+        out.add(0, "")
     out.add(0, "def main() -> None:")
     if namespace:
         out.add(1, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(namespace))}))")

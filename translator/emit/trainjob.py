@@ -6,7 +6,8 @@ here once:
 
 * command/args: :func:`translator.emit.command.container_command`;
 * env: a ``dict`` (SDK ``env: dict[str, str]``), so a name exported twice keeps its first position
-  and its last value, as the SDK's dict does; values are strings;
+  and its last value, as the SDK's dict does; values are strings; a secret is a ``secretKeyRef`` in
+  the YAML, which SDK 0.5 cannot express (the SDK code reads it from the submitting shell instead);
 * resources: the SDK's key normalisation (standard names lower-cased, ``gpu`` -> ``nvidia.com/gpu``),
   ``requests`` = ``limits`` = the same map, quantities as strings;
 * values the SDK drops by truthiness (``num_nodes=0``, empty env/labels/annotations/patches) are
@@ -51,8 +52,25 @@ def resources_map(plan) -> Dict[str, str]:
 def env_map(plan) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for var in plan.env:
+        if getattr(var, "secret_name", None):
+            out.pop(str(var.name), None)     # a Secret reference (env_entries); never a value
+            continue
         out[str(var.name)] = str(var.value)
     return out
+
+
+def env_entries(plan) -> List[dict]:
+    """spec.trainer.env in the SDK's dict order (first position, last value of a name); a secret variable
+    refers to its Secret key (valueFrom.secretKeyRef), never to a value."""
+    entries: Dict[str, dict] = {}
+    for var in plan.env:
+        if getattr(var, "secret_name", None):
+            entry = {"name": str(var.name), "valueFrom": {"secretKeyRef": {"name": str(var.secret_name),
+                                                                            "key": str(var.secret_key)}}}
+        else:
+            entry = {"name": str(var.name), "value": str(var.value)}
+        entries[str(var.name)] = entry
+    return list(entries.values())
 
 
 def _pairs(pairs) -> Dict[str, str]:
@@ -124,9 +142,9 @@ def trainer_dict(plan) -> Dict[str, object]:
         trainer["command"] = command
     if args:
         trainer["args"] = args
-    env = env_map(plan)
+    env = env_entries(plan)
     if env:
-        trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        trainer["env"] = env
     if plan.num_nodes:
         trainer["numNodes"] = int(plan.num_nodes)
     res = resources_map(plan)

@@ -26,6 +26,21 @@ _YAML_SPECIAL_BREAKS = "\x85\u2028\u2029\ufeff\r"
 
 
 _DUMPERS = {}
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_INT, _BOOL, _NULL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
+
+
+def _str_style(value: str):
+    """The scalar style of a string (None: PyYAML chooses plain or quoted)."""
+    # Every character of _YAML_SPECIAL_BREAKS is non-printable, so "a non-printable character other
+    # than \n" covers them too; str.isprintable() runs in C over the whole string.
+    if not value.isprintable() and not value.replace("\n", "").isprintable():
+        return '"'          # escapes everything; PyYAML would write NEL/LS/PS raw in other styles
+    if "\n" in value:
+        return "|"          # PyYAML falls back to double quotes when a block cannot hold it
+    if _GO_NUMBERISH.match(value) or value in _GO_BOOLISH:
+        return "'"
+    return None
 
 
 def _dumper(fast: bool = True):
@@ -38,21 +53,59 @@ def _dumper(fast: bool = True):
 
     base = getattr(yaml, "CSafeDumper", yaml.SafeDumper) if fast else yaml.SafeDumper
 
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    resolved = {}            # plain scalar -> implicit tag: the resolver's regexps, once per value
+    assert not base.yaml_path_resolvers, "the resolver shortcuts below assume no path resolvers"
+
     class Dumper(base):
         def ignore_aliases(self, data):  # never emit &id001 anchors for shared dicts
             return True
 
+        def represent_data(self, data):
+            """The nodes SafeRepresenter builds for str/dict/list/int/bool/None (no aliases, block
+            style: `default_flow_style=False`), without its per-object type dispatch; anything
+            else goes the usual way."""
+            t = type(data)
+            if t is str:
+                return ScalarNode(_STR, data, style=_str_style(data))
+            if t is dict:
+                rep = self.represent_data
+                return MappingNode(_MAP, [(rep(k), rep(v)) for k, v in data.items()], flow_style=False)
+            if t is list:
+                rep = self.represent_data
+                return SequenceNode(_SEQ, [rep(x) for x in data], flow_style=False)
+            if t is int:
+                return ScalarNode(_INT, str(data))
+            if t is bool:
+                return ScalarNode(_BOOL, "true" if data else "false")
+            if data is None:
+                return ScalarNode(_NULL, "null")
+            return super().represent_data(data)
+
+        def resolve(self, kind, value, implicit):
+            # BaseResolver.resolve without path resolvers (the safe dumper has none): a scalar's
+            # implicit tag depends on its text only, every other node gets the default tag
+            if kind is ScalarNode:
+                if not implicit[0]:
+                    return self.DEFAULT_SCALAR_TAG
+                tag = resolved.get(value)
+                if tag is None:
+                    tag = super().resolve(kind, value, implicit)
+                    if len(resolved) > 65536:
+                        resolved.clear()
+                    resolved[value] = tag
+                return tag
+            return self.DEFAULT_SEQUENCE_TAG if kind is SequenceNode else self.DEFAULT_MAPPING_TAG
+
+        def descend_resolver(self, current_node, current_index):
+            return None          # path resolvers only
+
+        def ascend_resolver(self):
+            return None
+
     def represent_str(dumper, value):
-        style = None
-        # Every character of _YAML_SPECIAL_BREAKS is non-printable, so "a non-printable character other
-        # than \n" covers them too; str.isprintable() runs in C over the whole string.
-        if not value.isprintable() and not value.replace("\n", "").isprintable():
-            style = '"'          # escapes everything; PyYAML would write NEL/LS/PS raw in other styles
-        elif "\n" in value:
-            style = "|"          # PyYAML falls back to double quotes when a block cannot hold it
-        elif _GO_NUMBERISH.match(value) or value in _GO_BOOLISH:
-            style = "'"
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+        return dumper.represent_scalar(_STR, value, style=_str_style(value))
 
     Dumper.add_representer(str, represent_str)
     _DUMPERS[fast] = Dumper

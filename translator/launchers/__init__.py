@@ -26,7 +26,7 @@ from translator.launchers.intent import LaunchIntent
 from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
 
 LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "accelerate", "apptainer",
-             "singularity"}
+             "singularity", "shifter", "podman-hpc"}
 # srun steps that only print information; dropped (with a finding) when a training launch follows.
 AUX_PROGRAMS = {"hostname", "nvidia-smi", "echo", "date", "env", "printenv", "uname", "ls", "free", "lscpu",
                 "which", "true", "sleep", "nproc", "ibstat", "ibv_devinfo", "rocm-smi", "df", "id", "whoami"}
@@ -92,11 +92,23 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
     step = common.step_shape(ctx.shape, srun)
     if w0 in container.APPTAINER:
         return container.apptainer(ctx, toks, srun, line, dispatch)
+    if w0 in container.OTHER_WRAPPERS:
+        return container.other(ctx, toks, srun, line, dispatch)
+    if w0 == "env" or _NAME_VALUE.match(toks[0].value):
+        # `srun env A=B prog`, `bash -c 'A=B prog'`: look through to the program (A=B becomes env)
+        words, wenv = _strip_env_toks(ctx, toks, line)
+        if words and words != list(toks):
+            intent = dispatch(ctx, words, srun, line)
+            return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
+    mpi_kind = _srun_mpi(srun)
     if torchrun.is_torchrun(toks):
+        _not_mpi(ctx, mpi_kind, "torchrun", line)
         return torchrun.build(ctx, toks, srun, line)
     if w0 == "accelerate" and len(toks) > 1 and toks[1].value == "launch":
+        _not_mpi(ctx, mpi_kind, "accelerate launch", line)
         return accelerate.build(ctx, toks, srun, line)
     if w0 == "deepspeed":
+        _not_mpi(ctx, mpi_kind, "deepspeed", line)
         return deepspeed.build(ctx, toks, srun, line)
     if w0 in mpi.MPI_TOOLS:
         return mpi.build(ctx, toks, srun, line)
@@ -106,6 +118,9 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
         if not inner:
             return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
+    if mpi_kind:
+        # `srun --mpi=pmix prog`: the program talks to Slurm's PMI, i.e. it is an MPI program
+        return mpi.build(ctx, toks, srun, line)
     if common.is_python(w0):
         if len(toks) > 2 and toks[1].value == "-m" and toks[2].value.split(".")[0] == "mpi4py" and (
                 srun is not None and step.total_tasks > 1):
@@ -120,6 +135,72 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
             return srun_tasks.build(ctx, toks, srun, line, _slurm_names(ctx))
         return mpi.build(ctx, toks, srun, line)
     return python.build(ctx, toks, srun, line)
+
+
+def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
+    """srun options that change what the tasks get: `--export=ALL,A=B` adds A=B to their environment
+    (carried as env); `--export=NONE`/a name list and `--chdir` have no TrainJob equivalent (L353)."""
+    env = []
+    export = call.options.get("export")
+    if export is not None:
+        items = [i for i in export.split(",") if i]
+        if items and items[0].upper() == "ALL":
+            for item in items[1:]:
+                name, eq, value = item.partition("=")
+                if eq and "$" not in value and "`" not in value:
+                    env.append((name, value))
+                elif eq:
+                    ctx.add(WARNING, "L327", f"`--export={export}` sets {name} from the shell; it is not carried",
+                            line, "give the variable a literal value")
+        else:
+            ctx.add(WARNING, "L353", f"`srun --export={export}`: on Slurm the tasks got only "
+                                     + ("the SLURM_* variables" if export.upper().startswith("NONE") else
+                                        "the named variables and SLURM_*") + " of the batch environment; in the "
+                                     "TrainJob they see the whole container environment", line,
+                    "check that the program does not depend on missing variables")
+    chdir = call.options.get("chdir") or call.options.get("D")
+    if chdir:
+        ctx.add(WARNING, "L353", f"`srun --chdir={chdir}`: the tasks ran in {chdir} on Slurm; a TrainJob runs in the "
+                                 "image's working directory", line, "use absolute paths, or cd in the command")
+    return env
+
+
+def _srun_mpi(srun: Optional[SrunCall]) -> Optional[str]:
+    """The `--mpi=` plugin of an srun call, when it starts an MPI plugin (not `none`)."""
+    kind = srun.options.get("mpi") if srun is not None else None
+    return kind if kind and kind != "none" else None
+
+
+def _not_mpi(ctx: LaunchContext, mpi_kind: Optional[str], what: str, line: int) -> None:
+    if mpi_kind:
+        ctx.add(INFO, "L336", f"`srun --mpi={mpi_kind}` runs `{what}`, which is not an MPI program (it starts its "
+                              "own processes and rendezvous): the launch is converted as " + what + ", not with mpirun",
+                line)
+
+
+def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
+    """`env A=B prog` / `A=B prog` inside srun or `bash -c`: (program words, [(name, value)])."""
+    env = []
+    rest = list(toks)
+    if rest and common.basename(rest[0].value) == "env":
+        words, wenv = strip_wrappers(ctx, [_TokWord(t) for t in rest], line)
+        return [w.tok for w in words], wenv
+    while rest and _NAME_VALUE.match(rest[0].value) and not rest[0].value.startswith("-"):
+        m = _NAME_VALUE.match(rest[0].value)
+        if rest[0].literal:
+            env.append((m.group(1), m.group(2)))
+        else:
+            ctx.add(WARNING, "L327", f"`{rest[0].raw}` before the program needs the shell; it is not carried", line,
+                    "give the variable a literal value")
+        rest = rest[1:]
+    return rest, env
+
+
+class _TokWord:
+    """A Tok seen through the Word interface strip_wrappers reads (value, raw, literal)."""
+
+    def __init__(self, tok: Tok):
+        self.tok, self.value, self.raw, self.literal = tok, tok.value, tok.raw, tok.literal
 
 
 def _slurm_names(ctx: LaunchContext) -> List[str]:
@@ -185,11 +266,43 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
             ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
                                      "not carried", cmd.line, "give the variable a literal value")
     from translator.launchers import indirect
-    toks = common.shell_word_expansions(ctx, common.toks_of(cmd.words), cmd.line)
+    toks = common.toks_of(cmd.words)
+    if toks and toks[0].value == "eval" and len(toks) > 1:
+        # eval joins its arguments with blanks and runs the result as shell text
+        text = " ".join(_eval_text(ctx, t) for t in toks[1:])
+        parts = indirect.split_shell_words(text) if text is not None else None
+        if parts is None:
+            from translator.launchers import script as script_family
+            return script_family.build(ctx, cmd.line, [f"`eval` on line {cmd.line} runs shell logic"])
+        ctx.add(INFO, "L342", "the launch is run through `eval`; the text it evaluates is converted: "
+                + " ".join(p.raw for p in parts), cmd.line)
+        toks = parts
+    elif toks and not toks[0].literal and _REF_WORD.match(toks[0].raw):
+        ctx.add(INFO, "L342", f"the launch command is the value of `{toks[0].raw}`; that value is converted",
+                cmd.line)
+    toks = common.shell_word_expansions(ctx, toks, cmd.line)
     words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
     extra = tuple(intent_env + wrapper_env)
     return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent
+
+
+def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
+    """The text one argument of `eval` contributes: its value, with a variable it consists of replaced by
+    the variable's known text (`eval "$CMD"`)."""
+    if tok.literal:
+        return tok.value
+    m = _REF_WORD.match(tok.raw)
+    if m:
+        name = m.group(1) or m.group(2)
+        found = [a for a in ctx.assignments if a.name == name]
+        if found and name not in ctx.block_assigned:
+            a = found[-1]
+            if a.value.literal:
+                return a.value.value
+            text = a.value.raw
+            return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+    return tok.raw
 
 
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
@@ -197,14 +310,13 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
 
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
+        common.check_inherited_ntasks(ctx, call, line)
         inner = common.toks_of(call.command)
-        if call.options.get("container-image"):
+        if call.options.get("container-image") or ctx.job_image_option:
             return container.pyxis(ctx, call, inner, line, dispatch)
-        mpi_kind = call.options.get("mpi")
-        if mpi_kind and mpi_kind != "none" and inner:
-            return mpi.build(ctx, inner, call, line)
         inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
         intent = dispatch(ctx, common.toks_of(inner_words), call, line)
+        wrapper_env = list(wrapper_env) + _srun_step_options(ctx, call, line)
         return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
     return dispatch(ctx, common.toks_of(words), None, line)
 
@@ -227,6 +339,164 @@ def _assignment_lines(ctx: LaunchContext, cmd: Command) -> Tuple[int, ...]:
     return tuple(sorted(set(lines)))
 
 
+_REF_WORD = re.compile(r'^"?\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"?$')
+
+
+def _first_word_of(text: str) -> str:
+    text = text.strip().strip('"').strip("'").lstrip()
+    return text.split()[0] if text.split() else ""
+
+
+def _indirect_launch(cmd: Command, assigned) -> bool:
+    """`$CMD args`, `eval "$CMD"`, `eval torchrun …` where the command text names a launcher."""
+    if not cmd.words:
+        return False
+    words = list(cmd.words)
+    if words[0].value == "eval" and len(words) > 1:
+        words = words[1:]
+        if words[0].literal:
+            first = _first_word_of(words[0].value)
+            return _names_launcher(first)
+    m = None if words[0].literal else _REF_WORD.match(words[0].raw)
+    if not m:
+        return False
+    found = [a for a in assigned.get(m.group(1) or m.group(2), ()) if a.line < cmd.line]
+    if not found:
+        return False
+    a = found[-1]
+    first = _first_word_of(a.value.value if a.value.literal else a.value.raw)
+    return _names_launcher(first)
+
+
+def _names_launcher(word: str) -> bool:
+    w0 = common.basename(word)
+    return w0 in LAUNCHERS or common.is_python(w0)
+
+
+def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> Tuple[Assignment, ...]:
+    """Top-level assignments in effect before the launch (or before `line`), as bash would have them:
+    `NAME+=…` appends to the earlier value, `unset NAME` removes it; an assignment earlier on the launch's
+    own line (`A=x; cmd "$A"`) counts."""
+    import shlex as _shlex
+    from translator.read.ast import Word
+
+    lines = (script.text or "").splitlines()
+    out: List[Assignment] = []
+    for st, block in entries:
+        if launch is not None and st is launch:
+            break
+        if launch is None and getattr(st, "line", 0) >= line:
+            break
+        if block is not None:
+            continue
+        if isinstance(st, Assignment):
+            src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
+            prev = [a for a in out if a.name == st.name]
+            if prev and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+                p, v = prev[-1].value, st.value
+                if p.raw.startswith("(") and v.raw.startswith("("):           # array append
+                    val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:],
+                               literal=False)
+                elif p.literal and v.literal:
+                    val = Word(raw=_shlex.quote(p.value + v.value), value=p.value + v.value, literal=True)
+                else:
+                    val = Word(raw=p.raw + v.raw, value=p.value + v.value, literal=False)
+                st = Assignment(st.line, st.name, val, st.exported or prev[-1].exported)
+            out.append(st)
+        elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
+            words = [w.value for w in st.words[1:]]
+            if "-f" not in words:
+                gone = {w for w in words if not w.startswith("-")}
+                out = [a for a in out if a.name not in gone]
+    return tuple(out)
+
+
+# Names bash itself sets (or that every process has); everything else a launch line reads must come from
+# the script, Slurm or the submission environment.
+_SHELL_NAMES = {"PWD", "OLDPWD", "HOSTNAME", "RANDOM", "SRANDOM", "SECONDS", "UID", "EUID", "PPID", "BASHPID",
+                "LINENO", "IFS", "SHELL", "BASH", "BASH_SOURCE", "BASH_VERSION", "FUNCNAME", "OSTYPE", "HOSTTYPE",
+                "MACHTYPE", "SHLVL", "PATH", "REPLY", "OPTARG", "OPTIND", "CUDA_VISIBLE_DEVICES"}
+_SETTERS = ("unset", "read", "let", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "eval",
+            "source", ".", "export")
+
+
+def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
+    """Variables the launch line reads that no top-level assignment before it defines (transitively)."""
+    last = {a.name: a for a in ctx.assignments}
+    pending = common.var_refs(cmd.text)
+    seen, names = set(), []
+    while pending:
+        n = pending.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in last:
+            pending.extend(common.var_refs(last[n].value.raw))
+        else:
+            names.append(n)
+    return names
+
+
+def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[str]:
+    """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
+    for n in _launch_refs(ctx, cmd):
+        if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
+            continue
+        if n in ctx.block_assigned:
+            return f"${n}, which is assigned inside a block (if/case/loop)"
+        for st, block in entries:
+            if st is cmd:
+                break
+            if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
+                    and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")
+                    and re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text)):
+                return f"${n}, which `{st.words[0].value}` on line {st.line} sets"
+    return None
+
+
+def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) -> None:
+    """Variables the launch line reads that have no value the conversion can carry: set by a command
+    (`read`, `let`, a loop), or taken from the submission environment."""
+    from translator.plan.env import RENDEZVOUS
+
+    known = {a.name for a in ctx.assignments}
+    pending = common.var_refs(cmd.text)
+    last = {a.name: a for a in ctx.assignments}
+    seen = set()
+    names = []
+    while pending:
+        n = pending.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in last:
+            pending.extend(common.var_refs(last[n].value.raw))
+        else:
+            names.append(n)
+    for n in names:
+        if (n in known or n.startswith(("SLURM", "PET_", "OMPI_", "PMI", "_s2k")) or n in _SHELL_NAMES
+                or n in RENDEZVOUS or n in ctx.block_assigned
+                or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)):
+            continue                         # defined, provided, or not part of the converted command
+        setter = None
+        for st, block in entries:
+            if st is cmd:
+                break
+            if isinstance(st, Command) and st.words and st.words[0].value in _SETTERS and re.search(
+                    rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
+                setter = st
+        if setter is not None and setter.words[0].value == "unset":
+            continue
+        if setter is not None:
+            ctx.add(WARNING, "L348", f"the launch reads ${n}, which `{setter.text.strip()}` (line {setter.line}) sets; "
+                                     "the TrainJob does not run that command, so it expands empty", cmd.line,
+                    f"give {n} a literal value (`{n}=…`) before the launch")
+        else:
+            ctx.add(WARNING, "L348", f"the launch reads ${n}, which the script never sets: on Slurm it came from the "
+                                     "submission environment (sbatch exports it); in a pod it is unset or different",
+                    cmd.line, f"set {n} in the script, or add it to the TrainJob env")
+
+
 def detect(script, job) -> LaunchIntent:
     """Choose the launch line and convert it with its family's module."""
     from translator.launchers import script as script_family
@@ -235,16 +505,20 @@ def detect(script, job) -> LaunchIntent:
     entries = list(_walk(script.body))
     launches: List[Tuple[Command, Optional[str]]] = []
     aux: List[Command] = []
+    assigned = {}
     for st, block in entries:
-        if isinstance(st, Command) and is_launch(st):
+        if isinstance(st, Assignment) and block is None:
+            assigned.setdefault(st.name, []).append(st)
+    for st, block in entries:
+        if isinstance(st, Command) and (is_launch(st) or _indirect_launch(st, assigned)):
             if is_aux(st):
                 aux.append(st)
             else:
                 launches.append((st, block))
     block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
 
-    def context_for(line: int) -> LaunchContext:
-        top = tuple(st for st, block in entries if isinstance(st, Assignment) and block is None and st.line < line)
+    def context_for(line: int, launch: Optional[Command] = None) -> LaunchContext:
+        top = _top_assignments(script, entries, line, launch)
         return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
 
     reasons: List[str] = []
@@ -265,8 +539,41 @@ def detect(script, job) -> LaunchIntent:
         intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     cmd, _ = launches[0]
-    ctx = context_for(cmd.line)
+    ctx = context_for(cmd.line, cmd)
+    ctx.launch_line = cmd.line
+    positional = list(getattr(job, "script_args", ()) or ())
+    replayed = True
+    for st, block in entries:
+        if st is cmd:
+            break
+        if not (isinstance(st, Command) and st.words and (
+                st.words[0].value == "shift" or (st.words[0].value == "set" and len(st.words) > 1
+                                                 and st.words[1].value == "--"))):
+            continue
+        words = st.words
+        if block is None and all(w.literal for w in words):
+            if words[0].value == "set":                      # `set -- a b`: the arguments are now a b
+                positional = [w.value for w in words[2:]]
+                continue
+            n = words[1].value if len(words) > 1 else "1"
+            if n.isascii() and n.isdigit():
+                positional = positional[int(n):] if int(n) <= len(positional) else positional
+                continue
+        replayed = False
+        ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "
+                                 "converted command cannot replay it", st.line,
+                "write the arguments the launch needs into the launch line (or --script-args)")
+    if replayed and positional != list(getattr(job, "script_args", ()) or ()):
+        ctx.positional = tuple(positional)
+    state = _set_by_shell_logic(ctx, entries, cmd)
+    if state:
+        # the launch reads a value that only running the script's logic gives (a `read`, a `case`, a
+        # loop): the body runs as it is, where bash computes it
+        intent = script_family.build(ctx, cmd.line, [f"the launch on line {cmd.line} uses {state}"])
+        return dataclasses.replace(intent, findings=tuple(ctx.findings))
     intent = _dispatch_top(ctx, cmd)
+    if intent.family != "script":
+        _unset_variables(ctx, entries, cmd, " ".join(tuple(intent.command) + tuple(intent.args)))
     redirs = [r for r in cmd.redirections if not r.startswith("<<")]
     if redirs and intent.family != "script":
         ctx.add(INFO, "L334", f"redirection `{' '.join(redirs)}` of the launch line is not carried; the output "

@@ -30,6 +30,7 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     rest = toks[2:]                       # after `accelerate launch`
     kept: List[Tok] = []
     dropped: List[str] = []
+    machines: Optional[str] = None
     j = 0
     while j < len(rest):
         t = rest[j]
@@ -41,6 +42,9 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         group = rest[j:j + 1 + n]
         if key in _MACHINE:
             dropped.append(" ".join(g.raw for g in group))
+            if key == "--num-machines":
+                vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
+                machines = (common.static_value(ctx, vt) if vt is not None else None) or "?"
         elif key == "--num-processes":
             vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
             v = common.static_value(ctx, vt) if vt is not None else None
@@ -55,6 +59,21 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         j += 1 + n
     kept = common.resolve_static(ctx, kept)
     program = common.resolve_static(ctx, rest[j:])
+    if srun is None and step.nodes > 1:
+        # the batch step runs on node 0 only: `accelerate launch` there starts node 0's processes
+        if machines is None or machines == "1":
+            if any(common.norm(common.split_option(t)[0]) == "--config-file" for t in kept):
+                ctx.add(WARNING, "L350", "`accelerate launch` runs in the batch step, on node 0 only; if its config "
+                                         "file asks for several machines, on Slurm the others never joined", line,
+                        "start it on every node with `srun accelerate launch …`")
+            step = common.Shape(nodes=1, tasks_per_node=step.tasks_per_node, total_tasks=step.tasks_per_node,
+                                gpus_per_node=step.gpus_per_node, cpus_per_task=step.cpus_per_task,
+                                nodes_given=step.nodes_given, tasks_given=step.tasks_given)
+        else:
+            ctx.add(WARNING, "L350", f"`accelerate launch --num_machines {machines}` runs in the batch step, on node 0 "
+                                     "only: on Slurm the other machines never joined; the TrainJob starts it on every "
+                                     "node and trains across them", line,
+                    "start it on every node with `srun accelerate launch …`")
     if srun is not None:
         common.check_batch_expansion(ctx, toks, line)
         if step.tasks_per_node > 1:

@@ -8,13 +8,12 @@ the user's raw text after a preamble that defines what it refers to (see `shell_
 from __future__ import annotations
 
 import math
-import os
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from translator.diagnostics import Finding, WARNING
+from translator.diagnostics import Finding, INFO, WARNING
 from translator.read.ast import Assignment, Word
 from translator.slurm.values import to_int
 
@@ -71,7 +70,7 @@ def ifs_split(text: str) -> List[str]:
 
 
 def basename(word: str) -> str:
-    return os.path.basename(word) if word else word
+    return word[word.rfind("/") + 1:] if word else word       # os.path.basename for a str, without its checks
 
 
 # ---- the job's shape ---------------------------------------------------------------------------
@@ -223,6 +222,24 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
                  nodes_given=job.nodes_given, tasks_given=job.tasks_given, gpus_uneven=job.gpus_uneven)
 
 
+def check_inherited_ntasks(ctx: "LaunchContext", srun: Optional[SrunCall], line: int) -> None:
+    """`srun --ntasks-per-node=K cmd` in a job that set -n/--ntasks-per-node: srun also reads -n from the
+    inherited SLURM_NTASKS (srun(1) INPUT ENVIRONMENT VARIABLES), so K does not decide the task count."""
+    if srun is None or not ctx.shape.tasks_given:
+        return
+    o = srun.options
+    k = _int(o.get("ntasks-per-node"))
+    if k is None or o.get("ntasks") or o.get("n") or o.get("nodes") or o.get("N"):
+        return
+    total = ctx.shape.total_tasks
+    if k * ctx.shape.nodes == total:
+        return
+    ctx.add(WARNING, "L352", f"`srun --ntasks-per-node={k}` without -n/-N inherits -n {total} from the job "
+                             f"(SLURM_NTASKS): Slurm either ignores --ntasks-per-node and starts {total} tasks or "
+                             f"refuses the step, not {k} per node as the TrainJob does", line,
+            f"write `srun -N {ctx.shape.nodes} --ntasks-per-node={k}` (or `-n {k * ctx.shape.nodes}`)")
+
+
 # ---- context handed to every launcher -------------------------------------------------------------
 
 @dataclass
@@ -243,6 +260,15 @@ class LaunchContext:
         if self._last is None:
             self._last = {a.name: a for a in self.assignments}
         return self._last.get(name)
+    launch_line: Optional[int] = None          # line of the launch command being converted
+    once_helpers: Set[str] = field(default_factory=set)   # batch-once helpers the command text needs
+    positional: Optional[Tuple[str, ...]] = None   # the script's arguments after `set --`/`shift` (replayed)
+
+    @property
+    def job_image_option(self) -> bool:
+        """The job sets pyxis's `--container-image` itself (`#SBATCH --container-image=…`)."""
+        from translator.launchers.container import job_plugin_option
+        return job_plugin_option(self.job, "container-image") is not None
 
     def add(self, severity: str, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None):
         f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
@@ -277,7 +303,8 @@ def _assignment_text(a: Assignment) -> str:
     return f"{'export ' if a.exported else ''}{a.name}={a.value.raw}"
 
 
-def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False) -> List[str]:
+def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False,
+                   has_base: bool = False) -> List[str]:
     """Lines that define what `texts` (shell source) refer to: earlier assignments and Slurm variables.
 
     Exported literal assignments become TrainJob env (plan/env.py) and need nothing here.
@@ -314,9 +341,78 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
             ctx.add(WARNING, "L325", f"the launch line uses {n}, which this job does not define on Kubernetes (and Slurm may not have set it either); it expands to an empty string",
                     None, f"replace ${n} with a literal value")
     order = {id(a): i for i, a in enumerate(ctx.assignments)}
+    helpers: Set[str] = set()
+    body: List[str] = []
     for a in sorted(needed, key=lambda a: order.get(id(a), 0)):
-        lines.append(_assignment_text(a))
-    return lines
+        text = _assignment_text(a)
+        if not a.value.literal:
+            new, need, unfixable = prologue.batch_once(text)
+            if need:
+                ctx.add(INFO, "L346", f"`{a.name}={a.value.raw}` was computed once by the batch shell on node 0; "
+                                      "every process now computes node 0's value", a.line)
+                helpers |= need
+                text = new
+            if unfixable:
+                ctx.add(WARNING, "L346", f"`{a.name}={a.value.raw}` was computed once on Slurm but now by every "
+                                         f"process, and {', '.join(unfixable)} differs between them", a.line,
+                        f"compute {a.name} from something all pods share (the job name, SLURM_JOB_ID)")
+        body.append(text)
+    ctx.once_helpers |= helpers
+    if ctx.once_helpers:                   # the helpers, before the assignments and words that call them
+        if not (has_base or any(l.startswith("_s2k_hosts()") for l in lines)):
+            lines.extend(prologue.prologue_lines([], ctx.job, ctx.shape))
+        lines.extend(prologue.batch_once_lines(ctx.once_helpers, ctx.job))
+    return lines + body
+
+
+def word_text(ctx: LaunchContext, t: Tok) -> str:
+    """Shell text of a launch word; what the batch shell evaluated once on node 0 (`$(hostname)`,
+    `$RANDOM`) is made node 0's value on every pod. Words inside a single-quoted `bash -c '…'` are
+    expanded by each task on Slurm too, so they are left alone."""
+    text = t.shell()
+    if t.literal or t.deferred:
+        return text
+    from translator.plan import prologue
+    new, need, unfixable = prologue.batch_once(text)
+    if need:
+        ctx.once_helpers |= need
+        ctx.add(INFO, "L346", f"`{t.raw}` was expanded once by the batch shell on node 0; every process now gets "
+                              "node 0's value", ctx.launch_line)
+    if unfixable:
+        ctx.add(WARNING, "L346", f"`{t.raw}` was expanded once on Slurm but now by every process, and "
+                                 f"{', '.join(unfixable)} differs between them", ctx.launch_line,
+                "compute it from something all pods share (the job name, SLURM_JOB_ID)")
+    return new
+
+
+_POSITIONAL = re.compile(r"(?<!\$)\$(?:\{#?[0-9@*#]|[0-9@*#])")
+BATCH_ARGV0 = "slurm_script"       # $0 of the batch script on Slurm is the spooled copy `slurm_script`
+
+
+def uses_positional(text: str) -> bool:
+    """`$1`, `${2}`, `$@`, `$*`, `$#` in shell text: the batch script's arguments."""
+    return bool(_POSITIONAL.search(text))
+
+
+def script_args_tail(ctx: LaunchContext, user_text: str, line: Optional[int]) -> Tuple[str, ...]:
+    """Arguments after a `bash -c TEXT` whose user text reads the batch script's arguments: $0 and the
+    arguments sbatch gave the script (`--script-args`); a finding either way."""
+    if not uses_positional(user_text):
+        return ()
+    given = tuple(getattr(ctx.job, "script_args", ()) or ())
+    line = line if line is not None else ctx.launch_line
+    if ctx.positional is not None:
+        ctx.add(INFO, "L340", "the launch reads the script's arguments as `set --`/`shift` left them; the TrainJob "
+                              "passes: " + " ".join(shlex.quote(a) for a in ctx.positional), line)
+        return (BATCH_ARGV0,) + tuple(ctx.positional)
+    if given:
+        ctx.add(INFO, "L340", "the launch reads the batch script's arguments; the TrainJob passes the ones given "
+                              "with --script-args: " + " ".join(shlex.quote(a) for a in given), line)
+    else:
+        ctx.add(WARNING, "L339", "the launch reads the batch script's arguments ($1, $@, ...), which sbatch passes "
+                                 "after the script name; none are known, so they expand empty", line,
+                "pass them with `slurm2kf convert --script-args '...'`")
+    return (BATCH_ARGV0,) + given
 
 
 def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
@@ -328,19 +424,21 @@ def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
     """
     if all_literal(toks):
         return ("bash", "-c"), (f'exec {head} "$@"', argv0, *[t.value for t in toks])
-    text_parts = [t.shell() for t in toks]
+    text_parts = [word_text(ctx, t) for t in toks]
     pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal], export_slurm=export_slurm)
     body = "\n".join(pre + [f"exec {head} " + " ".join(text_parts)])
-    return ("bash", "-c"), (body,)
+    return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(pre + text_parts), None)
 
 
 def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, ...], Tuple[str, ...], bool]:
     """The user's command as argv when literal, else `bash -c` with a preamble. Returns (command, args, shell)."""
     if all_literal(toks):
         return (toks[0].value,), tuple(t.value for t in toks[1:]), False
+    parts = [word_text(ctx, t) for t in toks]
     pre = shell_preamble(ctx, [t.raw for t in toks if not t.literal])
-    body = "\n".join(pre + ["exec " + " ".join(t.shell() for t in toks)])
-    return ("bash", "-c"), (body,), True
+    user = pre + [" ".join(parts)]
+    body = "\n".join(pre + ["exec " + " ".join(parts)])
+    return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(user), None), True
 
 
 # ---- generic option scanning for launchers ---------------------------------------------------------

@@ -19,6 +19,14 @@ from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 
 APPTAINER = ("apptainer", "singularity")
+# Other container exec wrappers of HPC sites: Shifter (NERSC; image from `--image=` or the job's
+# `#SBATCH --image`), podman-hpc (NERSC; `podman-hpc run [options] IMAGE cmd …`).
+OTHER_WRAPPERS = ("shifter", "podman-hpc", "podman")
+_SHIFTER_VALUE = {"--image", "-i", "--volume", "-V", "--module", "-m", "--entrypoint", "--env", "-e",
+                  "--env-file", "--workdir", "-w"}
+_PODMAN_VALUE = {"-v", "--volume", "-e", "--env", "-w", "--workdir", "--name", "--network", "--net", "--ipc",
+                 "--pid", "--user", "-u", "--entrypoint", "--gpus", "--mount", "--env-file", "--shm-size",
+                 "--hostname", "-h", "--device", "--security-opt", "--userns", "--group-add", "--cap-add"}
 # apptainer/singularity exec|run options that take a value (everything else starting with '-' is a flag).
 _VALUE = {"-B", "--bind", "--mount", "-H", "--home", "--env", "--env-file", "-W", "--workdir", "--pwd",
           "-o", "--overlay", "--security", "--network", "--network-args", "--hostname", "-S", "--scratch",
@@ -27,6 +35,21 @@ _VALUE = {"-B", "--bind", "--mount", "-H", "--home", "--env", "--env-file", "-W"
           "--blkio-weight", "--oci-config", "--docker-login"}
 MAX_NESTED_CONTAINERS = 8
 _LOCAL = re.compile(r"(\.(sif|simg|img|sqsh|squashfs)$)|^[./~]|^\$")
+
+
+def job_plugin_option(job, *names) -> Optional[Tuple[str, Optional[int]]]:
+    """(value, line) of the last SPANK plugin option among `names` set for the job (#SBATCH or command line)."""
+    found = None
+    for st in getattr(getattr(job, "main", None), "settings", ()) or ():
+        if st.name in names:
+            found = (st.value, st.line)
+    return found
+
+
+def shifter_image(ref: str) -> str:
+    """Shifter's `docker:REPO:TAG` (also `docker:` omitted) -> REPO:TAG."""
+    ref = ref.strip()
+    return ref[len("docker:"):] if ref.startswith("docker:") else ref
 
 
 def registry_image(ref: str) -> Tuple[Optional[str], Optional[str]]:
@@ -126,8 +149,13 @@ def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], lin
 
 
 def pyxis(ctx: LaunchContext, call: SrunCall, inner: List[Tok], line: int, dispatch) -> LaunchIntent:
+    """srun with pyxis options; options given to sbatch (`#SBATCH --container-image=…`) reach every srun
+    step through the SPANK environment, so they count when srun does not set its own."""
     image = call.options.get("container-image", "")
-    mounts_text = call.options.get("container-mounts", "")
+    if not image:
+        image = (job_plugin_option(ctx.job, "container-image") or ("", None))[0]
+    mounts_text = call.options.get("container-mounts", "") or (
+        job_plugin_option(ctx.job, "container-mounts") or ("", None))[0]
     mounts = _mounts(common.static_text(ctx, mounts_text) or mounts_text)
     if call.options.get("container-workdir"):
         ctx.add(WARNING, "L324", f"--container-workdir={call.options['container-workdir']} has no TrainJob "
@@ -135,3 +163,64 @@ def pyxis(ctx: LaunchContext, call: SrunCall, inner: List[Tok], line: int, dispa
     intent = dispatch(ctx, inner, call, line)
     return _finish(ctx, intent, Tok(image, image, "$" not in image and "`" not in image), mounts, line,
                    "pyxis --container-image")
+
+
+def other(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int, dispatch) -> LaunchIntent:
+    """`shifter [--image=IMG] [--volume=a:b] cmd …` and `podman-hpc run [options] IMAGE cmd …`."""
+    w0 = common.basename(toks[0].value)
+    mounts: List[Tuple[str, str]] = []
+    if w0 == "shifter":
+        i, image_tok = 1, None
+        while i < len(toks) and toks[i].value.startswith("-"):
+            name, inline = common.split_option(toks[i])
+            if inline is None and len(name) > 2 and name.startswith("-") and not name.startswith("--"):
+                name, inline = name[:2], name[2:]
+            value = inline
+            if inline is None and name in _SHIFTER_VALUE and i + 1 < len(toks):
+                value = toks[i + 1].value
+                i += 1
+            if name in ("--image", "-i") and value is not None:
+                image_tok = Tok(shifter_image(value), value, True)
+            elif name in ("--volume", "-V") and value:
+                mounts += _mounts(value.replace(";", ","))
+            elif name in ("--workdir", "-w", "--entrypoint"):
+                ctx.add(WARNING, "L324", f"container option `{toks[i].raw}` has no TrainJob equivalent", line)
+            i += 1
+        inner = toks[i:]
+        if image_tok is None:
+            opt = job_plugin_option(ctx.job, "image")
+            if opt is not None:
+                image_tok = Tok(shifter_image(opt[0]), opt[0], True)
+        for v in (job_plugin_option(ctx.job, "volume"),):
+            if v is not None:
+                mounts += _mounts(v[0].replace(";", ","))
+        intent = dispatch(ctx, inner, srun, line)
+        if image_tok is None:
+            ctx.add(ERROR, "L310", "`shifter` runs in an image given neither by `--image` nor by `#SBATCH --image`",
+                    line, "pass --image REGISTRY/IMAGE:TAG")
+            return intent
+        return _finish(ctx, intent, image_tok, mounts, line, "shifter")
+    # podman-hpc / podman: only `run`/`exec`-style `run [options] IMAGE cmd …`
+    i = 1
+    while i < len(toks) and toks[i].value.startswith("-"):
+        i += 1
+    sub = toks[i].value if i < len(toks) else ""
+    if sub != "run":
+        from translator.launchers import script
+        return script.build(ctx, line, [f"`{w0} {sub}` is not a container launch slurm2kf reads"])
+    i += 1
+    while i < len(toks) and toks[i].value.startswith("-"):
+        name, inline = common.split_option(toks[i])
+        value = inline
+        if inline is None and name in _PODMAN_VALUE and i + 1 < len(toks):
+            value = toks[i + 1].value
+            i += 1
+        if name in ("-v", "--volume") and value:
+            mounts += _mounts(value)
+        elif name in ("-w", "--workdir", "--entrypoint"):
+            ctx.add(WARNING, "L324", f"container option `{toks[i].raw}` has no TrainJob equivalent", line)
+        i += 1
+    if i >= len(toks):
+        return dispatch(ctx, [], srun, line)
+    intent = dispatch(ctx, toks[i + 1:], srun, line)
+    return _finish(ctx, intent, toks[i], mounts, line, f"{w0} run")

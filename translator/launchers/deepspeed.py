@@ -59,9 +59,29 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             ctx.add(WARNING, "L303",
                     f"srun starts the DeepSpeed runner on each of {step.nodes} node(s); the runner is started once "
                     "on Kubeflow and reaches the other nodes itself", line)
+    if step.nodes > 1 and not had_hostfile and srun is None:
+        # DeepSpeed's runner (deepspeed/launcher/runner.py fetch_hostfile/main): no hostfile -> "will proceed
+        # with training with local resources only", master 127.0.0.1: the batch node's GPUs, one node
+        # (multi_node_exec is false, so --launcher slurm/openmpi/pdsh is never used).
+        ctx.add(WARNING, "L343", f"`deepspeed` without --hostfile ran on the batch node only (DeepSpeed's runner "
+                                 "uses local resources when it finds no hostfile), not on the job's "
+                                 f"{step.nodes} nodes; the TrainJob uses 1 node as Slurm did", line,
+                "to train on every node, write a hostfile from the node list and pass --hostfile")
+        step = common.Shape(nodes=1, tasks_per_node=step.tasks_per_node, total_tasks=step.tasks_per_node,
+                            gpus_per_node=step.gpus_per_node, cpus_per_task=step.cpus_per_task,
+                            nodes_given=step.nodes_given, tasks_given=step.tasks_given)
     multi = step.nodes > 1 or had_hostfile
     if multi:
         head = [Tok.gen(w) for w in ("deepspeed", "--hostfile", HOSTFILE, "--launcher", "openmpi")]
+        slots = _script_slots(ctx)
+        from translator.launchers.mpi import runtime_slots
+        if (had_hostfile and slots is not None and slots != runtime_slots(ctx.shape.gpus_per_node)
+                and not any(common.norm(common.split_option(t)[0]) in ("--num-gpus", "--num-accelerators")
+                            for t in kept)):
+            # the runner starts `slots` ranks per host of its hostfile; the runtime's hostfile has its own slots
+            kept = [Tok.gen("--num_gpus"), Tok.gen(str(slots))] + kept
+            ctx.add(INFO, "L313", f"the script's hostfile gave {slots} slot(s) per node; `--num_gpus {slots}` keeps "
+                                  "that many ranks per node with the runtime's hostfile", line)
         runtime, framework = "deepspeed-distributed", "mpi"
         ctx.add(INFO, "L311",
                 "multi-node DeepSpeed runs on the MPI runtime deepspeed-distributed: the runner reads the "
@@ -71,6 +91,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 "spec.trainer.image, and support Open MPI only; the program and its libraries must exist in the "
                 "runtime image at the same path", line,
                 "build a custom MPI (Cluster)TrainingRuntime from your image, or use a shared volume for the program")
+        if not ctx.shape.gpus_per_node:
+            ctx.add(WARNING, "L338", "the job requests no GPUs, so the runtime's hostfile offers 1 slot per node and "
+                                     "the DeepSpeed runner starts one rank per node", line,
+                    "request the GPUs the program uses (--gpus-per-node)")
     else:
         head = [Tok.gen("deepspeed")]
         runtime, framework = "torch-distributed", "torch"
@@ -82,3 +106,10 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     gpus = ctx.shape.gpus_per_node
     return LaunchIntent(family=DEEPSPEED, framework=framework, command=command, args=args, line=line,
                         proc_per_node=gpus or None, runtime=runtime, num_nodes=step.nodes, uses_shell=shell)
+
+
+def _script_slots(ctx: LaunchContext):
+    """`slots=N` written into a hostfile by the script (`echo "$h slots=4"`), when it is one number."""
+    import re
+    found = set(re.findall(r"slots=(\d+)", getattr(ctx.script, "text", "") or ""))
+    return int(found.pop()) if len(found) == 1 else None

@@ -28,6 +28,8 @@ _ONE = {"-np", "-n", "-c", "--np", "-N", "-npernode", "--npernode", "-npersocket
         "--merge-stderr-to-stdout"}
 _ONE.discard("--merge-stderr-to-stdout")
 _TWO = {"--mca", "-mca", "--gmca", "-gmca"}
+_NP = {"-np", "-n", "-c", "--np"}
+_NPERNODE = {"-N", "-npernode", "--npernode"}
 _PLACEMENT = {"-np", "-n", "-c", "--np", "-N", "-npernode", "--npernode", "-npersocket", "--npersocket",
               "--hostfile", "-hostfile", "--machinefile", "-machinefile", "-H", "--host", "-host",
               "--default-hostfile", "-default-hostfile", "--rankfile", "-rf"}
@@ -51,6 +53,8 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     kept: List[Tok] = []
     replaced: List[str] = []
     program = toks
+    given_np: Optional[int] = None
+    given_ppn: Optional[int] = None
     if toks and common.basename(toks[0].value) in MPI_TOOLS:
         tool = common.basename(toks[0].value)
         rest = toks[1:]
@@ -64,6 +68,12 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             group = rest[j:j + 1 + n]
             if name in _PLACEMENT:
                 replaced.append(" ".join(g.raw for g in group))
+                vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
+                v = common.static_value(ctx, vt) if vt is not None else None
+                if name in _NP and v is not None and v.isascii() and v.isdigit():
+                    given_np = int(v)
+                elif name in _NPERNODE and v is not None and v.isascii() and v.isdigit():
+                    given_ppn = int(v)
             else:
                 kept += group
             j += 1 + n
@@ -77,21 +87,38 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     if srun is not None:
         common.check_batch_expansion(ctx, toks, line)
     program = common.resolve_static(ctx, program)
-    head = [Tok.gen(w) for w in mpirun_head(tool, step.nodes, step.tasks_per_node, ctx.shape.gpus_per_node)]
+    tpn, nodes = step.tasks_per_node, step.nodes
+    if given_ppn is not None and given_ppn != tpn:
+        # mpirun -npernode K inside the allocation: K ranks per node whatever Slurm's tasks per node
+        ctx.add(WARNING, "L335", f"`-npernode {given_ppn}` differs from the job's {tpn} task(s) per node; the "
+                                 f"TrainJob keeps {given_ppn} rank(s) per node as mpirun did", line,
+                "make --ntasks-per-node match the ranks per node")
+        tpn = given_ppn
+    head = [Tok.gen(w) for w in mpirun_head(tool, nodes, tpn, ctx.shape.gpus_per_node)]
+    if given_np is not None and given_np != nodes * tpn:
+        # Open MPI maps -np N ranks by slot over the allocation's nodes (tpn slots each), filling node 0
+        # first; -npernode keeps that cap per node, so the same N with the same cap places them the same way.
+        head[4] = Tok.gen(str(given_np))
+        ctx.add(WARNING, "L335", f"`mpirun -np {given_np}` differs from the job's layout ({nodes} node(s) x {tpn} "
+                                 f"task(s) = {nodes * tpn}); the TrainJob keeps -np {given_np} "
+                                 + ("(more ranks than slots: Open MPI refuses this without --oversubscribe, on "
+                                    "Slurm too)" if given_np > nodes * tpn else
+                                    "(the ranks fill the first nodes, as on Slurm)"), line,
+                "make -np match --nodes x --ntasks-per-node, or drop -np (Open MPI then uses every slot)")
     words = head + kept + program
     command, args, shell = common.plain_or_shell(ctx, words)
     if replaced:
         ctx.add(INFO, "L307", "MPI placement options replaced by the runtime's hostfile and the job's "
                               f"{step.tasks_per_node} task(s) per node: " + ", ".join(replaced), line)
-    if step.tasks_per_node > runtime_slots(ctx.shape.gpus_per_node):
+    if tpn > runtime_slots(ctx.shape.gpus_per_node):
         ctx.add(INFO, "L309",
                 f"the MPI runtime's hostfile offers {runtime_slots(ctx.shape.gpus_per_node)} slot(s) per node; "
-                f"{step.tasks_per_node} ranks per node need --oversubscribe", line)
+                f"{tpn} ranks per node need --oversubscribe", line)
     ctx.add(WARNING, "L306",
             "MPI runtimes start worker pods from the runtime's own image (sshd, user mpiuser), not from "
             "spec.trainer.image, and support Open MPI only; the program and its libraries must exist in the "
             "runtime image at the same path", line,
             "build a custom MPI (Cluster)TrainingRuntime from your image, or use a shared volume for the program")
     return LaunchIntent(family=MPI, framework="mpi", command=command, args=args, line=line,
-                        proc_per_node=step.tasks_per_node, runtime="deepspeed-distributed", num_nodes=step.nodes,
+                        proc_per_node=tpn, runtime="deepspeed-distributed", num_nodes=step.nodes,
                         uses_shell=shell)

@@ -9,9 +9,11 @@ runs the body, so steps outside `srun` need a guard to run once.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import List
 
 from translator.diagnostics import INFO, WARNING
+from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
 
@@ -51,6 +53,27 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
                 "check that this is the script you meant to convert")
         return LaunchIntent(family=SCRIPT, framework="torch", command=("true",), args=(), line=None,
                             runtime="torch-distributed", num_nodes=ctx.shape.nodes)
+    body, helpers = _batch_once_body(ctx, script, body)
+    text_lines += prologue.batch_once_lines(helpers, job)
+    opts = _shebang_options(script)
+    if opts:
+        text_lines.append("set " + " ".join(opts) + "  # slurm2kf: options of the #! line")
+        ctx.add(INFO, "L344", f"the options of the #! line ({' '.join(opts)}) are kept with `set`", 1)
+    errexit = any(o.startswith("-") and "e" in o and o != "-o" for o in opts) or ("errexit" in opts) or re.search(r"(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)", body) is not None
+    tty = sorted({m.group(2) for m in re.finditer(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)", body)})
+    if tty and errexit:
+        text_lines.append("clear() { :; }; tput() { :; }; reset() { :; }  # slurm2kf: no terminal in a pod")
+        ctx.add(WARNING, "L345", f"`{'`, `'.join(tty)}` need a terminal (TERM), which a pod does not have; under "
+                                 "`set -e` the failing command would stop the script, so they do nothing here",
+                script.body_start_line, "remove terminal commands from batch scripts")
+    for call, cline in _srun_calls(script):
+        for opt in ("nodelist", "exclude", "w", "x"):
+            if opt in call.options and "$" not in call.options[opt] and "`" not in call.options[opt]:
+                ctx.add(WARNING, "L347", f"`srun {'-' if len(opt) == 1 else '--'}{opt} {call.options[opt]}` names "
+                                         "Slurm nodes, which do not exist on Kubernetes: the step runs on the first "
+                                         "node(s) of the TrainJob", cline,
+                        "use --relative=N (node index in the job) or drop the node names")
+                break
     text_lines.append(f"# ---- batch script body, lines {script.body_start_line}-{end} ----")
     text = "\n".join(text_lines) + "\n" + body + ("\n" if body and not body.endswith("\n") else "")
     defined = [n for n in names if prologue.definition(n, job, ctx.shape) is not None]
@@ -70,6 +93,73 @@ def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
     if script.shell not in ("bash", "sh", "unknown"):
         ctx.add(WARNING, "L332", f"the script is written for {script.shell}; the TrainJob runs it with bash",
                 1, "rewrite the body for bash")
-    args = (text, BATCH_ARGV0) + tuple(getattr(job, "script_args", ()) or ())
+    given = tuple(getattr(job, "script_args", ()) or ())
+    if common.uses_positional(body) or re.search(r"(^|[;&|\s])shift(\s|;|$)", body):
+        if given:
+            ctx.add(INFO, "L340", "the script reads its arguments; the TrainJob passes the ones given with "
+                                  "--script-args: " + " ".join(shlex.quote(a) for a in given), script.body_start_line)
+        else:
+            ctx.add(WARNING, "L339", "the script reads its arguments ($1, $@, shift, ...), which sbatch passes after "
+                                     "the script name; none are known, so they expand empty",
+                    script.body_start_line, "pass them with `slurm2kf convert --script-args '...'`")
+    args = (text, BATCH_ARGV0) + given
     return LaunchIntent(family=SCRIPT, framework="torch", command=("bash", "-c"), args=args, line=line,
                         runtime="torch-distributed", num_nodes=ctx.shape.nodes, uses_shell=True)
+
+
+def _shebang_options(script) -> List[str]:
+    """Options on the #! line (`#!/bin/bash -e`, `#!/bin/bash -ex`) that `set` can apply (not -l, -i)."""
+    words = (script.shebang or "")[2:].split()
+    if words and words[0].endswith("/env"):
+        words = words[1:]
+    opts = []
+    for w in words[1:]:
+        if re.fullmatch(r"-[euxvfhBCHPT]+", w):
+            opts.append(w)
+        elif re.fullmatch(r"[-+]o", w):
+            opts.append(w)
+        elif opts and opts[-1] in ("-o", "+o") and re.fullmatch(r"[a-z]+", w):
+            opts.append(w)
+    if opts and opts[-1] in ("-o", "+o"):
+        opts.pop()
+    return opts
+
+
+def _srun_calls(script):
+    from translator.launchers import _walk, common
+    from translator.read.ast import Command
+
+    for st, _ in _walk(script.body):
+        if isinstance(st, Command) and st.words and common.basename(st.words[0].value) == "srun":
+            yield common.parse_srun(st.words), st.line
+
+
+def _batch_once_body(ctx, script, body: str):
+    """Top-level assignments computing a value once on node 0 (hostname, $RANDOM) rewritten so every pod
+    computes the same value; per-run values (date, $$) reported."""
+    from translator.plan import prologue
+    from translator.read.ast import Assignment
+
+    lines = body.split("\n")
+    start = script.body_start_line
+    helpers = set()
+    for st in script.body:
+        if not isinstance(st, Assignment) or st.value.literal:
+            continue
+        i = st.line - start
+        if not (0 <= i < len(lines)) or st.value.raw not in lines[i]:
+            continue
+        new, need, unfixable = prologue.batch_once(st.value.raw)
+        if need:
+            lines[i] = lines[i].replace(st.value.raw, new, 1)
+            helpers |= need
+            ctx.add(INFO, "L346", f"`{st.name}={st.value.raw}` was computed once by the batch shell on node 0; every "
+                                  "pod now computes node 0's value (" + ", ".join(
+                                      {"batch_host": "the rank-0 pod's host name", "random": "one $RANDOM for the job"}[h]
+                                      for h in sorted(need)) + ")", st.line)
+        if unfixable:
+            ctx.add(WARNING, "L346", f"`{st.name}={st.value.raw}` was computed once on Slurm but now on every pod, and "
+                                     f"{', '.join(unfixable)} differs between pods", st.line,
+                    f"compute {st.name} from something all pods share (the job name, SLURM_JOB_ID), or write it on "
+                    "rank 0 only")
+    return "\n".join(lines), helpers

@@ -35,7 +35,7 @@ _SET_BY_RANKS = {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NTASKS"
                  "SLURM_STEP_NUM_NODES"}
 
 
-def shim_lines(ctx: LaunchContext, extra_names=()) -> List[str]:
+def shim_lines(ctx: LaunchContext, extra_names=(), srun: Optional[SrunCall] = None) -> List[str]:
     from translator.plan import prologue
 
     names = [n for n in ALWAYS]
@@ -46,6 +46,9 @@ def shim_lines(ctx: LaunchContext, extra_names=()) -> List[str]:
     lines[0] = "# slurm2kf: per-process Slurm variables from torchrun's RANK/LOCAL_RANK/WORLD_SIZE/GROUP_RANK"
     lines += RANK_EXPORTS
     per_task = ctx.job.fields.gpus_per_task
+    step_value = common._int((srun.options.get("gpus-per-task") or "").split(":")[-1]) if srun is not None else None
+    if step_value:
+        per_task = step_value                # `srun --gpus-per-task=G`: the step binds G GPUs to each task
     if per_task:
         # --gpus-per-task binds each task to its own GPUs: task i sees GPUs i*G … i*G+G-1 as 0 … G-1
         lines.append(f'_s2k_g=$(( LOCAL_RANK * {int(per_task)} )); '
@@ -60,17 +63,24 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         common.check_batch_expansion(ctx, toks, line)
     program = common.resolve_static(ctx, toks)
     tpn = step.tasks_per_node
-    shim = shim_lines(ctx, script_slurm_names)
+    shim = shim_lines(ctx, script_slurm_names, srun)
     head = [Tok.gen("torchrun"), Tok.gen("--nproc-per-node"), Tok.gen(str(tpn)), Tok.gen("--no-python"),
             Tok.gen("bash"), Tok.gen("-c")]
+    port = common.static_value(ctx, Tok("$MASTER_PORT", "$MASTER_PORT", False))
+    if port is not None and port.isascii() and port.isdigit() and port != "29500":
+        # the program read MASTER_PORT=port on Slurm; torchrun gives its workers its own --master-port
+        head[3:3] = [Tok.gen("--master-port"), Tok.gen(port)]
     if common.all_literal(program):
         text = "\n".join(shim + ['exec "$@"'])
         args = tuple(t.value for t in head[1:]) + (text, SHIM_NAME) + tuple(t.value for t in program)
         shell = False
     else:
-        pre = common.shell_preamble(ctx, [t.raw for t in program if not t.literal], export_slurm=True)
-        text = "\n".join(shim + pre + ["exec " + " ".join(t.shell() for t in program)])
-        args = tuple(t.value for t in head[1:]) + (text,)
+        parts = [common.word_text(ctx, t) for t in program]
+        pre = common.shell_preamble(ctx, [t.raw for t in program if not t.literal], export_slurm=True,
+                                    has_base=True)
+        user = "\n".join(pre + [" ".join(parts)])
+        text = "\n".join(shim + pre + ["exec " + " ".join(parts)])
+        args = tuple(t.value for t in head[1:]) + (text,) + common.script_args_tail(ctx, user, line)
         shell = True
     if step.total_tasks != step.nodes * tpn:
         ctx.add(WARNING, "L305",

@@ -23,6 +23,7 @@ _FLAGS = {"--standalone", "-m", "--module", "--no-python", "--run-path", "--use-
 _DROP = {"--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id", "--rdzv-backend", "--master-addr",
          "--master-port"}
 _NPROC = "--nproc-per-node"
+RUNTIME_PORT = "29500"           # PET_MASTER_PORT of the torch plugin
 
 
 def is_torchrun(toks: Sequence[Tok]) -> int:
@@ -50,6 +51,7 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                     line, "on Slurm use `srun --ntasks-per-node=1 torchrun …`")
     kept: List[Tok] = []
     dropped: List[str] = []
+    seen = {}
     nproc: Optional[str] = None
     rest = toks[head:]
     j = 0
@@ -63,10 +65,13 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
             key = _NPROC
         takes_value = key not in _FLAGS and inline is None
         value_tok = rest[j + 1] if takes_value and j + 1 < len(rest) else None
+        if key in _DROP or key == "--standalone":
+            seen[key] = (Tok(inline, t.raw.split("=", 1)[1], t.literal) if inline is not None else value_tok)
         if key in _DROP or (key == "--standalone" and step.nodes > 1):
             dropped.append(t.raw + (" " + value_tok.raw if value_tok is not None else ""))
         elif key == _NPROC:
-            vt = Tok(inline, t.raw, t.literal) if inline is not None else value_tok
+            vt = Tok(inline, t.raw.split("=", 1)[1] if "=" in t.raw else inline, t.literal) \
+                if inline is not None else value_tok
             if vt is not None:
                 v = common.static_value(ctx, vt)
                 nproc = v if v is not None else None
@@ -81,6 +86,11 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         j += 2 if value_tok is not None else 1
     program = common.resolve_static(ctx, rest[j:])
     findings_line = line
+    num_nodes = _rendezvous(ctx, seen, srun, step, line)
+    port = _port(ctx, seen)
+    if port is not None and port != RUNTIME_PORT:
+        # the processes saw MASTER_PORT=port on Slurm; PET_MASTER_PORT would make it 29500
+        kept += [Tok.gen("--master-port"), Tok.gen(port)]
     if dropped:
         ctx.add(INFO, "L301",
                 "rendezvous options dropped, the Kubeflow torch runtime provides them through PET_NNODES, "
@@ -93,6 +103,19 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 "torchrun had no --nproc-per-node, so Slurm ran one process per node; `--nproc-per-node 1` is "
                 "written out because the runtime's PET_NPROC_PER_NODE would start one process per GPU",
                 line, "set --nproc-per-node to the GPUs per node if one process per GPU was intended")
+    gpus = ctx.shape.gpus_per_node
+    if nproc is not None and nproc.isascii() and nproc.isdigit() and gpus and int(nproc) > gpus:
+        ctx.add(WARNING, "L337", f"torchrun starts {nproc} processes per node but the job has {gpus} GPU(s) per "
+                                 "node; the TrainJob starts the same number, so processes share GPUs as on Slurm",
+                line, f"set --nproc-per-node {gpus} (one process per GPU) or request {nproc} GPUs per node")
+    elif nproc in ("gpu", "cuda") and not gpus:
+        ctx.add(WARNING, "L337", f"`--nproc-per-node {nproc}` counts GPUs, but the job requests none: torchrun "
+                                 "fails on a node without GPUs (on Slurm too)", line,
+                "request GPUs (--gpus-per-node) or give a number of processes")
+    elif nproc == "auto" and not gpus:
+        ctx.add(WARNING, "L337", "`--nproc-per-node auto` without GPUs starts one process per CPU the node shows; a "
+                                 "pod shows the host's CPUs, not the Slurm allocation's", line,
+                "give a number of processes")
     if legacy:
         ctx.add(INFO, "L321", "torch.distributed.launch is deprecated; it is kept (it reads the same PET_* "
                               "variables as torchrun) and still passes --local-rank to the script", line)
@@ -103,5 +126,65 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     command, args, shell = common.plain_or_shell(ctx, words)
     ppn = to_int(nproc) if nproc and nproc.isascii() and nproc.isdigit() else None
     return LaunchIntent(family=TORCHRUN, framework="torch", command=command, args=args, line=line,
-                        proc_per_node=ppn, runtime="torch-distributed", num_nodes=step.nodes,
+                        proc_per_node=ppn, runtime="torch-distributed", num_nodes=num_nodes,
                         uses_shell=shell)
+
+
+def _rendezvous(ctx: LaunchContext, seen, srun: Optional[SrunCall], step, line: int) -> int:
+    """The node count the Slurm job really trained on, and findings where torchrun's rendezvous on Slurm
+    did not make one training across the nodes (torch/distributed/run.py defaults: --nnodes 1,
+    --rdzv-backend static, --master-addr 127.0.0.1, --node-rank 0)."""
+    def value(key):
+        tok = seen.get(key)
+        return common.static_value(ctx, tok) if tok is not None else None
+
+    nnodes = value("--nnodes")
+    standalone = "--standalone" in seen
+    single = standalone or "--nnodes" not in seen or (nnodes is not None and nnodes.split(":")[-1] == "1")
+    if srun is None:
+        if ctx.shape.nodes > 1 and single:
+            # the batch step runs on node 0 only: one single-node training (P443 reports the node count)
+            return 1
+        if ctx.shape.nodes > 1:
+            ctx.add(WARNING, "L350", f"torchrun runs in the batch step, on node 0 only, with --nnodes {nnodes or '…'}: "
+                                     "on Slurm it waited for nodes that never joined; the TrainJob starts it on every "
+                                     "node and trains across them", line, "start it on every node with `srun torchrun …`")
+        return step.nodes
+    if step.nodes <= 1:
+        return step.nodes
+    if single:
+        ctx.add(WARNING, "L349", f"srun starts torchrun on {step.nodes} nodes without a multi-node rendezvous "
+                                 f"({'--standalone' if standalone else 'no --nnodes'}): on Slurm each node ran its own "
+                                 f"training; the TrainJob trains across the {step.nodes} nodes (PET_NNODES)", line,
+                "add `--nnodes $SLURM_NNODES --rdzv-backend c10d --rdzv-endpoint $head:29500` on Slurm, or keep one node")
+    elif nnodes is not None and nnodes.split(":")[-1].isdigit() and int(nnodes.split(":")[-1]) != step.nodes:
+        ctx.add(WARNING, "L349", f"--nnodes {nnodes} differs from the {step.nodes} nodes srun starts torchrun on; the "
+                                 f"TrainJob trains across {step.nodes} nodes", line, "make --nnodes the node count")
+    elif "--rdzv-endpoint" not in seen and "--master-addr" not in seen:
+        ctx.add(WARNING, "L350", "torchrun on several nodes without --rdzv-endpoint or --master-addr rendezvoused at "
+                                 "127.0.0.1 on every node: the Slurm job could not form one training; the TrainJob "
+                                 "does (PET_MASTER_ADDR)", line, "give --rdzv-endpoint $head:29500 on Slurm")
+    elif ("--rdzv-endpoint" not in seen and "--node-rank" not in seen
+          and (value("--rdzv-backend") or "static") == "static"):
+        ctx.add(WARNING, "L350", "static rendezvous (--master-addr) without --node-rank: every node was rank 0 on "
+                                 "Slurm, so no training formed; the TrainJob gives each pod its rank (PET_NODE_RANK)",
+                line, "pass --node-rank $SLURM_NODEID inside `srun bash -c '…'`, or use --rdzv-backend c10d")
+    return step.nodes
+
+
+def _port(ctx: LaunchContext, seen) -> Optional[str]:
+    """The rendezvous port the Slurm job used (`--master-port N`, or the port of `--rdzv-endpoint H:N`)."""
+    for key in ("--master-port", "--rdzv-endpoint"):
+        tok = seen.get(key)
+        if tok is None:
+            continue
+        value = common.static_value(ctx, tok)
+        if value is None:
+            tail = tok.value.rsplit(":", 1)[-1]
+            if key == "--rdzv-endpoint" and ":" in tok.value and tail.isascii() and tail.isdigit():
+                return tail                                  # `$head:29400`: the host is computed
+            continue
+        value = value.rsplit(":", 1)[-1] if key == "--rdzv-endpoint" else value
+        if value.isascii() and value.isdigit():
+            return value
+    return None

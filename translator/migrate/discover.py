@@ -94,7 +94,6 @@ def _out_names(names: List[str]) -> Dict[str, str]:
 
 
 NAME_MAX_BYTES = 255
-_LONGEST_SUFFIX = len(".trainjob.yaml")
 
 
 def _hash8(name: str) -> str:
@@ -119,11 +118,11 @@ def safe_component(name: str, room: int = 0) -> str:
 
 
 def _reserved(out_rel_dir: str) -> set:
-    from translator.migrate.files import KUSTOMIZATION, MANIFEST_NAME, REPORT_NAMES
+    from translator.migrate.files import KUSTOMIZATION, MANIFEST_NAME, report_names
 
     names = {KUSTOMIZATION}
     if not out_rel_dir:
-        names |= set(REPORT_NAMES) | {MANIFEST_NAME}
+        names |= set(report_names()) | {MANIFEST_NAME}
     return names
 
 
@@ -131,19 +130,23 @@ def _folder_plan(file_names: List[str], dir_names: List[str], out_rel_dir: str):
     """Output stems for the folder's files and output names for its subfolders, all distinct from each
     other, from the outputs' suffixes and from the names migrate reserves (kustomization.yaml; at the
     top the reports and the manifest). Returns ({file: (stem, note)}, {folder: (name, note)})."""
+    from translator.migrate.files import output_suffixes
+
+    suffixes = output_suffixes()
+    room = max((len(s.encode("utf-8")) for s in suffixes), default=0)
     natural = _out_names(file_names)
     taken = set(_reserved(out_rel_dir))
     files: Dict[str, Tuple[str, str]] = {}
     for n in sorted(file_names):
-        stem = safe_component(natural[n], _LONGEST_SUFFIX)
+        stem = safe_component(natural[n], room)
         note = ""
         if stem != natural[n]:
             note = (f"its name holds bytes that are not UTF-8 (a kustomization cannot name them) or is too long; "
                     f"outputs written as {stem}.trainjob.*")
-        if f"{stem}.trainjob.yaml" in taken or f"{stem}.trainjob.py" in taken:
-            stem = safe_component(natural[n] + "~" + _hash8(n), _LONGEST_SUFFIX)
+        if any(stem + s in taken for s in suffixes):
+            stem = safe_component(natural[n] + "~" + _hash8(n), room)
             note = f"its output name is taken by another file of the folder; outputs written as {stem}.trainjob.*"
-        taken.update((f"{stem}.trainjob.yaml", f"{stem}.trainjob.py"))
+        taken.update(stem + s for s in suffixes)
         files[n] = (stem, note)
     dirs: Dict[str, Tuple[str, str]] = {}
     for d in sorted(dir_names):

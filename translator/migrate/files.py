@@ -16,7 +16,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import stat
 from typing import IO, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
@@ -27,7 +26,6 @@ MANIFEST_NAME = ".slurm2kf-migrate.json"
 MANIFEST_FORMAT = "slurm2kf-migrate"
 KUSTOMIZATION = "kustomization.yaml"
 REPORT_BASENAME = "slurm2kf-report"
-REPORT_NAMES = (f"{REPORT_BASENAME}.md", f"{REPORT_BASENAME}.html", f"{REPORT_BASENAME}.json")
 WRITTEN = "written"
 UNCHANGED = "unchanged"
 MANIFEST_MAX_BYTES = 256 << 20       # the manifest of a 100,000-script tree is ~30 MB
@@ -301,13 +299,26 @@ def sweep_temp_files(root: str) -> int:
     return n
 
 
-# Names migrate itself writes: only such files are ever removed as stale outputs.
-_OUTPUT_NAME = re.compile(r"(?:.+\.trainjob\.(?:yaml|py)|kustomization\.yaml)\Z", re.S)
+def report_names() -> Tuple[str, ...]:
+    """The reports migrate writes at the top of OUT, one per report format (translator.report)."""
+    from translator.report import REPORT_WRITERS
+
+    return tuple(f"{REPORT_BASENAME}.{w.extension}" for w in REPORT_WRITERS.values())
+
+
+def output_suffixes() -> Tuple[str, ...]:
+    """The suffixes of migrate's per-script outputs, one per output format (translator.emit)."""
+    from translator.emit import migrate_writers
+
+    return tuple(w.suffix for w in migrate_writers())
 
 
 def is_output_name(rel: str) -> bool:
+    """A name migrate itself writes: only such files are ever removed as stale outputs."""
     base = rel.rsplit("/", 1)[-1]
-    return bool(_OUTPUT_NAME.match(base)) or rel in REPORT_NAMES
+    if base == KUSTOMIZATION or rel in report_names():
+        return True
+    return any(len(base) > len(suffix) and base.endswith(suffix) for suffix in output_suffixes())
 
 
 # ---- manifest ---------------------------------------------------------------------------------

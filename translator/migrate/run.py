@@ -2,7 +2,7 @@
 
 Flow: discover (lazy, sorted) -> batches to a process pool (bounded in flight, so memory stays
 flat) -> each worker converts, renders and writes its script's outputs atomically -> the parent
-spools the report records to disk, fixes TrainJob name clashes, writes the kustomizations, the three
+spools the report records to disk, fixes TrainJob name clashes, writes the kustomizations, the
 reports and the manifest, and removes outputs of scripts that disappeared since the last run.
 """
 from __future__ import annotations
@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from translator.emit import migrate_writers
 from translator.migrate import files as F
 from translator.migrate.discover import DEFAULT_MAX_SIZE, Candidate, discover
 from translator.migrate.worker import FileResult, WorkContext, init, pool_init, process, rename_suffix, run_batch
 from translator.report.model import Report, SkippedFile, SummaryBuilder
 
 BATCH_SIZE = 24
-REPORT_FORMATS = (("md", "markdown"), ("html", "html"), ("json", "json_report"))
 
 
 class MigrateError(Exception):
@@ -134,22 +134,6 @@ class _Progress:
             self.rich.stop()
 
 
-def _batches(found: Iterator, skipped: List[SkippedFile], counter: List[int],
-             renamed: frozenset = frozenset()) -> Iterator[List[Tuple[Candidate, Optional[str]]]]:
-    batch: List[Tuple[Candidate, Optional[str]]] = []
-    for item in found:
-        if isinstance(item, Candidate):
-            counter[0] += 1
-            batch.append((item, rename_suffix(item.rel) if item.rel in renamed else None))
-            if len(batch) >= BATCH_SIZE:
-                yield batch
-                batch = []
-        else:
-            skipped.append(item)
-    if batch:
-        yield batch
-
-
 def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callable[[List[FileResult]], None]) -> None:
     """Run batches inline (jobs == 1) or in a process pool with at most 2*jobs batches in flight.
 
@@ -233,223 +217,297 @@ def _run_alone(item, ctx: WorkContext, on_results, mp) -> None:
 
 
 def migrate(opts: MigrateOptions) -> MigrateResult:
-    from translator import __version__
-    from translator.pipeline import ConvertSettings
-    from translator.report.spool import ScriptSpool
+    """Run `slurm2kf migrate` (or, with `opts.out` None, the conversion behind `slurm2kf report`)."""
+    return MigrationRun(opts).run()
 
-    t0 = time.perf_counter()
-    settings = opts.settings if opts.settings is not None else ConvertSettings()
-    check_paths(opts.src, opts.out, opts.force)
-    write_outputs = opts.out is not None
-    out = opts.out
-    if write_outputs and not opts.check:
+
+class MigrationRun:
+    """One migrate run. `run()` calls the phases in order; what they share lives on the instance:
+
+    prepare (check SRC/OUT, claim OUT) -> convert (discover, convert and write each script's outputs in
+    the pool) -> fix name clashes -> build the report -> write the tree (kustomizations, reports, stale
+    outputs pruned, manifest), or hand the report to the caller -> exit status and messages.
+    """
+
+    def __init__(self, opts: MigrateOptions) -> None:
+        from translator.pipeline import ConvertSettings
+
+        self.opts = opts
+        self.out = opts.out
+        self.write_outputs = opts.out is not None
+        self.settings = opts.settings if opts.settings is not None else ConvertSettings()
+        self.result = MigrateResult(exit_code=0)
+        self.old_manifest: dict = {}
+        self.skipped: List[SkippedFile] = []
+        self.outputs: Dict[str, str] = {}                 # rel OUT path -> sha256
+        self.script_outputs: Dict[str, List[str]] = {}    # rel source path -> its outputs
+        self.kube_outputs: Dict[str, List[str]] = {}      # rel source -> its Kubernetes outputs (kustomizations)
+        self.names: Dict[str, List[str]] = {}             # TrainJob name (before clash suffix) -> rel source paths
+        self.suffixed: set = set()                        # rel source paths emitted with a clash suffix
+        self.clashing: set = set()                        # rel source paths whose TrainJob names clash
+        self.candidates: Dict[str, Candidate] = {}
+        self.written: List[str] = []
+        self.unchanged = 0
+        self.discovered = 0
+        self.ctx: Optional[WorkContext] = None
+        self.progress: Optional[_Progress] = None
+        self.spool = None
+        self.index: List = []                             # the light records, sorted by path
+        self.kube_suffixes = tuple(w.suffix for w in migrate_writers() if w.kubernetes)
+
+    def run(self) -> MigrateResult:
+        from translator.report.spool import ScriptSpool
+
+        t0 = time.perf_counter()
+        self.prepare()
+        self.ctx = WorkContext(out_dir=self.out if self.write_outputs else None, settings=self.settings,
+                               check=self.opts.check, max_size=self.opts.max_size, timeout=self.opts.timeout)
+        self.progress = _Progress(self.opts.progress, self.opts.echo)
+        self.spool = ScriptSpool()
         try:
-            os.makedirs(out, exist_ok=True)
-            F.sweep_temp_files(out)
-        except OSError as exc:
-            raise MigrateError("M610", f"cannot create output folder {out!r}: {exc.strerror or exc}") from None
-    old_manifest = (F.read_manifest(out) or {}) if write_outputs and os.path.isdir(out) else {}
-    if write_outputs and not opts.check and not old_manifest:
-        # Claim the folder first, so a run killed half-way can be resumed without --force.
-        try:
-            F.out_write(out, F.MANIFEST_NAME, F.manifest_bytes({}, {}, [], __version__))
-        except F.OutEntryRefused as exc:
-            raise MigrateError("M618", exc.message) from None
-        except OSError as exc:
-            raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
-
-    ctx = WorkContext(out_dir=out if write_outputs else None, settings=settings, check=opts.check,
-                      max_size=opts.max_size, timeout=opts.timeout)
-    result = MigrateResult(exit_code=0)
-    skipped: List[SkippedFile] = []
-    outputs: Dict[str, str] = {}                 # rel OUT path -> sha256
-    script_outputs: Dict[str, List[str]] = {}    # rel source path -> its outputs
-    runnable_yaml: Dict[str, str] = {}           # rel source -> yaml output (kustomization members)
-    names: Dict[str, List[str]] = {}             # TrainJob name (before clash suffix) -> rel source paths
-    suffixed: set = set()                        # rel source paths emitted with a clash suffix
-    prev_renamed = frozenset(x for x in old_manifest.get("renamed", []) if isinstance(x, str))
-    candidates: Dict[str, Candidate] = {}
-    written: List[str] = []
-    unchanged = [0]
-    discovered = [0]
-    progress = _Progress(opts.progress, opts.echo)
-    spool = ScriptSpool()
-
-    def take(r: FileResult) -> int:
-        if r.kind == "unreadable" and r.skipped:
-            skipped.append(SkippedFile.from_json(r.skipped))
-            return 0
-        if r.kind != "script" or r.record is None:
-            return 0
-        spool.add_rendered(r.rel, r.record_json, r.record, dict(r.fragments))
-        if r.suffixed:
-            suffixed.add(r.rel)
-        else:
-            suffixed.discard(r.rel)
-        script_outputs[r.rel] = [o[0] for o in r.outputs]
-        for rel_out, digest, status in r.outputs:
-            outputs[rel_out] = digest
-            if status == F.WRITTEN:
-                written.append(rel_out)
-            else:
-                unchanged[0] += 1
-        if r.runnable:
-            runnable_yaml[r.rel] = next((o[0] for o in r.outputs if o[0].endswith(".trainjob.yaml")), "")
-        else:
-            runnable_yaml.pop(r.rel, None)
-        return 1
-
-    def on_results(results: List[FileResult]) -> None:
-        n = 0
-        for r in results:
-            n += take(r)
-            for nm in r.base_names:
-                lst = names.setdefault(nm, [])
-                if r.rel not in lst:
-                    lst.append(r.rel)
-        progress.advance(len(results), n, discovered[0])
-
-    def remember(found):
-        for item in found:
-            if isinstance(item, Candidate):
-                candidates[item.rel] = item
-            yield item
-
-    try:
-        found = remember(discover(opts.src, out_dir=out, include=opts.include, exclude=opts.exclude,
-                                  max_size=opts.max_size, follow_symlinks=opts.follow_symlinks))
-        _execute(_batches(found, skipped, discovered, prev_renamed), ctx, _jobs(opts.jobs), on_results)
-        result.files_examined = discovered[0]
-
-        # Scripts whose TrainJobs would share a name all get a suffix from their path. The previous
-        # run's renames are applied up front (manifest), so a re-run rewrites nothing.
-        clashing = {rel for rels in names.values() if len(rels) > 1 for rel in rels}
-        redo = sorted((clashing ^ suffixed) & set(candidates))
-        if redo:
-            init(ctx)
-        for rel in redo:
-            r = process(candidates[rel], ctx, rename_suffix(rel) if rel in clashing else None)
-            for rel_out, _d, _s in r.outputs:
-                if rel_out in written:
-                    written.remove(rel_out)
+            try:
+                self.convert_all()
+                self.fix_name_clashes()
+            except OSError as exc:
+                raise _io_failure(exc) from None
+            finally:
+                self.progress.stop()
+            try:
+                report = self.build_report()
+                if self.write_outputs:
+                    self.write_tree(report)
                 else:
-                    unchanged[0] -= 1
-            take(r)
-        for rel in sorted(clashing):
-            result.renamed.append(rel)
-    except OSError as exc:
-        progress.stop()
-        spool.close()
-        raise MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})") from None
-    finally:
-        progress.stop()
+                    self.hand_over(report)
+            except F.OutEntryRefused as exc:
+                raise MigrateError("M618", exc.message) from None
+            except OSError as exc:
+                raise _io_failure(exc) from None
+        finally:
+            self.spool.close()
+        self.finish(report)
+        self.result.seconds = time.perf_counter() - t0
+        return self.result
 
-    try:
-        index = spool.light()
+    # ---- phases ---------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Check SRC and OUT; create OUT, sweep a killed run's temporary files and claim the folder
+        (a manifest first), so a run killed half-way can be resumed without --force."""
+        from translator import __version__
+
+        opts, out = self.opts, self.out
+        check_paths(opts.src, out, opts.force)
+        if self.write_outputs and not opts.check:
+            try:
+                os.makedirs(out, exist_ok=True)
+                F.sweep_temp_files(out)
+            except OSError as exc:
+                raise MigrateError("M610", f"cannot create output folder {out!r}: {exc.strerror or exc}") from None
+        if self.write_outputs and os.path.isdir(out):
+            self.old_manifest = F.read_manifest(out) or {}
+        if self.write_outputs and not opts.check and not self.old_manifest:
+            try:
+                F.out_write(out, F.MANIFEST_NAME, F.manifest_bytes({}, {}, [], __version__))
+            except F.OutEntryRefused as exc:
+                raise MigrateError("M618", exc.message) from None
+            except OSError as exc:
+                raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
+
+    def convert_all(self) -> None:
+        """Discover the scripts and convert them in the pool (each worker writes its script's outputs).
+        The previous run's renames (manifest) are applied up front, so a re-run rewrites nothing."""
+        opts = self.opts
+        prev_renamed = frozenset(x for x in self.old_manifest.get("renamed", []) if isinstance(x, str))
+        found = discover(opts.src, out_dir=self.out, include=opts.include, exclude=opts.exclude,
+                         max_size=opts.max_size, follow_symlinks=opts.follow_symlinks)
+        _execute(self._batches(found, prev_renamed), self.ctx, _jobs(opts.jobs), self._on_results)
+        self.result.files_examined = self.discovered
+
+    def fix_name_clashes(self) -> None:
+        """Scripts whose TrainJobs would share a name all get a suffix from their path; the scripts
+        converted with the wrong choice (a clash appeared or went away) are converted again."""
+        self.clashing = {rel for rels in self.names.values() if len(rels) > 1 for rel in rels}
+        redo = sorted((self.clashing ^ self.suffixed) & set(self.candidates))
+        if redo:
+            init(self.ctx)
+        for rel in redo:
+            r = process(self.candidates[rel], self.ctx, rename_suffix(rel) if rel in self.clashing else None)
+            for rel_out, _d, _s in r.outputs:
+                if rel_out in self.written:
+                    self.written.remove(rel_out)
+                else:
+                    self.unchanged -= 1
+            self._take(r)
+        self.result.renamed.extend(sorted(self.clashing))
+
+    def build_report(self) -> Report:
+        """The run's report over the spooled records (the full records stay on disk)."""
+        from translator.fsio import display_name
+
+        index = self.index = self.spool.light()
         builder = SummaryBuilder()
         for sr in index:
             builder.add(sr)
-        skipped.sort(key=lambda f: f.path)
-        for f in skipped:
+        self.skipped.sort(key=lambda f: f.path)
+        for f in self.skipped:
             builder.add_skipped(f)
-        from translator.fsio import display_name
+        src_name = display_name(os.path.basename(os.path.realpath(self.opts.src)))   # bytes not UTF-8 as \xNN
+        report = Report(title="slurm2kf migration review: " + src_name, source=src_name,
+                        summary=builder.build(), scripts=self.spool, skipped=tuple(self.skipped), index=index,
+                        fragments=self.spool)
+        self.result.scripts = len(index)
+        self.result.outcomes = dict(report.summary.outcomes)
+        self.result.skipped = self.skipped
+        return report
 
-        src_name = display_name(os.path.basename(os.path.realpath(opts.src)))   # bytes not UTF-8 as \xNN
-        title = "slurm2kf migration review: " + src_name
-        report = Report(title=title, source=src_name,
-                        summary=builder.build(), scripts=spool, skipped=tuple(skipped), index=index,
-                        fragments=spool)
-        result.scripts = len(index)
-        result.outcomes = dict(report.summary.outcomes)
-        result.skipped = skipped
+    def write_tree(self, report: Report) -> None:
+        """The files of OUT beyond the scripts' own outputs, then the stale outputs, then the manifest."""
+        from translator import __version__
 
-        if write_outputs:
-            _finish_tree(opts, out, report, outputs, script_outputs, runnable_yaml, written, unchanged,
-                         old_manifest, result, __version__, sorted(clashing))
+        self.write_kustomizations()
+        self.write_reports(report)
+        self.prune_stale()
+        if not self.opts.check:
+            F.out_write(self.out, F.MANIFEST_NAME,
+                        F.manifest_bytes(self.outputs, self.script_outputs, sorted(self.clashing), __version__))
+
+    def hand_over(self, report: Report) -> None:
+        """Report-only run: the caller renders the report now, from the spool and the workers' fragments;
+        without a sink, the full records are materialised into the result (the spool is closed next)."""
+        if self.opts.report_sink is not None:
+            self.opts.report_sink(report)
         else:
-            if opts.report_sink is not None:
-                # report-only: the caller renders now, from the spool and the workers' fragments
-                opts.report_sink(report)
-            else:   # materialise the full records (the spool is closed below)
-                report.scripts = list(spool)
-                report.index = None
-                report.fragments = None
-                result.report = report
-    except F.OutEntryRefused as exc:
-        raise MigrateError("M618", exc.message) from None
-    except OSError as exc:
-        raise MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})") from None
-    finally:
-        spool.close()
+            report.scripts = list(self.spool)
+            report.index = None
+            report.fragments = None
+            self.result.report = report
 
-    result.written = sorted(written)
-    result.unchanged = unchanged[0]
-    errors = report.summary.outcome("errors") + sum(1 for f in skipped if f.severity == "error")
-    result.exit_code = 1 if errors else 0
-    if opts.check and (written or result.removed):
-        result.exit_code = 1
-    _echo_problems(opts, index, skipped)
-    result.seconds = time.perf_counter() - t0
-    return result
+    def finish(self, report: Report) -> None:
+        """Exit status and the per-script problem lines."""
+        result = self.result
+        result.written = sorted(self.written)
+        result.unchanged = self.unchanged
+        errors = report.summary.outcome("errors") + sum(1 for f in self.skipped if f.severity == "error")
+        result.exit_code = 1 if errors else 0
+        if self.opts.check and (self.written or result.removed):
+            result.exit_code = 1
+        _echo_problems(self.opts, self.index, self.skipped)
 
+    # ---- the parts of write_tree ----------------------------------------------------------------
 
-def _finish_tree(opts, out, report, outputs, script_outputs, runnable_yaml, written, unchanged,
-                 old_manifest, result, version, renamed) -> None:
-    import importlib
+    def write_kustomizations(self) -> None:
+        members = (rel for rels in self.kube_outputs.values() for rel in rels)
+        for folder, resources in sorted(F.kustomizations(members).items()):
+            self._put(f"{folder}/{F.KUSTOMIZATION}" if folder else F.KUSTOMIZATION, F.kustomization_bytes(resources))
 
-    def put(rel: str, data: bytes) -> None:
-        status = F.out_write(out, rel, data, opts.check)
-        outputs[rel] = F.sha256_bytes(data)
+    def write_reports(self, report: Report) -> None:
+        """One report per format of the table (translator/report), streamed into OUT."""
+        from translator.report import REPORT_WRITERS
+
+        for w in REPORT_WRITERS.values():
+            write = w.load()
+            rel = f"{F.REPORT_BASENAME}.{w.extension}"
+            status, digest = F.out_write_stream(self.out, rel, lambda fh: write(report, fh), self.opts.check)
+            self._count(rel, digest, status)
+
+    def prune_stale(self) -> None:
+        """Outputs of the previous run that this run did not produce: removed if still as we wrote them.
+        The manifest is data from disk: only clean relative paths of names migrate writes are considered,
+        each reached without following links, and only a regular file with the recorded hash is removed."""
+        opts, out, result = self.opts, self.out, self.result
+        old = self.old_manifest.get("outputs", {})
+        old_outputs = old if isinstance(old, dict) else {}
+        for rel, digest in sorted(old_outputs.items(), key=lambda kv: str(kv[0])):
+            if rel in self.outputs:
+                continue
+            try:
+                F.out_parts(rel)
+                if not F.is_output_name(rel) or not isinstance(digest, str):
+                    raise F.OutEntryRefused(rel, f"{rel!r} is not a file migrate writes")
+            except F.OutEntryRefused as exc:
+                result.manifest_rejected.append(f"{_shown(rel)}: {exc.message}")
+                continue
+            try:
+                if opts.check:
+                    current = F.out_sha256(out, rel)
+                    state = "absent" if current is None else ("removed" if current == digest else "edited")
+                else:
+                    state = F.out_remove(out, rel, digest)
+            except F.OutEntryRefused as exc:
+                result.manifest_rejected.append(f"{_shown(rel)}: {exc.message}")
+                continue
+            if state == "edited":
+                result.kept_stale.append(rel)
+            elif state == "removed":
+                result.removed.append(rel)
+
+    # ---- bookkeeping ----------------------------------------------------------------------------
+
+    def _put(self, rel: str, data: bytes) -> None:
+        self._count(rel, F.sha256_bytes(data), F.out_write(self.out, rel, data, self.opts.check))
+
+    def _count(self, rel: str, digest: str, status: str) -> None:
+        self.outputs[rel] = digest
         if status == F.WRITTEN:
-            written.append(rel)
+            self.written.append(rel)
         else:
-            unchanged[0] += 1
+            self.unchanged += 1
 
-    for folder, resources in sorted(F.kustomizations(v for v in runnable_yaml.values() if v).items()):
-        put(f"{folder}/{F.KUSTOMIZATION}" if folder else F.KUSTOMIZATION, F.kustomization_bytes(resources))
-
-    for ext, module in REPORT_FORMATS:
-        writer = importlib.import_module(f"translator.report.{module}")
-        rel = f"{F.REPORT_BASENAME}.{ext}"
-        status, digest = F.out_write_stream(out, rel, lambda fh: writer.write(report, fh), opts.check)
-        outputs[rel] = digest
-        if status == F.WRITTEN:
-            written.append(rel)
-        else:
-            unchanged[0] += 1
-
-    # Outputs of the previous run that this run did not produce: remove them if still as we wrote them.
-    # The manifest is data from disk: only clean relative paths of names migrate writes are considered,
-    # each reached without following links, and only a regular file with the recorded hash is removed.
-    old_outputs = old_manifest.get("outputs", {}) if isinstance(old_manifest.get("outputs"), dict) else {}
-    for rel, digest in sorted(old_outputs.items(), key=lambda kv: str(kv[0])):
-        if rel in outputs:
-            continue
-        try:
-            F.out_parts(rel)
-            if not F.is_output_name(rel) or not isinstance(digest, str):
-                raise F.OutEntryRefused(rel, f"{rel!r} is not a file migrate writes")
-        except F.OutEntryRefused as exc:
-            result.manifest_rejected.append(f"{_shown(rel)}: {exc.message}")
-            continue
-        try:
-            if opts.check:
-                current = F.out_sha256(out, rel)
-                state = "absent" if current is None else ("removed" if current == digest else "edited")
+    def _batches(self, found: Iterator, renamed: frozenset) -> Iterator[List[Tuple[Candidate, Optional[str]]]]:
+        """Candidates in batches of BATCH_SIZE, each with its clash suffix (or None); files discovery
+        skipped are kept for the report."""
+        batch: List[Tuple[Candidate, Optional[str]]] = []
+        for item in found:
+            if isinstance(item, Candidate):
+                self.candidates[item.rel] = item
+                self.discovered += 1
+                batch.append((item, rename_suffix(item.rel) if item.rel in renamed else None))
+                if len(batch) >= BATCH_SIZE:
+                    yield batch
+                    batch = []
             else:
-                state = F.out_remove(out, rel, digest)
-        except F.OutEntryRefused as exc:
-            result.manifest_rejected.append(f"{_shown(rel)}: {exc.message}")
-            continue
-        if state == "edited":
-            result.kept_stale.append(rel)
-        elif state == "removed":
-            result.removed.append(rel)
+                self.skipped.append(item)
+        if batch:
+            yield batch
 
-    if not opts.check:
-        manifest = F.manifest_bytes(outputs, script_outputs, renamed, version)
-        F.out_write(out, F.MANIFEST_NAME, manifest)
+    def _on_results(self, results: List[FileResult]) -> None:
+        n = 0
+        for r in results:
+            n += self._take(r)
+            for nm in r.base_names:
+                lst = self.names.setdefault(nm, [])
+                if r.rel not in lst:
+                    lst.append(r.rel)
+        self.progress.advance(len(results), n, self.discovered)
 
+    def _take(self, r: FileResult) -> int:
+        """Record one file's result; 1 when it was a script."""
+        if r.kind == "unreadable" and r.skipped:
+            self.skipped.append(SkippedFile.from_json(r.skipped))
+            return 0
+        if r.kind != "script" or r.record is None:
+            return 0
+        self.spool.add_rendered(r.rel, r.record_json, r.record, dict(r.fragments))
+        if r.suffixed:
+            self.suffixed.add(r.rel)
+        else:
+            self.suffixed.discard(r.rel)
+        self.script_outputs[r.rel] = [o[0] for o in r.outputs]
+        for rel_out, digest, status in r.outputs:
+            self.outputs[rel_out] = digest
+            if status == F.WRITTEN:
+                self.written.append(rel_out)
+            else:
+                self.unchanged += 1
+        if r.runnable:
+            self.kube_outputs[r.rel] = [o[0] for o in r.outputs if o[0].endswith(self.kube_suffixes)]
+        else:
+            self.kube_outputs.pop(r.rel, None)
+        return 1
+
+
+def _io_failure(exc: OSError) -> MigrateError:
+    return MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})")
 
 def _shown(rel) -> str:
     from translator.fsio import display_name

@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
-from translator.migrate.files import UNCHANGED, WRITTEN, OutEntryRefused, out_write, sha256_bytes
-
-YAML_SUFFIX = ".trainjob.yaml"
-PY_SUFFIX = ".trainjob.py"
+from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
 
 
 @dataclass(frozen=True)
@@ -60,10 +57,8 @@ def _settings_for(c: Candidate, ctx: WorkContext):
     settings = ctx.settings
     if getattr(settings, "profile", None) is not None:
         return settings, ()
-    try:
-        from translator.profile.load import ProfileError, find_profile, load_profile
-    except ImportError:
-        return settings, ()
+    from translator.profile.load import ProfileError, find_profile, load_profile
+
     folder = os.path.dirname(os.path.abspath(c.path))
     if folder not in _FOLDER_PROFILE:
         _FOLDER_PROFILE[folder] = find_profile(os.path.join(folder, "x"))
@@ -113,15 +108,13 @@ def pool_init(ctx: WorkContext, parent_pid: int) -> None:
 
 
 def warm_up() -> None:
-    import translator.pipeline  # noqa: F401
-    import translator.report.build  # noqa: F401
-    import translator.report.html  # noqa: F401
-    for mod in ("translator.read", "translator.slurm.resolve", "translator.plan.build",
-                "translator.emit.trainjob_yaml", "translator.emit.sdk_python"):
-        try:
-            __import__(mod)
-        except ImportError:
-            pass
+    import importlib
+
+    from translator.emit import migrate_writers
+
+    for mod in ("translator.pipeline", "translator.report.build", "translator.report.html", "translator.read",
+                "translator.slurm.resolve", "translator.plan.build", *(w.module for w in migrate_writers())):
+        importlib.import_module(mod)
 
 
 def run_batch(batch: Sequence[Tuple[Candidate, Optional[str]]]) -> List[FileResult]:
@@ -253,12 +246,13 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext,
     outputs: List[Tuple[str, str, str]] = []
     blobs: List[Tuple[str, bytes]] = []
     if plans:
-        from translator.emit import sdk_python, trainjob_yaml
+        from translator.emit import migrate_writers, render
 
-        yaml_text = trainjob_yaml.render(plans, findings_comment=True)
-        py_text = sdk_python.render(plans)
-        for suffix_, text in ((YAML_SUFFIX, yaml_text), (PY_SUFFIX, py_text)):
-            rel_out = c.out_stem + suffix_
+        for w in migrate_writers():        # one output file per format of the table (translator/emit)
+            text = render(plans, w.name, findings_comment=True)
+            if w.name == "yaml":
+                yaml_text = text           # the report shows the TrainJob YAML
+            rel_out = c.out_stem + w.suffix
             blob = text.encode("utf-8")
             blobs.append((rel_out, blob))
             outputs.append((rel_out, sha256_bytes(blob), UNCHANGED))
@@ -288,13 +282,11 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext,
 
 
 def _result(rel: str, sr, **kw) -> FileResult:
-    """Serialise the record and render its HTML section here, in the worker, in parallel."""
-    import json
+    """Serialise the record here, in the worker, in parallel.
 
-    from translator.report import html
-
+    The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
+    the parent renders at the end from their records (rendering and sending one for every script cost more)."""
     full = sr.to_json()
     record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":"))
     del full["rows"], full["yaml"]
-    return FileResult(rel, "script", record=full, record_json=record_json,
-                      fragments=(("html", html._PART.join(html.script_parts(sr))),), **kw)
+    return FileResult(rel, "script", record=full, record_json=record_json, **kw)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import re
 from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
@@ -20,6 +21,7 @@ from translator.read.ast import (Block, Command, CD, CONDA, MODULE, OTHER, PIP, 
                                  EXPORT)
 
 MAX_ARRAY_EXPANSION = 1000
+_MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
 _INFORMATIONAL = {"echo", "printf", "date", "hostname", "nvidia-smi", "set", "env", "printenv", "uname", "sleep",
                   "which", "whoami", "id", "pwd", "ls", "free", "lscpu", "nproc", "true", ":", "ulimit", "umask",
                   "trap", "wait", "exit", "shopt"}
@@ -122,12 +124,32 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
     return out, smap
 
 
+def accepted_with_plugins(job) -> bool:
+    """sbatch accepts the job where its SPANK plugins (pyxis, Shifter, EAR) are installed: the only reasons
+    plain sbatch 22.05 refuses it are plugin options (O206)."""
+    if job.sbatch_accepts:
+        return True
+    refusing = [d for d in job.diagnostics if d.severity == ERROR or d.code == "O206"]
+    return bool(refusing) and all(d.code == "O206" for d in refusing)
+
+
 def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     from translator.launchers import detect
 
     findings: List[Finding] = []
     smap: List[SourceMap] = []
-    if not job.sbatch_accepts:
+    plugin_diags = [d for d in job.diagnostics if d.code == "O206"]
+    if plugin_diags:
+        names = []
+        for d in plugin_diags:
+            m = re.search(r"`--([\w-]+)` is an option of the (\w+) SPANK plugin", d.message)
+            if m and f"--{m.group(1)} ({m.group(2)})" not in names:
+                names.append(f"--{m.group(1)} ({m.group(2)})")
+        findings.append(Finding(WARNING, "P446", "site SPANK plugin options, which sbatch accepts only where the "
+                                "plugin is installed, are read as the plugin reads them: " + ", ".join(names),
+                                plugin_diags[0].line, "nothing for the TrainJob; on Slurm submit it on a site with the "
+                                "plugin"))
+    if not job.sbatch_accepts and not accepted_with_plugins(job):
         findings.append(Finding(ERROR, "P401", "sbatch would refuse this script, so the conversion describes a job "
                                 "Slurm never ran", next((d.line for d in job.diagnostics if d.severity == ERROR), None),
                                 "fix the errors reported for the script first"))
@@ -265,18 +287,43 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
                                 f"the TrainJob asks for {num_nodes}", intent.line))
     smap.append(SourceMap("spec.trainer.numNodes", _lines(job, "nodes", "ntasks", "ntasks-per-node"),
                           "mapped" if num_nodes == shape.nodes else "approximated"))
+    if framework == "mpi":
+        text = " ".join(intent.command + intent.args)
+        if not _MPI_STARTER.search(text):
+            findings.append(Finding(ERROR, "P444", f"the MPI runtime `{runtime_name}` runs the command once, on its "
+                                    "launcher pod; without mpirun (or the DeepSpeed runner) in it, one process runs "
+                                    "instead of the job's ranks", intent.line,
+                                    "call `mpirun` in the command, or use a torch runtime (--runtime torch-distributed)"))
+        elif num_nodes == 1:
+            findings.append(Finding(WARNING, "P445", f"numNodes 1 on the MPI runtime `{runtime_name}` still starts a "
+                                    "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
+                                    "run on the launcher (first hostfile line), the worker idles", intent.line,
+                                    "for one node use the torch runtime with the program run directly"))
     res, rfind, rmap = resources.resources_per_node(job, shape, settings.gpu_resource)
     findings.extend(rfind)
     smap.extend(rmap)
     if is_script:
         env: Tuple[EnvVar, ...] = ()
     else:
-        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape, consumed=consumed)
+        env, efind, emap = envmod.collect(script, launch_line, framework, kube.escape, consumed=consumed,
+                                          resolve=_static_resolver(script, job, shape, launch_line))
         findings.extend(efind)
         smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
     findings.extend(xfind)
-    env = tuple(e for e in env if e.name not in {x.name for x in extra_env}) + extra_env
+    launch_names = {x.name for x in extra_env}
+    env = tuple(e for e in env if e.name not in launch_names) + extra_env
+
+    # --- secrets: never in clear text (translator/plan/secrets.py)
+    command_raw, args_raw = tuple(intent.command), tuple(intent.args)
+    env, command_raw, args_raw, sfind = _secrets(
+        script, env, intent, command_raw, args_raw, naming.trainjob_name(job.fields.job_name or "sbatch"))
+    findings.extend(sfind)
+
+    findings.extend(_node_specific(env, command_raw, args_raw, intent))
+    findings.extend(_job_id_use(job, command_raw, args_raw, intent))
+    if framework == "mpi" and intent.family == "mpi":
+        command_raw, args_raw = _forward_env(env, command_raw, args_raw, intent, findings)
 
     # --- deadline
     deadline = None
@@ -324,8 +371,8 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     base = TrainerPlan(
         name=name, source_path=job.path or script.path, job_name=job_name, namespace=settings.namespace,
         annotations=annotations, runtime=runtime_name, framework=framework, launcher=intent.family,
-        image=image, command=tuple(kube.escape(c) for c in intent.command),
-        args=tuple(kube.escape(a) for a in intent.args), packages=tuple(pkgs),
+        image=image, command=tuple(_escape_word(c) for c in command_raw),
+        args=tuple(_escape_word(a) for a in args_raw), packages=tuple(pkgs),
         pip_index_urls=tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
         pip_extra_args=tuple(pip_extra), env=env, num_nodes=num_nodes, proc_per_node=intent.proc_per_node,
         resources_per_node=res, active_deadline_seconds=deadline, findings=(), source_map=())
@@ -363,6 +410,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     else:
         plans.append(base)
 
+    findings = _redact(findings, script, env)
     out = []
     for p in plans:
         p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(smap))
@@ -422,3 +470,234 @@ def _one_line(f: Finding) -> Finding:
 def _dedupe(findings) -> Tuple[Finding, ...]:
     out = dict.fromkeys(map(_one_line, findings))          # first occurrence kept, in order
     return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))
+
+
+_ESCAPED = "\0s2k-escaped\0"      # marks a word that is already in kubelet form (holds $(NAME) references)
+
+
+def _escape_word(text: str) -> str:
+    if text.startswith(_ESCAPED):
+        return text[len(_ESCAPED):]
+    return kube.escape(text)
+
+
+def _secrets(script, env, intent, command, args, trainjob_name):
+    """Move secret values out of env and command text into one Secret. Returns
+    (env, command, args, findings)."""
+    from translator.plan import secrets
+    from translator.read.ast import iter_assignments
+
+    found = {}                                  # name -> (value, line, why)
+    for a in iter_assignments(script.body):
+        if a.value.literal:
+            why = secrets.looks_secret(a.name, a.value.value)
+            if why:
+                found[a.name] = (a.value.value, a.line, why)
+    for name, value in intent.env:
+        why = secrets.looks_secret(name, value)
+        if why:
+            found[name] = (value, intent.line, why)
+    for e in env:
+        if e.name not in found:
+            why = secrets.looks_secret(e.name, e.value)
+            if why:
+                found[e.name] = (e.value, e.line, why)
+    known = {v for v, _, _ in found.values()}
+    for word in tuple(command) + tuple(args):
+        for token in secrets.embedded_tokens(word):
+            if token not in known and not any(token in v for v in known):
+                known.add(token)
+                found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (token, intent.line,
+                                                              "a word of the command has the shape of a token")
+    if not found:
+        return env, command, args, []
+    sname = secrets.secret_name(trainjob_name)
+    used = set()
+    shell = bool(intent.uses_shell) or tuple(command[:2]) == ("bash", "-c")
+
+    def redact_text(text: str) -> str:
+        for name, (value, _, _) in found.items():
+            if len(value) < 4 or value not in text:
+                continue
+            used.add(name)
+            ref = '"${' + name + '}"'
+            text = text.replace("'" + value + "'", ref).replace('"' + value + '"', ref).replace(value, ref)
+        return text
+
+    def redact_word(word: str, in_shell: bool) -> str:
+        if in_shell or "\n" in word:
+            return redact_text(word)
+        hits = [n for n, (value, _, _) in found.items() if len(value) >= 4 and value in word]
+        if not hits:
+            return word
+        # the kubelet puts the Secret's value where $(NAME) stands (NAME is in the container env)
+        pieces = [word]
+        for name in hits:
+            used.add(name)
+            value = found[name][0]
+            nxt = []
+            for p in pieces:
+                if isinstance(p, tuple):
+                    nxt.append(p)
+                    continue
+                parts = p.split(value)
+                for i, part in enumerate(parts):
+                    if i:
+                        nxt.append((name,))
+                    nxt.append(part)
+            pieces = nxt
+        return _ESCAPED + "".join("$(" + p[0] + ")" if isinstance(p, tuple) else kube.escape(p) for p in pieces)
+
+    new_command = tuple(redact_word(c, shell) for c in command)
+    new_args = tuple(redact_word(a, shell) for a in args)
+    out_env = []
+    for e in env:
+        if e.name in found:
+            used.add(e.name)
+            out_env.append(EnvVar(e.name, "", e.line, secret_name=sname, secret_key=e.name))
+        else:
+            out_env.append(e)
+    have = {e.name for e in out_env}
+    for name in found:
+        if name in used and name not in have:
+            out_env.append(EnvVar(name, "", found[name][1], secret_name=sname, secret_key=name))
+    findings = []
+    for e in out_env:
+        if e.secret_name:
+            line = found.get(e.name, (None, e.line, ""))[1]
+            why = found.get(e.name, ("", None, "it looks like a secret"))[2]
+            findings.append(Finding(WARNING, "P447", f"{e.name} is not written into the output ({why}): the YAML "
+                                    f"reads it from key `{e.name}` of Secret `{sname}` (spec.trainer.env valueFrom."
+                                    "secretKeyRef); SDK 0.5 cannot express that, so the Python file takes it from "
+                                    f"${e.name} of the submitting shell and the TrainJob object carries the value",
+                                    line, f"create the Secret before `kubectl apply`: `kubectl create secret generic "
+                                    f"{sname} --from-literal={e.name}=<the value on line {line}>`; for the Python "
+                                    f"file export {e.name} first"))
+    return tuple(out_env), new_command, new_args, findings
+
+
+_IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")
+_ENDPOINT = re.compile(r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
+                       r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|\bMASTER_ADDR=)([^\s'\";]+)")
+
+
+def _node_specific(env, command, args, intent) -> List[Finding]:
+    """Values that name things of the Slurm nodes which do not exist in a pod: GPU indices, addresses."""
+    out: List[Finding] = []
+    for e in env:
+        if e.name == "CUDA_VISIBLE_DEVICES" and not e.secret_name:
+            out.append(Finding(WARNING, "P448", f"CUDA_VISIBLE_DEVICES={e.value} is carried: in a pod the GPUs the "
+                               "node allocated are numbered from 0, and Slurm's indices were the node's own (set per "
+                               "job by gres), so it may select other GPUs or fewer than the job requests", e.line,
+                               "drop it and request the GPUs the program uses (--gpus-per-node)"))
+    texts = [("env " + e.name, e.value, e.line) for e in env if not e.secret_name]
+    texts += [("the command", w, intent.line) for w in tuple(command) + tuple(args)]
+    seen = set()
+    for where, text, line in texts:
+        hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
+        hits += [m.group(1) for m in _ENDPOINT.finditer(text)
+                 if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
+                 and "_s2k" not in m.group(1) and "://" not in m.group(1)]
+        for h in hits:
+            if (where, h) in seen or any(o != h and o in h for o in hits):
+                continue
+            if (where, h) in seen:
+                continue
+            seen.add((where, h))
+            out.append(Finding(WARNING, "P448", f"{where} names the address `{h}` of a Slurm node or host; pods have "
+                               "their own addresses (the rank-0 pod is PET_MASTER_ADDR / $MASTER_ADDR)", line,
+                               "use the address the runtime provides (MASTER_ADDR, PET_MASTER_ADDR) instead"))
+    return out
+
+
+def _redact(findings, script, env) -> List[Finding]:
+    """Findings quote script text; a secret value or anything shaped like a token never appears in them
+    (they are printed, and become comments of the YAML and the Python file)."""
+    from translator.plan import secrets
+    from translator.read.ast import iter_assignments
+
+    values = {a.value.value for a in iter_assignments(script.body)
+              if a.value.literal and secrets.looks_secret(a.name, a.value.value) and len(a.value.value) >= 4}
+
+    def clean(text):
+        if not text:
+            return text
+        for v in sorted(values, key=len, reverse=True):
+            text = text.replace(v, "<secret>")
+        for t in secrets.embedded_tokens(text):
+            text = text.replace(t, "<secret>")
+        return text
+
+    out = []
+    for f in findings:
+        m, sug = clean(f.message), clean(f.suggestion)
+        out.append(f if (m, sug) == (f.message, f.suggestion) else dataclasses.replace(f, message=m, suggestion=sug))
+    return out
+
+
+def _forward_env(env, command, args, intent, findings):
+    """mpirun on an MPI runtime reaches the worker pods over ssh, whose sessions do not inherit the
+    container's env; on Slurm, Open MPI started the ranks through slurmd with the job's environment. So
+    every TrainJob env variable is forwarded with `-x NAME` (Open MPI mpirun(1)), unless it already is."""
+    names = [e.name for e in env]
+    tool = command[0] if command else ""
+    if tool in ("mpirun", "mpiexec", "orterun"):
+        forwarded = {args[i + 1] for i in range(len(args) - 1) if args[i] == "-x"}
+        extra = [n for n in names if n not in forwarded]
+        if not extra:
+            return command, args
+        at = list(args).index("-npernode") + 2 if "-npernode" in args else 0
+        new = list(args[:at]) + [w for n in extra for w in ("-x", n)] + list(args[at:])
+        findings.append(Finding(INFO, "L351", "the TrainJob env is forwarded to the MPI ranks with -x (ssh sessions "
+                                "on the worker pods do not inherit it; on Slurm the ranks got the job's environment): "
+                                + ", ".join(extra), intent.line))
+        return command, tuple(new)
+    if tuple(command[:2]) == ("bash", "-c") and args:
+        m = re.search(r"(^|\n)exec (mpirun|mpiexec|orterun) ", args[0])
+        if m:
+            # exports the command's preamble makes (`export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`) too
+            exported = re.findall(r"(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=", args[0][:m.start() + 1])
+            names = names + [n for n in exported if n not in names and not n.startswith(("SLURM", "OMPI_"))]
+            extra = [n for n in names if not re.search(rf"-x {re.escape(n)}(\s|$)", args[0])]
+            if extra:
+                flags = " ".join(f"-x {n}" for n in extra)
+                text = args[0][:m.end()] + flags + " " + args[0][m.end():]
+                findings.append(Finding(INFO, "L351", "the TrainJob env is forwarded to the MPI ranks with -x (ssh "
+                                        "sessions on the worker pods do not inherit it; on Slurm the ranks got the "
+                                        "job's environment): " + ", ".join(extra), intent.line))
+                return command, (text,) + tuple(args[1:])
+    return command, args
+
+
+def _static_resolver(script, job, shape, launch_line):
+    """Text with `$NAME` references -> its value when every name is known at conversion time (a literal
+    top-level assignment before the launch, or a Slurm variable fixed by the options), else None."""
+    from translator.launchers import _walk
+    from translator.launchers.common import LaunchContext, static_text
+    from translator.read.ast import Assignment
+
+    entries = list(_walk(script.body))
+    top = tuple(st for st, block in entries if isinstance(st, Assignment) and block is None
+                and (launch_line is None or st.line < launch_line))
+    blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+    ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks)
+    return lambda text: static_text(ctx, text)
+
+
+def _job_id_use(job, command, args, intent) -> List[Finding]:
+    """SLURM_JOB_ID reaching the command: a TrainJob has no job number, so a fixed stand-in (one per script,
+    translator/plan/prologue.py) is used, where Slurm gave every submission a new one."""
+    from translator.plan import prologue
+
+    text = "\n".join(tuple(command) + tuple(args))
+    stand_in = prologue.job_id_number(job)
+    body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
+    # the definitions the prologue/shim make are not uses
+    body = "\n".join(l for l in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", l))
+    if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
+        return []
+    return [Finding(WARNING, "L354", f"the command uses SLURM_JOB_ID, which Kubernetes does not have: the TrainJob "
+                    f"uses the fixed stand-in {stand_in} for this script, where Slurm gave every submission a new "
+                    "number, so outputs named after it are overwritten when the TrainJob runs again", intent.line,
+                    "name outputs after something unique per run (a timestamp written by rank 0, or a run name "
+                    "argument)")]

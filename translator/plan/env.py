@@ -28,7 +28,7 @@ CLUSTER_SPECIFIC = re.compile(r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_IND
 
 
 def collect(script, launch_line, policy: str, escape,
-            consumed=()) -> Tuple[Tuple[EnvVar, ...], List[Finding], List[SourceMap]]:
+            consumed=(), resolve=None) -> Tuple[Tuple[EnvVar, ...], List[Finding], List[SourceMap]]:
     """Env from top-level exports before `launch_line`; `consumed` are lines folded into the command."""
     from translator.read.ast import iter_assignments
 
@@ -57,14 +57,19 @@ def collect(script, launch_line, policy: str, escape,
             continue
         if not a.value.literal and a.line in consumed:
             continue                      # the launch command is built from it (launchers/indirect.py)
+        value = a.value.value
         if not a.value.literal:
-            findings.append(Finding(INFO, "P422", f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
-                                    "env (the command defines it where the launch line uses it)", a.line,
+            # `export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`, `export OUT=$BASE/run`: known at conversion time
+            value = resolve(a.value.value) if resolve is not None and "'" not in a.value.raw else None
+        if value is None:
+            findings.append(Finding(WARNING, "P422", f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
+                                    "env, so a program reading it finds it unset (the command defines it only where "
+                                    "the launch line itself uses it)", a.line,
                                     f"give {name} a literal value if the program reads it"))
             lines_dropped.append(a.line)
             continue
         env.pop(name, None)
-        env[name] = EnvVar(name=name, value=escape(a.value.value), line=a.line)
+        env[name] = EnvVar(name=name, value=escape(value), line=a.line)
         lines_mapped.append(a.line)
         if CLUSTER_SPECIFIC.match(name):
             cluster.append(name)
@@ -94,4 +99,7 @@ def launch_env(pairs, line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], Li
                                     "rendezvous variables are provided on Kubernetes", line))
         else:
             out.append(EnvVar(name=name, value=escape(value), line=line))
+            if CLUSTER_SPECIFIC.match(name):
+                findings.append(Finding(WARNING, "P423", "cluster-specific settings copied as env, check them on the "
+                                        "Kubernetes nodes: " + name, line))
     return tuple(out), findings

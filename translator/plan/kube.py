@@ -1,68 +1,85 @@
 """Kubernetes' own expansion in container command, args and env values.
 
 The kubelet expands `$(VAR_NAME)` in `command`, `args` and env `value`s when VAR_NAME is defined in
-the container's environment, and turns every `$$` into `$` (core/v1 Container docs; expansion.go).
-Text copied from a Slurm script can hold both (`$$` is bash's PID, `$(NCCL_DEBUG)` is rare but
-possible), so exactly those spots are escaped: `$$` -> `$$$$`, and `$(NAME)` with NAME a variable name
-(or holding a `$`) -> `$$(NAME)`. Other `$(` forms (`$(hostname)`, `$((1+2))`) can never match a variable the container
-defines — every name in the TrainJob env and the runtime-injected env is an identifier — and are left
-as written, so the process receives exactly the text we meant and the YAML stays readable.
+the container's environment, and turns every `$$` into `$` (core/v1 Container docs; the kubelet's
+third_party/forked/golang/expansion/expand.go). It walks the UTF-8 bytes: after a `$` it looks at ONE
+byte, and for anything but `$` or `(` it writes `$` plus that byte converted to a rune (Go's
+`string(input[0])`), so a `$` before a non-ASCII character turns the character's first byte into
+a two-byte character (`$é` -> `$Ã` + a stray byte): the text is corrupted.
+Text copied from a Slurm script can hold all three (`$$` is bash's PID, `$(NCCL_DEBUG)` is rare but
+possible, `$` before a non-ASCII letter in a message or a heredoc), so exactly those spots are
+escaped: `$$` -> `$$$$`; `$(NAME)` with NAME a variable name (or holding a `$`) -> `$$(NAME)`; and
+`$` followed by a non-ASCII character -> `$$`. Other `$(` forms (`$(hostname -s)`, `$((1+2))`) can
+never match a variable the container defines — every name in the TrainJob env and the
+runtime-injected env is an identifier — and are left as written, as are `$` before any other ASCII
+character and a `$` at the end, which the kubelet copies unchanged. So the process receives exactly
+the text we meant and the YAML stays readable.
 """
 from __future__ import annotations
 
 import re
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# the spots to look at: `$$` (consumed as a pair, as the kubelet does), `$(`, `$` + non-ASCII
+_SPOT = re.compile(r"\$(?:\$|(?=[(\x80-\U0010ffff]))")
 
 
 def escape(text: str) -> str:
     if "$" not in text:                                  # the common case: nothing to escape
         return text
-    out = []
-    i = 0
-    n = len(text)
-    close = -2          # position of the next `)` at or after the current one; -1: there is none left
-    while i < n:
-        ch = text[i]
-        if ch == "$" and i + 1 < n and text[i + 1] == "$":
-            out.append("$$$$")
-            i += 2
-            continue
-        if ch == "$" and i + 1 < n and text[i + 1] == "(":
-            if close != -1 and close < i + 2:          # `)` positions only move forward: linear overall
-                close = text.find(")", i + 2)
-            # the kubelet copies an unresolved `$(…)` verbatim (no `$$` reduction inside it), so it is
-            # escaped when it could name a variable or when it holds a `$` that is escaped itself
-            if close != -1 and (_NAME.match(text, i + 2, close) or text.find("$", i + 2, close) != -1):
-                out.append("$$")
-                i += 1
-                continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    find = text.find
+    close = -2          # position of the next `)` at or after the current `$(`; -1: there is none left
+
+    def spot(m) -> str:
+        nonlocal close
+        if m.end() - m.start() == 2:                     # `$$`
+            return "$$$$"
+        i = m.start()
+        if text[i + 1] != "(":                           # `$` + a non-ASCII character
+            return "$$"
+        if close != -1 and close < i + 2:                # `)` positions only move forward: linear overall
+            close = find(")", i + 2)
+        # the kubelet copies an unresolved `$(…)` verbatim (no `$$` reduction inside it), so it is
+        # escaped when it could name a variable or when it holds a `$` that is escaped itself
+        if close != -1 and (_NAME.match(text, i + 2, close) or find("$", i + 2, close) != -1):
+            return "$$"
+        return "$"
+
+    return _SPOT.sub(spot, text)
 
 
 def expand(text: str, env=None) -> str:
-    """What the kubelet makes of `text` given the container env (for tests and reports)."""
+    """What the kubelet makes of `text` given the container env (for tests and reports).
+
+    Byte for byte as expand.go does it: the text is UTF-8, and a `$` before a byte other than `$`
+    or `(` is written with that byte turned into the rune of the same number (bytes that come out
+    invalid are kept as surrogate escapes, so a corrupted string never equals the original)."""
     env = env or {}
-    out = []
+    data = text.encode("utf-8", "surrogatepass")
+    out = bytearray()
     i = 0
-    n = len(text)
+    n = len(data)
     while i < n:
-        ch = text[i]
-        if ch == "$" and i + 1 < n:
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
+        b = data[i]
+        if b == 0x24 and i + 1 < n:                      # `$`
+            nxt = data[i + 1]
+            if nxt == 0x24:
+                out += b"$"
                 i += 2
                 continue
-            if nxt == "(":
-                close = text.find(")", i + 2)
+            if nxt == 0x28:                              # `(`
+                close = data.find(b")", i + 2)
                 if close != -1:
-                    name = text[i + 2:close]
-                    out.append(env[name] if name in env else text[i:close + 1])
+                    name = data[i + 2:close].decode("utf-8", "surrogateescape")
+                    out += env[name].encode("utf-8", "surrogatepass") if name in env else data[i:close + 1]
                     i = close + 1
                     continue
-        out.append(ch)
+                out += b"$("
+                i += 2
+                continue
+            out += b"$" + chr(nxt).encode("utf-8")      # Go: string(operator) + string(input[0])
+            i += 2
+            continue
+        out.append(b)
         i += 1
-    return "".join(out)
+    return bytes(out).decode("utf-8", "surrogateescape")

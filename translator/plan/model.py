@@ -16,6 +16,10 @@ class EnvVar:
     name: str
     value: str
     line: Optional[int] = None     # source line of the export, if any
+    # a secret (by name or by shape): never written in clear text; the pods read it from this Secret key
+    # (spec.trainer.env valueFrom.secretKeyRef) and `value` is empty
+    secret_name: Optional[str] = None
+    secret_key: Optional[str] = None
 
 
 @dataclass(frozen=True)

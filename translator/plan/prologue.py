@@ -14,6 +14,7 @@ Nothing here contains text from the script except the (shell-quoted) job name an
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 from typing import Iterable, List, Optional, Sequence
 
@@ -134,9 +135,28 @@ _SRUN_VALUE_LONG = (
     "ntasks-per-socket|gres-flags|cpu-freq|bcast|jobid|mincpus|tmp|uid|gid|accel-bind|profile|"
     "resv-ports|slurmd-debug|thread-spec|tres-bind|wckey"
 )
+COUNT_HOSTS_FUNCTION = [
+    "_s2k_count_hosts() {  # slurm2kf: how many hosts a Slurm host list names (node[01-04],gpu7 -> 5)",
+    "  local s=\"$1\" n=0 inner part a b re='^([^],[]*)\\[([^]]*)\\](,?)(.*)$'",
+    '  while [ -n "$s" ]; do',
+    '    if [[ "$s" =~ $re ]]; then',
+    '      inner="${BASH_REMATCH[2]}"; s="${BASH_REMATCH[4]}"',
+    '      IFS=, read -ra _s2k_parts <<< "$inner"',
+    '      for part in "${_s2k_parts[@]}"; do',
+    '        if [[ "$part" == *-* ]]; then a=$((10#${part%-*})); b=$((10#${part#*-})); n=$((n + b - a + 1));',
+    "        else n=$((n + 1)); fi",
+    "      done",
+    "    else",
+    '      [ "${s%%,*}" = "$s" ] && s="" || s="${s#*,}"; n=$((n + 1))',
+    "    fi",
+    "  done",
+    '  echo "$n"',
+    "}",
+]
+
 SRUN_FUNCTION = [
     "srun() {  # slurm2kf: runs this node's share of the step's tasks (the body runs on every node)",
-    '  local ntasks="" nnodes="" tpn="" l r rc=0 pids=()',
+    '  local ntasks="" nnodes="" tpn="" rel=0 wl="" l r me rc=0 pids=() h i=0 k=0 pos=-1',
     '  while [ $# -gt 0 ]; do',
     '    case "$1" in',
     "      --) shift; break ;;",
@@ -148,6 +168,12 @@ SRUN_FUNCTION = [
     '      -N*) nnodes="${1#-N}"; shift ;;',
     '      --ntasks-per-node) tpn="$2"; shift 2 ;;',
     '      --ntasks-per-node=*) tpn="${1#*=}"; shift ;;',
+    '      -w|--nodelist) wl="$2"; shift 2 ;;',
+    '      --nodelist=*) wl="${1#*=}"; shift ;;',
+    '      -w*) wl="${1#-w}"; shift ;;',
+    '      -r|--relative) rel="$2"; shift 2 ;;',
+    '      --relative=*) rel="${1#*=}"; shift ;;',
+    '      -r*) rel="${1#-r}"; shift ;;',
     "      --*=*) shift ;;",
     f"      --{_SRUN_VALUE_LONG.replace('|', '|--')}) shift 2 ;;",
     "      --*) shift ;;",
@@ -156,17 +182,30 @@ SRUN_FUNCTION = [
     "      *) break ;;",
     "    esac",
     "  done",
+    '  me=$(( _s2k_node - rel ))',
+    '  if [ -n "$wl" ]; then  # -w: the pods it names (names from the node list), else as many as it names',
+    '    while read -r h; do',
+    '      case ",$wl," in *",$h,"*|*",${h%%.*},"*) [ "$i" = "$_s2k_node" ] && pos=$k; k=$((k + 1)) ;; esac',
+    '      i=$((i + 1))',
+    '    done < <(_s2k_hosts)',
+    '    if [ "$k" -gt 0 ]; then nnodes="${nnodes:-$k}"; me=$pos; [ "$me" -ge 0 ] || return 0',
+    '    else nnodes="${nnodes:-$(_s2k_count_hosts "$wl")}"; fi',
+    "  fi",
     '  nnodes="${nnodes%%-*}"; nnodes="${nnodes:-$_s2k_nnodes}"',
     '  if [ -z "$tpn" ]; then',
     '    if [ -n "$ntasks" ]; then tpn=$(( (ntasks + nnodes - 1) / nnodes )); else tpn="$_s2k_tpn"; fi',
     "  fi",
     '  ntasks="${ntasks:-$(( nnodes * tpn ))}"',
-    '  [ "$_s2k_node" -lt "$nnodes" ] || return 0',
+    '  [ "$me" -ge 0 ] && [ "$me" -lt "$nnodes" ] || return 0',
     "  for ((l = 0; l < tpn; l++)); do",
-    "    r=$(( _s2k_node * tpn + l )); [ \"$r\" -lt \"$ntasks\" ] || break",
-    '    ( export SLURM_PROCID="$r" SLURM_LOCALID="$l" SLURM_NODEID="$_s2k_node" SLURM_NTASKS="$ntasks" \\',
+    "    r=$(( me * tpn + l )); [ \"$r\" -lt \"$ntasks\" ] || break",
+    '    ( _s2k_task_env',
+    '      export SLURM_PROCID="$r" SLURM_LOCALID="$l" SLURM_NODEID="$_s2k_node" SLURM_NTASKS="$ntasks" \\',
     '        SLURM_NPROCS="$ntasks" SLURM_STEP_NUM_TASKS="$ntasks" SLURM_STEP_NUM_NODES="$nnodes" \\',
-    '        SLURM_STEP_NODELIST="$(_s2k_hosts | head -n "$nnodes" | paste -sd, -)"; exec "$@" ) &',
+    '        SLURM_NNODES="$nnodes" SLURM_GTIDS="$r" SLURM_STEP_TASKS_PER_NODE="$tpn(x$nnodes)" \\',
+    '        SLURM_TASKS_PER_NODE="$tpn(x$nnodes)" \\',
+    '        SLURM_STEP_NODELIST="$(_s2k_hosts | tail -n "+$(( rel + 1 ))" | head -n "$nnodes" | paste -sd, -)"',
+    '      exec "$@" ) &',
     '    pids+=("$!")',
     "  done",
     '  for r in "${pids[@]}"; do wait "$r" || rc=$?; done',
@@ -174,9 +213,88 @@ SRUN_FUNCTION = [
     "}",
 ]
 
+# What srun gives every task besides its rank (srun(1) "OUTPUT ENVIRONMENT VARIABLES" and the job's
+# variables slurmstepd passes on): job-level values; the srun function then sets the step's own.
+TASK_ENV = ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NAME", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
+            "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE",
+            "SLURM_JOB_CPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK",
+            "SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU", "SLURM_JOB_PARTITION",
+            "SLURM_JOB_ACCOUNT", "SLURM_JOB_QOS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST", "SLURMD_NODENAME",
+            "SLURM_TOPOLOGY_ADDR", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_CLUSTER_NAME", "SLURM_RESTART_COUNT")
+
+
+def task_env_function(job, shape) -> List[str]:
+    """`_s2k_task_env`: exports the job-level Slurm variables a task started by srun sees."""
+    lines = ["_s2k_task_env() {  # slurm2kf: the job's Slurm variables as srun passes them to each task"]
+    for name in TASK_ENV:
+        expr = definition(name, job, shape)
+        if expr is not None:
+            lines.append(f"  export {name}={expr}")
+    lines.append("  :")
+    lines.append("}")
+    return lines
+
+
 SBATCH_FUNCTION = [
     "sbatch() { echo \"slurm2kf: nested sbatch is not available on Kubernetes: $*\" >&2; return 1; }",
 ]
+
+
+# ---- values the batch shell computes once, on node 0 --------------------------------------------
+
+_HOST_FORMS = [
+    (re.compile(r"\$\(\s*hostname\s*\)|`\s*hostname\s*`|\$\{HOSTNAME\}|\$HOSTNAME\b"), "$(_s2k_batch_host)"),
+    (re.compile(r"\$\(\s*hostname\s+(-s|--short)\s*\)|`\s*hostname\s+(-s|--short)\s*`"), "$(_s2k_batch_host -s)"),
+    (re.compile(r"\$\(\s*hostname\s+(-f|--fqdn|--long)\s*\)|`\s*hostname\s+(-f|--fqdn|--long)\s*`"),
+     "$(_s2k_batch_host)"),
+    (re.compile(r"\$\(\s*hostname\s+(-i|-I|--ip-address|--all-ip-addresses)\s*\)"
+                r"|`\s*hostname\s+(-i|-I|--ip-address|--all-ip-addresses)\s*`"), "$(_s2k_batch_host -i)"),
+]
+_RANDOM = re.compile(r"\$\{?S?RANDOM\}?(?![A-Za-z0-9_])")
+_PER_RUN = re.compile(r"\$\(\s*(date|uuidgen|mktemp|od|openssl\s+rand)\b|`\s*(date|uuidgen|mktemp)\b|\$\$|"
+                      r"\$\{?BASHPID\}?")
+
+BATCH_HOST_FUNCTION = [
+    "_s2k_batch_host() {  # slurm2kf: the batch script ran on node 0; its host is the rank-0 pod",
+    '  local h; h="$(_s2k_hosts | head -n 1)"',
+    '  case "${1:-}" in',
+    '    -s) echo "${h%%.*}" ;;',
+    "    -i) getent hosts \"$h\" | awk '{print $1; exit}' ;;",
+    '    *) echo "$h" ;;',
+    "  esac",
+    "}",
+]
+
+
+def batch_once(text: str):
+    """Rewrite what the batch shell evaluated once on node 0 so that every pod gets the same value.
+
+    Returns (text, helpers needed: subset of {"batch_host", "random"}, [what cannot be made the same]).
+    `$(hostname)` -> the rank-0 pod's name; `$RANDOM` -> one fixed number for the job; `$(date …)`, `$$`,
+    `$(mktemp)`, `$(uuidgen)` differ per pod and are reported."""
+    helpers = set()
+    for pattern, repl in _HOST_FORMS:
+        new = pattern.sub(repl.replace("\\", "\\\\"), text)
+        if new != text:
+            helpers.add("batch_host")
+            text = new
+    new = _RANDOM.sub("${_s2k_random}", text)
+    if "((" in new:                                      # arithmetic reads RANDOM without `$`
+        new = re.sub(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])", "_s2k_random", new)
+    if new != text:
+        helpers.add("random")
+        text = new
+    unfixable = sorted({m.group(0).strip() for m in _PER_RUN.finditer(text)})
+    return text, helpers, unfixable
+
+
+def batch_once_lines(helpers, job) -> List[str]:
+    lines: List[str] = []
+    if "batch_host" in helpers:
+        lines += BATCH_HOST_FUNCTION
+    if "random" in helpers:
+        lines.append(f"_s2k_random={int(job_id_number(job)) % 32768}  # slurm2kf: $RANDOM drawn once for the job")
+    return lines
 
 
 def prologue_lines(names: Sequence[str], job, shape, export: bool = False,
@@ -195,6 +313,8 @@ def prologue_lines(names: Sequence[str], job, shape, export: bool = False,
     if "scontrol" in functions:
         lines += SCONTROL_FUNCTION
     if "srun" in functions:
+        lines += task_env_function(job, shape)
+        lines += COUNT_HOSTS_FUNCTION
         lines += SRUN_FUNCTION
     if "sbatch" in functions:
         lines += SBATCH_FUNCTION

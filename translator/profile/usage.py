@@ -32,6 +32,8 @@ SYSTEM_DIRS = {"/usr", "/bin", "/sbin", "/etc", "/dev", "/proc", "/sys", "/tmp",
                "/run", "/opt", "/boot", "/root", "/srv", "/mnt"}
 
 _ABS_PATH = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(,@<>|;]))(/[A-Za-z0-9._+-]+)(?=/|$|[\s'\",:;)|&<>])")
+_VAR_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)")
+_TILDE_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"]))~/")
 _VAR_PATH = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/|$|[^A-Za-z0-9_])")
 
 
@@ -178,32 +180,41 @@ def environment_items(script: Script) -> List[EnvItem]:
     return items
 
 
-def script_texts(script: Script, job: Optional[SlurmJob]) -> List[Text]:
+def _heredoc_texts(statements, out: List[Text], containing: str) -> None:
+    """The lines of every here-document body, in order (a module function: a recursive closure would
+    be a reference cycle that keeps each script's texts alive until the garbage collector runs)."""
+    for st in statements:
+        if isinstance(st, Block):
+            if st.heredoc_body and containing in st.heredoc_body:
+                doc = st.heredoc_body[:-1] if st.heredoc_body.endswith("\n") else st.heredoc_body
+                for i, text in enumerate(doc.split("\n")):      # lines end at `\n` only, as in bash
+                    if containing in text:
+                        out.append(Text(text, st.line + 1 + i))
+            _heredoc_texts(st.children, out, containing)
+
+
+def script_texts(script: Script, job: Optional[SlurmJob], containing: str = "") -> List[Text]:
     """Every string in which the script can name a path: command words, assignment values, here-document
-    bodies, and the --chdir/--output/--error directive values."""
+    bodies, and the --chdir/--output/--error directive values. `containing`: only the strings that
+    contain it (e.g. "/" for callers that look for paths only)."""
     out: List[Text] = []
     for cmd in iter_commands(script.body):
         for w in cmd.words:
-            out.append(Text(w.value, cmd.line))
+            if containing in w.value:
+                out.append(Text(w.value, cmd.line))
         for r in cmd.redirections:
-            out.append(Text(r.lstrip("0123456789<>&|"), cmd.line))
+            r = r.lstrip("0123456789<>&|")
+            if containing in r:
+                out.append(Text(r, cmd.line))
     for a in iter_assignments(script.body):
-        out.append(Text(a.value.value, a.line))
+        if containing in a.value.value:
+            out.append(Text(a.value.value, a.line))
 
-    def heredocs(statements):
-        for st in statements:
-            if isinstance(st, Block):
-                if st.heredoc_body:
-                    doc = st.heredoc_body[:-1] if st.heredoc_body.endswith("\n") else st.heredoc_body
-                    for i, text in enumerate(doc.split("\n")):      # lines end at `\n` only, as in bash
-                        out.append(Text(text, st.line + 1 + i))
-                heredocs(st.children)
-
-    heredocs(script.body)
+    _heredoc_texts(script.body, out, containing)
     if job is not None:
         for name in ("chdir", "output", "error"):
             value = getattr(job.fields, name, None)
-            if value:
+            if value and containing in value:
                 out.append(Text(value, option_line(job, name)))
     return out
 
@@ -227,6 +238,8 @@ def absolute_prefixes(texts: Iterable[Text]) -> List[Tuple[str, Text]]:
     """Top-level directories (`/scratch`) of absolute paths in texts, first use of each, in order."""
     seen = {}
     for t in texts:
+        if "/" not in t.value:             # most words: no path at all
+            continue
         for m in _ABS_PATH.finditer(t.value):
             top = m.group(1)
             if top in ("/.", "/.."):          # `cd /..`, `/./x`: the root again, not a file system
@@ -242,14 +255,17 @@ def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> Li
     assigned = set(assigned)
     seen = {}
     for t in texts:
-        for m in re.finditer(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)", t.value):
+        value = t.value
+        if "/" not in value:               # both forms are followed by a `/`
+            continue
+        for m in _VAR_PREFIX.finditer(value) if "$" in value else ():
             name = m.group(1)
             if name.startswith(("SLURM_", "PET_", "OMPI_")) or name in assigned or name in ("PWD", "OLDPWD"):
                 continue
             key = "$" + name
             if key not in seen:
                 seen[key] = t
-        if re.search(r"(?:(?<=^)|(?<=[\s=:'\"]))~/", t.value) and "$HOME" not in seen:
+        if "~/" in value and "$HOME" not in seen and _TILDE_PREFIX.search(value):
             seen["$HOME"] = t
     return list(seen.items())
 

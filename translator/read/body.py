@@ -110,7 +110,7 @@ def _command_from_segment(seg: Segment) -> List[ast.Statement]:
             return list(prefix)
         if not prefix and not seg.redirections:
             return []
-    word_objs = tuple(make_word(w) for w in rest)
+    word_objs = tuple(map(make_word, rest))
     argv = [w.value for w in word_objs]
     prog = argv[0] if argv else ""
     if prog in ("export", "declare", "typeset", "readonly", "local") and not seg.redirections and not seg.heredocs:
@@ -242,6 +242,7 @@ def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> List[ast.S
         return kids
 
     top = conv(tree)
+    conv = None          # `conv` refers to itself through its closure: break that cycle so the tokens are freed now
     return b.stmts(top)
 
 

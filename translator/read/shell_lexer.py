@@ -33,6 +33,8 @@ MAX_WORD_NESTING = 100
 # ordinary word characters: anything but blanks, quotes, escapes, expansions and operators
 _PLAIN = re.compile(r"[^ \t\n'\"\\`$;&|<>()]+")
 _BLANKS = re.compile(r"[ \t]+")
+# the characters the main scan treats specially (every other one starts or continues a plain word)
+_SPECIAL_CHARS = frozenset(" \t\n#\\'\"`$;&|<>()")
 _PAREN_PLAIN = re.compile(r"[^()'\"\\`$#<\n]+")
 _INNER_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^ \t\n;&|<>()'\"]+))")
 _DQ_PLAIN = re.compile(r"[^\"\\`$]+")
@@ -539,6 +541,19 @@ class ShellLexer:
                 i = self._case_pattern(i)
                 continue
             c = text[i]
+            if c not in _SPECIAL_CHARS:
+                # ordinary characters, the most common case, go straight to the branch at the end of the
+                # loop (the same code): none of the tests in between can match them
+                if cur_start < 0:
+                    cur_start = i
+                    if seg is None:
+                        seg = new_segment(i)
+                m = _PLAIN.match(text, i)
+                i = m.end() if m else i + 1
+                if cur_start >= 0 and text[cur_start:i] == "[[" and (seg is None or not seg.words) and mode == "cmd" \
+                        and (i >= n or text[i] in " \t\n"):
+                    i = self._double_bracket(i)
+                continue
             if c == " " or c == "\t":
                 if cur_start >= 0:
                     finish_word(i)

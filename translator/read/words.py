@@ -18,6 +18,8 @@ from translator.read.ast import Assignment, Word
 _SIMPLE = re.compile(r"[^'\"\\$`*?\[~{]*\Z")
 _DQ_ESCAPABLE = "$`\"\\\n"
 _TILDE_AFTER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:[^'\"\\\\:]*:)*~")
+_DQ_RUN = re.compile(r'[^"\\$`]+')               # inside double quotes: up to the next quote, escape or expansion
+_PLAIN_RUN = re.compile(r"[^'\"\\$`*?\[{]+")      # unquoted: up to a quote, escape, expansion, glob or brace
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 
 
@@ -126,6 +128,11 @@ def _make_word(raw: str) -> Word:
         if c == '"':
             i += 1
             while i < n and raw[i] != '"':
+                m = _DQ_RUN.match(raw, i)
+                if m is not None:                  # a run of characters with no meaning inside "…"
+                    out.append(m.group())
+                    i = m.end()
+                    continue
                 d = raw[i]
                 if d == "\\" and i + 1 < n:
                     if raw[i + 1] in _DQ_ESCAPABLE:
@@ -150,6 +157,11 @@ def _make_word(raw: str) -> Word:
             literal = literal and not expands
             out.append(raw[i:end])
             i = end
+            continue
+        m = _PLAIN_RUN.match(raw, i)
+        if m is not None:                          # a run of ordinary characters
+            out.append(m.group())
+            i = m.end()
             continue
         if c in "*?[":
             literal = False

@@ -87,7 +87,7 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
             modules.append(item.name)
         else:
             envs.append(f"{item.kind}:{item.name}")
-    texts = script_texts(script, job)
+    texts = script_texts(script, job, "/")      # both scans below only look at texts with a `/`
     covered = set()
     for fs in getattr(profile, "filesystems", ()) or ():
         covered.add(fs.path if fs.path.startswith("$") else "/" + fs.path.strip("/").split("/")[0])

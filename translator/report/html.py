@@ -8,6 +8,7 @@ never user text.
 from __future__ import annotations
 
 import hashlib
+import re
 from html import escape
 from typing import IO
 
@@ -100,8 +101,14 @@ def _detailed(light) -> set:
     return {sr.path for sr in ranked[:DETAILED_SECTIONS]}
 
 
+_MARKUP = re.compile("[&<>\"'\x00]")
+
+
 def e(s) -> str:
-    return escape(str(s), quote=True).replace("\x00", "\ufffd")
+    s = str(s)
+    if _MARKUP.search(s) is None:        # most texts: nothing to escape
+        return s
+    return escape(s, quote=True).replace("\x00", "\ufffd")
 
 
 def _card(label: str, value, cls: str = "") -> str:
@@ -291,9 +298,15 @@ def write(report: Report, out: IO[str]) -> None:
             head, block, link = text.split(_PART)
             w(head + (block if inline else link) + _END)
     else:
-        for sr in report.scripts:
-            if sr.path in detailed:
-                w(script_section(sr, inline))
+        get = getattr(report.scripts, "get", None)
+        if callable(get):      # a spool: read back only the records that get a section
+            for p in ids:
+                if p in detailed:
+                    w(script_section(get(p), inline))
+        else:
+            for sr in report.scripts:
+                if sr.path in detailed:
+                    w(script_section(sr, inline))
     w(f"</main><script>{_JS}</script></body></html>\n")
 
 

@@ -182,9 +182,13 @@ def write(report: Report, out: IO[str]) -> None:
         if spool is not None:
             texts = spool.raw("md", detailed)
         else:
-            wanted_paths = set(detailed)
-            full = {sr.path: sr for sr in report.scripts if sr.path in wanted_paths}
-            texts = ((p, script_section(full[p])) for p in detailed)
+            get = getattr(report.scripts, "get", None)
+            if callable(get):        # a spool: read back only the detailed records, not all of them
+                texts = ((p, script_section(get(p))) for p in detailed)
+            else:
+                wanted_paths = set(detailed)
+                full = {sr.path: sr for sr in report.scripts if sr.path in wanted_paths}
+                texts = ((p, script_section(full[p])) for p in detailed)
         current = None
         for p, text in texts:
             if outcome[p] != current:
