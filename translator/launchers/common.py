@@ -222,7 +222,7 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
                  nodes_given=job.nodes_given, tasks_given=job.tasks_given, gpus_uneven=job.gpus_uneven)
 
 
-def check_inherited_ntasks(ctx: "LaunchContext", srun: Optional[SrunCall], line: int) -> None:
+def check_inherited_ntasks(ctx: LaunchContext, srun: Optional[SrunCall], line: int) -> None:
     """`srun --ntasks-per-node=K cmd` in a job that set -n/--ntasks-per-node: srun also reads -n from the
     inherited SLURM_NTASKS (srun(1) INPUT ENVIRONMENT VARIABLES), so K does not decide the task count."""
     if srun is None or not ctx.shape.tasks_given:
@@ -359,7 +359,7 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
         body.append(text)
     ctx.once_helpers |= helpers
     if ctx.once_helpers:                   # the helpers, before the assignments and words that call them
-        if not (has_base or any(l.startswith("_s2k_hosts()") for l in lines)):
+        if not (has_base or any(ln.startswith("_s2k_hosts()") for ln in lines)):
             lines.extend(prologue.prologue_lines([], ctx.job, ctx.shape))
         lines.extend(prologue.batch_once_lines(ctx.once_helpers, ctx.job))
     return lines + body
