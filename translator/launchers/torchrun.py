@@ -53,7 +53,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     dropped: List[str] = []
     seen = {}
     nproc: Optional[str] = None
-    i = head
     rest = toks[head:]
     j = 0
     while j < len(rest):

@@ -159,12 +159,12 @@ class Block(FrozenRecord):
     line: int
     end_line: int
     text: str                                   # the header line, e.g. `for i in 1 2 3; do`
-    children: Tuple["Statement", ...] = ()      # parsed statements inside (not for heredoc bodies)
+    children: Tuple[Statement, ...] = ()      # parsed statements inside (not for heredoc bodies)
     heredoc_body: Optional[str] = None          # heredoc text (not parsed as commands)
     heredoc_delimiter: Optional[str] = None
     command: Optional[Command] = None           # for heredoc: the command that reads it (e.g. `cat > x`)
     heredoc_body_line: Optional[int] = None     # for heredoc: line of the document's first line in the file
-    generated_script: Optional["Script"] = None  # for heredoc: the document read as a job script when it starts
+    generated_script: Optional[Script] = None  # for heredoc: the document read as a job script when it starts
                                                 # with `#!` (a script this one writes); its line numbers are
                                                 # relative to the document (add heredoc_body_line - 1). With an
                                                 # unquoted delimiter the shell expands `$x` when it writes the

@@ -103,7 +103,8 @@ def _segment_statements(seg: Segment) -> List[ast.Statement]:
             _generated_depth -= 1
     block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd,
                       hd.body_start, generated)
-    return [s for s in stmts if not isinstance(s, ast.Command)] + [block]
+    kept: List[ast.Statement] = [s for s in stmts if not isinstance(s, ast.Command)]
+    return kept + [block]
 
 
 class _Builder:
@@ -126,6 +127,7 @@ class _Builder:
                 if isinstance(tok, _Run):
                     out.extend(_flat_fallback(tok.tokens))
                 elif tok.type == "CMD":
+                    assert tok.segment is not None          # the lexer gives every CMD token its segment
                     out.extend(_segment_statements(tok.segment))
                 elif tok.type == "COMMENT":
                     out.append(ast.Comment(tok.line, tok.text))

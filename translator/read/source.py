@@ -152,8 +152,9 @@ def decode_source(data: bytes) -> Source:
 
     if crlf >= 0:
         body = body.replace(b"\r\n", b"\n")
+    bad: List[int] = []
     try:
-        lines, bad = body.decode("utf-8").split("\n"), []      # the common case: one decode for the whole file
+        lines = body.decode("utf-8").split("\n")      # the common case: one decode for the whole file
     except UnicodeDecodeError:
         lines, bad = _decode_lines(body.split(b"\n"))
     if bad:

@@ -37,7 +37,10 @@ class ParsedOption(FrozenRecord):
 
     @property
     def key(self) -> str:
-        return self.spec.key if self.spec else self.spank[1]
+        if self.spec:
+            return self.spec.key
+        assert self.spank is not None, self.written         # no spec: a SPANK plugin option
+        return self.spank[1]
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -177,8 +180,8 @@ def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
             consumed_next = True
             break
         i += 2 if consumed_next else 1
-    rest = tuple(words[i:])
-    if rest:
-        word, line = rest[0]
+    leftover = tuple(words[i:])
+    if leftover:
+        word, line = leftover[0]
         errs.append(GetoptError("stray-word", f"Invalid directive found in batch script: {word}", line, word))
-    return GetoptResult(tuple(opts), tuple(errs), rest)
+    return GetoptResult(tuple(opts), tuple(errs), leftover)

@@ -1,7 +1,7 @@
 """The Slurm job as sbatch resolves it, and its `inspect --json` contract form."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from translator.diagnostics import Diagnostic

@@ -302,8 +302,10 @@ class _Resolver:
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
             if po.spec is None:   # plugin option: recorded, not applied
-                comp.spank[po.spank[1]] = (po.spank[0], po.value)
-                comp.settings.append(OptionSetting(po.spank[1], po.value or "", source, po.line, po.written))
+                assert po.spank is not None          # no spec: a SPANK plugin option
+                plugin, option = po.spank
+                comp.spank[option] = (plugin, po.value)
+                comp.settings.append(OptionSetting(option, po.value or "", source, po.line, po.written))
                 continue
             self._note_spelling(po, source)
             if po.spec.early_pass and source == DIRECTIVE:
@@ -315,7 +317,7 @@ class _Resolver:
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
         w = po.written
-        if not w.startswith("--"):
+        if not w.startswith("--") or po.spec is None:
             return
         typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
         if typed != po.spec.name:
@@ -329,6 +331,7 @@ class _Resolver:
             code = _GETOPT_CODES[e.kind]
             where = "" if source == DIRECTIVE else f" ({'command line' if source == CLI else 'environment'})"
             if e.kind == "spank":
+                assert e.spank is not None           # getopt names the plugin of every spank error
                 plugin, name = e.spank
                 self.diag(code, f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
                           f"sbatch 22.05 without that plugin refuses it ({e.message}){where}", e.line,
@@ -354,7 +357,7 @@ class _Resolver:
             self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
             if report:
                 self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
-                          + (f"={value}" if value else "") + f" and overrides #SBATCH",
+                          + (f"={value}" if value else "") + " and overrides #SBATCH",
                           t.line, "write it as an #SBATCH directive (or submit with --ignore-pbs)")
         if report:
             for line, msg in tr.errors:
@@ -383,9 +386,7 @@ class _Resolver:
                 is_set = value == "" or V.c_lower(value) == "yes" or _nonzero_int(value)
                 self.apply(comp, spec, None, ENV, None, written, reset_flag=not is_set)
                 continue
-            if spec.arg == OPTIONAL and value == "":
-                value = None
-            self.apply(comp, spec, value, ENV, None, written)
+            self.apply(comp, spec, None if spec.arg == OPTIONAL and value == "" else value, ENV, None, written)
 
     # ---- checks after merging ------------------------------------------------------------
 
@@ -423,7 +424,7 @@ class _Resolver:
         gpu_items = [(name, item) for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
                      if name in st and not isinstance(st[name].parsed, _Invalid) and st[name].parsed
                      for item in st[name].parsed if item.name == "gpu"]
-        typed = sorted({n for n, i in gpu_items if i.type})
+        typed: List[str] = sorted({n for n, i in gpu_items if i.type})
         untyped = sorted({n for n, i in gpu_items if not i.type})
         cpg = st.get("cpus-per-gpu")
         if gpu_items and cpg is not None and cpg.parsed == -1:

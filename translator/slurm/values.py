@@ -11,10 +11,9 @@ MaxArraySize=1001, `--dependency=foo:1`).
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from translator.records import FrozenRecord
 
@@ -382,7 +381,7 @@ def parse_gres(value: str) -> Tuple[GresItem, ...]:
 
 
 def _check_typed_mix(items) -> None:
-    by_name = {}
+    by_name: Dict[str, Set[bool]] = {}            # GRES name -> {written without a type?}
     for it in items:
         by_name.setdefault(it.name, set()).add(it.type is None)
     if any(len(v) > 1 for v in by_name.values()):
@@ -434,7 +433,7 @@ def lenient_gpu_spec(value: str) -> Tuple[int, Optional[str]]:
     return (c, None) if c is not None else (1, s or None)
 
 
-def format_signal(sig: "SignalSpec", written: str) -> str:
+def format_signal(sig: SignalSpec, written: str) -> str:
     """The signal as sbatch renders it: flags, then the name (or the number if given as one)."""
     body = written.split(":", 1)[1] if ":" in written else written
     name_part = body.split("@", 1)[0]
@@ -729,9 +728,9 @@ def parse_distribution(value: str) -> str:
         if size <= 0 or len(levels) > 1:
             raise InvalidValue("Invalid --distribution specification")
         return f"plane={size}" + (f",{flag}" if flag else "")
-    if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
+    if first not in _DIST_NODE or len(levels) > 3 or any(lv not in _DIST_SOCK for lv in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
-    return ":".join("block" if l == "*" else l for l in levels) + (f",{flag}" if flag else "")   # `*` = default
+    return ":".join("block" if lv == "*" else lv for lv in levels) + (f",{flag}" if flag else "")   # `*` = default
 
 
 def plane_size(distribution: str) -> Optional[int]:
@@ -749,7 +748,7 @@ def relative_seconds(value: str) -> Optional[int]:
     m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", (value or "").strip(C_SPACE).translate(_LOWER))
     if not m or (m.group(2) or "") not in _UNIT_SECONDS:
         return None
-    return to_int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
+    return to_int(m.group(1) or "0") * _UNIT_SECONDS[m.group(2) or ""]
 
 
 def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
@@ -818,7 +817,7 @@ def parse_profile(value: str) -> str:
     parts = [p.strip(C_SPACE).translate(_LOWER) for p in (value or "").split(",")]
     if parts == ["none"]:
         return "None"
-    chosen = set()
+    chosen: Set[str] = set()
     for p in parts:
         if p == "all":
             chosen.update(_PROFILE)
