@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from translator.read import read_script
 from translator.read import ast
-from translator.read.ast import Assignment, Block, Command, Comment, iter_assignments, iter_commands
+from translator.read.ast import Block, Comment, iter_assignments, iter_commands
 
 HEAD = "#!/bin/bash\n#SBATCH -N 2\n"
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+from translator.slurm.values import to_int
 
 LAUNCHERS = {"srun", "torchrun", "mpirun", "mpiexec", "orterun", "deepspeed", "accelerate", "apptainer",
              "singularity", "shifter", "podman-hpc"}
@@ -185,8 +186,7 @@ def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
     if rest and common.basename(rest[0].value) == "env":
         words, wenv = strip_wrappers(ctx, [_TokWord(t) for t in rest], line)
         return [w.tok for w in words], wenv
-    while rest and _NAME_VALUE.match(rest[0].value) and not rest[0].value.startswith("-"):
-        m = _NAME_VALUE.match(rest[0].value)
+    while rest and (m := _NAME_VALUE.match(rest[0].value)) and not rest[0].value.startswith("-"):
         if rest[0].literal:
             env.append((m.group(1), m.group(2)))
         else:
@@ -211,7 +211,7 @@ def _slurm_names(ctx: LaunchContext) -> List[str]:
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
-def strip_wrappers(ctx: LaunchContext, words, line: int):
+def strip_wrappers(ctx: Optional[LaunchContext], words, line: int):
     """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
 
     Returns (remaining words, [(name, value)] environment the wrappers set).
@@ -306,7 +306,7 @@ def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
 
 
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
-    from translator.launchers import container, mpi
+    from translator.launchers import container
 
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
@@ -444,7 +444,7 @@ def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[s
             continue
         if n in ctx.block_assigned:
             return f"${n}, which is assigned inside a block (if/case/loop)"
-        for st, block in entries:
+        for st, _block in entries:
             if st is cmd:
                 break
             if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
@@ -479,7 +479,7 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) ->
                 or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)):
             continue                         # defined, provided, or not part of the converted command
         setter = None
-        for st, block in entries:
+        for st, _block in entries:
             if st is cmd:
                 break
             if isinstance(st, Command) and st.words and st.words[0].value in _SETTERS and re.search(
@@ -505,7 +505,7 @@ def detect(script, job) -> LaunchIntent:
     entries = list(_walk(script.body))
     launches: List[Tuple[Command, Optional[str]]] = []
     aux: List[Command] = []
-    assigned = {}
+    assigned: Dict[str, List[Assignment]] = {}
     for st, block in entries:
         if isinstance(st, Assignment) and block is None:
             assigned.setdefault(st.name, []).append(st)
@@ -557,7 +557,7 @@ def detect(script, job) -> LaunchIntent:
                 continue
             n = words[1].value if len(words) > 1 else "1"
             if n.isascii() and n.isdigit():
-                positional = positional[int(n):] if int(n) <= len(positional) else positional
+                positional = positional[to_int(n):] if to_int(n) <= len(positional) else positional
                 continue
         replayed = False
         ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "

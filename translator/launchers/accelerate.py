@@ -32,7 +32,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     dropped: List[str] = []
     machines: Optional[str] = None
     j = 0
-    nprocs_seen = False
     while j < len(rest):
         t = rest[j]
         if not t.value.startswith("-") or t.value == "-":
@@ -47,7 +46,6 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
                 machines = (common.static_value(ctx, vt) if vt is not None else None) or "?"
         elif key == "--num-processes":
-            nprocs_seen = True
             vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
             v = common.static_value(ctx, vt) if vt is not None else None
             if v is None:

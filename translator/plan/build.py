@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import re
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
@@ -187,7 +187,7 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
         image = rt.image
     else:
         image = runtimes.default_image(intent.framework)
-    smap.append(SourceMap("spec.trainer.image", tuple(l for l in (intent.line,) if intent.image and l), "mapped")
+    smap.append(SourceMap("spec.trainer.image", tuple(ln for ln in (intent.line,) if intent.image and ln), "mapped")
                 if intent.image else SourceMap("spec.trainer.image", (), "approximated"))
 
     # --- software environment
@@ -198,16 +198,16 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
-    for cmd, depth in _commands(script.body):
+    for cmd, _depth in _commands(script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
         elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
-            p, ix, ex, extra, fnd = pipmod.parse(cmd)
-            for x in p:                       # ordered sets: linear in the number of pip lines
+            named, index_url, ex, extra, fnd = pipmod.parse(cmd)
+            for x in named:                   # ordered sets: linear in the number of pip lines
                 pkgs.setdefault(x)
-            index_urls = ix or index_urls
+            index_urls = index_url or index_urls
             for x in ex:
                 extra_index.setdefault(x)
             for x in extra:
@@ -531,11 +531,11 @@ def _secrets(script, env, intent, command, args, trainjob_name):
         if not hits:
             return word
         # the kubelet puts the Secret's value where $(NAME) stands (NAME is in the container env)
-        pieces = [word]
+        pieces: List[Union[str, Tuple[str]]] = [word]     # text, or (NAME,) where $(NAME) goes
         for name in hits:
             used.add(name)
             value = found[name][0]
-            nxt = []
+            nxt: List[Union[str, Tuple[str]]] = []
             for p in pieces:
                 if isinstance(p, tuple):
                     nxt.append(p)
@@ -693,7 +693,7 @@ def _job_id_use(job, command, args, intent) -> List[Finding]:
     stand_in = prologue.job_id_number(job)
     body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
     # the definitions the prologue/shim make are not uses
-    body = "\n".join(l for l in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", l))
+    body = "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", ln))
     if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
         return []
     return [Finding(WARNING, "L354", f"the command uses SLURM_JOB_ID, which Kubernetes does not have: the TrainJob "

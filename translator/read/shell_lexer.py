@@ -200,6 +200,7 @@ class ShellLexer:
             else:
                 self._demote(tok, complaint)
         elif t == "PATTERN":
+            assert top is not None              # the lexer emits PATTERN inside a case block only
             top.phase = "body"
             self._push(tok)
         elif t == "DSEMI":
@@ -763,6 +764,7 @@ class ShellLexer:
         """i at the operator; appends `fd op target` to the segment and returns the offset after it."""
         text = self.text
         m = _REDIR_OP.match(text, i)
+        assert m is not None                    # the caller saw a redirection operator at i
         op = m.group()
         j = m.end()
         k = _BLANKS.match(text, j)

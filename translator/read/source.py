@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import List, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, WARNING
+from translator.records import Record
 
 # Codes of this module (documented in README, section codes-R).
 R110_EMPTY = "R110"
@@ -31,8 +32,8 @@ _WHITESPACE_BYTES = b" \t\n\v\f\r"
 _MAX_REPORTED_LINES = 5
 
 
-@dataclass
-class Source:
+@dataclass(init=False, repr=False, eq=False)
+class Source(Record):
     """The decoded file: one string per line (no line breaks), plus what sbatch would say about it."""
 
     text: str
@@ -150,8 +151,9 @@ def decode_source(data: bytes) -> Source:
 
     if crlf >= 0:
         body = body.replace(b"\r\n", b"\n")
+    bad: List[int] = []
     try:
-        lines, bad = body.decode("utf-8").split("\n"), []      # the common case: one decode for the whole file
+        lines = body.decode("utf-8").split("\n")      # the common case: one decode for the whole file
     except UnicodeDecodeError:
         lines, bad = _decode_lines(body.split(b"\n"))
     if bad:

@@ -13,13 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from translator.records import FrozenRecord, _set
+
 REQUIRED = "required"
 OPTIONAL = "optional"
 NONE = "none"
 
 
-@dataclass(frozen=True)
-class OptionSpec:
+@dataclass(init=False, repr=False, eq=False)
+class OptionSpec(FrozenRecord):
     """One getopt_long table entry (aliases are separate entries naming their canonical option)."""
 
     name: str                   # long name as getopt matches it
@@ -31,6 +33,19 @@ class OptionSpec:
     per_component: bool = True  # reset for each hetjob component (Slurm's reset_each_pass)
     summary: str = ""
     early_pass: bool = False    # read only from the command line; sbatch skips it in #SBATCH lines
+
+    def __init__(self, name: str, arg: str, short: Optional[str] = None, value: str = "string",
+                 canonical: Optional[str] = None, hidden: bool = False, per_component: bool = True,
+                 summary: str = "", early_pass: bool = False):
+        _set(self, "name", name)
+        _set(self, "arg", arg)
+        _set(self, "short", short)
+        _set(self, "value", value)
+        _set(self, "canonical", canonical)
+        _set(self, "hidden", hidden)
+        _set(self, "per_component", per_component)
+        _set(self, "summary", summary)
+        _set(self, "early_pass", early_pass)
 
     @property
     def key(self) -> str:

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
+from translator.records import FrozenRecord, Record
 from translator.slurm import values as V
-from translator.slurm.foreign import BSUB, PBS, Translation, translate
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.kinds import parse as parse_kind
 from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
+
+if TYPE_CHECKING:
+    from translator.slurm.foreign import Translation
 
 # ---- diagnostic codes ------------------------------------------------------------------------
 O201_UNKNOWN_OPTION = "O201"
@@ -81,19 +84,25 @@ DIRECTIVE, ENV, CLI = "directive", "env", "cli"
 _CHECKED_AFTER_MERGE = ("gres", "gpus", "hint")
 
 
-@dataclass(frozen=True)
-class _Invalid:
+@dataclass(init=False, repr=False, eq=False)
+class _Invalid(FrozenRecord):
     """A value sbatch refuses, kept as written."""
 
     raw: Optional[str]
 
 
-@dataclass
-class _Value:
+@dataclass(init=False, repr=False, eq=False)
+class _Value(Record):
     value: Optional[str]     # merged value string (None for flags given without value)
     parsed: object
     source: str
     line: Optional[int]
+
+    def __init__(self, value: Optional[str], parsed: object, source: str, line: Optional[int]):
+        self.value = value
+        self.parsed = parsed
+        self.source = source
+        self.line = line
 
 
 class _Component:
@@ -198,8 +207,10 @@ class _Resolver:
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
             if po.spec is None:   # plugin option: recorded, not applied
-                comp.spank[po.spank[1]] = (po.spank[0], po.value)
-                comp.settings.append(OptionSetting(po.spank[1], po.value or "", source, po.line, po.written))
+                assert po.spank is not None          # no spec: a SPANK plugin option
+                plugin, option = po.spank
+                comp.spank[option] = (plugin, po.value)
+                comp.settings.append(OptionSetting(option, po.value or "", source, po.line, po.written))
                 continue
             self._note_spelling(po, source)
             if po.spec.early_pass and source == DIRECTIVE:
@@ -211,7 +222,7 @@ class _Resolver:
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
         w = po.written
-        if not w.startswith("--"):
+        if not w.startswith("--") or po.spec is None:
             return
         typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
         if typed != po.spec.name:
@@ -225,6 +236,7 @@ class _Resolver:
             code = _GETOPT_CODES[e.kind]
             where = "" if source == DIRECTIVE else f" ({'command line' if source == CLI else 'environment'})"
             if e.kind == "spank":
+                assert e.spank is not None           # getopt names the plugin of every spank error
                 plugin, name = e.spank
                 self.diag(code, f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
                           f"sbatch 22.05 without that plugin refuses it ({e.message}){where}", e.line,
@@ -279,9 +291,7 @@ class _Resolver:
                 is_set = value == "" or V.c_lower(value) == "yes" or _nonzero_int(value)
                 self.apply(comp, spec, None, ENV, None, written, reset_flag=not is_set)
                 continue
-            if spec.arg == OPTIONAL and value == "":
-                value = None
-            self.apply(comp, spec, value, ENV, None, written)
+            self.apply(comp, spec, None if spec.arg == OPTIONAL and value == "" else value, ENV, None, written)
 
     # ---- checks after merging ------------------------------------------------------------
 
@@ -319,7 +329,7 @@ class _Resolver:
         gpu_items = [(name, item) for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
                      if name in st and not isinstance(st[name].parsed, _Invalid) and st[name].parsed
                      for item in st[name].parsed if item.name == "gpu"]
-        typed = sorted({n for n, i in gpu_items if i.type})
+        typed: List[str] = sorted({n for n, i in gpu_items if i.type})
         untyped = sorted({n for n, i in gpu_items if not i.type})
         cpg = st.get("cpus-per-gpu")
         if gpu_items and cpg is not None and cpg.parsed == -1:
@@ -567,6 +577,8 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
     cli_components = _split_cli_components(cli_args)
     wrapper = None
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
+        from translator.slurm.foreign import BSUB, PBS, translate   # only scripts with #PBS/#BSUB lines
+
         family = BSUB if any(f.family == BSUB for f in script.foreign) else PBS
         wrapper = translate([(f.line, f.text) for f in script.foreign if f.family == family], family)
         if any(_names_ignore_pbs(w) for d in script.directives for w in d.words):
