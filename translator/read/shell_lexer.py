@@ -459,7 +459,7 @@ class ShellLexer:
     #   _header_kind    for/select/case/function, and _header_start its offset (mode "header")
     #   _connector      the operator before the next command: "", ";", "&&", "||", "|"
     #   _resume         an offset the scan must jump ahead to (after the `()` of `function f()`)
-    def run(self) -> "ShellLexer":
+    def run(self) -> ShellLexer:
         text, n = self.text, self.n
         handlers = {c: getattr(self, name) for chars, name in _DISPATCH for c in chars}
         plain = self._on_plain
@@ -489,20 +489,19 @@ class ShellLexer:
         is a reserved word or part of a for/select/case/function header."""
         raw = self.text[self._word:end]
         self._word = -1
-        if self._seg is None:
-            self._seg = self._new_segment(end - len(raw))
+        seg = self._seg
+        if seg is None:
+            seg = self._seg = self._new_segment(end - len(raw))
         if self._mode == "tail":
             return
         if self._mode == "header":
-            self._header_word(raw, end)
+            self._header_word(seg, raw, end)
             return
-        seg = self._seg
         if not seg.words and not seg.redirections and self._reserved_word(raw, seg):
             return
         seg.words.append(raw)
 
-    def _header_word(self, raw: str, end: int) -> None:
-        seg = self._seg
+    def _header_word(self, seg: Segment, raw: str, end: int) -> None:
         seg.words.append(raw)
         if self._header_kind == "case" and raw == "in" and len(seg.words) >= 3:
             self._emit_header(seg, self._header_kind, self._header_start, end)
@@ -576,7 +575,8 @@ class ShellLexer:
     def _on_blank(self, i: int) -> int:
         if self._word >= 0:
             self._finish_word(i)
-        return _BLANKS.match(self.text, i).end()
+        m = _BLANKS.match(self.text, i)
+        return m.end() if m else i + 1
 
     def _on_newline(self, i: int) -> int:
         self._end_segment(i, "")
