@@ -216,7 +216,7 @@ def main(argv=None):
         cold = cold_starts(commands, a.runs)
         print("\n1. cold start, %d interleaved runs each: median wall (min wall) [median CPU user+sys]" % a.runs)
         base_wall, _, base_cpu, _ = cold["python -c pass"]
-        for name, (med, low, cpu, rc) in cold.items():
+        for name, (med, low, cpu, _rc) in cold.items():
             ratio = "" if name.startswith("python") else "   %.2fx [%.2fx]" % (med / base_wall, cpu / base_cpu)
             print("   %-31s %7.1f ms  (%6.1f)  [%6.1f]%s" % (name, med * 1e3, low * 1e3, cpu * 1e3, ratio))
         insp_med, insp_min, insp_cpu, _ = cold["slurm2kf inspect job.sbatch"]

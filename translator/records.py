@@ -93,7 +93,7 @@ class FrozenRecord(Record):
 
     __slots__ = ()
 
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]  # Record is unhashable; frozen records hash by value
         return hash(_values(self))
 
     def __setattr__(self, name, value):

@@ -380,8 +380,9 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
     import shlex as _shlex
     from translator.read.ast import Word
 
-    lines = (script.text or "").splitlines()
+    lines = (script.text or "").split("\n")            # bash ends lines at \n only
     out: List[Assignment] = []
+    last: dict = {}                                     # name -> its latest assignment in `out`
     for st, block in entries:
         if launch is not None and st is launch:
             break
@@ -391,9 +392,9 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
             continue
         if isinstance(st, Assignment):
             src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
-            prev = [a for a in out if a.name == st.name]
-            if prev and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
-                p, v = prev[-1].value, st.value
+            prev = last.get(st.name)
+            if prev is not None and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+                p, v = prev.value, st.value
                 if p.raw.startswith("(") and v.raw.startswith("("):           # array append
                     val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:],
                                literal=False)
@@ -401,13 +402,16 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
                     val = Word(raw=_shlex.quote(p.value + v.value), value=p.value + v.value, literal=True)
                 else:
                     val = Word(raw=p.raw + v.raw, value=p.value + v.value, literal=False)
-                st = Assignment(st.line, st.name, val, st.exported or prev[-1].exported)
+                st = Assignment(st.line, st.name, val, st.exported or prev.exported)
             out.append(st)
+            last[st.name] = st
         elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
             words = [w.value for w in st.words[1:]]
             if "-f" not in words:
                 gone = {w for w in words if not w.startswith("-")}
                 out = [a for a in out if a.name not in gone]
+                for name in gone:
+                    last.pop(name, None)
     return tuple(out)
 
 
@@ -439,17 +443,22 @@ def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
 
 def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[str]:
     """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
+    setters = None                      # the setting commands before the launch, found once (not per name)
     for n in _launch_refs(ctx, cmd):
         if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
             continue
         if n in ctx.block_assigned:
             return f"${n}, which is assigned inside a block (if/case/loop)"
-        for st, _block in entries:
-            if st is cmd:
-                break
-            if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
-                    and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")
-                    and re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text)):
+        if setters is None:
+            setters = []
+            for st, _block in entries:
+                if st is cmd:
+                    break
+                if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
+                        and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")):
+                    setters.append(st)
+        for st in setters:
+            if re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
                 return f"${n}, which `{st.words[0].value}` on line {st.line} sets"
     return None
 
