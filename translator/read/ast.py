@@ -168,10 +168,10 @@ class Block(FrozenRecord):
                                                 # unquoted delimiter the shell expands `$x` when it writes the
                                                 # file; the generated script holds the text before expansion.
 
-    def __init__(self, kind: str, line: int, end_line: int, text: str, children: Tuple["Statement", ...] = (),
+    def __init__(self, kind: str, line: int, end_line: int, text: str, children: Tuple[Statement, ...] = (),
                  heredoc_body: Optional[str] = None, heredoc_delimiter: Optional[str] = None,
                  command: Optional[Command] = None, heredoc_body_line: Optional[int] = None,
-                 generated_script: Optional["Script"] = None):
+                 generated_script: Optional[Script] = None):
         _set(self, "kind", kind)
         _set(self, "line", line)
         _set(self, "end_line", end_line)

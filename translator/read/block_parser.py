@@ -18,7 +18,7 @@ class Node:
 
     __slots__ = ("data", "children")
 
-    def __init__(self, data: str, children: List[Union["Node", int]]):
+    def __init__(self, data: str, children: List[Union[Node, int]]):
         self.data = data
         self.children = children
 

@@ -188,7 +188,7 @@ def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> List[ast.S
         return kids
 
     top = conv(tree)
-    conv = None          # `conv` refers to itself through its closure: break that cycle so the tokens are freed now
+    conv = None  # type: ignore[assignment]  # `conv` refers to itself through its closure: break that cycle
     return b.stmts(top)
 
 

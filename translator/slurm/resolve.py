@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
@@ -94,11 +94,11 @@ class _Invalid(FrozenRecord):
 @dataclass(init=False, repr=False, eq=False)
 class _Value(Record):
     value: Optional[str]     # merged value string (None for flags given without value)
-    parsed: object
+    parsed: Any              # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
     source: str
     line: Optional[int]
 
-    def __init__(self, value: Optional[str], parsed: object, source: str, line: Optional[int]):
+    def __init__(self, value: Optional[str], parsed: Any, source: str, line: Optional[int]):
         self.value = value
         self.parsed = parsed
         self.source = source
