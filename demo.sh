@@ -10,3 +10,4 @@ set -x
 $S inspect examples/torchrun_multinode/job.sbatch
 $S convert examples/torchrun_multinode/job.sbatch
 $S convert --to python examples/torchrun_multinode/job.sbatch
+$S simulate examples/torchrun_multinode/job.sbatch

@@ -115,7 +115,7 @@ def regex_floor(root: Path) -> tuple:
     pat = re.compile(rb"^#SBATCH[^\n]*", re.M)
     t0 = time.perf_counter()
     files = lines = 0
-    for dirpath, dirs, names in os.walk(root):
+    for dirpath, _dirs, names in os.walk(root):
         for nm in names:
             with open(os.path.join(dirpath, nm), "rb") as fh:
                 lines += len(pat.findall(fh.read()))

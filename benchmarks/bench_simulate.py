@@ -3,8 +3,8 @@
 
     .venv/bin/python benchmarks/bench_simulate.py [--verbose] [PATH ...]
 
-For each script: the verdict, whether the conversion already flags it (an error or warning finding
-other than the simulation's own), and the wall time of one in-process simulation. Prints the totals:
+For each script: the verdict, whether the conversion already flags it (translator/simulate/review.py),
+and the wall time of one in-process conversion + simulation. Prints the totals:
   equivalent / differs-but-flagged / differs-silently   (target: 0 silently different)
 and the share of equivalent among scripts sbatch accepts (target >= 80%), plus the time per script
 (target <= 1 s each).
@@ -27,8 +27,8 @@ def main() -> int:
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--verbose", "-v", action="store_true", help="print each difference")
     a = ap.parse_args()
-    from translator.pipeline import convert
     from translator.simulate import SimulateError, simulate_script
+    from translator.simulate.review import EQUIVALENT, review
     from translator.simulate.sandbox import namespaces_available
 
     paths = a.paths or sorted(glob.glob(str(REPO / "examples" / "*" / "job.sbatch"))) + sorted(
@@ -40,29 +40,21 @@ def main() -> int:
     times = []
     for p in paths:
         rel = str(Path(p).resolve().relative_to(REPO)) if Path(p).resolve().is_relative_to(REPO) else p
-        conv = convert(p)
         t0 = time.perf_counter()
         try:
-            v = simulate_script(p)
+            r = review(p)
         except SimulateError as exc:
             counts["error"] += 1
             print(f"{rel:60s} error        {exc}")
             continue
         dt = time.perf_counter() - t0
         times.append(dt)
-        flagged = any(f.severity in ("error", "warning") for f in conv.findings) or \
-            any(d.severity == "error" for d in conv.diagnostics)
-        ok = conv.job is not None and conv.job.sbatch_accepts
-        accepted += ok
-        if v.verdict == "equivalent":
-            kind = "equivalent"
-            accepted_eq += ok
-        else:
-            kind = "differs-but-flagged" if flagged else "differs-silently"
-        counts[kind] += 1
-        print(f"{rel:60s} {kind:20s} {dt * 1000:6.0f} ms  {len(v.slurm.processes):4d} proc")
-        if a.verbose or kind == "differs-silently":
-            for d in v.differences:
+        accepted += r.accepted
+        accepted_eq += r.accepted and r.kind == EQUIVALENT
+        counts[r.kind] += 1
+        print(f"{rel:60s} {r.kind:20s} {dt * 1000:6.0f} ms  {len(r.verdict.slurm.processes):4d} proc")
+        if a.verbose or r.kind == "differs-silently":
+            for d in r.verdict.differences:
                 print(f"      - {d}")
     print()
     print("  ".join(f"{k}: {n}" for k, n in counts.items()))

@@ -20,7 +20,6 @@ its input is reduced (line- then byte-level delta debugging) and saved to the ou
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import resource
 import signal

@@ -82,7 +82,6 @@ def migrate_digests(generated: int) -> dict:
 
 
 def digests(generated: int) -> dict:
-    import dataclasses
 
     from translator.emit import plan_json, sdk_python, trainjob_yaml
     from translator.pipeline import ConvertSettings, convert

@@ -99,7 +99,7 @@ class _Gen:
              f"--cpus-per-task={r.choice((4, 8, 16, 32))}", f"--mem={r.choice(('0', '64G', '128G', '480G'))}",
              f"--time={r.choice(('00:30:00', '04:00:00', '12:00:00', '1-00:00:00', '2-00:00:00'))}",
              f"--partition={r.choice(('gpu', 'a100', 'h100', 'debug', 'long'))}",
-             f"--output=logs/%x-%j.out", "--error=logs/%x-%j.err"]
+             "--output=logs/%x-%j.out", "--error=logs/%x-%j.err"]
         if r.random() < 0.5:
             d.append(f"--account={self.team}-{r.randint(100, 999)}")
         if r.random() < 0.3:
@@ -217,8 +217,8 @@ class _Gen:
         if kind == 0:
             self.add('if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then\n    TASK=0\nelse\n    TASK=$SLURM_ARRAY_TASK_ID\nfi\n')
         elif kind == 1:
-            self.add(f'if [[ "$SLURM_JOB_PARTITION" == "debug" ]]; then\n    export EPOCHS=1\n'
-                     f'elif [[ -n "${{RESUME:-}}" ]]; then\n    EXTRA="--resume $CKPT_DIR/last.pt"\nfi\n')
+            self.add('if [[ "$SLURM_JOB_PARTITION" == "debug" ]]; then\n    export EPOCHS=1\n'
+                     'elif [[ -n "${RESUME:-}" ]]; then\n    EXTRA="--resume $CKPT_DIR/last.pt"\nfi\n')
         else:
             self.add('case "${SLURM_ARRAY_TASK_ID:-0}" in\n'
                      + "".join(f'    {k}) CONFIG=configs/{r.choice(WORDS)}_{k}.yaml ;;\n' for k in range(r.randint(2, 6)))
@@ -228,14 +228,14 @@ class _Gen:
         r = self.r
         pick = r.randrange(6)
         if pick == 0:
-            self.add(f'echo "Job $SLURM_JOB_ID on $(hostname) at $(date)"\necho "nodes: $SLURM_JOB_NODELIST"\n')
+            self.add('echo "Job $SLURM_JOB_ID on $(hostname) at $(date)"\necho "nodes: $SLURM_JOB_NODELIST"\n')
         elif pick == 1:
             self.add(f"mkdir -p \"$LOG_DIR\" \"$CKPT_DIR\"\ncd /gpfs/{self.team}/code || exit 1\n")
         elif pick == 2:
             self.add("nvidia-smi\n" if r.random() < 0.5 else "srun hostname\n")
         elif pick == 3:
-            self.add(f"head_node=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-                     f"head_ip=$(srun --nodes=1 --ntasks=1 -w \"$head_node\" hostname --ip-address)\n")
+            self.add("head_node=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+                     "head_ip=$(srun --nodes=1 --ntasks=1 -w \"$head_node\" hostname --ip-address)\n")
         elif pick == 4:
             self.add(f"pip install --user {r.choice(PIP)}\n")
         else:
@@ -272,7 +272,7 @@ class _Gen:
         else:
             self.add(text)
         if r.random() < 0.5:
-            self.add(f'log "done: exit $?"\n' if self.fn_names else 'echo "done at $(date)"\n')
+            self.add('log "done: exit $?"\n' if self.fn_names else 'echo "done at $(date)"\n')
 
 
 def script(i: int, seed: int = 1322) -> str:

@@ -31,7 +31,6 @@ Our CLI:
 """
 from __future__ import annotations
 
-import os
 import sys
 import types
 from pathlib import Path
@@ -42,6 +41,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import oracles  # noqa: E402  (tests/oracles.py)
+from kube_cluster import kube  # noqa: E402,F401  (fixture: the real kube-apiserver, one namespace per test module)
 
 
 # Oracle-dependent tests are marked automatically, so `pytest -m "not slurm and not sdk"` is a real fast loop:

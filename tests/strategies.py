@@ -877,7 +877,7 @@ def python_plan_problems(source: str, plans) -> List[str]:
     problems = []
     for plan in plans:
         wanted = [("name", plan.name), ("runtime", plan.runtime)]
-        wanted += [(f"env {v.name}", v.value) for v in plan.env] + [(f"env name", v.name) for v in plan.env]
+        wanted += [(f"env {v.name}", v.value) for v in plan.env] + [("env name", v.name) for v in plan.env]
         wanted += [("command", c) for c in plan.command] + [("arg", a) for a in plan.args]
         wanted += [(f"annotation {k}", v) for k, v in plan.annotations] + [(f"label {k}", v) for k, v in plan.labels]
         if plan.image:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_cluster import get_trainjob, kube, new_namespace  # noqa: F401
+from kube_cluster import get_trainjob, new_namespace
 
 pytestmark = pytest.mark.cluster
 

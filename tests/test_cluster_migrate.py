@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kube_cluster import kube, list_trainjobs, new_namespace  # noqa: F401
+from kube_cluster import list_trainjobs, new_namespace
 
 pytestmark = pytest.mark.cluster
 

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kube_cluster import (get_trainjob, kube, list_trainjobs, new_namespace, unused_port,  # noqa: F401
-                          variant_kubeconfig)
+from kube_cluster import get_trainjob, list_trainjobs, new_namespace, unused_port, variant_kubeconfig
 
 pytestmark = pytest.mark.cluster
 

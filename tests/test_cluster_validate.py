@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kube_cluster import kube  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent
 FIXTURES = ROOT / "fixtures"

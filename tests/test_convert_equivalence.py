@@ -8,13 +8,10 @@ executed with fake programs and the PET_* environment of each pod (helpers from 
 """
 from __future__ import annotations
 
-import json
-import re
 import subprocess
 import sys
 
 import pytest
-import yaml
 
 from test_launch_shims import _calls, _fake_bin, _pet, _plan, _run
 from translator.pipeline import ConvertSettings, convert

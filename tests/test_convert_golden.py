@@ -105,7 +105,7 @@ def test_golden(case: Path, cli, monkeypatch):
     codes = set(_CODE.findall(result.stderr))
     assert codes == set(head["findings"].split()), result.stderr
     if head["plan"]:
-        from translator.pipeline import ConvertSettings, convert
+        from translator.pipeline import convert
 
         plans = convert(rel).plans
         for field, value in head["plan"].items():

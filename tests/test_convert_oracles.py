@@ -86,7 +86,7 @@ def test_golden_sdk_programs_take_secrets_from_the_submitting_shell(outputs, tmp
     with_secrets = [o for o in outputs if _secret_names(o[1])]
     assert with_secrets
     pairs = []
-    for rel, y, p in with_secrets:
+    for _rel, y, p in with_secrets:
         docs = [d for d in yaml.safe_load_all(y.read_text()) if d]
         for d in docs:
             for e in d["spec"]["trainer"]["env"]:

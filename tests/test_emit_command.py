@@ -5,12 +5,10 @@ the tests see exactly which words pip would get and what the launcher receives.
 """
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from kf_helpers import plan
 from translator.emit.command import container_command

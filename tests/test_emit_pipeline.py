@@ -4,9 +4,7 @@ code submits exactly the YAML's TrainJobs."""
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
-import pytest
 
 from kf_helpers import CRD, REPO, oracle_compare, oracle_validate
 from translator.emit import plan_json, sdk_python, trainjob_yaml

@@ -144,7 +144,7 @@ def test_unicode_digits_in_numeric_options(option, number, digit):
     value = text[:-1] + digit if len(text) > 1 else digit
     if vtype == "mem":
         value += "G"
-    script = check_read(f"#!/bin/bash\n#SBATCH --{long}={value}\nsrun python t.py\n".encode("utf-8"))
+    script = check_read(f"#!/bin/bash\n#SBATCH --{long}={value}\nsrun python t.py\n".encode())
     job = check_resolve(script)
     if vtype in ("int", "mem", "time", "nodes") and long not in ("priority", "nice"):
         assert not job.sbatch_accepts, f"--{long}={value} is not a number for sbatch"

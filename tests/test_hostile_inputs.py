@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path

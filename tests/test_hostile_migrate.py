@@ -174,7 +174,7 @@ def test_hostile_file_names_never_abort_the_run_and_never_collide(tmp_path):
         assert len(ys) == 1, rec
         yamls[rec["path"]] = ys[0]
     assert len(set(yamls.values())) == len(yamls)
-    for rel, y in yamls.items():
+    for y in yamls.values():
         doc = yaml.safe_load((out / y).read_text(encoding="utf-8"))
         assert doc["kind"] == "TrainJob"
     job_of = {rel: yaml.safe_load((out / y).read_text())["metadata"]["name"] for rel, y in yamls.items()}

@@ -61,7 +61,7 @@ def test_migrate_markdown_report_of_a_hostile_repository_has_no_links(tmp_path):
     html = _html((out / "slurm2kf-report.md").read_text())
     assert "<img" not in html
     # the only links of the report are the ones it writes itself (none today)
-    assert "evil.example" in html and "<a " not in html, [l for l in html.splitlines() if "<a " in l][:5]
+    assert "evil.example" in html and "<a " not in html, [ln for ln in html.splitlines() if "<a " in ln][:5]
 
 
 # ---- terminal ------------------------------------------------------------------------------------

@@ -32,7 +32,9 @@ _WORD = st.one_of(_JUNK, st.text(st.characters(min_codepoint=33, max_codepoint=0
 
 @st.composite
 def hostile_script(draw) -> str:
-    w = lambda: draw(_WORD).replace("\n", " ")
+    def w() -> str:
+        return draw(_WORD).replace("\n", " ")
+
     lines = ["#!/bin/bash"]
     for opt in ("--partition", "--qos", "--account", "--constraint", "--gres=gpu:" , "--gpus="):
         if draw(st.booleans()):

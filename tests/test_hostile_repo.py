@@ -15,7 +15,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 
 import strategies as S
 

@@ -79,7 +79,7 @@ def test_line_breaks_other_than_newline_are_text_in_the_emitted_command(tmp_path
     want_out, want_files = _run_bash(tmp_path, [BASH, str(tmp_path / "orig.sh")], "orig")
     got_out, got_files = _run_bash(tmp_path, [BASH, *argv[1:]], "emitted")
     assert b"INJECTED" not in want_out and b"INJECTED" not in got_out
-    assert want_files["out_dq"] == f"a{brk}b\n".encode("utf-8")
+    assert want_files["out_dq"] == f"a{brk}b\n".encode()
     for name in ("out_dq", "out_sq", "out_hd", "out_hq", "steps"):
         assert got_files[name] == want_files[name], name
 
@@ -485,7 +485,7 @@ def test_inspect_json_lines_stay_one_record_per_line(tmp_path):
     paths = []
     for i, ch in enumerate(LINE_BREAKS):
         p = tmp_path / f"j{i}.sh"
-        p.write_bytes(f"#!/bin/bash\n#SBATCH --comment='a{ch}b' -J 'n{ch}m'\nhostname\n".encode("utf-8"))
+        p.write_bytes(f"#!/bin/bash\n#SBATCH --comment='a{ch}b' -J 'n{ch}m'\nhostname\n".encode())
         paths.append(str(p))
     proc = subprocess.run([exe, "inspect", "--json", *paths], capture_output=True, timeout=120)
     text = proc.stdout.decode("utf-8")

@@ -16,7 +16,6 @@ import os
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -44,11 +43,11 @@ HOSTILE = [
     f"tab\t{M}\ttab",
     f"# not a comment {M}",
     f"--- {M}\n...\n%YAML 1.1",
-    f"yes",
-    f"0o17",
-    f"1e3",
-    f"~",
-    f"null",
+    "yes",
+    "0o17",
+    "1e3",
+    "~",
+    "null",
     f"{M} ünïcødé ✓ 𝔘 \u200b",
     f"trailing space {M} ",
     f" leading space {M}",

@@ -7,7 +7,6 @@ exactly those variables and check what the user's program would see.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path

@@ -40,7 +40,7 @@ def run(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
 def tree_state(root: Path) -> dict:
     """path -> (sha256, mtime_ns) of every file under root (symlinks as their target text)."""
     out = {}
-    for dirpath, dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root):
         for f in files:
             p = Path(dirpath) / f
             if p.is_symlink():
@@ -71,7 +71,7 @@ def test_exit_code_and_source_untouched(migrated):
 
 def test_mirror_layout_yaml_and_python(migrated):
     _src, out, _proc, _ = migrated
-    for rel, stem in SCRIPTS.items():
+    for stem in SCRIPTS.values():
         y, p = out / (stem + ".trainjob.yaml"), out / (stem + ".trainjob.py")
         docs = [d for d in yaml.safe_load_all(y.read_text()) if d]
         assert docs and all(d["kind"] == "TrainJob" and d["apiVersion"] == "trainer.kubeflow.org/v1alpha1"

@@ -29,7 +29,7 @@ def _runtime_args(site):
 def _validate(paths, site=None):
     proc = subprocess.run(_oracle("validate_trainjob.py") + (_runtime_args(site) if site else []) +
                           [str(p) for p in paths], capture_output=True, text=True, timeout=300)
-    docs = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    docs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert docs, proc.stderr[-2000:]
     valid = {}
     for d in docs:

@@ -59,7 +59,7 @@ def test_every_conversion_is_valid_against_the_crd(outputs):
         files = {str(y): f"{site}/{script}" for (s, script), (_, y, _) in outputs.items() if s == site}
         proc = subprocess.run(_oracle("validate_trainjob.py") + _runtime_args(site) + list(files),
                               capture_output=True, text=True, timeout=120)
-        docs = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+        docs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or {d["file"] for d in docs} != set(files) or not all(d["valid"] for d in docs):
             failures.append(f"{site}: {proc.stdout}{proc.stderr[-1500:]}")
             continue

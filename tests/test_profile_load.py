@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from docs_text import all_docs
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -122,7 +121,7 @@ def test_unknown_top_level_key_and_toleration_and_affinity_shapes():
     errs = errors(HEAD + "partition:\n  gpu: {}\n"
                          "constraints:\n  ib:\n    tolerations:\n      - {key: x, operator: Maybe}\n"
                          "    affinity:\n      nodeAffinity:\n        required: []\n")
-    assert [(c, l) for c, l, _ in errs] == [("F551", 3), ("F558", 8), ("F551", 11)]
+    assert [(c, line) for c, line, _ in errs] == [("F551", 3), ("F558", 8), ("F551", 11)]
     assert "did you mean" in parse_suggestion(HEAD + "partition:\n  gpu: {}\n")
     assert errs[1][2].startswith("constraints.ib.tolerations[0].operator: `Maybe` is not one of: Exists, Equal")
     assert errs[2][2].startswith("constraints.ib.affinity.nodeAffinity.required: unknown key")
@@ -137,7 +136,7 @@ def parse_suggestion(text):
 def test_duplicate_volume_names_and_mount_paths_are_errors():
     errs = errors(HEAD + "filesystems:\n  - {path: /scratch, pvc: a}\n  - {path: /scratch, pvc: b}\n"
                          "  - {path: /dev/shm, pvc: c}\n")
-    assert [(c, l) for c, l, _ in errs] == [("F558", 5), ("F558", 5), ("F558", 6)]
+    assert [(c, line) for c, line, _ in errs] == [("F558", 5), ("F558", 5), ("F558", 6)]
     assert "volume name `fs-scratch` is already used by the entry on line 4" in errs[0][2]
     assert "mount path `/scratch` is already used" in errs[1][2]
     assert "`/dev/shm` is reserved" in errs[2][2]
@@ -168,7 +167,7 @@ def test_empty_profile_and_non_utf8_and_missing_file(tmp_path):
 
 def test_every_problem_is_reported_not_just_the_first():
     errs = errors(HEAD + "defaults:\n  namespace: A\n  shmSize: 1GB\nqos:\n  x: {priorityClass: Y}\n")
-    assert [(c, l) for c, l, _ in errs] == [("F554", 4), ("F555", 5), ("F554", 7)]
+    assert [(c, line) for c, line, _ in errs] == [("F554", 4), ("F555", 5), ("F554", 7)]
 
 
 def test_null_means_not_filled_in():
@@ -301,7 +300,7 @@ def test_kubernetes_rules_for_tolerations_selectors_and_reserved_names():
 filesystems:
   - {path: /x, name: dshm, pvc: p}
 """)
-    assert [(c, l) for c, l, _ in errs] == [("F558", n) for n in (6, 7, 8, 14, 15, 17, 18, 20)]
+    assert [(c, line) for c, line, _ in errs] == [("F558", n) for n in (6, 7, 8, 14, 15, 17, 18, 20)]
     msgs = [m for _, _, m in errs]
     assert msgs[0] == "partitions.gpu.tolerations[0].value: must be empty when operator is Exists"
     assert msgs[1].endswith("tolerationSeconds: only applies with effect NoExecute")
@@ -320,7 +319,7 @@ def test_check_warns_about_entries_that_never_take_effect(tmp_path):
                            "runtimes:\n  - {name: a, launchers: [torchrun]}\n  - {name: b, launchers: [torchrun, mpi]}\n")
     res = CliRunner().invoke(cli, ["profile", "check", str(prof)])
     assert res.exit_code == 0                                   # usable, with warnings
-    lines = [l for l in res.output.splitlines() if " warning " in l]
+    lines = [ln for ln in res.output.splitlines() if " warning " in ln]
     assert lines == [
         f"{prof}:5: warning F525 partitions.gpu.gpuType: `h100` matches no key of `gpuTypes`, so it sets no GPU "
         "placement or resource (fix: add `h100` to `gpuTypes`)",

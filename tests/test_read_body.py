@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from translator.read import read_script
 from translator.read import ast
-from translator.read.ast import Assignment, Block, Command, Comment, iter_assignments, iter_commands
+from translator.read.ast import Block, Comment, iter_assignments, iter_commands
 
 HEAD = "#!/bin/bash\n#SBATCH -N 2\n"
 
@@ -380,3 +380,15 @@ def test_a_heredoc_that_is_a_job_script_is_read_as_one():
     launches = [(c.line + blk.heredoc_body_line - 1, c.argv[:2]) for c in iter_commands(gen.body) if c.kind == ast.LAUNCH]
     assert launches == [(9, ("srun", "torchrun"))]
     assert not gen.sbatch_refuses
+
+
+def test_the_lexer_has_a_method_for_every_character_a_plain_word_stops_at():
+    # The scan reads runs of ordinary characters with one regex (_PLAIN) and hands every other
+    # character to its method (_DISPATCH); a character in neither would be read as a one-letter word.
+    from translator.read import shell_lexer as L
+
+    handled = {c for chars, _ in L._DISPATCH for c in chars}
+    stops = {chr(k) for k in range(128) if not L._PLAIN.match(chr(k))}
+    assert stops <= handled
+    assert handled - stops == {"#"}           # `#` starts a comment only between words
+    assert all(callable(getattr(L.ShellLexer, name, None)) for _, name in L._DISPATCH)

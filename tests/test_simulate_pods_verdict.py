@@ -28,7 +28,7 @@ def test_torch_pods_run_torchrun_with_the_runtime_env():
     side = run_pods(pods)
     assert not side.failures
     got = sorted((p.node, p.rank, p.local_rank, p.world_size, p.master_addr, p.gpus) for p in side.processes)
-    assert got == [(n, n * 4 + l, l, 8, "job-node-0-0.job", 4) for n in range(2) for l in range(4)]
+    assert got == [(n, n * 4 + lr, lr, 8, "job-node-0-0.job", 4) for n in range(2) for lr in range(4)]
     assert side.hosts[0][:2] == ("job-node-0-0", 0)
 
 

@@ -197,8 +197,9 @@ def test_mpirun_by_slot_map_by_node_and_npernode(tmp_path):
         mpirun -npernode 1 ./per
         mpirun -np 9 ./toomany
     """)
-    nodes = lambda prog: [p.node for p in sorted((p for p in side.processes if p.program == prog),
-                                                 key=lambda p: p.rank)]
+    def nodes(prog):
+        return [p.node for p in sorted((p for p in side.processes if p.program == prog), key=lambda p: p.rank)]
+
     assert nodes("./slot") == [0, 0, 0, 0, 1, 1, 1, 1]
     assert nodes("./rr") == [0, 1, 0, 1]
     assert nodes("./per") == [0, 1]
@@ -333,7 +334,9 @@ def test_random_is_repeatable_and_differs_per_node(tmp_path):
         python b.py $port
     """
     one, two = run(tmp_path, body), run(tmp_path, body)
-    key = lambda s: sorted((p.program, p.node, p.argv) for p in s.processes)
+    def key(s):
+        return sorted((p.program, p.node, p.argv) for p in s.processes)
+
     assert key(one) == key(two)
     a = {p.node: p.argv for p in one.processes if p.program == "a.py"}
     assert a[0] != a[1]

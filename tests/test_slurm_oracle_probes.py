@@ -85,6 +85,9 @@ PROBES = {
     "plane_too_few_tasks": ["#SBATCH --distribution=plane=4 -N 2 -n 2"],
     "plane_enough_tasks": ["#SBATCH --distribution=plane=4 -N 2 -n 8"], "plane_alone": ["#SBATCH -m plane=2"],
     "deadline_before_begin": ["#SBATCH --begin=now+2days --deadline=now+1day"],
+    # a bare `now` (no offset) on either side: sbatch compares the two times (opt.c: deadline < begin refuses)
+    "begin_now_deadline_later": ["#SBATCH --begin=now --deadline=now+1hour"],
+    "deadline_now_before_begin": ["#SBATCH --begin=now+2hours --deadline=now"],
     "distribution_levels": ["#SBATCH --distribution=block:cyclic:fcyclic"],
     "distribution_pack": ["#SBATCH --distribution=block,pack"], "distribution_star": ["#SBATCH --distribution=*:block"],
     "gpus_tasks_differ_from_n": ["#SBATCH --gpus-per-task=2 -n 3 --gpus=4"],
@@ -276,7 +279,7 @@ PRECEDENCE_SCRIPTS = {"prec_a": ["#SBATCH -t 10 --mem=8G -c 4"], "prec_b": ["#SB
 
 def _write(directory, name, lines):
     path = directory / f"{name}.sh"
-    path.write_text("#!/bin/bash\n" + "".join(f"{l}\n" for l in lines) + "srun hostname\n")
+    path.write_text("#!/bin/bash\n" + "".join(f"{ln}\n" for ln in lines) + "srun hostname\n")
     return path
 
 

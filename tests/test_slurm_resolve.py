@@ -1,4 +1,3 @@
-from docs_text import all_docs
 """Script -> SlurmJob (translator.slurm.resolve).
 
 Scripts are built by hand from the AST contract (translator/read/ast.py) so that these tests
@@ -8,6 +7,7 @@ exercise only the resolution rules. Expectations come from the sbatch semantics 
 """
 import pytest
 
+from docs_text import all_docs
 from translator.diagnostics import ERROR
 from translator.read.ast import Directive, ForeignDirective, Script
 from translator.slurm.job import JOB_FIELDS
@@ -294,7 +294,6 @@ def test_not_expanded_values_are_flagged():
 
 def test_every_code_is_documented_in_readme():
     import re
-    from pathlib import Path
     from translator.slurm import resolve as R
     readme = all_docs()
     section = readme.split("<!-- SECTION:codes-O -->", 1)[1].split("<!-- /SECTION:codes-O -->", 1)[0]
@@ -397,6 +396,14 @@ def test_repeated_lines_give_one_override_diagnostic():
     j = resolve(script(*[(i + 2, f"-N {1 + i % 2}") for i in range(50)]))
     (d,) = [d for d in j.diagnostics if d.code == "O212"]
     assert d.line == 51 and "50 times" in d.message and j.fields.nodes_min == 2
+
+
+def test_begin_and_deadline_compare_a_bare_now():
+    # sbatch (opt.c) refuses a deadline before the begin time; a bare `now` is the submit time itself.
+    # oracle probes begin_now_deadline_later / deadline_now_before_begin (tests/test_slurm_oracle_probes.py)
+    assert resolve(script((2, "--begin=now --deadline=now+1hour"))).sbatch_accepts
+    j = resolve(script((2, "--begin=now+2hours --deadline=now")))
+    assert not j.sbatch_accepts and "O208" in codes(j)
 
 
 def test_typed_and_untyped_gpu_requests_across_options_are_refused():

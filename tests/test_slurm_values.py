@@ -207,6 +207,7 @@ def test_exclusive_and_open_mode_and_small_enums():
     assert V.parse_distribution("*:block") == "block:block"          # oracle: `*` is the default, block
     assert V.plane_size("plane=4") == 4 and V.plane_size("block") is None
     assert V.relative_seconds("now+2days") == 172800 and V.relative_seconds("now+90") == 5400
+    assert V.relative_seconds("now") == 0          # no offset: the submit time itself (was a crash)
     assert V.relative_seconds("16:00") is None
 
 

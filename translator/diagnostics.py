@@ -17,14 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from translator.records import FrozenRecord, _set
+
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+@dataclass(init=False, repr=False, eq=False)
+class Diagnostic(FrozenRecord):
     """A message about the input, tied to a line (1-based) where one applies.
 
     Used for reader/option diagnostics (`inspect`) and, as `Finding`, for plan findings (`convert`).
@@ -35,6 +37,14 @@ class Diagnostic:
     message: str
     line: Optional[int] = None
     suggestion: Optional[str] = None
+
+    def __init__(self, severity: str, code: str, message: str, line: Optional[int] = None,
+                 suggestion: Optional[str] = None):
+        _set(self, "severity", severity)
+        _set(self, "code", code)
+        _set(self, "message", message)
+        _set(self, "line", line)
+        _set(self, "suggestion", suggestion)
 
     def to_json(self) -> dict:
         """The `inspect --json` contract form: severity, line, code, message."""

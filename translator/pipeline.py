@@ -5,8 +5,8 @@ Each stage is a pure function in its own package; this module only chains them s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 from translator.diagnostics import Diagnostic
 from translator.read.ast import Script

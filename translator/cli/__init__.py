@@ -12,26 +12,52 @@ import click
 from translator import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Every command, in its own module `translator.cli.<module>` exposing `command`. A command's module
+# (and whatever it imports) is loaded only when that command runs, or when `--help` lists the
+# commands: start-up pays for click and the command being run, not for the other nine.
+COMMANDS = {
+    "inspect": "inspect_cmd",
+    "convert": "convert_cmd",
+    "validate": "validate_cmd",
+    "profile": "profile_cmd",
+    "migrate": "migrate_cmd",
+    "report": "report_cmd",
+    "submit": "submit_cmd",
+    "jobs": "jobs_cmd",
+    "cancel": "cancel_cmd",
+    "simulate": "simulate_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use (click's "lazy loading" pattern)."""
+
+    def __init__(self, *args, lazy_commands=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context):
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy_commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            self.add_command(self._load(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def _load(self, cmd_name: str) -> click.Command:
+        import importlib
+
+        module = importlib.import_module(f"{__name__}.{self.lazy_commands[cmd_name]}")
+        command = module.command
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module.__name__}.command is not a click command")
+        return command
+
+
+@click.group(cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="slurm2kf")
 def cli() -> None:
     """Read Slurm sbatch scripts exactly as Slurm does and turn them into Kubeflow Trainer TrainJobs."""
-
-
-def _register() -> None:
-    import importlib
-
-    for name in ("inspect", "convert", "validate", "profile", "migrate", "report", "submit", "jobs", "cancel", "simulate"):
-        try:
-            mod = importlib.import_module(f"translator.cli.{name}_cmd")
-        except ModuleNotFoundError as exc:  # a command whose module is not written yet
-            if exc.name != f"translator.cli.{name}_cmd":
-                raise
-            continue
-        cli.add_command(mod.command)
-
-
-_register()
 
 
 INTERRUPTED = 130        # 128 + SIGINT, as shells report a job stopped by Ctrl-C

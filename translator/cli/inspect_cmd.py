@@ -5,7 +5,6 @@ still printed), 2 for usage errors and unreadable files.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -79,6 +78,8 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
             # U+2028/U+2029 are valid inside JSON strings but are line breaks to str.splitlines():
             # escape them so every record stays on its own line of the JSON Lines stream.
             # DEL and C1 controls (U+009B is a terminal's CSI) are escaped too: the stream is inert text.
+            import json
+
             line = json.dumps(job.to_json(), ensure_ascii=False, sort_keys=False)
             click.echo(line.translate(_JSON_INERT))
         else:

@@ -115,7 +115,7 @@ def _send_apply_set(out, kubeconfig, context, *, dry_run: bool) -> int:
         except ClusterError as exc:
             click.echo(exc.format("migrate"), err=True)
             return exc.exit_code
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for o in outcomes:
         if o.ok:
             counts[o.action] += 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import List
 
 import click
 
@@ -140,7 +141,8 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
         from translator.migrate.files import out_read
         from translator.report.json_report import MAX_REPORT_BYTES, ReportFormatError, load
 
-        inputs, input_trees = [saved, os.path.join(source, MANIFEST_NAME)], []
+        inputs = [saved, os.path.join(source, MANIFEST_NAME)]
+        input_trees: List[str] = []
         try:
             # inside OUT: never through a link, only a regular file, at most MAX_REPORT_BYTES
             data = out_read(source, REPORT_BASENAME + ".json", MAX_REPORT_BYTES)

@@ -45,7 +45,7 @@ def _ranks(ranks: List) -> str:
 def _groups(procs):
     from translator.simulate.verdict import command_of
 
-    out = OrderedDict()
+    out: OrderedDict[tuple, list] = OrderedDict()      # (node, command) -> its processes
     for p in procs:
         out.setdefault((p.node, command_of(p)), []).append(p)
     return out

@@ -80,7 +80,7 @@ def _server_results(cluster, text, crd, path, runtimes, namespace):
     by_index = {d.index: d for d in docs}
     unusable = False
     for r in results:
-        doc = by_index.get(r.index)
+        doc = by_index.get(r.index) if r.index is not None else None
         if r.skipped or doc is None or not isinstance(doc.data, dict):
             continue
         try:

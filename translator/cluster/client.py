@@ -129,7 +129,7 @@ def _warning_text(value: str) -> str:
 
 def _chain(exc: BaseException):
     seen = set()
-    todo = [exc]
+    todo: List[Optional[BaseException]] = [exc]
     while todo:
         e = todo.pop(0)
         if e is None or id(e) in seen:
@@ -141,7 +141,7 @@ def _chain(exc: BaseException):
         todo.extend(a for a in getattr(e, "args", ()) if isinstance(a, BaseException))
 
 
-def transport_error(exc: BaseException, cluster: "Cluster") -> ClusterError:
+def transport_error(exc: BaseException, cluster: Cluster) -> ClusterError:
     """urllib3/ssl/socket exception -> one ClusterError line naming server and context."""
     where = f"{cluster.server} (context {cluster.context!r})"
     chain = list(_chain(exc))

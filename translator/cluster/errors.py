@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
 
 from translator.cluster import GROUP, PLURAL
+from translator.jsondata import as_dict
 
 RESOURCE = f"{PLURAL}.{GROUP}"
 # the apiserver adds this cause when CEL rules were skipped because of schema errors (noise next to them)
@@ -42,7 +43,7 @@ Locate = Callable[[Optional[str]], Tuple[Optional[int], str]]
 def _status_parts(body) -> Tuple[str, str, dict]:
     if not isinstance(body, dict):
         return "", "", {}
-    details = body.get("details") if isinstance(body.get("details"), dict) else {}
+    details = as_dict(body.get("details"))
     return str(body.get("reason") or ""), str(body.get("message") or ""), details
 
 
@@ -100,8 +101,8 @@ def _causes(status, message, details, locate) -> List[Cause]:
     for fld, msg in raw:
         fld = None if fld in ("", "<nil>") else fld
         if fld is None:             # a rule on the whole object: point at the field its message names
-            m = _MENTIONED_PATH.search(msg)
-            fld = m.group(1) if m else None
+            mentioned = _MENTIONED_PATH.search(msg)
+            fld = mentioned.group(1) if mentioned else None
         line, note = locate(fld) if locate else (None, "")
         if "field is immutable" in msg:      # a CEL transition rule (self == oldSelf) on update
             note = "; ".join(x for x in (note, "a stored TrainJob cannot change this: cancel it first, or "

@@ -16,6 +16,7 @@ from typing import List, Optional
 from translator.cluster import LABEL_HASH, LABEL_SCRIPT, SELECTOR
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import Rejection, rejection
+from translator.jsondata import as_dict
 from translator.plan.naming import ANNOTATION_SOURCE
 
 
@@ -47,7 +48,7 @@ def _true(cond: dict) -> bool:
 
 def state_of(obj: dict) -> tuple:
     """(STATE, reason) from status.conditions (see module doc)."""
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    status = as_dict(obj.get("status"))
     conds = [c for c in status.get("conditions") or () if isinstance(c, dict)]
     by_type = {c.get("type"): c for c in conds}
     for ctype, state in (("Failed", "FAILED"), ("Complete", "COMPLETE"), ("Suspended", "SUSPENDED")):

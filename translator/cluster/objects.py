@@ -22,6 +22,7 @@ from typing import Any, Callable, List, Optional, Tuple
 from translator import __version__
 from translator.cluster import (ANNOTATION_HASH, ANNOTATION_VERSION, KIND, LABEL_HASH, LABEL_MANAGED_BY,
                                 LABEL_SCRIPT, MANAGED_BY, GROUP)
+from translator.jsondata import as_dict
 from translator.plan.naming import ANNOTATION_SOURCE
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -41,13 +42,13 @@ class Item:
 
     @property
     def name(self) -> Optional[str]:
-        meta = self.body.get("metadata") if isinstance(self.body.get("metadata"), dict) else {}
+        meta = as_dict(self.body.get("metadata"))
         n = meta.get("name")
         return n if isinstance(n, str) else None
 
     @property
     def namespace(self) -> Optional[str]:
-        meta = self.body.get("metadata") if isinstance(self.body.get("metadata"), dict) else {}
+        meta = as_dict(self.body.get("metadata"))
         n = meta.get("namespace")
         return n if isinstance(n, str) and n else None
 
@@ -75,7 +76,7 @@ def tag(body: dict, *, source_path: str, digest: str, keep_source: bool) -> dict
     meta = body.setdefault("metadata", {})
     if not isinstance(meta, dict):
         return body
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    labels = as_dict(meta.get("labels"))
     labels = dict(labels)
     labels[LABEL_MANAGED_BY] = MANAGED_BY
     labels[LABEL_HASH] = digest[:12]
@@ -83,7 +84,7 @@ def tag(body: dict, *, source_path: str, digest: str, keep_source: bool) -> dict
     if script:
         labels[LABEL_SCRIPT] = script
     meta["labels"] = labels
-    ann = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    ann = as_dict(meta.get("annotations"))
     ann = dict(ann)
     if not (keep_source and isinstance(ann.get(ANNOTATION_SOURCE), str)):
         ann[ANNOTATION_SOURCE] = "<stdin>" if source_path == "-" else os.path.abspath(source_path)
@@ -155,7 +156,7 @@ def from_yaml(path: str, *, out: Prepared) -> None:
     from translator.validate.validator import _expand_lists
 
     data, err = _read_bytes(path)
-    if err is not None:
+    if data is None:
         out.messages.append(f"{path}: error V701 cannot read: {err}")
         out.unreadable = True
         return
@@ -181,7 +182,7 @@ def from_yaml(path: str, *, out: Prepared) -> None:
             out.messages.append(f"{where}: warning K915 document {doc.index + 1} is not a TrainJob "
                                 f"(kind {kind!r}); skipped")
             continue
-        for code, p, line, message in doc.problems:     # duplicate keys: kubectl refuses them too
+        for code, _path, line, message in doc.problems:     # duplicate keys: kubectl refuses them too
             out.messages.append(f"{path}:{line}: error {code} {message}")
             out.unreadable = True
         found += 1

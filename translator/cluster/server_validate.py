@@ -19,6 +19,8 @@ from typing import Optional
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import rejection, yaml_locator
 from translator.cluster.submit import generate_name_base
+from translator.jsondata import as_dict
+
 
 def dry_run_blind(problem) -> bool:
     """Offline problems a server-side dry run cannot see (checked by storage, which a dry run skips)."""
@@ -43,7 +45,7 @@ def judge(cluster: Cluster, doc, result, namespace: Optional[str]) -> ServerVerd
     from translator.validate.validator import Problem
 
     data = doc.data
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    meta = as_dict(data.get("metadata"))
     ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) and meta.get("namespace") else None
     ns = ns or namespace or cluster.namespace
     name = meta.get("name") if isinstance(meta.get("name"), str) else None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Sequence
+from typing import Dict, Sequence
 
 from translator.emit.trainjob import trainjob_dict
 
@@ -35,7 +35,7 @@ def plan_dict(plan) -> dict:
 def render(plans: Sequence, simulation=None) -> str:
     """JSON document: {"plans": [...]} (non-ASCII escaped so any text survives any terminal encoding), plus
     {"simulation": {...}} when `convert --simulate` ran the two sides."""
-    doc = {"plans": [plan_dict(p) for p in plans]}
+    doc: Dict[str, object] = {"plans": [plan_dict(p) for p in plans]}
     if simulation is not None:
         from translator.simulate.findings import simulation_json
 

@@ -230,8 +230,8 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         text = f"{f.code} {f.severity} {where}: {f.message}"
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
-        for line in _comment_lines(text):
-            w.add(d, line)
+        for comment in _comment_lines(text):
+            w.add(d, comment)
     if own_client:   # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")

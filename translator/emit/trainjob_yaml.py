@@ -13,7 +13,7 @@ comment line (any line break YAML 1.1 knows, other control characters) is replac
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Any, Dict, Sequence
 
 from translator.emit.trainjob import trainjob_dict
 
@@ -25,7 +25,7 @@ _GO_BOOLISH = {"y", "Y", "n", "N"}
 _YAML_SPECIAL_BREAKS = "\x85\u2028\u2029\ufeff\r"
 
 
-_DUMPERS = {}
+_DUMPERS: Dict[bool, type] = {}
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _INT, _BOOL, _NULL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
 
@@ -55,10 +55,10 @@ def _dumper(fast: bool = True):
 
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-    resolved = {}            # plain scalar -> implicit tag: the resolver's regexps, once per value
+    resolved: Dict[str, str] = {}   # plain scalar -> implicit tag: the resolver's regexps, once per value
     assert not base.yaml_path_resolvers, "the resolver shortcuts below assume no path resolvers"
 
-    class Dumper(base):
+    class Dumper(base):  # type: ignore[valid-type,misc]  # base chosen at run time (libyaml's or PyYAML's)
         def ignore_aliases(self, data):  # never emit &id001 anchors for shared dicts
             return True
 
@@ -136,7 +136,7 @@ def findings_comment_lines(plan) -> list:
 def dump(obj) -> str:
     import yaml
 
-    options = dict(sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+    options: Dict[str, Any] = dict(sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
     try:
         return yaml.dump(obj, Dumper=_dumper(True), **options)
     except UnicodeEncodeError:

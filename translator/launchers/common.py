@@ -11,11 +11,15 @@ import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.read.ast import Assignment, Word
 from translator.slurm.values import to_int
+
+if TYPE_CHECKING:
+    from translator.read.ast import Script
+    from translator.slurm.job import SlurmJob
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,11 @@ class Tok:
     deferred: bool = False   # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
 
     @classmethod
-    def gen(cls, value: str) -> "Tok":
+    def gen(cls, value: str) -> Tok:
         return cls(value, shlex.quote(value), True)
 
     @classmethod
-    def of(cls, word: Word) -> "Tok":
+    def of(cls, word: Word) -> Tok:
         return cls(word.value, word.raw, bool(word.literal))
 
     def shell(self) -> str:
@@ -218,7 +222,7 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
                  nodes_given=job.nodes_given, tasks_given=job.tasks_given, gpus_uneven=job.gpus_uneven)
 
 
-def check_inherited_ntasks(ctx: "LaunchContext", srun: Optional[SrunCall], line: int) -> None:
+def check_inherited_ntasks(ctx: LaunchContext, srun: Optional[SrunCall], line: int) -> None:
     """`srun --ntasks-per-node=K cmd` in a job that set -n/--ntasks-per-node: srun also reads -n from the
     inherited SLURM_NTASKS (srun(1) INPUT ENVIRONMENT VARIABLES), so K does not decide the task count."""
     if srun is None or not ctx.shape.tasks_given:
@@ -240,8 +244,8 @@ def check_inherited_ntasks(ctx: "LaunchContext", srun: Optional[SrunCall], line:
 
 @dataclass
 class LaunchContext:
-    script: object                      # translator.read.ast.Script
-    job: object                         # translator.slurm.job.SlurmJob
+    script: Script
+    job: SlurmJob
     shape: Shape
     assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
     block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
@@ -355,7 +359,7 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
         body.append(text)
     ctx.once_helpers |= helpers
     if ctx.once_helpers:                   # the helpers, before the assignments and words that call them
-        if not (has_base or any(l.startswith("_s2k_hosts()") for l in lines)):
+        if not (has_base or any(ln.startswith("_s2k_hosts()") for ln in lines)):
             lines.extend(prologue.prologue_lines([], ctx.job, ctx.shape))
         lines.extend(prologue.batch_once_lines(ctx.once_helpers, ctx.job))
     return lines + body
@@ -621,7 +625,7 @@ def _sequence(inner: str) -> Optional[List[str]]:
     if not m:
         return None
     a, b, inc = m.group(1), m.group(2), m.group(3)
-    step = abs(int(inc)) if inc else 1
+    step = abs(to_int(inc)) if inc else 1
     step = step or 1                                          # bash: an increment of 0 counts as 1
     if a.isalpha() != b.isalpha():
         return None
@@ -633,7 +637,7 @@ def _sequence(inner: str) -> Optional[List[str]]:
         if len(seq) > BRACE_LIMIT:
             raise _TooMany
         return [chr(c) for c in seq]
-    lo, hi = int(a), int(b)
+    lo, hi = to_int(a), to_int(b)
     seq = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
     if len(seq) > BRACE_LIMIT:
         raise _TooMany
@@ -652,8 +656,9 @@ def brace_expand(word: str) -> List[str]:
             continue
         inner = word[start + 1:end]
         items = _top_level_split(inner)
+        alternatives: Optional[List[str]] = None
         if items is not None:
-            alternatives: List[str] = []
+            alternatives = []
             for item in items:
                 alternatives.extend(brace_expand(item))
         else:
@@ -710,10 +715,10 @@ def _has_tilde(raw: str, unquoted: str) -> bool:
     if raw.startswith("~"):
         return True
     m = _NAME_EQ.match(raw)                                   # `name=~/x`, `name=a:~/b` (assignment-like words)
-    return bool(m) and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
+    return m is not None and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
 
 
-def shell_word_expansions(ctx: "LaunchContext", toks: Sequence[Tok], line: int) -> List[Tok]:
+def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> List[Tok]:
     """Brace-expand plain words as bash does; name the words whose tilde or glob bash expands at run time."""
     out: List[Tok] = []
     for t in toks:
@@ -779,11 +784,3 @@ def multi_task_step(ctx: LaunchContext, srun: Optional[SrunCall]) -> bool:
     step = step_shape(ctx.shape, srun)
     return step.total_tasks > 1 or step.nodes > 1
 
-
-def digits_greater(digits: str, number: int) -> bool:
-    """`int(digits) > number` for a string of ASCII digits of any length (int() refuses more than 4300)."""
-    digits = digits.lstrip("0") or "0"
-    text = str(number) if number >= 0 else "-"
-    if text == "-":
-        return True
-    return (len(digits), digits) > (len(text), text)

@@ -19,6 +19,7 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import DEEPSPEED, LaunchIntent
 from translator.launchers.mpi import HOSTFILE
+from translator.slurm.values import to_int
 
 _FLAGS = {"--module", "-m", "--no-python", "--no-local-rank", "--no-ssh", "--no-ssh-check", "--force-multi",
           "--save-pid", "--elastic-training", "--bind-cores-to-rank", "--enable-each-rank-log-dummy"}
@@ -110,4 +111,4 @@ def _script_slots(ctx: LaunchContext):
     """`slots=N` written into a hostfile by the script (`echo "$h slots=4"`), when it is one number."""
     import re
     found = set(re.findall(r"slots=(\d+)", getattr(ctx.script, "text", "") or ""))
-    return int(found.pop()) if len(found) == 1 else None
+    return to_int(found.pop()) if len(found) == 1 else None

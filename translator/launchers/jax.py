@@ -40,7 +40,7 @@ def uses_jax(ctx: LaunchContext, toks: List[Tok]) -> bool:
             path = os.path.join(d, name) if not os.path.isabs(name) else name
             try:
                 if os.path.isfile(path) and os.path.getsize(path) <= _MAX_READ:
-                    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
                         if _JAX_TEXT.search(fh.read()):
                             return True
             except OSError:

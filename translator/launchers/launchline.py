@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common, registry
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+from translator.slurm.values import to_int
 
 # first words that make a command a launch candidate (srun, wrappers, the families' programs)
 LAUNCHERS = registry.PROGRAMS
@@ -134,8 +135,7 @@ def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
     if rest and common.basename(rest[0].value) == "env":
         words, wenv = strip_wrappers(ctx, [_TokWord(t) for t in rest], line)
         return [w.tok for w in words], wenv
-    while rest and _NAME_VALUE.match(rest[0].value) and not rest[0].value.startswith("-"):
-        m = _NAME_VALUE.match(rest[0].value)
+    while rest and (m := _NAME_VALUE.match(rest[0].value)) and not rest[0].value.startswith("-"):
         if rest[0].literal:
             env.append((m.group(1), m.group(2)))
         else:
@@ -155,7 +155,7 @@ class _TokWord:
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
-def strip_wrappers(ctx: LaunchContext, words, line: int):
+def strip_wrappers(ctx: Optional[LaunchContext], words, line: int):
     """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
 
     Returns (remaining words, [(name, value)] environment the wrappers set).
@@ -324,8 +324,9 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
     import shlex as _shlex
     from translator.read.ast import Word
 
-    lines = (script.text or "").splitlines()
+    lines = (script.text or "").split("\n")            # bash ends lines at \n only
     out: List[Assignment] = []
+    last: dict = {}                                     # name -> its latest assignment in `out`
     for st, block in entries:
         if launch is not None and st is launch:
             break
@@ -335,9 +336,9 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
             continue
         if isinstance(st, Assignment):
             src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
-            prev = [a for a in out if a.name == st.name]
-            if prev and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
-                p, v = prev[-1].value, st.value
+            prev = last.get(st.name)
+            if prev is not None and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+                p, v = prev.value, st.value
                 if p.raw.startswith("(") and v.raw.startswith("("):           # array append
                     val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:],
                                literal=False)
@@ -345,13 +346,16 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
                     val = Word(raw=_shlex.quote(p.value + v.value), value=p.value + v.value, literal=True)
                 else:
                     val = Word(raw=p.raw + v.raw, value=p.value + v.value, literal=False)
-                st = Assignment(st.line, st.name, val, st.exported or prev[-1].exported)
+                st = Assignment(st.line, st.name, val, st.exported or prev.exported)
             out.append(st)
+            last[st.name] = st
         elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
             words = [w.value for w in st.words[1:]]
             if "-f" not in words:
                 gone = {w for w in words if not w.startswith("-")}
                 out = [a for a in out if a.name not in gone]
+                for name in gone:
+                    last.pop(name, None)
     return tuple(out)
 
 
@@ -383,17 +387,22 @@ def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
 
 def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[str]:
     """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
+    setters = None                      # the setting commands before the launch, found once (not per name)
     for n in _launch_refs(ctx, cmd):
         if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
             continue
         if n in ctx.block_assigned:
             return f"${n}, which is assigned inside a block (if/case/loop)"
-        for st, block in entries:
-            if st is cmd:
-                break
-            if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
-                    and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")
-                    and re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text)):
+        if setters is None:
+            setters = []
+            for st, _block in entries:
+                if st is cmd:
+                    break
+                if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
+                        and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")):
+                    setters.append(st)
+        for st in setters:
+            if re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
                 return f"${n}, which `{st.words[0].value}` on line {st.line} sets"
     return None
 
@@ -423,7 +432,7 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) ->
                 or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)):
             continue                         # defined, provided, or not part of the converted command
         setter = None
-        for st, block in entries:
+        for st, _block in entries:
             if st is cmd:
                 break
             if isinstance(st, Command) and st.words and st.words[0].value in _SETTERS and re.search(
@@ -449,7 +458,7 @@ def detect(script, job) -> LaunchIntent:
     entries = list(_walk(script.body))
     launches: List[Tuple[Command, Optional[str]]] = []
     aux: List[Command] = []
-    assigned = {}
+    assigned: Dict[str, List[Assignment]] = {}
     for st, block in entries:
         if isinstance(st, Assignment) and block is None:
             assigned.setdefault(st.name, []).append(st)
@@ -501,7 +510,7 @@ def detect(script, job) -> LaunchIntent:
                 continue
             n = words[1].value if len(words) > 1 else "1"
             if n.isascii() and n.isdigit():
-                positional = positional[int(n):] if int(n) <= len(positional) else positional
+                positional = positional[to_int(n):] if to_int(n) <= len(positional) else positional
                 continue
         replayed = False
         ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "

@@ -14,6 +14,7 @@ from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import MPI, LaunchIntent
+from translator.slurm.values import to_int
 
 HOSTFILE = "/etc/mpi/hostfile"
 MPI_TOOLS = ("mpirun", "mpiexec", "orterun")
@@ -79,9 +80,9 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 vt = Tok(inline, t.raw, t.literal) if inline is not None else (group[1] if len(group) > 1 else None)
                 v = common.static_value(ctx, vt) if vt is not None else None
                 if name in _NP and v is not None and v.isascii() and v.isdigit():
-                    given_np = int(v)
+                    given_np = to_int(v)
                 elif name in _NPERNODE and v is not None and v.isascii() and v.isdigit():
-                    given_ppn = int(v)
+                    given_ppn = to_int(v)
             else:
                 kept += group
         program = rest[j:]

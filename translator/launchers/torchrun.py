@@ -100,7 +100,7 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 "written out because the runtime's PET_NPROC_PER_NODE would start one process per GPU",
                 line, "set --nproc-per-node to the GPUs per node if one process per GPU was intended")
     gpus = ctx.shape.gpus_per_node
-    if nproc is not None and nproc.isascii() and nproc.isdigit() and gpus and common.digits_greater(nproc, gpus):
+    if nproc is not None and nproc.isascii() and nproc.isdigit() and gpus and to_int(nproc) > gpus:
         ctx.add(WARNING, "L337", f"torchrun starts {nproc} processes per node but the job has {gpus} GPU(s) per "
                                  "node; the TrainJob starts the same number, so processes share GPUs as on Slurm",
                 line, f"set --nproc-per-node {gpus} (one process per GPU) or request {nproc} GPUs per node")
@@ -153,7 +153,7 @@ def _rendezvous(ctx: LaunchContext, seen, srun: Optional[SrunCall], step, line: 
                                  f"({'--standalone' if standalone else 'no --nnodes'}): on Slurm each node ran its own "
                                  f"training; the TrainJob trains across the {step.nodes} nodes (PET_NNODES)", line,
                 "add `--nnodes $SLURM_NNODES --rdzv-backend c10d --rdzv-endpoint $head:29500` on Slurm, or keep one node")
-    elif nnodes is not None and nnodes.split(":")[-1].isdigit() and int(nnodes.split(":")[-1]) != step.nodes:
+    elif nnodes is not None and nnodes.split(":")[-1].isdigit() and to_int(nnodes.split(":")[-1]) != step.nodes:
         ctx.add(WARNING, "L349", f"--nnodes {nnodes} differs from the {step.nodes} nodes srun starts torchrun on; the "
                                  f"TrainJob trains across {step.nodes} nodes", line, "make --nnodes the node count")
     elif "--rdzv-endpoint" not in seen and "--master-addr" not in seen:

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import stat
-from typing import Callable, Dict, IO, Iterable, List, Optional, Tuple
+from typing import IO, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from translator.yaml_text import yaml_quote
 from translator.fsio import TMP_TAG, UserFileError, kind_of_mode, read_user_file, write_atomic
@@ -212,17 +212,18 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
     parts = out_parts(rel)
     if check:
         sink = _HashingText()
-        produce(sink)
+        produce(cast(IO[str], sink))        # write-only: the report writers only call write()
         digest = sink.h.hexdigest()
         return (UNCHANGED if out_sha256(root, rel) == digest else WRITTEN), digest
     d = open_out_dir(root, parts[:-1], create=True, rel=rel)
+    assert d is not None                    # create=True: made, or refused with OutEntryRefused
     with d as dfd:
         _check_regular(dfd, parts[-1], rel)
         holder = {}
 
         def content(put):
             sink = _HashingText(put)
-            produce(sink)
+            produce(cast(IO[str], sink))
             holder["digest"] = sink.h.hexdigest()
 
         # Write a new temporary file, then keep the old file when the content did not change.

@@ -11,13 +11,20 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from functools import partial
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from translator.emit import migrate_writers
 from translator.migrate import files as F
 from translator.migrate.discover import DEFAULT_MAX_SIZE, Candidate, discover
 from translator.migrate.worker import FileResult, WorkContext, init, pool_init, process, rename_suffix, run_batch
 from translator.report.model import Report, SkippedFile, SummaryBuilder
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from translator.pipeline import ConvertSettings
+    from translator.report.spool import ScriptSpool
 
 BATCH_SIZE = 24
 
@@ -35,7 +42,7 @@ class MigrateError(Exception):
 class MigrateOptions:
     src: str
     out: Optional[str]                 # None: report-only run (nothing written)
-    settings: object = None            # ConvertSettings
+    settings: Optional[ConvertSettings] = None
     jobs: int = 0                      # 0 = all cores
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
@@ -171,7 +178,7 @@ def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> 
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    pending: Dict[object, list] = {}
+    pending: Dict[Future, list] = {}
     lost: List[list] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=pool_init,
                              initargs=(ctx, os.getpid())) as pool:
@@ -249,11 +256,18 @@ class MigrationRun:
         self.written: List[str] = []
         self.unchanged = 0
         self.discovered = 0
-        self.ctx: Optional[WorkContext] = None
-        self.progress: Optional[_Progress] = None
-        self.spool = None
+        # made by run(), before the phases that use them
+        self.ctx: WorkContext
+        self.progress: _Progress
+        self.spool: ScriptSpool
         self.index: List = []                             # the light records, sorted by path
         self.kube_suffixes = tuple(w.suffix for w in migrate_writers() if w.kubernetes)
+
+    @property
+    def out_dir(self) -> str:
+        """OUT, for the phases that write (they run only when OUT was given)."""
+        assert self.out is not None, "a report-only run writes nothing"
+        return self.out
 
     def run(self) -> MigrateResult:
         from translator.report.spool import ScriptSpool
@@ -297,15 +311,17 @@ class MigrationRun:
 
         opts, out = self.opts, self.out
         check_paths(opts.src, out, opts.force)
-        if self.write_outputs and not opts.check:
+        if out is None:                     # a report-only run: no OUT to create or claim
+            return
+        if not opts.check:
             try:
                 os.makedirs(out, exist_ok=True)
                 F.sweep_temp_files(out)
             except OSError as exc:
                 raise MigrateError("M610", f"cannot create output folder {out!r}: {exc.strerror or exc}") from None
-        if self.write_outputs and os.path.isdir(out):
+        if os.path.isdir(out):
             self.old_manifest = F.read_manifest(out) or {}
-        if self.write_outputs and not opts.check and not self.old_manifest:
+        if not opts.check and not self.old_manifest:
             try:
                 F.out_write(out, F.MANIFEST_NAME, F.manifest_bytes({}, {}, [], __version__))
             except F.OutEntryRefused as exc:
@@ -368,7 +384,7 @@ class MigrationRun:
         self.write_reports(report)
         self.prune_stale()
         if not self.opts.check:
-            F.out_write(self.out, F.MANIFEST_NAME,
+            F.out_write(self.out_dir, F.MANIFEST_NAME,
                         F.manifest_bytes(self.outputs, self.script_outputs, sorted(self.clashing), __version__))
 
     def hand_over(self, report: Report) -> None:
@@ -407,14 +423,14 @@ class MigrationRun:
         for w in REPORT_WRITERS.values():
             write = w.load()
             rel = f"{F.REPORT_BASENAME}.{w.extension}"
-            status, digest = F.out_write_stream(self.out, rel, lambda fh: write(report, fh), self.opts.check)
+            status, digest = F.out_write_stream(self.out_dir, rel, partial(write, report), self.opts.check)
             self._count(rel, digest, status)
 
     def prune_stale(self) -> None:
         """Outputs of the previous run that this run did not produce: removed if still as we wrote them.
         The manifest is data from disk: only clean relative paths of names migrate writes are considered,
         each reached without following links, and only a regular file with the recorded hash is removed."""
-        opts, out, result = self.opts, self.out, self.result
+        opts, out, result = self.opts, self.out_dir, self.result
         old = self.old_manifest.get("outputs", {})
         old_outputs = old if isinstance(old, dict) else {}
         for rel, digest in sorted(old_outputs.items(), key=lambda kv: str(kv[0])):
@@ -444,7 +460,7 @@ class MigrationRun:
     # ---- bookkeeping ----------------------------------------------------------------------------
 
     def _put(self, rel: str, data: bytes) -> None:
-        self._count(rel, F.sha256_bytes(data), F.out_write(self.out, rel, data, self.opts.check))
+        self._count(rel, F.sha256_bytes(data), F.out_write(self.out_dir, rel, data, self.opts.check))
 
     def _count(self, rel: str, digest: str, status: str) -> None:
         self.outputs[rel] = digest

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
 from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
@@ -20,7 +20,7 @@ from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha2
 @dataclass(frozen=True)
 class WorkContext:
     out_dir: Optional[str]          # None: report only, nothing written or compared
-    settings: object                # translator.pipeline.ConvertSettings
+    settings: ConvertSettings
     check: bool = False
     max_size: int = 1 << 20
     source_label: str = ""          # prefix for the source path recorded in annotations ("" = relative)
@@ -47,6 +47,9 @@ class FileResult:
 _CTX: Optional[WorkContext] = None
 _PROFILES: dict = {}       # profile path -> (Profile | None, load diagnostics), per process
 _FOLDER_PROFILE: dict = {} # script folder -> profile path (or None), per process
+
+if TYPE_CHECKING:                       # (the pipeline is imported by warm_up, in each worker)
+    from translator.pipeline import ConvertSettings
 
 
 def _settings_for(c: Candidate, ctx: WorkContext):
@@ -227,7 +230,8 @@ def failed_result(rel: str, code: str, message: str) -> FileResult:
     return _result(rel, sr)
 
 
-def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: Optional[str]) -> FileResult:
+def _convert(c: Candidate, data: bytes, ctx: WorkContext,
+             suffix: Optional[str]) -> Tuple[FileResult, List[Tuple[str, bytes]]]:
     from translator.pipeline import convert
     from translator.report.build import script_report
 

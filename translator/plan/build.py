@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import re
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple, Union
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
@@ -136,11 +136,11 @@ def accepted_with_plugins(job) -> bool:
 @dataclasses.dataclass
 class _Build:
     """What the sections of build_plans share: the inputs and the findings/source map gathered in order."""
-    script: object
-    job: object
-    settings: object
-    intent: object = None
-    shape: object = None
+    script: Any                  # translator.read.ast.Script
+    job: Any                     # translator.slurm.job.SlurmJob
+    settings: Any                # translator.pipeline.ConvertSettings
+    intent: Any = None           # LaunchIntent, set once the launch line is detected
+    shape: Any = None            # common.Shape of the job
     findings: List[Finding] = dataclasses.field(default_factory=list)
     smap: List[SourceMap] = dataclasses.field(default_factory=list)
 
@@ -154,7 +154,7 @@ class _Build:
 @dataclasses.dataclass(frozen=True)
 class _Runtime:
     name: str
-    rt: object                   # runtimes.Runtime or None (a runtime Kubeflow does not ship)
+    rt: Any                      # runtimes.Runtime or None (a runtime Kubeflow does not ship)
     framework: str
     image: str
 
@@ -248,7 +248,7 @@ def _runtime_and_image(b: _Build) -> _Runtime:
         image = rt.image
     else:
         image = runtimes.default_image(intent.framework)
-    b.smap.append(SourceMap("spec.trainer.image", tuple(l for l in (intent.line,) if intent.image and l), "mapped")
+    b.smap.append(SourceMap("spec.trainer.image", tuple(ln for ln in (intent.line,) if intent.image and ln), "mapped")
                   if intent.image else SourceMap("spec.trainer.image", (), "approximated"))
     return _Runtime(runtime_name, rt, framework, image)
 
@@ -265,16 +265,16 @@ def _software_environment(b: _Build) -> _Packages:
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
-    for cmd, depth in _commands(b.script.body):
+    for cmd, _depth in _commands(b.script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
         elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
-            p, ix, ex, extra, fnd = pipmod.parse(cmd)
-            for x in p:                       # ordered sets: linear in the number of pip lines
+            named, index_url, ex, extra, fnd = pipmod.parse(cmd)
+            for x in named:                   # ordered sets: linear in the number of pip lines
                 pkgs.setdefault(x)
-            index_urls = ix or index_urls
+            index_urls = index_url or index_urls
             for x in ex:
                 extra_index.setdefault(x)
             for x in extra:
@@ -645,11 +645,11 @@ def _secrets(script, env, intent, command, args, trainjob_name):
         if not hits:
             return word
         # the kubelet puts the Secret's value where $(NAME) stands (NAME is in the container env)
-        pieces = [word]
+        pieces: List[Union[str, Tuple[str]]] = [word]     # text, or (NAME,) where $(NAME) goes
         for name in hits:
             used.add(name)
             value = found[name][0]
-            nxt = []
+            nxt: List[Union[str, Tuple[str]]] = []
             for p in pieces:
                 if isinstance(p, tuple):
                     nxt.append(p)
@@ -807,7 +807,7 @@ def _job_id_use(job, command, args, intent) -> List[Finding]:
     stand_in = prologue.job_id_number(job)
     body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
     # the definitions the prologue/shim make are not uses
-    body = "\n".join(l for l in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", l))
+    body = "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", ln))
     if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
         return []
     return [Finding(WARNING, "L354", f"the command uses SLURM_JOB_ID, which Kubernetes does not have: the TrainJob "

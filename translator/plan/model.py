@@ -5,8 +5,8 @@ All Kubernetes values are kept in API (camelCase) form so YAML and SDK code rend
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 from translator.diagnostics import Finding
 

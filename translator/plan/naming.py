@@ -7,7 +7,6 @@ are kept in annotations.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 
 MAX = 63
@@ -18,6 +17,8 @@ _VALID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _hash(text: str) -> str:
+    import hashlib      # only for names that must be shortened (OpenSSL's module is slow to load)
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
 
 

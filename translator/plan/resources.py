@@ -1,7 +1,7 @@
 """Resources per node: GPUs, CPUs, memory from the job's options (sbatch-semantics §6)."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.plan.model import SourceMap
@@ -17,7 +17,7 @@ def mib_quantity(mib: int) -> str:
 
 
 def _lines(job, *names) -> Tuple[int, ...]:
-    out = {}
+    out: Dict[int, None] = {}          # an ordered set of lines
     for s in job.main.settings:
         if s.name in names and s.line is not None:
             out.setdefault(s.line, None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.plan.model import EnvVar, PodPatch, TrainerPlan
@@ -75,8 +75,8 @@ def _is_gpu_resource(name: str) -> bool:
 
 
 def _is_local_image(image: Optional[str]) -> bool:
-    return bool(image) and (image.startswith(("/", "./", "../", "~"))
-                            or image.endswith((".sif", ".simg", ".sqsh", ".squashfs")))
+    return bool(image and (image.startswith(("/", "./", "../", "~"))
+                           or image.endswith((".sif", ".simg", ".sqsh", ".squashfs"))))
 
 
 def _merge_affinity(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
@@ -141,7 +141,7 @@ class _Builder:
         self.mounts: List[dict] = []
         self.pull_secrets: List[str] = []
         self.service_account: Optional[str] = None
-        self.changes: Dict[str, object] = {}
+        self.changes: Dict[str, Any] = {}       # TrainerPlan field -> new value (dataclasses.replace keywords)
         self.set_count = 0
         self.resolutions: Dict[str, str] = {}   # planner finding code -> how the profile settled it
         self.gpu_resource = DEFAULT_GPU_RESOURCE
@@ -376,7 +376,7 @@ def _node_shape(b: _Builder, job, partition: Optional[PartitionRule]) -> None:
     what = " and ".join(x for x in ("--exclusive" if exclusive else "", "--mem=0" if whole_mem else "") if x)
     line = option_line(job, "exclusive") if exclusive else option_line(job, "mem")
     node = partition.node if partition is not None else None
-    if node is None or node.is_empty():
+    if partition is None or node is None or node.is_empty():
         where = f"partition `{job.fields.partition}`" if job.fields.partition else "the default partition"
         b.warn(F_NO_NODE_SHAPE, f"{what} asks for whole nodes, but the profile gives no node shape for {where}; "
                f"the request stays as the script wrote it", line,
@@ -495,13 +495,14 @@ def _runtime(b: _Builder) -> Optional[RuntimeRule]:
     plan = b.plan
     # The launcher's choice is always a shipped runtime; another name came from --runtime, which wins.
     if not _cli(b, "runtime") and _shipped_runtime(plan.runtime):
-        for rule in b.profile.runtimes:
-            if plan.launcher in rule.launchers:
-                if rule.name != plan.runtime or rule.kind != plan.runtime_kind:
-                    b.changes["runtime"] = rule.name
-                    b.changes["runtime_kind"] = rule.kind
-                    b.info(F_RUNTIME, f"runtime `{rule.name}` ({rule.kind}) for launcher `{plan.launcher}` from "
-                           f"{b.where(rule.key, rule.line)} (the launcher chose `{plan.runtime}`)", None)
+        for by_launcher in b.profile.runtimes:
+            if plan.launcher in by_launcher.launchers:
+                if by_launcher.name != plan.runtime or by_launcher.kind != plan.runtime_kind:
+                    b.changes["runtime"] = by_launcher.name
+                    b.changes["runtime_kind"] = by_launcher.kind
+                    b.info(F_RUNTIME, f"runtime `{by_launcher.name}` ({by_launcher.kind}) for launcher "
+                           f"`{plan.launcher}` from {b.where(by_launcher.key, by_launcher.line)} (the launcher chose "
+                           f"`{plan.runtime}`)", None)
                 break
     name = b.changes.get("runtime", plan.runtime)
     rule = next((r for r in b.profile.runtimes if r.name == name), None)
@@ -535,7 +536,7 @@ def _filesystems(b: _Builder, script, job) -> None:
                    f"(pvc, nfs or hostPath)", use.line)
             continue
         volume = {"name": fs.volume_name, **copy.deepcopy(fs.source)}
-        mount = {"name": fs.volume_name, "mountPath": fs.mount_path}
+        mount: Dict[str, Any] = {"name": fs.volume_name, "mountPath": fs.mount_path}
         if fs.read_only:
             mount["readOnly"] = True
         if fs.sub_path:

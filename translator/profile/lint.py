@@ -4,10 +4,10 @@ The profile can be used as it is; these point at entries that can never take eff
 """
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List
 
 from translator.diagnostics import WARNING, Diagnostic
-from translator.profile.model import Profile
+from translator.profile.model import Profile, RuntimeRule
 
 F_DANGLING_GPU_TYPE = "F525"
 F_UNREACHABLE = "F526"
@@ -21,7 +21,7 @@ def _unreachable(rules, section: str) -> List[Diagnostic]:
     text are remembered; any later rule they shadow is reported."""
     out = []
     first_catch_all = None
-    first_by_text = {}
+    first_by_text: Dict[str, Any] = {}          # pattern text -> the first rule written with it
     for rule in rules:
         text = rule.pattern.text
         first = first_catch_all or first_by_text.get(text)
@@ -48,7 +48,7 @@ def lint_profile(profile: Profile) -> List[Diagnostic]:
     for rules, section in ((profile.partitions, "partitions"), (profile.qos, "qos"), (profile.accounts, "accounts"),
                            (profile.gpu_types, "gpuTypes"), (profile.constraints, "constraints")):
         out.extend(_unreachable(list(rules), section))
-    seen = {}
+    seen: Dict[str, RuntimeRule] = {}            # launcher family -> the runtime that has it first
     for r in profile.runtimes:
         for family in r.launchers:
             if family in seen:

@@ -7,9 +7,8 @@ the nearest parent directory.
 """
 from __future__ import annotations
 
-import os
 import re
-from typing import Mapping, Optional
+from typing import Dict, Optional
 
 from translator.diagnostics import ERROR, Diagnostic
 from translator.launchers.registry import NAMES as LAUNCHER_FAMILIES
@@ -309,7 +308,9 @@ def _build(path: str, doc, chk: Checker) -> Optional[Profile]:
     provided_obj = images.get("provided") or {}
     provided = tuple((k, p) for k in ENV_KINDS for p in (provided_obj.get(k) or ()))
 
-    filesystems, names, mounts = [], {}, {}
+    filesystems = []
+    names: Dict[str, int] = {}                      # volume name -> line of the entry that has it first
+    mounts: Dict[Optional[str], int] = {}           # mount path (None: a $VAR path without one) -> first line
     for item in doc.get("filesystems") or []:
         f = item.value
         if f is None or f.get("path") is None:
@@ -411,16 +412,17 @@ def parse_profile(text: str, path: str = "<profile>") -> Profile:
                   f"`{doc['apiVersion']}` is not supported (this slurm2kf reads `{API_VERSION}`)")
     if doc.get("kind") not in (None, KIND):
         chk.error(F_VERSION, "kind", doc.key_lines["kind"], f"`{doc['kind']}` is not `{KIND}`")
+    profile: Optional[Profile] = None
     try:
         profile = _build(path, doc, chk)
     except (KeyError, TypeError, AttributeError):
         # A value the checks above already rejected left a hole; those errors say what to fix.
         if not chk.diagnostics:
             raise
-        profile = None
     if chk.diagnostics:
         diags = sorted(chk.diagnostics, key=lambda d: (d.line or 0))
         raise ProfileError(path, diags)
+    assert profile is not None                      # a build that failed left diagnostics
     return profile
 
 

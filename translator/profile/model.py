@@ -5,7 +5,7 @@ set a field. Kubernetes values (tolerations, affinity, volume sources) stay in A
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from translator.profile.patterns import NamePattern

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import sys
 from dataclasses import dataclass
 from typing import Optional, Pattern as RePattern
 
@@ -30,6 +31,7 @@ class NamePattern:
             return False
         if self.kind == "exact":
             return name == self.text
+        assert self.regex is not None, self         # glob and regex patterns are built compiled
         return self.regex.fullmatch(name) is not None
 
     def __str__(self) -> str:
@@ -69,14 +71,15 @@ def _nested_repeat(body: str) -> str:
 
     Such nesting lets the regex engine try exponentially many ways to split a non-matching name.
     Python's `re` has no time limit, so these patterns are refused up front (F553)."""
-    try:
-        from re import _parser as sre_parse          # Python 3.11+
-    except ImportError:                              # pragma: no cover
-        import sre_parse                             # type: ignore
+    if sys.version_info >= (3, 11):
+        from re import _parser as sre_parse
+    else:                                            # pragma: no cover
+        import sre_parse
     repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT}
     poss = getattr(sre_parse, "POSSESSIVE_REPEAT", None)
     if poss is not None:
         repeats.add(poss)
+    atomic = getattr(sre_parse, "ATOMIC_GROUP", None)       # Python 3.11+
 
     def walk(items, inside: bool) -> str:
         for op, av in items:
@@ -101,7 +104,7 @@ def _nested_repeat(body: str) -> str:
                 found = walk(av[1], inside)
                 if found:
                     return found
-            elif getattr(sre_parse, "ATOMIC_GROUP", None) is not None and op is sre_parse.ATOMIC_GROUP:
+            elif atomic is not None and op is atomic:
                 continue                               # atomic groups do not backtrack
         return ""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 from translator.diagnostics import ERROR, Diagnostic
@@ -254,7 +254,8 @@ def mapping_of(key: Validator, value: Validator, key_is_pattern: bool = False) -
             return None
         if not isinstance(node, yaml.MappingNode):
             return chk.error(F_TYPE, path, node, f"expected a mapping, got {_describe(node)}")
-        out, seen = [], {}
+        out: List[Entry] = []
+        seen: Dict[str, int] = {}                   # key -> line it is first written on
         for knode, vnode in node.value:
             if not isinstance(knode, yaml.ScalarNode) or knode.tag == _NULL:
                 chk.error(F_TYPE, path, knode, f"a key must be a string, got {_describe(knode)}")

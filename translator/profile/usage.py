@@ -43,7 +43,7 @@ class EnvItem:
 
     kind: str
     name: str
-    line: int
+    line: Optional[int]          # None for the plan's own image (no script line names it)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ permission, not a regular file, larger than MAX_FILE_BYTES = 16 MiB).
 from __future__ import annotations
 
 import gc
-from typing import Optional
+from typing import Optional, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, INFO
-from translator.read.ast import Script
+from translator.read.ast import ForeignDirective, Script, Statement
 
 __all__ = ["read_file", "read_script", "ReadError", "MAX_FILE_BYTES"]
 
@@ -122,7 +122,7 @@ def _read_script(data: bytes, path: str) -> Script:
     shebang = lines[0] if lines and lines[0].startswith("#!") else None
     shell = shell_of(shebang)
 
-    body = ()
+    body: Tuple[Statement, ...] = ()
     ignored = list(header.ignored)
     interpreter = _interpreter(shebang)
     if header.body_start_line is not None and shell == "unknown" and interpreter:
@@ -135,7 +135,7 @@ def _read_script(data: bytes, path: str) -> Script:
         more, more_diags = scan_after_header(lines, header.body_start_line, parsed.heredoc_lines)
         ignored.extend(more)
         diags.extend(more_diags)
-    foreign = ()
+    foreign: Tuple[ForeignDirective, ...] = ()
     if "#PBS" in src.text or "#BSUB" in src.text:
         found, fdiags = scan_foreign(lines)
         foreign = tuple(found)

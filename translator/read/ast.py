@@ -1,4 +1,5 @@
-"""The script AST: what the reader produces. Plain frozen dataclasses, every node with 1-based lines.
+"""The script AST: what the reader produces. Frozen records (frozen dataclasses, translator/records.py),
+every node with 1-based lines.
 
 The header is read exactly as sbatch reads it (see docs/sbatch-semantics in shared docs):
 `Directive` for every `#SBATCH`/`#SLURM` line sbatch applies, `IgnoredLine` for lines that look like
@@ -8,14 +9,15 @@ with kind OTHER, never a parse failure.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
 from translator.diagnostics import Diagnostic
+from translator.records import FrozenRecord, _set
 
 
-@dataclass(frozen=True)
-class Directive:
+@dataclass(init=False, repr=False, eq=False)
+class Directive(FrozenRecord):
     """One `#SBATCH` (or `#SLURM`) line that sbatch applies."""
 
     line: int
@@ -24,9 +26,16 @@ class Directive:
     words: Tuple[str, ...]    # argv words, tokenized as sbatch's get_argument does (quotes removed, no expansion)
     component: int = 0        # hetjob component index (0 before the first `#SBATCH hetjob`)
 
+    def __init__(self, line: int, text: str, prefix: str, words: Tuple[str, ...], component: int = 0):
+        _set(self, "line", line)
+        _set(self, "text", text)
+        _set(self, "prefix", prefix)
+        _set(self, "words", words)
+        _set(self, "component", component)
 
-@dataclass(frozen=True)
-class IgnoredLine:
+
+@dataclass(init=False, repr=False, eq=False)
+class IgnoredLine(FrozenRecord):
     """A line that looks like a directive but that sbatch does not apply."""
 
     line: int
@@ -35,9 +44,9 @@ class IgnoredLine:
     explanation: str          # human sentence
 
 
-@dataclass(frozen=True)
-class ForeignDirective:
-    """`#PBS` / `#BSUB` lines, which sbatch translates (not supported by us; reported)."""
+@dataclass(init=False, repr=False, eq=False)
+class ForeignDirective(FrozenRecord):
+    """A `#PBS` / `#BSUB` line, which sbatch translates into options (translator/slurm/foreign.py)."""
 
     line: int
     text: str
@@ -59,11 +68,9 @@ LAUNCH = "launch"        # srun, torchrun, python -m torch.distributed.*, mpirun
 SBATCH = "sbatch"        # nested sbatch submission
 OTHER = "other"          # anything else, kept verbatim
 
-COMMAND_KINDS = (MODULE, SOURCE, CONDA, VENV, PIP, CD, EXPORT, LAUNCH, SBATCH, OTHER)
 
-
-@dataclass(frozen=True)
-class Word:
+@dataclass(init=False, repr=False, eq=False)
+class Word(FrozenRecord):
     """One shell word of a command."""
 
     raw: str        # as written, with quotes and escapes
@@ -71,9 +78,14 @@ class Word:
     literal: bool   # True when the word contains no expansion that the shell would perform
                     # (no unquoted/double-quoted `$` or backtick, no unquoted glob or `~`)
 
+    def __init__(self, raw: str, value: str, literal: bool):
+        _set(self, "raw", raw)
+        _set(self, "value", value)
+        _set(self, "literal", literal)
 
-@dataclass(frozen=True)
-class Assignment:
+
+@dataclass(init=False, repr=False, eq=False)
+class Assignment(FrozenRecord):
     """`NAME=value` or `export NAME=value` (also `declare -x`), on its own or as command prefix."""
 
     line: int
@@ -81,9 +93,15 @@ class Assignment:
     value: Word
     exported: bool
 
+    def __init__(self, line: int, name: str, value: Word, exported: bool):
+        _set(self, "line", line)
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "exported", exported)
 
-@dataclass(frozen=True)
-class Command:
+
+@dataclass(init=False, repr=False, eq=False)
+class Command(FrozenRecord):
     """A simple command. `kind` classifies it; `words[0]` is the command name (after prefixes)."""
 
     line: int
@@ -97,19 +115,38 @@ class Command:
                                            # "" (new statement), ";", "&&", "||", "|"
     redirections: Tuple[str, ...] = ()     # e.g. (">log.txt", "2>&1"), kept verbatim
 
+    def __init__(self, line: int, end_line: int, text: str, words: Tuple[Word, ...], kind: str = OTHER,
+                 prefix_assignments: Tuple[Assignment, ...] = (), background: bool = False, connector: str = "",
+                 redirections: Tuple[str, ...] = ()):
+        _set(self, "line", line)
+        _set(self, "end_line", end_line)
+        _set(self, "text", text)
+        _set(self, "words", words)
+        _set(self, "kind", kind)
+        _set(self, "prefix_assignments", prefix_assignments)
+        _set(self, "background", background)
+        _set(self, "connector", connector)
+        _set(self, "redirections", redirections)
+
     @property
     def argv(self) -> Tuple[str, ...]:
         return tuple(w.value for w in self.words)
 
 
-@dataclass(frozen=True)
-class Comment:
+@dataclass(init=False, repr=False, eq=False)
+class Comment(FrozenRecord):
+    """A comment line of the body."""
+
     line: int
     text: str
 
+    def __init__(self, line: int, text: str):
+        _set(self, "line", line)
+        _set(self, "text", text)
 
-@dataclass(frozen=True)
-class Block:
+
+@dataclass(init=False, repr=False, eq=False)
+class Block(FrozenRecord):
     """A compound construct kept as one block with its position; commands inside are still parsed.
 
     kind: "heredoc" (a command with a here-document; `body` holds the document text),
@@ -120,23 +157,38 @@ class Block:
     line: int
     end_line: int
     text: str                                   # the header line, e.g. `for i in 1 2 3; do`
-    children: Tuple["Statement", ...] = ()      # parsed statements inside (not for heredoc bodies)
+    children: Tuple[Statement, ...] = ()      # parsed statements inside (not for heredoc bodies)
     heredoc_body: Optional[str] = None          # heredoc text (not parsed as commands)
     heredoc_delimiter: Optional[str] = None
     command: Optional[Command] = None           # for heredoc: the command that reads it (e.g. `cat > x`)
     heredoc_body_line: Optional[int] = None     # for heredoc: line of the document's first line in the file
-    generated_script: Optional["Script"] = None  # for heredoc: the document read as a job script when it starts
+    generated_script: Optional[Script] = None  # for heredoc: the document read as a job script when it starts
                                                 # with `#!` (a script this one writes); its line numbers are
                                                 # relative to the document (add heredoc_body_line - 1). With an
                                                 # unquoted delimiter the shell expands `$x` when it writes the
                                                 # file; the generated script holds the text before expansion.
 
+    def __init__(self, kind: str, line: int, end_line: int, text: str, children: Tuple[Statement, ...] = (),
+                 heredoc_body: Optional[str] = None, heredoc_delimiter: Optional[str] = None,
+                 command: Optional[Command] = None, heredoc_body_line: Optional[int] = None,
+                 generated_script: Optional[Script] = None):
+        _set(self, "kind", kind)
+        _set(self, "line", line)
+        _set(self, "end_line", end_line)
+        _set(self, "text", text)
+        _set(self, "children", children)
+        _set(self, "heredoc_body", heredoc_body)
+        _set(self, "heredoc_delimiter", heredoc_delimiter)
+        _set(self, "command", command)
+        _set(self, "heredoc_body_line", heredoc_body_line)
+        _set(self, "generated_script", generated_script)
+
 
 Statement = Union[Assignment, Command, Comment, Block]
 
 
-@dataclass(frozen=True)
-class Script:
+@dataclass(init=False, repr=False, eq=False)
+class Script(FrozenRecord):
     """Everything the reader learned from one file."""
 
     path: str                                   # as given by the caller

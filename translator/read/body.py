@@ -1,21 +1,20 @@
 """The script body: line tokens (shell_lexer) -> block structure (grammars/sbatch.lark) -> ast.Statement.
 
-The LALR parser is built once per process (module-level cache) and Lark's grammar cache is kept
-on disk under the user cache directory, so a cold start does not rebuild the parse tables.
+The block structure is parsed by translator/read/block_parser.py with the grammar's LALR(1) tables,
+generated at build time (tools/gen_block_table.py): nothing is built or cached at run time.
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
 from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
 from translator.read.words import make_assignment, make_word
+from translator.records import Record
 
 R144_CSH_BODY = "R144"
 R145_PARSER_FALLBACK = "R145"
@@ -28,66 +27,13 @@ MAX_GENERATED_DEPTH = 3
 _generated_depth = 0
 
 _DECLARE_EXPORTING = {"declare", "typeset"}
-_ASSIGNING_BUILTINS = {"readonly", "local", "declare", "typeset"}
 
 
-@dataclass
-class ParsedBody:
+@dataclass(init=False, repr=False, eq=False)
+class ParsedBody(Record):
     statements: Tuple[ast.Statement, ...] = ()
     diagnostics: List[Diagnostic] = field(default_factory=list)
     heredoc_lines: frozenset = frozenset()
-
-
-# ---- the parser (built once) ---------------------------------------------------------------------
-
-_PARSER = None
-
-
-def _private_dir(directory: str) -> bool:
-    """Create `directory` (mode 0700) if needed; True when it is ours and no one else can write to it.
-
-    Lark's cache is a pickle, so it is only read from a directory that nobody else can plant files in.
-    """
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        info = os.stat(directory)
-    except OSError:
-        return False
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        return False
-    return not (info.st_mode & 0o022) and os.access(directory, os.W_OK)
-
-
-def _cache_file() -> Optional[str]:
-    """Where Lark keeps the parse tables: $XDG_CACHE_HOME/slurm2kf (or ~/.cache/slurm2kf), else a private
-    temp directory; None (no disk cache, the tables are built in memory) when neither is usable."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    candidates = [os.path.join(base, "slurm2kf")]
-    if hasattr(os, "getuid"):
-        candidates.append(os.path.join(tempfile.gettempdir(), f"slurm2kf-{os.getuid()}"))
-    for directory in candidates:
-        if _private_dir(directory):
-            return os.path.join(directory, "sbatch-grammar.lark.cache")
-    return None
-
-
-def get_parser():
-    """The body parser: built once per process, grammar analysis cached on disk when possible."""
-    global _PARSER
-    if _PARSER is not None:
-        return _PARSER
-    from importlib import resources
-
-    from lark import Lark
-
-    grammar = resources.files("translator.grammars").joinpath("sbatch.lark").read_text(encoding="utf-8")
-    from translator.read.line_token_lexer import LineTokenLexer as lexer
-    cache = _cache_file()
-    try:
-        _PARSER = Lark(grammar, parser="lalr", lexer=lexer, cache=cache if cache else False, maybe_placeholders=False)
-    except Exception:  # an unreadable/corrupt cache file: build without it
-        _PARSER = Lark(grammar, parser="lalr", lexer=lexer, maybe_placeholders=False)
-    return _PARSER
 
 
 # ---- AST building --------------------------------------------------------------------------------
@@ -156,7 +102,8 @@ def _segment_statements(seg: Segment) -> List[ast.Statement]:
             _generated_depth -= 1
     block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd,
                       hd.body_start, generated)
-    return [s for s in stmts if not isinstance(s, ast.Command)] + [block]
+    kept: List[ast.Statement] = [s for s in stmts if not isinstance(s, ast.Command)]
+    return kept + [block]
 
 
 class _Builder:
@@ -179,6 +126,7 @@ class _Builder:
                 if isinstance(tok, _Run):
                     out.extend(_flat_fallback(tok.tokens))
                 elif tok.type == "CMD":
+                    assert tok.segment is not None          # the lexer gives every CMD token its segment
                     out.extend(_segment_statements(tok.segment))
                 elif tok.type == "COMMENT":
                     out.append(ast.Comment(tok.line, tok.text))
@@ -240,7 +188,7 @@ def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> List[ast.S
         return kids
 
     top = conv(tree)
-    conv = None          # `conv` refers to itself through its closure: break that cycle so the tokens are freed now
+    conv = None  # type: ignore[assignment]  # `conv` refers to itself through its closure: break that cycle
     return b.stmts(top)
 
 
@@ -257,12 +205,16 @@ def _flatten_parts(kids):
 _SIMPLE_TYPES = frozenset(("CMD", "COMMENT"))
 
 
-@dataclass
-class _Run:
+@dataclass(init=False, repr=False, eq=False)
+class _Run(Record):
     """Consecutive simple statements, fed to the LALR parser as one CMD token."""
 
     tokens: List[LexToken]
     type: str = "CMD"
+
+    def __init__(self, tokens: List[LexToken], type: str = "CMD"):
+        self.tokens = tokens
+        self.type = type
 
     @property
     def line(self) -> int:
@@ -358,7 +310,9 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
             statements = _flat_fallback(tokens)          # no compound command: nothing for the grammar to do
         else:
             runs = _compress_runs(tokens)
-            tree = get_parser().parse(runs)
+            from translator.read.block_parser import parse as parse_blocks   # only scripts with blocks pay for it
+
+            tree = parse_blocks([t.type for t in runs])
             statements = _build(tree, runs, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(Diagnostic(WARNING, R145_PARSER_FALLBACK, f"block structure not recognised ({type(exc).__name__}); "

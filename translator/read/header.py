@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, INFO, WARNING
 from translator.read.ast import Directive, ForeignDirective, IgnoredLine
+from translator.records import Record
 
 R120_AFTER_FIRST_COMMAND = "R120"
 R121_SPACE_AFTER_HASH = "R121"
@@ -49,12 +50,19 @@ _C_WORD = re.compile(r"[^ \t\n\v\f\r]+")
 _PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
 
 
-@dataclass
-class TokenizedLine:
+@dataclass(init=False, repr=False, eq=False)
+class TokenizedLine(Record):
     words: List[str]
     error: Optional[Tuple[str, str]] = None        # (code, message): sbatch would stop with a fatal error
     notes: List[Tuple[str, str, str]] = field(default_factory=list)   # (severity, code, message)
     hetjob_separator: bool = False
+
+    def __init__(self, words: List[str], error: Optional[Tuple[str, str]] = None,
+                 notes: Optional[List[Tuple[str, str, str]]] = None, hetjob_separator: bool = False):
+        self.words = words
+        self.error = error
+        self.notes = [] if notes is None else notes
+        self.hetjob_separator = hetjob_separator
 
 
 def clip(text: str, limit: int = 100) -> str:
@@ -107,10 +115,10 @@ def tokenize_directive_stepwise(text: str) -> TokenizedLine:
         if _het_word_at(text, i):
             if first:
                 out.hetjob_separator = True
-                rest = text[i:].split(None, 1)
-                if len(rest) > 1 and rest[1].strip() and not rest[1].lstrip().startswith("#"):
-                    out.notes.append((WARNING, R134_HETJOB_WORD, f"the text after `{rest[0]}` on this line is ignored by sbatch: "
-                                      f"`{clip(rest[1].strip())}`"))
+                het_rest = text[i:].split(None, 1)
+                if len(het_rest) > 1 and het_rest[1].strip() and not het_rest[1].lstrip().startswith("#"):
+                    out.notes.append((WARNING, R134_HETJOB_WORD, f"the text after `{het_rest[0]}` on this line is ignored by sbatch: "
+                                      f"`{clip(het_rest[1].strip())}`"))
             else:
                 out.notes.append((WARNING, R134_HETJOB_WORD, f"the word `{text[i:].split(None, 1)[0]}` ends this directive line "
                                   f"for sbatch; it and everything after it are ignored: `{clip(text[i:].strip())}`"))
@@ -239,8 +247,8 @@ def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
 
 # ---- the scan ------------------------------------------------------------------------------------
 
-@dataclass
-class Header:
+@dataclass(init=False, repr=False, eq=False)
+class Header(Record):
     directives: List[Directive]
     ignored: List[IgnoredLine]
     foreign: List[ForeignDirective]
@@ -321,12 +329,9 @@ def scan_after_header(lines: List[str], start: int, heredoc_lines=frozenset()) -
         line = lines[number - 1]
         if "#" not in line[:16] or not line.lstrip(_C_SPACE).startswith("#"):
             continue
-        if line.startswith(("#SBATCH", "#SLURM")):
-            found = (R120_AFTER_FIRST_COMMAND, "")
-        else:
-            found = classify_lookalike(line)
-            if found is None:
-                continue
+        found = (R120_AFTER_FIRST_COMMAND, "") if line.startswith(("#SBATCH", "#SLURM")) else classify_lookalike(line)
+        if found is None:
+            continue
         if number in heredoc_lines:
             why = (f"inside a here-document (text the script writes or feeds to a command); sbatch stopped reading "
                    f"directives at the first command, line {start}")
@@ -351,8 +356,8 @@ def scan_foreign(lines: List[str]) -> Tuple[List[ForeignDirective], List[Diagnos
     of the applied family are reported by the resolve stage, which translates them (O220); here only
     the lines sbatch does not apply get an R128 note.
     """
-    found = {"BSUB": [], "PBS": []}
-    missed = []
+    found: Dict[str, List[ForeignDirective]] = {"BSUB": [], "PBS": []}
+    missed: List[Tuple[int, str, str]] = []             # (line, text, family) after sbatch stopped scanning
     for family in ("BSUB", "PBS"):
         magic = "#" + family
         non_comments = 0

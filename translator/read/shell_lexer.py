@@ -33,16 +33,12 @@ MAX_WORD_NESTING = 100
 # ordinary word characters: anything but blanks, quotes, escapes, expansions and operators
 _PLAIN = re.compile(r"[^ \t\n'\"\\`$;&|<>()]+")
 _BLANKS = re.compile(r"[ \t]+")
-# the characters the main scan treats specially (every other one starts or continues a plain word)
-_SPECIAL_CHARS = frozenset(" \t\n#\\'\"`$;&|<>()")
 _PAREN_PLAIN = re.compile(r"[^()'\"\\`$#<\n]+")
 _INNER_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^ \t\n;&|<>()'\"]+))")
 _DQ_PLAIN = re.compile(r"[^\"\\`$]+")
-_SQ_END = re.compile(r"'")
 _NAME_PAREN = re.compile(r"[ \t]*\([ \t]*\)")
 _REDIR_OP = re.compile(r"&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>")
 _FD_PREFIX = re.compile(r"^(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})$")
-_ASSIGN_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 
@@ -120,6 +116,14 @@ class ShellLexer:
         self.pending_func: Optional[int] = None      # index of a FUNC token waiting for its body
         self.max_depth = 0
         self.nesting = 0                             # quotes/substitutions open around the scan position
+        # the state of the main scan (see run)
+        self._seg: Optional[Segment] = None
+        self._word = -1
+        self._mode = "cmd"
+        self._header_kind = ""
+        self._header_start = 0
+        self._connector = ""
+        self._resume = 0
 
     # ---- positions -----------------------------------------------------------------------------
     def line_at(self, offset: int) -> int:
@@ -196,6 +200,7 @@ class ShellLexer:
             else:
                 self._demote(tok, complaint)
         elif t == "PATTERN":
+            assert top is not None              # the lexer emits PATTERN inside a case block only
             top.phase = "body"
             self._push(tok)
         elif t == "DSEMI":
@@ -445,289 +450,291 @@ class ShellLexer:
         return min(i, n)
 
     # ---- the main scan -------------------------------------------------------------------------
-    def run(self) -> "ShellLexer":
+    # One method per character class, each taking the offset of its character and returning the
+    # offset to continue from; `_DISPATCH` (after the class) names the method of each special
+    # character, every other character starts or continues a plain word. The scan state:
+    #   _seg            the simple command being read (None between commands)
+    #   _word           start offset of the current word, -1 between words
+    #   _mode           "cmd" | "header" (for/select/case/function headers) | "tail" (after a closer)
+    #   _header_kind    for/select/case/function, and _header_start its offset (mode "header")
+    #   _connector      the operator before the next command: "", ";", "&&", "||", "|"
+    #   _resume         an offset the scan must jump ahead to (after the `()` of `function f()`)
+    def run(self) -> ShellLexer:
         text, n = self.text, self.n
+        handlers = {c: getattr(self, name) for chars, name in _DISPATCH for c in chars}
+        plain = self._on_plain
+        frames = self.frames
         i = 0
-        seg: Optional[Segment] = None
-        mode = "cmd"                 # cmd | header (for/select/case/function headers) | tail (after a closer)
-        header_kind = ""
-        header_start = 0
-        connector = ""
-        cur_start = -1               # start offset of the current word, -1 when between words
-
-        def new_segment(at: int) -> Segment:
-            return Segment(at, connector=connector)
-
-        def finish_word(end: int) -> None:
-            nonlocal cur_start, seg, mode, header_kind, header_start, connector
-            raw = text[cur_start:end]
-            cur_start = -1
-            if seg is None:
-                seg = new_segment(end - len(raw))
-            if mode == "tail":
-                return
-            if mode == "header":
-                seg.words.append(raw)
-                if header_kind == "case" and raw == "in" and len(seg.words) >= 3:
-                    self._emit_header(seg, header_kind, header_start, end)
-                    seg = None
-                    mode = "cmd"
-                elif header_kind == "function" and len(seg.words) == 2:
-                    k = _NAME_PAREN.match(text, end)
-                    hdr_end = k.end() if k else end
-                    self._emit_func(seg.words[1], header_start, hdr_end)
-                    seg = None
-                    mode = "cmd"
-                    resume_at[0] = hdr_end          # skip the `()` of `function f() {`
-                return
-            if not seg.words and not seg.redirections:
-                if raw in SIMPLE_KEYWORDS:
-                    ln = self.line_at(seg.start)
-                    self.emit(LexToken(SIMPLE_KEYWORDS[raw], ln, ln, raw))
-                    seg = None
-                    connector = ""
-                    return
-                if raw in OPENERS_THEN_CMD:
-                    ln = self.line_at(seg.start)
-                    self.emit(LexToken(OPENERS_THEN_CMD[raw], ln, ln, raw))
-                    seg = None
-                    connector = ""
-                    return
-                if raw in CLOSERS:
-                    ln = self.line_at(seg.start)
-                    self.emit(LexToken(CLOSERS[raw], ln, ln, raw))
-                    mode = "tail"
-                    return
-                if raw in ("for", "select", "case", "function"):
-                    mode = "header"
-                    header_kind = raw
-                    header_start = seg.start
-                    seg.words.append(raw)
-                    return
-                if raw == "!":
-                    return
-            seg.words.append(raw)
-
-        resume_at = [0]              # set by finish_word when the scan must jump ahead
-
-        def end_segment(end: int, conn_after: str = "", background: bool = False) -> None:
-            nonlocal seg, mode, connector
-            if cur_start >= 0:
-                finish_word(end)
-            if seg is not None:
-                if mode == "header":
-                    self._emit_header(seg, header_kind, header_start, end)
-                elif mode == "tail":
-                    pass
-                elif seg.words or seg.redirections:
-                    seg.end = end
-                    seg.background = background
-                    seg.line = self.line_at(seg.start)
-                    seg.end_line = self.line_at(max(seg.start, end - 1))
-                    seg.text = _join_continuations(text[seg.start:end])
-                    self.emit(LexToken("CMD", seg.line, seg.end_line, seg.text, seg))
-            seg = None
-            mode = "cmd"
-            connector = conn_after
-
         while i < n:
-            if resume_at[0] > i:
-                i = resume_at[0]
+            if self._resume > i:
+                i = self._resume
                 continue
-            # case patterns
-            if (seg is None and cur_start < 0 and self.frames and self.frames[-1].kind == "case"
-                    and self.frames[-1].phase == "pattern"):
+            if (self._seg is None and self._word < 0 and frames and frames[-1].kind == "case"
+                    and frames[-1].phase == "pattern"):
                 i = self._case_pattern(i)
                 continue
-            c = text[i]
-            if c not in _SPECIAL_CHARS:
-                # ordinary characters, the most common case, go straight to the branch at the end of the
-                # loop (the same code): none of the tests in between can match them
-                if cur_start < 0:
-                    cur_start = i
-                    if seg is None:
-                        seg = new_segment(i)
-                m = _PLAIN.match(text, i)
-                i = m.end() if m else i + 1
-                if cur_start >= 0 and text[cur_start:i] == "[[" and (seg is None or not seg.words) and mode == "cmd" \
-                        and (i >= n or text[i] in " \t\n"):
-                    i = self._double_bracket(i)
-                continue
-            if c == " " or c == "\t":
-                if cur_start >= 0:
-                    finish_word(i)
-                m = _BLANKS.match(text, i)
-                i = m.end()
-                continue
-            if c == "\n":
-                end_segment(i, "")
-                i += 1
-                if self.pending_heredocs:
-                    i = self.read_heredoc_bodies(i)
-                continue
-            if c == "#" and cur_start < 0:
-                k = text.find("\n", i)
-                k = n if k < 0 else k
-                if seg is None:
-                    ln = self.line_at(i)
-                    self.emit(LexToken("COMMENT", ln, ln, text[i:k]))
-                else:
-                    end_segment(i, "")          # a trailing comment is not part of the command text
-                i = k
-                continue
-            if c == "\\":
-                # `\\`-newline is a continuation: between words it is a blank, inside a word it joins the parts
-                if cur_start < 0 and text[i + 1:i + 2] != "\n":
-                    cur_start = i
-                i += 2
-                continue
-            if c == "'":
-                if cur_start < 0:
-                    cur_start = i
-                i = self.skip_single(i)
-                continue
-            if c == '"':
-                if cur_start < 0:
-                    cur_start = i
-                i = self.skip_double(i)
-                continue
-            if c == "`":
-                if cur_start < 0:
-                    cur_start = i
-                i = self.skip_backtick(i)
-                continue
-            if c == "$":
-                if cur_start < 0:
-                    cur_start = i
-                i = self.skip_dollar(i)
-                continue
-            if c == ";":
-                if text.startswith(";;&", i) or text.startswith(";;", i) or text.startswith(";&", i):
-                    op = ";;&" if text.startswith(";;&", i) else (";;" if text.startswith(";;", i) else ";&")
-                    end_segment(i, "")
-                    if self.frames and self.frames[-1].kind == "case":
-                        ln = self.line_at(i)
-                        self.emit(LexToken("DSEMI", ln, ln, op))
-                    i += len(op)
-                    continue
-                end_segment(i, ";")
-                i += 1
-                continue
-            if c == "&":
-                if text.startswith("&&", i):
-                    end_segment(i, "&&")
-                    i += 2
-                    continue
-                if text.startswith("&>", i):
-                    if cur_start >= 0:
-                        finish_word(i)
-                    if seg is None:
-                        seg = new_segment(i)
-                    i = self._redirection(i, seg)
-                    continue
-                end_segment(i, "", background=True)
-                i += 1
-                continue
-            if c == "|":
-                if text.startswith("||", i):
-                    end_segment(i, "||")
-                    i += 2
-                    continue
-                end_segment(i, "|")
-                i += 2 if text.startswith("|&", i) else 1
-                continue
-            if c == "<" or c == ">":
-                if text[i + 1:i + 2] == "(":
-                    # process substitution <(...) / >(...)
-                    if cur_start < 0:
-                        cur_start = i
-                    i = self.skip_parens(i + 1)
-                    continue
-                if seg is None:
-                    seg = new_segment(i if cur_start < 0 else cur_start)
-                fd = ""
-                if cur_start >= 0:
-                    word = text[cur_start:i]
-                    if _FD_PREFIX.match(word):
-                        fd = word
-                    else:
-                        finish_word(i)
-                        if seg is None:
-                            seg = new_segment(i)
-                    cur_start = -1
-                i = self._redirection(i, seg, fd)
-                continue
-            if c == "(":
-                if cur_start < 0 and (seg is None or (not seg.words and not seg.redirections)) and mode == "cmd":
-                    if text.startswith("((", i):
-                        # arithmetic command (( ... ))
-                        cur_start = i
-                        i = self.skip_parens(i)
-                        continue
-                    ln = self.line_at(i)
-                    seg = None
-                    self.emit(LexToken("LPAREN", ln, ln, "("))
-                    i += 1
-                    connector = ""
-                    continue
-                if mode == "header" and header_kind in ("for", "select") and cur_start < 0:
-                    cur_start = i
-                    i = self.skip_parens(i)
-                    continue
-                # name() -> function definition
-                m = _NAME_PAREN.match(text, i)
-                if m and seg is not None and mode == "cmd" and (
-                        (cur_start >= 0 and not seg.words) or (cur_start < 0 and len(seg.words) == 1)):
-                    name = text[cur_start:i] if cur_start >= 0 else seg.words[0]
-                    self._emit_func(name, seg.start if seg.words else cur_start, m.end())
-                    seg = None
-                    cur_start = -1
-                    i = m.end()
-                    continue
-                if seg is None and cur_start >= 0 and mode == "cmd":
-                    m2 = _NAME_PAREN.match(text, i)
-                    if m2:
-                        name = text[cur_start:i]
-                        self._emit_func(name, cur_start, m2.end())
-                        cur_start = -1
-                        i = m2.end()
-                        continue
-                # array assignment a=(...), extglob @(...), or a stray paren: part of the word
-                if cur_start < 0:
-                    cur_start = i
-                i = self.skip_parens(i)
-                continue
-            if c == ")":
-                if cur_start >= 0:
-                    finish_word(i)
-                if any(f.kind == "subshell" for f in self.frames):
-                    end_segment(i, "")
-                    ln = self.line_at(i)
-                    self.emit(LexToken("RPAREN", ln, ln, ")"))
-                    mode = "tail"
-                    seg = Segment(i)
-                    i += 1
-                    continue
-                # stray `)`: keep it as a word character
-                cur_start = i
-                i += 1
-                continue
-            # ordinary characters
-            if cur_start < 0:
-                cur_start = i
-                if seg is None:
-                    seg = new_segment(i)
-            m = _PLAIN.match(text, i)
-            i = m.end() if m else i + 1
-            if cur_start >= 0 and text[cur_start:i] == "[[" and (seg is None or not seg.words) and mode == "cmd" \
-                    and (i >= n or text[i] in " \t\n"):
-                i = self._double_bracket(i)
-                continue
-        end_segment(n, "")
+            i = handlers.get(text[i], plain)(i)
+        self._end_segment(n, "")
         if self.pending_heredocs:
             self.read_heredoc_bodies(n)
         self.finish()
         return self
+
+    # -- words and commands
+    def _new_segment(self, at: int) -> Segment:
+        return Segment(at, connector=self._connector)
+
+    def _finish_word(self, end: int) -> None:
+        """The word that started at `_word` ends at `end`: add it to the command, or act on it when it
+        is a reserved word or part of a for/select/case/function header."""
+        raw = self.text[self._word:end]
+        self._word = -1
+        seg = self._seg
+        if seg is None:
+            seg = self._seg = self._new_segment(end - len(raw))
+        if self._mode == "tail":
+            return
+        if self._mode == "header":
+            self._header_word(seg, raw, end)
+            return
+        if not seg.words and not seg.redirections and self._reserved_word(raw, seg):
+            return
+        seg.words.append(raw)
+
+    def _header_word(self, seg: Segment, raw: str, end: int) -> None:
+        seg.words.append(raw)
+        if self._header_kind == "case" and raw == "in" and len(seg.words) >= 3:
+            self._emit_header(seg, self._header_kind, self._header_start, end)
+            self._seg = None
+            self._mode = "cmd"
+        elif self._header_kind == "function" and len(seg.words) == 2:
+            k = _NAME_PAREN.match(self.text, end)
+            hdr_end = k.end() if k else end
+            self._emit_func(seg.words[1], self._header_start, hdr_end)
+            self._seg = None
+            self._mode = "cmd"
+            self._resume = hdr_end          # skip the `()` of `function f() {`
+
+    def _reserved_word(self, raw: str, seg: Segment) -> bool:
+        """The first word of a command: a reserved word becomes a block token (True when it did)."""
+        if raw in SIMPLE_KEYWORDS or raw in OPENERS_THEN_CMD:
+            ln = self.line_at(seg.start)
+            self.emit(LexToken(SIMPLE_KEYWORDS.get(raw) or OPENERS_THEN_CMD[raw], ln, ln, raw))
+            self._seg = None
+            self._connector = ""
+            return True
+        if raw in CLOSERS:
+            ln = self.line_at(seg.start)
+            self.emit(LexToken(CLOSERS[raw], ln, ln, raw))
+            self._mode = "tail"
+            return True
+        if raw in ("for", "select", "case", "function"):
+            self._mode = "header"
+            self._header_kind = raw
+            self._header_start = seg.start
+            seg.words.append(raw)
+            return True
+        return raw == "!"
+
+    def _end_segment(self, end: int, conn_after: str = "", background: bool = False) -> None:
+        """The command ends at `end` (an operator, a newline, a comment or the end of the text)."""
+        if self._word >= 0:
+            self._finish_word(end)
+        seg = self._seg
+        if seg is not None:
+            if self._mode == "header":
+                self._emit_header(seg, self._header_kind, self._header_start, end)
+            elif self._mode == "tail":
+                pass
+            elif seg.words or seg.redirections:
+                seg.end = end
+                seg.background = background
+                seg.line = self.line_at(seg.start)
+                seg.end_line = self.line_at(max(seg.start, end - 1))
+                seg.text = _join_continuations(self.text[seg.start:end])
+                self.emit(LexToken("CMD", seg.line, seg.end_line, seg.text, seg))
+        self._seg = None
+        self._mode = "cmd"
+        self._connector = conn_after
+
+    # -- character classes
+    def _on_plain(self, i: int) -> int:
+        """Ordinary characters (and `#` inside a word): a run of them starts or continues a word."""
+        text = self.text
+        if self._word < 0:
+            self._word = i
+            if self._seg is None:
+                self._seg = self._new_segment(i)
+        m = _PLAIN.match(text, i)
+        i = m.end() if m else i + 1
+        if text[self._word:i] == "[[" and (self._seg is None or not self._seg.words) and self._mode == "cmd" \
+                and (i >= self.n or text[i] in " \t\n"):
+            i = self._double_bracket(i)
+        return i
+
+    def _on_blank(self, i: int) -> int:
+        if self._word >= 0:
+            self._finish_word(i)
+        m = _BLANKS.match(self.text, i)
+        return m.end() if m else i + 1
+
+    def _on_newline(self, i: int) -> int:
+        self._end_segment(i, "")
+        i += 1
+        if self.pending_heredocs:
+            i = self.read_heredoc_bodies(i)
+        return i
+
+    def _on_hash(self, i: int) -> int:
+        if self._word >= 0:             # inside a word `#` is an ordinary character
+            return self._on_plain(i)
+        k = self.text.find("\n", i)
+        k = self.n if k < 0 else k
+        if self._seg is None:
+            ln = self.line_at(i)
+            self.emit(LexToken("COMMENT", ln, ln, self.text[i:k]))
+        else:
+            self._end_segment(i, "")          # a trailing comment is not part of the command text
+        return k
+
+    def _on_backslash(self, i: int) -> int:
+        # `\\`-newline is a continuation: between words it is a blank, inside a word it joins the parts
+        if self._word < 0 and self.text[i + 1:i + 2] != "\n":
+            self._word = i
+        return i + 2
+
+    def _on_single_quote(self, i: int) -> int:
+        if self._word < 0:
+            self._word = i
+        return self.skip_single(i)
+
+    def _on_double_quote(self, i: int) -> int:
+        if self._word < 0:
+            self._word = i
+        return self.skip_double(i)
+
+    def _on_backquote(self, i: int) -> int:
+        if self._word < 0:
+            self._word = i
+        return self.skip_backtick(i)
+
+    def _on_dollar(self, i: int) -> int:
+        if self._word < 0:
+            self._word = i
+        return self.skip_dollar(i)
+
+    def _on_semicolon(self, i: int) -> int:
+        text = self.text
+        if text.startswith(";;&", i) or text.startswith(";;", i) or text.startswith(";&", i):
+            op = ";;&" if text.startswith(";;&", i) else (";;" if text.startswith(";;", i) else ";&")
+            self._end_segment(i, "")
+            if self.frames and self.frames[-1].kind == "case":
+                ln = self.line_at(i)
+                self.emit(LexToken("DSEMI", ln, ln, op))
+            return i + len(op)
+        self._end_segment(i, ";")
+        return i + 1
+
+    def _on_ampersand(self, i: int) -> int:
+        text = self.text
+        if text.startswith("&&", i):
+            self._end_segment(i, "&&")
+            return i + 2
+        if text.startswith("&>", i):
+            if self._word >= 0:
+                self._finish_word(i)
+            if self._seg is None:
+                self._seg = self._new_segment(i)
+            return self._redirection(i, self._seg)
+        self._end_segment(i, "", background=True)
+        return i + 1
+
+    def _on_pipe(self, i: int) -> int:
+        if self.text.startswith("||", i):
+            self._end_segment(i, "||")
+            return i + 2
+        self._end_segment(i, "|")
+        return i + (2 if self.text.startswith("|&", i) else 1)
+
+    def _on_angle(self, i: int) -> int:
+        """`<` or `>`: a redirection (with the fd or {var} word just before it), or <(...) / >(...)."""
+        text = self.text
+        if text[i + 1:i + 2] == "(":
+            # process substitution <(...) / >(...)
+            if self._word < 0:
+                self._word = i
+            return self.skip_parens(i + 1)
+        if self._seg is None:
+            self._seg = self._new_segment(i if self._word < 0 else self._word)
+        fd = ""
+        if self._word >= 0:
+            word = text[self._word:i]
+            if _FD_PREFIX.match(word):
+                fd = word
+            else:
+                self._finish_word(i)
+                if self._seg is None:
+                    self._seg = self._new_segment(i)
+            self._word = -1
+        return self._redirection(i, self._seg, fd)
+
+    def _on_open_paren(self, i: int) -> int:
+        """`(`: a subshell, `(( ... ))`, a for/select list, a function definition `name()`, or part of
+        a word (array assignment a=(...), extglob @(...), a stray paren)."""
+        seg = self._seg
+        if self._word < 0 and (seg is None or (not seg.words and not seg.redirections)) and self._mode == "cmd":
+            if self.text.startswith("((", i):
+                # arithmetic command (( ... ))
+                self._word = i
+                return self.skip_parens(i)
+            ln = self.line_at(i)
+            self._seg = None
+            self.emit(LexToken("LPAREN", ln, ln, "("))
+            self._connector = ""
+            return i + 1
+        if self._mode == "header" and self._header_kind in ("for", "select") and self._word < 0:
+            self._word = i
+            return self.skip_parens(i)
+        end = self._function_definition(i)
+        if end >= 0:
+            return end
+        if self._word < 0:
+            self._word = i
+        return self.skip_parens(i)
+
+    def _function_definition(self, i: int) -> int:
+        """At the `(` of `name()` (the name is the current word or the command's only word): emit the
+        function and return the offset after `()`; -1 when it is not one."""
+        if self._mode != "cmd":
+            return -1
+        m = _NAME_PAREN.match(self.text, i)
+        if m is None:
+            return -1
+        seg, word = self._seg, self._word
+        if seg is not None and ((word >= 0 and not seg.words) or (word < 0 and len(seg.words) == 1)):
+            name = self.text[word:i] if word >= 0 else seg.words[0]
+            self._emit_func(name, seg.start if seg.words else word, m.end())
+            self._seg = None
+        elif seg is None and word >= 0:
+            self._emit_func(self.text[word:i], word, m.end())
+        else:
+            return -1
+        self._word = -1
+        return m.end()
+
+    def _on_close_paren(self, i: int) -> int:
+        if self._word >= 0:
+            self._finish_word(i)
+        if any(f.kind == "subshell" for f in self.frames):
+            self._end_segment(i, "")
+            ln = self.line_at(i)
+            self.emit(LexToken("RPAREN", ln, ln, ")"))
+            self._mode = "tail"
+            self._seg = Segment(i)
+            return i + 1
+        # stray `)`: keep it as a word character
+        self._word = i
+        return i + 1
 
     def _double_bracket(self, i: int) -> int:
         """After `[[`: skip to the matching `]]` word (operators inside are not shell operators)."""
@@ -757,6 +764,7 @@ class ShellLexer:
         """i at the operator; appends `fd op target` to the segment and returns the offset after it."""
         text = self.text
         m = _REDIR_OP.match(text, i)
+        assert m is not None                    # the caller saw a redirection operator at i
         op = m.group()
         j = m.end()
         k = _BLANKS.match(text, j)
@@ -859,3 +867,12 @@ class ShellLexer:
     def _emit_func(self, name: str, start: int, end: int) -> None:
         ln = self.line_at(start)
         self.emit(LexToken("FUNC", ln, ln, self.text[start:end].strip() or name))
+
+
+# the method of ShellLexer that reads each special character (all others: `_on_plain`)
+_DISPATCH = (
+    (" \t", "_on_blank"), ("\n", "_on_newline"), ("#", "_on_hash"), ("\\", "_on_backslash"),
+    ("'", "_on_single_quote"), ('"', "_on_double_quote"), ("`", "_on_backquote"), ("$", "_on_dollar"),
+    (";", "_on_semicolon"), ("&", "_on_ampersand"), ("|", "_on_pipe"), ("<>", "_on_angle"),
+    ("(", "_on_open_paren"), (")", "_on_close_paren"),
+)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import List, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, WARNING
+from translator.records import Record
 
 # Codes of this module (documented in README, section codes-R).
 R110_EMPTY = "R110"
@@ -31,8 +32,8 @@ _WHITESPACE_BYTES = b" \t\n\v\f\r"
 _MAX_REPORTED_LINES = 5
 
 
-@dataclass
-class Source:
+@dataclass(init=False, repr=False, eq=False)
+class Source(Record):
     """The decoded file: one string per line (no line breaks), plus what sbatch would say about it."""
 
     text: str
@@ -124,6 +125,7 @@ def decode_source(data: bytes) -> Source:
         refuses = True
         if lf_only:
             # first LF-only line
+            lf_line = None
             pos = 0
             while True:
                 nl = body.find(b"\n", pos)
@@ -133,8 +135,6 @@ def decode_source(data: bytes) -> Source:
                     lf_line = _line_of(body, nl)
                     break
                 pos = nl + 1
-            else:  # pragma: no cover
-                lf_line = None
             diags.append(Diagnostic(WARNING, R117_MIXED_LINE_ENDINGS, f"mixed line endings: CRLF (first at line {line}) and LF "
                                     f"(first at line {lf_line})", lf_line))
 
@@ -151,8 +151,9 @@ def decode_source(data: bytes) -> Source:
 
     if crlf >= 0:
         body = body.replace(b"\r\n", b"\n")
+    bad: List[int] = []
     try:
-        lines, bad = body.decode("utf-8").split("\n"), []      # the common case: one decode for the whole file
+        lines = body.decode("utf-8").split("\n")      # the common case: one decode for the whole file
     except UnicodeDecodeError:
         lines, bad = _decode_lines(body.split(b"\n"))
     if bad:

@@ -5,12 +5,15 @@ the script text except to show its lines.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from translator.report.model import (
     APPROXIMATED, CLEAN, DROPPED, ERRORS, IGNORED, UNSUPPORTED, WARNINGS,
     FieldRef, Issue, LineRow, ScriptReport, worst_status,
 )
+
+if TYPE_CHECKING:
+    from translator.read.ast import IgnoredLine
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -117,16 +120,16 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
     notes: Dict[int, List[Issue]] = {}
     for i in issues:
         if i.line is not None:
-            lst = notes.setdefault(int(i.line), [])
-            if i not in lst:
-                lst.append(i)
+            at_line = notes.setdefault(int(i.line), [])
+            if i not in at_line:
+                at_line.append(i)
 
     kinds: Dict[int, str] = {}
     if getattr(script, "shebang", None) is not None:
         kinds[1] = "shebang"
     for d in getattr(script, "directives", ()) or ():
         kinds[d.line] = "directive"
-    ignored: Dict[int, object] = {}
+    ignored: Dict[int, IgnoredLine] = {}
     for ig in getattr(script, "ignored", ()) or ():
         kinds[ig.line] = "ignored"
         ignored[ig.line] = ig
@@ -136,6 +139,7 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
     wanted = sorted(set(kinds) | set(fields) | set(notes))
     rows = []
     for n in wanted:
+        status: Optional[str]
         kind = kinds.get(n, "body")
         f = tuple(fields.get(n, ()))
         ns = list(notes.get(n, ()))

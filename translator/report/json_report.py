@@ -5,7 +5,7 @@ Streamed: the scripts are written one by one, so a report of 10,000 scripts neve
 from __future__ import annotations
 
 import json
-from typing import IO
+from typing import IO, Optional
 
 from translator.report.model import REPORT_FORMAT_VERSION, Report, ScriptReport, SkippedFile, prerendered
 
@@ -56,7 +56,7 @@ class ReportFormatError(ValueError):
 MAX_REPORT_BYTES = 1 << 30     # a saved report larger than this is refused (a 100,000-script report is ~300 MB)
 
 
-def load(path: str, data: bytes = None) -> Report:
+def load(path: str, data: Optional[bytes] = None) -> Report:
     """Read a JSON report back into a Report (summary recomputed from the scripts, not trusted).
     The file is read with the shared guard (regular file only, size cap): `data` when already read."""
     if data is None:

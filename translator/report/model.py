@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple
+
+if TYPE_CHECKING:                       # (spool.py imports this module)
+    from translator.report.spool import ScriptSpool
 
 REPORT_FORMAT_VERSION = 1
 
@@ -53,7 +56,7 @@ class Issue:
                 "message": self.message, "suggestion": self.suggestion}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Issue":
+    def from_json(cls, d: dict) -> Issue:
         return cls(d["severity"], d["code"], d["message"], d.get("line"), d.get("suggestion"))
 
 
@@ -84,7 +87,7 @@ class LineRow:
                 "fields": [f.to_json() for f in self.fields], "notes": [n.to_json() for n in self.notes]}
 
     @classmethod
-    def from_json(cls, d: dict) -> "LineRow":
+    def from_json(cls, d: dict) -> LineRow:
         return cls(d["line"], d["text"], d["kind"], d.get("status"),
                    tuple(FieldRef(f["field"], f["status"]) for f in d.get("fields", ())),
                    tuple(Issue.from_json(n) for n in d.get("notes", ())))
@@ -145,7 +148,7 @@ class ScriptReport:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "ScriptReport":
+    def from_json(cls, d: dict) -> ScriptReport:
         return cls(
             path=d["path"], outcome=d["outcome"], sbatch_accepts=bool(d.get("sbatch_accepts")),
             names=tuple(d.get("names", ())), launcher=d.get("launcher"), runtime=d.get("runtime"),
@@ -174,7 +177,7 @@ class SkippedFile:
         return {"path": self.path, "code": self.code, "severity": self.severity, "message": self.message}
 
     @classmethod
-    def from_json(cls, d: dict) -> "SkippedFile":
+    def from_json(cls, d: dict) -> SkippedFile:
         return cls(d["path"], d["code"], d["severity"], d["message"])
 
 
@@ -323,7 +326,7 @@ class Report:
     skipped: Tuple[SkippedFile, ...] = ()
     extra: Dict[str, object] = field(default_factory=dict)   # e.g. migrate counts
     index: Optional[List[ScriptReport]] = None  # the same scripts without rows/YAML (cheap to walk)
-    fragments: Optional[object] = None          # a ScriptSpool holding pre-rendered per-script text
+    fragments: Optional[ScriptSpool] = None     # holds pre-rendered per-script text
 
     def light(self) -> Iterable[ScriptReport]:
         """The scripts, sorted by path, possibly without their rows and YAML."""
@@ -331,7 +334,7 @@ class Report:
 
     @classmethod
     def from_scripts(cls, title: str, source: str, scripts: List[ScriptReport],
-                     skipped: Iterable[SkippedFile] = ()) -> "Report":
+                     skipped: Iterable[SkippedFile] = ()) -> Report:
         b = SummaryBuilder()
         for s in scripts:
             b.add(s)
@@ -341,7 +344,7 @@ class Report:
         return cls(title, source, b.build(), scripts, skipped)
 
 
-def prerendered(report: "Report", kind: str):
+def prerendered(report: Report, kind: str) -> Optional[ScriptSpool]:
     """The spool when it holds `kind` fragments for every script, else None."""
     f = report.fragments
     return f if f is not None and f.has(kind) else None

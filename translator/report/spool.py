@@ -61,19 +61,20 @@ class ScriptSpool:
         self._fh.seek(off)
         return self._fh.read(n).decode("utf-8")
 
-    def raw(self, kind: str, paths: Optional[List[str]] = None) -> Iterator[Tuple[str, Optional[str]]]:
-        """(path, text of that kind or None) in path order, or for the given paths in that order."""
+    def raw(self, kind: str, paths: Optional[List[str]] = None) -> Iterator[Tuple[str, str]]:
+        """(path, text of that kind) in path order, or for the given paths in that order. Every script must
+        hold a fragment of that kind (``has(kind)``, as ``model.prerendered`` checks)."""
         self._fh.flush()
         for p in (self.paths() if paths is None else paths):
-            ol = self._index[p].get(kind)
-            yield p, (self._read(ol) if ol else None)
+            yield p, self._read(self._index[p][kind])
 
     def has(self, kind: str) -> bool:
         return bool(self._index) and all(kind in e for e in self._index.values())
 
     def __iter__(self) -> Iterator[ScriptReport]:
-        for _p, text in self.raw(RECORD):
-            yield ScriptReport.from_json(json.loads(text))
+        self._fh.flush()
+        for p in self.paths():
+            yield self.get(p)
 
     def get(self, path: str) -> ScriptReport:
         return ScriptReport.from_json(json.loads(self._read(self._index[path][RECORD])))
@@ -87,7 +88,7 @@ class ScriptSpool:
             except OSError:
                 pass
 
-    def __enter__(self) -> "ScriptSpool":
+    def __enter__(self) -> ScriptSpool:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -70,8 +70,9 @@ import math
 import os
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from translator.jsondata import as_list
 from translator.simulate.kubelet import expand_argv, resolve_env
 from translator.simulate.model import PodLaunch
 
@@ -143,9 +144,10 @@ def _shipped() -> Dict[str, dict]:
 
 # ---------------------------------------------------------------------------------------------- quantities
 
-_SUFFIX = {"": 1, "m": Decimal("0.001"), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
-           "P": 10 ** 15, "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
-           "Pi": 2 ** 50, "Ei": 2 ** 60}
+_SUFFIX: Dict[str, Union[int, Decimal]] = {
+    "": 1, "m": Decimal("0.001"), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
+    "P": 10 ** 15, "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
+    "Pi": 2 ** 50, "Ei": 2 ** 60}
 _QTY = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?\s*$")
 
 
@@ -314,7 +316,7 @@ def _apply_patches(trainjob_spec: Mapping, jobs: List[dict]) -> None:
                         if cname in _ENV_PATCH_FORBIDDEN:
                             raise TrainJobError(f"{rwhere}...{field}[{ci}]: env of container {cname!r} cannot be set by "
                                                 "a runtimePatch (the Trainer webhook rejects it; use spec.trainer.env)")
-                        env = target.get("env") if isinstance(target.get("env"), list) else []
+                        env = as_list(target.get("env"))
                         target["env"] = env
                         _upsert(env, _env_list(cpatch["env"], f"{rwhere}...{field}[{ci}].env"))
 
@@ -458,8 +460,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     rname = ref.get("name")
     if runtimes is None:
         runtimes = _shipped()
-    runtime = runtimes.get(rname) if isinstance(rname, str) else None
-    if runtime is None:
+    if not isinstance(rname, str) or (runtime := runtimes.get(rname)) is None:
         raise TrainJobError(f"spec.runtimeRef.name {rname!r} is not a runtime the simulation knows "
                             f"({', '.join(sorted(runtimes))})")
     _check_runtime(runtime, rname)
@@ -493,25 +494,26 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         raise TrainJobError(f"runtime {rname!r}: spec.template.spec.replicatedJobs is not a list of mappings")
     _apply_patches(spec, jobs)
     trainer_job = next((j for j in jobs if _ancestor(j) == "trainer"), None)
-    if trainer_job is None or _container(trainer_job, NODE) is None:
+    trainer_node = _container(trainer_job, NODE) if trainer_job is not None else None
+    if trainer_job is None or trainer_node is None:
         raise TrainJobError(f"runtime {rname!r} has no replicatedJob labelled {ANCESTOR_LABEL}: trainer "
                             "with a container named node")
 
     # resources the plugins read: trainer.resourcesPerNode if set, else the runtime's trainer container
-    runtime_res = copy.deepcopy(_container(trainer_job, NODE).get("resources") or {})
+    runtime_res = copy.deepcopy(trainer_node.get("resources") or {})
     res_for_plugins = tr.get("resourcesPerNode") if tr.get("resourcesPerNode") is not None else runtime_res
     gpus_plugin = gpus_per_node(res_for_plugins)
 
     # --- pod counts
-    counts: Dict[str, int] = {}
+    counts: Dict[Optional[str], int] = {}       # replicatedJob name (as written; None if missing) -> pods
     for j in jobs:
         if j is trainer_job:
-            c = int(ml.get("numNodes", 1) or 1)
+            n_pods = int(ml.get("numNodes", 1) or 1)
             if policy in ("torch", "jax", "xgboost", "plain") and num_nodes is not None:
-                c = num_nodes
+                n_pods = num_nodes
         else:
-            c = int(((j.get("template") or {}).get("spec") or {}).get("parallelism", 1) or 1)
-        counts[j.get("name")] = c
+            n_pods = int(((j.get("template") or {}).get("spec") or {}).get("parallelism", 1) or 1)
+        counts[j.get("name")] = n_pods
     mpi = ml.get("mpi") or {}
     launcher_as_node = bool(mpi.get("runLauncherAsNode", False))
     if policy == "mpi":

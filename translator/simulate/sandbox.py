@@ -369,11 +369,11 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
     }
     with open(os.path.join(tmp, "spec.json"), "w") as fh:
         json.dump(spec, fh)
-    if uid is not None:
-        for base, dirs, files in os.walk(tmp):
+    if uid is not None and gid is not None:
+        for base, _dirs, file_names in os.walk(tmp):
             os.chown(base, uid, gid)
-            for f in files:
-                os.chown(os.path.join(base, f), uid, gid)
+            for nm in file_names:
+                os.chown(os.path.join(base, nm), uid, gid)
     cmd = ["unshare", "-Urmnpf", "--kill-child", py, "-I", "-S", os.path.join(tmp, "stubs", "sim_init.py"),
            os.path.join(tmp, "spec.json")]
     notes = []
@@ -433,7 +433,8 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
     bashenv = os.path.join(tmp, "bashenv")
     with open(bashenv, "w") as fh:
         fh.write(_bashenv(stub) + "\n".join(shadow) + "\n")
-    results, notes = [], []
+    results: List[UnitResult] = []
+    notes: List[str] = []
     uid, gid = _sandbox_ids()
     for i, u in enumerate(units):
         work = os.path.join(tmp, f"work{i}")
@@ -461,8 +462,8 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
                 os.chmod(dest, 0o755)
         env = _base_env(u, {"BASH_ENV": bashenv, SIM_ENV + "CONFIG": os.path.join(tmp, "unit", "config.json")}, work)
         env["PATH"] = bindir
-        if uid is not None:
-            for base, dirs, files in os.walk(tmp):
+        if uid is not None and gid is not None:
+            for base, _dirs, files in os.walk(tmp):
                 os.chown(base, uid, gid)
                 for f in files:
                     os.chown(os.path.join(base, f), uid, gid)

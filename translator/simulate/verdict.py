@@ -152,7 +152,7 @@ def compare(slurm: SideResult, kube: SideResult) -> List[str]:
             diffs.append(f"{SIDE_NAME[side.side]}: `{f.command}` fails on {where} {f.node}: {f.reason}")
     sp, kp = list(slurm.processes), list(kube.processes)
     sc, kc = Counter(_key(p) for p in sp), Counter(_key(p) for p in kp)
-    example = {}
+    example: Dict[Tuple, Process] = {}       # one process per key, for naming the command
     for p in sp + kp:
         example.setdefault(_key(p), p)
     if sc != kc:
@@ -176,8 +176,8 @@ def compare(slurm: SideResult, kube: SideResult) -> List[str]:
         k_ps = [p for p in kp if _key(p) == k]
         name = f"`{command_of(example[k])}`" if len(set(sc) | set(kc)) > 1 else "the training"
         diffs.extend(_layout_diffs(name, s_ps, k_ps, slurm, kube))
-    for side, ps in (("slurm", sp), ("kubeflow", kp)):
-        diffs.extend(_consistency(side, ps, slurm if side == "slurm" else kube))
+    for side_name, ps in (("slurm", sp), ("kubeflow", kp)):
+        diffs.extend(_consistency(side_name, ps, slurm if side_name == "slurm" else kube))
     return diffs
 
 
@@ -242,7 +242,7 @@ def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> List[str]
     groups = defaultdict(list)
     for p in ps:
         groups[_key(p)].append(p)
-    for k, g in groups.items():
+    for g in groups.values():
         eps = {endpoint_node(p.master_addr, p, _hosts_index(res)) for p in g}
         if len(g) > 1 and len(eps) > 1:
             out.append(f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_ADDR "

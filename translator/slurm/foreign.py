@@ -36,7 +36,6 @@ class Translation:
     family: Optional[str] = None
     applied: List[Translated] = field(default_factory=list)
     errors: List[Tuple[int, str]] = field(default_factory=list)     # sbatch exits
-    warnings: List[Tuple[int, str]] = field(default_factory=list)   # sbatch prints and goes on
     ignored: List[Tuple[int, str]] = field(default_factory=list)    # options sbatch ignores
 
 
@@ -92,7 +91,8 @@ def _getopt(words: Sequence[Tuple[str, int]], optstring: str, longs: dict):
         else:
             takes[ch] = False
             i += 1
-    out, errors = [], []
+    out: List[Tuple[str, Optional[str], int, str]] = []     # (option letter, value, line, as written)
+    errors: List[Tuple[int, str]] = []
     k = 0
     while k < len(words):
         w, line = words[k]
@@ -328,8 +328,8 @@ def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
         elif part.startswith("gpus="):             # Torque: GPUs per node
             m = re.match(r"(?a)\d+", part[5:])
             gpus = (gpus or 0) + (to_int(m.group(0)) if m else 0)
-        elif "0" <= part[:1] <= "9":
-            node_cnt += to_int(re.match(r"(?a)\d+", part).group(0))
+        elif (m := re.match(r"(?a)\d+", part)) is not None:    # a count first: the node count
+            node_cnt += to_int(m.group(0))
         elif part[:1].isascii() and part[:1].isalpha():
             hosts.append(part)
     if node_cnt:

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from translator.records import FrozenRecord, _set
 from translator.slurm.options import (LONG_OPTIONS, NONE, OPTIONAL, REQUIRED, SHORT_OPTIONS,
                                       SPANK_OPTIONS, OptionSpec)
 
 
-@dataclass(frozen=True)
-class ParsedOption:
+@dataclass(init=False, repr=False, eq=False)
+class ParsedOption(FrozenRecord):
     """One option occurrence as getopt returned it."""
 
     spec: Optional[OptionSpec]   # None for a recognised SPANK plugin option
@@ -26,13 +27,24 @@ class ParsedOption:
     written: str                 # the option as written, value included ("-N2", "--nodes 2")
     spank: Optional[Tuple[str, str]] = None   # (plugin, option name) for plugin options
 
+    def __init__(self, spec: Optional[OptionSpec], value: Optional[str], line: Optional[int], written: str,
+                 spank: Optional[Tuple[str, str]] = None):
+        _set(self, "spec", spec)
+        _set(self, "value", value)
+        _set(self, "line", line)
+        _set(self, "written", written)
+        _set(self, "spank", spank)
+
     @property
     def key(self) -> str:
-        return self.spec.key if self.spec else self.spank[1]
+        if self.spec:
+            return self.spec.key
+        assert self.spank is not None, self.written         # no spec: a SPANK plugin option
+        return self.spank[1]
 
 
-@dataclass(frozen=True)
-class GetoptError:
+@dataclass(init=False, repr=False, eq=False)
+class GetoptError(FrozenRecord):
     kind: str        # "unknown" | "ambiguous" | "missing-argument" | "unexpected-argument"
                      # | "stray-word" | "spank"
     message: str     # as sbatch prints it (without the program name)
@@ -41,8 +53,8 @@ class GetoptError:
     spank: Optional[Tuple[str, str]] = None
 
 
-@dataclass(frozen=True)
-class GetoptResult:
+@dataclass(init=False, repr=False, eq=False)
+class GetoptResult(FrozenRecord):
     options: Tuple[ParsedOption, ...]
     errors: Tuple[GetoptError, ...]
     rest: Tuple[Tuple[str, Optional[int]], ...]   # words left after parsing stopped
@@ -168,8 +180,8 @@ def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
             consumed_next = True
             break
         i += 2 if consumed_next else 1
-    rest = tuple(words[i:])
-    if rest:
-        word, line = rest[0]
+    leftover = tuple(words[i:])
+    if leftover:
+        word, line = leftover[0]
         errs.append(GetoptError("stray-word", f"Invalid directive found in batch script: {word}", line, word))
-    return GetoptResult(tuple(opts), tuple(errs), rest)
+    return GetoptResult(tuple(opts), tuple(errs), leftover)

@@ -1,10 +1,11 @@
 """The Slurm job as sbatch resolves it, and its `inspect --json` contract form."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from translator.diagnostics import Diagnostic
+from translator.records import FrozenRecord, _set
 
 # The `job` keys of the `inspect --json` contract, in order.
 JOB_FIELDS = (
@@ -15,8 +16,8 @@ JOB_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class JobFields:
+@dataclass(init=False, repr=False, eq=False)
+class JobFields(FrozenRecord):
     """Resolved values of one job component. None = not set by the script (job_name excepted)."""
 
     job_name: str = ""
@@ -53,8 +54,8 @@ class JobFields:
         return {name: getattr(self, name) for name in JOB_FIELDS}
 
 
-@dataclass(frozen=True)
-class OptionSetting:
+@dataclass(init=False, repr=False, eq=False)
+class OptionSetting(FrozenRecord):
     """Where a merged option value came from (for the line-by-line explanation and the report)."""
 
     name: str            # canonical long name
@@ -63,9 +64,16 @@ class OptionSetting:
     line: Optional[int]  # directive line, when source == "directive"
     written: str         # as written (e.g. "-N2", "--part=gpu", "SBATCH_PARTITION=gpu")
 
+    def __init__(self, name: str, value: str, source: str, line: Optional[int], written: str):
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "source", source)
+        _set(self, "line", line)
+        _set(self, "written", written)
 
-@dataclass(frozen=True)
-class JobComponent:
+
+@dataclass(init=False, repr=False, eq=False)
+class JobComponent(FrozenRecord):
     """One hetjob component (a plain job has exactly one)."""
 
     index: int
@@ -74,8 +82,8 @@ class JobComponent:
     fields: JobFields
 
 
-@dataclass(frozen=True)
-class SlurmJob:
+@dataclass(init=False, repr=False, eq=False)
+class SlurmJob(FrozenRecord):
     """What sbatch would submit. `components[0]` is the job for non-het scripts."""
 
     path: str

@@ -13,24 +13,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from translator.records import FrozenRecord, _set
+
 REQUIRED = "required"
 OPTIONAL = "optional"
 NONE = "none"
 
 
-@dataclass(frozen=True)
-class OptionSpec:
+@dataclass(init=False, repr=False, eq=False)
+class OptionSpec(FrozenRecord):
     """One getopt_long table entry (aliases are separate entries naming their canonical option)."""
 
     name: str                   # long name as getopt matches it
     arg: str                    # REQUIRED | OPTIONAL | NONE
     short: Optional[str] = None
-    value: str = "string"       # value grammar, see translator.slurm.values
+    value: str = "string"       # value kind: its parser is kinds.PARSERS[value]
     canonical: Optional[str] = None   # for aliases: the option it sets (same getopt `val`)
     hidden: bool = False        # not in `sbatch --help`
     per_component: bool = True  # reset for each hetjob component (Slurm's reset_each_pass)
     summary: str = ""
     early_pass: bool = False    # read only from the command line; sbatch skips it in #SBATCH lines
+
+    def __init__(self, name: str, arg: str, short: Optional[str] = None, value: str = "string",
+                 canonical: Optional[str] = None, hidden: bool = False, per_component: bool = True,
+                 summary: str = "", early_pass: bool = False):
+        _set(self, "name", name)
+        _set(self, "arg", arg)
+        _set(self, "short", short)
+        _set(self, "value", value)
+        _set(self, "canonical", canonical)
+        _set(self, "hidden", hidden)
+        _set(self, "per_component", per_component)
+        _set(self, "summary", summary)
+        _set(self, "early_pass", early_pass)
 
     @property
     def key(self) -> str:
@@ -47,12 +62,12 @@ def _o(name, arg=REQUIRED, short=None, value="string", canonical=None, hidden=Fa
 # an option given only in component 0 appears in component 1's merged option dump).
 _TABLE = (
     _o("account", short="A", carried=True, summary="charge job to specified account"),
-    _o("acctg-freq", carried=True, summary="accounting and profiling sampling intervals"),
+    _o("acctg-freq", value="acctg_freq", carried=True, summary="accounting and profiling sampling intervals"),
     _o("array", short="a", value="array", carried=True, summary="job array index values"),
     _o("batch", hidden=True, summary="batch host features"),
     _o("bb", summary="burst buffer specifications"),
     _o("bbf", carried=True, summary="burst buffer specification file"),
-    _o("begin", short="b", carried=True, summary="defer job until the given time"),
+    _o("begin", short="b", value="begin", carried=True, summary="defer job until the given time"),
     _o("chdir", short="D", carried=True, summary="working directory of the batch script"),
     _o("cluster", value="string", canonical="clusters", hidden=True, carried=True),
     _o("cluster-constraint", carried=True, summary="cluster constraints"),
@@ -64,22 +79,22 @@ _TABLE = (
     _o("contiguous", NONE, value="flag", summary="demand a contiguous range of nodes"),
     _o("core-spec", short="S", value="core_spec", summary="count of reserved cores"),
     _o("cores-per-socket", value="count", summary="cores per socket to allocate"),
-    _o("cpu-freq", summary="requested cpu frequency"),
+    _o("cpu-freq", value="cpu_freq", summary="requested cpu frequency"),
     _o("cpus-per-gpu", value="count", summary="CPUs per allocated GPU"),
     _o("cpus-per-task", short="c", value="count", summary="CPUs per task"),
-    _o("deadline", carried=True, summary="remove the job if it cannot end before"),
-    _o("delay-boot", carried=True, summary="delay boot for desired node features"),
+    _o("deadline", value="begin", carried=True, summary="remove the job if it cannot end before"),
+    _o("delay-boot", value="delay_boot", carried=True, summary="delay boot for desired node features"),
     _o("dependency", short="d", value="dependency", carried=True, summary="job dependencies"),
-    _o("distribution", short="m", summary="task distribution"),
+    _o("distribution", short="m", value="distribution", summary="task distribution"),
     _o("error", short="e", carried=True, summary="standard error file pattern"),
     _o("exclude", short="x", carried=True, summary="nodes to exclude"),
     _o("exclusive", OPTIONAL, value="exclusive", summary="allocate whole nodes"),
     _o("export", value="export", carried=True, summary="environment variables to export"),
     _o("export-file", carried=True, summary="environment variables file"),
-    _o("extra-node-info", short="B", summary="sockets[:cores[:threads]] per node"),
+    _o("extra-node-info", short="B", value="extra_node_info", summary="sockets[:cores[:threads]] per node"),
     _o("get-user-env", OPTIONAL, carried=True, summary="load the user's login environment"),
     _o("gid", carried=True, summary="group to run the job as (root only)"),
-    _o("gpu-bind", summary="task to GPU binding"),
+    _o("gpu-bind", value="gpu_bind", summary="task to GPU binding"),
     _o("gpu-freq", summary="GPU frequency and voltage"),
     _o("gpus", short="G", value="gpus", summary="GPUs for the whole job"),
     _o("gpus-per-node", value="gpus", summary="GPUs per allocated node"),
@@ -88,7 +103,7 @@ _TABLE = (
     _o("gres", value="gres", summary="generic resources per node"),
     _o("gres-flags", value="gres_flags", summary="GRES management flags"),
     _o("help", NONE, short="h", value="flag", summary="show help", early=True),
-    _o("hint", summary="application binding hints"),
+    _o("hint", value="hint", summary="application binding hints"),
     _o("hold", NONE, short="H", value="flag", carried=True, summary="submit job held"),
     _o("ignore-pbs", NONE, value="flag", carried=True, summary="ignore #PBS and #BSUB lines"),
     _o("input", short="i", carried=True, summary="standard input file"),
@@ -99,7 +114,7 @@ _TABLE = (
     _o("mail-user", summary="mail recipient"),
     _o("mcs-label", carried=True, summary="MCS label"),
     _o("mem", value="mem", carried=True, summary="memory per node (MiB default)"),
-    _o("mem-bind", summary="memory binding"),
+    _o("mem-bind", value="mem_bind", summary="memory binding"),
     _o("mem-per-cpu", value="mem", summary="memory per allocated CPU"),
     _o("mem-per-gpu", value="mem", summary="memory per allocated GPU"),
     _o("mincpus", value="count", summary="minimum CPUs per node"),
@@ -123,11 +138,11 @@ _TABLE = (
     _o("oversubscribe", NONE, short="s", value="flag", summary="share nodes with other jobs"),
     _o("parsable", NONE, value="flag", carried=True, summary="print only the job id"),
     _o("partition", short="p", summary="partition(s)"),
-    _o("power", carried=True, summary="power management options"),
+    _o("power", value="power", carried=True, summary="power management options"),
     _o("prefer", carried=True, summary="soft feature constraints"),
-    _o("priority", carried=True, summary="job priority"),
-    _o("profile", carried=True, summary="acct_gather_profile"),
-    _o("propagate", OPTIONAL, carried=True, summary="propagate rlimits"),
+    _o("priority", value="priority", carried=True, summary="job priority"),
+    _o("profile", value="profile", carried=True, summary="acct_gather_profile"),
+    _o("propagate", OPTIONAL, value="propagate", carried=True, summary="propagate rlimits"),
     _o("qos", short="q", carried=True, summary="quality of service"),
     _o("quiet", NONE, short="Q", value="flag", carried=True, summary="quiet mode", early=True),
     _o("reboot", NONE, value="flag", carried=True, summary="reboot nodes before the job"),
@@ -136,10 +151,10 @@ _TABLE = (
     _o("signal", value="signal", carried=True, summary="signal before the time limit"),
     _o("sockets-per-node", value="count", summary="sockets per node"),
     _o("spread-job", NONE, value="flag", summary="spread the job over many nodes"),
-    _o("switches", summary="max switches[@max-time]"),
+    _o("switches", value="switches", summary="max switches[@max-time]"),
     _o("tasks-per-node", value="count", canonical="ntasks-per-node", hidden=True),
     _o("test-only", NONE, value="flag", carried=True, summary="validate only, do not submit"),
-    _o("thread-spec", value="core_spec", summary="count of reserved threads"),
+    _o("thread-spec", value="thread_spec", summary="count of reserved threads"),
     _o("threads-per-core", value="count", summary="threads per core"),
     _o("time", short="t", value="time", carried=True, summary="time limit"),
     _o("time-min", value="time", carried=True, summary="minimum time limit"),

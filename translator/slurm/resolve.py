@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
+from translator.records import FrozenRecord, Record
 from translator.slurm import values as V
-from translator.slurm.foreign import BSUB, PBS, Translation, translate
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
+from translator.slurm.kinds import parse as parse_kind
 from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
+
+if TYPE_CHECKING:
+    from translator.slurm.foreign import Translation
 
 # ---- diagnostic codes ------------------------------------------------------------------------
 O201_UNKNOWN_OPTION = "O201"
@@ -80,19 +84,25 @@ DIRECTIVE, ENV, CLI = "directive", "env", "cli"
 _CHECKED_AFTER_MERGE = ("gres", "gpus", "hint")
 
 
-@dataclass(frozen=True)
-class _Invalid:
+@dataclass(init=False, repr=False, eq=False)
+class _Invalid(FrozenRecord):
     """A value sbatch refuses, kept as written."""
 
     raw: Optional[str]
 
 
-@dataclass
-class _Value:
+@dataclass(init=False, repr=False, eq=False)
+class _Value(Record):
     value: Optional[str]     # merged value string (None for flags given without value)
-    parsed: object
+    parsed: Any              # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
     source: str
     line: Optional[int]
+
+    def __init__(self, value: Optional[str], parsed: Any, source: str, line: Optional[int]):
+        self.value = value
+        self.parsed = parsed
+        self.source = source
+        self.line = line
 
 
 class _Component:
@@ -128,8 +138,7 @@ class _Component:
 
 
 class _Resolver:
-    def __init__(self, script: Script):
-        self.script = script
+    def __init__(self) -> None:
         self.diags: List[Diagnostic] = []
 
     def diag(self, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None) -> None:
@@ -138,107 +147,12 @@ class _Resolver:
     # ---- parsing one option value --------------------------------------------------------
 
     def parse_value(self, spec: OptionSpec, value: Optional[str]):
-        """Validate as sbatch does; returns (value string to record, parsed value)."""
-        kind = spec.value
-        name = spec.key
-        if kind == "flag":
-            return value, True
-        if kind == "count":
-            n = V.parse_count(value, name)
-            return str(n), n
-        if kind == "count0":
-            n = V.parse_count(value, name, allow_zero=True)
-            return str(n), n
-        if kind == "core_spec":
-            # one 16-bit field: bit 15 (CORE_SPEC_THREAD) marks a thread count. A --core-spec with
-            # that bit set (32768, 65535, or -1 after wrapping) reads back as unset; --thread-spec
-            # reads back without the bit (-1 -> -32769)
-            n = V.parse_count(value, name, allow_zero=(name == "core-spec"))
-            if name == "core-spec":
-                return ("unset" if n & 0x8000 else str(n)), n
-            return str(n & ~0x8000), n
-        if kind == "time":
-            t = V.parse_time(value, name)
-            return V.format_time(t), t
-        if kind == "mem":
-            return V.c_strip(value or "").lstrip("+"), V.parse_mem(value, name)
-        if kind == "nodes":
-            lo, hi = V.parse_nodes(value)
-            return V.format_nodes(lo, hi), (lo, hi)
-        if kind == "gres":
-            return value, V.parse_gres(value)
-        if kind == "gpus":
-            return value, V.parse_gpus(value)
-        if kind == "signal":
-            sig = V.parse_signal(value)
-            return V.format_signal(sig, value), sig
-        if kind == "exclusive":
-            v = V.parse_exclusive(value)
-            return v, v
-        if kind == "open_mode":
-            v = V.parse_open_mode(value)
-            return v, v
-        if kind == "yes_no":
-            v = V.parse_yes_no(value, name)
-            return v, v
-        if kind == "no_kill":
-            v = V.parse_no_kill(value)
-            return ("set" if v else "unset"), v
-        if kind == "nice":
-            v = V.parse_nice(value)
-            return str(v), v
-        if kind == "wait_all_nodes":
-            v = V.parse_wait_all_nodes(value)
-            return str(v), v
-        if kind == "gres_flags":
-            return value, V.parse_gres_flags(value)
-        if kind == "mail_type":
-            return value, V.parse_mail_type(value)
-        if name == "hint":
-            return value, V.parse_hint(value)
-        if name == "extra-node-info":
-            counts = V.parse_extra_node_info(value)
-            parts = (value or "").split(":")
-            if all(V._INT_RE.match(p) for p in parts):      # plain numbers read back as ints ("+4" -> 4)
-                return ":".join(str(n) for n in counts), counts
-            return value, counts
-        if name == "priority":
-            v = V.parse_priority(value)
-            return v, v
-        if name == "propagate":
-            v = value or "ALL"
-            return v, v
-        if name == "delay-boot":
-            v = V.parse_delay_boot(value)
-            return v, v
-        if name == "profile":
-            v = V.parse_profile(value)
-            return v, v
-        if name == "cpu-freq":
-            v = V.parse_cpu_freq(value)
-            return v, v
-        if name == "power":
-            v, ok = V.parse_power(value)
-            if not ok:
-                self.diag(O224_VALUE_IGNORED, f"--power={value}: sbatch ignores an unrecognized power option", None)
-            return v, v
-        if name == "switches":
-            v = V.parse_switches(value)
-            return v, v
-        if name == "mem-bind":
-            return value, V.parse_mem_bind(value)
-        if name == "gpu-bind":
-            return value, V.parse_gpu_bind(value)
-        if name == "acctg-freq":
-            return value, V.parse_acctg_freq(value)
-        if name in ("begin", "deadline"):
-            if not V.begin_is_valid(value):
-                raise V.InvalidValue(f"Invalid --{name} specification")
-            return value, value
-        if name == "distribution":
-            v = V.parse_distribution(value)
-            return v, v
-        return value, value
+        """Validate as sbatch does; returns (value string to record, parsed value). The parser is the
+        one of the option's value kind (translator/slurm/kinds.py)."""
+        return parse_kind(spec.value, value, spec.key, self._value_ignored)
+
+    def _value_ignored(self, message: str) -> None:
+        self.diag(O224_VALUE_IGNORED, message, None)
 
     # ---- applying ------------------------------------------------------------------------
 
@@ -253,7 +167,7 @@ class _Resolver:
             text, parsed = self.parse_value(spec, value)
         except V.InvalidValue as exc:
             self.diag(O207_INVALID_VALUE, f"{exc} (in `{written}`)", line)
-            if spec.value not in _CHECKED_AFTER_MERGE and spec.key not in _CHECKED_AFTER_MERGE:
+            if spec.value not in _CHECKED_AFTER_MERGE:
                 return
             # sbatch merges this option first and checks it only before submitting: the value
             # is part of the merged options even though the script is refused
@@ -293,8 +207,10 @@ class _Resolver:
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
             if po.spec is None:   # plugin option: recorded, not applied
-                comp.spank[po.spank[1]] = (po.spank[0], po.value)
-                comp.settings.append(OptionSetting(po.spank[1], po.value or "", source, po.line, po.written))
+                assert po.spank is not None          # no spec: a SPANK plugin option
+                plugin, option = po.spank
+                comp.spank[option] = (plugin, po.value)
+                comp.settings.append(OptionSetting(option, po.value or "", source, po.line, po.written))
                 continue
             self._note_spelling(po, source)
             if po.spec.early_pass and source == DIRECTIVE:
@@ -306,7 +222,7 @@ class _Resolver:
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
         w = po.written
-        if not w.startswith("--"):
+        if not w.startswith("--") or po.spec is None:
             return
         typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
         if typed != po.spec.name:
@@ -320,6 +236,7 @@ class _Resolver:
             code = _GETOPT_CODES[e.kind]
             where = "" if source == DIRECTIVE else f" ({'command line' if source == CLI else 'environment'})"
             if e.kind == "spank":
+                assert e.spank is not None           # getopt names the plugin of every spank error
                 plugin, name = e.spank
                 self.diag(code, f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
                           f"sbatch 22.05 without that plugin refuses it ({e.message}){where}", e.line,
@@ -345,7 +262,7 @@ class _Resolver:
             self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
             if report:
                 self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
-                          + (f"={value}" if value else "") + f" and overrides #SBATCH",
+                          + (f"={value}" if value else "") + " and overrides #SBATCH",
                           t.line, "write it as an #SBATCH directive (or submit with --ignore-pbs)")
         if report:
             for line, msg in tr.errors:
@@ -374,9 +291,7 @@ class _Resolver:
                 is_set = value == "" or V.c_lower(value) == "yes" or _nonzero_int(value)
                 self.apply(comp, spec, None, ENV, None, written, reset_flag=not is_set)
                 continue
-            if spec.arg == OPTIONAL and value == "":
-                value = None
-            self.apply(comp, spec, value, ENV, None, written)
+            self.apply(comp, spec, None if spec.arg == OPTIONAL and value == "" else value, ENV, None, written)
 
     # ---- checks after merging ------------------------------------------------------------
 
@@ -414,7 +329,7 @@ class _Resolver:
         gpu_items = [(name, item) for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
                      if name in st and not isinstance(st[name].parsed, _Invalid) and st[name].parsed
                      for item in st[name].parsed if item.name == "gpu"]
-        typed = sorted({n for n, i in gpu_items if i.type})
+        typed: List[str] = sorted({n for n, i in gpu_items if i.type})
         untyped = sorted({n for n, i in gpu_items if not i.type})
         cpg = st.get("cpus-per-gpu")
         if gpu_items and cpg is not None and cpg.parsed == -1:
@@ -616,18 +531,14 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
-def directive_words(script: Script, component: int) -> List[Tuple[str, int]]:
-    """The argv sbatch builds from one component's directive lines, each word with its line.
+def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
+    """The argv sbatch builds from each component's directive lines, each word with its line, in one
+    pass over the directives (a het job with thousands of components would otherwise rescan every
+    directive for each one).
 
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    return _words_by_component(script).get(component, [])
-
-
-def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
-    """directive_words of every component, in one pass over the directives (a het job with thousands of
-    components would otherwise rescan every directive for each one)."""
     out: Dict[int, List[Tuple[str, int]]] = {}
     for d in script.directives:
         if _is_separator(d.words):
@@ -660,12 +571,14 @@ def default_job_name(path: str) -> str:
 def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: Sequence[str] = ()) -> SlurmJob:
     """Resolve a read script into the job sbatch would submit (see module docstring)."""
     env = dict(env or {})
-    r = _Resolver(script)
+    r = _Resolver()
     n_components = max(1, script.components,
                        1 + max((d.component for d in script.directives), default=0))
     cli_components = _split_cli_components(cli_args)
     wrapper = None
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
+        from translator.slurm.foreign import BSUB, PBS, translate   # only scripts with #PBS/#BSUB lines
+
         family = BSUB if any(f.family == BSUB for f in script.foreign) else PBS
         wrapper = translate([(f.line, f.text) for f in script.foreign if f.family == family], family)
         if any(_names_ignore_pbs(w) for d in script.directives for w in d.words):
@@ -873,10 +786,4 @@ def _job_nodes(st, gpus_total, gpus_per_node) -> Tuple[Optional[int], Optional[i
     return lo, (hi or None)
 
 
-def explain_option(name: str) -> str:
-    """One-line summary of a canonical option (for the human explanation)."""
-    spec = CANONICAL.get(name)
-    return spec.summary if spec else ""
-
-
-__all__ = ["resolve", "default_job_name", "explain_option", "CODES", "match_long"]
+__all__ = ["resolve", "default_job_name", "CODES"]

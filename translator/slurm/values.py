@@ -11,10 +11,11 @@ MaxArraySize=1001, `--dependency=foo:1`).
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
+
+from translator.records import FrozenRecord
 
 NO_LIMIT = 0            # time_limit_seconds for an explicitly unlimited job
 MAX_ARRAY_SIZE = 1001   # slurm.conf MaxArraySize default
@@ -64,10 +65,6 @@ def c_lower(s: str) -> str:
     """tolower()/strcasecmp in the C locale: only A-Z change (Python's lower() also folds e.g.
     U+212A KELVIN SIGN to 'k')."""
     return s.translate(_LOWER)
-
-
-def c_upper(s: str) -> str:
-    return s.translate(_UPPER)
 
 
 def wrap_long(n: int, clamp: bool = True) -> int:
@@ -335,8 +332,8 @@ def _gres_count(s: str) -> Optional[int]:
     return (n * _SUFFIX.get(m.group(3).translate(_LOWER), 1)) % 2 ** 64
 
 
-@dataclass(frozen=True)
-class GresItem:
+@dataclass(init=False, repr=False, eq=False)
+class GresItem(FrozenRecord):
     name: str
     type: Optional[str]
     count: int
@@ -380,7 +377,7 @@ def parse_gres(value: str) -> Tuple[GresItem, ...]:
 
 
 def _check_typed_mix(items) -> None:
-    by_name = {}
+    by_name: Dict[str, Set[bool]] = {}            # GRES name -> {written without a type?}
     for it in items:
         by_name.setdefault(it.name, set()).add(it.type is None)
     if any(len(v) > 1 for v in by_name.values()):
@@ -432,7 +429,7 @@ def lenient_gpu_spec(value: str) -> Tuple[int, Optional[str]]:
     return (c, None) if c is not None else (1, s or None)
 
 
-def format_signal(sig: "SignalSpec", written: str) -> str:
+def format_signal(sig: SignalSpec, written: str) -> str:
     """The signal as sbatch renders it: flags, then the name (or the number if given as one)."""
     body = written.split(":", 1)[1] if ":" in written else written
     name_part = body.split("@", 1)[0]
@@ -580,8 +577,8 @@ SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS":
            "PWR": 30, "SYS": 31}
 
 
-@dataclass(frozen=True)
-class SignalSpec:
+@dataclass(init=False, repr=False, eq=False)
+class SignalSpec(FrozenRecord):
     flags: str          # "" or a combination of "R" and "B"
     number: int
     seconds: int        # default 60
@@ -727,9 +724,9 @@ def parse_distribution(value: str) -> str:
         if size <= 0 or len(levels) > 1:
             raise InvalidValue("Invalid --distribution specification")
         return f"plane={size}" + (f",{flag}" if flag else "")
-    if first not in _DIST_NODE or len(levels) > 3 or any(l not in _DIST_SOCK for l in levels[1:]):
+    if first not in _DIST_NODE or len(levels) > 3 or any(lv not in _DIST_SOCK for lv in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
-    return ":".join("block" if l == "*" else l for l in levels) + (f",{flag}" if flag else "")   # `*` = default
+    return ":".join("block" if lv == "*" else lv for lv in levels) + (f",{flag}" if flag else "")   # `*` = default
 
 
 def plane_size(distribution: str) -> Optional[int]:
@@ -747,7 +744,7 @@ def relative_seconds(value: str) -> Optional[int]:
     m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", (value or "").strip(C_SPACE).translate(_LOWER))
     if not m or (m.group(2) or "") not in _UNIT_SECONDS:
         return None
-    return to_int(m.group(1) or 0) * _UNIT_SECONDS[m.group(2) or ""]
+    return to_int(m.group(1) or "0") * _UNIT_SECONDS[m.group(2) or ""]
 
 
 def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
@@ -816,7 +813,7 @@ def parse_profile(value: str) -> str:
     parts = [p.strip(C_SPACE).translate(_LOWER) for p in (value or "").split(",")]
     if parts == ["none"]:
         return "None"
-    chosen = set()
+    chosen: Set[str] = set()
     for p in parts:
         if p == "all":
             chosen.update(_PROFILE)

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from translator.jsondata import as_dict
+
 BUNDLED_CRD = os.path.join(os.path.dirname(__file__), "data", "trainer.kubeflow.org_trainjobs.yaml")
 
 _RFC3339 = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
@@ -265,7 +267,7 @@ def evaluate_cel(value: Any, schema: dict) -> Tuple[List[CelOutcome], int, int]:
             continue
         subject = v
         if path == () and isinstance(v, dict):
-            meta = v.get("metadata") if isinstance(v.get("metadata"), dict) else {}
+            meta = as_dict(v.get("metadata"))
             subject = dict(v)
             subject["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
         for rule in rules:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from translator.jsondata import as_dict, as_list
 from translator.validate.quantity import parse_quantity
 from translator.validate.runtimes import CONTROLLER_ENV, RESERVED_ENV, RuntimeInfo
 
@@ -187,8 +188,8 @@ def resource_name_problem(k: str) -> Optional[str]:
 
 def check_resources(res: dict, base: Tuple) -> List[Problem]:
     out: List[Problem] = []
-    requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
-    limits = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    requests = as_dict(res.get("requests"))
+    limits = as_dict(res.get("limits"))
     for part, m in (("requests", requests), ("limits", limits)):
         for key, qty in m.items():
             path = base + (part, key)
@@ -213,13 +214,13 @@ def check_resources(res: dict, base: Tuple) -> List[Problem]:
                 out.append(("V743", "error", path, f"{k}: extended resources must be whole numbers, not {qty!r}"))
     for k, lim in limits.items():
         if k in requests:
-            r, l = parse_quantity(requests[k]), parse_quantity(lim)
-            if r is not None and l is not None:
+            r, lm = parse_quantity(requests[k]), parse_quantity(lim)
+            if r is not None and lm is not None:
                 extended = str(k) not in _STANDARD_RESOURCES and not str(k).startswith("hugepages-")
-                if extended and r != l:
+                if extended and r != lm:
                     out.append(("V743", "error", base + ("requests", k),
                                 f"{k}: extended resources need requests == limits ({requests[k]!r} vs {lim!r})"))
-                elif r > l:
+                elif r > lm:
                     out.append(("V743", "error", base + ("requests", k),
                                 f"{k}: request {requests[k]!r} is more than the limit {lim!r}"))
     for k in requests:
@@ -267,16 +268,18 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             if not isinstance(pod, dict):
                 continue
             ppath = jpath + ("template", "spec", "template", "spec")
-            for vol in pod.get("volumes") if isinstance(pod.get("volumes"), list) else []:
+            for vol in as_list(pod.get("volumes")):
                 if isinstance(vol, dict) and isinstance(vol.get("name"), str):
                     patch_volumes.setdefault(jname, set()).add(vol["name"])
-            for field, known in (("containers", runtime.jobs.get(jname) if runtime else None),
-                                 ("initContainers", runtime.init_containers.get(jname) if runtime else None)):
-                for c, cont in enumerate(pod.get(field) if isinstance(pod.get(field), list) else []):
+            known_names: Tuple[Optional[Tuple[str, ...]], Optional[Tuple[str, ...]]] = (None, None)
+            if runtime is not None and jname is not None:     # the runtime's container names for this job
+                known_names = (runtime.jobs.get(jname), runtime.init_containers.get(jname))
+            for field, known in zip(("containers", "initContainers"), known_names):
+                for c, cont in enumerate(as_list(pod.get(field))):
                     if not isinstance(cont, dict):
                         continue
                     cname = cont.get("name") if isinstance(cont.get("name"), str) else None
-                    mounts_list = cont.get("volumeMounts") if isinstance(cont.get("volumeMounts"), list) else []
+                    mounts_list = as_list(cont.get("volumeMounts"))
                     for m, mount in enumerate(mounts_list):
                         if isinstance(mount, dict) and isinstance(mount.get("name"), str):
                             mounts.append((jname, ppath + (field, c, "volumeMounts", m, "name"), mount["name"]))

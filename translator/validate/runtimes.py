@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
+from translator.jsondata import as_dict
+
 # Env names the controller sets for a policy; the trainer webhook rejects them in spec.trainer.env.
 RESERVED_ENV = {
     "torch": ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
@@ -34,12 +36,12 @@ class RuntimeInfo:
     volumes: Optional[Dict[str, Tuple[str, ...]]] = None
 
 
-_NODE = {"node": ("node",)}
+_NODE: Dict[str, Tuple[str, ...]] = {"node": ("node",)}
 # volumes the MPI plugin adds: the SSH key Secret on every pod, the hostfile ConfigMap on the launcher
-_MPI_VOLUMES = {"node": ("mpi-ssh-auth",), "launcher": ("mpi-ssh-auth", "mpi-hostfile")}
-_MPI = {"node": ("node",), "launcher": ("node",)}
-_TORCHTUNE = {"dataset-initializer": ("dataset-initializer",), "model-initializer": ("model-initializer",),
-              "node": ("node",)}
+_MPI_VOLUMES: Dict[str, Tuple[str, ...]] = {"node": ("mpi-ssh-auth",), "launcher": ("mpi-ssh-auth", "mpi-hostfile")}
+_MPI: Dict[str, Tuple[str, ...]] = {"node": ("node",), "launcher": ("node",)}
+_TORCHTUNE: Dict[str, Tuple[str, ...]] = {"dataset-initializer": ("dataset-initializer",),
+                                          "model-initializer": ("model-initializer",), "node": ("node",)}
 
 SHIPPED = {
     r.name: r for r in (
@@ -62,13 +64,13 @@ def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
     if not isinstance(doc, dict) or doc.get("kind") not in ("ClusterTrainingRuntime", "TrainingRuntime"):
         return None
     name = str((doc.get("metadata") or {}).get("name") or "")
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-    ml = spec.get("mlPolicy") if isinstance(spec.get("mlPolicy"), dict) else {}
+    spec = as_dict(doc.get("spec"))
+    ml = as_dict(spec.get("mlPolicy"))
     policy = next((p for p in ("torch", "mpi", "jax", "xgboost", "flux") if p in ml), "plain")
     jobs: Dict[str, Tuple[str, ...]] = {}
     inits: Dict[str, Tuple[str, ...]] = {}
     volumes: Dict[str, Tuple[str, ...]] = {}
-    tmpl = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    tmpl = as_dict(spec.get("template"))
     for rj in ((tmpl.get("spec") or {}).get("replicatedJobs") or []):
         if not isinstance(rj, dict):
             continue

@@ -7,8 +7,9 @@ Trainer webhook rules (and the pod rules that decide whether the TrainJob can ev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from translator.jsondata import as_dict
 from translator.validate.crd import _RFC3339
 from translator.validate.documents import DecodeError, Document, json_path, load_documents
 from translator.validate.rules import (check_metadata, check_patches, check_runtime_ref, check_trainer)
@@ -85,7 +86,7 @@ def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tupl
         if kind == "type":
             want = err.validator_value
             wants = want if isinstance(want, list) else [want]
-            text = " or ".join(_JSON_TYPES.get(w, w) for w in wants)
+            text = " or ".join(_JSON_TYPES.get(str(w), str(w)) for w in wants)
             hint = " (quote it)" if "string" in wants and isinstance(err.instance, (int, float, bool)) else ""
             msg = f"{where} must be {text}, not {_describe(err.instance)}{hint}"
         elif kind == "pattern" and str(err.validator_value).startswith(_QUANTITY_PATTERN_START):
@@ -106,7 +107,7 @@ def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tupl
 
 
 def _runtime_for(spec: dict, runtimes: Dict[str, RuntimeInfo]) -> Optional[RuntimeInfo]:
-    ref = spec.get("runtimeRef") if isinstance(spec.get("runtimeRef"), dict) else {}
+    ref = as_dict(spec.get("runtimeRef"))
     name = ref.get("name")
     return runtimes.get(name) if isinstance(name, str) else None
 
@@ -146,7 +147,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         result = Result(file, doc.index, name)
         results.append(result)
 
-        def add(code, severity, path, message):
+        def add(code, severity, path, message, result=result, doc=doc):   # this document's result and lines
             result.problems.append(Problem(code, severity, json_path(path), doc.line_of(path), message))
 
         for code, path, line, message in doc.problems:
@@ -189,7 +190,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
             add("V712", "error", path, msg)
 
         # CEL rules that run on create
-        meta = defaulted.get("metadata") if isinstance(defaulted.get("metadata"), dict) else {}
+        meta = as_dict(defaulted.get("metadata"))
         cel_subject = defaulted
         if not isinstance(meta.get("name"), str):
             gen = meta.get("generateName")
@@ -209,16 +210,17 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
                                                    f"({o.error}): {o.rule}")
 
         # webhook (needs the runtime's shape)
-        spec = defaulted.get("spec") if isinstance(defaulted.get("spec"), dict) else {}
+        spec = as_dict(defaulted.get("spec"))
         runtime = _runtime_for(spec, known)
-        ref = spec.get("runtimeRef") if isinstance(spec.get("runtimeRef"), dict) else {}
+        ref = as_dict(spec.get("runtimeRef"))
         if runtime is None and isinstance(ref.get("name"), str):
             add("V745", "warning", ("spec", "runtimeRef", "name"),
                 f"runtime {ref.get('name')!r} is not a shipped runtime and no manifest for it was given "
                 "(--runtimes); runtime-specific checks were relaxed")
-        for check in (check_runtime_ref, check_trainer, check_patches):
+        for check, args in ((check_runtime_ref, (spec,)), (check_trainer, (spec, runtime)),
+                            (check_patches, (spec, runtime))):
             try:
-                found = check(spec) if check is check_runtime_ref else check(spec, runtime)
+                found = check(*args)
             except Exception as exc:  # noqa: BLE001 - a malformed shape the schema errors already name
                 if not result.errors:
                     add("V799", "error", ("spec",), f"internal error in {check.__name__} on this document "

@@ -16,7 +16,9 @@ class HostlistError(ValueError):
 
 def _split_top(text: str) -> List[str]:
     """Split at commas that are not inside brackets."""
-    parts, depth, cur = [], 0, []
+    parts: List[str] = []
+    depth = 0
+    cur: List[str] = []
     for ch in text:
         if ch == "[":
             depth += 1

@@ -198,7 +198,7 @@ def run_unit(spec, R, out_dir, i, u, have_proc, deadline_total):
         except ChildProcessError:
             break
     cap = spec["output_cap"]
-    res = {"rc": rc, "timed_out": timed_out}
+    res: dict[str, object] = {"rc": rc, "timed_out": timed_out}
     for key, p in (("stdout", out_path), ("stderr", err_path)):
         with open(p, "rb") as fh:
             data = fh.read(cap + 1)

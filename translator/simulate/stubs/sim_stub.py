@@ -250,8 +250,11 @@ def take_opts(args, with_value, flags, stop_at_positional=True, aliases=None):
     with `--`; `_` and `-` are the same in long names. Unknown `--x` options take no value
     unless written `--x=v`; unknown short options are flags."""
     aliases = aliases or {}
-    norm = lambda o: aliases.get(o.replace("_", "-") if o.startswith("--") else o,
-                                 o.replace("_", "-") if o.startswith("--") else o)
+
+    def norm(o):
+        o = o.replace("_", "-") if o.startswith("--") else o
+        return aliases.get(o, o)
+
     wv = {norm(o) for o in with_value}
     fl = {norm(o) for o in flags}
     opts, i = {}, 0
@@ -962,9 +965,9 @@ def mpirun(name, args) -> int:
             return fail(name, args, f"{np_} ranks but only {total} slots", 1,
                         f"There are not enough slots available in the system to satisfy the {np_} slots "
                         f"that were requested by the application")
-        layout = slots
+        layout = [(h, s) for h, s in slots]
     # Placement: by slot (fill each host's slots in order), or round-robin with --map-by node.
-    placement = []
+    placement: list[str] = []
     if mapby.startswith("node"):
         i = 0
         while len(placement) < np_:
@@ -983,7 +986,7 @@ def mpirun(name, args) -> int:
     for x in _multi_opts(head, ["-genv", "-env"]):
         k, _, v = x.partition("=")
         exported[k] = v
-    local_counts = {}
+    local_counts: dict[str, int] = {}
     order = []
     for h in placement:
         if h not in order:
@@ -1037,7 +1040,10 @@ def deepspeed(args) -> int:
     vals = [v for v in DS_VALUE if v != "--module"]
     opts, rest = take_opts(args, vals, DS_FLAGS + ["--module"],
                            aliases={"--num-nodes": "--num-nodes", "--num-gpus": "--num-gpus"})
-    g = lambda *names: next((opts[n] for n in names if n in opts), None)
+
+    def g(*names):
+        return next((opts[n] for n in names if n in opts), None)
+
     env = dict(os.environ)
     if not rest:
         return fail("deepspeed", args, "no user script given", 2)
