@@ -31,7 +31,10 @@ def _run(command, args, tmp_path: Path, env_extra=None):
     log = tmp_path / "pip.log"
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "LOG": str(log)}
     env.update(env_extra or {})
-    proc = subprocess.run(list(command) + list(args), capture_output=True, env=env, timeout=30)
+    # the container receives the words after the kubelet's $(VAR)/$$ expansion (escaped by the emitter)
+    from translator.plan.kube import expand
+    argv = [expand(w, env) for w in list(command) + list(args)]
+    proc = subprocess.run(argv, capture_output=True, env=env, timeout=30)
     # bytes decoded by hand: text mode would turn a \r the launcher printed into \n
     proc.stdout = proc.stdout.decode("utf-8", "surrogateescape")
     proc.stderr = proc.stderr.decode("utf-8", "surrogateescape")
