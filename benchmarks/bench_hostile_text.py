@@ -8,6 +8,7 @@ and how many raised (tracebacks), with the peak traced memory of the worst one.
     .venv/bin/python benchmarks/bench_hostile_text.py                 # N = 4000
     .venv/bin/python benchmarks/bench_hostile_text.py --lines 2000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,16 @@ GROWING = {
     "export lines": lambda n: "".join(f"export V{i}=value{i}\n" for i in range(n)) + "torchrun t.py $V1\n",
     "pip install lines": lambda n: "".join(f"pip install pkg{i}==1.{i} a{i}\n" for i in range(n)) + "python t.py\n",
     "hetjob components": lambda n: "#SBATCH -N 1 -t 10\n#SBATCH hetjob\n" * n + "#SBATCH -N 2\nsrun python t.py\n",
-    "launch-line variables": lambda n: "".join(f"V{i}=$(echo {i})\n" for i in range(n))
-                                       + "torchrun t.py " + " ".join(f"$V{i}" for i in range(n)) + "\n",
-    "findings in a report": lambda n: "".join(f"export V{i}=$(echo {i})\nexport SLURM_X{i}=1\n" for i in range(n))
-                                      + "srun -n1 python a.py\nsrun -n1 python b.py\n",
+    "launch-line variables": lambda n: (
+        "".join(f"V{i}=$(echo {i})\n" for i in range(n))
+        + "torchrun t.py "
+        + " ".join(f"$V{i}" for i in range(n))
+        + "\n"
+    ),
+    "findings in a report": lambda n: (
+        "".join(f"export V{i}=$(echo {i})\nexport SLURM_X{i}=1\n" for i in range(n))
+        + "srun -n1 python a.py\nsrun -n1 python b.py\n"
+    ),
     "srun steps": lambda n: "".join(f"srun -n1 python s{i}.py\n" for i in range(n)),
 }
 
@@ -38,27 +45,66 @@ BIG = "9" * 6000
 
 
 def hostile_classes():
-    yield "line breaks other than \\n", [f"setup\n# c{b}echo INJECTED\necho \"a{b}b\"\ncat <<E\nx{b}y\nE\n" for b in BREAKS]
-    yield "huge array specs", [f"#SBATCH --array={s}\npython t.py\n" for s in
-                               ("0-4294967294", "0-100000000", ",".join(map(str, range(2000, 9000))), "0-" + BIG,
-                                "0-" + "0" * 5000 + "7")]
-    yield "numbers with 6000 digits", [f"#SBATCH {o}{BIG}\nsrun -n {BIG} python t.py\n" for o in
-                                       ("-N ", "--time=", "--mem=", "--gpus=", "--signal=B:USR1@", "-c ", "--nice=",
-                                        "--gres=gpu:", "--begin=now+", "--distribution=plane=", "--priority=",
-                                        "--switches=1@", "-o %", "--array=1-3%")]
-    deep = [lambda n: 'echo "${A:-"' * n + "x" + '"}"' * n, lambda n: 'echo "$(' * n + "x" + ')"' * n,
-            lambda n: "echo ${" * n + "A" + "}" * n, lambda n: "(" * n + "echo" + ")" * n,
-            lambda n: "if true; then " * n + "echo; " + "fi; " * n, lambda n: "conda run " * n + "python t.py"]
+    yield (
+        "line breaks other than \\n",
+        [f'setup\n# c{b}echo INJECTED\necho "a{b}b"\ncat <<E\nx{b}y\nE\n' for b in BREAKS],
+    )
+    yield (
+        "huge array specs",
+        [
+            f"#SBATCH --array={s}\npython t.py\n"
+            for s in (
+                "0-4294967294",
+                "0-100000000",
+                ",".join(map(str, range(2000, 9000))),
+                "0-" + BIG,
+                "0-" + "0" * 5000 + "7",
+            )
+        ],
+    )
+    yield (
+        "numbers with 6000 digits",
+        [
+            f"#SBATCH {o}{BIG}\nsrun -n {BIG} python t.py\n"
+            for o in (
+                "-N ",
+                "--time=",
+                "--mem=",
+                "--gpus=",
+                "--signal=B:USR1@",
+                "-c ",
+                "--nice=",
+                "--gres=gpu:",
+                "--begin=now+",
+                "--distribution=plane=",
+                "--priority=",
+                "--switches=1@",
+                "-o %",
+                "--array=1-3%",
+            )
+        ],
+    )
+    deep = [
+        lambda n: 'echo "${A:-"' * n + "x" + '"}"' * n,
+        lambda n: 'echo "$(' * n + "x" + ')"' * n,
+        lambda n: "echo ${" * n + "A" + "}" * n,
+        lambda n: "(" * n + "echo" + ")" * n,
+        lambda n: "if true; then " * n + "echo; " + "fi; " * n,
+        lambda n: "conda run " * n + "python t.py",
+    ]
     yield "deep nesting (100 to 5000 levels)", [f(n) + "\n" for f in deep for n in (100, 101, 400, 5000)]
-    yield "$'...' escapes", [f"torchrun t.py $'{e}'\n" for e in (r"\x41", r"\101", r"\u00e9", r"\c@", r"\351",
-                                                                 r"\U7FFFFFFF", r"\x{41}")]
-    yield "tilde, globs, braces", [f"torchrun t.py {w}\n" for w in ("~/a", "*.py", "{1..3}", "{1..100000}",
-                                                                     "{a,b}{c,d}" * 20, "a=~/x")]
+    yield (
+        "$'...' escapes",
+        [f"torchrun t.py $'{e}'\n" for e in (r"\x41", r"\101", r"\u00e9", r"\c@", r"\351", r"\U7FFFFFFF", r"\x{41}")],
+    )
+    yield (
+        "tilde, globs, braces",
+        [f"torchrun t.py {w}\n" for w in ("~/a", "*.py", "{1..3}", "{1..100000}", "{a,b}{c,d}" * 20, "a=~/x")],
+    )
 
 
 def run_once(body: str, mode: str = "finding"):
-    conv = convert("bench.sh", ("#!/bin/bash\n#SBATCH -N 2\n" + body).encode("utf-8"),
-                   ConvertSettings(array_mode=mode))
+    conv = convert("bench.sh", ("#!/bin/bash\n#SBATCH -N 2\n" + body).encode("utf-8"), ConvertSettings(array_mode=mode))
     trainjob_yaml.render(conv.plans)
     sdk_python.render(conv.plans)
     script_report(conv, "bench.sh")
@@ -88,7 +134,7 @@ def main() -> int:
                 tracemalloc.start()
                 try:
                     run_once(body, mode)
-                except Exception:           # noqa: BLE001 - counted, that is the figure
+                except Exception:  # noqa: BLE001 - counted, that is the figure
                     failures += 1
                 peak = max(peak, tracemalloc.get_traced_memory()[1])
                 tracemalloc.stop()

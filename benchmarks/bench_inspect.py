@@ -16,6 +16,7 @@ Prints
      40-line job script, in-process, pinned to one core: target >= 2,000 scripts/s.
 With --profile, also the functions where the parse time goes (cProfile, top 25 by own time).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,7 +103,7 @@ def slurm2kf_command():
 
 def _child_env():
     env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)     # a cold start after an install has its bytecode caches
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a cold start after an install has its bytecode caches
     return env
 
 
@@ -126,11 +127,15 @@ def cold_starts(commands, runs):
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus[name].append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
             if proc.returncode not in (0, 1):
-                sys.exit("%s failed (rc=%d): %s" % (" ".join(argv), proc.returncode,
-                                                    proc.stderr.decode(errors="replace")[-2000:]))
+                sys.exit(
+                    "%s failed (rc=%d): %s"
+                    % (" ".join(argv), proc.returncode, proc.stderr.decode(errors="replace")[-2000:])
+                )
             status[name] = proc.returncode
-    return {name: (statistics.median(walls[name]), min(walls[name]), statistics.median(cpus[name]), status[name])
-            for name in commands}
+    return {
+        name: (statistics.median(walls[name]), min(walls[name]), statistics.median(cpus[name]), status[name])
+        for name in commands
+    }
 
 
 def pin_one_core():
@@ -144,7 +149,7 @@ def pin_one_core():
 def throughput(path: str, data: bytes, seconds: float):
     from translator.pipeline import read_and_resolve
 
-    script, job, err = read_and_resolve(path, data)       # warm-up: grammar built and cached
+    script, job, err = read_and_resolve(path, data)  # warm-up: grammar built and cached
     if err is not None or job is None:
         sys.exit("read_and_resolve failed on the benchmark script: %r" % (err,))
     n = 0
@@ -160,7 +165,7 @@ def throughput(path: str, data: bytes, seconds: float):
         n += 50
         if now >= deadline:
             cpu = time.process_time() - c0
-            best = 50 / min(bursts)      # timeit's estimator: the least disturbed burst
+            best = 50 / min(bursts)  # timeit's estimator: the least disturbed burst
             return n / (now - t0), n / cpu if cpu > 0 else float("nan"), best, job
 
 
@@ -199,9 +204,10 @@ def main(argv=None):
             Path(path).write_bytes(data)
         lines = data.count(b"\n")
         load = "load average %.2f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
-        print("slurm2kf inspect benchmark  (python %s, %d CPUs online, %s; script %s: %d lines)"
-              % (sys.version.split()[0], os.cpu_count() or 0, load,
-                 "built-in job" if not a.script else path, lines))
+        print(
+            "slurm2kf inspect benchmark  (python %s, %d CPUs online, %s; script %s: %d lines)"
+            % (sys.version.split()[0], os.cpu_count() or 0, load, "built-in job" if not a.script else path, lines)
+        )
         print("   (figures from a busy machine are upper bounds: rerun when the load average is low)")
 
         # 1. cold start
@@ -223,15 +229,28 @@ def main(argv=None):
         blk_cpu = cold["slurm2kf inspect (with blocks)"][2]
         conv_med = cold["slurm2kf convert job.sbatch"][0]
         print("   (ratios: wall [CPU] over python -c pass)")
-        print("   target inspect <= 3x python -c pass (issue 12): %s by CPU time (%.2fx; %.2fx with blocks), "
-              "%s by median wall time (%.2fx)"
-              % ("MET" if insp_cpu <= 3 * base_cpu and blk_cpu <= 3 * base_cpu else "NOT MET",
-                 insp_cpu / base_cpu, blk_cpu / base_cpu,
-                 "MET" if insp_med <= 3 * base_wall else "NOT MET", insp_med / base_wall))
-        print("   target inspect < 150 ms: %s by median wall time, %s by min wall time, %s by CPU time"
-              % ("MET" if insp_med < 0.150 else "NOT MET", "MET" if insp_min < 0.150 else "NOT MET",
-                 "MET" if insp_cpu < 0.150 else "NOT MET"))
-        print("   target convert < 200 ms (issue 3): %s by median wall time" % ("MET" if conv_med < 0.200 else "NOT MET"))
+        print(
+            "   target inspect <= 3x python -c pass (issue 12): %s by CPU time (%.2fx; %.2fx with blocks), "
+            "%s by median wall time (%.2fx)"
+            % (
+                "MET" if insp_cpu <= 3 * base_cpu and blk_cpu <= 3 * base_cpu else "NOT MET",
+                insp_cpu / base_cpu,
+                blk_cpu / base_cpu,
+                "MET" if insp_med <= 3 * base_wall else "NOT MET",
+                insp_med / base_wall,
+            )
+        )
+        print(
+            "   target inspect < 150 ms: %s by median wall time, %s by min wall time, %s by CPU time"
+            % (
+                "MET" if insp_med < 0.150 else "NOT MET",
+                "MET" if insp_min < 0.150 else "NOT MET",
+                "MET" if insp_cpu < 0.150 else "NOT MET",
+            )
+        )
+        print(
+            "   target convert < 200 ms (issue 3): %s by median wall time" % ("MET" if conv_med < 0.200 else "NOT MET")
+        )
 
         # 2. throughput on one core
         where = pin_one_core()
@@ -240,13 +259,24 @@ def main(argv=None):
         print("   %8.0f scripts/s wall   (%.3f ms per script, %.0f lines/s)" % (rate, 1e3 / rate, rate * lines))
         print("   %8.0f scripts/s per CPU-second" % cpu_rate)
         print("   %8.0f scripts/s in the best burst of 50 (least disturbed by other processes)" % best_rate)
-        print("   target >= 2,000 scripts/s: %s by wall time, %s per CPU-second, %s in the best burst"
-              % ("MET" if rate >= 2000 else "NOT MET", "MET" if cpu_rate >= 2000 else "NOT MET",
-                 "MET" if best_rate >= 2000 else "NOT MET"))
+        print(
+            "   target >= 2,000 scripts/s: %s by wall time, %s per CPU-second, %s in the best burst"
+            % (
+                "MET" if rate >= 2000 else "NOT MET",
+                "MET" if cpu_rate >= 2000 else "NOT MET",
+                "MET" if best_rate >= 2000 else "NOT MET",
+            )
+        )
         fields = getattr(job, "fields", job)
-        print("   (sanity: resolved nodes %s, gpus/node %s, time %s s, sbatch accepts: %s)"
-              % (getattr(fields, "nodes_min", "?"), getattr(fields, "gpus_per_node", "?"),
-                 getattr(fields, "time_limit_seconds", "?"), getattr(job, "sbatch_accepts", "?")))
+        print(
+            "   (sanity: resolved nodes %s, gpus/node %s, time %s s, sbatch accepts: %s)"
+            % (
+                getattr(fields, "nodes_min", "?"),
+                getattr(fields, "gpus_per_node", "?"),
+                getattr(fields, "time_limit_seconds", "?"),
+                getattr(job, "sbatch_accepts", "?"),
+            )
+        )
         if a.profile:
             profile(path, data)
     finally:

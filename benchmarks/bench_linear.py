@@ -16,6 +16,7 @@ grows with size shows a quadratic blow-up.
     .venv/bin/python benchmarks/bench_linear.py                   # 1 5 10 25 50 MB, both shapes
     .venv/bin/python benchmarks/bench_linear.py --sizes 1 5 --shapes body
 """
+
 from __future__ import annotations
 
 import argparse
@@ -157,17 +158,22 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", nargs="+", default=["header", "body"], choices=["header", "body"])
     ap.add_argument("--no-inspect", action="store_true", help="skip the `slurm2kf inspect --json` runs")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per measurement")
-    ap.add_argument("--patched", action="store_true",
-                    help="measure the pipeline with linear stand-ins for the quadratic spots found so far "
-                         "(in the measuring process only; implies --no-inspect)")
+    ap.add_argument(
+        "--patched",
+        action="store_true",
+        help="measure the pipeline with linear stand-ins for the quadratic spots found so far "
+        "(in the measuring process only; implies --no-inspect)",
+    )
     args = ap.parse_args(argv)
     exe = REPO / ".venv" / "bin" / "slurm2kf"
     if args.patched:
         os.environ["BENCH_PATCH_QUADRATIC"] = "1"
         args.no_inspect = True
 
-    print(f"{'shape':6} {'MB':>4} {'lines':>9} {'read s':>8} {'resolve s':>9} {'plan s':>7} "
-          f"{'pipeline s/MB':>13} {'peak MiB':>8} | {'inspect s':>9} {'s/MB':>6} {'peak MiB':>8}")
+    print(
+        f"{'shape':6} {'MB':>4} {'lines':>9} {'read s':>8} {'resolve s':>9} {'plan s':>7} "
+        f"{'pipeline s/MB':>13} {'peak MiB':>8} | {'inspect s':>9} {'s/MB':>6} {'peak MiB':>8}"
+    )
     results = []
     with tempfile.TemporaryDirectory(prefix="slurm2kf-bench-linear-") as tmp:
         for shape in args.shapes:
@@ -181,15 +187,25 @@ def main(argv=None) -> int:
                     continue
                 r = json.loads(out.strip().splitlines()[-1])
                 pipeline = r["read"] + r["resolve"] + r["plan"]
-                row = {"shape": shape, "mb": real_mb, "lines": r["lines"], "read": r["read"],
-                       "resolve": r["resolve"], "plan": r["plan"], "pipeline_per_mb": pipeline / real_mb,
-                       "pipeline_rss": rss}
-                line = (f"{shape:6} {size:>4} {r['lines']:>9,} {r['read']:>8.2f} {r['resolve']:>9.2f} "
-                        f"{r['plan']:>7.2f} {pipeline / real_mb:>13.3f} {rss:>8.0f}")
+                row = {
+                    "shape": shape,
+                    "mb": real_mb,
+                    "lines": r["lines"],
+                    "read": r["read"],
+                    "resolve": r["resolve"],
+                    "plan": r["plan"],
+                    "pipeline_per_mb": pipeline / real_mb,
+                    "pipeline_rss": rss,
+                }
+                line = (
+                    f"{shape:6} {size:>4} {r['lines']:>9,} {r['read']:>8.2f} {r['resolve']:>9.2f} "
+                    f"{r['plan']:>7.2f} {pipeline / real_mb:>13.3f} {rss:>8.0f}"
+                )
                 if not args.no_inspect:
                     _o, isecs, irss, irc = run_child([str(exe), "inspect", "--json", str(path)], args.timeout)
-                    row.update({"inspect": isecs, "inspect_per_mb": isecs / real_mb, "inspect_rss": irss,
-                                "inspect_rc": irc})
+                    row.update(
+                        {"inspect": isecs, "inspect_per_mb": isecs / real_mb, "inspect_rss": irss, "inspect_rc": irc}
+                    )
                     line += f" | {isecs:>9.2f} {isecs / real_mb:>6.3f} {irss:>8.0f}"
                 print(line, flush=True)
                 results.append(row)
@@ -204,8 +220,10 @@ def main(argv=None) -> int:
             ratio = big["pipeline_per_mb"] / small["pipeline_per_mb"] if small["pipeline_per_mb"] else float("nan")
             mem = big["pipeline_rss"] / big["mb"]
             verdict = "linear" if ratio < 1.5 else ("roughly linear" if ratio < 2.5 else "SUPER-LINEAR")
-            print(f"{shape}: s/MB at {big['mb']:.0f} MB is {ratio:.2f}x the s/MB at {small['mb']:.0f} MB -> {verdict}; "
-                  f"peak memory {big['pipeline_rss']:.0f} MiB at {big['mb']:.0f} MB ({mem:.1f} MiB per MB of input)")
+            print(
+                f"{shape}: s/MB at {big['mb']:.0f} MB is {ratio:.2f}x the s/MB at {small['mb']:.0f} MB -> {verdict}; "
+                f"peak memory {big['pipeline_rss']:.0f} MiB at {big['mb']:.0f} MB ({mem:.1f} MiB per MB of input)"
+            )
     return 0
 
 

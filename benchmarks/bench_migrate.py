@@ -25,6 +25,7 @@ For each set it prints the size distribution, then:
 Targets on 2 cores: 10,000 real-sized scripts in < 20 s and < 300 MB peak, ratio <= 40x.
 With --profile, also a cProfile of migrate --jobs 1 on 500 of the scripts (top 30 by own time).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,15 +68,26 @@ def vary(text: str, i: int, rnd: random.Random, team: str) -> str:
     """A realistic variation: own job name, node/GPU counts, time limit, site paths."""
     name = f"{team}-exp{i:05d}"
     if re.search(r"^#SBATCH\s+(--job-name|-J)\b", text, re.M):
-        text = re.sub(r"^(#SBATCH\s+(?:--job-name[= ]|-J\s*))\S+", lambda m: m.group(1) + name, text, count=1,
-                      flags=re.M)
+        text = re.sub(
+            r"^(#SBATCH\s+(?:--job-name[= ]|-J\s*))\S+", lambda m: m.group(1) + name, text, count=1, flags=re.M
+        )
     else:
         lines = text.split("\n", 1)
         text = lines[0] + f"\n#SBATCH --job-name={name}\n" + (lines[1] if len(lines) > 1 else "")
-    text = re.sub(r"^(#SBATCH\s+(?:--nodes[= ]|-N\s*))\d+", lambda m: m.group(1) + str(rnd.choice((1, 2, 4, 8))),
-                  text, count=1, flags=re.M)
-    text = re.sub(r"^(#SBATCH\s+--gres[= ]gpu:)\d+", lambda m: m.group(1) + str(rnd.choice((1, 2, 4, 8))),
-                  text, count=1, flags=re.M)
+    text = re.sub(
+        r"^(#SBATCH\s+(?:--nodes[= ]|-N\s*))\d+",
+        lambda m: m.group(1) + str(rnd.choice((1, 2, 4, 8))),
+        text,
+        count=1,
+        flags=re.M,
+    )
+    text = re.sub(
+        r"^(#SBATCH\s+--gres[= ]gpu:)\d+",
+        lambda m: m.group(1) + str(rnd.choice((1, 2, 4, 8))),
+        text,
+        count=1,
+        flags=re.M,
+    )
     if not re.search(r"^#SBATCH\s+(--time|-t)\b", text, re.M) and rnd.random() < 0.7:
         text = text.replace("\n", f"\n#SBATCH --time={rnd.choice(('00:30:00', '04:00:00', '1-00:00:00'))}\n", 1)
     path = rnd.choice(PATHS).format(team=team)
@@ -89,10 +101,10 @@ def generate(root: Path, n: int, seed: int = 2205, kind: str = "small") -> tuple
         sys.path.insert(0, str(REPO / "benchmarks"))
         import realistic_scripts
 
-        make = lambda i, team: realistic_scripts.script(i)   # noqa: E731
+        make = lambda i, team: realistic_scripts.script(i)  # noqa: E731
     else:
         texts = families()
-        make = lambda i, team: vary(texts[i % len(texts)], i, rnd, team)   # noqa: E731
+        make = lambda i, team: vary(texts[i % len(texts)], i, rnd, team)  # noqa: E731
     files = 0
     sizes = []
     for i in range(n):
@@ -104,7 +116,7 @@ def generate(root: Path, n: int, seed: int = 2205, kind: str = "small") -> tuple
         sizes.append(len(blob))
         (folder / f"job{i:05d}{ext}").write_bytes(blob)
         files += 1
-        if i % 10 == 0:   # files that are not job scripts
+        if i % 10 == 0:  # files that are not job scripts
             (folder / f"train{i:05d}.py").write_text("#!/usr/bin/env python3\nimport torch\nprint('train')\n")
             files += 1
     (root / "README.md").write_text("# synthetic repository for bench_migrate\n")
@@ -183,9 +195,13 @@ def timed_migrate(src: Path, out: Path, jobs: int) -> dict:
     th.join()
     after = os.times()
     summary = [ln for ln in err.splitlines() if " scripts (" in ln]
-    return {"wall": wall, "peak_mb": peak[0] / 1024, "rc": proc.returncode,
-            "cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system),
-            "summary": summary[-1] if summary else err[-500:]}
+    return {
+        "wall": wall,
+        "peak_mb": peak[0] / 1024,
+        "rc": proc.returncode,
+        "cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system),
+        "summary": summary[-1] if summary else err[-500:],
+    }
 
 
 def profile(src: Path, n: int) -> None:
@@ -204,8 +220,7 @@ def profile(src: Path, n: int) -> None:
 
         prof = cProfile.Profile()
         prof.enable()
-        migrate(MigrateOptions(src=str(sub / "src"), out=str(sub / "out"), jobs=1, progress=False,
-                               echo=lambda s: None))
+        migrate(MigrateOptions(src=str(sub / "src"), out=str(sub / "out"), jobs=1, progress=False, echo=lambda s: None))
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
     finally:
@@ -219,30 +234,40 @@ def run_set(kind: str, args, base: Path) -> dict:
     t0 = time.perf_counter()
     files, sizes = generate(src, args.scripts, kind=kind)
     label = {"real": "real-sized scripts", "small": "small fixture-family scripts"}[kind]
-    print(f"== {label}: {args.scripts:,} job scripts ({files:,} files, {sum(sizes) / 1e6:.1f} MB) generated in "
-          f"{time.perf_counter() - t0:.1f}s under {src}")
+    print(
+        f"== {label}: {args.scripts:,} job scripts ({files:,} files, {sum(sizes) / 1e6:.1f} MB) generated in "
+        f"{time.perf_counter() - t0:.1f}s under {src}"
+    )
     sys.path.insert(0, str(REPO / "benchmarks"))
     from realistic_scripts import sizes_table
 
     print(sizes_table(sizes))
 
-    regex_floor(src)                                                   # warm the page cache
-    floor, nfiles, nlines = min(regex_floor(src), regex_floor(src))   # best of 2
-    print(f"floor   regex scan for #SBATCH: {nfiles:,} files, {nlines:,} lines in {floor:.2f}s "
-          f"({args.scripts / floor:,.0f} scripts/s)")
+    regex_floor(src)  # warm the page cache
+    floor, nfiles, nlines = min(regex_floor(src), regex_floor(src))  # best of 2
+    print(
+        f"floor   regex scan for #SBATCH: {nfiles:,} files, {nlines:,} lines in {floor:.2f}s "
+        f"({args.scripts / floor:,.0f} scripts/s)"
+    )
 
-    print(f"file creation under {base / kind}: {create_cost(base / kind):.3f} ms of kernel CPU per new file "
-          "(2,000 files; every output is a new file)")
+    print(
+        f"file creation under {base / kind}: {create_cost(base / kind):.3f} ms of kernel CPU per new file "
+        "(2,000 files; every output is a new file)"
+    )
     load = os.getloadavg()[0]
     first = timed_migrate(src, out, args.jobs)
-    print(f"migrate --jobs {args.jobs}: {first['wall']:.2f}s wall, {args.scripts / first['wall']:,.0f} scripts/s, "
-          f"peak {first['peak_mb']:.0f} MB (all processes), CPU {first['cpu']:.1f}s "
-          f"({1000 * first['cpu'] / args.scripts:.2f} ms CPU/script), exit {first['rc']} (load before: {load:.1f})")
+    print(
+        f"migrate --jobs {args.jobs}: {first['wall']:.2f}s wall, {args.scripts / first['wall']:,.0f} scripts/s, "
+        f"peak {first['peak_mb']:.0f} MB (all processes), CPU {first['cpu']:.1f}s "
+        f"({1000 * first['cpu'] / args.scripts:.2f} ms CPU/script), exit {first['rc']} (load before: {load:.1f})"
+    )
     print(f"        {first['summary']}")
     if not args.no_rerun:
         second = timed_migrate(src, out, args.jobs)
-        print(f"re-run (idempotent): {second['wall']:.2f}s wall, CPU {second['cpu']:.1f}s, "
-              f"peak {second['peak_mb']:.0f} MB")
+        print(
+            f"re-run (idempotent): {second['wall']:.2f}s wall, CPU {second['cpu']:.1f}s, "
+            f"peak {second['peak_mb']:.0f} MB"
+        )
         print(f"        {second['summary']}")
     ratio = first["wall"] / floor
     print(f"ratio migrate / regex floor: {ratio:,.0f}x wall (CPU time / floor: {first['cpu'] / floor:,.0f}x)")
@@ -267,9 +292,12 @@ def main() -> None:
     ap.add_argument("--stages", type=int, default=2000, help="scripts for the per-stage breakdown (0: none)")
     ap.add_argument("--no-rerun", action="store_true", help="skip the idempotent re-run")
     ap.add_argument("--keep", help="generate into this folder and keep it")
-    ap.add_argument("--dir", default=None,
-                    help="parent folder of the temporary repositories and outputs (default: the system temp "
-                         "folder); e.g. /dev/shm to take the disk out of the measurement")
+    ap.add_argument(
+        "--dir",
+        default=None,
+        help="parent folder of the temporary repositories and outputs (default: the system temp "
+        "folder); e.g. /dev/shm to take the disk out of the measurement",
+    )
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
 
@@ -284,9 +312,11 @@ def main() -> None:
             print()
         for kind, r in results.items():
             ok = r["wall"] < 20 * args.scripts / 10_000 and r["peak"] < 300
-            print(f"{kind:>5}: {r['wall']:.1f}s, {r['peak']:.0f} MB, {r['ratio']:.0f}x the regex floor; targets "
-                  f"(< 20 s and < 300 MB per 10,000 scripts on 2 cores{', <= 40x' if kind == 'real' else ''}): "
-                  f"{'met' if ok and (kind != 'real' or r['ratio'] <= 40) else 'NOT met'}")
+            print(
+                f"{kind:>5}: {r['wall']:.1f}s, {r['peak']:.0f} MB, {r['ratio']:.0f}x the regex floor; targets "
+                f"(< 20 s and < 300 MB per 10,000 scripts on 2 cores{', <= 40x' if kind == 'real' else ''}): "
+                f"{'met' if ok and (kind != 'real' or r['ratio'] <= 40) else 'NOT met'}"
+            )
         print(f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         if args.profile:
             first = next(iter(results))

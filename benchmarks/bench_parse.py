@@ -10,6 +10,7 @@ Prints (CPU time of this process, so other load on the machine does not count):
   * the time and peak memory for a ~10 MB file made of repeated script bodies.
 This is a measurement, not a test: it never fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -91,6 +92,7 @@ def main() -> None:
     t0 = time.perf_counter()
     from translator.read import read_script
     import translator.read.block_parser  # noqa: F401  (what a script with blocks loads)
+
     print(f"import reader + block parser: {1000 * (time.perf_counter() - t0):.0f} ms (wall, cold process)")
 
     realistic = (HERE / "realistic_40_lines.sbatch").read_bytes()
@@ -110,8 +112,10 @@ def main() -> None:
         script = read_script(big, "big.sbatch")
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(f"{len(big) / 1e6:.1f} MB file ({script.line_count:,} lines, {len(script.body):,} top-level statements): "
-              f"{cpu:.2f} s CPU, {wall:.2f} s wall, peak RSS {peak / 1024:.0f} MiB (+{(peak - before) / 1024:.0f})")
+        print(
+            f"{len(big) / 1e6:.1f} MB file ({script.line_count:,} lines, {len(script.body):,} top-level statements): "
+            f"{cpu:.2f} s CPU, {wall:.2f} s wall, peak RSS {peak / 1024:.0f} MiB (+{(peak - before) / 1024:.0f})"
+        )
     print(f"python {sys.version.split()[0]}, pid {os.getpid()}")
 
 

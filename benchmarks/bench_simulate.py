@@ -9,6 +9,7 @@ and the wall time of one in-process conversion + simulation. Prints the totals:
 and the share of equivalent among scripts sbatch accepts (target >= 80%), plus the time per script
 (target <= 1 s each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,10 @@ def main() -> int:
     from translator.simulate.sandbox import namespaces_available
 
     paths = a.paths or sorted(glob.glob(str(REPO / "examples" / "*" / "job.sbatch"))) + sorted(
-        glob.glob(str(REPO / "tests" / "fixtures" / "convert" / "**" / "*.sbatch"), recursive=True))
+        glob.glob(str(REPO / "tests" / "fixtures" / "convert" / "**" / "*.sbatch"), recursive=True)
+    )
     namespaces_available()
-    simulate_script(paths[0])                    # warm-up: imports, namespace probe, stub bytecode
+    simulate_script(paths[0])  # warm-up: imports, namespace probe, stub bytecode
     counts = {"equivalent": 0, "differs-but-flagged": 0, "differs-silently": 0, "error": 0}
     accepted = accepted_eq = 0
     times = []
@@ -59,10 +61,14 @@ def main() -> int:
     print()
     print("  ".join(f"{k}: {n}" for k, n in counts.items()))
     if accepted:
-        print(f"equivalent among scripts sbatch accepts: {accepted_eq}/{accepted} ({100 * accepted_eq / accepted:.0f}%)")
+        print(
+            f"equivalent among scripts sbatch accepts: {accepted_eq}/{accepted} ({100 * accepted_eq / accepted:.0f}%)"
+        )
     if times:
-        print(f"time per script: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
-              f"({sum(1 for t in times if t > 1.0)} over 1 s)")
+        print(
+            f"time per script: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
+            f"({sum(1 for t in times if t > 1.0)} over 1 s)"
+        )
     return 0
 
 

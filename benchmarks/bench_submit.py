@@ -10,6 +10,7 @@ Prints, for each run, the wall time of one `slurm2kf submit --kubeconfig KC -n N
 s100.sbatch` process (start-up, 100 conversions, 100 creates over one client), checks that the
 namespace then holds exactly 100 TrainJobs, and does the same with `--dry-run`. Target: <= 5 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,8 @@ srun torchrun --nnodes "$SLURM_NNODES" --nproc_per_node 8 \\
 
 def kubeconfig() -> str:
     return os.environ.get("SLURM2KF_KUBECONFIG") or os.path.join(
-        os.environ.get("KUBE_ORACLE_STATE") or "/tmp/slurm2kf-kube-state", "kubeconfig")
+        os.environ.get("KUBE_ORACLE_STATE") or "/tmp/slurm2kf-kube-state", "kubeconfig"
+    )
 
 
 def main() -> int:
@@ -65,8 +67,11 @@ def main() -> int:
         cluster = connect(kc)
         cluster.request("GET", "/readyz")
     except (ClusterError, HttpError) as exc:
-        print(f"bench_submit: no kube-apiserver ({exc}); run ./test.sh or "
-              "KUBE_ORACLE_STATE=/tmp/slurm2kf-kube-state bash ../shared/kube-apiserver/setup.sh", file=sys.stderr)
+        print(
+            f"bench_submit: no kube-apiserver ({exc}); run ./test.sh or "
+            "KUBE_ORACLE_STATE=/tmp/slurm2kf-kube-state bash ../shared/kube-apiserver/setup.sh",
+            file=sys.stderr,
+        )
         return 2
     exe = str(Path(sys.executable).with_name("slurm2kf"))
     with tempfile.TemporaryDirectory() as d:
@@ -79,18 +84,26 @@ def main() -> int:
         for run in range(args.runs):
             for mode, extra in (("submit", []), ("submit --dry-run", ["--dry-run"])):
                 ns = f"bench-{uuid.uuid4().hex[:8]}"
-                cluster.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
-                                                                     "metadata": {"name": ns}})
+                cluster.request(
+                    "POST",
+                    "/api/v1/namespaces",
+                    body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                )
                 t0 = time.perf_counter()
-                proc = subprocess.run([exe, "submit", "-q", "--kubeconfig", kc, "-n", ns, *extra, *scripts],
-                                      capture_output=True, text=True)
+                proc = subprocess.run(
+                    [exe, "submit", "-q", "--kubeconfig", kc, "-n", ns, *extra, *scripts],
+                    capture_output=True,
+                    text=True,
+                )
                 wall = time.perf_counter() - t0
                 stored = cluster.request("GET", cluster.trainjobs_path(ns)).body["items"]
                 want = 0 if extra else args.scripts
                 ok = proc.returncode == 0 and len(stored) == want
-                print(f"run {run + 1} {mode:17s}: {wall:5.2f} s for {args.scripts} scripts "
-                      f"({args.scripts / wall:5.1f}/s), exit {proc.returncode}, stored {len(stored)}"
-                      + ("" if ok else "  <-- UNEXPECTED"))
+                print(
+                    f"run {run + 1} {mode:17s}: {wall:5.2f} s for {args.scripts} scripts "
+                    f"({args.scripts / wall:5.1f}/s), exit {proc.returncode}, stored {len(stored)}"
+                    + ("" if ok else "  <-- UNEXPECTED")
+                )
                 if not ok:
                     print(proc.stderr[-2000:], file=sys.stderr)
                 walls[mode].append(wall)

@@ -17,6 +17,7 @@ its input is reduced (line- then byte-level delta debugging) and saved to the ou
     .venv/bin/python benchmarks/fuzz_long.py                    # 100,000 inputs
     .venv/bin/python benchmarks/fuzz_long.py --inputs 20000 --seeds 500 --out /tmp/fuzz
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,6 +48,7 @@ def _alarm(_signum, _frame):
 
 # ---- seeds and mutations ---------------------------------------------------------------------------
 
+
 def generate_seeds(count: int, seed: int):
     from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -54,8 +56,9 @@ def generate_seeds(count: int, seed: int):
     seeds = []
     strategy = st.one_of(S.any_script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode("utf-8")))
 
-    @settings(max_examples=count, deadline=None, database=None, derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count, deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck)
+    )
     @given(strategy)
     def collect(data):
         seeds.append(data)
@@ -66,12 +69,48 @@ def generate_seeds(count: int, seed: int):
 
 
 FRAGMENTS = [f.encode("utf-8", "surrogatepass") for f in S.HOSTILE_FRAGMENTS] + [
-    b"#SBATCH ", b"#SBATCH --", b"#SBATCH hetjob\n", b"\n#SBATCH -N 2\n", b"\x00", b"\r\n", b"\r", b"\xff",
-    b"\xe2\x80\xa8", b"<<EOF\n", b"\nEOF\n", b"$(", b")", b"`", b"'", b'"', b"\\", b"\\\n", b"{", b"}",
-    b"if true; then\n", b"\nfi\n", b"for i in 1 2; do\n", b"\ndone\n", b"f() {\n", b"case x in\n",
-    b"srun ", b"torchrun --nproc-per-node=", b"mpirun -np ", b"deepspeed ", b"accelerate launch ",
-    b"apptainer exec --nv x.sif ", b"pip install ", b"module load ", b"export X=", b"python -m torch.distributed.run ",
-    b"--container-image=", b"--gres=gpu:", b"--mem=", b"--time=", b"--array=", b"--job-name=",
+    b"#SBATCH ",
+    b"#SBATCH --",
+    b"#SBATCH hetjob\n",
+    b"\n#SBATCH -N 2\n",
+    b"\x00",
+    b"\r\n",
+    b"\r",
+    b"\xff",
+    b"\xe2\x80\xa8",
+    b"<<EOF\n",
+    b"\nEOF\n",
+    b"$(",
+    b")",
+    b"`",
+    b"'",
+    b'"',
+    b"\\",
+    b"\\\n",
+    b"{",
+    b"}",
+    b"if true; then\n",
+    b"\nfi\n",
+    b"for i in 1 2; do\n",
+    b"\ndone\n",
+    b"f() {\n",
+    b"case x in\n",
+    b"srun ",
+    b"torchrun --nproc-per-node=",
+    b"mpirun -np ",
+    b"deepspeed ",
+    b"accelerate launch ",
+    b"apptainer exec --nv x.sif ",
+    b"pip install ",
+    b"module load ",
+    b"export X=",
+    b"python -m torch.distributed.run ",
+    b"--container-image=",
+    b"--gres=gpu:",
+    b"--mem=",
+    b"--time=",
+    b"--array=",
+    b"--job-name=",
 ]
 
 
@@ -79,36 +118,36 @@ def mutate(rng: random.Random, data: bytes, pool) -> bytes:
     for _ in range(rng.randint(1, 4)):
         op = rng.randrange(10)
         lines = data.split(b"\n")
-        if op == 0 and pool:                                   # splice lines from another script
+        if op == 0 and pool:  # splice lines from another script
             other = rng.choice(pool).split(b"\n")
             i, j = rng.randrange(len(other)), rng.randrange(len(other))
             k = rng.randrange(len(lines) + 1)
-            lines[k:k] = other[min(i, j):max(i, j) + 1]
-        elif op == 1 and lines:                                # duplicate a line (repeated options, blocks)
+            lines[k:k] = other[min(i, j) : max(i, j) + 1]
+        elif op == 1 and lines:  # duplicate a line (repeated options, blocks)
             k = rng.randrange(len(lines))
             lines.insert(k, lines[k])
-        elif op == 2 and len(lines) > 1:                       # delete a line
+        elif op == 2 and len(lines) > 1:  # delete a line
             del lines[rng.randrange(len(lines))]
-        elif op == 3 and len(lines) > 1:                       # swap two lines
+        elif op == 3 and len(lines) > 1:  # swap two lines
             a, b = rng.randrange(len(lines)), rng.randrange(len(lines))
             lines[a], lines[b] = lines[b], lines[a]
         else:
-            if op == 4:                                        # insert a hostile fragment
+            if op == 4:  # insert a hostile fragment
                 k = rng.randrange(len(data) + 1)
                 data = data[:k] + rng.choice(FRAGMENTS) + data[k:]
-            elif op == 5 and data:                             # flip a byte
+            elif op == 5 and data:  # flip a byte
                 k = rng.randrange(len(data))
-                data = data[:k] + bytes([rng.randrange(256)]) + data[k + 1:]
-            elif op == 6 and data:                             # truncate
-                data = data[:rng.randrange(len(data))]
-            elif op == 7:                                      # change line endings
+                data = data[:k] + bytes([rng.randrange(256)]) + data[k + 1 :]
+            elif op == 6 and data:  # truncate
+                data = data[: rng.randrange(len(data))]
+            elif op == 7:  # change line endings
                 data = data.replace(b"\n", rng.choice([b"\r\n", b"\r", b"\n\n", b"\n"]))
-            elif op == 8 and data:                             # delete a byte range
+            elif op == 8 and data:  # delete a byte range
                 a = rng.randrange(len(data))
-                data = data[:a] + data[a + rng.randint(1, 16):]
-            else:                                              # repeat a chunk (nesting, long lines)
+                data = data[:a] + data[a + rng.randint(1, 16) :]
+            else:  # repeat a chunk (nesting, long lines)
                 a = rng.randrange(len(data) + 1)
-                chunk = data[a:a + rng.randint(1, 40)]
+                chunk = data[a : a + rng.randint(1, 40)]
                 data = data[:a] + chunk * rng.randint(2, 50) + data[a:]
             continue
         data = b"\n".join(lines)
@@ -116,6 +155,7 @@ def mutate(rng: random.Random, data: bytes, pool) -> bytes:
 
 
 # ---- one input ------------------------------------------------------------------------------------
+
 
 def check(data: bytes, counts: Counter):
     """Run the pipeline and the output invariants; raises on a crash, returns problems (strings)."""
@@ -177,7 +217,7 @@ def reduce(data: bytes, sig: str, timeout: int, budget: float = 30.0) -> bytes:
         while chunk >= 1 and time.monotonic() < end:
             i, changed = 0, False
             while i < len(parts) and time.monotonic() < end:
-                trial = parts[:i] + parts[i + chunk:]
+                trial = parts[:i] + parts[i + chunk :]
                 if outcome(joiner.join(trial), timeout) == sig:
                     parts, changed = trial, True
                 else:
@@ -192,13 +232,16 @@ def reduce(data: bytes, sig: str, timeout: int, budget: float = 30.0) -> bytes:
 
 # ---- main -----------------------------------------------------------------------------------------
 
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--inputs", type=int, default=100_000, help="inputs to run (default 100,000)")
     ap.add_argument("--seeds", type=int, default=2000, help="Hypothesis-generated seed scripts (default 2,000)")
     ap.add_argument("--seed", type=int, default=20261202, help="random seed of the mutation engine")
     ap.add_argument("--timeout", type=int, default=10, help="seconds per input before it counts as a hang")
-    ap.add_argument("--max-seconds", type=float, default=None, help="stop early after this long (summary still printed)")
+    ap.add_argument(
+        "--max-seconds", type=float, default=None, help="stop early after this long (summary still printed)"
+    )
     ap.add_argument("--out", default=None, help="folder for crash inputs (default: a new temp folder)")
     args = ap.parse_args(argv)
 
@@ -214,7 +257,7 @@ def main(argv=None) -> int:
     print(f"seeds: {len(seeds)} generated by Hypothesis in {t_seeds:.1f} s", flush=True)
 
     counts: Counter = Counter()
-    findings = {}       # signature -> (count, first input path)
+    findings = {}  # signature -> (count, first input path)
     ran = 0
     t1 = time.monotonic()
     last_report = t1
@@ -265,8 +308,10 @@ def main(argv=None) -> int:
     print(f"wall time             {elapsed:,.1f} s  (+ {t_seeds:.1f} s generating seeds)")
     print(f"throughput            {ran / elapsed:,.0f} inputs/s (read + resolve + plan + emit + checks, one core)")
     print(f"peak RSS              {peak:,.0f} MiB")
-    print(f"invariants checked    pipeline never raises: {counts['convert']:,}; "
-          f"YAML == plan: {counts['yaml_roundtrip']:,}; Python parse/compile/names/constants: {counts['python_checks']:,}")
+    print(
+        f"invariants checked    pipeline never raises: {counts['convert']:,}; "
+        f"YAML == plan: {counts['yaml_roundtrip']:,}; Python parse/compile/names/constants: {counts['python_checks']:,}"
+    )
     print(f"distinct problems     {len(findings)}  (crash inputs in {out})")
     for sig, (n, path) in sorted(findings.items(), key=lambda kv: -kv[1][0]):
         print(f"  {n:7,}x  {sig}  -> {path}")

@@ -10,6 +10,7 @@ and exit statuses that are not the documented one.
     .venv/bin/python benchmarks/hostile_fs.py                 # about a minute
     .venv/bin/python benchmarks/hostile_fs.py --names 2000    # more random file names
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,10 @@ class Tally:
         head = "| class | inputs tried | tracebacks | hangs | writes outside | files lost | unexpected exit |"
         lines = [head, "|---|---:|---:|---:|---:|---:|---:|"]
         for cls, r in self.rows.items():
-            lines.append(f"| {cls} | {r['tried']} | {r['tracebacks']} | {r['hangs']} | {r['outside']} | {r['lost']} "
-                         f"| {r['bad_exit']} |")
+            lines.append(
+                f"| {cls} | {r['tried']} | {r['tracebacks']} | {r['hangs']} | {r['outside']} | {r['lost']} "
+                f"| {r['bad_exit']} |"
+            )
         return "\n".join(lines)
 
 
@@ -98,16 +101,24 @@ def output_targets(t: Tally, base: Path) -> None:
                 target.mkdir()
             else:
                 target = script
-            args = {"convert": ["convert", script, "-o", target],
-                    "convert-py": ["convert", script, "--to", "python", "-o", target],
-                    "report": ["report", script, "-o", target, "--format", "md"],
-                    "report-dir": ["report", work / "jobs", "-o", target, "--format", "json", "-j", "1"],
-                    "profile-init": ["profile", "init", work / "jobs", "-o", target, "--force"]}[w]
+            args = {
+                "convert": ["convert", script, "-o", target],
+                "convert-py": ["convert", script, "--to", "python", "-o", target],
+                "report": ["report", script, "-o", target, "--format", "md"],
+                "report-dir": ["report", work / "jobs", "-o", target, "--format", "json", "-j", "1"],
+                "profile-init": ["profile", "init", work / "jobs", "-o", target, "--force"],
+            }[w]
             before = snapshot(work)
             rc, err, hang = run(args)
             after = snapshot(work)
-            t.add("`-o` target: link, FIFO, device, folder, input", traceback="Traceback" in err, hang=hang,
-                  outside=after != before and not hang, lost=victim.read_text() != "precious", bad_exit=rc != 2)
+            t.add(
+                "`-o` target: link, FIFO, device, folder, input",
+                traceback="Traceback" in err,
+                hang=hang,
+                outside=after != before and not hang,
+                lost=victim.read_text() != "precious",
+                bad_exit=rc != 2,
+            )
 
 
 def out_confinement(t: Tally, base: Path) -> None:
@@ -128,12 +139,28 @@ def out_confinement(t: Tally, base: Path) -> None:
             (src / "a" / "one.sbatch").write_text(GOOD.format(name="changed"))
         before = snapshot(elsewhere)
         rc, err, hang = run(["migrate", src, "-o", out])
-        t.add(cls, traceback="Traceback" in err, hang=hang, outside=snapshot(elsewhere) != before,
-              lost=snapshot(elsewhere) != before, bad_exit=rc != 1)
+        t.add(
+            cls,
+            traceback="Traceback" in err,
+            hang=hang,
+            outside=snapshot(elsewhere) != before,
+            lost=snapshot(elsewhere) != before,
+            bad_exit=rc != 1,
+        )
     # 2. forged manifest entries
-    forged = ["../victim.trainjob.yaml", "/ABS/victim.trainjob.yaml", "sub/../../victim.trainjob.yaml",
-              "./victim.trainjob.yaml", "sub//x.trainjob.yaml", "notes.txt", "link/victim.trainjob.yaml",
-              "", ".", "..", "a/\x00/b.trainjob.yaml"]
+    forged = [
+        "../victim.trainjob.yaml",
+        "/ABS/victim.trainjob.yaml",
+        "sub/../../victim.trainjob.yaml",
+        "./victim.trainjob.yaml",
+        "sub//x.trainjob.yaml",
+        "notes.txt",
+        "link/victim.trainjob.yaml",
+        "",
+        ".",
+        "..",
+        "a/\x00/b.trainjob.yaml",
+    ]
     for i, rel in enumerate(forged):
         work = base / f"m{i}"
         src, out = work / "src", work / "out"
@@ -152,14 +179,24 @@ def out_confinement(t: Tally, base: Path) -> None:
         (out / ".slurm2kf-migrate.json").write_text(json.dumps(m))
         before = snapshot(work / "linked")
         rc, err, hang = run(["migrate", src, "-o", out])
-        lost = (not victim.exists() or not (out / "notes.txt").exists()
-                or snapshot(work / "linked") != before)
+        lost = not victim.exists() or not (out / "notes.txt").exists() or snapshot(work / "linked") != before
         t.add(cls, traceback="Traceback" in err, hang=hang, lost=lost, bad_exit=rc != 0)
     # 3. special files where migrate reads or writes
-    for i, (entry, kind) in enumerate([(e, k) for e in ("slurm2kf-report.md", "slurm2kf-report.json",
-                                                         "slurm2kf-report.html", "kustomization.yaml",
-                                                         ".slurm2kf-migrate.json", "two.trainjob.yaml",
-                                                         "two.trainjob.py") for k in ("fifo", "devzero")]):
+    for i, (entry, kind) in enumerate(
+        [
+            (e, k)
+            for e in (
+                "slurm2kf-report.md",
+                "slurm2kf-report.json",
+                "slurm2kf-report.html",
+                "kustomization.yaml",
+                ".slurm2kf-migrate.json",
+                "two.trainjob.yaml",
+                "two.trainjob.py",
+            )
+            for k in ("fifo", "devzero")
+        ]
+    ):
         work = base / f"s{i}"
         src, out = work / "src", work / "out"
         src.mkdir(parents=True)
@@ -181,8 +218,20 @@ def file_names(t: Tally, base: Path, n: int, seed: int) -> None:
     raw = os.fsencode(src)
     alphabet = [b for b in range(1, 256) if b != ord("/")]
     made = set()
-    specials = [b"train.sh", b"train.sbatch", b"train.sh.sbatch", b"kustomization.yaml", b"slurm2kf-report.md",
-                b"x.sbatch", b"x.trainjob.yaml", b"\x7f", b"\xc2\x85", b"\n", b"\xe2\x80\xa8", b"L" * 250]
+    specials = [
+        b"train.sh",
+        b"train.sbatch",
+        b"train.sh.sbatch",
+        b"kustomization.yaml",
+        b"slurm2kf-report.md",
+        b"x.sbatch",
+        b"x.trainjob.yaml",
+        b"\x7f",
+        b"\xc2\x85",
+        b"\n",
+        b"\xe2\x80\xa8",
+        b"L" * 250,
+    ]
     names = specials + [bytes(rnd.choice(alphabet) for _ in range(rnd.randint(1, 40))) for _ in range(n)]
     for name in names:
         if name in made or name in (b".", b".."):
@@ -206,8 +255,12 @@ def file_names(t: Tally, base: Path, n: int, seed: int) -> None:
         print("names: cannot read back:", exc, file=sys.stderr)
         lost = len(made)
     for _ in made:
-        t.add("file names: random bytes, control chars, collisions, reserved names",
-              traceback=False, hang=False, lost=False)
+        t.add(
+            "file names: random bytes, control chars, collisions, reserved names",
+            traceback=False,
+            hang=False,
+            lost=False,
+        )
     r = t.rows["file names: random bytes, control chars, collisions, reserved names"]
     r["tracebacks"] = int("Traceback" in err)
     r["hangs"] = int(hang)
@@ -240,8 +293,9 @@ def links_out_of_src(t: Tally, base: Path) -> dict:
         secs = time.perf_counter() - t0
         n = len(json.loads((out / "slurm2kf-report.json").read_text())["scripts"]) if not hang else -1
         figures[follow] = (n, secs)
-        t.add("links out of SRC: 26-link fan-out, /proc, /dev", traceback="Traceback" in err, hang=hang,
-              bad_exit=rc != 0)
+        t.add(
+            "links out of SRC: 26-link fan-out, /proc, /dev", traceback="Traceback" in err, hang=hang, bad_exit=rc != 0
+        )
     return figures
 
 
@@ -249,8 +303,10 @@ def readers(t: Tally, base: Path) -> None:
     cls = "user files: FIFO, /dev/zero, huge, folder"
     base.mkdir(parents=True, exist_ok=True)
     good = base / "tj.yaml"
-    good.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ok}\n"
-                    "spec: {runtimeRef: {name: torch-distributed}}\n")
+    good.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ok}\n"
+        "spec: {runtimeRef: {name: torch-distributed}}\n"
+    )
     script = base / "ok.sbatch"
     script.write_text(GOOD.format(name="ok"))
     for kind in ("fifo", "devzero", "huge", "folder"):
@@ -264,11 +320,18 @@ def readers(t: Tally, base: Path) -> None:
                 fh.truncate(65 << 20)
         else:
             f.mkdir()
-        for args in (["validate", f], ["validate", good, "--crd", f], ["validate", good, "--runtimes", f],
-                     ["inspect", f], ["convert", f], ["convert", script, "--profile", f], ["profile", "check", f],
-                     ["report", script, "--profile", f]):
+        for args in (
+            ["validate", f],
+            ["validate", good, "--crd", f],
+            ["validate", good, "--runtimes", f],
+            ["inspect", f],
+            ["convert", f],
+            ["convert", script, "--profile", f],
+            ["profile", "check", f],
+            ["report", script, "--profile", f],
+        ):
             if args[0] == "validate" and "--runtimes" in args and kind == "folder":
-                continue          # a folder is a valid --runtimes argument
+                continue  # a folder is a valid --runtimes argument
             rc, err, hang = run(args)
             t.add(cls, traceback="Traceback" in err, hang=hang, bad_exit=rc != 2)
     for cmd in ("inspect", "convert", "validate"):
@@ -286,12 +349,15 @@ def doubling() -> list:
     rows = []
     for n in (4000, 8000, 16000, 32000):
         text = "apiVersion: slurm2kf/v1\nkind: SiteProfile\npartitions:\n" + "".join(
-            f"  p{i}: {{queue: q{i}, gpuType: t{i}}}\n" for i in range(n))
+            f"  p{i}: {{queue: q{i}, gpuType: t{i}}}\n" for i in range(n)
+        )
         prof = parse_profile(text, "p.yaml")
         t0 = time.perf_counter()
         lint_profile(prof)
         lint = time.perf_counter() - t0
-        names = [f"t{i}.sh" for i in range(n)] + [f"t{i}.sbatch" for i in range(n)] + [f"t{i}.sh.sbatch" for i in range(n)]
+        names = (
+            [f"t{i}.sh" for i in range(n)] + [f"t{i}.sbatch" for i in range(n)] + [f"t{i}.sh.sbatch" for i in range(n)]
+        )
         t0 = time.perf_counter()
         _folder_plan(names, [f"t{i}.sh.trainjob.yaml" for i in range(0, n, 7)], "")
         plan = time.perf_counter() - t0
@@ -318,8 +384,10 @@ def main() -> int:
     print(t.table())
     print()
     for follow, (n, secs) in figures.items():
-        print(f"26-link fan-out (2^13 paths to one script), {'--follow-symlinks' if follow else 'default'}: "
-              f"{n} script(s) converted in {secs:.1f} s")
+        print(
+            f"26-link fan-out (2^13 paths to one script), {'--follow-symlinks' if follow else 'default'}: "
+            f"{n} script(s) converted in {secs:.1f} s"
+        )
     print()
     print("| entries | profile lint (s) | output-name plan (s) |\n|---:|---:|---:|")
     for n, lint, plan in doubling():

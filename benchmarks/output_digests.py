@@ -19,6 +19,7 @@ repositories and the generated scripts, and digests every file migrate writes (T
 code, kustomizations, manifest, and the JSON, HTML and Markdown reports). SLURM2KF_CODE=DIR runs
 the translator found in DIR instead (to digest an older commit's outputs for the same inputs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,13 @@ def migrate_digests(generated: int) -> dict:
                 dst.write_bytes(data)
         code = os.environ.get("SLURM2KF_CODE", str(REPO))
         env = dict(os.environ, PYTHONPATH=code)
-        proc = subprocess.run([sys.executable, "-m", "translator", "migrate", str(src), "-o", str(base / "out"),
-                               "--jobs", "1"], cwd=code, env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "translator", "migrate", str(src), "-o", str(base / "out"), "--jobs", "1"],
+            cwd=code,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         out = {"<exit>": {"code": str(proc.returncode)}}
         for p in sorted((base / "out").rglob("*")):
             if p.is_file():

@@ -13,36 +13,123 @@ body under `bash -c`), as about half of the real ones do.
 
     .venv/bin/python benchmarks/realistic_scripts.py [--scripts 1000] [--out DIR]   # size table (+ files)
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import random
 from pathlib import Path
-from typing import List
 
 # (cumulative probability, bytes): the quantiles of the public sample; the knots below the median
 # and at 0.75 are chosen so that the mean comes out at 2.5 KB.
-QUANTILES = ((0.0, 420), (0.1, 760), (0.25, 1050), (0.5, 1500), (0.75, 2400), (0.9, 4500),
-             (0.99, 13600), (1.0, 44500))
-TARGETS = {"median": 1536, "mean": 2560, "p90": 4608, "p99": 13926, "max": 44032}   # 1.5/2.5/4.5/13.6/43 KB
+QUANTILES = ((0.0, 420), (0.1, 760), (0.25, 1050), (0.5, 1500), (0.75, 2400), (0.9, 4500), (0.99, 13600), (1.0, 44500))
+TARGETS = {"median": 1536, "mean": 2560, "p90": 4608, "p99": 13926, "max": 44032}  # 1.5/2.5/4.5/13.6/43 KB
 
 TEAMS = ("nlp", "vision", "speech", "rl", "climate", "bio", "hpcbench", "recsys")
-MODULES = ("cuda/12.1", "cuda/11.8", "cudnn/8.9.2", "nccl/2.18.3", "gcc/11.2.0", "openmpi/4.1.5", "python/3.10",
-           "anaconda3/2023.03", "git/2.40", "cmake/3.26", "hdf5/1.14", "intel-mkl/2023", "ucx/1.14",
-           "singularity/3.11", "ffmpeg/6.0", "libsndfile/1.2", "netcdf/4.9", "boost/1.82")
-EXPORT_NAMES = ("NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_LEVEL", "OMP_NUM_THREADS",
-                "MKL_NUM_THREADS", "HF_HOME", "HF_DATASETS_CACHE", "TRANSFORMERS_CACHE", "TORCH_HOME",
-                "WANDB_PROJECT", "WANDB_MODE", "WANDB_DIR", "PYTHONUNBUFFERED", "CUDA_LAUNCH_BLOCKING",
-                "TORCH_DISTRIBUTED_DEBUG", "TOKENIZERS_PARALLELISM", "XDG_CACHE_HOME", "DATA_DIR", "CKPT_DIR",
-                "OUTPUT_DIR", "LOG_DIR", "CONFIG", "SEED", "LR", "BATCH_SIZE", "EPOCHS", "MODEL_NAME",
-                "RUN_NAME", "MASTER_PORT", "NCCL_ASYNC_ERROR_HANDLING", "PYTHONPATH", "LD_LIBRARY_PATH",
-                "PATH", "TMPDIR", "SCRATCH", "PROJECT", "EXP_NAME", "NUM_WORKERS", "GRAD_ACCUM")
-PIP = ("transformers==4.36.2", "datasets>=2.14", "accelerate", "wandb", "einops", "sentencepiece",
-       "deepspeed==0.12.6", "flash-attn --no-build-isolation", "torchmetrics", "hydra-core==1.3.2",
-       "timm", "peft", "bitsandbytes", "tensorboard", "omegaconf", "xformers", "git+https://github.com/org/lib.git")
-WORDS = ("baseline", "ablation", "sweep", "pretrain", "finetune", "eval", "resume", "large", "small", "warmup",
-         "cosine", "linear", "mixed", "bf16", "fp16", "lora", "full", "distill", "curriculum", "augment")
+MODULES = (
+    "cuda/12.1",
+    "cuda/11.8",
+    "cudnn/8.9.2",
+    "nccl/2.18.3",
+    "gcc/11.2.0",
+    "openmpi/4.1.5",
+    "python/3.10",
+    "anaconda3/2023.03",
+    "git/2.40",
+    "cmake/3.26",
+    "hdf5/1.14",
+    "intel-mkl/2023",
+    "ucx/1.14",
+    "singularity/3.11",
+    "ffmpeg/6.0",
+    "libsndfile/1.2",
+    "netcdf/4.9",
+    "boost/1.82",
+)
+EXPORT_NAMES = (
+    "NCCL_DEBUG",
+    "NCCL_IB_DISABLE",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_P2P_LEVEL",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "HF_HOME",
+    "HF_DATASETS_CACHE",
+    "TRANSFORMERS_CACHE",
+    "TORCH_HOME",
+    "WANDB_PROJECT",
+    "WANDB_MODE",
+    "WANDB_DIR",
+    "PYTHONUNBUFFERED",
+    "CUDA_LAUNCH_BLOCKING",
+    "TORCH_DISTRIBUTED_DEBUG",
+    "TOKENIZERS_PARALLELISM",
+    "XDG_CACHE_HOME",
+    "DATA_DIR",
+    "CKPT_DIR",
+    "OUTPUT_DIR",
+    "LOG_DIR",
+    "CONFIG",
+    "SEED",
+    "LR",
+    "BATCH_SIZE",
+    "EPOCHS",
+    "MODEL_NAME",
+    "RUN_NAME",
+    "MASTER_PORT",
+    "NCCL_ASYNC_ERROR_HANDLING",
+    "PYTHONPATH",
+    "LD_LIBRARY_PATH",
+    "PATH",
+    "TMPDIR",
+    "SCRATCH",
+    "PROJECT",
+    "EXP_NAME",
+    "NUM_WORKERS",
+    "GRAD_ACCUM",
+)
+PIP = (
+    "transformers==4.36.2",
+    "datasets>=2.14",
+    "accelerate",
+    "wandb",
+    "einops",
+    "sentencepiece",
+    "deepspeed==0.12.6",
+    "flash-attn --no-build-isolation",
+    "torchmetrics",
+    "hydra-core==1.3.2",
+    "timm",
+    "peft",
+    "bitsandbytes",
+    "tensorboard",
+    "omegaconf",
+    "xformers",
+    "git+https://github.com/org/lib.git",
+)
+WORDS = (
+    "baseline",
+    "ablation",
+    "sweep",
+    "pretrain",
+    "finetune",
+    "eval",
+    "resume",
+    "large",
+    "small",
+    "warmup",
+    "cosine",
+    "linear",
+    "mixed",
+    "bf16",
+    "fp16",
+    "lora",
+    "full",
+    "distill",
+    "curriculum",
+    "augment",
+)
 
 
 def quantile_size(u: float) -> int:
@@ -59,10 +146,10 @@ class _Gen:
         self.r = random.Random(seed * 1_000_003 + i)
         self.team = TEAMS[i % len(TEAMS)]
         self.name = f"{self.team}-{self.r.choice(WORDS)}-{i:05d}"
-        self.out: List[str] = []
+        self.out: list[str] = []
         self.size = 0
-        self.fn_names: List[str] = []
-        self.steps = False       # the script chains several steps (it ends up in the script fallback)
+        self.fn_names: list[str] = []
+        self.steps = False  # the script chains several steps (it ends up in the script fallback)
 
     def add(self, text: str) -> None:
         self.out.append(text)
@@ -84,9 +171,31 @@ class _Gen:
         r = self.r
         lines = []
         for _ in range(r.randint(1, 5)):
-            lines.append("# " + " ".join(r.choice(WORDS + ("the", "we", "use", "on", "node", "for", "run", "this",
-                                                            "job", "data", "checkpoint", "GPU", "NOTE:", "TODO:"))
-                                         for _ in range(r.randint(4, 12))))
+            lines.append(
+                "# "
+                + " ".join(
+                    r.choice(
+                        WORDS
+                        + (
+                            "the",
+                            "we",
+                            "use",
+                            "on",
+                            "node",
+                            "for",
+                            "run",
+                            "this",
+                            "job",
+                            "data",
+                            "checkpoint",
+                            "GPU",
+                            "NOTE:",
+                            "TODO:",
+                        )
+                    )
+                    for _ in range(r.randint(4, 12))
+                )
+            )
         self.add("\n".join(lines) + "\n")
 
     def header(self, nodes: int, gpus: int) -> None:
@@ -94,12 +203,18 @@ class _Gen:
         self.add(r.choice(("#!/bin/bash\n", "#!/bin/bash -l\n", "#!/usr/bin/env bash\n", "#!/bin/bash\n")))
         if r.random() < 0.5:
             self.banner(f"{self.name}: {r.choice(WORDS)} {r.choice(WORDS)} job")
-        d = [f"--job-name={self.name}", f"--nodes={nodes}", f"--ntasks-per-node={r.choice((1, gpus))}",
-             f"--gres=gpu:{gpus}" if r.random() < 0.6 else f"--gpus-per-node={gpus}",
-             f"--cpus-per-task={r.choice((4, 8, 16, 32))}", f"--mem={r.choice(('0', '64G', '128G', '480G'))}",
-             f"--time={r.choice(('00:30:00', '04:00:00', '12:00:00', '1-00:00:00', '2-00:00:00'))}",
-             f"--partition={r.choice(('gpu', 'a100', 'h100', 'debug', 'long'))}",
-             "--output=logs/%x-%j.out", "--error=logs/%x-%j.err"]
+        d = [
+            f"--job-name={self.name}",
+            f"--nodes={nodes}",
+            f"--ntasks-per-node={r.choice((1, gpus))}",
+            f"--gres=gpu:{gpus}" if r.random() < 0.6 else f"--gpus-per-node={gpus}",
+            f"--cpus-per-task={r.choice((4, 8, 16, 32))}",
+            f"--mem={r.choice(('0', '64G', '128G', '480G'))}",
+            f"--time={r.choice(('00:30:00', '04:00:00', '12:00:00', '1-00:00:00', '2-00:00:00'))}",
+            f"--partition={r.choice(('gpu', 'a100', 'h100', 'debug', 'long'))}",
+            "--output=logs/%x-%j.out",
+            "--error=logs/%x-%j.err",
+        ]
         if r.random() < 0.5:
             d.append(f"--account={self.team}-{r.randint(100, 999)}")
         if r.random() < 0.3:
@@ -115,10 +230,12 @@ class _Gen:
         for opt in d:
             comment = f"   # {r.choice(WORDS)} {r.choice(WORDS)}" if r.random() < 0.15 else ""
             self.add(f"#SBATCH {opt}{comment}\n")
-        if r.random() < 0.03:       # a heterogeneous job: more components after `#SBATCH hetjob`
+        if r.random() < 0.03:  # a heterogeneous job: more components after `#SBATCH hetjob`
             for _ in range(r.randint(1, 3)):
-                self.add(f"#SBATCH hetjob\n#SBATCH --nodes={r.choice((1, 2))} --ntasks-per-node=1 "
-                         f"--cpus-per-task={r.choice((4, 8))} --mem={r.choice(('16G', '32G'))}\n")
+                self.add(
+                    f"#SBATCH hetjob\n#SBATCH --nodes={r.choice((1, 2))} --ntasks-per-node=1 "
+                    f"--cpus-per-task={r.choice((4, 8))} --mem={r.choice(('16G', '32G'))}\n"
+                )
         self.add("\n")
 
     def preamble(self, big: bool) -> None:
@@ -151,44 +268,75 @@ class _Gen:
         if name in ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH"):
             return f'"/opt/{self.team}/{r.choice(WORDS)}/bin:${name}"'
         if name.endswith(("DIR", "HOME", "CACHE", "SCRATCH", "TMPDIR")):
-            return f'"/scratch/$USER/{self.team}/{r.choice(WORDS)}-$SLURM_JOB_ID"' if r.random() < 0.5 \
+            return (
+                f'"/scratch/$USER/{self.team}/{r.choice(WORDS)}-$SLURM_JOB_ID"'
+                if r.random() < 0.5
                 else f"/gpfs/{self.team}/{r.choice(WORDS)}"
-        if name in ("SEED", "EPOCHS", "BATCH_SIZE", "NUM_WORKERS", "GRAD_ACCUM", "OMP_NUM_THREADS",
-                    "MKL_NUM_THREADS", "MASTER_PORT"):
+            )
+        if name in (
+            "SEED",
+            "EPOCHS",
+            "BATCH_SIZE",
+            "NUM_WORKERS",
+            "GRAD_ACCUM",
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "MASTER_PORT",
+        ):
             return str(r.choice((1, 4, 8, 16, 32, 64, 29500, 12345)))
         if name == "LR":
             return r.choice(("3e-4", "1e-5", "0.001", "5e-5"))
-        return r.choice(("INFO", "WARN", "0", "1", "offline", f"{self.team}-{r.choice(WORDS)}",
-                         '"$SLURM_JOB_NAME-$SLURM_JOB_ID"', "ib0", "NVL", "true"))
+        return r.choice(
+            (
+                "INFO",
+                "WARN",
+                "0",
+                "1",
+                "offline",
+                f"{self.team}-{r.choice(WORDS)}",
+                '"$SLURM_JOB_NAME-$SLURM_JOB_ID"',
+                "ib0",
+                "NVL",
+                "true",
+            )
+        )
 
     def functions(self) -> None:
         r = self.r
         self.add('log() {\n    echo "[$(date +%H:%M:%S)] $*"\n}\n')
         self.fn_names.append("log")
         if r.random() < 0.5:
-            self.add('cleanup() {\n    log "cleaning up $TMPDIR"\n    rm -rf "${TMPDIR:?}"/* || true\n}\n'
-                     "trap cleanup EXIT\n")
+            self.add(
+                'cleanup() {\n    log "cleaning up $TMPDIR"\n    rm -rf "${TMPDIR:?}"/* || true\n}\ntrap cleanup EXIT\n'
+            )
         if r.random() < 0.3:
-            self.add("function check_gpu {\n    nvidia-smi --query-gpu=name,memory.total --format=csv\n"
-                     '    if [ $? -ne 0 ]; then\n        log "no GPU"\n        exit 1\n    fi\n}\n')
+            self.add(
+                "function check_gpu {\n    nvidia-smi --query-gpu=name,memory.total --format=csv\n"
+                '    if [ $? -ne 0 ]; then\n        log "no GPU"\n        exit 1\n    fi\n}\n'
+            )
 
     def heredoc(self, lines: int) -> None:
         r = self.r
         kind = r.randrange(3)
         delim = r.choice(("EOF", "EOT", "END", "'EOF'", "YAML"))
-        target = f"$RUN_DIR/{r.choice(('config', 'hparams', 'ds_config', 'accelerate'))}." + \
-            ("json" if kind == 1 else "yaml")
+        target = f"$RUN_DIR/{r.choice(('config', 'hparams', 'ds_config', 'accelerate'))}." + (
+            "json" if kind == 1 else "yaml"
+        )
         body = []
         if kind == 1:
             body.append("{")
             for k in range(lines):
-                body.append(f'  "{r.choice(WORDS)}_{k}": {r.choice(("true", "false", "1e-4", "128", chr(34) + "auto" + chr(34)))},')
+                body.append(
+                    f'  "{r.choice(WORDS)}_{k}": {r.choice(("true", "false", "1e-4", "128", chr(34) + "auto" + chr(34)))},'
+                )
             body.append('  "train_batch_size": "auto"\n}')
         else:
             for k in range(lines):
                 ind = "  " * r.randrange(3)
-                body.append(f"{ind}{r.choice(WORDS)}_{k}: {r.choice(('${SEED}', '$LR', '0.1', 'true', '[1, 2, 4]', self.team))}")
-        self.add(f"cat > \"{target}\" <<{delim}\n" + "\n".join(body) + f"\n{delim.strip(chr(39))}\n")
+                body.append(
+                    f"{ind}{r.choice(WORDS)}_{k}: {r.choice(('${SEED}', '$LR', '0.1', 'true', '[1, 2, 4]', self.team))}"
+                )
+        self.add(f'cat > "{target}" <<{delim}\n' + "\n".join(body) + f"\n{delim.strip(chr(39))}\n")
 
     def loop(self) -> None:
         r = self.r
@@ -196,15 +344,17 @@ class _Gen:
         items = " ".join(r.choice(WORDS) if var != "seed" else str(r.randint(0, 99)) for _ in range(r.randint(2, 6)))
         inner = r.randrange(3)
         if inner and not self.steps and r.random() < 0.85:
-            inner = 3            # a single-launch script keeps its loops free of other programs to launch
+            inner = 3  # a single-launch script keeps its loops free of other programs to launch
         self.add(f"for {var} in {items}; do\n")
         if inner == 0:
             self.add(f'    log "{var}=${var}"\n    mkdir -p "$OUTPUT_DIR/${var}"\n')
         elif inner == 1:
             self.add(f'    srun --ntasks=1 --exclusive python preprocess.py --{var} "${var}" --out "$DATA_DIR" &\n')
         elif inner == 2:
-            self.add(f'    if [ -f "$CKPT_DIR/${var}/last.pt" ]; then\n        log "skip ${var}"\n        continue\n'
-                     f"    fi\n    python scripts/prepare.py --{var} ${var}\n")
+            self.add(
+                f'    if [ -f "$CKPT_DIR/${var}/last.pt" ]; then\n        log "skip ${var}"\n        continue\n'
+                f"    fi\n    python scripts/prepare.py --{var} ${var}\n"
+            )
         else:
             self.add(f'    tar -xf "/gpfs/{self.team}/archives/${var}.tar" -C "$TMPDIR" || exit 1\n')
         self.add("done\n")
@@ -215,14 +365,20 @@ class _Gen:
         r = self.r
         kind = r.randrange(3)
         if kind == 0:
-            self.add('if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then\n    TASK=0\nelse\n    TASK=$SLURM_ARRAY_TASK_ID\nfi\n')
+            self.add(
+                'if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then\n    TASK=0\nelse\n    TASK=$SLURM_ARRAY_TASK_ID\nfi\n'
+            )
         elif kind == 1:
-            self.add('if [[ "$SLURM_JOB_PARTITION" == "debug" ]]; then\n    export EPOCHS=1\n'
-                     'elif [[ -n "${RESUME:-}" ]]; then\n    EXTRA="--resume $CKPT_DIR/last.pt"\nfi\n')
+            self.add(
+                'if [[ "$SLURM_JOB_PARTITION" == "debug" ]]; then\n    export EPOCHS=1\n'
+                'elif [[ -n "${RESUME:-}" ]]; then\n    EXTRA="--resume $CKPT_DIR/last.pt"\nfi\n'
+            )
         else:
-            self.add('case "${SLURM_ARRAY_TASK_ID:-0}" in\n'
-                     + "".join(f'    {k}) CONFIG=configs/{r.choice(WORDS)}_{k}.yaml ;;\n' for k in range(r.randint(2, 6)))
-                     + '    *) echo "unknown task"; exit 1 ;;\nesac\n')
+            self.add(
+                'case "${SLURM_ARRAY_TASK_ID:-0}" in\n'
+                + "".join(f"    {k}) CONFIG=configs/{r.choice(WORDS)}_{k}.yaml ;;\n" for k in range(r.randint(2, 6)))
+                + '    *) echo "unknown task"; exit 1 ;;\nesac\n'
+            )
 
     def misc(self) -> None:
         r = self.r
@@ -230,44 +386,51 @@ class _Gen:
         if pick == 0:
             self.add('echo "Job $SLURM_JOB_ID on $(hostname) at $(date)"\necho "nodes: $SLURM_JOB_NODELIST"\n')
         elif pick == 1:
-            self.add(f"mkdir -p \"$LOG_DIR\" \"$CKPT_DIR\"\ncd /gpfs/{self.team}/code || exit 1\n")
+            self.add(f'mkdir -p "$LOG_DIR" "$CKPT_DIR"\ncd /gpfs/{self.team}/code || exit 1\n')
         elif pick == 2:
             self.add("nvidia-smi\n" if r.random() < 0.5 else "srun hostname\n")
         elif pick == 3:
-            self.add("head_node=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-                     "head_ip=$(srun --nodes=1 --ntasks=1 -w \"$head_node\" hostname --ip-address)\n")
+            self.add(
+                'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+                'head_ip=$(srun --nodes=1 --ntasks=1 -w "$head_node" hostname --ip-address)\n'
+            )
         elif pick == 4:
             self.add(f"pip install --user {r.choice(PIP)}\n")
         else:
-            self.add(f"rsync -a /gpfs/{self.team}/datasets/{r.choice(WORDS)}/ \"$TMPDIR/data/\"\n")
+            self.add(f'rsync -a /gpfs/{self.team}/datasets/{r.choice(WORDS)}/ "$TMPDIR/data/"\n')
 
     def launch(self, nodes: int, gpus: int, fallback: bool) -> None:
         r = self.r
         cfg = f"configs/{r.choice(WORDS)}.yaml"
-        args = " ".join(f"--{r.choice(WORDS)} {r.choice(('1', '$LR', '$SEED', 'true', '0.1'))}"
-                        for _ in range(r.randint(1, 4)))
+        args = " ".join(
+            f"--{r.choice(WORDS)} {r.choice(('1', '$LR', '$SEED', 'true', '0.1'))}" for _ in range(r.randint(1, 4))
+        )
         fam = r.randrange(5)
         if fam == 0:
-            text = (f"srun torchrun \\\n    --nnodes \"$SLURM_NNODES\" --nproc_per_node {gpus} \\\n"
-                    f"    --rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d --rdzv_endpoint \"$head_ip:29500\" \\\n"
-                    f"    train.py --config {cfg} {args}\n")
+            text = (
+                f'srun torchrun \\\n    --nnodes "$SLURM_NNODES" --nproc_per_node {gpus} \\\n'
+                f'    --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$head_ip:29500" \\\n'
+                f"    train.py --config {cfg} {args}\n"
+            )
         elif fam == 1:
-            text = f"srun python train.py --config {cfg} {args} --output_dir \"$OUTPUT_DIR\"\n"
+            text = f'srun python train.py --config {cfg} {args} --output_dir "$OUTPUT_DIR"\n'
         elif fam == 2:
             text = f"deepspeed --num_gpus {gpus} train.py --deepspeed ds_config.json {args}\n"
         elif fam == 3:
-            text = (f"accelerate launch --num_processes $((SLURM_NNODES * {gpus})) --num_machines $SLURM_NNODES "
-                    f"train.py --config {cfg} {args}\n")
+            text = (
+                f"accelerate launch --num_processes $((SLURM_NNODES * {gpus})) --num_machines $SLURM_NNODES "
+                f"train.py --config {cfg} {args}\n"
+            )
         else:
             text = f"python -u train.py {args} --config {cfg}\n"
         if fallback:
             how = r.randrange(3)
-            if how == 0:     # several training steps
+            if how == 0:  # several training steps
                 self.add(text)
-                self.add(f"srun python evaluate.py --ckpt \"$CKPT_DIR/last.pt\" {args}\n")
-            elif how == 1:   # launches in a loop
+                self.add(f'srun python evaluate.py --ckpt "$CKPT_DIR/last.pt" {args}\n')
+            elif how == 1:  # launches in a loop
                 self.add("for seed in 1 2 3; do\n    " + text.replace("\\\n    ", "") + "done\n")
-            else:            # launch inside shell logic
+            else:  # launch inside shell logic
                 self.add(f'if [ "$TASK" -eq 0 ]; then\n    {text}else\n    srun python finetune.py {args}\nfi\n')
         else:
             self.add(text)
@@ -292,8 +455,17 @@ def script(i: int, seed: int = 1322) -> str:
     if target > 1800 or r.random() < 0.3:
         g.functions()
     tail_budget = 300
-    fillers = (g.loop, g.conditional, g.misc, g.misc, g.paragraph, g.banner_section, g.heredoc_section,
-               g.export_run, g.pip_run)
+    fillers = (
+        g.loop,
+        g.conditional,
+        g.misc,
+        g.misc,
+        g.paragraph,
+        g.banner_section,
+        g.heredoc_section,
+        g.export_run,
+        g.pip_run,
+    )
     while g.size < target - tail_budget:
         r.choice(fillers)()
     g.launch(nodes, gpus, fallback)
@@ -328,7 +500,7 @@ _Gen.export_run = _export_run
 _Gen.pip_run = _pip_run
 
 
-def sizes_table(sizes: List[int]) -> str:
+def sizes_table(sizes: list[int]) -> str:
     """Median, mean, p90, p99 and max of `sizes` next to the targets of the public sample."""
     s = sorted(sizes)
     n = len(s)

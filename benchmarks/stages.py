@@ -14,6 +14,7 @@ Stages, as `migrate` runs them for one script (translator/migrate/worker.py):
 Prints the CPU time of each stage (sum, share, per script), the slowest scripts, and the largest
 per-script time among scripts under 50 KB (target: 50 ms).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,9 +42,15 @@ def script_set(kind: str, n: int):
 
     texts = bench_migrate.families()
     rnd = random.Random(2205)
-    return [(f"fam{i:05d}.sbatch", bench_migrate.vary(texts[i % len(texts)], i, rnd,
-                                                      bench_migrate.TEAMS[i % len(bench_migrate.TEAMS)]).encode())
-            for i in range(n)]
+    return [
+        (
+            f"fam{i:05d}.sbatch",
+            bench_migrate.vary(
+                texts[i % len(texts)], i, rnd, bench_migrate.TEAMS[i % len(bench_migrate.TEAMS)]
+            ).encode(),
+        )
+        for i in range(n)
+    ]
 
 
 def measure(items, clock=time.process_time):
@@ -73,8 +80,9 @@ def measure(items, clock=time.process_time):
             sdk_python.render(plans)
         t.append(clock())
         conv = Conversion(path=name, script=script, job=job, plans=plans)
-        sr = script_report(conv, name, yaml_text, ["x.trainjob.yaml", "x.trainjob.py"] if plans else [],
-                           settings=settings)
+        sr = script_report(
+            conv, name, yaml_text, ["x.trainjob.yaml", "x.trainjob.py"] if plans else [], settings=settings
+        )
         full = sr.to_json()
         json.dumps(full, ensure_ascii=False, separators=(",", ":"))
         html._PART.join(html.script_parts(sr))
@@ -90,13 +98,17 @@ def breakdown(totals, per_script, label: str) -> str:
     total = sum(totals.values())
     rows = [f"per-stage CPU time, {label}: {n:,} scripts, {total:.2f} s ({1000 * total / n:.2f} ms/script)"]
     for stage in STAGES:
-        rows.append(f"  {stage:<8} {totals[stage]:7.2f} s  {100 * totals[stage] / total:5.1f}%  "
-                    f"{1000 * totals[stage] / n:6.3f} ms/script")
+        rows.append(
+            f"  {stage:<8} {totals[stage]:7.2f} s  {100 * totals[stage] / total:5.1f}%  "
+            f"{1000 * totals[stage] / n:6.3f} ms/script"
+        )
     slow = sorted(per_script, reverse=True)
     under = [p for p in slow if p[2] < 50 * 1024]
     if under:
-        rows.append(f"  slowest script under 50 KB: {1000 * under[0][0]:.1f} ms ({under[0][1]}, "
-                    f"{under[0][2] / 1024:.1f} KB) (target: 50 ms)")
+        rows.append(
+            f"  slowest script under 50 KB: {1000 * under[0][0]:.1f} ms ({under[0][1]}, "
+            f"{under[0][2] / 1024:.1f} KB) (target: 50 ms)"
+        )
     rows.append("  slowest: " + ", ".join(f"{p[1]} {p[2] / 1024:.1f} KB {1000 * p[0]:.1f} ms" for p in slow[:5]))
     return "\n".join(rows)
 
@@ -111,7 +123,7 @@ def main() -> None:
     import translator.migrate.worker as worker
 
     worker.warm_up()
-    measure(items[:20])      # warm caches and lazy imports
+    measure(items[:20])  # warm caches and lazy imports
     if args.cprofile:
         import cProfile
         import pstats

@@ -29,12 +29,13 @@ Our CLI:
     Runs ``slurm2kf`` as a separate process: ``cli_subprocess("inspect", path)`` returns a
     ``subprocess.CompletedProcess`` (text mode; ``input=``, ``env=``, ``cwd=`` keywords).
 """
+
 from __future__ import annotations
 
 import sys
 import types
 from pathlib import Path
-from typing import Dict, Sequence, Tuple
+from collections.abc import Sequence
 
 import pytest
 
@@ -49,8 +50,18 @@ from kube_cluster import kube  # noqa: E402,F401  (fixture: the real kube-apiser
 # real SDK is `sdk`. Explicit marks in test modules still work; this only adds what a test's code reveals.
 _ORACLE_MARKS = (
     ("slurm", ("slurm_oracle", "resolve_scripts", "corpus_scripts")),
-    ("sdk", ("kf_oracle", "oracle_validate", "oracle_run_sdk", "oracle_compare", "run_sdk_code",
-             "validate_trainjob", "VENV_PY")),
+    (
+        "sdk",
+        (
+            "kf_oracle",
+            "oracle_validate",
+            "oracle_run_sdk",
+            "oracle_compare",
+            "run_sdk_code",
+            "validate_trainjob",
+            "VENV_PY",
+        ),
+    ),
 )
 
 
@@ -123,16 +134,16 @@ class SlurmOracle(oracles.OracleRecords):
     def __init__(self, base: oracles.OracleRecords):
         super().__init__((), base.jsonl)
         self._by = dict(base._by)
-        self._cache: Dict[Tuple, oracles.OracleRecords] = {}
+        self._cache: dict[tuple, oracles.OracleRecords] = {}
 
-    def resolve(self, paths: Sequence, env: Sequence[Tuple[str, str]] = (),
-                sbatch_args: Sequence[str] = ()) -> oracles.OracleRecords:
+    def resolve(
+        self, paths: Sequence, env: Sequence[tuple[str, str]] = (), sbatch_args: Sequence[str] = ()
+    ) -> oracles.OracleRecords:
         """resolve.py over ``paths`` (one call), with ``--env`` items and ``--sbatch-arg``
         words; cached per (paths, env, args) for the session."""
         key = (tuple(oracles.realpath(p) for p in paths), tuple(env), tuple(sbatch_args))
         if key not in self._cache:
-            self._cache[key] = _call_or_fail(oracles.resolve_scripts, paths, env=env,
-                                             sbatch_args=sbatch_args)
+            self._cache[key] = _call_or_fail(oracles.resolve_scripts, paths, env=env, sbatch_args=sbatch_args)
         return self._cache[key]
 
 
@@ -144,9 +155,11 @@ def slurm_oracle(corpus_scripts) -> SlurmOracle:
 @pytest.fixture(scope="session")
 def kf_oracle(shared_dir):
     _call_or_fail(oracles.kubeflow_oracle_dir, shared_dir)
-    return types.SimpleNamespace(validate_trainjob=oracles.validate_trainjob,
-                                 run_sdk_code=oracles.run_sdk_code,
-                                 compare_outputs=oracles.compare_outputs)
+    return types.SimpleNamespace(
+        validate_trainjob=oracles.validate_trainjob,
+        run_sdk_code=oracles.run_sdk_code,
+        compare_outputs=oracles.compare_outputs,
+    )
 
 
 @pytest.fixture
@@ -162,8 +175,7 @@ def cli():
         runner = CliRunner()
 
     def invoke(*args, input=None, env=None):
-        return runner.invoke(group, [str(a) for a in args], input=input, env=env,
-                             catch_exceptions=False)
+        return runner.invoke(group, [str(a) for a in args], input=input, env=env, catch_exceptions=False)
 
     return invoke
 

@@ -1,4 +1,5 @@
 """The project's documentation as the tests read it: README.md plus every page under docs/."""
+
 from __future__ import annotations
 
 import re

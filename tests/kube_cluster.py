@@ -4,6 +4,7 @@
 end. The kubeconfig is ``$SLURM2KF_KUBECONFIG``, else ``$KUBE_ORACLE_STATE/kubeconfig`` (default state
 folder /tmp/slurm2kf-kube-state). A missing or dead server FAILS the tests (never skips them).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,12 +20,16 @@ DEFAULT_STATE = "/tmp/slurm2kf-kube-state"
 
 def kubeconfig_path() -> str:
     return os.environ.get("SLURM2KF_KUBECONFIG") or os.path.join(
-        os.environ.get("KUBE_ORACLE_STATE") or DEFAULT_STATE, "kubeconfig")
+        os.environ.get("KUBE_ORACLE_STATE") or DEFAULT_STATE, "kubeconfig"
+    )
 
 
 def _fail(msg: str):
-    pytest.fail(msg + " — run ./test.sh (it starts shared/kube-apiserver), or "
-                "KUBE_ORACLE_STATE=/tmp/slurm2kf-kube-state bash ../shared/kube-apiserver/setup.sh", pytrace=False)
+    pytest.fail(
+        msg + " — run ./test.sh (it starts shared/kube-apiserver), or "
+        "KUBE_ORACLE_STATE=/tmp/slurm2kf-kube-state bash ../shared/kube-apiserver/setup.sh",
+        pytrace=False,
+    )
 
 
 def make_kube(module_name: str):
@@ -41,8 +46,9 @@ def make_kube(module_name: str):
     except (ClusterError, HttpError) as exc:
         _fail(f"kube-apiserver at {path} is not usable: {exc}")
     ns = f"t-{module_name.replace('_', '-')[-30:].strip('-')}-{uuid.uuid4().hex[:6]}"
-    cluster.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
-                                                         "metadata": {"name": ns}})
+    cluster.request(
+        "POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    )
     return types.SimpleNamespace(cluster=cluster, kubeconfig=path, ns=ns, created_ns=[ns])
 
 
@@ -51,7 +57,7 @@ def drop_kube(kube) -> None:
 
     for ns in kube.created_ns:
         try:
-            kube.cluster.request("DELETE", kube.cluster.trainjobs_path(ns))   # the collection
+            kube.cluster.request("DELETE", kube.cluster.trainjobs_path(ns))  # the collection
             kube.cluster.request("DELETE", f"/api/v1/namespaces/{ns}")
         except HttpError:
             pass
@@ -66,8 +72,9 @@ def kube(request):
 
 def new_namespace(kube) -> str:
     ns = f"{kube.ns[:40]}-{uuid.uuid4().hex[:4]}"
-    kube.cluster.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
-                                                             "metadata": {"name": ns}})
+    kube.cluster.request(
+        "POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    )
     kube.created_ns.append(ns)
     return ns
 

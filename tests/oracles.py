@@ -30,6 +30,7 @@ Our own CLI:
     * :func:`inspect_json` - ``slurm2kf inspect --json`` over many scripts in ONE call,
       returning records keyed by realpath.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,8 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Union
+from collections.abc import Iterable, Iterator, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "sbatch"
@@ -66,18 +68,19 @@ def shared_dir() -> Path:
         how = "SLURM2KF_SHARED=%s" % raw if raw else "the default <repo>/../shared = %s" % path
         raise OracleMissing(
             "shared test data not found (%s does not exist). Set SLURM2KF_SHARED to the directory "
-            "holding slurm-oracle/ and kubeflow/oracle/, or run ./test.sh." % how)
+            "holding slurm-oracle/ and kubeflow/oracle/, or run ./test.sh." % how
+        )
     return path
 
 
-def slurm_oracle_dir(shared: Optional[Path] = None) -> Path:
+def slurm_oracle_dir(shared: Path | None = None) -> Path:
     d = (shared or shared_dir()) / "slurm-oracle"
     if not (d / "resolve.py").is_file():
         raise OracleMissing("%s/resolve.py not found: the Slurm oracle is missing" % d)
     return d
 
 
-def kubeflow_oracle_dir(shared: Optional[Path] = None) -> Path:
+def kubeflow_oracle_dir(shared: Path | None = None) -> Path:
     d = (shared or shared_dir()) / "kubeflow" / "oracle"
     if not (d / "validate_trainjob.py").is_file():
         raise OracleMissing("%s/validate_trainjob.py not found: the Kubeflow oracle is missing" % d)
@@ -100,7 +103,7 @@ class OracleRecords(Mapping):
     path (relative, absolute, Path); ``jsonl`` is the raw resolve.py output (for compare.py)."""
 
     def __init__(self, records: Iterable[dict], jsonl: str):
-        self._by: Dict[str, dict] = {}
+        self._by: dict[str, dict] = {}
         for rec in records:
             key = rec.get("script_abspath") or realpath(rec["script"])
             self._by[key] = rec
@@ -120,8 +123,12 @@ class OracleRecords(Mapping):
         return Path(path)
 
 
-def resolve_scripts(scripts: Sequence[PathLike], env: Sequence[Tuple[str, str]] = (),
-                    sbatch_args: Sequence[str] = (), timeout: float = 600) -> OracleRecords:
+def resolve_scripts(
+    scripts: Sequence[PathLike],
+    env: Sequence[tuple[str, str]] = (),
+    sbatch_args: Sequence[str] = (),
+    timeout: float = 600,
+) -> OracleRecords:
     """Ask real Slurm how it reads ``scripts``: ONE ``resolve.py`` call for all of them.
 
     ``env`` -> ``--env KEY=VALUE`` (e.g. ``SBATCH_PARTITION``), ``sbatch_args`` ->
@@ -158,20 +165,27 @@ def resolve_scripts(scripts: Sequence[PathLike], env: Sequence[Tuple[str, str]] 
         raise OracleMissing(
             "the Slurm oracle did not answer (resolve.py rc=%d, %d/%d records): %s\n"
             "Start it with ./test.sh, or: SLURM_ORACLE_STATE=<dir> %s/setup.sh and export the same "
-            "SLURM_ORACLE_STATE (now %r)." % (proc.returncode, len(records), len(scripts), detail,
-                                               odir, os.environ.get("SLURM_ORACLE_STATE")))
+            "SLURM_ORACLE_STATE (now %r)."
+            % (proc.returncode, len(records), len(scripts), detail, odir, os.environ.get("SLURM_ORACLE_STATE"))
+        )
     return OracleRecords(records, proc.stdout)
 
 
-def compare_with_oracle(oracle_jsonl: PathLike, translator_jsonl: PathLike,
-                        base: Optional[PathLike] = None) -> dict:
+def compare_with_oracle(oracle_jsonl: PathLike, translator_jsonl: PathLike, base: PathLike | None = None) -> dict:
     """Run the shared ``compare.py ORACLE TRANSLATOR --json`` and return its document:
     ``totals`` (fields_agree/fields_compared/rejections_agree/rejections_total...),
     ``disagreements`` (script, field, kind, oracle, translator), ``rejection_disagreements``,
     ``only_oracle``/``only_translator`` (unmatched paths) and ``fidelity_line``."""
     odir = slurm_oracle_dir()
-    argv = [_system_python(), str(odir / "compare.py"), os.fspath(oracle_jsonl),
-            os.fspath(translator_jsonl), "--json", "--max-list", "100000"]
+    argv = [
+        _system_python(),
+        str(odir / "compare.py"),
+        os.fspath(oracle_jsonl),
+        os.fspath(translator_jsonl),
+        "--json",
+        "--max-list",
+        "100000",
+    ]
     if base is not None:
         argv += ["--base", os.fspath(base)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
@@ -190,10 +204,10 @@ def first_component(value):
 
 # ---- expected job fields from an oracle record (written from Slurm semantics, independent of
 # ---- compare.py; used for the per-script assertions that read well in a failure report)
-_MEM_FACTOR = {"": 1, "M": 1, "G": 1024, "T": 1024 ** 2, "P": 1024 ** 3}
+_MEM_FACTOR = {"": 1, "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}
 
 
-def mem_to_mib(value) -> Optional[int]:
+def mem_to_mib(value) -> int | None:
     """sbatch memory text -> MiB: default unit MiB, binary suffixes, K rounded up, ``0?`` = 0."""
     if value is None:
         return None
@@ -206,7 +220,7 @@ def mem_to_mib(value) -> Optional[int]:
     return -(-n // 1024) if unit == "K" else n * _MEM_FACTOR[unit]
 
 
-def time_to_seconds(value) -> Optional[int]:
+def time_to_seconds(value) -> int | None:
     """sbatch time text -> seconds rounded up to whole minutes; unlimited forms -> 0."""
     if value is None:
         return None
@@ -223,13 +237,12 @@ def time_to_seconds(value) -> Optional[int]:
         h, mi, se = (parts + [0, 0])[:3]
     else:
         parts = [int(x) for x in s.split(":")]
-        h, mi, se = {1: (0, parts[0], 0), 2: (0, *parts), 3: tuple(parts)}[len(parts)] \
-            if len(parts) <= 3 else (0, 0, 0)
+        h, mi, se = {1: (0, parts[0], 0), 2: (0, *parts), 3: tuple(parts)}[len(parts)] if len(parts) <= 3 else (0, 0, 0)
     secs = ((days * 24 + h) * 60 + mi) * 60 + se
     return int(math.ceil(secs / 60.0)) * 60
 
 
-def gpu_request(value) -> Optional[Tuple[Optional[str], int]]:
+def gpu_request(value) -> tuple[str | None, int] | None:
     """``--gpus``/``--gpus-per-node``/``--gpus-per-task`` value ``[gpu:][type:]N`` -> (type, N)."""
     if value is None:
         return None
@@ -241,7 +254,7 @@ def gpu_request(value) -> Optional[Tuple[Optional[str], int]]:
     return (":".join(parts) or None, 1)
 
 
-def gres_gpu_of(value) -> Optional[Tuple[Optional[str], int]]:
+def gres_gpu_of(value) -> tuple[str | None, int] | None:
     """The first ``gpu`` entry of a ``--gres`` list (``gres:`` prefix of the cli dump allowed):
     ``gpu`` -> (None, 1), ``gpu:a100`` -> ('a100', 1), ``gpu:a100:4`` -> ('a100', 4)."""
     if value is None:
@@ -259,7 +272,7 @@ def gres_gpu_of(value) -> Optional[Tuple[Optional[str], int]]:
     return None
 
 
-def array_indexes(spec) -> Tuple[Optional[frozenset], Optional[int]]:
+def array_indexes(spec) -> tuple[frozenset | None, int | None]:
     """``1-7:2,9%3`` -> ({1,3,5,7,9}, 3). Brackets are tolerated as by Slurm."""
     if spec is None:
         return None, None
@@ -271,7 +284,7 @@ def array_indexes(spec) -> Tuple[Optional[frozenset], Optional[int]]:
         s, t = s.split("%", 1)
         m = re.match(r"\d*", t)
         throttle = int(m.group(0)) if m.group(0) else None
-        s += t[m.end():]
+        s += t[m.end() :]
     s = s.strip("[]")
     out = set()
     for tok in s.split(","):
@@ -281,13 +294,13 @@ def array_indexes(spec) -> Tuple[Optional[frozenset], Optional[int]]:
         a = int(m.group(1))
         b = int(m.group(2)) if m.group(2) else a
         step = int(m.group(3) or 1)
-        if step <= 0 or (b - a) // step > 10 ** 6:
+        if step <= 0 or (b - a) // step > 10**6:
             return frozenset({("unexpanded", tok.strip())}), throttle
         out.update(range(a, b + 1, step))
     return frozenset(out), throttle
 
 
-def dependency_items(spec) -> Optional[Tuple[str, Tuple[str, ...]]]:
+def dependency_items(spec) -> tuple[str, tuple[str, ...]] | None:
     """``afterany:1:2,singleton`` -> (',', ('afterany:1', 'afterany:2', 'singleton'))."""
     if spec is None:
         return None
@@ -300,11 +313,20 @@ def dependency_items(spec) -> Optional[Tuple[str, Tuple[str, ...]]]:
     return sep, tuple(sorted(items))
 
 
-_SIGNALS = {"10": "USR1", "12": "USR2", "15": "TERM", "1": "HUP", "2": "INT", "9": "KILL",
-            "14": "ALRM", "3": "QUIT", "24": "XCPU"}
+_SIGNALS = {
+    "10": "USR1",
+    "12": "USR2",
+    "15": "TERM",
+    "1": "HUP",
+    "2": "INT",
+    "9": "KILL",
+    "14": "ALRM",
+    "3": "QUIT",
+    "24": "XCPU",
+}
 
 
-def signal_parts(spec) -> Optional[Tuple[str, str, int]]:
+def signal_parts(spec) -> tuple[str, str, int] | None:
     """``B:USR1@300`` -> ('B', 'USR1', 300); ``SIGUSR2`` -> ('', 'USR2', 60)."""
     if spec is None:
         return None
@@ -319,7 +341,7 @@ def signal_parts(spec) -> Optional[Tuple[str, str, int]]:
     return flags, _SIGNALS.get(sig, sig), int(secs) if secs else 60
 
 
-def export_items(spec) -> Optional[Tuple[str, ...]]:
+def export_items(spec) -> tuple[str, ...] | None:
     if spec is None:
         return None
     items = []
@@ -329,21 +351,41 @@ def export_items(spec) -> Optional[Tuple[str, ...]]:
     return tuple(sorted(items))
 
 
-def truthy(v) -> Optional[bool]:
+def truthy(v) -> bool | None:
     if v is None:
         return None
     if isinstance(v, bool):
         return v
-    return str(v).strip().lower() in ("", "1", "true", "yes", "set", "exclusive", "requeue",
-                                      "user", "mcs", "topo", "oversubscribe")
+    return str(v).strip().lower() in (
+        "",
+        "1",
+        "true",
+        "yes",
+        "set",
+        "exclusive",
+        "requeue",
+        "user",
+        "mcs",
+        "topo",
+        "oversubscribe",
+    )
 
 
 def normalise_field(name: str, value, script_dir: str):
     """Bring one contract job field to a comparable form (both oracle and translator side)."""
     if value is None:
         return None
-    if name in ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task",
-                "gpus_per_node", "gpus_per_task", "gpus_total", "array_throttle"):
+    if name in (
+        "nodes_min",
+        "nodes_max",
+        "ntasks",
+        "ntasks_per_node",
+        "cpus_per_task",
+        "gpus_per_node",
+        "gpus_per_task",
+        "gpus_total",
+        "array_throttle",
+    ):
         try:
             return int(value)
         except (TypeError, ValueError):
@@ -372,7 +414,7 @@ def normalise_field(name: str, value, script_dir: str):
     return str(value)
 
 
-def oracle_expected_job(rec: dict) -> Dict[str, Any]:
+def oracle_expected_job(rec: dict) -> dict[str, Any]:
     """The contract ``job`` fields this script sets explicitly, with real Slurm's value.
 
     "Explicitly" = sbatch put the matching option in ``cli_options`` (component 0): sbatch has
@@ -386,7 +428,7 @@ def oracle_expected_job(rec: dict) -> Dict[str, Any]:
         return {}
     job = first_component(rec.get("job")) if rec.get("accepted") else None
     gpus = (job or {}).get("gpus") or {}
-    exp: Dict[str, Any] = {}
+    exp: dict[str, Any] = {}
 
     def take(field_name, cli_key, job_key=None, conv=lambda v: v):
         if cli_key in cli:
@@ -402,7 +444,7 @@ def oracle_expected_job(rec: dict) -> Dict[str, Any]:
         exp["job_name"] = job["job_name"] if job else os.path.basename(script)
     take("partition", "partition", "partition")
     take("account", "account", "account")
-    take("qos", "qos")                      # no accounting: slurmctld drops the QOS
+    take("qos", "qos")  # no accounting: slurmctld drops the QOS
     if "nodes" in cli:
         if job is not None:
             exp["nodes_min"], exp["nodes_max"] = job.get("num_nodes_min"), job.get("num_nodes_max")
@@ -414,8 +456,11 @@ def oracle_expected_job(rec: dict) -> Dict[str, Any]:
     take("cpus_per_task", "cpus-per-task", "cpus_per_task", int)
     gres_gpu = gres_gpu_of(cli.get("gres"))
     if "gpus-per-node" in cli or gres_gpu:
-        exp["gpus_per_node"] = gpus.get("per_node") if job else \
-            (gpu_request(cli["gpus-per-node"]) if "gpus-per-node" in cli else gres_gpu)[1]
+        exp["gpus_per_node"] = (
+            gpus.get("per_node")
+            if job
+            else (gpu_request(cli["gpus-per-node"]) if "gpus-per-node" in cli else gres_gpu)[1]
+        )
     if "gpus-per-task" in cli:
         exp["gpus_per_task"] = gpus.get("per_task") if job else gpu_request(cli["gpus-per-task"])[1]
     if "gpus" in cli:
@@ -434,8 +479,7 @@ def oracle_expected_job(rec: dict) -> Dict[str, Any]:
     if "mem-per-gpu" in cli:
         exp["mem_per_gpu_mb"] = gpus.get("mem_per_gpu") if job else mem_to_mib(cli["mem-per-gpu"])
     if "time" in cli:
-        exp["time_limit_seconds"] = (job.get("time_limit_seconds") or 0) if job else \
-            time_to_seconds(cli["time"])
+        exp["time_limit_seconds"] = (job.get("time_limit_seconds") or 0) if job else time_to_seconds(cli["time"])
     if "array" in cli:
         if job:
             exp["array"], exp["array_throttle"] = job.get("array_spec"), job.get("array_task_throttle")
@@ -445,7 +489,7 @@ def oracle_expected_job(rec: dict) -> Dict[str, Any]:
     if "exclusive" in cli:
         exp["exclusive"] = bool(job.get("exclusive")) if job else True
     take("constraint", "constraint", "features")
-    take("output", "output")                # raw pattern: only sbatch's parse has it
+    take("output", "output")  # raw pattern: only sbatch's parse has it
     take("error", "error")
     take("chdir", "chdir", "work_dir")
     if "requeue" in cli or "no-requeue" in cli:
@@ -460,8 +504,8 @@ def oracle_expected_job(rec: dict) -> Dict[str, Any]:
 @dataclass
 class ValidationResult:
     returncode: int
-    documents: List[dict] = field(default_factory=list)   # one JSON line per TrainJob document
-    summary: str = ""                                      # the final "valid: N/M" line
+    documents: list[dict] = field(default_factory=list)  # one JSON line per TrainJob document
+    summary: str = ""  # the final "valid: N/M" line
     stderr: str = ""
 
     @property
@@ -469,9 +513,13 @@ class ValidationResult:
         return self.returncode == 0 and bool(self.documents) and all(d["valid"] for d in self.documents)
 
 
-def validate_trainjob(paths_or_text: Union[Sequence[PathLike], str], strict_warnings: bool = False,
-                      runtimes: Sequence[PathLike] = (), namespace: Optional[str] = None,
-                      timeout: float = 300) -> ValidationResult:
+def validate_trainjob(
+    paths_or_text: Sequence[PathLike] | str,
+    strict_warnings: bool = False,
+    runtimes: Sequence[PathLike] = (),
+    namespace: str | None = None,
+    timeout: float = 300,
+) -> ValidationResult:
     """Run ``validate_trainjob.py`` (the real Trainer v2.3 CRD schema, CEL rules, webhook and
     pod rules). Give file paths, or YAML text (sent on stdin as ``-``).
 
@@ -500,25 +548,29 @@ def validate_trainjob(paths_or_text: Union[Sequence[PathLike], str], strict_warn
         elif line.startswith("valid:"):
             summary = line
     if not summary:
-        raise OracleMissing("validate_trainjob.py did not run (rc=%d): %s"
-                            % (proc.returncode, proc.stderr[-2000:]))
+        raise OracleMissing("validate_trainjob.py did not run (rc=%d): %s" % (proc.returncode, proc.stderr[-2000:]))
     return ValidationResult(proc.returncode, docs, summary, proc.stderr)
 
 
 @dataclass
 class SdkRun:
-    returncode: int            # 0 ok, 1 raised, 2 never submitted, 3 unserved API call, 4 harness, 5 invalid
-    trainjobs: List[dict]      # the request bodies the SDK POSTed (exact wire JSON)
-    stderr: str                # the script's own output and the tool's [kf-oracle] log
+    returncode: int  # 0 ok, 1 raised, 2 never submitted, 3 unserved API call, 4 harness, 5 invalid
+    trainjobs: list[dict]  # the request bodies the SDK POSTed (exact wire JSON)
+    stderr: str  # the script's own output and the tool's [kf-oracle] log
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
 
-def run_sdk_code(paths: Sequence[PathLike], validate: bool = False, stop_after_submit: bool = False,
-                 namespace: Optional[str] = None, script_args: Sequence[str] = (),
-                 timeout: float = 300) -> SdkRun:
+def run_sdk_code(
+    paths: Sequence[PathLike],
+    validate: bool = False,
+    stop_after_submit: bool = False,
+    namespace: str | None = None,
+    script_args: Sequence[str] = (),
+    timeout: float = 300,
+) -> SdkRun:
     """Run generated SDK Python files with ``run_sdk_code.py --json`` on the real
     ``kubeflow==0.5.0`` against a fake cluster and capture what they submit.
 
@@ -545,8 +597,7 @@ def run_sdk_code(paths: Sequence[PathLike], validate: bool = False, stop_after_s
         text = proc.stdout.strip()
         bodies = json.JSONDecoder().raw_decode(text)[0] if text else []
     except json.JSONDecodeError:
-        raise OracleMissing("run_sdk_code.py printed no JSON (rc=%d): %s"
-                            % (proc.returncode, proc.stderr[-2000:]))
+        raise OracleMissing("run_sdk_code.py printed no JSON (rc=%d): %s" % (proc.returncode, proc.stderr[-2000:]))
     if proc.returncode == 4:
         raise OracleMissing("run_sdk_code.py harness error: %s" % proc.stderr[-2000:])
     return SdkRun(proc.returncode, bodies, proc.stderr)
@@ -556,12 +607,17 @@ def run_sdk_code(paths: Sequence[PathLike], validate: bool = False, stop_after_s
 class OutputComparison:
     equivalent: bool
     returncode: int
-    report: str                # the tool's diff text; ends with "equivalent: yes|no"
+    report: str  # the tool's diff text; ends with "equivalent: yes|no"
 
 
-def compare_outputs(yaml_path: PathLike, py_path: PathLike, apply_defaults: bool = False,
-                    validate: bool = False, stop_after_submit: bool = False,
-                    timeout: float = 300) -> OutputComparison:
+def compare_outputs(
+    yaml_path: PathLike,
+    py_path: PathLike,
+    apply_defaults: bool = False,
+    validate: bool = False,
+    stop_after_submit: bool = False,
+    timeout: float = 300,
+) -> OutputComparison:
     """Run ``compare_outputs.py YAML PY``: is the TrainJob in the YAML the same one the SDK
     code submits? ``equivalent`` is the tool's verdict; ``report`` lists each difference."""
     tool = kubeflow_oracle_dir() / "compare_outputs.py"
@@ -576,13 +632,14 @@ def compare_outputs(yaml_path: PathLike, py_path: PathLike, apply_defaults: bool
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     m = re.search(r"^equivalent: (yes|no)\s*$", proc.stdout, re.M)
     if not m:
-        raise OracleMissing("compare_outputs.py gave no verdict (rc=%d): %s"
-                            % (proc.returncode, (proc.stdout + proc.stderr)[-2000:]))
+        raise OracleMissing(
+            "compare_outputs.py gave no verdict (rc=%d): %s" % (proc.returncode, (proc.stdout + proc.stderr)[-2000:])
+        )
     return OutputComparison(m.group(1) == "yes", proc.returncode, proc.stdout)
 
 
 # --------------------------------------------------------------------------- our CLI
-def slurm2kf_argv() -> List[str]:
+def slurm2kf_argv() -> list[str]:
     """argv prefix that runs our CLI as a separate process: the venv's ``slurm2kf`` console
     script when installed next to this interpreter, else ``python -m translator``."""
     exe = Path(sys.executable).parent / "slurm2kf"
@@ -591,44 +648,55 @@ def slurm2kf_argv() -> List[str]:
     return [sys.executable, "-m", "translator"]
 
 
-def run_slurm2kf(*args: str, input: Optional[str] = None, env: Optional[Mapping] = None,
-                 cwd: Optional[PathLike] = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_slurm2kf(
+    *args: str, input: str | None = None, env: Mapping | None = None, cwd: PathLike | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Run ``slurm2kf ARGS...`` as a subprocess (text mode) and return the CompletedProcess.
     ``env`` entries are added to a copy of our environment."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run(slurm2kf_argv() + [str(a) for a in args], input=input, capture_output=True,
-                          text=True, timeout=timeout, env=full_env,
-                          cwd=os.fspath(cwd) if cwd else None)
+    return subprocess.run(
+        slurm2kf_argv() + [str(a) for a in args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=os.fspath(cwd) if cwd else None,
+    )
 
 
 @dataclass
 class InspectRun:
     returncode: int
-    records: Dict[str, dict]   # realpath -> one `inspect --json` object
-    jsonl: str                 # raw stdout (what compare.py reads)
+    records: dict[str, dict]  # realpath -> one `inspect --json` object
+    jsonl: str  # raw stdout (what compare.py reads)
     stderr: str
 
     def __getitem__(self, path: PathLike) -> dict:
         return self.records[realpath(path)]
 
 
-def inspect_json(scripts: Sequence[PathLike], sbatch_env: Sequence[Tuple[str, str]] = (),
-                 sbatch_args: Sequence[str] = (), timeout: float = 600) -> InspectRun:
+def inspect_json(
+    scripts: Sequence[PathLike],
+    sbatch_env: Sequence[tuple[str, str]] = (),
+    sbatch_args: Sequence[str] = (),
+    timeout: float = 600,
+) -> InspectRun:
     """``slurm2kf inspect --json [--sbatch-env K=V]... SCRIPTS... [-- SBATCH_ARGS...]`` in ONE
     subprocess. Records are keyed by the realpath of their ``path``. Lines that are not JSON
     objects are an AssertionError (the contract is one JSON object per script per line)."""
-    args: List[str] = ["inspect", "--json"]
+    args: list[str] = ["inspect", "--json"]
     for k, v in sbatch_env:
         args += ["--sbatch-env", "%s=%s" % (k, v)]
     args += [os.path.abspath(os.fspath(s)) for s in scripts]
     if sbatch_args:
         args += ["--", *sbatch_args]
     proc = run_slurm2kf(*args, timeout=timeout)
-    records: Dict[str, dict] = {}
+    records: dict[str, dict] = {}
     bad = []
-    for line in proc.stdout.split("\n"):          # JSON Lines end at `\n` only
+    for line in proc.stdout.split("\n"):  # JSON Lines end at `\n` only
         if not line.strip():
             continue
         try:
@@ -641,11 +709,14 @@ def inspect_json(scripts: Sequence[PathLike], sbatch_env: Sequence[Tuple[str, st
             continue
         records[realpath(obj["path"])] = obj
     assert not bad, "slurm2kf inspect --json printed non-contract lines (rc=%d): %r\nstderr: %s" % (
-        proc.returncode, bad[:3], proc.stderr[-2000:])
+        proc.returncode,
+        bad[:3],
+        proc.stderr[-2000:],
+    )
     return InspectRun(proc.returncode, records, proc.stdout, proc.stderr)
 
 
-def fixture_scripts() -> List[Path]:
+def fixture_scripts() -> list[Path]:
     """Every job script of our corpus (tests/fixtures/sbatch/*.sbatch|*.sh), sorted."""
     return sorted(p for p in FIXTURES.iterdir() if p.suffix in (".sbatch", ".sh") and p.is_file())
 
@@ -659,22 +730,29 @@ EDGE_SCRIPTS = {
     "cr_only_line_endings.sbatch": (
         b"#!/bin/bash\r#SBATCH -N 2\r#SBATCH -t 10\rhostname\r",
         "classic-Mac CR line breaks: sbatch splits on LF only, so the whole file is the shebang "
-        "line and no directive applies", "accepted"),
+        "line and no directive applies",
+        "accepted",
+    ),
     "non_utf8_body_bytes.sbatch": (
         b"#!/bin/bash\n#SBATCH -N 2 -t 10\nprintf '\xff\xfe binary \x80\x81'\n",
-        "bytes that are not UTF-8 in the body; the directives still apply", "accepted"),
+        "bytes that are not UTF-8 in the body; the directives still apply",
+        "accepted",
+    ),
     "lone_cr_inside_directive.sbatch": (
         b"#!/bin/bash\n#SBATCH -N\r2\n#SBATCH -t 10\nsrun hostname\n",
         "a carriage return NOT followed by a line feed is just a blank for the directive "
-        "tokenizer (-N<CR>2 = -N 2), and no CRLF means no refusal", "accepted"),
+        "tokenizer (-N<CR>2 = -N 2), and no CRLF means no refusal",
+        "accepted",
+    ),
     "huge_10mb_script.sbatch": (
         b"#!/bin/bash\n#SBATCH -N 1\n#SBATCH -t 10\n" + b"echo 'a long generated body line'\n" * 350000,
-        "a 10 MB script: sbatch accepts it, the controller refuses scripts over 4 MiB "
-        "(max_script_size)", "slurmctld-rejects"),
+        "a 10 MB script: sbatch accepts it, the controller refuses scripts over 4 MiB (max_script_size)",
+        "slurmctld-rejects",
+    ),
 }
 
 
-def write_edge_scripts(directory: PathLike) -> Dict[str, Path]:
+def write_edge_scripts(directory: PathLike) -> dict[str, Path]:
     """Write :data:`EDGE_SCRIPTS` into ``directory``; returns name -> path."""
     out = {}
     for name, (data, _what, _verdict) in EDGE_SCRIPTS.items():
@@ -688,11 +766,10 @@ _EXPECT_RE = re.compile(rb"^# expect: (accepted|sbatch-refuses|slurmctld-rejects
 _FIXTURE_RE = re.compile(rb"^# fixture: (.+?)\r?$", re.M)
 
 
-def fixture_header(path: PathLike) -> Tuple[Optional[str], Optional[str]]:
+def fixture_header(path: PathLike) -> tuple[str | None, str | None]:
     """(what the fixture tests, expected verdict) from its ``# fixture:`` and ``# expect:``
     header lines; the verdict is ``accepted``, ``sbatch-refuses`` or ``slurmctld-rejects``."""
     data = Path(path).read_bytes()[:4096]
     f = _FIXTURE_RE.search(data)
     e = _EXPECT_RE.search(data)
-    return (f.group(1).decode("utf-8", "replace") if f else None,
-            e.group(1).decode() if e else None)
+    return (f.group(1).decode("utf-8", "replace") if f else None, e.group(1).decode() if e else None)

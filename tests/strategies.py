@@ -22,6 +22,7 @@ can check where they end up in the emitted YAML and Python.
 This module also holds the small adapters the hardening tests share (paths of the shared oracles,
 in-process pipeline calls), because they are test infrastructure, not product code.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,6 @@ import shlex
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Tuple
 
 from hypothesis import strategies as st
 
@@ -54,7 +54,7 @@ MARKER = "Zq9Xu"
 # "none" = flag. vtype picks the value grammar.
 # --------------------------------------------------------------------------------------------------
 
-OPTIONS: Tuple[Tuple[str, str, str, str], ...] = (
+OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     # (long name, short letter or "", kind, value type)
     ("account", "A", "req", "word"),
     ("acctg-freq", "", "req", "word"),
@@ -163,12 +163,66 @@ OPTION_NAMES = tuple(o[0] for o in OPTIONS)
 
 # Characters that break naive readers/emitters: quotes, escapes, shell and YAML/Python syntax.
 HOSTILE_FRAGMENTS = (
-    "'", '"', "\\", "\\\\", "$(id)", "`id`", "${HOME}", "$HOME", ": ", "- ", "{", "}", "[", "]",
-    "&anchor", "*anchor", "!!python/object:os.system", "!!python/name:os.system", "#", "# c",
-    "%", "@", "|", ">", "<", "&", ";", "\t", "?", ",", "=", "~", "*", "\u00e9", "\u2028", "\u0085",
-    "null", "true", "yes", "no", "on", "~", "0x1F", "1e3", "08", "'''", '"""', "\\n", "\\x00",
-    "__import__('os').system('id')", "\"; import os; os.system('id') #", "'); exec('1') #",
-    "{{nodes}}", "<netid>", "---", "...", "%YAML 1.1", "? ", "!", "\ufeff",
+    "'",
+    '"',
+    "\\",
+    "\\\\",
+    "$(id)",
+    "`id`",
+    "${HOME}",
+    "$HOME",
+    ": ",
+    "- ",
+    "{",
+    "}",
+    "[",
+    "]",
+    "&anchor",
+    "*anchor",
+    "!!python/object:os.system",
+    "!!python/name:os.system",
+    "#",
+    "# c",
+    "%",
+    "@",
+    "|",
+    ">",
+    "<",
+    "&",
+    ";",
+    "\t",
+    "?",
+    ",",
+    "=",
+    "~",
+    "*",
+    "\u00e9",
+    "\u2028",
+    "\u0085",
+    "null",
+    "true",
+    "yes",
+    "no",
+    "on",
+    "~",
+    "0x1F",
+    "1e3",
+    "08",
+    "'''",
+    '"""',
+    "\\n",
+    "\\x00",
+    "__import__('os').system('id')",
+    "\"; import os; os.system('id') #",
+    "'); exec('1') #",
+    "{{nodes}}",
+    "<netid>",
+    "---",
+    "...",
+    "%YAML 1.1",
+    "? ",
+    "!",
+    "\ufeff",
 )
 
 _PRINTABLE = string.ascii_letters + string.digits + "._-/+:@%,="
@@ -177,15 +231,24 @@ _PRINTABLE = string.ascii_letters + string.digits + "._-/+:@%,="
 def hostile_text(min_size: int = 0, max_size: int = 40, allow_newline: bool = False):
     """Text mixing plain characters, hostile fragments and random unicode (no NUL; optional \\n)."""
     excluded = "\x00" if allow_newline else "\x00\n\r"
-    return st.lists(
-        st.one_of(
-            st.text(alphabet=_PRINTABLE, min_size=1, max_size=8),
-            st.sampled_from(HOSTILE_FRAGMENTS),
-            st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=excluded),
-                    min_size=1, max_size=4),
-        ),
-        min_size=0, max_size=max(1, max_size // 4),
-    ).map("".join).map(lambda s: s[:max_size]).filter(lambda s: len(s) >= min_size)
+    return (
+        st.lists(
+            st.one_of(
+                st.text(alphabet=_PRINTABLE, min_size=1, max_size=8),
+                st.sampled_from(HOSTILE_FRAGMENTS),
+                st.text(
+                    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=excluded),
+                    min_size=1,
+                    max_size=4,
+                ),
+            ),
+            min_size=0,
+            max_size=max(1, max_size // 4),
+        )
+        .map("".join)
+        .map(lambda s: s[:max_size])
+        .filter(lambda s: len(s) >= min_size)
+    )
 
 
 # ---- option values --------------------------------------------------------------------------------
@@ -196,8 +259,12 @@ _small = st.integers(min_value=1, max_value=64)
 
 def _mem():
     return st.one_of(
-        st.builds(lambda n, u, b: f"{n}{u}{b}", st.integers(0, 1 << 20), st.sampled_from(["", "K", "M", "G", "T", "k", "m", "g", "t"]),
-                  st.sampled_from(["", "", "B", "b"])),
+        st.builds(
+            lambda n, u, b: f"{n}{u}{b}",
+            st.integers(0, 1 << 20),
+            st.sampled_from(["", "K", "M", "G", "T", "k", "m", "g", "t"]),
+            st.sampled_from(["", "", "B", "b"]),
+        ),
         st.sampled_from(["0", "1.5G", "-1", "32GB", "4096MiB", "G", "99999999999999999999T", "1e3M"]),
     )
 
@@ -209,8 +276,13 @@ def _time():
         st.builds(lambda h, m, s: f"{h}:{m:02d}:{s:02d}", st.integers(0, 999), st.integers(0, 99), st.integers(0, 99)),
         st.builds(lambda d, h: f"{d}-{h}", st.integers(0, 365), st.integers(0, 99)),
         st.builds(lambda d, h, m: f"{d}-{h}:{m:02d}", st.integers(0, 365), st.integers(0, 99), st.integers(0, 99)),
-        st.builds(lambda d, h, m, s: f"{d}-{h:02d}:{m:02d}:{s:02d}", st.integers(0, 365), st.integers(0, 99),
-                  st.integers(0, 99), st.integers(0, 99)),
+        st.builds(
+            lambda d, h, m, s: f"{d}-{h:02d}:{m:02d}:{s:02d}",
+            st.integers(0, 365),
+            st.integers(0, 99),
+            st.integers(0, 99),
+            st.integers(0, 99),
+        ),
         st.sampled_from(["UNLIMITED", "unlimited", "INFINITE", "-1", "0", "1:2:3:4", "1-2-3", "1:00-2", "abc", ""]),
     )
 
@@ -227,7 +299,9 @@ def _gres():
     one = st.one_of(
         st.builds(lambda n: f"gpu:{n}", _small),
         st.builds(lambda t, n: f"gpu:{t}:{n}", st.sampled_from(["a100", "v100", "h100", "A100-80GB"]), _small),
-        st.sampled_from(["gpu", "gpu:a100", "gres/gpu:2", "none", "mps:100", "gpu:1k", "nvme:1", "gpu::2", "gpu:a100:"]),
+        st.sampled_from(
+            ["gpu", "gpu:a100", "gres/gpu:2", "none", "mps:100", "gpu:1k", "nvme:1", "gpu::2", "gpu:a100:"]
+        ),
     )
     return st.lists(one, min_size=1, max_size=3).map(",".join)
 
@@ -246,15 +320,23 @@ def _array():
         st.builds(lambda a, b: f"{a}-{b}", st.integers(0, 1000), st.integers(0, 1000)),
         st.builds(lambda a, b, s: f"{a}-{b}:{s}", st.integers(0, 1000), st.integers(0, 1000), st.integers(0, 50)),
     )
-    return st.builds(lambda toks, thr: ",".join(toks) + thr, st.lists(tok, min_size=1, max_size=4),
-                     st.one_of(st.just(""), st.integers(0, 20).map(lambda t: f"%{t}")))
+    return st.builds(
+        lambda toks, thr: ",".join(toks) + thr,
+        st.lists(tok, min_size=1, max_size=4),
+        st.one_of(st.just(""), st.integers(0, 20).map(lambda t: f"%{t}")),
+    )
 
 
 def _dependency():
     typ = st.sampled_from(["after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer", "bogus"])
-    clause = st.builds(lambda t, ids: f"{t}:" + ":".join(map(str, ids)), typ, st.lists(st.integers(1, 10**7), min_size=1, max_size=3))
-    return st.one_of(st.just("singleton"), st.lists(clause, min_size=1, max_size=3).map(",".join),
-                     st.lists(clause, min_size=2, max_size=3).map("?".join))
+    clause = st.builds(
+        lambda t, ids: f"{t}:" + ":".join(map(str, ids)), typ, st.lists(st.integers(1, 10**7), min_size=1, max_size=3)
+    )
+    return st.one_of(
+        st.just("singleton"),
+        st.lists(clause, min_size=1, max_size=3).map(",".join),
+        st.lists(clause, min_size=2, max_size=3).map("?".join),
+    )
 
 
 # Digits that Python's str.isdigit()/int() treat as digits but C's isdigit()/strtol() (sbatch) do not:
@@ -267,7 +349,8 @@ def value_for(vtype: str):
     if vtype in ("text", "word", "path"):
         return _value_for(vtype)
     return st.tuples(_value_for(vtype), st.integers(0, 9)).map(
-        lambda t: t[0].translate(_UNICODE_DIGITS) if t[1] == 0 else t[0])
+        lambda t: t[0].translate(_UNICODE_DIGITS) if t[1] == 0 else t[0]
+    )
 
 
 def _value_for(vtype: str):
@@ -288,8 +371,10 @@ def _value_for(vtype: str):
         "mailtype": st.sampled_from(["ALL", "BEGIN,END", "FAIL", "TIME_LIMIT_90", "NONE", "bogus"]),
         "signal": st.sampled_from(["USR1", "B:USR1@300", "R:10@60", "SIGTERM@120", "B:", "@x"]),
         "yesno": st.sampled_from(["yes", "no", "maybe"]),
-        "pattern": st.one_of(st.sampled_from(["logs/%x-%j.out", "slurm-%A_%a.out", "%4j.log", "out\\_%j", "/dev/null"]),
-                             hostile_text(1, 30)),
+        "pattern": st.one_of(
+            st.sampled_from(["logs/%x-%j.out", "slurm-%A_%a.out", "%4j.log", "out\\_%j", "/dev/null"]),
+            hostile_text(1, 30),
+        ),
         "path": st.one_of(st.sampled_from(["/scratch/$USER", "~/work", "data dir/x", "/tmp/a b"]), hostile_text(1, 30)),
         "image": st.sampled_from(["nvcr.io#nvidia/pytorch:24.01-py3", "docker://ubuntu:22.04", "./img.sif"]),
         "word": st.one_of(st.text(alphabet=_PRINTABLE, min_size=1, max_size=12), hostile_text(1, 12)),
@@ -300,7 +385,7 @@ def _value_for(vtype: str):
 
 # ---- directive words (as sbatch's tokenizer reads them) --------------------------------------------
 
-_C_SPACE = " \t\n\v\f\r"      # C isspace() in the "C" locale
+_C_SPACE = " \t\n\v\f\r"  # C isspace() in the "C" locale
 
 
 def sbatch_escape(value: str) -> str:
@@ -341,8 +426,26 @@ def abbreviate(draw, name: str) -> str:
 def option_words(draw) -> str:
     """One option with its argument in one of getopt's accepted (or nearly accepted) forms."""
     if draw(st.integers(0, 30)) == 0:  # unknown or mistyped option
-        return draw(st.sampled_from(["--nodez=2", "--gpu=4", "-Z", "--", "-", "---nodes=2", "--=3", "--mem-per=4G",
-                                     "--excl", ":", ":x", "--exclusive user", "hetjob", "packjob"]))
+        return draw(
+            st.sampled_from(
+                [
+                    "--nodez=2",
+                    "--gpu=4",
+                    "-Z",
+                    "--",
+                    "-",
+                    "---nodes=2",
+                    "--=3",
+                    "--mem-per=4G",
+                    "--excl",
+                    ":",
+                    ":x",
+                    "--exclusive user",
+                    "hetjob",
+                    "packjob",
+                ]
+            )
+        )
     long, short, kind, vtype = draw(st.sampled_from(OPTIONS))
     name = abbreviate(draw, long)
     if kind == "none":
@@ -362,8 +465,23 @@ def option_words(draw) -> str:
     return f"-{short} {tok}"
 
 
-PREFIXES = ("#SBATCH ", "#SBATCH ", "#SBATCH ", "#SBATCH", "#SBATCH\t", "#SLURM ", "# SBATCH ", "##SBATCH ",
-            "  #SBATCH ", "\t#SBATCH ", "#SBATCh ", "#sbatch ", "#SBTACH ", "#PBS -l ", "#BSUB -n ")
+PREFIXES = (
+    "#SBATCH ",
+    "#SBATCH ",
+    "#SBATCH ",
+    "#SBATCH",
+    "#SBATCH\t",
+    "#SLURM ",
+    "# SBATCH ",
+    "##SBATCH ",
+    "  #SBATCH ",
+    "\t#SBATCH ",
+    "#SBATCh ",
+    "#sbatch ",
+    "#SBTACH ",
+    "#PBS -l ",
+    "#BSUB -n ",
+)
 
 
 @st.composite
@@ -377,8 +495,8 @@ def directive_line(draw) -> str:
 
 
 @st.composite
-def header_lines(draw) -> List[str]:
-    lines: List[str] = []
+def header_lines(draw) -> list[str]:
+    lines: list[str] = []
     for _ in range(draw(st.integers(0, 12))):
         kind = draw(st.integers(0, 12))
         if kind == 0:
@@ -394,27 +512,83 @@ def header_lines(draw) -> List[str]:
 
 # ---- body ------------------------------------------------------------------------------------------
 
+
 def shell_quote(value: str) -> str:
     """Quote `value` so that bash reads it back as exactly `value` (no expansion)."""
     return shlex.quote(value)
 
 
-_PY_FLAGS = ("--epochs 10", "--lr=3e-4", "--config cfg.yaml", "--data /scratch/$USER/data", "-v", "--seed=$RANDOM",
-             "--out \"$SLURM_SUBMIT_DIR/out\"", "$@", "\"$@\"", "--name 'a b'")
-_SRUN_FLAGS = ("-N2", "--nodes=2", "-n 8", "--ntasks-per-node=1", "--gpus-per-task=1", "--mpi=pmix", "--cpu-bind=cores",
-               "--container-image=nvcr.io#nvidia/pytorch:24.01-py3", "--container-mounts=/data:/data", "-l",
-               "--export=ALL", "--kill-on-bad-exit=1", "-u", "--overlap", "-w \"$head\"")
-_TORCHRUN_FLAGS = ("--nnodes $SLURM_NNODES", "--nnodes=2", "--nproc_per_node 8", "--nproc-per-node=4",
-                   "--rdzv_backend c10d", "--rdzv_endpoint $MASTER_ADDR:29500", "--rdzv-id=$SLURM_JOB_ID",
-                   "--node_rank $SLURM_NODEID", "--master_addr $head", "--master_port=12345", "--standalone",
-                   "--max-restarts 3")
-_MPI_FLAGS = ("-np 16", "-n $SLURM_NTASKS", "--hostfile hosts", "-x NCCL_DEBUG", "--bind-to none", "-map-by slot",
-              "--mca btl ^openib", "-N 4")
-_DS_FLAGS = ("--num_gpus 8", "--num_nodes 2", "--hostfile=hostfile", "--launcher slurm", "--master_addr $head",
-             "--include localhost:0,1")
-_ACC_FLAGS = ("--num_processes 16", "--num_machines $SLURM_NNODES", "--machine_rank $SLURM_NODEID",
-              "--main_process_ip $head", "--main_process_port 29500", "--multi_gpu", "--mixed_precision bf16",
-              "--config_file acc.yaml")
+_PY_FLAGS = (
+    "--epochs 10",
+    "--lr=3e-4",
+    "--config cfg.yaml",
+    "--data /scratch/$USER/data",
+    "-v",
+    "--seed=$RANDOM",
+    '--out "$SLURM_SUBMIT_DIR/out"',
+    "$@",
+    '"$@"',
+    "--name 'a b'",
+)
+_SRUN_FLAGS = (
+    "-N2",
+    "--nodes=2",
+    "-n 8",
+    "--ntasks-per-node=1",
+    "--gpus-per-task=1",
+    "--mpi=pmix",
+    "--cpu-bind=cores",
+    "--container-image=nvcr.io#nvidia/pytorch:24.01-py3",
+    "--container-mounts=/data:/data",
+    "-l",
+    "--export=ALL",
+    "--kill-on-bad-exit=1",
+    "-u",
+    "--overlap",
+    '-w "$head"',
+)
+_TORCHRUN_FLAGS = (
+    "--nnodes $SLURM_NNODES",
+    "--nnodes=2",
+    "--nproc_per_node 8",
+    "--nproc-per-node=4",
+    "--rdzv_backend c10d",
+    "--rdzv_endpoint $MASTER_ADDR:29500",
+    "--rdzv-id=$SLURM_JOB_ID",
+    "--node_rank $SLURM_NODEID",
+    "--master_addr $head",
+    "--master_port=12345",
+    "--standalone",
+    "--max-restarts 3",
+)
+_MPI_FLAGS = (
+    "-np 16",
+    "-n $SLURM_NTASKS",
+    "--hostfile hosts",
+    "-x NCCL_DEBUG",
+    "--bind-to none",
+    "-map-by slot",
+    "--mca btl ^openib",
+    "-N 4",
+)
+_DS_FLAGS = (
+    "--num_gpus 8",
+    "--num_nodes 2",
+    "--hostfile=hostfile",
+    "--launcher slurm",
+    "--master_addr $head",
+    "--include localhost:0,1",
+)
+_ACC_FLAGS = (
+    "--num_processes 16",
+    "--num_machines $SLURM_NNODES",
+    "--machine_rank $SLURM_NODEID",
+    "--main_process_ip $head",
+    "--main_process_port 29500",
+    "--multi_gpu",
+    "--mixed_precision bf16",
+    "--config_file acc.yaml",
+)
 _CONTAINER_FLAGS = ("--nv", "--bind /scratch:/scratch", "-B /data", "--cleanenv", "--writable-tmpfs")
 
 
@@ -424,15 +598,41 @@ def _flags(pool):
 
 @st.composite
 def python_target(draw) -> str:
-    target = draw(st.sampled_from(["train.py", "-m pkg.train", "scripts/run.py", "-c 'import jax; jax.distributed.initialize()'",
-                                   "\"$SCRIPT\"", "-u train.py"]))
+    target = draw(
+        st.sampled_from(
+            [
+                "train.py",
+                "-m pkg.train",
+                "scripts/run.py",
+                "-c 'import jax; jax.distributed.initialize()'",
+                '"$SCRIPT"',
+                "-u train.py",
+            ]
+        )
+    )
     return f"{target} {draw(_flags(_PY_FLAGS))}".strip()
 
 
 @st.composite
 def launch_line(draw) -> str:
-    family = draw(st.sampled_from(["srun", "torchrun", "torchrun-m", "mpirun", "deepspeed", "accelerate", "python",
-                                   "apptainer", "srun-torchrun", "srun-python", "pyxis", "srun-bash"]))
+    family = draw(
+        st.sampled_from(
+            [
+                "srun",
+                "torchrun",
+                "torchrun-m",
+                "mpirun",
+                "deepspeed",
+                "accelerate",
+                "python",
+                "apptainer",
+                "srun-torchrun",
+                "srun-python",
+                "pyxis",
+                "srun-bash",
+            ]
+        )
+    )
     py = draw(python_target())
     if family == "srun":
         return f"srun {draw(_flags(_SRUN_FLAGS))} ./app {draw(_flags(_PY_FLAGS))}"
@@ -462,8 +662,21 @@ def launch_line(draw) -> str:
     return f"srun bash -c 'torchrun --node_rank=$SLURM_NODEID {draw(_flags(_TORCHRUN_FLAGS))} {py}'"
 
 
-_ENV_NAMES = ("NCCL_DEBUG", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "PYTHONPATH", "HF_HOME", "WANDB_PROJECT",
-              "PET_NNODES", "OMPI_MCA_btl", "LD_LIBRARY_PATH", "X", "_x1", "data_dir")
+_ENV_NAMES = (
+    "NCCL_DEBUG",
+    "OMP_NUM_THREADS",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "PYTHONPATH",
+    "HF_HOME",
+    "WANDB_PROJECT",
+    "PET_NNODES",
+    "OMPI_MCA_btl",
+    "LD_LIBRARY_PATH",
+    "X",
+    "_x1",
+    "data_dir",
+)
 
 
 @st.composite
@@ -479,7 +692,7 @@ def export_line(draw) -> str:
         return f"declare -x {name}={shell_quote(value)}"
     if style == "export_dq":
         return f'export {name}="' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return f"export {name}={value}"   # raw: may be broken shell, which the reader must survive
+    return f"export {name}={value}"  # raw: may be broken shell, which the reader must survive
 
 
 @st.composite
@@ -490,25 +703,73 @@ def simple_statement(draw) -> str:
     if kind == 3:
         return draw(export_line())
     if kind == 4:
-        pkgs = draw(st.lists(st.sampled_from(["torch==2.3.0", "transformers>=4.40", "-r requirements.txt", "numpy",
-                                               "--index-url https://example.org/simple", "-U", "'deepspeed[all]'",
-                                               "--extra-index-url=https://x.y/simple", "-e ."]), min_size=1, max_size=4))
+        pkgs = draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "torch==2.3.0",
+                        "transformers>=4.40",
+                        "-r requirements.txt",
+                        "numpy",
+                        "--index-url https://example.org/simple",
+                        "-U",
+                        "'deepspeed[all]'",
+                        "--extra-index-url=https://x.y/simple",
+                        "-e .",
+                    ]
+                ),
+                min_size=1,
+                max_size=4,
+            )
+        )
         tool = draw(st.sampled_from(["pip install", "pip3 install", "python -m pip install", "pip install --user"]))
         return f"{tool} {' '.join(pkgs)}"
     if kind == 5:
-        mods = draw(st.lists(st.sampled_from(["cuda/12.1", "nccl", "gcc/11", "openmpi/4.1", "anaconda3"]), min_size=1, max_size=3))
-        verb = draw(st.sampled_from(["module load", "module purge", "ml", "module use /opt/mods", "module swap gcc gcc/12"]))
+        mods = draw(
+            st.lists(
+                st.sampled_from(["cuda/12.1", "nccl", "gcc/11", "openmpi/4.1", "anaconda3"]), min_size=1, max_size=3
+            )
+        )
+        verb = draw(
+            st.sampled_from(["module load", "module purge", "ml", "module use /opt/mods", "module swap gcc gcc/12"])
+        )
         return f"{verb} {' '.join(mods)}" if verb in ("module load", "ml") else verb
     if kind == 6:
-        return draw(st.sampled_from(["source ~/miniconda3/etc/profile.d/conda.sh", "conda activate myenv",
-                                     "source activate env", "source venv/bin/activate", ". ./env.sh",
-                                     "mamba activate x", "micromamba activate y"]))
+        return draw(
+            st.sampled_from(
+                [
+                    "source ~/miniconda3/etc/profile.d/conda.sh",
+                    "conda activate myenv",
+                    "source activate env",
+                    "source venv/bin/activate",
+                    ". ./env.sh",
+                    "mamba activate x",
+                    "micromamba activate y",
+                ]
+            )
+        )
     if kind == 7:
-        return draw(st.sampled_from(["set -euo pipefail", "cd $SLURM_SUBMIT_DIR", "cd \"/scratch/a b\"", "echo start",
-                                     "head=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)", "wait",
-                                     "trap 'scontrol requeue $SLURM_JOB_ID' USR1", "exit 0", ":",
-                                     "nodes=( $(scontrol show hostnames $SLURM_JOB_NODELIST) )", "sbatch next.sbatch",
-                                     "echo \"unterminated", "echo 'unterminated", "x=$((1+2))", "ls | grep x > out 2>&1 &"]))
+        return draw(
+            st.sampled_from(
+                [
+                    "set -euo pipefail",
+                    "cd $SLURM_SUBMIT_DIR",
+                    'cd "/scratch/a b"',
+                    "echo start",
+                    "head=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)",
+                    "wait",
+                    "trap 'scontrol requeue $SLURM_JOB_ID' USR1",
+                    "exit 0",
+                    ":",
+                    "nodes=( $(scontrol show hostnames $SLURM_JOB_NODELIST) )",
+                    "sbatch next.sbatch",
+                    'echo "unterminated',
+                    "echo 'unterminated",
+                    "x=$((1+2))",
+                    "ls | grep x > out 2>&1 &",
+                ]
+            )
+        )
     if kind == 8:
         return "# " + draw(hostile_text(0, 40))
     if kind == 9:
@@ -516,11 +777,13 @@ def simple_statement(draw) -> str:
     if kind == 10:
         return draw(launch_line()) + " \\\n    " + draw(_flags(_PY_FLAGS))
     if kind == 11:
-        return draw(launch_line()) + draw(st.sampled_from([" > log.txt 2>&1", " | tee out.log", " && echo ok", " || exit 1"]))
+        return draw(launch_line()) + draw(
+            st.sampled_from([" > log.txt 2>&1", " | tee out.log", " && echo ok", " || exit 1"])
+        )
     if kind == 12:
         return f"echo {shell_quote(draw(hostile_text(0, 30)))}"
     if kind == 13:
-        return draw(hostile_text(0, 60))   # arbitrary text as a command
+        return draw(hostile_text(0, 60))  # arbitrary text as a command
     return "srun " + draw(st.sampled_from(["", "-n1 hostname", "--help", "sbatch --wrap='x'"]))
 
 
@@ -530,8 +793,23 @@ def body_block(draw, depth: int = 0) -> str:
     if depth >= 3 or draw(st.integers(0, 3)) > 0:
         return draw(simple_statement())
     inner = "\n".join(draw(st.lists(body_block(depth + 1), min_size=0, max_size=3)))
-    kind = draw(st.sampled_from(["for", "while", "if", "function", "subshell", "group", "heredoc", "heredoc_open",
-                                 "case", "until", "unclosed"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "for",
+                "while",
+                "if",
+                "function",
+                "subshell",
+                "group",
+                "heredoc",
+                "heredoc_open",
+                "case",
+                "until",
+                "unclosed",
+            ]
+        )
+    )
     if kind == "for":
         return f"for i in $(seq 1 4); do\n{inner}\ndone"
     if kind == "while":
@@ -539,18 +817,18 @@ def body_block(draw, depth: int = 0) -> str:
     if kind == "until":
         return f"until [ -f done ]; do\n{inner}\nsleep 1\ndone"
     if kind == "if":
-        return f"if [ \"$SLURM_PROCID\" -eq 0 ]; then\n{inner}\nelif true; then :\nelse\n{inner}\nfi"
+        return f'if [ "$SLURM_PROCID" -eq 0 ]; then\n{inner}\nelif true; then :\nelse\n{inner}\nfi'
     if kind == "function":
-        return f"run_train() {{\n{inner}\n}}\nrun_train \"$@\""
+        return f'run_train() {{\n{inner}\n}}\nrun_train "$@"'
     if kind == "subshell":
         return f"(\n{inner}\n)"
     if kind == "group":
         return f"{{ {inner or ':'}; }}"
     if kind == "case":
-        return f"case \"$1\" in\n  a) {inner or ':'} ;;\n  *) echo other ;;\nesac"
+        return f'case "$1" in\n  a) {inner or ":"} ;;\n  *) echo other ;;\nesac'
     if kind == "unclosed":
         return f"if true; then\n{inner}"
-    delim = draw(st.sampled_from(["EOF", "'EOF'", "\"END\"", "-EOF"]))
+    delim = draw(st.sampled_from(["EOF", "'EOF'", '"END"', "-EOF"]))
     bare = delim.strip("'\"-")
     text = draw(hostile_text(0, 60, allow_newline=True))
     reader = draw(st.sampled_from(["cat > job2.sbatch", "python", "cat", "sbatch", "bash -s"]))
@@ -561,12 +839,25 @@ def body_block(draw, depth: int = 0) -> str:
 @st.composite
 def script_text(draw) -> str:
     """A whole sbatch script as text (CRLF/mixed line endings sometimes)."""
-    shebang = draw(st.sampled_from(["#!/bin/bash", "#!/bin/bash", "#!/usr/bin/env bash", "#!/bin/sh", "#!/bin/csh",
-                                    "#!/bin/bash -l", "", "#!", "# no shebang"]))
+    shebang = draw(
+        st.sampled_from(
+            [
+                "#!/bin/bash",
+                "#!/bin/bash",
+                "#!/usr/bin/env bash",
+                "#!/bin/sh",
+                "#!/bin/csh",
+                "#!/bin/bash -l",
+                "",
+                "#!",
+                "# no shebang",
+            ]
+        )
+    )
     lines = ([shebang] if shebang else []) + draw(header_lines())
     lines += draw(st.lists(body_block(), min_size=0, max_size=8))
     if draw(st.integers(0, 6)) == 0:
-        lines += draw(header_lines())   # directives after the first command: ignored by sbatch
+        lines += draw(header_lines())  # directives after the first command: ignored by sbatch
     ending = draw(st.sampled_from(["\n", "\n", "\n", "\n", "\r\n", "mixed", "\r"]))
     text = "\n".join(lines)
     if ending == "mixed":
@@ -585,7 +876,8 @@ def script_bytes():
         script_text().map(lambda s: s.encode("utf-8")),
         script_text().map(lambda s: s.encode("utf-8", "surrogatepass")),
         st.tuples(script_text(), st.sampled_from(["latin-1", "utf-16", "utf-8-sig", "cp1252"])).map(
-            lambda t: t[0].encode(t[1], "replace")),
+            lambda t: t[0].encode(t[1], "replace")
+        ),
         raw_bytes(),
     )
 
@@ -603,19 +895,21 @@ def raw_bytes():
 
 # ---- tagged scripts: user strings with a marker, for injection properties ----------------------------
 
+
 @dataclass
 class TaggedScript:
     text: str
-    job_name: str = ""                                      # --job-name value as sbatch reads it
-    env: List[Tuple[str, str]] = field(default_factory=list)    # literal exports before the launch
-    args: List[str] = field(default_factory=list)           # launch arguments (shell-quoted in the script)
-    comment: str = ""                                        # --comment value
+    job_name: str = ""  # --job-name value as sbatch reads it
+    env: list[tuple[str, str]] = field(default_factory=list)  # literal exports before the launch
+    args: list[str] = field(default_factory=list)  # launch arguments (shell-quoted in the script)
+    comment: str = ""  # --comment value
 
 
 def marked_text(max_size: int = 30, allow_newline: bool = False):
     """Hostile text that always contains MARKER somewhere."""
     return st.tuples(hostile_text(0, max_size, allow_newline), hostile_text(0, max_size, allow_newline)).map(
-        lambda t: t[0] + MARKER + t[1])
+        lambda t: t[0] + MARKER + t[1]
+    )
 
 
 @st.composite
@@ -629,8 +923,17 @@ def tagged_scripts(draw, allow_newline_env: bool = True) -> TaggedScript:
     args = draw(st.lists(marked_text(25), min_size=0, max_size=3))
     nodes = draw(st.integers(1, 4))
     gpus = draw(st.integers(0, 8))
-    launcher = draw(st.sampled_from(["torchrun --nproc-per-node=4 train.py", "python train.py", "srun python train.py",
-                                     "accelerate launch train.py", "mpirun -np 8 python train.py"]))
+    launcher = draw(
+        st.sampled_from(
+            [
+                "torchrun --nproc-per-node=4 train.py",
+                "python train.py",
+                "srun python train.py",
+                "accelerate launch train.py",
+                "mpirun -np 8 python train.py",
+            ]
+        )
+    )
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name={sbatch_escape(job_name)}",
@@ -652,13 +955,16 @@ def tagged_scripts(draw, allow_newline_env: bool = True) -> TaggedScript:
 # Adapters over the product (resolved lazily so a missing stage fails the test that needs it).
 # --------------------------------------------------------------------------------------------------
 
+
 def render_yaml(plans) -> str:
     from translator.emit import trainjob_yaml
+
     return trainjob_yaml.render(list(plans))
 
 
 def render_python(plans) -> str:
     from translator.emit import sdk_python
+
     return sdk_python.render(list(plans))
 
 
@@ -666,6 +972,7 @@ def run_cli(args, input_bytes=None):
     """Invoke the `slurm2kf` click group in-process; returns click's Result (never raises)."""
     from click.testing import CliRunner
     from translator.cli import cli
+
     runner = CliRunner()
     return runner.invoke(cli, list(args), input=input_bytes, catch_exceptions=True)
 
@@ -673,6 +980,7 @@ def run_cli(args, input_bytes=None):
 def cli_result_problem(result) -> str:
     """'' when a CliRunner result is a clean exit 0/1/2; otherwise a description of what went wrong."""
     import traceback
+
     exc = result.exception
     if exc is not None and not isinstance(exc, SystemExit):
         return "exception escaped: " + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -687,12 +995,18 @@ def cli_result_problem(result) -> str:
 def fuzz_settings(max_examples: int, **kw):
     """CI-sized settings: scaled by SLURM2KF_FUZZ_SCALE (default 1), no deadline, slow inputs allowed."""
     from hypothesis import HealthCheck, settings
+
     scale = float(os.environ.get("SLURM2KF_FUZZ_SCALE", "1"))
     return settings(
         max_examples=max(1, int(max_examples * scale)),
         deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
-                               HealthCheck.function_scoped_fixture, HealthCheck.large_base_example],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.large_base_example,
+        ],
         **kw,
     )
 
@@ -704,13 +1018,18 @@ def fuzz_settings(max_examples: int, **kw):
 
 # SDK 0.5 `get_resources_per_node` key normalisation (kubeflow/trainer/backends/kubernetes/utils.py):
 # standard names are lower-cased; the short `gpu` alias means nvidia.com/gpu.
-_SDK_RESOURCE_ALIASES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory",
-                         "storage": "ephemeral-storage", "ephemeral-storage": "ephemeral-storage"}
+_SDK_RESOURCE_ALIASES = {
+    "gpu": "nvidia.com/gpu",
+    "cpu": "cpu",
+    "memory": "memory",
+    "storage": "ephemeral-storage",
+    "ephemeral-storage": "ephemeral-storage",
+}
 
 
-def yaml_plan_mismatches(doc, plan) -> List[str]:
+def yaml_plan_mismatches(doc, plan) -> list[str]:
     """Differences between one loaded TrainJob document and the plan it was rendered from."""
-    problems: List[str] = []
+    problems: list[str] = []
 
     def expect(what, got, want):
         if got != want:
@@ -755,7 +1074,7 @@ def yaml_plan_mismatches(doc, plan) -> List[str]:
         expect("spec.trainer.args", args, list(plan.args))
     else:
         expect("spec.trainer.command (with packages)", command, ["bash", "-c"])
-        if len(args) < 2 + len(launcher) or (launcher and args[len(args) - len(launcher):] != launcher):
+        if len(args) < 2 + len(launcher) or (launcher and args[len(args) - len(launcher) :] != launcher):
             problems.append(f"spec.trainer.args with packages do not end with the launcher {launcher!r}: {args!r}")
     for value in _walk_scalars(doc):
         if not isinstance(value, (str, int, bool)) or isinstance(value, float):
@@ -801,23 +1120,38 @@ def string_values(node):
 def load_yaml_docs(text: str):
     """yaml.safe_load_all (libyaml's CSafeLoader when present: same YAML 1.1 rules, 10x faster)."""
     import yaml
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
 
 
 # Names that generated SDK code may never reference: a user string turned into code would need them.
-FORBIDDEN_NAMES = {"os", "sys", "subprocess", "exec", "eval", "__import__", "compile", "open", "system",
-                   "getattr", "globals", "locals", "breakpoint", "input"}
+FORBIDDEN_NAMES = {
+    "os",
+    "sys",
+    "subprocess",
+    "exec",
+    "eval",
+    "__import__",
+    "compile",
+    "open",
+    "system",
+    "getattr",
+    "globals",
+    "locals",
+    "breakpoint",
+    "input",
+}
 
 
-def python_problems(source: str, marker: str = MARKER) -> List[str]:
+def python_problems(source: str, marker: str = MARKER) -> list[str]:
     """Check emitted SDK code: it parses, compiles, references no dangerous name, and `marker`
     (planted in user text) appears only inside string literals or comments, never as code."""
     import ast
     import io
     import tokenize
 
-    problems: List[str] = []
+    problems: list[str] = []
     try:
         tree = _parse_python(source)
         compile(tree, "<emitted>", "exec")
@@ -846,10 +1180,15 @@ def python_problems(source: str, marker: str = MARKER) -> List[str]:
         return problems
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if marker in tok.string and tok.type not in (tokenize.STRING, tokenize.COMMENT) and \
-                    tokenize.tok_name.get(tok.type, "") not in ("FSTRING_MIDDLE", "FSTRING_START", "FSTRING_END"):
-                problems.append(f"user text outside a string literal: token {tokenize.tok_name[tok.type]} "
-                                f"{tok.string!r} at line {tok.start[0]}")
+            if (
+                marker in tok.string
+                and tok.type not in (tokenize.STRING, tokenize.COMMENT)
+                and tokenize.tok_name.get(tok.type, "") not in ("FSTRING_MIDDLE", "FSTRING_START", "FSTRING_END")
+            ):
+                problems.append(
+                    f"user text outside a string literal: token {tokenize.tok_name[tok.type]} "
+                    f"{tok.string!r} at line {tok.start[0]}"
+                )
     except (tokenize.TokenError, SyntaxError) as exc:
         problems.append(f"tokenize failed: {exc}")
     return problems
@@ -857,6 +1196,7 @@ def python_problems(source: str, marker: str = MARKER) -> List[str]:
 
 def _parse_python(source: str):
     import ast
+
     if _PARSED.get("source") is not source:
         _PARSED["tree"] = ast.parse(source)
         _PARSED["source"] = source
@@ -866,12 +1206,15 @@ def _parse_python(source: str):
 _PARSED: dict = {}
 
 
-def python_string_constants(source: str) -> List[str]:
+def python_string_constants(source: str) -> list[str]:
     import ast
-    return [n.value for n in ast.walk(_parse_python(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+    return [
+        n.value for n in ast.walk(_parse_python(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
 
 
-def python_plan_problems(source: str, plans) -> List[str]:
+def python_plan_problems(source: str, plans) -> list[str]:
     """Every user-derived value of the plans is a string constant of the emitted code."""
     consts = set(python_string_constants(source))
     problems = []
@@ -909,8 +1252,8 @@ def k8s_effective(value: str):
             if nxt == "(":
                 close = value.find(")", i + 2)
                 if close != -1:
-                    refs.append(value[i + 2:close])
-                    out.append(value[i:close + 1])
+                    refs.append(value[i + 2 : close])
+                    out.append(value[i : close + 1])
                     i = close + 1
                     continue
             out.append("$" + nxt)
@@ -929,6 +1272,7 @@ def survives_k8s(user: str, emitted: str) -> bool:
     identifiers, so it can never be replaced.
     """
     import re
+
     text, refs = k8s_effective(emitted)
     return text == user and not [r for r in refs if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", r)]
 
@@ -936,14 +1280,49 @@ def survives_k8s(user: str, emitted: str) -> bool:
 # ---- realistic, valid scripts (so that most examples reach launchers, plan and emitters) ----------
 
 _VALID_DIRECTIVES = (
-    "--nodes={n}", "-N {n}", "-N{n}", "--ntasks-per-node={t}", "--ntasks={nt}", "-n {nt}", "--cpus-per-task={c}",
-    "-c{c}", "--gres=gpu:{g}", "--gres=gpu:a100:{g}", "--gpus-per-node={g}", "--gpus-per-task=1", "--gpus={gt}",
-    "-G {gt}", "--mem={m}G", "--mem-per-cpu={m}00M", "--mem-per-gpu={m}G", "--time={h}:00:00", "-t {h}-00:00:00",
-    "-t 90", "--time=2:30", "--partition=gpu", "-p cpu", "--account=proj{n}", "--qos=normal", "--exclusive",
-    "--requeue", "--signal=B:USR1@300", "--array=0-{n}%2", "--dependency=afterok:123", "--constraint=a100",
-    "--output=logs/%x-%j.out", "--error=logs/%x-%j.err", "--chdir=/scratch/run", "--mail-type=END,FAIL",
-    "--mail-user=me@example.org", "--export=ALL", "--comment=\"nightly run\"", "--reservation=maint",
-    "--job-name={name}", "-J {name}", "--tmp=100G", "--container-image=nvcr.io\\#nvidia/pytorch:24.01-py3",
+    "--nodes={n}",
+    "-N {n}",
+    "-N{n}",
+    "--ntasks-per-node={t}",
+    "--ntasks={nt}",
+    "-n {nt}",
+    "--cpus-per-task={c}",
+    "-c{c}",
+    "--gres=gpu:{g}",
+    "--gres=gpu:a100:{g}",
+    "--gpus-per-node={g}",
+    "--gpus-per-task=1",
+    "--gpus={gt}",
+    "-G {gt}",
+    "--mem={m}G",
+    "--mem-per-cpu={m}00M",
+    "--mem-per-gpu={m}G",
+    "--time={h}:00:00",
+    "-t {h}-00:00:00",
+    "-t 90",
+    "--time=2:30",
+    "--partition=gpu",
+    "-p cpu",
+    "--account=proj{n}",
+    "--qos=normal",
+    "--exclusive",
+    "--requeue",
+    "--signal=B:USR1@300",
+    "--array=0-{n}%2",
+    "--dependency=afterok:123",
+    "--constraint=a100",
+    "--output=logs/%x-%j.out",
+    "--error=logs/%x-%j.err",
+    "--chdir=/scratch/run",
+    "--mail-type=END,FAIL",
+    "--mail-user=me@example.org",
+    "--export=ALL",
+    '--comment="nightly run"',
+    "--reservation=maint",
+    "--job-name={name}",
+    "-J {name}",
+    "--tmp=100G",
+    "--container-image=nvcr.io\\#nvidia/pytorch:24.01-py3",
 )
 
 
@@ -951,29 +1330,53 @@ _VALID_DIRECTIVES = (
 def valid_script_text(draw) -> str:
     """A script sbatch accepts, built like real ones: a header of valid directives, an environment
     setup, and one (sometimes more) launch line of a known family, LF line endings."""
-    nums = {"n": draw(st.integers(1, 8)), "t": draw(st.integers(1, 8)), "nt": draw(st.integers(1, 64)),
-            "c": draw(st.integers(1, 32)), "g": draw(st.integers(1, 8)), "gt": draw(st.integers(1, 64)),
-            "m": draw(st.integers(1, 512)), "h": draw(st.integers(0, 72)),
-            "name": draw(st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=1, max_size=20))}
+    nums = {
+        "n": draw(st.integers(1, 8)),
+        "t": draw(st.integers(1, 8)),
+        "nt": draw(st.integers(1, 64)),
+        "c": draw(st.integers(1, 32)),
+        "g": draw(st.integers(1, 8)),
+        "gt": draw(st.integers(1, 64)),
+        "m": draw(st.integers(1, 512)),
+        "h": draw(st.integers(0, 72)),
+        "name": draw(st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=1, max_size=20)),
+    }
     chosen = draw(st.lists(st.sampled_from(_VALID_DIRECTIVES), min_size=1, max_size=8, unique=True))
     mem = [d for d in chosen if d.startswith("--mem")]
-    chosen = [d for d in chosen if not d.startswith("--mem")] + mem[:1]       # one memory option (sbatch rule)
+    chosen = [d for d in chosen if not d.startswith("--mem")] + mem[:1]  # one memory option (sbatch rule)
     if any(d.startswith("--gpus-per-node") for d in chosen):
-        chosen = [d for d in chosen if not d.startswith("--gres")]            # exclusive with --gres=gpu
+        chosen = [d for d in chosen if not d.startswith("--gres")]  # exclusive with --gres=gpu
     lines = [draw(st.sampled_from(["#!/bin/bash", "#!/bin/bash -l", "#!/usr/bin/env bash"]))]
     lines += ["#SBATCH " + d.format(**nums) for d in chosen]
     if draw(st.booleans()):
         lines.append("#SBATCH " + draw(st.sampled_from(["--nodes=2  # two nodes", "--time=1:00:00 # 1h"])))
     lines.append("")
-    setup = draw(st.lists(st.one_of(
-        st.sampled_from(["set -euo pipefail", "module purge", "module load cuda/12.1 nccl/2.18",
-                         "source ~/miniconda3/etc/profile.d/conda.sh", "conda activate train",
-                         "source .venv/bin/activate", "cd $SLURM_SUBMIT_DIR",
-                         "export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)",
-                         "export MASTER_PORT=29500", "pip install -r requirements.txt",
-                         "pip install torch==2.3.0 'transformers>=4.40'", "mkdir -p logs"]),
-        st.builds(lambda k, v: f"export {k}={shell_quote(v)}", st.sampled_from(_ENV_NAMES), hostile_text(0, 30)),
-    ), max_size=6))
+    setup = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from(
+                    [
+                        "set -euo pipefail",
+                        "module purge",
+                        "module load cuda/12.1 nccl/2.18",
+                        "source ~/miniconda3/etc/profile.d/conda.sh",
+                        "conda activate train",
+                        "source .venv/bin/activate",
+                        "cd $SLURM_SUBMIT_DIR",
+                        "export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)",
+                        "export MASTER_PORT=29500",
+                        "pip install -r requirements.txt",
+                        "pip install torch==2.3.0 'transformers>=4.40'",
+                        "mkdir -p logs",
+                    ]
+                ),
+                st.builds(
+                    lambda k, v: f"export {k}={shell_quote(v)}", st.sampled_from(_ENV_NAMES), hostile_text(0, 30)
+                ),
+            ),
+            max_size=6,
+        )
+    )
     lines += setup
     lines.append(draw(launch_line()))
     if draw(st.integers(0, 5)) == 0:

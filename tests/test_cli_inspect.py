@@ -3,14 +3,17 @@
 Scripts are written to tmp_path; expectations follow issue 2 (JSON contract, exit codes 0/1/2)
 and the sbatch semantics notes (precedence, job name default).
 """
+
 import json
 
 import pytest
 
 from translator.slurm.job import JOB_FIELDS
 
-GOOD = "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4\n#SBATCH -p gpu -t 90\n#SBATCH --gres=gpu:a100:4\n" \
-       "  #SBATCH -N 8\nsrun python train.py\n#SBATCH --mem=1G\n"
+GOOD = (
+    "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4\n#SBATCH -p gpu -t 90\n#SBATCH --gres=gpu:a100:4\n"
+    "  #SBATCH -N 8\nsrun python train.py\n#SBATCH --mem=1G\n"
+)
 BAD = "#!/bin/bash\n#SBATCH -J my job\nhostname\n"
 
 
@@ -30,7 +33,7 @@ def lines_json(out):
 def test_json_contract_one_object_per_script(cli, files):
     good, bad = files
     r = cli("inspect", "--json", good, bad)
-    assert r.exit_code == 1                      # sbatch refuses one of them
+    assert r.exit_code == 1  # sbatch refuses one of them
     a, b = lines_json(r.stdout)
     assert set(a) == {"path", "sbatch_accepts", "diagnostics", "options", "job"}
     assert a["path"] == str(good) and a["sbatch_accepts"] is True
@@ -39,10 +42,15 @@ def test_json_contract_one_object_per_script(cli, files):
     assert (job["nodes_min"], job["nodes_max"], job["ntasks_per_node"]) == (2, 2, 4)
     assert (job["partition"], job["time_limit_seconds"]) == ("gpu", 5400)
     assert (job["gpus_per_node"], job["gpu_type"]) == (4, "a100")
-    assert job["mem_per_node_mb"] is None          # the --mem line comes after the first command
+    assert job["mem_per_node_mb"] is None  # the --mem line comes after the first command
     assert job["job_name"] == "good.sbatch"
-    assert a["options"] == {"gres": "gpu:a100:4", "nodes": "2", "ntasks-per-node": "4", "partition": "gpu",
-                            "time": "01:30:00"}
+    assert a["options"] == {
+        "gres": "gpu:a100:4",
+        "nodes": "2",
+        "ntasks-per-node": "4",
+        "partition": "gpu",
+        "time": "01:30:00",
+    }
     for d in a["diagnostics"]:
         assert set(d) == {"severity", "line", "code", "message"} and d["severity"] in ("error", "warning", "info")
     assert b["sbatch_accepts"] is False
@@ -56,8 +64,7 @@ def test_exit_zero_when_all_accepted(cli, files):
 
 def test_sbatch_args_after_double_dash_win_over_env_and_script(cli, files):
     good, _ = files
-    r = cli("inspect", "--json", "--sbatch-env", "SBATCH_PARTITION=cpu", "--sbatch-env", "SBATCH_TIMELIMIT=30",
-            good)
+    r = cli("inspect", "--json", "--sbatch-env", "SBATCH_PARTITION=cpu", "--sbatch-env", "SBATCH_TIMELIMIT=30", good)
     (a,) = lines_json(r.stdout)
     assert (a["job"]["partition"], a["job"]["time_limit_seconds"]) == ("cpu", 1800)
     r = cli("inspect", "--json", "--sbatch-env", "SBATCH_PARTITION=cpu", good, "--", "-p", "debug", "--time=5")
@@ -73,8 +80,9 @@ def test_process_environment_only_with_inherit_env(cli, files):
     (a,) = lines_json(cli("inspect", "--json", "--inherit-env", good, env=env).stdout)
     assert a["job"]["partition"] == "fromenv"
     # --sbatch-env wins over the inherited value
-    (a,) = lines_json(cli("inspect", "--json", "--inherit-env", "--sbatch-env", "SBATCH_PARTITION=x", good,
-                          env=env).stdout)
+    (a,) = lines_json(
+        cli("inspect", "--json", "--inherit-env", "--sbatch-env", "SBATCH_PARTITION=x", good, env=env).stdout
+    )
     assert a["job"]["partition"] == "x"
 
 
@@ -95,7 +103,7 @@ def test_unreadable_and_missing_files_exit_2_without_traceback(cli, files, tmp_p
     r = cli("inspect", "--json", files[0], tmp_path / "missing.sbatch")
     assert r.exit_code == 2
     assert "missing.sbatch" in r.stderr and "Traceback" not in r.stderr + r.stdout
-    assert len(lines_json(r.stdout)) == 1          # the readable script is still printed
+    assert len(lines_json(r.stdout)) == 1  # the readable script is still printed
     r = cli("inspect", tmp_path)
     assert r.exit_code == 2 and "directory" in r.stderr
 
@@ -135,7 +143,7 @@ def test_standard_input_like_sbatch(cli):
     r = cli("inspect", "--json", "-", input="#!/bin/sh\n#SBATCH -N 3\nhostname\n")
     (a,) = lines_json(r.stdout)
     assert r.exit_code == 0 and a["path"] == "-"
-    assert a["job"]["job_name"] == "sbatch" and a["job"]["nodes_min"] == 3     # sbatch's name for stdin
+    assert a["job"]["job_name"] == "sbatch" and a["job"]["nodes_min"] == 3  # sbatch's name for stdin
 
 
 def test_errors_shown_under_their_line(cli, files):

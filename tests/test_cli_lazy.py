@@ -1,5 +1,6 @@
 """The lazily loaded command group (translator/cli/__init__.py): every command registered and loadable,
 `--help` lists them all with their short help, and running one command imports only that command."""
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,9 @@ def test_running_one_command_imports_no_other_command(tmp_path):
         "    print('LOADED', ' '.join(loaded), file=sys.stderr)\n"
     )
     env = dict(os.environ)
-    proc = subprocess.run([sys.executable, "-c", probe, str(script)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     loaded = proc.stderr.split("LOADED", 1)[1].split()
     assert loaded == ["translator.cli.inspect_cmd"]

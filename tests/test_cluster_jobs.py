@@ -5,6 +5,7 @@ subresource as the controller would: condition types Created / Suspended / Compl
 reasons JobsCreationSucceeded, Suspended, AllJobsCompleted, DeadlineExceeded (trainer
 pkg/apis/trainer/v1alpha1/trainjob_types.go and the JobSet reasons it copies).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,22 @@ NOW = "2026-01-02T03:04:05Z"
 
 
 def cond(ctype, reason, status="True"):
-    return {"type": ctype, "status": status, "reason": reason, "message": f"{ctype} ({reason})",
-            "lastTransitionTime": NOW}
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": f"{ctype} ({reason})",
+        "lastTransitionTime": NOW,
+    }
 
 
 def write_status(kube, ns, name, status):
-    kube.cluster.request("PATCH", kube.cluster.trainjobs_path(ns, name) + "/status", body={"status": status},
-                         content_type="application/merge-patch+json")
+    kube.cluster.request(
+        "PATCH",
+        kube.cluster.trainjobs_path(ns, name) + "/status",
+        body={"status": status},
+        content_type="application/merge-patch+json",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,28 +52,54 @@ def listed(kube, tmp_path_factory):
     d = tmp_path_factory.mktemp("jobs")
     script = d / "train.sbatch"
     # 2 nodes x 4 GPUs (gres per node), job name from -J below
-    script.write_text("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\n#SBATCH --time=10\n"
-                      "srun python train.py\n")
+    script.write_text("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\n#SBATCH --time=10\nsrun python train.py\n")
     runner = CliRunner()
     ns = kube.ns
     names = ["pending", "running", "suspended", "complete", "failed"]
     for n in names:
         r = runner.invoke(group, ["submit", "--kubeconfig", kube.kubeconfig, "-n", ns, str(script), "--", "-J", n])
         assert r.exit_code == 0, r.output
-    write_status(kube, ns, "running", {"conditions": [cond("Created", "JobsCreationSucceeded")],
-                                       "jobsStatus": [{"name": "node", "active": 2, "ready": 2, "succeeded": 0,
-                                                       "failed": 0, "suspended": 0}]})
-    write_status(kube, ns, "suspended", {"conditions": [cond("Suspended", "Suspended"),
-                                                        cond("Created", "JobsCreationSucceeded")]})
-    write_status(kube, ns, "complete", {"conditions": [cond("Created", "JobsCreationSucceeded"),
-                                                       cond("Complete", "AllJobsCompleted")]})
-    write_status(kube, ns, "failed", {"conditions": [cond("Created", "JobsCreationSucceeded"),
-                                                     cond("Failed", "DeadlineExceeded")]})
-    kube.cluster.request("POST", kube.cluster.trainjobs_path(ns), body={
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "not-ours"},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}}})
+    write_status(
+        kube,
+        ns,
+        "running",
+        {
+            "conditions": [cond("Created", "JobsCreationSucceeded")],
+            "jobsStatus": [{"name": "node", "active": 2, "ready": 2, "succeeded": 0, "failed": 0, "suspended": 0}],
+        },
+    )
+    write_status(
+        kube,
+        ns,
+        "suspended",
+        {"conditions": [cond("Suspended", "Suspended"), cond("Created", "JobsCreationSucceeded")]},
+    )
+    write_status(
+        kube,
+        ns,
+        "complete",
+        {"conditions": [cond("Created", "JobsCreationSucceeded"), cond("Complete", "AllJobsCompleted")]},
+    )
+    write_status(
+        kube,
+        ns,
+        "failed",
+        {"conditions": [cond("Created", "JobsCreationSucceeded"), cond("Failed", "DeadlineExceeded")]},
+    )
+    kube.cluster.request(
+        "POST",
+        kube.cluster.trainjobs_path(ns),
+        body={
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "not-ours"},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}},
+        },
+    )
     other = new_namespace(kube)
-    r = runner.invoke(group, ["submit", "--kubeconfig", kube.kubeconfig, "-n", other, str(script), "--", "-J", "elsewhere"])
+    r = runner.invoke(
+        group, ["submit", "--kubeconfig", kube.kubeconfig, "-n", other, str(script), "--", "-J", "elsewhere"]
+    )
     assert r.exit_code == 0, r.output
     return {"ns": ns, "other": other, "script": str(script)}
 
@@ -72,13 +108,17 @@ def test_jobs_json_rows_have_state_from_conditions(cli, kube, listed):
     r = cli("jobs", "--kubeconfig", kube.kubeconfig, "-n", listed["ns"], "--json")
     assert r.exit_code == 0, r.stderr
     rows = {row["name"]: row for row in map(json.loads, r.stdout.splitlines())}
-    assert set(rows) == {"pending", "running", "suspended", "complete", "failed"}     # not "not-ours"
+    assert set(rows) == {"pending", "running", "suspended", "complete", "failed"}  # not "not-ours"
     assert {n: rows[n]["state"] for n in rows} == {
-        "pending": "PENDING", "running": "RUNNING", "suspended": "SUSPENDED", "complete": "COMPLETE",
-        "failed": "FAILED"}
+        "pending": "PENDING",
+        "running": "RUNNING",
+        "suspended": "SUSPENDED",
+        "complete": "COMPLETE",
+        "failed": "FAILED",
+    }
     assert rows["failed"]["reason"] == "DeadlineExceeded"
     for row in rows.values():
-        assert row["nodes"] == 2 and row["gpus"] == 8                 # 2 nodes x gpu:4
+        assert row["nodes"] == 2 and row["gpus"] == 8  # 2 nodes x gpu:4
         assert row["runtime"] == "torch-distributed"
         assert row["script"] == os.path.abspath(listed["script"])
         assert row["namespace"] == listed["ns"]

@@ -1,4 +1,5 @@
 """`migrate --server-dry-run` / `migrate --apply` against the real kube-apiserver."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,7 @@ def test_migrate_server_dry_run_then_apply_then_reapply(cli, kube, tmp_path):
     out = tmp_path / "out"
     base = ["migrate", REPO, "-o", out, "-j", "1", "--namespace", ns, "--kubeconfig", kube.kubeconfig]
     r = cli(*base, "--server-dry-run")
-    assert r.exit_code == 1                      # the script with an sbatch error keeps migrate's exit 1
+    assert r.exit_code == 1  # the script with an sbatch error keeps migrate's exit 1
     assert f"server-side dry run: {RUNNABLE} TrainJobs from {RUNNABLE} files ({RUNNABLE} validated)" in r.stderr
     assert list_trainjobs(kube, ns) == []
     r = cli(*base, "--apply")

@@ -5,6 +5,7 @@ object; a server-side dry run validates and stores nothing; a second create of t
 AlreadyExists; generateName gets 5 random characters; server-side apply of an unchanged object
 writes nothing, so resourceVersion stays) and from sbatch (`Submitted batch job N` per job, exit 0).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,8 +23,8 @@ from kube_cluster import get_trainjob, list_trainjobs, new_namespace, unused_por
 pytestmark = pytest.mark.cluster
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "convert"
-RDZV = FIX / "torchrun" / "multinode_rdzv.sbatch"        # job-name llama-pretrain (line 2), --nodes=4 (line 3)
-HETJOB = FIX / "findings" / "hetjob.sbatch"              # P414 error finding: sbatch runs it, Kubernetes cannot
+RDZV = FIX / "torchrun" / "multinode_rdzv.sbatch"  # job-name llama-pretrain (line 2), --nodes=4 (line 3)
+HETJOB = FIX / "findings" / "hetjob.sbatch"  # P414 error finding: sbatch runs it, Kubernetes cannot
 
 
 def submit(cli, kube, *args, ns=None):
@@ -44,7 +45,7 @@ def test_create_stores_the_converted_trainjob_with_its_source_labels(cli, kube):
     emitted = yaml.safe_load(conv.stdout)
     assert obj["spec"]["trainer"] == emitted["spec"]["trainer"]
     assert obj["spec"]["runtimeRef"]["name"] == emitted["spec"]["runtimeRef"]["name"]
-    assert obj["spec"]["trainer"]["numNodes"] == 4                   # #SBATCH --nodes=4
+    assert obj["spec"]["trainer"]["numNodes"] == 4  # #SBATCH --nodes=4
     labels, ann = obj["metadata"]["labels"], obj["metadata"]["annotations"]
     digest = hashlib.sha256(RDZV.read_bytes()).hexdigest()
     assert labels["app.kubernetes.io/managed-by"] == "slurm2kf"
@@ -53,8 +54,9 @@ def test_create_stores_the_converted_trainjob_with_its_source_labels(cli, kube):
     assert ann["slurm2kf.io/source"] == os.path.abspath(RDZV)
     assert ann["slurm2kf.io/source-sha256"] == digest
     from translator import __version__
+
     assert ann["slurm2kf.io/version"] == __version__
-    assert ann["slurm2kf.io/job-name"] == "llama-pretrain"            # the emitter's annotation is kept
+    assert ann["slurm2kf.io/job-name"] == "llama-pretrain"  # the emitter's annotation is kept
     # the field manager is slurm2kf
     assert {m["manager"] for m in obj["metadata"]["managedFields"]} == {"slurm2kf"}
 
@@ -104,8 +106,10 @@ def test_apply_is_idempotent_and_a_changed_trainer_hits_the_immutability_rule(cl
     r3 = submit(cli, kube, "--apply", "--image", "example.com/llm:2", RDZV, ns=ns)
     assert r3.exit_code == 1
     line = next(ln for ln in r3.stderr.splitlines() if " K907 " in ln)
-    assert line.startswith(f"{RDZV}:3: error K907 TrainJob {ns}/llama-pretrain rejected by the server: "
-                           "spec.trainer: Invalid value: field is immutable")
+    assert line.startswith(
+        f"{RDZV}:3: error K907 TrainJob {ns}/llama-pretrain rejected by the server: "
+        "spec.trainer: Invalid value: field is immutable"
+    )
     assert "--generate-name" in line
     obj = get_trainjob(kube, ns, "llama-pretrain")
     assert obj["metadata"]["resourceVersion"] == rv1
@@ -128,7 +132,7 @@ def test_sbatch_args_after_double_dash_and_yaml_input(cli, kube, tmp_path):
     r = submit(cli, kube, out, ns=ns)
     assert r.exit_code == 0, r.stderr
     obj = get_trainjob(kube, ns, "llama-pretrain")
-    assert obj["metadata"]["annotations"]["slurm2kf.io/source"] == str(RDZV)      # as convert wrote it
+    assert obj["metadata"]["annotations"]["slurm2kf.io/source"] == str(RDZV)  # as convert wrote it
     assert obj["metadata"]["labels"]["slurm2kf.io/script"] == "job.yaml"
     assert obj["metadata"]["labels"]["slurm2kf.io/source-hash"] == hashlib.sha256(out.read_bytes()).hexdigest()[:12]
 
@@ -164,7 +168,7 @@ def test_forbidden_user_verb_resource_and_namespace_are_named(cli, kube):
 def test_schema_error_from_the_server_names_field_message_and_script_lines(cli, kube, tmp_path):
     # 130 exported variables -> 130 env entries; the CRD allows at most 128 (maxItems: 128)
     lines = ["#!/bin/bash", "#SBATCH --job-name=many-env", "#SBATCH --nodes=1"]
-    lines += [f"export VAR_{i}={i}" for i in range(130)]          # lines 4..133
+    lines += [f"export VAR_{i}={i}" for i in range(130)]  # lines 4..133
     lines += ["python train.py"]
     script = tmp_path / "many.sbatch"
     script.write_text("\n".join(lines) + "\n")
@@ -172,8 +176,10 @@ def test_schema_error_from_the_server_names_field_message_and_script_lines(cli, 
     assert r.exit_code == 1
     errs = [ln for ln in r.stderr.splitlines() if " K907 " in ln]
     assert len(errs) == 1
-    assert errs[0].startswith(f"{script}:4: error K907 TrainJob {kube.ns}/many-env rejected by the server: "
-                              "spec.trainer.env: Too many: 130: must have at most 128 items")
+    assert errs[0].startswith(
+        f"{script}:4: error K907 TrainJob {kube.ns}/many-env rejected by the server: "
+        "spec.trainer.env: Too many: 130: must have at most 128 items"
+    )
     assert "from script lines 4, 5, 6, 7, 8, 9, ...: 130 lines" in errs[0]
     assert get_trainjob(kube, kube.ns, "many-env") is None
 
@@ -194,30 +200,33 @@ def test_cel_rule_rejection_is_mapped_back_to_the_script_line(kube):
     [cause] = out.rejection.causes
     assert cause.field == "metadata.name"
     assert "metadata.name must match RFC 1035 DNS label format" in cause.message
-    assert cause.line == 2                                   # `#SBATCH --job-name=llama-pretrain`
+    assert cause.line == 2  # `#SBATCH --job-name=llama-pretrain`
 
 
 def test_cel_rule_rejection_of_yaml_names_the_yaml_line(cli, kube, tmp_path):
     doc = tmp_path / "bad.yaml"
-    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\n"
-                   "kind: TrainJob\n"
-                   "metadata:\n"
-                   "  name: bad-procs\n"
-                   "spec:\n"
-                   "  runtimeRef:\n"
-                   "    name: torch-distributed\n"
-                   "  trainer:\n"
-                   "    numProcPerNode: 0\n")                 # line 9; CRD CEL rule: self >= 1
+    doc.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\n"
+        "kind: TrainJob\n"
+        "metadata:\n"
+        "  name: bad-procs\n"
+        "spec:\n"
+        "  runtimeRef:\n"
+        "    name: torch-distributed\n"
+        "  trainer:\n"
+        "    numProcPerNode: 0\n"
+    )  # line 9; CRD CEL rule: self >= 1
     r = submit(cli, kube, "--dry-run", doc)
     assert r.exit_code == 1
-    assert (f"{doc}:9: error K907 TrainJob {kube.ns}/bad-procs rejected by the server: "
-            "spec.trainer.numProcPerNode: Invalid value: 0: numProcPerNode must be greater than or equal to 1"
-            in r.stderr)
+    assert (
+        f"{doc}:9: error K907 TrainJob {kube.ns}/bad-procs rejected by the server: "
+        "spec.trainer.numProcPerNode: Invalid value: 0: numProcPerNode must be greater than or equal to 1" in r.stderr
+    )
 
 
 @pytest.mark.parametrize("case", ["refused", "wrong-ca", "bad-token"])
 def test_transport_and_credential_errors_are_one_line_exit_2(cli, kube, tmp_path, case):
-    import certifi     # a CA bundle that did not sign the test server's self-signed certificate
+    import certifi  # a CA bundle that did not sign the test server's self-signed certificate
 
     if case == "refused":
         cfg = variant_kubeconfig(kube, tmp_path, server=f"https://127.0.0.1:{unused_port()}")
@@ -230,7 +239,7 @@ def test_transport_and_credential_errors_are_one_line_exit_2(cli, kube, tmp_path
         code, words = "K903", "token invalid or expired"
     t0 = time.monotonic()
     r = cli("submit", "--kubeconfig", cfg, RDZV)
-    assert time.monotonic() - t0 < 10                     # short timeouts, no retries
+    assert time.monotonic() - t0 < 10  # short timeouts, no retries
     assert r.exit_code == 2
     errs = [ln for ln in r.stderr.splitlines() if not re.search(r": (warning|info) [A-Z]\d{3} ", ln)]
     assert len(errs) == 1, r.stderr
@@ -254,8 +263,10 @@ def test_script_from_stdin_and_namespace_mismatch(cli, kube, tmp_path):
     assert obj["metadata"]["annotations"]["slurm2kf.io/source"] == "<stdin>"
     # a TrainJob YAML that names another namespace than -n: refused before sending (as kubectl does)
     doc = tmp_path / "other-ns.yaml"
-    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: x\n"
-                   "  namespace: somewhere-else\nspec:\n  runtimeRef:\n    name: torch-distributed\n")
+    doc.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: x\n"
+        "  namespace: somewhere-else\nspec:\n  runtimeRef:\n    name: torch-distributed\n"
+    )
     r = submit(cli, kube, doc, ns=ns)
     assert r.exit_code == 1 and "error K916" in r.stderr and "somewhere-else" in r.stderr
     # a YAML file with no TrainJob in it, and one with another kind next to a TrainJob
@@ -269,12 +280,16 @@ def test_server_warnings_are_shown(cli, kube, tmp_path):
     # the apiserver warns about a finalizer name without a domain (apimachinery ValidateFinalizerName
     # warnings since Kubernetes 1.28); the object is still accepted
     doc = tmp_path / "w.yaml"
-    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: warn-me\n"
-                   "  finalizers: [foo]\nspec:\n  runtimeRef:\n    name: torch-distributed\n")
+    doc.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: warn-me\n"
+        "  finalizers: [foo]\nspec:\n  runtimeRef:\n    name: torch-distributed\n"
+    )
     r = submit(cli, kube, "--dry-run", doc)
     assert r.exit_code == 0
-    assert f'{doc}: warning K917 TrainJob {kube.ns}/warn-me: the server warns: metadata.finalizers: "foo": ' \
-           "prefer a domain-qualified finalizer name" in r.stderr
+    assert (
+        f'{doc}: warning K917 TrainJob {kube.ns}/warn-me: the server warns: metadata.finalizers: "foo": '
+        "prefer a domain-qualified finalizer name" in r.stderr
+    )
 
 
 def test_hostile_names_stay_one_path_segment(cli, kube, tmp_path):
@@ -282,9 +297,11 @@ def test_hostile_names_stay_one_path_segment(cli, kube, tmp_path):
     URL: it is one percent-encoded path segment, and the server refuses it as a name."""
     ns = new_namespace(kube)
     doc = tmp_path / "evil.yaml"
-    doc.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n"
-                   "  name: '../../../../api/v1/namespaces/default/configmaps/x?dryRun=All'\n"
-                   "spec:\n  runtimeRef:\n    name: torch-distributed\n")
+    doc.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n"
+        "  name: '../../../../api/v1/namespaces/default/configmaps/x?dryRun=All'\n"
+        "spec:\n  runtimeRef:\n    name: torch-distributed\n"
+    )
     r = submit(cli, kube, "--apply", doc, ns=ns)
     assert r.exit_code == 1 and "Traceback" not in r.stderr
     assert list_trainjobs(kube, ns) == []
@@ -297,11 +314,13 @@ def test_hostile_names_stay_one_path_segment(cli, kube, tmp_path):
 def test_a_kind_list_file_submits_its_items(cli, kube, tmp_path):
     ns = new_namespace(kube)
     doc = tmp_path / "list.yaml"
-    doc.write_text("apiVersion: v1\nkind: List\nitems:\n"
-                   "- apiVersion: trainer.kubeflow.org/v1alpha1\n  kind: TrainJob\n  metadata: {name: one}\n"
-                   "  spec: {runtimeRef: {name: torch-distributed}}\n"
-                   "- apiVersion: trainer.kubeflow.org/v1alpha1\n  kind: TrainJob\n  metadata: {name: two}\n"
-                   "  spec: {runtimeRef: {name: torch-distributed}, trainer: {numProcPerNode: 0}}\n")
+    doc.write_text(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: trainer.kubeflow.org/v1alpha1\n  kind: TrainJob\n  metadata: {name: one}\n"
+        "  spec: {runtimeRef: {name: torch-distributed}}\n"
+        "- apiVersion: trainer.kubeflow.org/v1alpha1\n  kind: TrainJob\n  metadata: {name: two}\n"
+        "  spec: {runtimeRef: {name: torch-distributed}, trainer: {numProcPerNode: 0}}\n"
+    )
     r = submit(cli, kube, doc, ns=ns)
     assert r.exit_code == 1
     assert r.stdout == f"Submitted TrainJob {ns}/one\n"

@@ -6,6 +6,7 @@ annotation keys are validated lower-cased by the API server (apimachinery Valida
 IsQualifiedName(strings.ToLower(k))), and the CRD does not require `spec` (a TrainJob without one is
 stored; only the Trainer webhook rejects it).
 """
+
 from __future__ import annotations
 
 import functools
@@ -62,8 +63,10 @@ def test_server_verdicts_use_the_offline_output_format_and_exit_codes(cli, kube,
     assert sorted(loc for loc, _ in _error_lines(off.stdout)) == [f"{bad}:12", f"{bad}:9"]
     assert sorted(loc for loc, _ in _error_lines(srv.stdout)) == [f"{bad}:12", f"{bad}:9"]
     assert {c for _, c in _error_lines(srv.stdout)} == {"K907"}
-    assert f"{bad}:9: error K907 rejected by the server: spec.trainer.numProcPerNode: Invalid value: 0: " \
-           "numProcPerNode must be greater than or equal to 1 (document 1)" in srv.stdout
+    assert (
+        f"{bad}:9: error K907 rejected by the server: spec.trainer.numProcPerNode: Invalid value: 0: "
+        "numProcPerNode must be greater than or equal to 1 (document 1)" in srv.stdout
+    )
     assert f"{good} (document 1): good-one: valid (server-side dry run" in srv.stdout
     assert f"{bad} (document 1): bad-one: INVALID (server-side dry run" in srv.stdout
     assert "K912" not in srv.stdout
@@ -72,6 +75,7 @@ def test_server_verdicts_use_the_offline_output_format_and_exit_codes(cli, kube,
     # --json carries the server's problems in the offline shape
     j = cli("validate", "--server", "--json", "--kubeconfig", kube.kubeconfig, "-n", kube.ns, bad)
     import json
+
     rec = json.loads(j.stdout.splitlines()[0])
     assert rec["valid"] is False and {e["code"] for e in rec["errors"]} == {"K907"}
     assert sorted(e["line"] for e in rec["errors"]) == [9, 12]
@@ -104,8 +108,11 @@ def test_a_disagreement_is_reported(cli, kube, tmp_path):
     assert cli("validate", "--crd", crd_file, procs).exit_code == 0
     srv = cli("validate", "--server", "--crd", crd_file, "--kubeconfig", kube.kubeconfig, "-n", kube.ns, procs)
     assert srv.exit_code == 1
-    assert re.search(r"warning K912 the server rejects what offline validate accepts: .*numProcPerNode must be "
-                     r"greater than or equal to 1", srv.stdout)
+    assert re.search(
+        r"warning K912 the server rejects what offline validate accepts: .*numProcPerNode must be "
+        r"greater than or equal to 1",
+        srv.stdout,
+    )
 
 
 @pytest.mark.cluster
@@ -113,7 +120,7 @@ def test_dry_run_blind_spots_stay_offline_errors(cli, kube, tmp_path):
     """A dry run never reaches storage, which alone refuses metadata.resourceVersion on create (HTTP 500
     "resourceVersion should not be set on objects to be created"): the offline V730 stays, no K912."""
     f = tmp_path / "rv.yaml"
-    f.write_text(GOOD.replace("  name: good-one\n", "  name: good-one\n  resourceVersion: \"12\"\n"))
+    f.write_text(GOOD.replace("  name: good-one\n", '  name: good-one\n  resourceVersion: "12"\n'))
     srv = cli("validate", "--server", "--kubeconfig", kube.kubeconfig, "-n", kube.ns, f)
     assert srv.exit_code == 1
     assert "error V730 metadata.resourceVersion" in srv.stdout and "K912" not in srv.stdout
@@ -127,7 +134,8 @@ def _converted_fixture_trainjobs():
     from translator.pipeline import convert
 
     paths = sorted((FIXTURES / "convert").rglob("*.sbatch")) + sorted(
-        p for p in (FIXTURES / "sbatch").iterdir() if p.suffix != ".md")
+        p for p in (FIXTURES / "sbatch").iterdir() if p.suffix != ".md"
+    )
     out = []
     for p in paths:
         conv = convert(str(p))
@@ -145,7 +153,7 @@ def test_every_converted_fixture_gets_the_same_verdict_offline_and_on_the_server
     from translator.validate.validator import validate_documents
 
     jobs = _converted_fixture_trainjobs()
-    assert len(jobs) >= 250            # 21 convert/ scripts and most of the ~350 sbatch fixtures
+    assert len(jobs) >= 250  # 21 convert/ scripts and most of the ~350 sbatch fixtures
     docs = [Document(index=i, data=body) for i, (_, body) in enumerate(jobs)]
     results = validate_documents(docs, load_crd())
 
@@ -173,21 +181,24 @@ def test_cli_validate_server_over_converted_fixtures_matches_offline(cli, kube, 
     off = cli("validate", "-q", f)
     srv = cli("validate", "-q", "--server", "--kubeconfig", kube.kubeconfig, "-n", kube.ns, f)
     summary = re.compile(r"valid: \d+/\d+")
-    assert summary.search(off.stdout).group(0) == summary.search(srv.stdout).group(0) == f"valid: {len(jobs)}/{len(jobs)}"
+    assert (
+        summary.search(off.stdout).group(0) == summary.search(srv.stdout).group(0) == f"valid: {len(jobs)}/{len(jobs)}"
+    )
     assert off.exit_code == srv.exit_code == 0
     assert "K912" not in srv.stdout
 
 
 # --- the offline validator fixes these disagreements brought (no cluster needed)
 
+
 def test_offline_annotation_keys_are_checked_lower_cased(cli, tmp_path):
     f = tmp_path / "ann.yaml"
     f.write_text(GOOD.replace("  name: good-one\n", "  name: good-one\n  annotations:\n    Example.com/Note_A: x\n"))
     r = cli("validate", f)
-    assert r.exit_code == 0, r.stdout          # the API server stores it (IsQualifiedName on the lower-cased key)
+    assert r.exit_code == 0, r.stdout  # the API server stores it (IsQualifiedName on the lower-cased key)
     f.write_text(GOOD.replace("  name: good-one\n", "  name: good-one\n  annotations:\n    bad key: x\n"))
     r = cli("validate", f)
-    assert r.exit_code == 1 and "V730" in r.stdout       # a space is invalid in any case
+    assert r.exit_code == 1 and "V730" in r.stdout  # a space is invalid in any case
 
 
 def test_offline_missing_spec_is_a_webhook_layer_error(cli, tmp_path):

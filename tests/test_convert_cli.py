@@ -1,4 +1,5 @@
 """`slurm2kf convert` command line: outputs, stderr format, exit codes, atomic -o, sbatch precedence."""
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,18 @@ def test_sbatch_precedence_cli_over_env_over_directives(cli, tmp_path):
 
 def test_namespace_runtime_gpu_resource_options(cli, tmp_path):
     path = write(tmp_path, "#!/bin/bash\n#SBATCH --gres=gpu:2\npython t.py\n")
-    r = cli("convert", path, "--namespace", "team-a", "--gpu-resource", "amd.com/gpu", "--runtime", "my-torch",
-            "--image", "ghcr.io/me/x:1")
+    r = cli(
+        "convert",
+        path,
+        "--namespace",
+        "team-a",
+        "--gpu-resource",
+        "amd.com/gpu",
+        "--runtime",
+        "my-torch",
+        "--image",
+        "ghcr.io/me/x:1",
+    )
     doc = yaml.safe_load(r.stdout)
     assert doc["metadata"]["namespace"] == "team-a"
     assert doc["spec"]["runtimeRef"]["name"] == "my-torch"
@@ -100,7 +111,7 @@ def test_array_expand_writes_one_document_per_index(cli, tmp_path):
 def test_profile_option_and_bad_profile(cli, tmp_path):
     prof = Path(__file__).parent / "fixtures" / "profiles"
     script = prof / "university" / "scripts" / "resnet_torchrun.sbatch"
-    r = cli("convert", str(script))        # slurm2kf.yaml found upward from the script
+    r = cli("convert", str(script))  # slurm2kf.yaml found upward from the script
     assert r.exit_code in (0, 1) and "F500" in r.stderr
     bad = sorted((prof / "bad").glob("*.yaml"))[0]
     r = cli("convert", write(tmp_path, SIMPLE), "--profile", str(bad))

@@ -1,4 +1,5 @@
 """The shipped examples, `examples/<case>/job.sbatch` (one per launcher family; demo.sh converts torchrun_multinode)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,11 +10,18 @@ import kf_helpers as K
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FAMILY = {
-    "torchrun_multinode": "torchrun", "srun_python_per_gpu": "srun-tasks",
-    "accelerate_multinode": "accelerate", "deepspeed_multinode": "deepspeed", "composer_multinode": "composer",
-    "mpi_openmpi": "mpi", "jax_multinode": "jax", "python_single_gpu": "python",
-    "container_pyxis": "torchrun", "container_apptainer": "python",
-    "script_fallback": "script", "array_sweep": "python",
+    "torchrun_multinode": "torchrun",
+    "srun_python_per_gpu": "srun-tasks",
+    "accelerate_multinode": "accelerate",
+    "deepspeed_multinode": "deepspeed",
+    "composer_multinode": "composer",
+    "mpi_openmpi": "mpi",
+    "jax_multinode": "jax",
+    "python_single_gpu": "python",
+    "container_pyxis": "torchrun",
+    "container_apptainer": "python",
+    "script_fallback": "script",
+    "array_sweep": "python",
 }
 
 
@@ -26,6 +34,7 @@ def test_example_converts_cleanly(name, cli):
     r = cli("convert", str(EXAMPLES / name / "job.sbatch"))
     assert r.exit_code == 0, r.stderr
     from translator.pipeline import convert
+
     plans = convert(str(EXAMPLES / name / "job.sbatch")).plans
     assert plans[0].launcher == FAMILY[name]
 

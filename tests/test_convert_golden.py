@@ -13,6 +13,7 @@ Placeholders: "<<pip-install>>" (the emitter's install script, tested in test_em
 "<<exec-checked>>" (shell text whose behaviour test_launch_shims.py checks by running it), and HASH in
 metadata.name (the first 6 hex digits of sha256 of the original job name, the naming rule).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -74,7 +75,11 @@ def _match(expected, actual, where="") -> list:
         for i, (e, a) in enumerate(zip(expected, actual)):
             diffs += _match(e, a, f"{where}[{i}]")
         return diffs
-    return [] if expected == actual and type(expected) is type(actual) else [f"{where}: expected {expected!r}, got {actual!r}"]
+    return (
+        []
+        if expected == actual and type(expected) is type(actual)
+        else [f"{where}: expected {expected!r}, got {actual!r}"]
+    )
 
 
 _CODE = re.compile(r": (?:error|warning|info) ([LP]\d{3}) ")
@@ -82,8 +87,19 @@ _CODE = re.compile(r": (?:error|warning|info) ([LP]\d{3}) ")
 
 def test_there_is_a_golden_case_per_family():
     families = {p.parent.name for p in CASES}
-    assert {"torchrun", "srun_tasks", "accelerate", "deepspeed", "composer", "mpi", "jax", "python", "container",
-            "script", "findings"} <= families
+    assert {
+        "torchrun",
+        "srun_tasks",
+        "accelerate",
+        "deepspeed",
+        "composer",
+        "mpi",
+        "jax",
+        "python",
+        "container",
+        "script",
+        "findings",
+    } <= families
     assert len(CASES) >= 12
 
 

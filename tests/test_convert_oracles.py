@@ -5,6 +5,7 @@
   equal to the YAML (compare_outputs.py).
 Missing oracles make these tests fail, never skip.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -65,13 +66,18 @@ def test_every_golden_trainjob_is_valid_for_the_crd_and_webhooks(outputs):
 def _secret_names(yaml_path: Path):
     import yaml
 
-    return [e["name"] for d in yaml.safe_load_all(yaml_path.read_text()) if d
-            for e in d["spec"].get("trainer", {}).get("env", []) if "valueFrom" in e]
+    return [
+        e["name"]
+        for d in yaml.safe_load_all(yaml_path.read_text())
+        if d
+        for e in d["spec"].get("trainer", {}).get("env", [])
+        if "valueFrom" in e
+    ]
 
 
 def test_every_golden_sdk_program_submits_the_same_trainjob(outputs):
     plain = [o for o in outputs if not _secret_names(o[1])]
-    assert len(plain) < len(outputs)          # the secrets golden is checked by the next test
+    assert len(plain) < len(outputs)  # the secrets golden is checked by the next test
     results = K.oracle_compare([(y, p) for _, y, p in plain], jobs=2)
     failed = [(rel, text) for (rel, _, _), (rc, text) in zip(plain, results) if rc != 0]
     assert not failed, "\n\n".join(f"{rel}:\n{text}" for rel, text in failed)

@@ -3,6 +3,7 @@
 The wrapper is executed with the real bash against a fake `python3` that records its arguments, so
 the tests see exactly which words pip would get and what the launcher receives.
 """
+
 from __future__ import annotations
 
 import stat
@@ -33,6 +34,7 @@ def _run(command, args, tmp_path: Path, env_extra=None):
     env.update(env_extra or {})
     # the container receives the words after the kubelet's $(VAR)/$$ expansion (escaped by the emitter)
     from translator.plan.kube import expand
+
     argv = [expand(w, env) for w in list(command) + list(args)]
     proc = subprocess.run(argv, capture_output=True, env=env, timeout=30)
     # bytes decoded by hand: text mode would turn a \r the launcher printed into \n
@@ -66,10 +68,15 @@ def test_launcher_is_never_replaced_by_python():
 
 def test_wrapper_installs_with_index_urls_then_execs_launcher(tmp_path):
     hostile = ["numpy==1.26", "transformers[torch]>=4", "evil; touch /tmp/pwned", "$(id)", "`id`", "a'b\"c"]
-    p = plan(command=("printf",), args=("<%s>\n", "x y", "$(id)", "'q'"),
-             packages=tuple(hostile), pip_index_urls=("https://pypi.org/simple", "https://idx.example/$(id)"))
+    p = plan(
+        command=("printf",),
+        args=("<%s>\n", "x y", "$(id)", "'q'"),
+        packages=tuple(hostile),
+        pip_index_urls=("https://pypi.org/simple", "https://idx.example/$(id)"),
+    )
     command, args = container_command(p)
     from translator.plan.kube import expand
+
     # the script is escaped for the kubelet's $(NAME)/$$ expansion: run what the container receives
     args = [expand(args[0])] + args[1:]
     proc, calls = _run(command, args, tmp_path)
@@ -82,7 +89,7 @@ def test_wrapper_installs_with_index_urls_then_execs_launcher(tmp_path):
     assert "--user" in call
     assert call[call.index("--index-url") + 1] == "https://pypi.org/simple"
     assert call[call.index("--extra-index-url") + 1] == "https://idx.example/$(id)"
-    assert call[-len(hostile):] == hostile   # each spec is exactly one pip argument
+    assert call[-len(hostile) :] == hostile  # each spec is exactly one pip argument
     assert not Path("/tmp/pwned").exists()
 
 
@@ -109,8 +116,13 @@ def test_failed_install_stops_before_launch(tmp_path):
     py = bindir / "python3"
     py.write_text("#!/bin/sh\nexit 1\n")
     py.chmod(0o755)
-    proc = subprocess.run([*container_command(p)[0], *container_command(p)[1]], capture_output=True, text=True,
-                          env={"PATH": f"{bindir}:/usr/bin:/bin"}, timeout=30)
+    proc = subprocess.run(
+        [*container_command(p)[0], *container_command(p)[1]],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{bindir}:/usr/bin:/bin"},
+        timeout=30,
+    )
     assert proc.returncode != 0
     assert "must-not-run" not in proc.stdout
 
@@ -118,13 +130,15 @@ def test_failed_install_stops_before_launch(tmp_path):
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 _word = st.text(st.characters(blacklist_characters="\x00\x01", blacklist_categories=("Cs",)), min_size=1, max_size=12)
-_spec = _word.filter(lambda s: s.strip().partition(" ")[0] not in ("-r", "--requirement", "-c", "--constraint",
-                                                                    "-e", "--editable"))
+_spec = _word.filter(
+    lambda s: s.strip().partition(" ")[0] not in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable")
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(packages=st.lists(_spec, min_size=1, max_size=3), urls=st.lists(_word, max_size=2),
-       args=st.lists(_word, max_size=4))
+@given(
+    packages=st.lists(_spec, min_size=1, max_size=3), urls=st.lists(_word, max_size=2), args=st.lists(_word, max_size=4)
+)
 def test_any_text_reaches_pip_and_the_launcher_verbatim(tmp_path, packages, urls, args):
     p = plan(command=("printf",), args=("<%s>", *args), packages=tuple(packages), pip_index_urls=tuple(urls))
     proc, calls = _run(*container_command(p), tmp_path)
@@ -132,6 +146,6 @@ def test_any_text_reaches_pip_and_the_launcher_verbatim(tmp_path, packages, urls
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "".join(f"<{a}>" for a in args) or (not args and proc.stdout == "<>")
     call = calls[0]
-    assert call[-len(packages):] == packages
+    assert call[-len(packages) :] == packages
     if urls:
         assert call[call.index("--index-url") + 1] == urls[0]

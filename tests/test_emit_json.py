@@ -1,4 +1,5 @@
 """`--to json`: the plans as data, with findings and the TrainJob each renders to."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,15 @@ def test_plan_json_carries_plan_findings_and_trainjob():
     first = data["plans"][0]
     assert first["num_nodes"] == 4
     assert first["resources_per_node"] == {"nvidia.com/gpu": "8", "cpu": "64", "memory": "900Gi"}
-    assert first["findings"] == [{"severity": "warning", "code": "P401",
-                                  "message": "module load cuda/12 must be in the image", "line": 5,
-                                  "suggestion": "bake it into the image"}]
+    assert first["findings"] == [
+        {
+            "severity": "warning",
+            "code": "P401",
+            "message": "module load cuda/12 must be in the image",
+            "line": 5,
+            "suggestion": "bake it into the image",
+        }
+    ]
     assert first["can_run"] is True
     assert first["env"][0] == {"name": "NCCL_DEBUG", "value": "WARN", "line": 7}
     # the embedded TrainJob is the YAML's document

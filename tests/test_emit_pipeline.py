@@ -1,6 +1,7 @@
 """Emitters on real conversions: every corpus script's YAML is valid for our validator and for the
 oracle, and for one script of each launcher family (plus pip installs and array expansion) the SDK
 code submits exactly the YAML's TrainJobs."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """TrainJob YAML from hand-built plans: shape, SDK-compatible choices, validity (ours and the oracle's)."""
+
 from __future__ import annotations
 
 import yaml
@@ -37,15 +38,17 @@ def test_torch_multinode_shape_by_hand():
 
 
 def test_quantities_and_numeric_looking_strings_stay_strings():
-    p = plan(args=("8", "0o17", "1_000", ".5", "1e3", "y", "n", "on", "null", "~", "0x1F"),
-             env=(EnvVar("A", "8"), EnvVar("B", "true"), EnvVar("C", "Y")),
-             resources_per_node=(("cpu", "4"), ("memory", "512Mi")))
+    p = plan(
+        args=("8", "0o17", "1_000", ".5", "1e3", "y", "n", "on", "null", "~", "0x1F"),
+        env=(EnvVar("A", "8"), EnvVar("B", "true"), EnvVar("C", "Y")),
+        resources_per_node=(("cpu", "4"), ("memory", "512Mi")),
+    )
     [doc] = _load(trainjob_yaml.render([p]))
     assert doc["spec"]["trainer"]["args"] == list(p.args)
     assert [e["value"] for e in doc["spec"]["trainer"]["env"]] == ["8", "true", "Y"]
     assert doc["spec"]["trainer"]["resourcesPerNode"]["limits"] == {"cpu": "4", "memory": "512Mi"}
     text = trainjob_yaml.render([p])
-    for word in ("0o17", "1_000", ".5", "y", "n"):   # Go's YAML decoder would read these as numbers/bools
+    for word in ("0o17", "1_000", ".5", "y", "n"):  # Go's YAML decoder would read these as numbers/bools
         assert f"- '{word}'" in text
 
 
@@ -63,13 +66,20 @@ def test_patches_merge_into_one_runtime_patch_with_sdk_manager():
 
 
 def test_two_patches_of_one_job_are_merged():
-    p = plan(patches=(PodPatch(node_selector=(("a", "1"),)),
-                      PodPatch(tolerations=({"key": "k", "operator": "Exists"},), image_pull_secrets=("reg",))))
+    p = plan(
+        patches=(
+            PodPatch(node_selector=(("a", "1"),)),
+            PodPatch(tolerations=({"key": "k", "operator": "Exists"},), image_pull_secrets=("reg",)),
+        )
+    )
     [doc] = _load(trainjob_yaml.render([p]))
     [job] = doc["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     spec = job["template"]["spec"]["template"]["spec"]
-    assert spec == {"nodeSelector": {"a": "1"}, "tolerations": [{"key": "k", "operator": "Exists"}],
-                    "imagePullSecrets": [{"name": "reg"}]}
+    assert spec == {
+        "nodeSelector": {"a": "1"},
+        "tolerations": [{"key": "k", "operator": "Exists"}],
+        "imagePullSecrets": [{"name": "reg"}],
+    }
 
 
 def test_duplicate_env_keeps_first_position_last_value_like_a_dict():
@@ -81,9 +91,11 @@ def test_duplicate_env_keeps_first_position_last_value_like_a_dict():
 def test_namespace_labels_annotations():
     [doc] = _load(trainjob_yaml.render([sample_plans()["namespace_meta"]]))
     assert doc["metadata"] == {
-        "name": "meta-job", "namespace": "team-a",
+        "name": "meta-job",
+        "namespace": "team-a",
         "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue", "app": "slurm2kf"},
-        "annotations": {"slurm2kf.io/job-name": "My Job!", "slurm2kf.io/source": "jobs/a b.sbatch"}}
+        "annotations": {"slurm2kf.io/job-name": "My Job!", "slurm2kf.io/source": "jobs/a b.sbatch"},
+    }
     assert doc["spec"]["activeDeadlineSeconds"] == 7200
 
 
@@ -105,7 +117,7 @@ def test_findings_comment_cannot_escape():
     [doc] = _load(text)
     assert "hacked" not in doc["spec"] and doc["kind"] == "TrainJob"
     assert "P401 warning line 3:" in head
-    assert trainjob_yaml.render([p]).startswith("apiVersion:")   # no comment unless asked
+    assert trainjob_yaml.render([p]).startswith("apiVersion:")  # no comment unless asked
 
 
 def test_all_samples_valid_for_our_validator_and_the_oracle(tmp_path):

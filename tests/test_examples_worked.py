@@ -3,6 +3,7 @@
 The outputs are computed here by `examples/regenerate.py` (in-process), not compared with a copy; when this
 fails, run `python examples/regenerate.py`, review the diff of the outputs, and commit it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,9 +18,20 @@ EXAMPLES = REPO / "examples"
 # One case per launcher family named in the project's issue (torchrun multinode, srun python per GPU,
 # accelerate, deepspeed, Open MPI, JAX, plain python on one GPU, pyxis and Apptainer containers, the
 # script fallback, an array sweep).
-CASES = ["accelerate_multinode", "array_sweep", "composer_multinode", "container_apptainer", "container_pyxis", "deepspeed_multinode",
-         "jax_multinode", "mpi_openmpi", "python_single_gpu", "script_fallback", "srun_python_per_gpu",
-         "torchrun_multinode"]
+CASES = [
+    "accelerate_multinode",
+    "array_sweep",
+    "composer_multinode",
+    "container_apptainer",
+    "container_pyxis",
+    "deepspeed_multinode",
+    "jax_multinode",
+    "mpi_openmpi",
+    "python_single_gpu",
+    "script_fallback",
+    "srun_python_per_gpu",
+    "torchrun_multinode",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +46,9 @@ def test_the_cases_are_the_launcher_families(regen):
     assert [c.name for c in regen.cases()] == CASES
     for case in CASES:
         names = {p.name for p in (EXAMPLES / case).iterdir()}
-        assert names == {"job.sbatch", "README.md", "trainjob.yaml", "trainjob.py", "findings.txt",
-                         "simulate.txt"}, case
+        assert names == {"job.sbatch", "README.md", "trainjob.yaml", "trainjob.py", "findings.txt", "simulate.txt"}, (
+            case
+        )
 
 
 def test_committed_outputs_equal_what_the_code_produces(regen):
@@ -73,15 +86,18 @@ def test_check_names_a_stale_file_and_regenerate_fixes_it(regen, tmp_path, capsy
 
     assert regen.main(["--check"], root=root) == 1
     out = capsys.readouterr().out
-    assert out.splitlines() == ["stale: examples/torchrun_multinode/trainjob.yaml",
-                                "stale: examples/torchrun_multinode/simulate.txt"]
-    assert "numNodes: 3" in yaml.read_text()            # --check writes nothing
+    assert out.splitlines() == [
+        "stale: examples/torchrun_multinode/trainjob.yaml",
+        "stale: examples/torchrun_multinode/simulate.txt",
+    ]
+    assert "numNodes: 3" in yaml.read_text()  # --check writes nothing
 
     assert regen.main([], root=root) == 0
     assert "numNodes: 4" in yaml.read_text()
     for name in regen.GENERATED:
-        assert (root / "torchrun_multinode" / name).read_bytes() == \
-            (EXAMPLES / "torchrun_multinode" / name).read_bytes()
+        assert (root / "torchrun_multinode" / name).read_bytes() == (
+            EXAMPLES / "torchrun_multinode" / name
+        ).read_bytes()
     capsys.readouterr()
     assert regen.main(["--check"], root=root) == 0
     assert capsys.readouterr().out == ""
@@ -101,7 +117,7 @@ def test_the_index_lists_every_case_with_its_verdict():
     for line in (EXAMPLES / "README.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("| [") and "](" in line:
             cells = [c.strip() for c in line.strip("|").split("|")]
-            rows[cells[0][1:cells[0].index("]")]] = cells[2].split()[0]
+            rows[cells[0][1 : cells[0].index("]")]] = cells[2].split()[0]
     assert sorted(rows) == CASES
     for case, verdict in rows.items():
         first = (EXAMPLES / case / "simulate.txt").read_text(encoding="utf-8").splitlines()[0]

@@ -9,6 +9,7 @@ Each fixture is hand-written and starts with a header:
 The expected verdict is checked against real Slurm (the shared oracle), so a fixture that does
 not test what its header claims fails here, independently of the translator.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,7 @@ NOT_PLACEABLE_ON_PURPOSE = {"mem_terabyte_suffix.sbatch"}
 def _verdict(rec: dict) -> str:
     if rec["accepted"]:
         return "accepted"
-    return {"sbatch": "sbatch-refuses", "slurmctld": "slurmctld-rejects"}.get(rec["rejected_by"],
-                                                                              rec["rejected_by"])
+    return {"sbatch": "sbatch-refuses", "slurmctld": "slurmctld-rejects"}.get(rec["rejected_by"], rec["rejected_by"])
 
 
 def test_oracle_runs_the_base_cluster(shared_dir):
@@ -44,8 +44,8 @@ def test_oracle_runs_the_base_cluster(shared_dir):
     adapt_env = os.path.join(state, "etc", "adapt.env")
     assert not os.path.exists(adapt_env), (
         "the Slurm oracle at %s is adapted (permissive mode, %s exists); run "
-        "`SLURM_ORACLE_STATE=%s python3 %s/slurm-oracle/adapt.py --reset`"
-        % (state, adapt_env, state, shared_dir))
+        "`SLURM_ORACLE_STATE=%s python3 %s/slurm-oracle/adapt.py --reset`" % (state, adapt_env, state, shared_dir)
+    )
     conf = os.path.join(state, "etc", "slurm.conf")
     assert os.path.exists(conf), "no oracle config at %s: start the oracle (./test.sh)" % conf
     text = open(conf, encoding="utf-8", errors="replace").read()
@@ -79,7 +79,8 @@ def test_fixture_has_header(path):
 def test_fixture_name_says_what_it_tests(path):
     stem = path.name.rsplit(".", 1)[0]
     assert re.fullmatch(r"[a-z][a-zA-Z0-9]*(_[a-zA-Z0-9]+)+", stem), (
-        "name %r: words joined by '_', at least two of them" % path.name)
+        "name %r: words joined by '_', at least two of them" % path.name
+    )
     what, expect = oracles.fixture_header(path)
     if expect == "sbatch-refuses":
         assert "refused" in stem, "scripts sbatch refuses carry 'refused' in their name"
@@ -149,41 +150,92 @@ COVERAGE = {
     "cpus-per-gpu": r"^#SBATCH --cpus-per-gpu",
     "mem-per-gpu": r"^#SBATCH --mem-per-gpu",
     "mem-per-cpu": r"^#SBATCH --mem-per-cpu",
-    "mem K": r"^#SBATCH --mem=\d+K", "mem M": r"^#SBATCH --mem=\d+M", "mem g": r"^#SBATCH --mem=\d+g",
-    "mem GB": r"^#SBATCH --mem=\d+GB", "mem T": r"^#SBATCH --mem=\d+T", "mem 0": r"^#SBATCH --mem=0$",
+    "mem K": r"^#SBATCH --mem=\d+K",
+    "mem M": r"^#SBATCH --mem=\d+M",
+    "mem g": r"^#SBATCH --mem=\d+g",
+    "mem GB": r"^#SBATCH --mem=\d+GB",
+    "mem T": r"^#SBATCH --mem=\d+T",
+    "mem 0": r"^#SBATCH --mem=0$",
     "mem no unit": r"^#SBATCH --mem=\d+$",
-    "time M": r"^#SBATCH --time=\d+$", "time M:S": r"^#SBATCH -t \d+:\d+$",
-    "time H:M:S": r"^#SBATCH --time=\d+:\d+:\d+$", "time D-H": r"^#SBATCH -t \d+-\d+$",
-    "time D-H:M": r"^#SBATCH -t \d+-\d+:\d+$", "time D-H:M:S": r"^#SBATCH --time=\d+-\d+:\d+:\d+$",
-    "time UNLIMITED": r"^#SBATCH --time=UNLIMITED", "time 0": r"^#SBATCH -t 0$",
+    "time M": r"^#SBATCH --time=\d+$",
+    "time M:S": r"^#SBATCH -t \d+:\d+$",
+    "time H:M:S": r"^#SBATCH --time=\d+:\d+:\d+$",
+    "time D-H": r"^#SBATCH -t \d+-\d+$",
+    "time D-H:M": r"^#SBATCH -t \d+-\d+:\d+$",
+    "time D-H:M:S": r"^#SBATCH --time=\d+-\d+:\d+:\d+$",
+    "time UNLIMITED": r"^#SBATCH --time=UNLIMITED",
+    "time 0": r"^#SBATCH -t 0$",
     "job name spaces": r'^#SBATCH -J "[^"]* [^"]*"',
-    "array list": r"^#SBATCH --array=\d+(,\d+)+$", "array step": r"^#SBATCH --array=\d+-\d+:\d+$",
-    "array throttle": r"^#SBATCH --array=.*%\d+$", "array brackets": r"^#SBATCH --array=\[",
-    "dependency afterok": r"afterok:\d", "dependency afterany": r"afterany:", "dependency afternotok": r"afternotok:",
-    "dependency after+delay": r"after:\d+\+\d+", "dependency singleton": r"singleton",
-    "dependency aftercorr": r"aftercorr:", "dependency ?": r"--dependency=\S+\?",
-    "exclusive": r"^#SBATCH --exclusive$", "exclusive=user": r"--exclusive=user",
-    "exclusive=mcs": r"--exclusive=mcs", "constraint &": r"--constraint=\"gpu&a100\"",
-    "constraint []|": r"\[gpu\|a100\]", "output patterns": r"%x.*%j", "array output": r"%A_%a",
-    "padded %j": r"%4j", "%%": r"%%", "chdir": r"^#SBATCH (--chdir|-D)", "requeue": r"^#SBATCH --requeue",
-    "no-requeue": r"^#SBATCH --no-requeue", "signal B:USR1@300": r"--signal=B:USR1@300",
-    "export NONE": r"--export=NONE", "export ALL,VAR": r"--export=ALL,", "comment": r"--comment=",
-    "mail-type repeated": r"(?s)--mail-type=.*--mail-type=", "partition": r"^#SBATCH (-p|--partition)",
-    "account": r"^#SBATCH -A ", "qos": r"--qos=", "reservation": r"--reservation=",
-    "trailing comment": r"^#SBATCH \S+ +# ", "glued short": r"^#SBATCH -N2 -c10 -t05-00:00:00",
-    "quoted #": r'^#SBATCH .*"[^"]*#[^"]*"', "backslash": r"^#SBATCH .*\\",
-    "separate-line value": r"^#SBATCH --nodes\n#SBATCH 2", "abbreviation": r"^#SBATCH --part=",
-    "ambiguous": r"^#SBATCH --mem-per=", "--tasks=": r"^#SBATCH --tasks=14",
-    "jinja": r"\{\{nodes\}\}", "netid": r"<netid>", "after set -e": r"set -e\n#SBATCH",
-    "# SBATCH": r"^# SBATCH", "##SBATCH": r"^##SBATCH", "indented": r"^[ \t]+#SBATCH",
-    "#SBATCh": r"^#SBATCh", "#SBTACH": r"^#SBTACH", "hetjob": r"^#SBATCH hetjob", "packjob": r"^#SBATCH packjob",
-    "heredoc generator": r"<<EOT\n#!/bin/bash\n#SBATCH", "csh": r"^#!/bin/csh", "#SLURM": r"^#SLURM ",
-    "#PBS": r"^#PBS ", "torchrun multi-node": r"--rdzv_backend c10d",
-    "srun python": r"^srun python", "accelerate": r"accelerate launch", "deepspeed hostfile": r"deepspeed --hostfile",
-    "mpirun": r"^mpirun ", "jax": r"multiprocess_gpu", "apptainer": r"apptainer exec --nv",
-    "pyxis": r"--container-image=", "pip install": r"^pip install -r", "module load": r"^module load",
-    "conda activate": r"^conda activate", "venv": r"^source \S*bin/activate", "srun loop": r"(?s)for .*\n\s*srun",
-    "no shebang": r"\A# fixture", "unknown option": r"--gpu-type=", "unmatched quote": r'--job-name="unterminated\n',
+    "array list": r"^#SBATCH --array=\d+(,\d+)+$",
+    "array step": r"^#SBATCH --array=\d+-\d+:\d+$",
+    "array throttle": r"^#SBATCH --array=.*%\d+$",
+    "array brackets": r"^#SBATCH --array=\[",
+    "dependency afterok": r"afterok:\d",
+    "dependency afterany": r"afterany:",
+    "dependency afternotok": r"afternotok:",
+    "dependency after+delay": r"after:\d+\+\d+",
+    "dependency singleton": r"singleton",
+    "dependency aftercorr": r"aftercorr:",
+    "dependency ?": r"--dependency=\S+\?",
+    "exclusive": r"^#SBATCH --exclusive$",
+    "exclusive=user": r"--exclusive=user",
+    "exclusive=mcs": r"--exclusive=mcs",
+    "constraint &": r"--constraint=\"gpu&a100\"",
+    "constraint []|": r"\[gpu\|a100\]",
+    "output patterns": r"%x.*%j",
+    "array output": r"%A_%a",
+    "padded %j": r"%4j",
+    "%%": r"%%",
+    "chdir": r"^#SBATCH (--chdir|-D)",
+    "requeue": r"^#SBATCH --requeue",
+    "no-requeue": r"^#SBATCH --no-requeue",
+    "signal B:USR1@300": r"--signal=B:USR1@300",
+    "export NONE": r"--export=NONE",
+    "export ALL,VAR": r"--export=ALL,",
+    "comment": r"--comment=",
+    "mail-type repeated": r"(?s)--mail-type=.*--mail-type=",
+    "partition": r"^#SBATCH (-p|--partition)",
+    "account": r"^#SBATCH -A ",
+    "qos": r"--qos=",
+    "reservation": r"--reservation=",
+    "trailing comment": r"^#SBATCH \S+ +# ",
+    "glued short": r"^#SBATCH -N2 -c10 -t05-00:00:00",
+    "quoted #": r'^#SBATCH .*"[^"]*#[^"]*"',
+    "backslash": r"^#SBATCH .*\\",
+    "separate-line value": r"^#SBATCH --nodes\n#SBATCH 2",
+    "abbreviation": r"^#SBATCH --part=",
+    "ambiguous": r"^#SBATCH --mem-per=",
+    "--tasks=": r"^#SBATCH --tasks=14",
+    "jinja": r"\{\{nodes\}\}",
+    "netid": r"<netid>",
+    "after set -e": r"set -e\n#SBATCH",
+    "# SBATCH": r"^# SBATCH",
+    "##SBATCH": r"^##SBATCH",
+    "indented": r"^[ \t]+#SBATCH",
+    "#SBATCh": r"^#SBATCh",
+    "#SBTACH": r"^#SBTACH",
+    "hetjob": r"^#SBATCH hetjob",
+    "packjob": r"^#SBATCH packjob",
+    "heredoc generator": r"<<EOT\n#!/bin/bash\n#SBATCH",
+    "csh": r"^#!/bin/csh",
+    "#SLURM": r"^#SLURM ",
+    "#PBS": r"^#PBS ",
+    "torchrun multi-node": r"--rdzv_backend c10d",
+    "srun python": r"^srun python",
+    "accelerate": r"accelerate launch",
+    "deepspeed hostfile": r"deepspeed --hostfile",
+    "mpirun": r"^mpirun ",
+    "jax": r"multiprocess_gpu",
+    "apptainer": r"apptainer exec --nv",
+    "pyxis": r"--container-image=",
+    "pip install": r"^pip install -r",
+    "module load": r"^module load",
+    "conda activate": r"^conda activate",
+    "venv": r"^source \S*bin/activate",
+    "srun loop": r"(?s)for .*\n\s*srun",
+    "no shebang": r"\A# fixture",
+    "unknown option": r"--gpu-type=",
+    "unmatched quote": r'--job-name="unterminated\n',
     "exclusive user refused": r"^#SBATCH --exclusive user",
 }
 

@@ -3,6 +3,7 @@ module plus one `translator.emit.WRITERS` entry, a report format one module plus
 `translator.report.REPORT_WRITERS` entry (docs/architecture.md, "Adding an output format" / "Adding a
 report format"). These tests follow those walkthroughs with throw-away formats, registered for the
 test only, and check that `convert`, `migrate` and `report` use them with no other change."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ from translator.migrate.run import MigrateOptions, migrate
 # the job name to the TrainJob name (unchanged when it is already an RFC 1035 label) and `--nodes`
 # to numNodes (docs/convert.md).
 TRAIN = "#!/bin/bash\n#SBATCH --job-name=train\n#SBATCH --nodes=2\nsrun python train.py\n"
-EVAL = "#!/bin/bash\n#SBATCH --job-name=evaluate\nsrun python eval.py\n"      # no --nodes: 1 node
+EVAL = "#!/bin/bash\n#SBATCH --job-name=evaluate\nsrun python eval.py\n"  # no --nodes: 1 node
 
 
 def _names_render(plans, findings_comment=False):
@@ -47,8 +48,9 @@ def names_format():
     mod = types.ModuleType("slurm2kf_test_names_writer")
     mod.render = _names_render
     sys.modules[mod.__name__] = mod
-    emit.WRITERS["names"] = emit.Writer("names", mod.__name__, "TrainJob names", "text/plain",
-                                        suffix=".trainjob.names", options=("findings_comment",))
+    emit.WRITERS["names"] = emit.Writer(
+        "names", mod.__name__, "TrainJob names", "text/plain", suffix=".trainjob.names", options=("findings_comment",)
+    )
     try:
         yield
     finally:
@@ -100,7 +102,7 @@ def test_an_unregistered_format_is_refused(tmp_path, names_format):
     saved = emit.WRITERS.pop("names")
     try:
         res = CliRunner().invoke(convert_cmd.command, [str(script), "--to", "names"])
-        assert res.exit_code == 2 and "names" in res.output          # click's usage error
+        assert res.exit_code == 2 and "names" in res.output  # click's usage error
         with pytest.raises(ValueError, match="unknown output format 'names'"):
             emit.render([], "names")
     finally:
@@ -129,8 +131,12 @@ def test_migrate_writes_prunes_and_reports_a_registered_output_format(tmp_path, 
     assert again.written == [] and again.removed == []
     (src / "team" / "eval.sbatch").unlink()
     gone = migrate(MigrateOptions(src=str(src), out=str(out), jobs=1, progress=False, echo=lambda s: None))
-    assert sorted(gone.removed) == ["team/eval.trainjob.names", "team/eval.trainjob.py", "team/eval.trainjob.yaml",
-                                    "team/kustomization.yaml"]
+    assert sorted(gone.removed) == [
+        "team/eval.trainjob.names",
+        "team/eval.trainjob.py",
+        "team/eval.trainjob.yaml",
+        "team/kustomization.yaml",
+    ]
     assert not (out / "team" / "eval.trainjob.names").exists()
 
 
@@ -139,7 +145,9 @@ def test_a_kubernetes_format_goes_into_the_kustomization(tmp_path, names_format)
     src, out = _src(tmp_path), tmp_path / "out"
     migrate(MigrateOptions(src=str(src), out=str(out), jobs=1, progress=False, echo=lambda s: None))
     assert yaml.safe_load((out / "team" / "kustomization.yaml").read_text())["resources"] == [
-        "eval.trainjob.names", "eval.trainjob.yaml"]
+        "eval.trainjob.names",
+        "eval.trainjob.yaml",
+    ]
 
 
 def test_a_folder_named_like_a_new_output_is_renamed_in_out(tmp_path, names_format):

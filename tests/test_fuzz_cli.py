@@ -3,6 +3,7 @@
 Most examples run in-process through click's CliRunner (fast); a few run as real subprocesses of the
 installed `slurm2kf` to check that nothing prints a Python traceback on stderr.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,13 @@ def test_real_processes_print_no_traceback(tmp_path):
         samples.append(data)
 
     collect()
-    samples += [b"", b"\x00\x01\x02", b"\xff\xfe#\x00!\x00", b"#!/bin/bash\n#SBATCH --job-name='unterminated\n",
-                b"#!/bin/bash\r\n#SBATCH -N 2\r\nsrun python t.py\r\n"]
+    samples += [
+        b"",
+        b"\x00\x01\x02",
+        b"\xff\xfe#\x00!\x00",
+        b"#!/bin/bash\n#SBATCH --job-name='unterminated\n",
+        b"#!/bin/bash\r\n#SBATCH -N 2\r\nsrun python t.py\r\n",
+    ]
     paths = [write(tmp_path, f"s{i}.sbatch", d) for i, d in enumerate(samples)]
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
     runs = [["inspect", "--json", *map(str, paths)], ["inspect", *map(str, paths)]]

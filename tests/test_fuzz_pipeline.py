@@ -9,6 +9,7 @@ Invariants (issue 6):
     string constant in it; text planted in the script (MARKER) only ever appears inside string
     literals or comments.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ import strategies as S
 
 def convert(data: bytes, path: str = "job.sbatch"):
     from translator.pipeline import convert as pipeline_convert
+
     return pipeline_convert(path, data)
 
 
@@ -41,6 +43,7 @@ def check_outputs(conv, *, findings_comment: bool = False):
         assert 1 <= len(plan.name) <= 63, plan.name
     if findings_comment:
         from translator.emit import trainjob_yaml
+
         text = trainjob_yaml.render(plans, findings_comment=True)
     else:
         text = S.render_yaml(plans)
@@ -80,9 +83,10 @@ def test_user_text_is_data_in_both_outputs(tagged):
             assert env[name] in consts, f"env value {env[name]!r} is not a constant of the Python"
         words = list(trainer.get("command") or []) + list(trainer.get("args") or [])
         for arg in tagged.args:
-            quoted = S.shell_quote(arg)   # as written in the script, when the body is kept as shell code
-            assert any(S.survives_k8s(arg, w) or S.k8s_effective(w)[0].find(quoted) >= 0 for w in words), \
+            quoted = S.shell_quote(arg)  # as written in the script, when the body is kept as shell code
+            assert any(S.survives_k8s(arg, w) or S.k8s_effective(w)[0].find(quoted) >= 0 for w in words), (
                 f"launch argument {arg!r} lost: {words!r}"
+            )
 
 
 @S.fuzz_settings(40)
@@ -115,8 +119,12 @@ def test_sample_passes_the_kubeflow_oracle(tmp_path):
 
     collect()
     assert len(written) >= 10, "too few generated scripts converted to judge the emitter"
-    proc = subprocess.run([sys.executable, str(S.KF_ORACLE / "validate_trainjob.py"), *map(str, written)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(S.KF_ORACLE / "validate_trainjob.py"), *map(str, written)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     invalid = []
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

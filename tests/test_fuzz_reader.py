@@ -8,6 +8,7 @@ Invariants (from issue 2 and sbatch's own rules in shared/docs/sbatch-semantics.
     line does not start with `#!`, is one sbatch refuses (`sbatch_refuses` / `sbatch_accepts`);
   * a directive found after the first command is never applied.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,6 +23,7 @@ VALID_CODE = re.compile(r"^[RO][0-9]{3}$")
 
 def read(data: bytes, path: str = "job.sbatch"):
     from translator.read import ReadError, read_script
+
     try:
         return read_script(data, path), None
     except ReadError as exc:
@@ -61,6 +63,7 @@ def check_read(data: bytes):
 
 def check_resolve(script):
     from translator.slurm.resolve import resolve
+
     job = resolve(script, env={}, cli_args=())
     assert job.components, "a job always has component 0"
     if script.sbatch_refuses:
@@ -70,6 +73,7 @@ def check_resolve(script):
         assert d.line is None or 1 <= d.line <= max(script.line_count, 1), d
     payload = job.to_json()
     import json
+
     json.dumps(payload)  # the inspect --json contract object is always serialisable
     f = job.fields
     for name in ("nodes_min", "nodes_max", "ntasks", "cpus_per_task", "mem_per_node_mb", "time_limit_seconds"):
@@ -126,11 +130,15 @@ def test_escaped_values_reach_the_option_unchanged(option, data):
     assert script.directives and script.directives[0].words == (f"--{long}={value}",), script.directives
 
 
-NUMERIC_OPTIONS = [o for o in S.OPTIONS if o[2] == "req" and o[3] in ("int", "mem", "time", "nodes", "signal", "gpus", "array")]
+NUMERIC_OPTIONS = [
+    o for o in S.OPTIONS if o[2] == "req" and o[3] in ("int", "mem", "time", "nodes", "signal", "gpus", "array")
+]
 
 
 @S.fuzz_settings(200)
-@given(st.sampled_from(NUMERIC_OPTIONS), st.integers(0, 10**6), st.sampled_from(sorted(set(S._UNICODE_DIGITS.values()))))
+@given(
+    st.sampled_from(NUMERIC_OPTIONS), st.integers(0, 10**6), st.sampled_from(sorted(set(S._UNICODE_DIGITS.values())))
+)
 def test_unicode_digits_in_numeric_options(option, number, digit):
     """Python's isdigit()/int() accept digits that sbatch's C parsing (isdigit, strtol) rejects.
 

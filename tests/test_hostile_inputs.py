@@ -4,6 +4,7 @@ Each must give a diagnostic naming the file and a line (or a clear file-level er
 exit 0/1/2, never a traceback, and finish in bounded time and memory. Big inputs run as real
 subprocesses so that wall time and peak RSS (os.wait4) are those of the command a user runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,11 +64,12 @@ def diag_lines(obj):
 
 # ---- bytes and encodings ---------------------------------------------------------------------------
 
+
 def test_nul_byte_is_named_with_its_line(tmp_path):
     path = tmp_path / "nul.sbatch"
     path.write_bytes(b"#!/bin/bash\n#SBATCH -N 2\n#SBATCH -t 10\x00\nsrun python train.py\n")
     result = in_process(["inspect", "--json", str(path)])
-    assert result.exit_code == 1, result.output   # sbatch refuses a script containing NUL
+    assert result.exit_code == 1, result.output  # sbatch refuses a script containing NUL
     obj = json.loads(result.stdout.split("\n")[0])
     assert obj["sbatch_accepts"] is False
     assert any(line == 3 and sev == "error" for line, _c, sev in diag_lines(obj)), obj["diagnostics"]
@@ -79,8 +81,8 @@ def test_invalid_utf8_is_a_line_diagnostic_not_a_crash(tmp_path):
     result = in_process(["inspect", "--json", str(path)])
     obj = json.loads(result.stdout.split("\n")[0])
     lines = [line for line, code, _s in diag_lines(obj) if code.startswith("R")]
-    assert 2 in lines, obj["diagnostics"]                     # the undecodable line is named
-    assert obj["job"]["nodes_min"] == 1                        # the rest of the header is still read
+    assert 2 in lines, obj["diagnostics"]  # the undecodable line is named
+    assert obj["job"]["nodes_min"] == 1  # the rest of the header is still read
     for to in ("yaml", "python"):
         conv = in_process(["convert", str(path), "--to", to])
         assert conv.exit_code in (0, 1)
@@ -90,7 +92,7 @@ def test_utf16_with_bom_is_refused_with_a_reason(tmp_path):
     path = tmp_path / "utf16.sbatch"
     path.write_bytes("#!/bin/bash\n#SBATCH -N 2\nsrun python t.py\n".encode("utf-16"))
     result = in_process(["inspect", "--json", str(path)])
-    assert result.exit_code == 1, result.output   # sbatch sees no `#!` at byte 0 and NUL bytes
+    assert result.exit_code == 1, result.output  # sbatch sees no `#!` at byte 0 and NUL bytes
     obj = json.loads(result.stdout.split("\n")[0])
     assert obj["sbatch_accepts"] is False
     errors = [d for d in obj["diagnostics"] if d["severity"] == "error"]
@@ -112,6 +114,7 @@ def test_binary_file_and_empty_file(tmp_path):
 
 # ---- size and shape ----------------------------------------------------------------------------------
 
+
 def _write_big(path, header_lines: int, body_bytes: int):
     with open(path, "wb") as fh:
         fh.write(b"#!/bin/bash\n")
@@ -128,7 +131,7 @@ def test_50_mb_script_in_bounded_time_and_memory(tmp_path):
     _write_big(path, 0, 50 * MB)
     rc, objs, err, secs, rss = inspect_json(path, timeout=240)
     assert rc in (0, 1, 2)
-    if rc == 2:   # refused as too large: acceptable only with a file-level error naming it
+    if rc == 2:  # refused as too large: acceptable only with a file-level error naming it
         assert str(path) in err
     else:
         assert objs and objs[0]["job"]["nodes_min"] == 2
@@ -141,7 +144,7 @@ def test_100000_line_header(tmp_path):
     rc, objs, err, secs, rss = inspect_json(path, timeout=120)
     assert rc == 0, err[-2000:]
     assert objs[0]["options"].get("comment") == "padding-line-for-a-very-long-header"
-    assert objs[0]["job"]["nodes_min"] == 2            # the last line of the header is still applied
+    assert objs[0]["job"]["nodes_min"] == 2  # the last line of the header is still applied
     assert rss < 1024, f"peak RSS {rss:.0f} MiB"
 
 
@@ -158,7 +161,7 @@ def test_100000_repeated_resource_options_convert_in_linear_time(tmp_path):
     assert rc in (0, 1) and b"Traceback" not in err, err[-2000:]
     doc = S.load_yaml_docs(out.decode("utf-8"))[0]
     assert doc["spec"]["trainer"]["numNodes"] == 2
-    assert doc["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == "8"   # the last --gres
+    assert doc["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == "8"  # the last --gres
     assert rss < 1024, f"peak RSS {rss:.0f} MiB"
 
 
@@ -176,10 +179,18 @@ def test_10_mb_single_lines(tmp_path):
         assert rc in (0, 1, 2) and b"Traceback" not in err2, err2[-2000:]
 
 
-@pytest.mark.parametrize("opener,closer", [
-    ("if true; then", "fi"), ("while true; do", "done"), ("(", ")"), ("{", "}"), ("f() {", "}"),
-    ("for i in 1; do", "done"), ("case x in x)", ";; esac"),
-])
+@pytest.mark.parametrize(
+    "opener,closer",
+    [
+        ("if true; then", "fi"),
+        ("while true; do", "done"),
+        ("(", ")"),
+        ("{", "}"),
+        ("f() {", "}"),
+        ("for i in 1; do", "done"),
+        ("case x in x)", ";; esac"),
+    ],
+)
 def test_10000_levels_of_nesting(tmp_path, opener, closer):
     depth = 10_000
     text = "#!/bin/bash\n#SBATCH -N 2\n" + (opener + "\n") * depth + "srun python train.py\n" + (closer + "\n") * depth
@@ -200,15 +211,18 @@ def test_10000_levels_of_nesting(tmp_path, opener, closer):
     assert seconds < 30, f"{seconds:.1f} s to convert {depth} levels of `{opener}` (quadratic somewhere?)"
 
 
-@pytest.mark.parametrize("text,bad_line", [
-    ("#!/bin/bash\n#SBATCH -N 1\ncat > gen.sh <<EOF\n#!/bin/bash\n#SBATCH -N 4\nsrun x\n", 3),
-    ("#!/bin/bash\n#SBATCH -N 1\npython - <<'PY'\nimport os\nprint('no end')\n", 3),
-    ("#!/bin/bash\n#SBATCH -N 1\necho \"unterminated\nsrun python t.py\n", 3),
-    ("#!/bin/bash\n#SBATCH -N 1\necho 'unterminated\nsrun python t.py\n", 3),
-    ("#!/bin/bash\n#SBATCH -N 1\nx=$(echo (\nsrun python t.py\n", 3),
-    ("#!/bin/bash\n#SBATCH -N 1\nx=`echo\nsrun python t.py\n", 3),
-    ("#!/bin/bash\n#SBATCH -N 1\nif true; then\nsrun python t.py\n", 3),
-])
+@pytest.mark.parametrize(
+    "text,bad_line",
+    [
+        ("#!/bin/bash\n#SBATCH -N 1\ncat > gen.sh <<EOF\n#!/bin/bash\n#SBATCH -N 4\nsrun x\n", 3),
+        ("#!/bin/bash\n#SBATCH -N 1\npython - <<'PY'\nimport os\nprint('no end')\n", 3),
+        ('#!/bin/bash\n#SBATCH -N 1\necho "unterminated\nsrun python t.py\n', 3),
+        ("#!/bin/bash\n#SBATCH -N 1\necho 'unterminated\nsrun python t.py\n", 3),
+        ("#!/bin/bash\n#SBATCH -N 1\nx=$(echo (\nsrun python t.py\n", 3),
+        ("#!/bin/bash\n#SBATCH -N 1\nx=`echo\nsrun python t.py\n", 3),
+        ("#!/bin/bash\n#SBATCH -N 1\nif true; then\nsrun python t.py\n", 3),
+    ],
+)
 def test_unterminated_constructs_in_the_body(tmp_path, text, bad_line):
     path = tmp_path / "open.sbatch"
     path.write_text(text)
@@ -224,12 +238,13 @@ def test_unmatched_quote_in_a_directive(tmp_path):
     path = tmp_path / "quote.sbatch"
     path.write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --job-name='oops\nsrun python t.py\n")
     result = in_process(["inspect", "--json", str(path)])
-    assert result.exit_code == 1     # sbatch: fatal "Unmatched ' in [...]"
+    assert result.exit_code == 1  # sbatch: fatal "Unmatched ' in [...]"
     obj = json.loads(result.stdout.split("\n")[0])
     assert any(d["line"] == 3 and d["severity"] == "error" for d in obj["diagnostics"]), obj["diagnostics"]
 
 
 # ---- files that are not regular, readable files -----------------------------------------------------
+
 
 def _file_level_error(result, path):
     assert result.exit_code == 2, (result.exit_code, result.output[-2000:])
@@ -275,15 +290,16 @@ def test_unreadable_file():
         pytest.fail("this test needs root to switch to the `nobody` user (CI runs as root)")
     import pwd
     import shutil
+
     base = Path(tempfile.mkdtemp(prefix="slurm2kf-unreadable-", dir="/tmp"))
     try:
-        os.chmod(base, 0o755)                  # traversable by nobody; only the file itself is closed
+        os.chmod(base, 0o755)  # traversable by nobody; only the file itself is closed
         path = base / "secret.sbatch"
         path.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
         os.chmod(path, 0)
         ok = base / "ok.sbatch"
         ok.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun python t.py\n")
-        in_process(["inspect", str(ok)])       # import everything the commands need while still root
+        in_process(["inspect", str(ok)])  # import everything the commands need while still root
         in_process(["convert", str(ok)])
         os.seteuid(pwd.getpwnam("nobody").pw_uid)
         try:
@@ -302,10 +318,10 @@ def test_unreadable_file():
 # ---- non-ASCII digits: Python's str.isdigit()/int() accept them, C's isdigit()/strtol() do not -------
 
 UNICODE_DIGIT_LINES = {
-    "time": "#SBATCH --time=1\u00b2",                    # superscript two: isdigit() True, int() fails
+    "time": "#SBATCH --time=1\u00b2",  # superscript two: isdigit() True, int() fails
     "signal": "#SBATCH --signal=\u00b2",
     "signal_at": "#SBATCH --signal=USR1@\u00b2",
-    "ntasks": "#SBATCH --ntasks=\u0663",                 # Arabic-Indic three: int() gives 3
+    "ntasks": "#SBATCH --ntasks=\u0663",  # Arabic-Indic three: int() gives 3
     "nodes": "#SBATCH --nodes=\u0663",
     "mem": "#SBATCH --mem=\u0663G",
     "cpus": "#SBATCH --cpus-per-task=\u0663",
@@ -346,11 +362,13 @@ def test_non_ascii_digits_never_crash_and_match_real_slurm(tmp_path):
     for name, path in paths.items():
         rec = records[path]
         if rec.get("rejected_by") == "slurmctld":
-            continue            # refused by the controller (cluster state), not by sbatch's own parsing
+            continue  # refused by the controller (cluster state), not by sbatch's own parsing
         slurm = rec["accepted"]
         if name in ours and ours[name] != slurm:
-            wrong.append(f"{name}: slurm2kf sbatch_accepts={ours[name]}, Slurm 22.05 accepted={slurm} "
-                         f"({records[path].get('error')})")
+            wrong.append(
+                f"{name}: slurm2kf sbatch_accepts={ours[name]}, Slurm 22.05 accepted={slurm} "
+                f"({records[path].get('error')})"
+            )
     assert not crashes and not wrong, {"crashes": crashes, "verdicts that differ from Slurm": wrong}
 
 
@@ -382,8 +400,10 @@ def test_numbers_too_big_for_c_match_real_slurm_and_emit_valid_trainjobs(tmp_pat
         conv = convert(str(path))
         rec = records[path]
         if conv.job.sbatch_accepts != rec["accepted"]:
-            wrong.append(f"{name}: slurm2kf sbatch_accepts={conv.job.sbatch_accepts}, Slurm accepted={rec['accepted']} "
-                         f"({rec.get('error')}); slurm2kf job: { {k: v for k, v in conv.job.fields.to_json().items() if v is not None} }")
+            wrong.append(
+                f"{name}: slurm2kf sbatch_accepts={conv.job.sbatch_accepts}, Slurm accepted={rec['accepted']} "
+                f"({rec.get('error')}); slurm2kf job: { {k: v for k, v in conv.job.fields.to_json().items() if v is not None} }"
+            )
         if conv.plans:
             out = tmp_path / f"{name}.yaml"
             out.write_text(S.render_yaml(conv.plans), encoding="utf-8")

@@ -2,6 +2,7 @@
 path is checked, only files it wrote with a matching hash are deleted), never reads special files in
 OUT or SRC, survives any file name, does not follow links out of SRC unless asked, its workers die
 with it, and a per-script timeout never leaves unlisted outputs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,9 @@ GOOD = "#!/bin/bash\n#SBATCH --job-name={name}\n#SBATCH -N 1\n#SBATCH -t 10\nsru
 
 
 def run(*args, timeout=120):
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(EXE), *map(str, args)], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def tree(root: Path) -> dict:
@@ -49,6 +51,7 @@ def sha(p: Path) -> str:
 
 # ---- severe 3: migrate stays inside OUT ------------------------------------------------------
 
+
 def test_a_symlinked_folder_inside_out_never_redirects_writes_or_deletes(tmp_path):
     src, out, elsewhere = tmp_path / "src", tmp_path / "out", tmp_path / "elsewhere"
     (src / "a").mkdir(parents=True)
@@ -60,19 +63,19 @@ def test_a_symlinked_folder_inside_out_never_redirects_writes_or_deletes(tmp_pat
     # of the outputs (same hashes, so a naive stale-output removal would delete them)
     os.rename(out / "a", elsewhere)
     (out / "a").symlink_to(elsewhere)
-    (src / "a" / "gone.sbatch").unlink()          # its output is now stale: removal must not follow the link
-    (src / "a" / "one.sbatch").write_text(GOOD.format(name="one-changed"))   # its output would be rewritten
+    (src / "a" / "gone.sbatch").unlink()  # its output is now stale: removal must not follow the link
+    (src / "a" / "one.sbatch").write_text(GOOD.format(name="one-changed"))  # its output would be rewritten
     before = tree(elsewhere)
     proc = run("migrate", src, "-o", out)
     assert "Traceback" not in proc.stderr
     assert tree(elsewhere) == before, "migrate wrote or deleted through a symlink inside OUT"
     assert proc.returncode == 1, proc.stderr
     assert "M618" in proc.stderr and "a/one.sbatch" in proc.stderr
-    assert "M620" in proc.stderr                   # the stale entry behind the link is not acted on
+    assert "M620" in proc.stderr  # the stale entry behind the link is not acted on
     rec = {s["path"]: s for s in json.loads((out / "slurm2kf-report.json").read_text())["scripts"]}
     assert "M618" in {i["code"] for i in rec["a/one.sbatch"]["issues"]}
     assert rec["two.sbatch"]["outcome"] in ("clean", "warnings")
-    assert (out / "a").is_symlink()                # not replaced either
+    assert (out / "a").is_symlink()  # not replaced either
 
 
 def _forge_manifest(out: Path, extra: dict) -> None:
@@ -92,7 +95,7 @@ def test_an_edited_manifest_never_deletes_outside_out_or_files_migrate_did_not_w
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("precious\n")
         victims[p] = sha(p)
-    (out / "notes.txt").write_text("mine\n")              # a user's file inside OUT
+    (out / "notes.txt").write_text("mine\n")  # a user's file inside OUT
     (out / "sub").mkdir()
     (out / "sub" / "keep.trainjob.yaml").write_text("hand-written\n")
     forged = {
@@ -101,8 +104,8 @@ def test_an_edited_manifest_never_deletes_outside_out_or_files_migrate_did_not_w
         "sub/../../victim.trainjob.yaml": sha(tmp_path / "victim.trainjob.yaml"),
         "./sub/keep.trainjob.yaml": sha(out / "sub" / "keep.trainjob.yaml"),
         "sub//keep.trainjob.yaml": sha(out / "sub" / "keep.trainjob.yaml"),
-        "notes.txt": sha(out / "notes.txt"),                # right hash, but not a name migrate writes
-        "sub/keep.trainjob.yaml": "0" * 64,                 # a name migrate writes, wrong hash: kept (M608)
+        "notes.txt": sha(out / "notes.txt"),  # right hash, but not a name migrate writes
+        "sub/keep.trainjob.yaml": "0" * 64,  # a name migrate writes, wrong hash: kept (M608)
     }
     _forge_manifest(out, forged)
     proc = run("migrate", src, "-o", out)
@@ -118,9 +121,17 @@ def test_an_edited_manifest_never_deletes_outside_out_or_files_migrate_did_not_w
     assert not any(".." in k or k.startswith("/") or k == "notes.txt" for k in m["outputs"])
 
 
-@pytest.mark.parametrize("entry,kind", [("slurm2kf-report.md", "devzero"), ("slurm2kf-report.json", "fifo"),
-                                        ("kustomization.yaml", "devzero"), (".slurm2kf-migrate.json", "fifo"),
-                                        ("two.trainjob.yaml", "fifo"), ("two.trainjob.py", "devzero")])
+@pytest.mark.parametrize(
+    "entry,kind",
+    [
+        ("slurm2kf-report.md", "devzero"),
+        ("slurm2kf-report.json", "fifo"),
+        ("kustomization.yaml", "devzero"),
+        (".slurm2kf-migrate.json", "fifo"),
+        ("two.trainjob.yaml", "fifo"),
+        ("two.trainjob.py", "devzero"),
+    ],
+)
 def test_special_files_in_out_never_hang_or_fill_memory(tmp_path, entry, kind):
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()
@@ -137,22 +148,32 @@ def test_special_files_in_out_never_hang_or_fill_memory(tmp_path, entry, kind):
     assert time.monotonic() - t0 < 45
     assert "Traceback" not in proc.stderr
     assert proc.returncode in (1, 2) and "M618" in proc.stderr, (proc.returncode, proc.stderr)
-    assert (target.is_fifo() if kind == "fifo" else target.is_symlink())      # left as it was
+    assert target.is_fifo() if kind == "fifo" else target.is_symlink()  # left as it was
     if entry.endswith(".json") and entry.startswith("slurm2kf"):
-        rep = run("report", out, timeout=60)                # reading it back: refused, no hang
+        rep = run("report", out, timeout=60)  # reading it back: refused, no hang
         assert rep.returncode == 2 and "M614" in rep.stderr
 
 
 # ---- severe 4: file names --------------------------------------------------------------------
 
+
 def test_hostile_file_names_never_abort_the_run_and_never_collide(tmp_path):
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()
     raw = os.fsencode(src)
-    names = {b"caf\xe9.sbatch": "latin", b"bad\xff\xfe.sh": "badbytes", b"del\x7fname.sbatch": "del",
-             "nel\u0085name.sbatch".encode(): "nel", b"new\nline.sbatch": "newline",
-             "ls\u2028sep.sbatch".encode(): "lsep", b"train.sh": "a", b"train.sbatch": "b", b"train.sh.sbatch": "c",
-             b"x.sbatch": "x", b"L" * 248 + b".sbatch": "long"}      # 255 bytes: the longest name there is
+    names = {
+        b"caf\xe9.sbatch": "latin",
+        b"bad\xff\xfe.sh": "badbytes",
+        b"del\x7fname.sbatch": "del",
+        "nel\u0085name.sbatch".encode(): "nel",
+        b"new\nline.sbatch": "newline",
+        "ls\u2028sep.sbatch".encode(): "lsep",
+        b"train.sh": "a",
+        b"train.sbatch": "b",
+        b"train.sh.sbatch": "c",
+        b"x.sbatch": "x",
+        b"L" * 248 + b".sbatch": "long",
+    }  # 255 bytes: the longest name there is
     for n, job in names.items():
         with open(raw + b"/" + n, "wb") as fh:
             fh.write(GOOD.format(name=job).encode())
@@ -165,7 +186,7 @@ def test_hostile_file_names_never_abort_the_run_and_never_collide(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "slurm2kf-report.json").read_text(encoding="utf-8"))
     recs = {s["path"]: s for s in report["scripts"]}
-    assert len(recs) == len(names) + 4                           # every script is in the report
+    assert len(recs) == len(names) + 4  # every script is in the report
     assert "caf\\xe9.sbatch" in recs and "bad\\xff\\xfe.sh" in recs and "dir\\xff/inner.sbatch" in recs
     # every script has its own outputs, holding its own job (nothing silently lost or overwritten)
     yamls = {}
@@ -194,8 +215,9 @@ def test_hostile_file_names_never_abort_the_run_and_never_collide(tmp_path):
     skipped = {s["path"]: s for s in report["skipped"]}
     for d in ("kustomization.yaml", "slurm2kf-report.md", "x.trainjob.yaml", "dir\\xff"):
         assert skipped[d]["code"] == "M617", skipped
-    assert "M617" in {i["code"] for i in recs["train.sh.sbatch"]["issues"]} or \
-        "M617" in {i["code"] for i in recs["caf\\xe9.sbatch"]["issues"]}
+    assert "M617" in {i["code"] for i in recs["train.sh.sbatch"]["issues"]} or "M617" in {
+        i["code"] for i in recs["caf\\xe9.sbatch"]["issues"]
+    }
     assert "M617" in {i["code"] for i in recs["bad\\xff\\xfe.sh"]["issues"]}
     # idempotent, and the other commands read the same tree without a traceback
     check = run("migrate", src, "-o", out, "--check")
@@ -210,21 +232,30 @@ def test_output_names_are_deterministic_and_distinct():
 
     names = ["train.sh", "train.sbatch", "train.sh.sbatch", "job", "job.sh", "eval.slurm"]
     n = _out_names(names)
-    assert n == {"train.sh": "train.sh", "train.sbatch": "train.sbatch", "train.sh.sbatch": "train.sh.sbatch",
-                 "job": "job", "job.sh": "job.sh", "eval.slurm": "eval"}
+    assert n == {
+        "train.sh": "train.sh",
+        "train.sbatch": "train.sbatch",
+        "train.sh.sbatch": "train.sh.sbatch",
+        "job": "job",
+        "job.sh": "job.sh",
+        "eval.slurm": "eval",
+    }
     files, dirs = _folder_plan(names + ["a\udcff", "a%FF"], ["kustomization.yaml", "eval.trainjob.yaml", "d"], "")
     stems = [s for s, _ in files.values()]
     assert len(set(stems)) == len(stems)
     assert files["a\udcff"][0] != files["a%FF"][0] and files["a%FF"][0] == "a%FF"
     assert dirs["d"] == ("d", "")
-    assert dirs["kustomization.yaml"][0] != "kustomization.yaml" and dirs["eval.trainjob.yaml"][0] != "eval.trainjob.yaml"
-    assert _folder_plan(list(reversed(names)), ["d"], "") [0] == _folder_plan(names, ["d"], "")[0]
+    assert (
+        dirs["kustomization.yaml"][0] != "kustomization.yaml" and dirs["eval.trainjob.yaml"][0] != "eval.trainjob.yaml"
+    )
+    assert _folder_plan(list(reversed(names)), ["d"], "")[0] == _folder_plan(names, ["d"], "")[0]
     long = "L" * 250 + ".sbatch"
-    (stem, note), = _folder_plan([long], [], "")[0].values()
+    ((stem, note),) = _folder_plan([long], [], "")[0].values()
     assert len((stem + ".trainjob.yaml").encode()) <= 255 and note
 
 
 # ---- medium: links leaving SRC -------------------------------------------------------------
+
 
 def _link_bomb(tmp_path: Path, depth: int = 13) -> Path:
     """outside/d0 .. d{depth}: each d{i} holds two links to d{i+1}; the last holds one script.
@@ -266,12 +297,13 @@ def test_follow_symlinks_visits_each_folder_once_and_never_enters_proc(tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "slurm2kf-report.json").read_text())
     paths = [s["path"] for s in report["scripts"]]
-    assert len(paths) == 1 and paths[0].endswith("/job.sbatch"), paths      # one copy, not 8,192
+    assert len(paths) == 1 and paths[0].endswith("/job.sbatch"), paths  # one copy, not 8,192
     codes = {s["path"]: s["code"] for s in report["skipped"]}
     assert codes["proc"] == "M619" and codes["dev"] == "M619"
 
 
 # ---- medium: workers die with the parent ---------------------------------------------------
+
 
 def _children(pid: int):
     kids = []
@@ -290,7 +322,7 @@ def _children(pid: int):
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"      # a zombie has exited
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
     except OSError:
         return False
 
@@ -301,8 +333,12 @@ def test_killing_the_migrate_parent_kills_its_workers(tmp_path, sig):
     src.mkdir()
     for i in range(3000):
         (src / f"j{i:04d}.sbatch").write_text(GOOD.format(name=f"j{i}"))
-    parent = subprocess.Popen([str(EXE), "migrate", str(src), "-o", str(tmp_path / "out"), "-j", "2"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    parent = subprocess.Popen(
+        [str(EXE), "migrate", str(src), "-o", str(tmp_path / "out"), "-j", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     workers = []
     try:
         deadline = time.monotonic() + 60
@@ -319,12 +355,13 @@ def test_killing_the_migrate_parent_kills_its_workers(tmp_path, sig):
     finally:
         if parent.poll() is None:
             parent.kill()
-        for w in workers:              # never leave processes behind, even when the test fails
+        for w in workers:  # never leave processes behind, even when the test fails
             if _alive(w):
                 os.kill(w, signal.SIGKILL)
 
 
 # ---- medium: a timeout never leaves outputs outside the manifest ---------------------------
+
 
 def test_a_timeout_after_the_conversion_leaves_no_unlisted_outputs(tmp_path, monkeypatch):
     from translator.migrate.run import MigrateOptions, migrate
@@ -336,7 +373,7 @@ def test_a_timeout_after_the_conversion_leaves_no_unlisted_outputs(tmp_path, mon
     (src / "fast.sbatch").write_text(GOOD.format(name="fast"))
     real = build.script_report
 
-    def slow_report(conv, rel, *a, **kw):          # the slow part comes after the YAML is rendered
+    def slow_report(conv, rel, *a, **kw):  # the slow part comes after the YAML is rendered
         if rel == "slow.sbatch":
             time.sleep(3)
         return real(conv, rel, *a, **kw)
@@ -357,7 +394,7 @@ def test_a_source_folder_whose_own_name_is_not_utf8(tmp_path):
     out = tmp_path / "out"
     assert run("migrate", src, "-o", out).returncode == 0
     for f in ("slurm2kf-report.md", "slurm2kf-report.html"):
-        assert "xff" in (out / f).read_text(encoding="utf-8")                 # valid UTF-8, byte shown as \xff
+        assert "xff" in (out / f).read_text(encoding="utf-8")  # valid UTF-8, byte shown as \xff
     assert json.loads((out / "slurm2kf-report.json").read_text(encoding="utf-8"))["source"] == "jobs\\xff"
     for args in (("report", out, "--format", "html"), ("report", src), ("report", Path(src) / "a.sbatch")):
         r = run(*args)

@@ -2,6 +2,7 @@
 --force` write only over a regular file that is not one of their inputs, through a temporary file in
 the target's folder and a rename; anything else (a symlink, a FIFO, a device, a folder, the input
 script itself) is refused with exit 2 and a message naming it, and is left exactly as it was."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ SCRIPT = "#!/bin/bash\n#SBATCH --job-name=t\n#SBATCH -N 1\n#SBATCH -t 10\nsrun p
 
 
 def run(args, **kw):
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, **kw)
+    return subprocess.run(
+        [str(EXE), *map(str, args)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, **kw
+    )
 
 
 @pytest.fixture
@@ -50,7 +52,7 @@ def _make(kind: str, target: Path, work: Path) -> None:
     elif kind == "fifo":
         os.mkfifo(target)
     elif kind == "device":
-        os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 3))      # /dev/null's numbers (root in tests)
+        os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers (root in tests)
     elif kind == "directory":
         target.mkdir()
         (target / "keep").write_text("x")
@@ -73,7 +75,9 @@ def test_non_regular_targets_are_refused_and_untouched(work, kind, writer):
     proc = run(argv(target))
     assert proc.returncode == 2, (name, kind, proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
-    assert str(target) in proc.stderr and ("not a regular file" in proc.stderr or "refusing" in proc.stderr), proc.stderr
+    assert str(target) in proc.stderr and ("not a regular file" in proc.stderr or "refusing" in proc.stderr), (
+        proc.stderr
+    )
     assert _state(target) == before
     assert (work / "victim.txt").read_text() == "precious\n"
     assert not (work / "created-through-link.txt").exists()
@@ -96,8 +100,10 @@ def test_the_input_script_is_never_overwritten(work, writer):
 def test_report_and_profile_init_never_overwrite_a_job_script_of_the_folder(work):
     other = work / "jobs" / "other.sbatch"
     other.write_text(SCRIPT.replace("=t", "=o"))
-    for argv in (["report", work / "jobs", "-o", other, "--format", "md", "-j", "1"],
-                 ["profile", "init", work / "jobs", "-o", other, "--force"]):
+    for argv in (
+        ["report", work / "jobs", "-o", other, "--format", "md", "-j", "1"],
+        ["profile", "init", work / "jobs", "-o", other, "--force"],
+    ):
         proc = run(argv)
         assert proc.returncode == 2 and "input" in proc.stderr, (argv, proc.stderr)
         assert other.read_text() == SCRIPT.replace("=t", "=o")
@@ -118,7 +124,7 @@ def test_regular_targets_are_replaced_atomically_and_dash_is_stdout(work, writer
     proc = run(argv(target))
     assert proc.returncode in (0, 1), (name, proc.stderr)
     assert target.read_text() != "old\n"
-    assert os.stat(target).st_ino != inode          # a new file renamed over the old one, not rewritten in place
+    assert os.stat(target).st_ino != inode  # a new file renamed over the old one, not rewritten in place
     assert sorted(p.name for p in work.iterdir()) == sorted(["jobs", "victim.txt", "result.out"])
     out = run(argv("-"))
     assert out.returncode in (0, 1) and out.stdout and not (work / "-").exists()

@@ -2,6 +2,7 @@
 `--runtimes`, `inspect -`, `convert -` and scripts given by name. A FIFO, a device (`/dev/zero`) or a
 huge file gets the command's diagnostic (R10x, V70x) and exit 2 within seconds: nothing blocks, nothing
 reads without limit, nothing prints a traceback."""
+
 from __future__ import annotations
 
 import os
@@ -35,12 +36,12 @@ def run(args, stdin=subprocess.DEVNULL, timeout=60):
 
 def make(kind: str, path: Path, huge_bytes: int) -> Path:
     if kind == "fifo":
-        os.mkfifo(path)                    # nobody ever writes: a plain open() would block forever
+        os.mkfifo(path)  # nobody ever writes: a plain open() would block forever
     elif kind == "devzero":
-        path.symlink_to("/dev/zero")       # endless
+        path.symlink_to("/dev/zero")  # endless
     elif kind == "huge":
         with open(path, "wb") as fh:
-            fh.truncate(huge_bytes)        # sparse: costs no disk
+            fh.truncate(huge_bytes)  # sparse: costs no disk
     elif kind == "directory":
         path.mkdir()
     return path

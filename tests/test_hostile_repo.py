@@ -4,6 +4,7 @@ Issue 6: "A test repository of hostile files migrates with exit code 1, a comple
 traceback"; a worker crash or an unreadable/vanishing file is recorded against that file and the run
 goes on; Ctrl-C leaves no half-written file and a re-run completes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,7 +56,7 @@ def build_hostile_repo(src: Path):
     (src / ".git" / "hooks").mkdir(parents=True)
     (src / "good" / "train.sbatch").write_text(GOOD.format(name="train", n=1))
     (src / "good" / "nested" / "deep" / "job.sh").write_text(GOOD.format(name="deep-job", n=2))
-    (src / ".git" / "hooks" / "job.sbatch").write_text(GOOD.format(name="vcs", n=3))   # must be skipped
+    (src / ".git" / "hooks" / "job.sbatch").write_text(GOOD.format(name="vcs", n=3))  # must be skipped
     bad = src / "bad"
     (bad / "nul.sbatch").write_bytes(b"#!/bin/bash\n#SBATCH -N 2\x00\nsrun python t.py\n")
     (bad / "latin1.sbatch").write_bytes(b"#!/bin/bash\n#SBATCH -J caf\xe9\n#SBATCH -N 1\nsrun python t.py\n")
@@ -63,16 +64,20 @@ def build_hostile_repo(src: Path):
     (bad / "crlf.sbatch").write_bytes(b"#!/bin/bash\r\n#SBATCH -N 2\r\nsrun python t.py\r\n")
     (bad / "quote.sbatch").write_text("#!/bin/bash\n#SBATCH --job-name='oops\n#SBATCH -N 1\nsrun python t.py\n")
     (bad / "unknown.sbatch").write_text("#!/bin/bash\n#SBATCH --nodez=2\nsrun python t.py\n")
-    (bad / "deep.sbatch").write_text("#!/bin/bash\n#SBATCH -N 1\n" + "if true; then\n" * 10000 + "srun python t.py\n" + "fi\n" * 10000)
+    (bad / "deep.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH -N 1\n" + "if true; then\n" * 10000 + "srun python t.py\n" + "fi\n" * 10000
+    )
     (bad / "heredoc.sbatch").write_text("#!/bin/bash\n#SBATCH -N 1\ncat > x <<EOF\n#SBATCH -N 9\nsrun python t.py\n")
-    (bad / "longline.sbatch").write_bytes(b"#!/bin/bash\n#SBATCH -N 1\nsrun python t.py --x " + b"y" * (2 * 1024 * 1024) + b"\n")
+    (bad / "longline.sbatch").write_bytes(
+        b"#!/bin/bash\n#SBATCH -N 1\nsrun python t.py --x " + b"y" * (2 * 1024 * 1024) + b"\n"
+    )
     (bad / "model.bin").write_bytes(bytes(range(256)) * 256)
-    (bad / "job.sbatch").mkdir()                                        # a directory named like a script
-    os.symlink(bad / "loop_b.sbatch", bad / "loop_a.sbatch")            # symlink loop
+    (bad / "job.sbatch").mkdir()  # a directory named like a script
+    os.symlink(bad / "loop_b.sbatch", bad / "loop_a.sbatch")  # symlink loop
     os.symlink(bad / "loop_a.sbatch", bad / "loop_b.sbatch")
-    os.symlink(src / "gone" / "vanished.sbatch", bad / "dangling.sbatch")   # target vanished
-    os.mkfifo(bad / "pipe.sbatch")                                      # would block a plain read
-    os.symlink("/dev/zero", bad / "zero.sbatch")                        # endless device
+    os.symlink(src / "gone" / "vanished.sbatch", bad / "dangling.sbatch")  # target vanished
+    os.mkfifo(bad / "pipe.sbatch")  # would block a plain read
+    os.symlink("/dev/zero", bad / "zero.sbatch")  # endless device
 
 
 def find_report(out: Path):
@@ -88,8 +93,7 @@ def find_report(out: Path):
 
 def run(args, timeout):
     assert EXE.exists(), "the slurm2kf console script is not installed in .venv"
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def reported_paths(report):
@@ -110,9 +114,18 @@ def test_hostile_repository_migrates_with_exit_1_and_a_complete_report(tmp_path)
     report = find_report(out)
     assert report is not None, f"no JSON report under {out}: {sorted(p.name for p in out.rglob('*'))[:50]}"
     paths = reported_paths(report)
-    for rel in ("good/train.sbatch", "good/nested/deep/job.sh", "bad/nul.sbatch", "bad/latin1.sbatch",
-                "bad/crlf.sbatch", "bad/quote.sbatch", "bad/unknown.sbatch", "bad/deep.sbatch",
-                "bad/heredoc.sbatch", "bad/longline.sbatch"):
+    for rel in (
+        "good/train.sbatch",
+        "good/nested/deep/job.sh",
+        "bad/nul.sbatch",
+        "bad/latin1.sbatch",
+        "bad/crlf.sbatch",
+        "bad/quote.sbatch",
+        "bad/unknown.sbatch",
+        "bad/deep.sbatch",
+        "bad/heredoc.sbatch",
+        "bad/longline.sbatch",
+    ):
         assert rel in paths, f"{rel} missing from the report: {sorted(paths)}"
     assert not any(p.startswith(".git/") for p in paths), "a VCS folder was migrated"
     for special in ("bad/loop_a.sbatch", "bad/dangling.sbatch", "bad/pipe.sbatch"):
@@ -167,8 +180,12 @@ def test_files_vanishing_mid_run_are_recorded_and_the_run_goes_on(tmp_path):
             time.sleep(0.002)
 
     thread = threading.Thread(target=vandal)
-    proc = subprocess.Popen([str(EXE), "migrate", str(src), "-o", str(out), "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(EXE), "migrate", str(src), "-o", str(out), "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
     time.sleep(0.3)
     thread.start()
     try:
@@ -194,8 +211,12 @@ def test_ctrl_c_leaves_no_half_written_file_and_a_rerun_completes(tmp_path):
         (src / f"team{d}").mkdir(parents=True)
         for i in range(50):
             (src / f"team{d}" / f"job{i}.sbatch").write_text(GOOD.format(name=f"t{d}-{i}", n=i))
-    proc = subprocess.Popen([str(EXE), "migrate", str(src), "-o", str(out), "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(EXE), "migrate", str(src), "-o", str(out), "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(out.rglob("*.yaml")) and proc.poll() is None:
         time.sleep(0.05)
@@ -204,7 +225,7 @@ def test_ctrl_c_leaves_no_half_written_file_and_a_rerun_completes(tmp_path):
     stdout, stderr = proc.communicate(timeout=120)
     assert b"Traceback" not in stderr, stderr[-4000:]
     assert proc.returncode in (0, 1, 2, 130), proc.returncode
-    for y in out.rglob("*.yaml"):                       # atomic writes: every file complete or absent
+    for y in out.rglob("*.yaml"):  # atomic writes: every file complete or absent
         S.load_yaml_docs(y.read_text(encoding="utf-8"))
     for py in out.rglob("*.py"):
         assert S.python_problems(py.read_text(encoding="utf-8")) == [], py

@@ -10,6 +10,7 @@ hostile value:
   * pip package specs go into a bash wrapper: running it with a fake `python3` proves every spec
     reaches pip as exactly one argument and the launcher gets its arguments unchanged.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ M = S.MARKER
 
 # Each value plants MARKER where a quoting bug would turn the text into structure or code.
 HOSTILE = [
-    f"it's a \"quoted\" {M}",
+    f'it\'s a "quoted" {M}',
     f"back\\slash\\\\double\\ {M}\\",
     f"$(touch /tmp/pwned-{M}) `id` ${{HOME}} $HOME",
     f"$(HOME) $(PET_NODE_RANK) $$ $$(X) {M} $",
@@ -33,7 +34,7 @@ HOSTILE = [
     f"- {M}\n- list",
     f"{{{M}: 1, b: [2]}}",
     f"&anchor {M} *anchor",
-    f"!!python/object/apply:os.system [\"echo {M}\"]",
+    f'!!python/object/apply:os.system ["echo {M}"]',
     f"\"); {M} = __import__('os').system('id'); (\"",
     f"'''{M}'''\"\"\"",
     f"{{__import__('os')}} {M} %s {{0}}",
@@ -81,9 +82,19 @@ def yaml_values(docs):
     return [v for d in docs for v in S.string_values(d)]
 
 
-def base_script(*, job_name="plain", env=(), args=(), extra_header=(), pre=(), launcher="torchrun --nproc-per-node=4 train.py"):
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={sbatch_quote(job_name)}", "#SBATCH --nodes=2",
-             "#SBATCH --ntasks-per-node=1", "#SBATCH --gres=gpu:4", "#SBATCH --time=01:00:00", *extra_header, ""]
+def base_script(
+    *, job_name="plain", env=(), args=(), extra_header=(), pre=(), launcher="torchrun --nproc-per-node=4 train.py"
+):
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={sbatch_quote(job_name)}",
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --gres=gpu:4",
+        "#SBATCH --time=01:00:00",
+        *extra_header,
+        "",
+    ]
     lines += list(pre)
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env]
     lines.append(launcher + "".join(" " + shlex.quote(a) for a in args))
@@ -107,7 +118,9 @@ def test_env_value_and_launch_argument(tmp_path, value):
 def test_job_name_is_kept_as_data(tmp_path, value):
     _path, docs, py = convert(tmp_path, base_script(job_name=value))
     name = docs[0]["metadata"]["name"]
-    assert 1 <= len(name) <= 63 and name[0].isalpha() and all(c.islower() or c.isdigit() or c == "-" for c in name), name
+    assert 1 <= len(name) <= 63 and name[0].isalpha() and all(c.islower() or c.isdigit() or c == "-" for c in name), (
+        name
+    )
     assert value in yaml_values(docs), "the original job name is kept (annotation)"
     assert value in S.python_string_constants(py)
 
@@ -115,14 +128,22 @@ def test_job_name_is_kept_as_data(tmp_path, value):
 @pytest.mark.parametrize("value", NO_NEWLINE[:12], ids=range(12))
 def test_header_values_that_only_reach_annotations_or_findings(tmp_path, value):
     """comment, partition, account, qos, output/error, chdir, constraint, mail-user, reservation."""
-    header = [f"#SBATCH --comment={sbatch_quote(value)}", f"#SBATCH --output={sbatch_quote(value)}",
-              f"#SBATCH --error={sbatch_quote(value)}", f"#SBATCH --chdir={sbatch_quote(value)}",
-              f"#SBATCH --mail-user={sbatch_quote(value)}", f"#SBATCH --account={sbatch_quote(value)}",
-              f"#SBATCH --qos={sbatch_quote(value)}", f"#SBATCH --reservation={sbatch_quote(value)}",
-              f"#SBATCH --constraint={sbatch_quote(value)}", "#SBATCH --mail-type=ALL"]
+    header = [
+        f"#SBATCH --comment={sbatch_quote(value)}",
+        f"#SBATCH --output={sbatch_quote(value)}",
+        f"#SBATCH --error={sbatch_quote(value)}",
+        f"#SBATCH --chdir={sbatch_quote(value)}",
+        f"#SBATCH --mail-user={sbatch_quote(value)}",
+        f"#SBATCH --account={sbatch_quote(value)}",
+        f"#SBATCH --qos={sbatch_quote(value)}",
+        f"#SBATCH --reservation={sbatch_quote(value)}",
+        f"#SBATCH --constraint={sbatch_quote(value)}",
+        "#SBATCH --mail-type=ALL",
+    ]
     path, docs, py = convert(tmp_path, base_script(extra_header=header))
     from translator.emit import trainjob_yaml
     from translator.pipeline import convert as pipeline_convert
+
     conv = pipeline_convert(str(path))
     commented = trainjob_yaml.render(list(conv.plans), findings_comment=True)
     assert S.load_yaml_docs(commented) == docs, "the findings comment block changed the documents"
@@ -132,11 +153,17 @@ def test_header_values_that_only_reach_annotations_or_findings(tmp_path, value):
 def test_comments_and_module_names_in_the_body(tmp_path, value):
     """Text that only reaches findings (YAML comments, Python comments) never escapes its comment."""
     one_line = value.replace("\n", " ")
-    pre = [f"# {value}", f"module load {shlex.quote(one_line)}", f"conda activate {shlex.quote(one_line)}",
-           f"cd {shlex.quote(value)}", f"source {shlex.quote(value)}/bin/activate"]
+    pre = [
+        f"# {value}",
+        f"module load {shlex.quote(one_line)}",
+        f"conda activate {shlex.quote(one_line)}",
+        f"cd {shlex.quote(value)}",
+        f"source {shlex.quote(value)}/bin/activate",
+    ]
     path, docs, py = convert(tmp_path, base_script(pre=pre))
     from translator.emit import trainjob_yaml
     from translator.pipeline import convert as pipeline_convert
+
     conv = pipeline_convert(str(path))
     commented = trainjob_yaml.render(list(conv.plans), findings_comment=True)
     assert S.load_yaml_docs(commented) == docs
@@ -169,8 +196,10 @@ def _run_wrapper(tmp_path, command, args):
     bindir.mkdir()
     log = tmp_path / "argv.log"
     fake = bindir / "python3"
-    fake.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >> {shlex.quote(str(log))}\n"
-                    f"printf '\\n--\\n' >> {shlex.quote(str(log))}\nexit 0\n")
+    fake.write_text(
+        f'#!/bin/sh\nfor a in "$@"; do printf \'%s\\0\' "$a"; done >> {shlex.quote(str(log))}\n'
+        f"printf '\\n--\\n' >> {shlex.quote(str(log))}\nexit 0\n"
+    )
     fake.chmod(0o755)
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)}
     proc = subprocess.run([*command, *args], capture_output=True, env=env, timeout=30, cwd=tmp_path)
@@ -187,8 +216,8 @@ def test_pip_packages_reach_pip_as_single_arguments(tmp_path, value):
     # run the wrapper: launcher replaced by `printf` so we see exactly what it would get
     launcher = trainer["args"][2:]
     assert S.survives_k8s(value, launcher[-1]), launcher
-    launcher = [S.k8s_effective(a)[0] for a in launcher]     # what the container receives
-    script = S.k8s_effective(trainer["args"][0])[0]                 # the kubelet expands the script too
+    launcher = [S.k8s_effective(a)[0] for a in launcher]  # what the container receives
+    script = S.k8s_effective(trainer["args"][0])[0]  # the kubelet expands the script too
     args = [script, trainer["args"][1], "printf", "%s\\0"] + launcher[1:]
     proc, pip_argv = _run_wrapper(tmp_path, trainer["command"], args)
     assert proc.returncode == 0, proc.stderr
@@ -208,17 +237,21 @@ def test_sdk_code_runs_and_submits_the_same_trainjob(tmp_path):
         case = tmp_path / f"case{i}"
         case.mkdir()
         one_line = value.replace("\n", " ").replace("\r", " ")
-        text = base_script(job_name=one_line if all(c not in one_line for c in "\u2028\u2029\x85") else "x",
-                           env=[("USER_VALUE", value)], args=["--tag", value],
-                           pre=[f"pip install {shlex.quote('pkg-' + one_line.split()[0])}"] if i % 2 else [])
+        text = base_script(
+            job_name=one_line if all(c not in one_line for c in "\u2028\u2029\x85") else "x",
+            env=[("USER_VALUE", value)],
+            args=["--tag", value],
+            pre=[f"pip install {shlex.quote('pkg-' + one_line.split()[0])}"] if i % 2 else [],
+        )
         path, docs, py = convert(case, text)
         ypath, ppath = case / "job.yaml", case / "job.py"
         result = S.run_cli(["convert", str(path), "--to", "yaml", "-o", str(ypath)])
         assert result.exit_code in (0, 1), result.output
         result = S.run_cli(["convert", str(path), "--to", "python", "-o", str(ppath)])
         assert result.exit_code in (0, 1), result.output
-        proc = subprocess.run([sys.executable, str(compare), str(ypath), str(ppath)], capture_output=True,
-                              text=True, timeout=180, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(compare), str(ypath), str(ppath)], capture_output=True, text=True, timeout=180, env=env
+        )
         if proc.returncode != 0 or "equivalent: yes" not in proc.stdout:
             failures.append((value, proc.stdout[-1500:], proc.stderr[-1500:]))
     assert not failures, failures

@@ -5,6 +5,7 @@ node; --world_size, --base_rank, --node_rank, --master_addr, --master_port defau
 the same name (not PET_*); world_size > nproc means several nodes. The torch runtime sets PET_NNODES,
 PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT on every node (Kubeflow Trainer torch plugin).
 """
+
 from __future__ import annotations
 
 from translator.launchers import detect, registry
@@ -29,8 +30,10 @@ def codes(intent):
 
 
 def test_multinode_options_come_from_the_runtime():
-    i = intent_of('srun bash -c "composer -n 8 --world_size $((SLURM_NNODES * 8)) --node_rank \\$SLURM_NODEID '
-                  '--master_addr $(hostname) --master_port 29500 train.py --lr 0.1"\n')
+    i = intent_of(
+        'srun bash -c "composer -n 8 --world_size $((SLURM_NNODES * 8)) --node_rank \\$SLURM_NODEID '
+        '--master_addr $(hostname) --master_port 29500 train.py --lr 0.1"\n'
+    )
     assert i.family == "composer" and i.runtime == "torch-distributed" and i.framework == "torch"
     assert i.num_nodes == 2 and i.proc_per_node == 8
     # 2 nodes x 8 processes; rank/address/port per node from PET_*; user words as "$@"
@@ -65,8 +68,10 @@ def test_flags_are_not_given_a_value():
 
 
 def test_multinode_without_nproc_writes_the_gpus_per_node():
-    i = intent_of("srun composer --world_size 8 --node_rank $SLURM_NODEID train.py\n",
-                  "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n")
+    i = intent_of(
+        "srun composer --world_size 8 --node_rank $SLURM_NODEID train.py\n",
+        "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n",
+    )
     assert i.args[0] == f'exec composer -n 4 --world_size 8 {PET} "$@"'
     assert "L356" in codes(i)
 
@@ -81,8 +86,9 @@ def test_batch_step_on_several_nodes():
 
 
 def test_srun_with_several_tasks_per_node_and_mpi_plugin_are_reported():
-    i = intent_of("srun composer -n 8 train.py\n", "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
-                                                    "#SBATCH --gpus-per-node=8\n")
+    i = intent_of(
+        "srun composer -n 8 train.py\n", "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n"
+    )
     assert i.family == "composer" and "L303" in codes(i)
     i = intent_of("srun --mpi=pmix composer -n 8 train.py\n")
     assert i.family == "composer" and "L336" in codes(i)
@@ -117,7 +123,10 @@ def test_scan_options_groups_values_and_stops_at_the_program():
     toks = [Tok(w, w, True) for w in ("--a=1", "-b", "2", "--flag", "-", "x")]
     opts, j = scan_options(toks, lambda k: 0 if k == "--flag" else 1)
     assert [(o.key, o.inline, [t.value for t in o.group]) for o in opts] == [
-        ("--a", "1", ["--a=1"]), ("-b", None, ["-b", "2"]), ("--flag", None, ["--flag"])]
+        ("--a", "1", ["--a=1"]),
+        ("-b", None, ["-b", "2"]),
+        ("--flag", None, ["--flag"]),
+    ]
     assert j == 4 and opts[1].value.value == "2" and opts[0].value is None
     # an option missing its value at the end takes what is there
     opts, j = scan_options([Tok("--x", "--x", True)], lambda k: 1)

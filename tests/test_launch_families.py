@@ -1,4 +1,5 @@
 """Launcher detection and per-family rewriting (translator/launchers), on scripts read by the real reader."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,12 +20,15 @@ def codes(intent):
     return {f.code for f in intent.findings}
 
 
-@pytest.mark.parametrize("flags", [
-    "--nnodes=$SLURM_NNODES --node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=29500",
-    "--nnodes $SLURM_NNODES --node-rank $SLURM_NODEID --master-addr $MASTER_ADDR --master-port 29500",
-    "--rdzv_id=$SLURM_JOB_ID --rdzv_backend=c10d --rdzv_endpoint=$head:29500",
-    "--rdzv-id $SLURM_JOB_ID --rdzv-backend c10d --rdzv-endpoint $head:29500 --nnodes 2",
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "--nnodes=$SLURM_NNODES --node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port=29500",
+        "--nnodes $SLURM_NNODES --node-rank $SLURM_NODEID --master-addr $MASTER_ADDR --master-port 29500",
+        "--rdzv_id=$SLURM_JOB_ID --rdzv_backend=c10d --rdzv_endpoint=$head:29500",
+        "--rdzv-id $SLURM_JOB_ID --rdzv-backend c10d --rdzv-endpoint $head:29500 --nnodes 2",
+    ],
+)
 def test_torchrun_rendezvous_flags_dropped_in_every_spelling(flags):
     i = intent_of(f"srun torchrun {flags} --nproc_per_node 8 train.py --x 1\n")
     assert i.family == "torchrun" and i.runtime == "torch-distributed"
@@ -36,13 +40,21 @@ def test_torchrun_rendezvous_flags_dropped_in_every_spelling(flags):
 
 def test_torchrun_keeps_other_options_and_script_arguments_that_look_like_flags():
     i = intent_of("torchrun --nproc-per-node=gpu --max-restarts 3 train.py --nnodes 5 --master_port 1\n")
-    assert i.args == ("--nproc-per-node", "gpu", "--max-restarts", "3", "train.py", "--nnodes", "5",
-                      "--master_port", "1")
+    assert i.args == (
+        "--nproc-per-node",
+        "gpu",
+        "--max-restarts",
+        "3",
+        "train.py",
+        "--nnodes",
+        "5",
+        "--master_port",
+        "1",
+    )
 
 
 def test_srun_torchrun_with_many_tasks_per_node_is_reported():
-    i = intent_of("srun torchrun --nproc_per_node 4 train.py\n",
-                  "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n")
+    i = intent_of("srun torchrun --nproc_per_node 4 train.py\n", "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n")
     assert i.family == "torchrun" and "L303" in codes(i)
 
 
@@ -94,11 +106,26 @@ def test_no_launch_line_falls_back_to_script():
 
 
 def test_mpi_families():
-    i = intent_of("mpirun -np 16 -npernode 8 --mca btl ^openib -x NCCL_DEBUG python train.py\n",
-                  "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gres=gpu:8\n")
+    i = intent_of(
+        "mpirun -np 16 -npernode 8 --mca btl ^openib -x NCCL_DEBUG python train.py\n",
+        "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gres=gpu:8\n",
+    )
     assert i.family == "mpi" and i.runtime == "deepspeed-distributed"
-    assert i.args == ("--hostfile", "/etc/mpi/hostfile", "-np", "16", "-npernode", "8", "--mca", "btl", "^openib",
-                      "-x", "NCCL_DEBUG", "python", "train.py")
+    assert i.args == (
+        "--hostfile",
+        "/etc/mpi/hostfile",
+        "-np",
+        "16",
+        "-npernode",
+        "8",
+        "--mca",
+        "btl",
+        "^openib",
+        "-x",
+        "NCCL_DEBUG",
+        "python",
+        "train.py",
+    )
     assert "L309" not in codes(i), "8 GPUs per node give 8 slots: no oversubscription"
     i = intent_of("srun --mpi=pmi2 ./solver in.dat\n", "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n")
     assert i.family == "mpi" and i.command == ("mpirun",) and "L308" in codes(i)
@@ -128,25 +155,30 @@ def test_jax_detected_from_the_script():
     assert i.family == "jax" and i.runtime == "jax-distributed"
 
 
-@pytest.mark.parametrize("ref, image", [
-    ("docker://nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3"),
-    ("nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3"),
-    ("user@nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3"),
-    ("ubuntu:22.04", "ubuntu:22.04"),
-    ("ghcr.io/org/img@sha256:abcd", "ghcr.io/org/img@sha256:abcd"),
-    ("/shared/images/torch.sif", None),
-    ("torch.sqsh", None),
-    ("./sandbox", None),
-    ("library://sylabs/default/alpine", None),
-    ("oras://ghcr.io/org/img.sif:1", None),
-])
+@pytest.mark.parametrize(
+    "ref, image",
+    [
+        ("docker://nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3"),
+        ("nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3"),
+        ("user@nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3"),
+        ("ubuntu:22.04", "ubuntu:22.04"),
+        ("ghcr.io/org/img@sha256:abcd", "ghcr.io/org/img@sha256:abcd"),
+        ("/shared/images/torch.sif", None),
+        ("torch.sqsh", None),
+        ("./sandbox", None),
+        ("library://sylabs/default/alpine", None),
+        ("oras://ghcr.io/org/img.sif:1", None),
+    ],
+)
 def test_container_references(ref, image):
     assert container.registry_image(ref)[0] == image
 
 
 def test_pyxis_and_apptainer_wrap_the_inner_family():
-    i = intent_of("srun --container-image=nvcr.io#nvidia/pytorch:24.01-py3 --container-mounts=/a:/b,/c "
-                  "torchrun --nproc_per_node=8 train.py\n")
+    i = intent_of(
+        "srun --container-image=nvcr.io#nvidia/pytorch:24.01-py3 --container-mounts=/a:/b,/c "
+        "torchrun --nproc_per_node=8 train.py\n"
+    )
     assert i.family == "torchrun" and i.image == "nvcr.io/nvidia/pytorch:24.01-py3"
     assert i.mounts == (("/a", "/b"), ("/c", "/c"))
     i = intent_of("srun singularity exec --nv --bind /data img.sif torchrun --nproc_per_node 8 t.py\n")
@@ -154,9 +186,23 @@ def test_pyxis_and_apptainer_wrap_the_inner_family():
 
 
 def test_parse_srun_options():
-    words = tuple(Word(w, w, True) for w in
-                  ["srun", "-N2", "-n", "8", "--ntasks-per-node=4", "-l", "--cpu-bind", "cores", "--exclusive",
-                   "python", "-u", "x.py"])
+    words = tuple(
+        Word(w, w, True)
+        for w in [
+            "srun",
+            "-N2",
+            "-n",
+            "8",
+            "--ntasks-per-node=4",
+            "-l",
+            "--cpu-bind",
+            "cores",
+            "--exclusive",
+            "python",
+            "-u",
+            "x.py",
+        ]
+    )
     call = common.parse_srun(words)
     assert call.options["nodes"] == "2" and call.options["ntasks"] == "8"
     assert call.options["ntasks-per-node"] == "4" and call.options["cpu-bind"] == "cores"
@@ -165,6 +211,7 @@ def test_parse_srun_options():
 
 def test_job_shape_rules():
     from translator.slurm.job import JobFields
+
     s = common.job_shape(JobFields(nodes_min=4, ntasks=16))
     assert (s.nodes, s.tasks_per_node, s.total_tasks) == (4, 4, 16)
     s = common.job_shape(JobFields(ntasks=8, ntasks_per_node=4))
@@ -186,12 +233,19 @@ def test_jax_detected_from_the_program_file_next_to_the_script(tmp_path):
         assert detect(script, job).family == family, prog
 
 
-@pytest.mark.parametrize("line, command, env", [
-    ("time srun torchrun --nproc_per_node 8 t.py", ("torchrun",), ()),
-    ("exec srun torchrun --nproc_per_node 8 t.py", ("torchrun",), ()),
-    ("srun env NCCL_DEBUG=INFO stdbuf -oL torchrun --nproc_per_node=8 t.py", ("torchrun",), (("NCCL_DEBUG", "INFO"),)),
-    ("NCCL_DEBUG=INFO nohup srun torchrun --nproc_per_node=8 t.py", ("torchrun",), (("NCCL_DEBUG", "INFO"),)),
-])
+@pytest.mark.parametrize(
+    "line, command, env",
+    [
+        ("time srun torchrun --nproc_per_node 8 t.py", ("torchrun",), ()),
+        ("exec srun torchrun --nproc_per_node 8 t.py", ("torchrun",), ()),
+        (
+            "srun env NCCL_DEBUG=INFO stdbuf -oL torchrun --nproc_per_node=8 t.py",
+            ("torchrun",),
+            (("NCCL_DEBUG", "INFO"),),
+        ),
+        ("NCCL_DEBUG=INFO nohup srun torchrun --nproc_per_node=8 t.py", ("torchrun",), (("NCCL_DEBUG", "INFO"),)),
+    ],
+)
 def test_wrappers_and_prefix_assignments(line, command, env):
     i = intent_of("srun env\n" + line + "\n")
     assert i.command == command and i.args[-1] == "t.py"

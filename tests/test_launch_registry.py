@@ -1,5 +1,6 @@
 """The launcher registry (translator/launchers/registry.py): one table the dispatcher, the reader and the
 profile loader all read, and the contract docs/architecture.md describes."""
+
 from __future__ import annotations
 
 import inspect
@@ -36,15 +37,24 @@ def test_the_docs_name_every_family():
     for name in registry.NAMES:
         assert name in row, name
     arch = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    for needle in ("## Adding a launcher", "FAMILIES", "matches(ctx, toks, srun)", "build(ctx, toks, srun, line)",
-                   "scan_options", "sim_stub.py", "examples/regenerate.py"):
+    for needle in (
+        "## Adding a launcher",
+        "FAMILIES",
+        "matches(ctx, toks, srun)",
+        "build(ctx, toks, srun, line)",
+        "scan_options",
+        "sim_stub.py",
+        "examples/regenerate.py",
+    ):
         assert needle in arch, needle
 
 
 def test_the_reader_does_not_import_the_launcher_code():
     # classify reads the table only; the family modules and the detector load on first use
-    code = ("import sys, translator.read.classify; "
-            "print(sorted(m for m in sys.modules if m.startswith('translator.launchers')))")
+    code = (
+        "import sys, translator.read.classify; "
+        "print(sorted(m for m in sys.modules if m.startswith('translator.launchers')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['translator.launchers', 'translator.launchers.intent', 'translator.launchers.registry']"
 

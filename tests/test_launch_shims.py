@@ -5,6 +5,7 @@ PET_MASTER_PORT from the controller (pod names `<job>-node-0-<i>.<job>`); torchr
 RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE and GROUP_RANK. These tests run the generated text with
 exactly those variables and check what the user's program would see.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -33,9 +34,11 @@ def _fake_bin(tmp_path: Path, *names: str) -> Path:
     for n in names:
         p = bindir / n
         # one file per call (parallel tasks' records are larger than one atomic write); _run joins them
-        p.write_text("#!/bin/bash\nf=\"$(mktemp \"$FAKE_LOG.XXXXXX\")\"\n"
-                     "{ echo \"CALL $(basename \"$0\")\"; for a in \"$@\"; do echo \"ARG $a\"; done; "
-                     "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; } > \"$f\"\n")
+        p.write_text(
+            '#!/bin/bash\nf="$(mktemp "$FAKE_LOG.XXXXXX")"\n'
+            '{ echo "CALL $(basename "$0")"; for a in "$@"; do echo "ARG $a"; done; '
+            "env | grep -E '^SLURM' | sort | sed 's/^/ENV /'; } > \"$f\"\n"
+        )
         p.chmod(0o755)
     return bindir
 
@@ -44,8 +47,7 @@ def _run(argv, tmp_path, bindir, **env):
     log = tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}"
     full = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_LOG": str(log)}
     full.update({k: str(v) for k, v in env.items()})
-    proc = subprocess.run([expand(a) for a in argv], capture_output=True, text=True, env=full, cwd=tmp_path,
-                          timeout=30)
+    proc = subprocess.run([expand(a) for a in argv], capture_output=True, text=True, env=full, cwd=tmp_path, timeout=30)
     assert proc.returncode == 0, proc.stderr
     recs = sorted(tmp_path.glob(log.name + ".*"), key=lambda r: r.stat().st_mtime_ns)
     text = (log.read_text() if log.exists() else "") + "".join(r.read_text() for r in recs)
@@ -68,8 +70,12 @@ def _calls(log: str):
 
 
 def _pet(job, rank, nnodes):
-    return {"PET_NNODES": nnodes, "PET_NODE_RANK": rank, "PET_MASTER_ADDR": f"{job}-node-0-0.{job}",
-            "PET_MASTER_PORT": 29500}
+    return {
+        "PET_NNODES": nnodes,
+        "PET_NODE_RANK": rank,
+        "PET_MASTER_ADDR": f"{job}-node-0-0.{job}",
+        "PET_MASTER_PORT": 29500,
+    }
 
 
 def test_srun_tasks_shim_gives_each_process_its_slurm_ranks(tmp_path):
@@ -77,10 +83,18 @@ def test_srun_tasks_shim_gives_each_process_its_slurm_ranks(tmp_path):
     args = list(plan.args)
     i = args.index("--no-python")
     # what torchrun execs for worker RANK=5 (second node, local rank 1): bash -c SHIM slurm2kf-task python …
-    worker = args[i + 1:]
+    worker = args[i + 1 :]
     bindir = _fake_bin(tmp_path, "python")
-    env = dict(_pet("lightning-ddp", 1, 2), RANK=5, LOCAL_RANK=1, WORLD_SIZE=8, LOCAL_WORLD_SIZE=4, GROUP_RANK=1,
-               MASTER_ADDR="lightning-ddp-node-0-0.lightning-ddp", MASTER_PORT=29500)
+    env = dict(
+        _pet("lightning-ddp", 1, 2),
+        RANK=5,
+        LOCAL_RANK=1,
+        WORLD_SIZE=8,
+        LOCAL_WORLD_SIZE=4,
+        GROUP_RANK=1,
+        MASTER_ADDR="lightning-ddp-node-0-0.lightning-ddp",
+        MASTER_PORT=29500,
+    )
     _, log = _run(worker, tmp_path, bindir, **env)
     [call] = _calls(log)
     assert call["name"] == "python"
@@ -93,17 +107,29 @@ def test_srun_tasks_shim_gives_each_process_its_slurm_ranks(tmp_path):
     assert e["SLURM_JOB_ID"].isdigit()
 
 
-@pytest.mark.parametrize("value", ["it's \"q\"", "$(touch pwned) `id` $HOME", "a\\b c", "-- --x=1", "$$ $(PET_NNODES)"])
+@pytest.mark.parametrize("value", ['it\'s "q"', "$(touch pwned) `id` $HOME", "a\\b c", "-- --x=1", "$$ $(PET_NNODES)"])
 def test_srun_tasks_user_arguments_are_data(tmp_path, value):
     import shlex
-    text = ("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\n"
-            f"srun python train.py --tag {shlex.quote(value)}\n")
+
+    text = (
+        "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\n"
+        f"srun python train.py --tag {shlex.quote(value)}\n"
+    )
     plan = _plan(text=text)
     args = list(plan.args)
-    worker = args[args.index("--no-python") + 1:]
+    worker = args[args.index("--no-python") + 1 :]
     bindir = _fake_bin(tmp_path, "python")
-    _, log = _run(worker, tmp_path, bindir, RANK=0, LOCAL_RANK=0, WORLD_SIZE=2, LOCAL_WORLD_SIZE=2, GROUP_RANK=0,
-                  **_pet("job-sbatch", 0, 1))
+    _, log = _run(
+        worker,
+        tmp_path,
+        bindir,
+        RANK=0,
+        LOCAL_RANK=0,
+        WORLD_SIZE=2,
+        LOCAL_WORLD_SIZE=2,
+        GROUP_RANK=0,
+        **_pet("job-sbatch", 0, 1),
+    )
     [call] = _calls(log)
     assert call["args"] == ["train.py", "--tag", value]
     assert not (tmp_path / "pwned").exists()
@@ -124,8 +150,10 @@ def test_script_fallback_runs_this_nodes_share_of_each_step(tmp_path):
 
 
 def test_script_fallback_srun_task_counts_cover_every_rank_once(tmp_path):
-    text = ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
-            "srun -n 6 app\nsrun --ntasks=1 --nodes=1 app once\nfor i in 1; do :; done\n")
+    text = (
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
+        "srun -n 6 app\nsrun --ntasks=1 --nodes=1 app once\nfor i in 1; do :; done\n"
+    )
     plan = _plan(text=text)
     assert plan.launcher == "script"
     bindir = _fake_bin(tmp_path, "app")
@@ -143,18 +171,38 @@ def test_accelerate_machine_flags_come_from_pet_variables(tmp_path):
     bindir = _fake_bin(tmp_path, "accelerate")
     _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("accelerate-sft", 1, 2))
     [call] = _calls(log)
-    assert call["args"][:9] == ["launch", "--num_machines", "2", "--machine_rank", "1", "--main_process_ip",
-                                "accelerate-sft-node-0-0.accelerate-sft", "--main_process_port", "29500"]
-    assert call["args"][9:] == ["--num_processes", "16", "--mixed_precision", "bf16", "sft.py", "--model",
-                                "meta-llama/Llama-3.1-8B", "--output_dir", "/checkpoints/sft"]
+    assert call["args"][:9] == [
+        "launch",
+        "--num_machines",
+        "2",
+        "--machine_rank",
+        "1",
+        "--main_process_ip",
+        "accelerate-sft-node-0-0.accelerate-sft",
+        "--main_process_port",
+        "29500",
+    ]
+    assert call["args"][9:] == [
+        "--num_processes",
+        "16",
+        "--mixed_precision",
+        "bf16",
+        "sft.py",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--output_dir",
+        "/checkpoints/sft",
+    ]
     assert not any(k.startswith("SLURM") for k in call["env"])
 
 
 def test_torchrun_word_that_needs_the_shell_gets_a_preamble(tmp_path):
-    text = ("#!/bin/bash\n#SBATCH --job-name=t\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=4\n"
-            "DATA=/datasets/c4\nOUT=$(date +%s)\n"
-            "srun torchrun --nproc_per_node=$SLURM_GPUS_ON_NODE train.py --data $DATA --node $SLURM_NODEID "
-            "--name $SLURM_JOB_NAME --out \"$OUT/x\"\n")
+    text = (
+        "#!/bin/bash\n#SBATCH --job-name=t\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=4\n"
+        "DATA=/datasets/c4\nOUT=$(date +%s)\n"
+        "srun torchrun --nproc_per_node=$SLURM_GPUS_ON_NODE train.py --data $DATA --node $SLURM_NODEID "
+        '--name $SLURM_JOB_NAME --out "$OUT/x"\n'
+    )
     plan = _plan(text=text)
     assert plan.command == ("bash", "-c")
     assert "L302" in {f.code for f in plan.findings}
@@ -173,24 +221,48 @@ def test_hf_accelerate_template_runs_with_pet_values(tmp_path):
     bindir = _fake_bin(tmp_path, "accelerate")
     _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("multinode", 3, 4))
     [call] = _calls(log)
-    assert call["args"] == ["launch", "--num_machines", "4", "--machine_rank", "3", "--main_process_ip",
-                            "multinode-node-0-0.multinode", "--main_process_port", "29500", "--num_processes", "16",
-                            "/accelerate/examples/complete_nlp_example.py", "--mixed_precision", "fp16",
-                            "--output_dir", "/accelerate/examples/output"]
+    assert call["args"] == [
+        "launch",
+        "--num_machines",
+        "4",
+        "--machine_rank",
+        "3",
+        "--main_process_ip",
+        "multinode-node-0-0.multinode",
+        "--main_process_port",
+        "29500",
+        "--num_processes",
+        "16",
+        "/accelerate/examples/complete_nlp_example.py",
+        "--mixed_precision",
+        "fp16",
+        "--output_dir",
+        "/accelerate/examples/output",
+    ]
 
 
 def test_gpus_per_task_binds_each_process_to_its_gpus(tmp_path):
-    text = ("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=2\n"
-            "srun python train.py\n")
+    text = (
+        "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=2\nsrun python train.py\n"
+    )
     plan = _plan(text=text)
     args = list(plan.args)
-    worker = args[args.index("--no-python") + 1:]
+    worker = args[args.index("--no-python") + 1 :]
     bindir = _fake_bin(tmp_path, "python")
-    (bindir / "python").write_text("#!/bin/bash\necho \"$CUDA_VISIBLE_DEVICES\" >> \"$FAKE_LOG\"\n")
+    (bindir / "python").write_text('#!/bin/bash\necho "$CUDA_VISIBLE_DEVICES" >> "$FAKE_LOG"\n')
     seen = []
     for rank in range(4):
-        _, log = _run(worker, tmp_path, bindir, RANK=rank, LOCAL_RANK=rank, WORLD_SIZE=4, LOCAL_WORLD_SIZE=4,
-                      GROUP_RANK=0, **_pet("job-sbatch", 0, 1))
+        _, log = _run(
+            worker,
+            tmp_path,
+            bindir,
+            RANK=rank,
+            LOCAL_RANK=rank,
+            WORLD_SIZE=4,
+            LOCAL_WORLD_SIZE=4,
+            GROUP_RANK=0,
+            **_pet("job-sbatch", 0, 1),
+        )
         seen.append(log.strip())
     assert seen == ["0,1", "2,3", "4,5", "6,7"]
     assert dict(plan.resources_per_node)["nvidia.com/gpu"] == "8"
@@ -198,11 +270,13 @@ def test_gpus_per_task_binds_each_process_to_its_gpus(tmp_path):
 
 def test_script_fallback_keeps_slurm_rendezvous_working(tmp_path):
     """Several steps: the body runs on each node; scontrol/srun/SLURM_* come from the prologue."""
-    text = ("#!/bin/bash\n#SBATCH --job-name=two-step\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
-            "python prepare.py\n"
-            "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-            "srun torchrun --nnodes $SLURM_NNODES --nproc_per_node 4 --rdzv_id $SLURM_JOB_ID "
-            "--rdzv_backend c10d --rdzv_endpoint $head:29500 train.py\n")
+    text = (
+        "#!/bin/bash\n#SBATCH --job-name=two-step\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
+        "python prepare.py\n"
+        'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+        "srun torchrun --nnodes $SLURM_NNODES --nproc_per_node 4 --rdzv_id $SLURM_JOB_ID "
+        "--rdzv_backend c10d --rdzv_endpoint $head:29500 train.py\n"
+    )
     plan = _plan(text=text)
     assert plan.launcher == "script"
     bindir = _fake_bin(tmp_path, "python", "torchrun")

@@ -1,5 +1,6 @@
 """A migrate run killed with SIGKILL half-way leaves no half-written file: every output is complete
 or absent, temporary files are hidden and swept by the next run, and the next run completes the tree."""
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,11 @@ N_SCRIPTS = 2000
 
 
 def _make_repo(root: Path) -> None:
-    texts = [p.read_text() for p in sorted(REPO.rglob("*"))
-             if p.is_file() and p.read_bytes().startswith(b"#!") and b"\n#SBATCH" in p.read_bytes()]
+    texts = [
+        p.read_text()
+        for p in sorted(REPO.rglob("*"))
+        if p.is_file() and p.read_bytes().startswith(b"#!") and b"\n#SBATCH" in p.read_bytes()
+    ]
     for i in range(N_SCRIPTS):
         d = root / f"g{i % 30:02d}"
         d.mkdir(parents=True, exist_ok=True)
@@ -40,7 +44,7 @@ def test_sigkill_mid_run_leaves_only_complete_files(tmp_path):
             assert proc.poll() is None, "the run finished before it could be killed: make the repository larger"
             time.sleep(0.01)
         assert proc.poll() is None
-        os.killpg(proc.pid, signal.SIGKILL)      # the run and its worker processes, mid-write
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its worker processes, mid-write
     finally:
         proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
@@ -48,7 +52,7 @@ def test_sigkill_mid_run_leaves_only_complete_files(tmp_path):
     outputs = [p for p in out.rglob("*") if p.is_file()]
     visible = [p for p in outputs if not p.name.startswith(".")]
     assert visible, "some outputs were written before the kill"
-    assert not (out / "slurm2kf-report.json").exists()   # reports come last
+    assert not (out / "slurm2kf-report.json").exists()  # reports come last
     for p in visible:
         assert not p.name.endswith("slurm2kf-tmp")
         text = p.read_text(encoding="utf-8")
@@ -57,7 +61,7 @@ def test_sigkill_mid_run_leaves_only_complete_files(tmp_path):
             assert docs and all(d.get("kind") == "TrainJob" for d in docs), p
             assert text.endswith("\n")
         elif p.name.endswith(".trainjob.py"):
-            tree = ast.parse(text)                        # complete Python: the main guard is the last statement
+            tree = ast.parse(text)  # complete Python: the main guard is the last statement
             assert isinstance(tree.body[-1], ast.If), p
         elif p.name == "kustomization.yaml":
             assert yaml.safe_load(text)["kind"] == "Kustomization"
@@ -69,8 +73,11 @@ def test_sigkill_mid_run_leaves_only_complete_files(tmp_path):
     # The next run sweeps the temporary files and completes the tree; its outputs for the files the
     # killed run had written are byte-identical (they were complete).
     # (One folder of the tree, to keep the test short: the sweep covers the whole output folder.)
-    before = {p: p.read_bytes() for p in visible
-              if p.name.endswith((".trainjob.yaml", ".trainjob.py")) and p.parent.name == "g00"}
+    before = {
+        p: p.read_bytes()
+        for p in visible
+        if p.name.endswith((".trainjob.yaml", ".trainjob.py")) and p.parent.name == "g00"
+    }
     done = subprocess.run(cmd + ["--include", "g00/*"], capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr
     assert not list(out.rglob("*slurm2kf-tmp"))

@@ -1,4 +1,5 @@
 """Every M6xx code used by migrate/report is documented in docs/codes.md (codes-M), and nothing else is."""
+
 from __future__ import annotations
 
 from docs_text import all_docs
@@ -7,8 +8,12 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [*(ROOT / "translator" / "migrate").glob("*.py"), *(ROOT / "translator" / "report").glob("*.py"),
-           ROOT / "translator" / "cli" / "migrate_cmd.py", ROOT / "translator" / "cli" / "report_cmd.py"]
+SOURCES = [
+    *(ROOT / "translator" / "migrate").glob("*.py"),
+    *(ROOT / "translator" / "report").glob("*.py"),
+    ROOT / "translator" / "cli" / "migrate_cmd.py",
+    ROOT / "translator" / "cli" / "report_cmd.py",
+]
 
 
 def test_m_codes_are_documented():

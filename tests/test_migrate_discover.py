@@ -1,5 +1,6 @@
 """Discovery: job scripts found by content, VCS folders/binaries/oversized/unreadable files and
 symlinks handled, output names chosen without clashes."""
+
 from __future__ import annotations
 
 import os
@@ -14,19 +15,22 @@ from translator.report.model import SkippedFile
 REPO = Path(__file__).parent / "fixtures" / "repo"
 
 
-@pytest.mark.parametrize("data,expected", [
-    (b"#!/bin/bash\n#SBATCH -N 2\nsrun hostname\n", True),
-    (b"#!/bin/sh\n\n# comment\n#SBATCH --time=5\n", True),
-    (b"#!/bin/bash\r\n#SBATCH -N 2\r\n", True),                # CRLF: still a job script (sbatch refuses it; reported)
-    (b"#!/bin/bash\n# SBATCH -N 2\necho\n", True),             # `# SBATCH`: reported as ignored by the converter
-    (b"#!/bin/bash\n#SLURM -N 2\n", True),
-    (b"#!/bin/bash\necho hi\n#SBATCH -N 2\n", False),          # directive after the first command: no header directive
-    (b"#SBATCH -N 2\nsrun x\n", False),                        # no shebang
-    (b"\n#!/bin/bash\n#SBATCH -N 2\n", False),                 # shebang not on the first line
-    (b"#!/usr/bin/env python3\nprint(1)\n", False),
-    (b"#!/bin/bash\n#SBATCHX\n", False),
-    (b"", False),
-])
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        (b"#!/bin/bash\n#SBATCH -N 2\nsrun hostname\n", True),
+        (b"#!/bin/sh\n\n# comment\n#SBATCH --time=5\n", True),
+        (b"#!/bin/bash\r\n#SBATCH -N 2\r\n", True),  # CRLF: still a job script (sbatch refuses it; reported)
+        (b"#!/bin/bash\n# SBATCH -N 2\necho\n", True),  # `# SBATCH`: reported as ignored by the converter
+        (b"#!/bin/bash\n#SLURM -N 2\n", True),
+        (b"#!/bin/bash\necho hi\n#SBATCH -N 2\n", False),  # directive after the first command: no header directive
+        (b"#SBATCH -N 2\nsrun x\n", False),  # no shebang
+        (b"\n#!/bin/bash\n#SBATCH -N 2\n", False),  # shebang not on the first line
+        (b"#!/usr/bin/env python3\nprint(1)\n", False),
+        (b"#!/bin/bash\n#SBATCHX\n", False),
+        (b"", False),
+    ],
+)
 def test_is_job_script_by_content(data, expected):
     assert is_job_script(data) is expected
 
@@ -64,12 +68,19 @@ def test_discovery_walks_nested_folders_in_order_and_skips_vcs(tmp_path):
     assert "team-a/nested/deep/mpi_allreduce.slurm" in rels
     # a folder's files (sorted) come before its subfolders (sorted): the same order on every run
     assert rels == [
-        "README.md", "single_gpu.sbatch",
-        "shared/header_after_command.sbatch", "shared/single_gpu_copy.sbatch",
-        "team-a/helper.py", "team-a/notes.txt", "team-a/torchrun_multinode.sh",
+        "README.md",
+        "single_gpu.sbatch",
+        "shared/header_after_command.sbatch",
+        "shared/single_gpu_copy.sbatch",
+        "team-a/helper.py",
+        "team-a/notes.txt",
+        "team-a/torchrun_multinode.sh",
         "team-a/nested/deep/mpi_allreduce.slurm",
-        "team-b/bad_option.sbatch", "team-b/run_extensionless", "team-b/sweep_array.sbatch",
-        "team-b/train.sbatch", "team-b/train.sh",
+        "team-b/bad_option.sbatch",
+        "team-b/run_extensionless",
+        "team-b/sweep_array.sbatch",
+        "team-b/train.sbatch",
+        "team-b/train.sh",
     ]
     assert list(discover(str(src))) == list(discover(str(src)))
     assert skipped == []
@@ -90,12 +101,12 @@ def test_symlinks_loops_and_broken_links(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "ext.sbatch").write_text("#!/bin/bash\n#SBATCH -J ext\nhostname\n")
-    os.symlink(src / "single_gpu.sbatch", src / "team-a" / "alias.sbatch")        # duplicate of an inside file
-    os.symlink(outside / "ext.sbatch", src / "team-b" / "external.sbatch")        # file outside the tree
-    os.symlink(src / "team-a", src / "team-a" / "nested" / "loop")                # loop to an ancestor
-    os.symlink(src / "nowhere.sbatch", src / "dangling.sbatch")                   # broken
-    os.symlink(src / "team-b", src / "team-b-link")                               # folder inside the tree
-    os.symlink("self-loop", src / "self-loop")                                    # ELOOP
+    os.symlink(src / "single_gpu.sbatch", src / "team-a" / "alias.sbatch")  # duplicate of an inside file
+    os.symlink(outside / "ext.sbatch", src / "team-b" / "external.sbatch")  # file outside the tree
+    os.symlink(src / "team-a", src / "team-a" / "nested" / "loop")  # loop to an ancestor
+    os.symlink(src / "nowhere.sbatch", src / "dangling.sbatch")  # broken
+    os.symlink(src / "team-b", src / "team-b-link")  # folder inside the tree
+    os.symlink("self-loop", src / "self-loop")  # ELOOP
     cands, skipped = _split(list(discover(str(src))))
     rels = {c.rel for c in cands}
     by_path = {s.path: s for s in skipped}
@@ -121,8 +132,11 @@ def test_include_exclude_globs_and_output_folder_inside_source(tmp_path):
     rels = {c.rel for c in cands}
     assert not any(r.startswith("team-a/") or r.startswith("k8s/") for r in rels)
     cands, _ = _split(list(discover(str(src), include=["*.slurm", "team-b/train.*"])))
-    assert {c.rel for c in cands} == {"team-a/nested/deep/mpi_allreduce.slurm", "team-b/train.sbatch",
-                                      "team-b/train.sh"}
+    assert {c.rel for c in cands} == {
+        "team-a/nested/deep/mpi_allreduce.slurm",
+        "team-b/train.sbatch",
+        "team-b/train.sh",
+    }
     # output names do not depend on the filters: train.sh keeps its full name next to train.sbatch
     cands, _ = _split(list(discover(str(src), include=["team-b/train.sh"])))
     assert [(c.rel, c.out_stem) for c in cands] == [("team-b/train.sh", "team-b/train.sh")]

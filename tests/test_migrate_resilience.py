@@ -1,4 +1,5 @@
 """migrate keeps going when one script hangs or kills its worker process (issue 6), and records it."""
+
 from __future__ import annotations
 
 import json
@@ -41,20 +42,23 @@ def test_a_script_that_kills_its_worker_is_recorded_and_the_rest_convert(tmp_pat
     out = tmp_path / "out"
     real = worker.process
 
-    def deadly(c, ctx, suffix=None):          # inherited by the forked workers
+    def deadly(c, ctx, suffix=None):  # inherited by the forked workers
         if c.rel == "boom.sbatch":
             os.kill(os.getpid(), signal.SIGKILL)
         return real(c, ctx, suffix)
 
     monkeypatch.setattr(worker, "process", deadly)
-    res = migrate(MigrateOptions(src=str(src), out=str(out), settings=ConvertSettings(), jobs=2,
-                                 progress=False, echo=lambda s: None))
+    res = migrate(
+        MigrateOptions(
+            src=str(src), out=str(out), settings=ConvertSettings(), jobs=2, progress=False, echo=lambda s: None
+        )
+    )
     assert res.exit_code == 1
     records = _records(out)
-    assert set(records) == {f"{n}.sbatch" for n in names}          # nobody lost, nobody twice
+    assert set(records) == {f"{n}.sbatch" for n in names}  # nobody lost, nobody twice
     assert "M616" in _codes(records["boom.sbatch"])
     for n in names[:-1]:
-        assert "M616" not in _codes(records[f"{n}.sbatch"]), n     # only the culprit is blamed
+        assert "M616" not in _codes(records[f"{n}.sbatch"]), n  # only the culprit is blamed
         assert (out / f"{n}.trainjob.yaml").is_file(), n
     assert not (out / "boom.trainjob.yaml").exists()
 
@@ -67,13 +71,22 @@ def test_a_script_over_the_time_limit_is_recorded_and_the_run_goes_on(tmp_path, 
 
     def slow_convert(c, data, ctx, suffix):
         if c.rel == "slow.sbatch":
-            while True:                        # a conversion that never ends
+            while True:  # a conversion that never ends
                 pass
         return real(c, data, ctx, suffix)
 
     monkeypatch.setattr(worker, "_convert", slow_convert)
-    res = migrate(MigrateOptions(src=str(src), out=str(out), settings=ConvertSettings(), jobs=1,
-                                 timeout=0.5, progress=False, echo=lambda s: None))
+    res = migrate(
+        MigrateOptions(
+            src=str(src),
+            out=str(out),
+            settings=ConvertSettings(),
+            jobs=1,
+            timeout=0.5,
+            progress=False,
+            echo=lambda s: None,
+        )
+    )
     assert res.exit_code == 1
     records = _records(out)
     assert "M615" in _codes(records["slow.sbatch"])

@@ -1,5 +1,6 @@
 """`slurm2kf migrate` end to end on the fixture repository: layout, kustomizations, idempotence,
 --check, OUT refusal, stale outputs, bad files, and the report agreeing with per-script results."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,19 +23,25 @@ SCRIPTS = {
     "shared/header_after_command.sbatch": "shared/header_after_command",
     "team-a/torchrun_multinode.sh": "team-a/torchrun_multinode",
     "team-a/nested/deep/mpi_allreduce.slurm": "team-a/nested/deep/mpi_allreduce",
-    "team-b/train.sbatch": "team-b/train.sbatch",          # same stem as train.sh: full names
+    "team-b/train.sbatch": "team-b/train.sbatch",  # same stem as train.sh: full names
     "team-b/train.sh": "team-b/train.sh",
     "team-b/sweep_array.sbatch": "team-b/sweep_array",
     "team-b/run_extensionless": "team-b/run_extensionless",
     "team-b/bad_option.sbatch": "team-b/bad_option",
 }
-REFUSED = {"team-b/bad_option.sbatch"}     # `--nodez`: sbatch refuses the script
+REFUSED = {"team-b/bad_option.sbatch"}  # `--nodez`: sbatch refuses the script
 NOT_SCRIPTS = ("README.md", "team-a/helper.py", "team-a/notes.txt")
 
 
 def run(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "translator", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "translator", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
 
 
 def tree_state(root: Path) -> dict:
@@ -64,7 +71,7 @@ def migrated(tmp_path_factory):
 
 def test_exit_code_and_source_untouched(migrated):
     src, out, proc, before = migrated
-    assert proc.returncode == 1, proc.stderr          # bad_option.sbatch: sbatch refuses it
+    assert proc.returncode == 1, proc.stderr  # bad_option.sbatch: sbatch refuses it
     assert "team-b/bad_option.sbatch:3: error" in proc.stderr
     assert tree_state(src) == before
 
@@ -74,8 +81,9 @@ def test_mirror_layout_yaml_and_python(migrated):
     for stem in SCRIPTS.values():
         y, p = out / (stem + ".trainjob.yaml"), out / (stem + ".trainjob.py")
         docs = [d for d in yaml.safe_load_all(y.read_text()) if d]
-        assert docs and all(d["kind"] == "TrainJob" and d["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
-                            for d in docs)
+        assert docs and all(
+            d["kind"] == "TrainJob" and d["apiVersion"] == "trainer.kubeflow.org/v1alpha1" for d in docs
+        )
         compile(p.read_text(), str(p), "exec")
     for rel in NOT_SCRIPTS:
         stem = rel.rsplit(".", 1)[0]
@@ -107,7 +115,7 @@ def test_kustomizations_cover_every_runnable_trainjob_once(migrated):
     docs = _kustomize(out)
     files = {Path(f).relative_to(out).as_posix() for f, _d in docs}
     assert files == {SCRIPTS[r] + ".trainjob.yaml" for r in runnable}
-    assert not runnable & REFUSED       # a job sbatch refuses is written for review, never applied
+    assert not runnable & REFUSED  # a job sbatch refuses is written for review, never applied
     names = [(d["metadata"].get("namespace"), d["metadata"]["name"]) for _f, d in docs]
     assert len(names) == len(set(names)), "kustomize refuses two resources with the same name"
 
@@ -132,7 +140,7 @@ def test_report_numbers_agree_with_per_script_records(migrated):
     assert summ["scripts"] == len(scripts)
     for o in ("clean", "warnings", "errors"):
         assert summ["outcomes"][o] == sum(1 for s in scripts if s["outcome"] == o)
-    accepted = [s for s in scripts if s["sbatch_accepts"]]      # a refused script requests nothing
+    accepted = [s for s in scripts if s["sbatch_accepts"]]  # a refused script requests nothing
     assert summ["gpus"] == sum(s["gpus"] for s in accepted)
     assert summ["nodes"] == sum(s["nodes"] for s in accepted)
     assert summ["gpu_hours"] == pytest.approx(sum(s["gpu_hours"] for s in accepted), abs=0.01)
@@ -176,13 +184,14 @@ def test_second_run_rewrites_nothing(tmp_path):
     second = run("migrate", src, "-o", out, "--jobs", "1")
     assert second.returncode == 1
     assert " 0 files written" in second.stderr, second.stderr
-    assert tree_state(out) == state          # same bytes and same mtimes, reports and manifest included
+    assert tree_state(out) == state  # same bytes and same mtimes, reports and manifest included
 
 
 def _clean_repo(root: Path) -> Path:
     (root / "a").mkdir(parents=True)
-    (root / "a" / "one.sbatch").write_text("#!/bin/bash\n#SBATCH --job-name=one\n#SBATCH --time=00:10:00\n"
-                                           "python train.py\n")
+    (root / "a" / "one.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --job-name=one\n#SBATCH --time=00:10:00\npython train.py\n"
+    )
     (root / "two.sh").write_text("#!/bin/bash\n#SBATCH --job-name=two\n#SBATCH --time=00:20:00\npython eval.py\n")
     return root
 
@@ -190,7 +199,7 @@ def _clean_repo(root: Path) -> Path:
 def test_check_mode_for_ci(tmp_path):
     src = _clean_repo(tmp_path / "src")
     out = tmp_path / "out"
-    assert run("migrate", src, "-o", out, "--check").returncode == 1      # nothing written yet: would change
+    assert run("migrate", src, "-o", out, "--check").returncode == 1  # nothing written yet: would change
     assert not out.exists()
     assert run("migrate", src, "-o", out).returncode == 0
     state = tree_state(out)
@@ -234,7 +243,7 @@ def test_stale_outputs_removed_unless_edited(tmp_path):
     assert (out / "a" / "three.trainjob.py").read_text() == "# edited by hand\n"
     assert "a/three.trainjob.py: warning M608" in proc.stderr
     k = yaml.safe_load((out / "kustomization.yaml").read_text())
-    assert k["resources"] == ["two.trainjob.yaml"]          # folder a/ has no TrainJob left
+    assert k["resources"] == ["two.trainjob.yaml"]  # folder a/ has no TrainJob left
     assert not (out / "a" / "kustomization.yaml").exists()
 
 
@@ -261,7 +270,7 @@ def test_bad_files_are_reported_and_the_run_continues(tmp_path):
     (src / "nul.sbatch").write_bytes(b"#!/bin/bash\n#SBATCH -J nul\npython x.py\0\n")
     (src / "crlf.sbatch").write_bytes(b"#!/bin/bash\r\n#SBATCH -J crlf\r\npython x.py\r\n")
     (src / "big.sbatch").write_bytes(b"#!/bin/bash\n#SBATCH -J big\n" + b"#" * 5000 + b"\n")
-    if os.geteuid() == 0:       # root reads any mode: use a file whose read fails with EIO
+    if os.geteuid() == 0:  # root reads any mode: use a file whose read fails with EIO
         os.symlink("/proc/self/mem", src / "unreadable.sbatch")
     else:
         (src / "unreadable.sbatch").write_text("#!/bin/bash\n#SBATCH -J u\n")
@@ -294,7 +303,7 @@ def test_reports_rendered_by_workers_equal_the_report_command(migrated):
     _src, out, _proc, _ = migrated
     for fmt in ("md", "html", "json"):
         again = run("report", out, "--format", fmt)
-        assert again.returncode == 1            # the repository has scripts with errors
+        assert again.returncode == 1  # the repository has scripts with errors
         assert again.stdout == (out / f"slurm2kf-report.{fmt}").read_text(encoding="utf-8"), fmt
 
 
@@ -333,8 +342,10 @@ def test_nearest_profile_applies_per_folder_and_report_lists_what_it_leaves(tmp_
     # outside team-a no profile applies
     single = recs["single_gpu.sbatch"]
     assert single["modules"] == ["cuda/12.1"] and single["paths"] == ["/scratch"]
-    ns = {rel: yaml.safe_load((out / (SCRIPTS[rel] + ".trainjob.yaml")).read_text())["metadata"].get("namespace")
-          for rel in ("team-a/torchrun_multinode.sh", "single_gpu.sbatch")}
+    ns = {
+        rel: yaml.safe_load((out / (SCRIPTS[rel] + ".trainjob.yaml")).read_text())["metadata"].get("namespace")
+        for rel in ("team-a/torchrun_multinode.sh", "single_gpu.sbatch")
+    }
     assert ns == {"team-a/torchrun_multinode.sh": "hpc-users", "single_gpu.sbatch": None}
 
 
@@ -352,8 +363,8 @@ def test_hostile_file_names_stay_data_in_every_output(tmp_path):
     assert k["resources"] == [stem + ".trainjob.yaml"]
     assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == ["odd dir"]
     md = (out / "slurm2kf-report.md").read_text()
-    assert "- <code>odd dir/we&quot;ird name: [x] #1.sbatch</code>\n" in md     # one line, quote escaped
-    missing = run("report", tmp_path / "src")      # a scripts folder: converted on the fly
+    assert "- <code>odd dir/we&quot;ird name: [x] #1.sbatch</code>\n" in md  # one line, quote escaped
+    missing = run("report", tmp_path / "src")  # a scripts folder: converted on the fly
     assert missing.returncode == 0
     (out / "slurm2kf-report.json").write_text("{}")
     broken = run("report", out)

@@ -18,6 +18,7 @@ corpus; see oracles.EDGE_SCRIPTS.
 
 The oracle must be running (./test.sh starts it). When it is not, these tests FAIL.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def _sample_scripts():
     try:
         return sorted((oracles.shared_dir()).glob(SHARED_SAMPLES_GLOB))
     except oracles.OracleMissing:
-        return []     # the shared_dir fixture makes the tests fail with the reason
+        return []  # the shared_dir fixture makes the tests fail with the reason
 
 
 EDGE_KEYS = ["generated/" + name for name in sorted(oracles.EDGE_SCRIPTS)]
@@ -56,10 +57,12 @@ def _id(key) -> str:
 @pytest.fixture
 def corpus_path(edge_scripts_dir):
     """Map a parametrize key (a Path, or "generated/<name>" for an edge script) to its path."""
+
     def path(key):
         if isinstance(key, str) and key.startswith("generated/"):
             return edge_scripts_dir / key.split("/", 1)[1]
         return key
+
     return path
 
 
@@ -80,11 +83,37 @@ def compare_report(slurm_oracle, inspect_corpus, tmp_path_factory):
 
 
 CONTRACT_TOP = ("path", "sbatch_accepts", "diagnostics", "options", "job")
-CONTRACT_JOB = ("job_name", "partition", "account", "qos", "nodes_min", "nodes_max", "ntasks",
-                "ntasks_per_node", "cpus_per_task", "gpus_per_node", "gpus_per_task", "gpus_total",
-                "gpu_type", "mem_per_node_mb", "mem_per_cpu_mb", "mem_per_gpu_mb",
-                "time_limit_seconds", "array", "array_throttle", "dependency", "exclusive",
-                "constraint", "output", "error", "chdir", "requeue", "signal", "export", "comment")
+CONTRACT_JOB = (
+    "job_name",
+    "partition",
+    "account",
+    "qos",
+    "nodes_min",
+    "nodes_max",
+    "ntasks",
+    "ntasks_per_node",
+    "cpus_per_task",
+    "gpus_per_node",
+    "gpus_per_task",
+    "gpus_total",
+    "gpu_type",
+    "mem_per_node_mb",
+    "mem_per_cpu_mb",
+    "mem_per_gpu_mb",
+    "time_limit_seconds",
+    "array",
+    "array_throttle",
+    "dependency",
+    "exclusive",
+    "constraint",
+    "output",
+    "error",
+    "chdir",
+    "requeue",
+    "signal",
+    "export",
+    "comment",
+)
 
 
 def _fmt(items, limit=40):
@@ -117,28 +146,30 @@ def test_compare_every_script_matched(compare_report):
 def test_compare_every_rejection_agrees(compare_report):
     t = compare_report["totals"]
     assert not compare_report["rejections"]["no_verdict"], "the oracle gave no verdict for some scripts"
-    assert t["rejections_agree"] == t["rejections_total"], (
-        "%s\n%s" % (compare_report["fidelity_line"], _fmt(compare_report["rejection_disagreements"])))
+    assert t["rejections_agree"] == t["rejections_total"], "%s\n%s" % (
+        compare_report["fidelity_line"],
+        _fmt(compare_report["rejection_disagreements"]),
+    )
 
 
 def test_compare_all_job_fields_agree(compare_report):
     t = compare_report["totals"]
     job_dis = [d for d in compare_report["disagreements"] if not d["field"].startswith("options.")]
     assert t["fields_compared"] > 500
-    assert t["fields_agree"] == t["fields_compared"], (
-        "%s\n%s" % (compare_report["fidelity_line"],
-                    _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"], d["translator"])
-                          for d in job_dis])))
+    assert t["fields_agree"] == t["fields_compared"], "%s\n%s" % (
+        compare_report["fidelity_line"],
+        _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"], d["translator"]) for d in job_dis]),
+    )
 
 
 def test_compare_all_options_agree(compare_report):
     """The contract's `options` map: every option sbatch set, merged as sbatch merges them."""
     t = compare_report["totals"]
     opt_dis = [d for d in compare_report["disagreements"] if d["field"].startswith("options.")]
-    assert t["options_agree"] == t["options_compared"] and not opt_dis, (
-        "options %.1f%% agree\n%s" % (t["options_pct"],
-                                     _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"],
-                                            d["translator"]) for d in opt_dis])))
+    assert t["options_agree"] == t["options_compared"] and not opt_dis, "options %.1f%% agree\n%s" % (
+        t["options_pct"],
+        _fmt([(Path(d["script"]).name, d["field"], d["kind"], d["oracle"], d["translator"]) for d in opt_dis]),
+    )
 
 
 # Fields Slurm itself fills from an option that names another field (so "not set by the script"
@@ -150,10 +181,12 @@ def test_fields_the_script_does_not_set_are_null(compare_report, slurm_oracle):
     """Contract: a job field is null when the script does not set it (job_name excepted;
     exclusive may be false). compare.py lists such values without scoring them. Scripts sbatch
     refuses are left out: Slurm resolved nothing for them."""
-    given = [(Path(e["script"]).name, f, e["translator"])
-             for f, entries in compare_report["unset_but_given"].items() for e in entries
-             if (f, e["translator"]) not in DERIVED_ALLOWED
-             and slurm_oracle[e["script"]]["rejected_by"] != "sbatch"]
+    given = [
+        (Path(e["script"]).name, f, e["translator"])
+        for f, entries in compare_report["unset_but_given"].items()
+        for e in entries
+        if (f, e["translator"]) not in DERIVED_ALLOWED and slurm_oracle[e["script"]]["rejected_by"] != "sbatch"
+    ]
     assert not given, "values for fields the script does not set:\n" + _fmt(given)
 
 
@@ -167,8 +200,9 @@ def test_human_inspect_over_corpus(corpus_scripts, slurm_oracle, cli_subprocess)
         refused = slurm_oracle[p]["rejected_by"] == "sbatch"
         word = "refuse" if refused else "accept"
         # the script's heading: the first line naming it that is not a `path:line:` diagnostic
-        heads = [ln for ln in proc.stdout.splitlines()
-                 if str(p) in ln and not re.search(re.escape(str(p)) + r":\d", ln)]
+        heads = [
+            ln for ln in proc.stdout.splitlines() if str(p) in ln and not re.search(re.escape(str(p)) + r":\d", ln)
+        ]
         assert heads, "no heading line for %s" % p
         assert word in heads[0].lower(), "heading %r lacks the verdict %r" % (heads[0], word)
 
@@ -187,10 +221,10 @@ def test_sbatch_verdict_matches_slurm(script, slurm_oracle, inspect_corpus, corp
         assert errors, "a refused script needs an error diagnostic saying why (sbatch: %s)" % rec["error"]
         assert all(isinstance(d.get("line"), (int, type(None))) for d in errors)
     else:
-        assert ours["sbatch_accepts"] is True, (
-            "sbatch accepts it (Slurm: %s) but inspect refuses: %s"
-            % ("accepted" if rec["accepted"] else "slurmctld: " + str(rec["error"]),
-               [(d.get("code"), d.get("line"), d.get("message")) for d in errors]))
+        assert ours["sbatch_accepts"] is True, "sbatch accepts it (Slurm: %s) but inspect refuses: %s" % (
+            "accepted" if rec["accepted"] else "slurmctld: " + str(rec["error"]),
+            [(d.get("code"), d.get("line"), d.get("message")) for d in errors],
+        )
 
 
 # What sbatch's refusal message names -> what one of our error diagnostics must mention.
@@ -253,12 +287,13 @@ def test_job_fields_match_slurm(script, slurm_oracle, inspect_corpus, corpus_pat
     # everything we could read").
     assert set(CONTRACT_TOP) <= set(ours), "missing top-level keys: %s" % sorted(set(CONTRACT_TOP) - set(ours))
     job = ours.get("job")
-    assert isinstance(job, dict) and set(CONTRACT_JOB) <= set(job), (
-        "job lacks contract keys: %s" % sorted(set(CONTRACT_JOB) - set(job or {})))
+    assert isinstance(job, dict) and set(CONTRACT_JOB) <= set(job), "job lacks contract keys: %s" % sorted(
+        set(CONTRACT_JOB) - set(job or {})
+    )
     for d in ours["diagnostics"]:
         assert d.get("severity") in ("error", "warning", "info") and d.get("code") and d.get("message"), d
     if rec["rejected_by"] == "sbatch":
-        return      # sbatch resolves nothing for a refused script: the verdict test covers it
+        return  # sbatch resolves nothing for a refused script: the verdict test covers it
     expected = oracles.oracle_expected_job(rec)
     sdir = os.path.dirname(oracles.realpath(script))
     wrong = []
@@ -269,9 +304,21 @@ def test_job_fields_match_slurm(script, slurm_oracle, inspect_corpus, corpus_pat
     assert not wrong, "fields the script sets disagree with real Slurm:\n  " + "\n  ".join(wrong)
 
 
-@pytest.mark.parametrize("script", [p for p in FIXTURES if p.name in (
-    "gres_gpu_typed_multinode_torchrun.sbatch", "syntax_trailing_comments.sbatch",
-    "mem_decimal_refused.sbatch", "no_shebang_refused.sbatch")], ids=_id)
+@pytest.mark.parametrize(
+    "script",
+    [
+        p
+        for p in FIXTURES
+        if p.name
+        in (
+            "gres_gpu_typed_multinode_torchrun.sbatch",
+            "syntax_trailing_comments.sbatch",
+            "mem_decimal_refused.sbatch",
+            "no_shebang_refused.sbatch",
+        )
+    ],
+    ids=_id,
+)
 def test_inspect_single_file_exit_status(script, slurm_oracle, cli_subprocess):
     """Exit status 0 when sbatch would accept the script, 1 when it would refuse it."""
     proc = cli_subprocess("inspect", "--json", script)
@@ -288,66 +335,104 @@ def F(name):
 # (id, script, SBATCH_* environment, sbatch command-line words). Each runs through the oracle
 # (resolve.py --env/--sbatch-arg) and through inspect (--sbatch-env ... -- ARGS).
 PRECEDENCE_CASES = [
-    ("env-partition-and-time-beat-directives", "partition_debug_over_limit_rejected.sbatch",
-     [("SBATCH_PARTITION", "cpu"), ("SBATCH_TIMELIMIT", "10")], []),
-    ("cli-partition-beats-env", "partition_debug_over_limit_rejected.sbatch",
-     [("SBATCH_PARTITION", "cpu")], ["-p", "debug"]),
-    ("cli-time-beats-env-beats-directive", "time_minutes_only.sbatch",
-     [("SBATCH_TIMELIMIT", "30")], ["--time=5"]),
-    ("env-job-name-beats-directive", "job_name_quoted_spaces.sbatch",
-     [("SBATCH_JOB_NAME", "from-env")], []),
-    ("cli-job-name-beats-env", "job_name_quoted_spaces.sbatch",
-     [("SBATCH_JOB_NAME", "from-env")], ["--job-name=from-cli"]),
-    ("cli-nodes-and-short-c-beat-directives", "nodes_min_max_range.sbatch",
-     [], ["--nodes=3", "-c", "2"]),
-    ("sbatch-nodes-is-not-an-input-variable", "nodes_min_max_range.sbatch",
-     [("SBATCH_NODES", "5"), ("SBATCH_NTASKS", "7")], []),
-    ("directive-memory-resets-env-memory", "mem_per_cpu_gigabytes.sbatch",
-     [("SBATCH_MEM_PER_NODE", "8G")], []),
-    ("two-env-memory-options-refused", "time_minutes_only.sbatch",
-     [("SBATCH_MEM_PER_NODE", "8G"), ("SBATCH_MEM_PER_CPU", "1G")], []),
-    ("cli-mem-with-directive-mem-per-cpu-refused", "mem_per_cpu_gigabytes.sbatch",
-     [], ["--mem=1G"]),
-    ("empty-env-exclusive-sets-it", "time_minutes_only.sbatch",
-     [("SBATCH_EXCLUSIVE", "")], []),
+    (
+        "env-partition-and-time-beat-directives",
+        "partition_debug_over_limit_rejected.sbatch",
+        [("SBATCH_PARTITION", "cpu"), ("SBATCH_TIMELIMIT", "10")],
+        [],
+    ),
+    (
+        "cli-partition-beats-env",
+        "partition_debug_over_limit_rejected.sbatch",
+        [("SBATCH_PARTITION", "cpu")],
+        ["-p", "debug"],
+    ),
+    ("cli-time-beats-env-beats-directive", "time_minutes_only.sbatch", [("SBATCH_TIMELIMIT", "30")], ["--time=5"]),
+    ("env-job-name-beats-directive", "job_name_quoted_spaces.sbatch", [("SBATCH_JOB_NAME", "from-env")], []),
+    (
+        "cli-job-name-beats-env",
+        "job_name_quoted_spaces.sbatch",
+        [("SBATCH_JOB_NAME", "from-env")],
+        ["--job-name=from-cli"],
+    ),
+    ("cli-nodes-and-short-c-beat-directives", "nodes_min_max_range.sbatch", [], ["--nodes=3", "-c", "2"]),
+    (
+        "sbatch-nodes-is-not-an-input-variable",
+        "nodes_min_max_range.sbatch",
+        [("SBATCH_NODES", "5"), ("SBATCH_NTASKS", "7")],
+        [],
+    ),
+    ("directive-memory-resets-env-memory", "mem_per_cpu_gigabytes.sbatch", [("SBATCH_MEM_PER_NODE", "8G")], []),
+    (
+        "two-env-memory-options-refused",
+        "time_minutes_only.sbatch",
+        [("SBATCH_MEM_PER_NODE", "8G"), ("SBATCH_MEM_PER_CPU", "1G")],
+        [],
+    ),
+    ("cli-mem-with-directive-mem-per-cpu-refused", "mem_per_cpu_gigabytes.sbatch", [], ["--mem=1G"]),
+    ("empty-env-exclusive-sets-it", "time_minutes_only.sbatch", [("SBATCH_EXCLUSIVE", "")], []),
     ("env-array", "time_minutes_only.sbatch", [("SBATCH_ARRAY_INX", "0-3%2")], []),
-    ("env-no-requeue-beats-directive-requeue", "requeue_signal_checkpoint.sbatch",
-     [("SBATCH_NO_REQUEUE", "1")], []),
-    ("env-requeue-beats-directive-no-requeue", "no_requeue_signal_plain.sbatch",
-     [("SBATCH_REQUEUE", "1")], []),
-    ("env-gres-constraint-export-signal", "gres_bare_gpu_name.sbatch",
-     [("SBATCH_GRES", "gpu:a100:2"), ("SBATCH_CONSTRAINT", "a100"), ("SBATCH_EXPORT", "NONE"),
-      ("SBATCH_SIGNAL", "B:USR1@60")], []),
-    ("cli-account-beats-env-qos-env-beats-directive", "placement_partition_account_qos.sbatch",
-     [("SBATCH_ACCOUNT", "EnvAccount"), ("SBATCH_QOS", "low")], ["--account=CliAccount"]),
-    ("cli-typed-gpus-with-untyped-gres-refused", "gres_gpu_untyped_count.sbatch",
-     [], ["-G", "a100:2"]),
+    ("env-no-requeue-beats-directive-requeue", "requeue_signal_checkpoint.sbatch", [("SBATCH_NO_REQUEUE", "1")], []),
+    ("env-requeue-beats-directive-no-requeue", "no_requeue_signal_plain.sbatch", [("SBATCH_REQUEUE", "1")], []),
+    (
+        "env-gres-constraint-export-signal",
+        "gres_bare_gpu_name.sbatch",
+        [
+            ("SBATCH_GRES", "gpu:a100:2"),
+            ("SBATCH_CONSTRAINT", "a100"),
+            ("SBATCH_EXPORT", "NONE"),
+            ("SBATCH_SIGNAL", "B:USR1@60"),
+        ],
+        [],
+    ),
+    (
+        "cli-account-beats-env-qos-env-beats-directive",
+        "placement_partition_account_qos.sbatch",
+        [("SBATCH_ACCOUNT", "EnvAccount"), ("SBATCH_QOS", "low")],
+        ["--account=CliAccount"],
+    ),
+    ("cli-typed-gpus-with-untyped-gres-refused", "gres_gpu_untyped_count.sbatch", [], ["-G", "a100:2"]),
     ("cli-gpus-below-gres-per-node-refused", "gres_gpu_untyped_count.sbatch", [], ["-G", "2"]),
     ("cli-gpus-per-node-with-directive-gres", "gres_bare_gpu_name.sbatch", [], ["--gpus-per-node=2"]),
-    ("env-on-refused-script-still-refused", "no_shebang_refused.sbatch",
-     [("SBATCH_PARTITION", "cpu")], []),
+    ("env-on-refused-script-still-refused", "no_shebang_refused.sbatch", [("SBATCH_PARTITION", "cpu")], []),
     ("env-ignore-pbs", "pbs_lines_translated.sbatch", [("SBATCH_IGNORE_PBS", "1")], []),
     ("cli-ignore-pbs", "pbs_select_walltime.sbatch", [], ["--ignore-pbs"]),
-    ("env-output-error-beat-directives", "output_error_patterns.sbatch",
-     [("SBATCH_OUTPUT", "env-%j.out"), ("SBATCH_ERROR", "env-%j.err")], []),
-    ("env-cpus-per-gpu-conflicts-with-directive-cpus-per-task", "ntasks_only_with_cpus.sbatch",
-     [("SBATCH_GPUS_PER_TASK", "1"), ("SBATCH_CPUS_PER_GPU", "4"), ("SBATCH_MEM_PER_GPU", "20G")], []),
+    (
+        "env-output-error-beat-directives",
+        "output_error_patterns.sbatch",
+        [("SBATCH_OUTPUT", "env-%j.out"), ("SBATCH_ERROR", "env-%j.err")],
+        [],
+    ),
+    (
+        "env-cpus-per-gpu-conflicts-with-directive-cpus-per-task",
+        "ntasks_only_with_cpus.sbatch",
+        [("SBATCH_GPUS_PER_TASK", "1"), ("SBATCH_CPUS_PER_GPU", "4"), ("SBATCH_MEM_PER_GPU", "20G")],
+        [],
+    ),
     ("env-invalid-time-refused", "time_minutes_only.sbatch", [("SBATCH_TIMELIMIT", "abc")], []),
-    ("cli-export-beats-env-export", "export_none.sbatch",
-     [("SBATCH_EXPORT", "NONE")], ["--export=ALL,X=1"]),
+    ("cli-export-beats-env-export", "export_none.sbatch", [("SBATCH_EXPORT", "NONE")], ["--export=ALL,X=1"]),
     ("cli-unknown-option-refused", "time_minutes_only.sbatch", [], ["--bogus"]),
     ("cli-ambiguous-prefix-refused", "time_minutes_only.sbatch", [], ["--nod=3"]),
-    ("env-exclusive-value-is-the-argument", "no_requeue_signal_plain.sbatch",
-     [("SBATCH_EXCLUSIVE", "yes")], []),
-    ("env-qos-constraint-wckey-open-mode", "time_minutes_only.sbatch",
-     [("SBATCH_CONSTRAINT", "gpu"), ("SBATCH_QOS", "high"), ("SBATCH_WCKEY", "wk"),
-      ("SBATCH_OPEN_MODE", "append")], []),
-    ("cli-mem-resets-env-mem-per-cpu", "mem_default_unit_mib.sbatch",
-     [("SBATCH_MEM_PER_CPU", "2G")], ["--mem=4G"]),
-    ("env-unknown-partition-sbatch-accepts", "time_minutes_only.sbatch",
-     [("SBATCH_ACCOUNT", "Team"), ("SBATCH_PARTITION", "nonexistent")], []),
-    ("env-gpus-and-gpus-per-node-refused-by-22.05", "time_minutes_only.sbatch",
-     [("SBATCH_GPUS", "a100:4"), ("SBATCH_GPUS_PER_NODE", "a100:2")], ["-N", "2"]),
+    ("env-exclusive-value-is-the-argument", "no_requeue_signal_plain.sbatch", [("SBATCH_EXCLUSIVE", "yes")], []),
+    (
+        "env-qos-constraint-wckey-open-mode",
+        "time_minutes_only.sbatch",
+        [("SBATCH_CONSTRAINT", "gpu"), ("SBATCH_QOS", "high"), ("SBATCH_WCKEY", "wk"), ("SBATCH_OPEN_MODE", "append")],
+        [],
+    ),
+    ("cli-mem-resets-env-mem-per-cpu", "mem_default_unit_mib.sbatch", [("SBATCH_MEM_PER_CPU", "2G")], ["--mem=4G"]),
+    (
+        "env-unknown-partition-sbatch-accepts",
+        "time_minutes_only.sbatch",
+        [("SBATCH_ACCOUNT", "Team"), ("SBATCH_PARTITION", "nonexistent")],
+        [],
+    ),
+    (
+        "env-gpus-and-gpus-per-node-refused-by-22.05",
+        "time_minutes_only.sbatch",
+        [("SBATCH_GPUS", "a100:4"), ("SBATCH_GPUS_PER_NODE", "a100:2")],
+        ["-N", "2"],
+    ),
 ]
 
 
@@ -355,34 +440,94 @@ PRECEDENCE_CASES = [
 # it reads their values (boolean ones: empty/yes/non-zero set them, 0/no do not) and which
 # names it does not know (SBATCH_NODES, SBATCH_CPUS_PER_TASK, SBATCH_TRES_PER_TASK in 22.05).
 ENV_SWEEP = [
-    ("SBATCH_TIMELIMIT", "UNLIMITED"), ("SBATCH_TIMELIMIT", "5:00"), ("SBATCH_TIMELIMIT", ""),
-    ("SBATCH_GRES", "none"), ("SBATCH_REQUEUE", ""), ("SBATCH_NO_REQUEUE", "0"),
-    ("SBATCH_NO_REQUEUE", "no"), ("SBATCH_OVERCOMMIT", "yes"), ("SBATCH_OVERCOMMIT", "0"),
-    ("SBATCH_NO_KILL", ""), ("SBATCH_HINT", "nomultithread"), ("SLURM_HINT", "nomultithread"),
-    ("SBATCH_DISTRIBUTION", "cyclic"), ("SBATCH_GPU_BIND", "closest"), ("SBATCH_FOO", "bar"),
-    ("SBATCH_MEM_BIND", "local"), ("SBATCH_REQ_SWITCH", "1"), ("SBATCH_DELAY_BOOT", "5"),
-    ("SBATCH_THREAD_SPEC", "1"), ("SBATCH_GET_USER_ENV", "1"), ("SBATCH_ACCTG_FREQ", "30"),
-    ("SBATCH_PROFILE", "task"), ("SBATCH_JOB_NAME", ""), ("SBATCH_PARTITION", ""),
-    ("SBATCH_NODES", "2"), ("SBATCH_CPUS_PER_TASK", "4"), ("SBATCH_CONTAINER", "/tmp"),
-    ("SBATCH_WCKEY", ""), ("SBATCH_RESERVATION", "resv1"), ("SBATCH_TRES_PER_TASK", "cpu=2"),
-    ("SBATCH_SPREAD_JOB", "1"), ("SBATCH_USE_MIN_NODES", "1"), ("SBATCH_EXPORT_FILE", "/dev/null"),
-    ("SBATCH_CORE_SPEC", "1"), ("SBATCH_GRES_FLAGS", "enforce-binding"),
-    ("SBATCH_CPU_FREQ_REQ", "high"), ("SBATCH_GPUS", "2"), ("SBATCH_MEM_PER_GPU", "1G"),
-    ("SBATCH_CLUSTER_CONSTRAINT", "x"), ("SBATCH_THREADS_PER_CORE", "1"), ("SBATCH_NETWORK", "ib"),
+    ("SBATCH_TIMELIMIT", "UNLIMITED"),
+    ("SBATCH_TIMELIMIT", "5:00"),
+    ("SBATCH_TIMELIMIT", ""),
+    ("SBATCH_GRES", "none"),
+    ("SBATCH_REQUEUE", ""),
+    ("SBATCH_NO_REQUEUE", "0"),
+    ("SBATCH_NO_REQUEUE", "no"),
+    ("SBATCH_OVERCOMMIT", "yes"),
+    ("SBATCH_OVERCOMMIT", "0"),
+    ("SBATCH_NO_KILL", ""),
+    ("SBATCH_HINT", "nomultithread"),
+    ("SLURM_HINT", "nomultithread"),
+    ("SBATCH_DISTRIBUTION", "cyclic"),
+    ("SBATCH_GPU_BIND", "closest"),
+    ("SBATCH_FOO", "bar"),
+    ("SBATCH_MEM_BIND", "local"),
+    ("SBATCH_REQ_SWITCH", "1"),
+    ("SBATCH_DELAY_BOOT", "5"),
+    ("SBATCH_THREAD_SPEC", "1"),
+    ("SBATCH_GET_USER_ENV", "1"),
+    ("SBATCH_ACCTG_FREQ", "30"),
+    ("SBATCH_PROFILE", "task"),
+    ("SBATCH_JOB_NAME", ""),
+    ("SBATCH_PARTITION", ""),
+    ("SBATCH_NODES", "2"),
+    ("SBATCH_CPUS_PER_TASK", "4"),
+    ("SBATCH_CONTAINER", "/tmp"),
+    ("SBATCH_WCKEY", ""),
+    ("SBATCH_RESERVATION", "resv1"),
+    ("SBATCH_TRES_PER_TASK", "cpu=2"),
+    ("SBATCH_SPREAD_JOB", "1"),
+    ("SBATCH_USE_MIN_NODES", "1"),
+    ("SBATCH_EXPORT_FILE", "/dev/null"),
+    ("SBATCH_CORE_SPEC", "1"),
+    ("SBATCH_GRES_FLAGS", "enforce-binding"),
+    ("SBATCH_CPU_FREQ_REQ", "high"),
+    ("SBATCH_GPUS", "2"),
+    ("SBATCH_MEM_PER_GPU", "1G"),
+    ("SBATCH_CLUSTER_CONSTRAINT", "x"),
+    ("SBATCH_THREADS_PER_CORE", "1"),
+    ("SBATCH_NETWORK", "ib"),
 ]
 PRECEDENCE_CASES += [("sweep-%s=%s" % (k, v), "time_minutes_only.sbatch", [(k, v)], []) for k, v in ENV_SWEEP]
 
 # sbatch command-line words over a script with directives: short/long/glued/abbreviated forms
 # and flags, each overriding or adding to what the script says.
 CLI_SWEEP = [
-    ["-p", "cpu"], ["--partition", "cpu"], ["-pcpu"], ["--part=cpu"], ["-t", "5"], ["--time", "5"],
-    ["-J", "cli name"], ["-N2"], ["--nodes=1-3"], ["--exclusive"], ["--exclusive=user"],
-    ["-a", "1-3"], ["-d", "singleton"], ["-o", "cli-%j.out"], ["-e", "cli-%j.err"], ["-D", "/tmp"],
-    ["-C", "gpu"], ["-q", "high"], ["-A", "CliAcct"], ["-w", "gpu01"], ["-x", "gpu02"],
-    ["-G", "2"], ["-c", "2"], ["-n", "3"], ["--mem", "1G"], ["--mem-per-cpu=1G"], ["-k"], ["-O"],
-    ["-s"], ["--requeue"], ["--no-requeue"], ["--export=NONE"], ["--signal=B:USR1@120"],
-    ["--comment=from the command line"], ["--mail-type=END"], ["--gres=gpu:a100:1"],
-    ["--tasks=2"], ["--ntasks-per-node", "2"], ["--cpus-per-t=3"], ["--mem-per=1G"], ["--bogus-flag"],
+    ["-p", "cpu"],
+    ["--partition", "cpu"],
+    ["-pcpu"],
+    ["--part=cpu"],
+    ["-t", "5"],
+    ["--time", "5"],
+    ["-J", "cli name"],
+    ["-N2"],
+    ["--nodes=1-3"],
+    ["--exclusive"],
+    ["--exclusive=user"],
+    ["-a", "1-3"],
+    ["-d", "singleton"],
+    ["-o", "cli-%j.out"],
+    ["-e", "cli-%j.err"],
+    ["-D", "/tmp"],
+    ["-C", "gpu"],
+    ["-q", "high"],
+    ["-A", "CliAcct"],
+    ["-w", "gpu01"],
+    ["-x", "gpu02"],
+    ["-G", "2"],
+    ["-c", "2"],
+    ["-n", "3"],
+    ["--mem", "1G"],
+    ["--mem-per-cpu=1G"],
+    ["-k"],
+    ["-O"],
+    ["-s"],
+    ["--requeue"],
+    ["--no-requeue"],
+    ["--export=NONE"],
+    ["--signal=B:USR1@120"],
+    ["--comment=from the command line"],
+    ["--mail-type=END"],
+    ["--gres=gpu:a100:1"],
+    ["--tasks=2"],
+    ["--ntasks-per-node", "2"],
+    ["--cpus-per-t=3"],
+    ["--mem-per=1G"],
+    ["--bogus-flag"],
     ["-N"],
 ]
 PRECEDENCE_CASES += [("cli-" + " ".join(a), "gres_gpu_untyped_count.sbatch", [], a) for a in CLI_SWEEP]
@@ -422,19 +567,22 @@ def test_precedence_matches_slurm(case, precedence_records, cli):
     ours = json.loads(lines[0])
     run = types.SimpleNamespace(returncode=result.exit_code)
     refused = rec["rejected_by"] == "sbatch"
-    assert ours["sbatch_accepts"] is (not refused), (
-        "Slurm: %s; inspect sbatch_accepts=%r %s" % (
-            "refused by sbatch: %s" % rec["error"] if refused else "sbatch accepts",
-            ours["sbatch_accepts"], [d.get("message") for d in ours.get("diagnostics", [])
-                                     if d.get("severity") == "error"]))
+    assert ours["sbatch_accepts"] is (not refused), "Slurm: %s; inspect sbatch_accepts=%r %s" % (
+        "refused by sbatch: %s" % rec["error"] if refused else "sbatch accepts",
+        ours["sbatch_accepts"],
+        [d.get("message") for d in ours.get("diagnostics", []) if d.get("severity") == "error"],
+    )
     assert run.returncode == (1 if refused else 0)
     if refused:
         return
     expected = oracles.oracle_expected_job(rec)
     job = ours.get("job") or {}
     sdir = os.path.dirname(oracles.realpath(script))
-    wrong = ["%s: Slurm %r, inspect %r" % (k, v, job.get(k)) for k, v in expected.items()
-             if oracles.normalise_field(k, v, sdir) != oracles.normalise_field(k, job.get(k), sdir)]
+    wrong = [
+        "%s: Slurm %r, inspect %r" % (k, v, job.get(k))
+        for k, v in expected.items()
+        if oracles.normalise_field(k, v, sdir) != oracles.normalise_field(k, job.get(k), sdir)
+    ]
     assert not wrong, "with env %r and args %r:\n  %s" % (env, args, "\n  ".join(wrong))
     # sbatch's merged option set: every key sbatch set must be in our options (values are
     # compared by the corpus-wide compare.py run; here the set of names catches ignored or
@@ -457,8 +605,11 @@ def test_precedence_cases_really_exercise_precedence(slurm_oracle):
 
 
 # ------------------------------------------------------------------ het jobs: every component
-HET_SCRIPTS = [p for p in ALL_SCRIPTS if isinstance(p, Path)
-               and re.search(rb"^#SBATCH[ \t]+(?i:hetjob|packjob)\b", p.read_bytes(), re.M)]
+HET_SCRIPTS = [
+    p
+    for p in ALL_SCRIPTS
+    if isinstance(p, Path) and re.search(rb"^#SBATCH[ \t]+(?i:hetjob|packjob)\b", p.read_bytes(), re.M)
+]
 
 
 @pytest.mark.parametrize("script", HET_SCRIPTS, ids=_id)
@@ -471,14 +622,21 @@ def test_hetjob_components_match_slurm(script, slurm_oracle, inspect_corpus):
     assert isinstance(clis, list) and len(clis) >= 2, "Slurm did not see a het job"
     ours = inspect_corpus.records[oracles.realpath(script)]
     comps = ours.get("components")
-    assert isinstance(comps, list) and len(comps) == len(clis), (
-        "Slurm made %d components, inspect reports %s" % (len(clis), None if comps is None else len(comps)))
+    assert isinstance(comps, list) and len(comps) == len(clis), "Slurm made %d components, inspect reports %s" % (
+        len(clis),
+        None if comps is None else len(comps),
+    )
     sdir = os.path.dirname(oracles.realpath(script))
     het_jobs = rec.get("het_components") or [None] * len(clis)
     wrong = []
     for i, (cli, job) in enumerate(zip(clis, het_jobs)):
-        comp_rec = {"accepted": rec["accepted"] and job is not None, "cli_options": cli, "job": job,
-                    "script_abspath": rec.get("script_abspath"), "script": rec["script"]}
+        comp_rec = {
+            "accepted": rec["accepted"] and job is not None,
+            "cli_options": cli,
+            "job": job,
+            "script_abspath": rec.get("script_abspath"),
+            "script": rec["script"],
+        }
         expected = oracles.oracle_expected_job(comp_rec)
         got_job = comps[i].get("job") or {}
         for name, want in expected.items():
@@ -507,8 +665,9 @@ def test_process_environment_ignored_without_inherit_env(slurm_oracle, cli_subpr
     (--inherit-env): the oracle without --env is the reference."""
     script = F("time_minutes_only.sbatch")
     want = slurm_oracle.resolve([script])[script]["job"]
-    job = _job_of(cli_subprocess("inspect", "--json", script,
-                                 env={"SBATCH_TIMELIMIT": "30", "SBATCH_PARTITION": "cpu"}))
+    job = _job_of(
+        cli_subprocess("inspect", "--json", script, env={"SBATCH_TIMELIMIT": "30", "SBATCH_PARTITION": "cpu"})
+    )
     assert job["time_limit_seconds"] == want["time_limit_seconds"] == 90 * 60
     assert job["partition"] is None
 
@@ -518,8 +677,17 @@ def test_inherit_env_reads_process_environment_like_sbatch(slurm_oracle, cli_sub
     --sbatch-env still wins over the inherited value."""
     script = F("time_minutes_only.sbatch")
     rec = slurm_oracle.resolve([script], env=[("SBATCH_TIMELIMIT", "30"), ("SBATCH_PARTITION", "debug")])[script]
-    job = _job_of(cli_subprocess("inspect", "--json", "--inherit-env", "--sbatch-env", "SBATCH_PARTITION=debug",
-                                 script, env={"SBATCH_TIMELIMIT": "30", "SBATCH_PARTITION": "cpu"}))
+    job = _job_of(
+        cli_subprocess(
+            "inspect",
+            "--json",
+            "--inherit-env",
+            "--sbatch-env",
+            "SBATCH_PARTITION=debug",
+            script,
+            env={"SBATCH_TIMELIMIT": "30", "SBATCH_PARTITION": "cpu"},
+        )
+    )
     assert rec["job"]["time_limit_seconds"] == 30 * 60 and rec["job"]["partition"] == "debug"
     assert job["time_limit_seconds"] == rec["job"]["time_limit_seconds"]
     assert job["partition"] == rec["job"]["partition"]

@@ -1,4 +1,5 @@
 """Every L3xx/P4xx code in translator/launchers and translator/plan is documented in docs/codes.md (codes-L/P)."""
+
 from __future__ import annotations
 
 from docs_text import all_docs

@@ -1,4 +1,5 @@
 """Plan building blocks: names, quantities, kubelet escaping, arrays, pip lines, env rules, runtimes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,13 +20,16 @@ def plan_of(text: str, **kw):
     return conv.plans
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("train", "train"),
-    ("llama-7b-pretrain", "llama-7b-pretrain"),
-    ("LLM_Pretrain", "llm-pretrain-" + hashlib.sha256(b"LLM_Pretrain").hexdigest()[:6]),
-    ("7b run", "b-run-" + hashlib.sha256(b"7b run").hexdigest()[:6]),
-    ("---", "slurm-job-" + hashlib.sha256(b"---").hexdigest()[:6]),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("train", "train"),
+        ("llama-7b-pretrain", "llama-7b-pretrain"),
+        ("LLM_Pretrain", "llm-pretrain-" + hashlib.sha256(b"LLM_Pretrain").hexdigest()[:6]),
+        ("7b run", "b-run-" + hashlib.sha256(b"7b run").hexdigest()[:6]),
+        ("---", "slurm-job-" + hashlib.sha256(b"---").hexdigest()[:6]),
+    ],
+)
 def test_trainjob_names(name, expected):
     assert naming.trainjob_name(name) == expected
 
@@ -46,8 +50,7 @@ def test_distinct_names_that_sanitize_alike_stay_distinct():
     assert naming.trainjob_name(long) != naming.trainjob_name(long + "y")
 
 
-@pytest.mark.parametrize("mib, q", [(1024, "1Gi"), (262144, "256Gi"), (1536, "1536Mi"), (1, "1Mi"),
-                                    (1048576, "1Ti")])
+@pytest.mark.parametrize("mib, q", [(1024, "1Gi"), (262144, "256Gi"), (1536, "1536Mi"), (1, "1Mi"), (1048576, "1Ti")])
 def test_mib_quantities(mib, q):
     assert resources.mib_quantity(mib) == q
 
@@ -79,23 +82,27 @@ def test_kubelet_mangles_dollar_before_non_ascii_and_escaping_prevents_it():
 
 
 @settings(max_examples=500)
-@given(st.text(alphabet="$()ab_X{} é€\U0001F600\x80", max_size=30))
+@given(st.text(alphabet="$()ab_X{} é€\U0001f600\x80", max_size=30))
 def test_kubelet_escaping_round_trips_non_ascii(text):
     # container env names are identifiers (and Kubernetes never allows non-ASCII ones)
     env = {"X": "EXPANDED", "ab": "EXPANDED", "a": "EXPANDED", "b": "EXPANDED"}
     assert kube.expand(kube.escape(text), env) == text
 
 
-@pytest.mark.parametrize("spec, out", [("0-3", [0, 1, 2, 3]), ("1,3,5", [1, 3, 5]), ("0-15:4", [0, 4, 8, 12]),
-                                       ("2-2", [2]), ("5-1", None), ("x", None)])
+@pytest.mark.parametrize(
+    "spec, out",
+    [("0-3", [0, 1, 2, 3]), ("1,3,5", [1, 3, 5]), ("0-15:4", [0, 4, 8, 12]), ("2-2", [2]), ("5-1", None), ("x", None)],
+)
 def test_array_indices(spec, out):
     assert array_indices(spec) == out
 
 
 def test_pip_lines_become_packages_and_index_urls():
-    [p] = plan_of("#!/bin/bash\npip install -U 'torch==2.3.*' -r reqs.txt --extra-index-url https://x.example/simple "
-                  "--user -q\npython -m pip install --index-url https://mirror.example/simple wandb\n"
-                  "python train.py\n")
+    [p] = plan_of(
+        "#!/bin/bash\npip install -U 'torch==2.3.*' -r reqs.txt --extra-index-url https://x.example/simple "
+        "--user -q\npython -m pip install --index-url https://mirror.example/simple wandb\n"
+        "python train.py\n"
+    )
     assert p.packages == ("torch==2.3.*", "-r reqs.txt", "wandb")
     assert p.pip_index_urls == ("https://mirror.example/simple", "https://x.example/simple")
     assert p.pip_extra_args == ("-U",)
@@ -115,9 +122,11 @@ def test_many_pip_lines_keep_first_occurrence_order():
 
 
 def test_env_rules():
-    [p] = plan_of("#!/bin/bash\n#SBATCH --gpus-per-node=2\nexport A=1\nexport PET_NNODES=4\n"
-                  "export OMPI_MCA_btl=tcp\nexport MASTER_PORT=1234\nexport SLURM_CPU_BIND=none\n"
-                  "export B=$(hostname)\nexport C='$(X) $$'\nA=2\nexport A=3\npython t.py\nexport LATE=1\n")
+    [p] = plan_of(
+        "#!/bin/bash\n#SBATCH --gpus-per-node=2\nexport A=1\nexport PET_NNODES=4\n"
+        "export OMPI_MCA_btl=tcp\nexport MASTER_PORT=1234\nexport SLURM_CPU_BIND=none\n"
+        "export B=$(hostname)\nexport C='$(X) $$'\nA=2\nexport A=3\npython t.py\nexport LATE=1\n"
+    )
     env = {e.name: e.value for e in p.env}
     assert env == {"A": "3", "C": "$$(X) $$$$"}
     found = {f.code for f in p.findings}
@@ -125,8 +134,10 @@ def test_env_rules():
 
 
 def test_image_is_always_set_and_overridable():
-    for body, image in (("python t.py\n", runtimes.SHIPPED["torch-distributed"].image),
-                        ("#SBATCH -N2\nmpirun ./a\n", runtimes.SHIPPED["deepspeed-distributed"].image)):
+    for body, image in (
+        ("python t.py\n", runtimes.SHIPPED["torch-distributed"].image),
+        ("#SBATCH -N2\nmpirun ./a\n", runtimes.SHIPPED["deepspeed-distributed"].image),
+    ):
         [p] = plan_of("#!/bin/bash\n" + body)
         assert p.image == image
         [p] = plan_of("#!/bin/bash\n" + body, image="registry.example/me/img:1")
@@ -143,8 +154,13 @@ def test_runtime_override_and_unknown_runtime():
 
 
 def test_gpu_forms_and_custom_resource_name():
-    for header, n in (("--gres=gpu:4", "4"), ("--gres=gpu:a100:2", "2"), ("--gpus-per-node=8", "8"),
-                      ("-N2 --gpus=8", "4"), ("--ntasks-per-node=2 --gpus-per-task=2", "4")):
+    for header, n in (
+        ("--gres=gpu:4", "4"),
+        ("--gres=gpu:a100:2", "2"),
+        ("--gpus-per-node=8", "8"),
+        ("-N2 --gpus=8", "4"),
+        ("--ntasks-per-node=2 --gpus-per-task=2", "4"),
+    ):
         [p] = plan_of(f"#!/bin/bash\n#SBATCH {header}\npython t.py\n", gpu_resource="amd.com/gpu")
         assert dict(p.resources_per_node)["amd.com/gpu"] == n, header
 
@@ -168,13 +184,15 @@ def test_deadline_and_source_map():
 
 
 def test_sbatch_refusal_is_an_error_finding():
-    [p] = plan_of("#SBATCH -N 2\npython t.py\n")      # no shebang: sbatch refuses
+    [p] = plan_of("#SBATCH -N 2\npython t.py\n")  # no shebang: sbatch refuses
     assert not p.can_run and "P401" in {f.code for f in p.findings}
 
 
 def test_launch_line_variables_follow_the_env_rules():
-    [p] = plan_of("#!/bin/bash\n#SBATCH -N 2\nexport A=1\nA=2 PET_NODE_RANK=0 SLURM_CPU_BIND=none B='$(X)' "
-                  "srun torchrun --nproc_per_node 2 t.py\n")
+    [p] = plan_of(
+        "#!/bin/bash\n#SBATCH -N 2\nexport A=1\nA=2 PET_NODE_RANK=0 SLURM_CPU_BIND=none B='$(X)' "
+        "srun torchrun --nproc_per_node 2 t.py\n"
+    )
     assert {e.name: e.value for e in p.env} == {"A": "2", "B": "$$(X)"}
     assert {"P420", "P421"} <= {f.code for f in p.findings}
 

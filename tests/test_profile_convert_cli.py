@@ -1,5 +1,6 @@
 """`slurm2kf convert` with site profiles: --profile, $SLURM2KF_PROFILE, slurm2kf.yaml found upward,
 and a bad profile stopping the conversion with exit 2 and line-numbered messages."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ PROFILE = FIX / "university" / "slurm2kf.yaml"
 def _run(*args, env=None, cwd=None):
     full_env = {k: v for k, v in os.environ.items() if k != "SLURM2KF_PROFILE"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "translator", *args], capture_output=True, text=True,
-                          env=full_env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "translator", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120
+    )
 
 
 def _labels(stdout: str) -> dict:
@@ -45,7 +47,7 @@ def test_profile_from_environment_and_from_parent_directory(tmp_path):
     shutil.copy(SCRIPT, repo / "jobs" / "vision" / "train.sbatch")
     proc = _run("convert", str(repo / "jobs" / "vision" / "train.sbatch"))
     assert proc.returncode == 0, proc.stderr
-    assert "kueue.x-k8s.io/queue-name" not in _labels(proc.stdout)[0]         # no profile anywhere
+    assert "kueue.x-k8s.io/queue-name" not in _labels(proc.stdout)[0]  # no profile anywhere
     shutil.copy(PROFILE, repo / "slurm2kf.yaml")
     proc = _run("convert", str(repo / "jobs" / "vision" / "train.sbatch"))
     assert proc.returncode == 0, proc.stderr

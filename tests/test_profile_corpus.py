@@ -2,6 +2,7 @@
 never turns a TrainJob the CRD accepts into one it rejects (differential check with the real CRD
 through the shared oracle). The launcher fixtures also go through the real SDK under the AI-lab
 profile (tolerations, affinity, NFS, service account, pull secrets in one runtime patch)."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,11 @@ from translator.profile.load import load_profile
 
 FIX = Path(__file__).parent / "fixtures"
 SITES = ("university", "ailab", "amd")
-SCRIPTS = sorted(FIX.glob("sbatch/*.sbatch")) + sorted(FIX.glob("convert/*/*.sbatch")) + \
-    sorted(FIX.glob("profiles/*/scripts/*.sbatch"))
+SCRIPTS = (
+    sorted(FIX.glob("sbatch/*.sbatch"))
+    + sorted(FIX.glob("convert/*/*.sbatch"))
+    + sorted(FIX.glob("profiles/*/scripts/*.sbatch"))
+)
 
 
 def _runtime_args(site):
@@ -27,8 +31,12 @@ def _runtime_args(site):
 
 
 def _validate(paths, site=None):
-    proc = subprocess.run(_oracle("validate_trainjob.py") + (_runtime_args(site) if site else []) +
-                          [str(p) for p in paths], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        _oracle("validate_trainjob.py") + (_runtime_args(site) if site else []) + [str(p) for p in paths],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     docs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert docs, proc.stderr[-2000:]
     valid = {}
@@ -47,7 +55,7 @@ def rendered(tmp_path_factory):
     for i, script in enumerate(SCRIPTS):
         for site in (None,) + SITES:
             settings = ConvertSettings(profile=profiles[site]) if site else ConvertSettings()
-            conv = convert(str(script), settings=settings)          # must never raise
+            conv = convert(str(script), settings=settings)  # must never raise
             if not conv.plans:
                 continue
             y = tmp / f"{site or 'none'}-{i:03d}-{script.stem}.yaml"
@@ -82,10 +90,18 @@ def test_every_plan_under_a_profile_says_which_profile(rendered):
 
 
 # One launcher fixture per family that takes a different path through the profile (MPI: two jobs).
-LAUNCHER_FIXTURES = [FIX / "convert" / f for f in (
-    "torchrun/multinode_rdzv.sbatch", "srun_tasks/per_gpu_tasks.sbatch", "deepspeed/hostfile_multinode.sbatch",
-    "mpi/mpirun_cpu.sbatch", "jax/multinode.sbatch", "container/pyxis.sbatch",
-    "python/single_gpu_pip.sbatch")]
+LAUNCHER_FIXTURES = [
+    FIX / "convert" / f
+    for f in (
+        "torchrun/multinode_rdzv.sbatch",
+        "srun_tasks/per_gpu_tasks.sbatch",
+        "deepspeed/hostfile_multinode.sbatch",
+        "mpi/mpirun_cpu.sbatch",
+        "jax/multinode.sbatch",
+        "container/pyxis.sbatch",
+        "python/single_gpu_pip.sbatch",
+    )
+]
 
 
 def test_launcher_fixtures_under_the_ailab_profile_match_the_sdk(rendered, tmp_path):
@@ -95,8 +111,13 @@ def test_launcher_fixtures_under_the_ailab_profile_match_the_sdk(rendered, tmp_p
     y.write_text(trainjob_yaml.render(plans), encoding="utf-8")
     p.write_text(sdk_python.render(plans), encoding="utf-8")
     env = {"KF_ORACLE_PYTHON": str(VENV_PY), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run(_oracle("compare_outputs.py") + _runtime_args("ailab") + [str(y), str(p)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        _oracle("compare_outputs.py") + _runtime_args("ailab") + [str(y), str(p)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0 and "equivalent: yes" in proc.stdout, proc.stdout + proc.stderr[-2000:]
     assert len(plans) >= len(LAUNCHER_FIXTURES)
 
@@ -104,7 +125,7 @@ def test_launcher_fixtures_under_the_ailab_profile_match_the_sdk(rendered, tmp_p
 def test_an_unmapped_local_image_still_cannot_run(rendered):
     _, plans = rendered["ailab"][FIX / "convert" / "container" / "local_sif.sbatch"]
     (plan,) = plans
-    assert not plan.can_run                  # no ailab image rule matches /home/alice/...sif
+    assert not plan.can_run  # no ailab image rule matches /home/alice/...sif
     (f508,) = [f for f in plan.findings if f.code == "F508"]
     assert f508.severity == "warning" and f508.line == 6
     assert f508.message.startswith("container `/home/alice/containers/pytorch_23.10.sif` matches no rule")

@@ -2,6 +2,7 @@
 then the shared Kubeflow oracles: every TrainJob valid against the real CRD (with the site's own
 ClusterTrainingRuntimes), and the SDK code, run on the real kubeflow==0.5.0, submits exactly the YAML's
 TrainJob, runtime patches included."""
+
 from __future__ import annotations
 
 import subprocess
@@ -39,7 +40,7 @@ def outputs(tmp_path_factory):
     out = {}
     for site, script in CASES:
         plans = _convert(site, script)
-        stem = tmp / f"{site}-{script[:-len('.sbatch')]}"
+        stem = tmp / f"{site}-{script[: -len('.sbatch')]}"
         y, p = stem.with_suffix(".yaml"), stem.with_suffix(".py")
         y.write_text(trainjob_yaml.render(plans, findings_comment=True), encoding="utf-8")
         p.write_text(sdk_python.render(plans), encoding="utf-8")
@@ -55,10 +56,14 @@ def test_every_conversion_is_valid_against_the_crd(outputs):
     import json
 
     failures = []
-    for site in SITES:                      # one validator run per site, with that site's runtimes
+    for site in SITES:  # one validator run per site, with that site's runtimes
         files = {str(y): f"{site}/{script}" for (s, script), (_, y, _) in outputs.items() if s == site}
-        proc = subprocess.run(_oracle("validate_trainjob.py") + _runtime_args(site) + list(files),
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            _oracle("validate_trainjob.py") + _runtime_args(site) + list(files),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         docs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or {d["file"] for d in docs} != set(files) or not all(d["valid"] for d in docs):
             failures.append(f"{site}: {proc.stdout}{proc.stderr[-1500:]}")
@@ -85,8 +90,13 @@ def test_sdk_code_submits_the_same_trainjob(outputs, tmp_path):
     def one(item):
         site, y, p, n = item
         env = {"KF_ORACLE_PYTHON": str(VENV_PY), "PATH": "/usr/bin:/bin"}
-        proc = subprocess.run(_oracle("compare_outputs.py") + _runtime_args(site) + [str(y), str(p)],
-                              capture_output=True, text=True, timeout=300, env=env)
+        proc = subprocess.run(
+            _oracle("compare_outputs.py") + _runtime_args(site) + [str(y), str(p)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         return site, n, proc.returncode, proc.stdout + proc.stderr[-1500:]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -104,8 +114,10 @@ def _trainjob(path: Path) -> dict:
 
 def _pod_spec(tj: dict, job: str) -> dict:
     (patch,) = tj["spec"]["runtimePatches"]
-    jobs = {j["name"]: j["template"]["spec"]["template"]["spec"]
-            for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]}
+    jobs = {
+        j["name"]: j["template"]["spec"]["template"]["spec"]
+        for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    }
     return jobs[job]
 
 
@@ -118,14 +130,24 @@ def test_university_trainjob_carries_queue_namespace_and_volumes(outputs):
     assert tj["spec"]["trainer"]["image"] == "registry.uni.example.edu/ml/pytorch:2.1-cuda12.1"
     assert {"name": "SCRATCH", "value": "/scratch/user"} in tj["spec"]["trainer"]["env"]
     spec = _pod_spec(tj, "node")
-    assert spec["nodeSelector"] == {"uni.example.edu/pool": "gpu",
-                                    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
-                                    "uni.example.edu/network": "infiniband"}
+    assert spec["nodeSelector"] == {
+        "uni.example.edu/pool": "gpu",
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+        "uni.example.edu/network": "infiniband",
+    }
     assert spec["imagePullSecrets"] == [{"name": "uni-registry"}]
-    assert spec["containers"] == [{"name": "node", "volumeMounts": [
-        {"name": "fs-home", "mountPath": "/home"}, {"name": "fs-scratch", "mountPath": "/scratch"},
-        {"name": "var-scratch", "mountPath": "/scratch/user"}, {"name": "dshm", "mountPath": "/dev/shm"}]}]
-    assert "suspend" not in tj["spec"]      # Kueue's webhook suspends it; we only add the label
+    assert spec["containers"] == [
+        {
+            "name": "node",
+            "volumeMounts": [
+                {"name": "fs-home", "mountPath": "/home"},
+                {"name": "fs-scratch", "mountPath": "/scratch"},
+                {"name": "var-scratch", "mountPath": "/scratch/user"},
+                {"name": "dshm", "mountPath": "/dev/shm"},
+            ],
+        }
+    ]
+    assert "suspend" not in tj["spec"]  # Kueue's webhook suspends it; we only add the label
 
 
 def test_ailab_trainjob_uses_the_site_runtime_and_mig_resource(outputs):
@@ -144,9 +166,12 @@ def test_ailab_sif_becomes_registry_image_and_job_can_run(outputs):
     plans, y, _ = outputs[("ailab", "llama_apptainer.sbatch")]
     tj = _trainjob(y)
     assert tj["spec"]["trainer"]["image"] == "nvcr.io/nvidia/pytorch:24.05-py3"
-    assert tj["spec"]["trainer"]["resourcesPerNode"]["limits"] == {"cpu": "200", "nvidia.com/gpu": "8",
-                                                                  "memory": "1900Gi"}
-    assert plans[0].can_run                   # the local .sif error is settled by the profile's image
+    assert tj["spec"]["trainer"]["resourcesPerNode"]["limits"] == {
+        "cpu": "200",
+        "nvidia.com/gpu": "8",
+        "memory": "1900Gi",
+    }
+    assert plans[0].can_run  # the local .sif error is settled by the profile's image
 
 
 def test_amd_mpi_patches_both_replicated_jobs(outputs):
@@ -169,6 +194,11 @@ def test_profile_env_and_pip_index_reach_the_sdk_identically(tmp_path):
     p.write_text(sdk_python.render(plans), encoding="utf-8")
     assert "https://pypi.lab.example.com/simple" in y.read_text()
     env = {"KF_ORACLE_PYTHON": str(VENV_PY), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run(_oracle("compare_outputs.py") + _runtime_args("ailab") + ["--validate", str(y), str(p)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        _oracle("compare_outputs.py") + _runtime_args("ailab") + ["--validate", str(y), str(p)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0 and "equivalent: yes" in proc.stdout, proc.stdout + proc.stderr[-1500:]

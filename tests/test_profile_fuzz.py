@@ -1,5 +1,6 @@
 """Property tests: any profile text gives a Profile or a ProfileError (never another exception), and
 every error carries a code, a line inside the file and a message."""
+
 from __future__ import annotations
 
 import yaml
@@ -7,19 +8,84 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from translator.profile.load import ProfileError, parse_profile
 
-KEYS = ["apiVersion", "kind", "metadata", "name", "defaults", "namespace", "partition", "labels", "annotations",
-        "imagePullSecrets", "serviceAccountName", "gpuResource", "shmSize", "partitions", "gpu", "queue",
-        "nodeSelector", "tolerations", "affinity", "node", "cpus", "memory", "gpus", "gpuType", "qos",
-        "priorityClass", "accounts", "gpuTypes", "resource", "constraints", "images", "rules", "provided",
-        "module", "conda", "venv", "container", "image", "filesystems", "path", "mountPath", "pvc", "nfs",
-        "server", "hostPath", "readOnly", "subPath", "runtimes", "launchers", "kind", "replicatedJobs",
-        "key", "operator", "value", "effect", "nodeAffinity", "re:(", "*", "$HOME", "/scratch"]
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 10 ** 6), st.floats(allow_nan=False),
-                    st.sampled_from(KEYS), st.text(max_size=20))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=5)), max_leaves=25)
+KEYS = [
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "defaults",
+    "namespace",
+    "partition",
+    "labels",
+    "annotations",
+    "imagePullSecrets",
+    "serviceAccountName",
+    "gpuResource",
+    "shmSize",
+    "partitions",
+    "gpu",
+    "queue",
+    "nodeSelector",
+    "tolerations",
+    "affinity",
+    "node",
+    "cpus",
+    "memory",
+    "gpus",
+    "gpuType",
+    "qos",
+    "priorityClass",
+    "accounts",
+    "gpuTypes",
+    "resource",
+    "constraints",
+    "images",
+    "rules",
+    "provided",
+    "module",
+    "conda",
+    "venv",
+    "container",
+    "image",
+    "filesystems",
+    "path",
+    "mountPath",
+    "pvc",
+    "nfs",
+    "server",
+    "hostPath",
+    "readOnly",
+    "subPath",
+    "runtimes",
+    "launchers",
+    "kind",
+    "replicatedJobs",
+    "key",
+    "operator",
+    "value",
+    "effect",
+    "nodeAffinity",
+    "re:(",
+    "*",
+    "$HOME",
+    "/scratch",
+]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**6),
+    st.floats(allow_nan=False),
+    st.sampled_from(KEYS),
+    st.text(max_size=20),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=5)),
+    max_leaves=25,
+)
 documents = st.dictionaries(st.sampled_from(KEYS), values, max_size=8).map(
-    lambda d: {"apiVersion": "slurm2kf/v1", "kind": "SiteProfile", **d})
+    lambda d: {"apiVersion": "slurm2kf/v1", "kind": "SiteProfile", **d}
+)
 
 
 def _check(text: str) -> None:
@@ -47,8 +113,10 @@ def test_arbitrary_text_never_crashes(text):
 
 from pathlib import Path  # noqa: E402
 
-FIXTURES = [yaml.safe_load(p.read_text()) for p in
-            sorted((Path(__file__).parent / "fixtures" / "profiles").glob("*/slurm2kf.yaml"))]
+FIXTURES = [
+    yaml.safe_load(p.read_text())
+    for p in sorted((Path(__file__).parent / "fixtures" / "profiles").glob("*/slurm2kf.yaml"))
+]
 
 
 def _paths(node, prefix=()):
@@ -100,10 +168,12 @@ _SITE_PROFILES = {s: load_profile(str(_SITE_DIR / s / "slurm2kf.yaml")) for s in
 
 
 @S.fuzz_settings(80)
-@given(data=st.one_of(S.any_script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode())),
-       site=st.sampled_from(sorted(_SITE_PROFILES)))
+@given(
+    data=st.one_of(S.any_script_bytes(), S.tagged_scripts().map(lambda t: t.text.encode())),
+    site=st.sampled_from(sorted(_SITE_PROFILES)),
+)
 def test_generated_scripts_under_a_profile_convert_faithfully(data, site):
-    conv = convert("job.sbatch", data, ConvertSettings(profile=_SITE_PROFILES[site]))   # never raises
+    conv = convert("job.sbatch", data, ConvertSettings(profile=_SITE_PROFILES[site]))  # never raises
     if conv.file_error is not None or not conv.plans:
         return
     plans = list(conv.plans)
@@ -142,8 +212,12 @@ def test_generated_conversions_under_profiles_stay_valid(tmp_path):
         extra = []
         if site and (_SITE_DIR / site / "runtimes").is_dir():
             extra = ["--runtimes", str(_SITE_DIR / site / "runtimes")]
-        proc = _subprocess.run([_sys.executable, str(S.KF_ORACLE / "validate_trainjob.py"), *extra,
-                                *map(str, files)], capture_output=True, text=True, timeout=300)
+        proc = _subprocess.run(
+            [_sys.executable, str(S.KF_ORACLE / "validate_trainjob.py"), *extra, *map(str, files)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         out = {}
         for line in proc.stdout.splitlines():
             if line.startswith("{"):

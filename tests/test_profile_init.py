@@ -1,4 +1,5 @@
 """`slurm2kf profile init DIR`: the survey of a script repository and the skeleton it writes."""
+
 from __future__ import annotations
 
 import shutil
@@ -30,9 +31,16 @@ def test_survey_counts_what_the_scripts_use(tmp_path):
     usage = survey(str(_repo(tmp_path)))
     assert usage.scripts == 9
     assert {k: t.count for k, t in usage.partitions.items()} == {
-        "a100-mig": 1, "h100-prio": 1, "mi300x": 1, "standard-g": 1, "dev-g": 1,
-        "cpu-long": 1, "gpu": 1, "debug": 1}
-    assert usage.no_partition == 1                                 # ailab/default_partition.sbatch
+        "a100-mig": 1,
+        "h100-prio": 1,
+        "mi300x": 1,
+        "standard-g": 1,
+        "dev-g": 1,
+        "cpu-long": 1,
+        "gpu": 1,
+        "debug": 1,
+    }
+    assert usage.no_partition == 1  # ailab/default_partition.sbatch
     assert usage.accounts["project_465000123"].count == 2
     assert set(usage.qos) == {"urgent", "long", "normal"}
     assert set(usage.gpu_types) == {"1g.10gb", "mi300x", "a100", "v100"}
@@ -45,8 +53,16 @@ def test_survey_counts_what_the_scripts_use(tmp_path):
     assert envs[("conda", "torch21")] == 1
     assert ("module", "purge") not in envs
     paths = {k: t.count for k, t in usage.paths.items()}
-    assert paths == {"/scratch": 3, "/home": 3, "$SCRATCH": 3, "/lustre": 3, "/checkpoints": 2,
-                     "$HOME": 1, "/data": 1, "/appl": 1}
+    assert paths == {
+        "/scratch": 3,
+        "/home": 3,
+        "$SCRATCH": 3,
+        "/lustre": 3,
+        "/checkpoints": 2,
+        "$HOME": 1,
+        "/data": 1,
+        "/appl": 1,
+    }
 
 
 def test_init_writes_a_skeleton_that_checks_and_lists_everything(tmp_path):
@@ -56,14 +72,18 @@ def test_init_writes_a_skeleton_that_checks_and_lists_everything(tmp_path):
     assert res.exit_code == 0, res.output
     assert "surveyed 9 job scripts" in res.output
     text = out.read_text()
-    profile = load_profile(str(out))                      # the skeleton is valid as written
+    profile = load_profile(str(out))  # the skeleton is valid as written
     assert sorted(r.pattern.text for r in profile.partitions) == sorted(
-        ["a100-mig", "h100-prio", "mi300x", "standard-g", "dev-g", "cpu-long", "gpu", "debug"])
+        ["a100-mig", "h100-prio", "mi300x", "standard-g", "dev-g", "cpu-long", "gpu", "debug"]
+    )
     assert all(r.queue is None for r in profile.partitions)
-    assert [r.pattern.text for r in profile.accounts][0] == "project_465000123"    # most used first
+    assert [r.pattern.text for r in profile.accounts][0] == "project_465000123"  # most used first
     assert {r.pattern.text: r.resource for r in profile.gpu_types} == {
-        "1g.10gb": "nvidia.com/mig-1g.10gb", "mi300x": "amd.com/gpu", "a100": "nvidia.com/gpu",
-        "v100": "nvidia.com/gpu"}
+        "1g.10gb": "nvidia.com/mig-1g.10gb",
+        "mi300x": "amd.com/gpu",
+        "a100": "nvidia.com/gpu",
+        "v100": "nvidia.com/gpu",
+    }
     assert [f.path for f in profile.filesystems][:3] == ["$SCRATCH", "/home", "/lustre"]
     assert all(f.source is None for f in profile.filesystems)
     matchers = [(k, p.text) for r in profile.image_rules for k, p in r.matchers]
@@ -72,7 +92,7 @@ def test_init_writes_a_skeleton_that_checks_and_lists_everything(tmp_path):
     # counts and examples are in the comments
     assert "  # 2 scripts (e.g. amd/gpt_mi250x.sbatch, amd/osu_mpi.sbatch)\n  project_465000123:\n" in text
     assert "; --exclusive: 1, --mem=0: 1" in text
-    assert "hiddenpart" not in text                            # .git is not surveyed
+    assert "hiddenpart" not in text  # .git is not surveyed
     # refuses to overwrite without --force
     res = CliRunner().invoke(cli, ["profile", "init", str(repo), "-o", str(out)])
     assert res.exit_code == 2 and "--force" in res.output
@@ -85,7 +105,8 @@ def test_init_to_stdout_and_odd_names_round_trip(tmp_path):
     root.mkdir()
     (root / "a.sbatch").write_text(
         "#!/bin/bash\n#SBATCH -p 'gpu*weird'\n#SBATCH --qos=true\n#SBATCH -A '123'\n"
-        "module load 'py[torch]/2'\npython /work/x.py\n")
+        "module load 'py[torch]/2'\npython /work/x.py\n"
+    )
     res = CliRunner().invoke(cli, ["profile", "init", str(root)])
     assert res.exit_code == 0, res.output
     text = res.output[: res.output.index("surveyed")] if "surveyed" in res.output else res.output
@@ -114,13 +135,18 @@ def test_init_on_a_directory_without_job_scripts(tmp_path):
 def test_survey_counts_launcher_families_and_their_runtimes(tmp_path):
     usage = survey(str(_repo(tmp_path)))
     assert {k: t.count for k, t in usage.launchers.items()} == {
-        ("python", "torch-distributed"): 4, ("torchrun", "torch-distributed"): 3,
-        ("srun-tasks", "torch-distributed"): 1, ("mpi", "deepspeed-distributed"): 1}
+        ("python", "torch-distributed"): 4,
+        ("torchrun", "torch-distributed"): 3,
+        ("srun-tasks", "torch-distributed"): 1,
+        ("mpi", "deepspeed-distributed"): 1,
+    }
     from translator.profile.skeleton import render_skeleton
+
     profile = parse_profile(render_skeleton(usage, "repo"))
     assert [(r.name, r.launchers, r.image) for r in profile.runtimes] == [
         ("torch-distributed", ("python", "torchrun", "srun-tasks"), None),
-        ("deepspeed-distributed", ("mpi",), None)]
+        ("deepspeed-distributed", ("mpi",), None),
+    ]
 
 
 def test_survey_survives_a_resolver_failure(tmp_path, monkeypatch):
@@ -133,8 +159,16 @@ def test_survey_survives_a_resolver_failure(tmp_path, monkeypatch):
     usage = survey(str(_repo(tmp_path)))
     assert usage.scripts == 9
     # the directive fallback still finds partitions, accounts and GPU types
-    assert set(usage.partitions) == {"a100-mig", "h100-prio", "mi300x", "standard-g", "dev-g", "cpu-long",
-                                     "gpu", "debug"}
+    assert set(usage.partitions) == {
+        "a100-mig",
+        "h100-prio",
+        "mi300x",
+        "standard-g",
+        "dev-g",
+        "cpu-long",
+        "gpu",
+        "debug",
+    }
     assert usage.accounts["project_465000123"].count == 2
     assert set(usage.gpu_types) == {"1g.10gb", "mi300x", "a100", "v100"}
     assert usage.launchers == {}

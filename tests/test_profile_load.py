@@ -1,4 +1,5 @@
 """Site profiles: loading, validation errors (code, key path, line), patterns, lookup order, `profile check`."""
+
 from __future__ import annotations
 
 from docs_text import all_docs
@@ -27,6 +28,7 @@ def errors(text: str):
 
 # ---- the three site fixtures are valid and read as written ----------------------------------
 
+
 def test_university_profile_reads_as_written():
     p = load_profile(str(FIX / "university" / "slurm2kf.yaml"))
     assert p.name == "uni-hpc"
@@ -42,8 +44,11 @@ def test_university_profile_reads_as_written():
     assert [q.priority_class for q in p.qos] == ["normal", "high"]
     assert p.qos[1].pattern.matches("long") and not p.qos[1].pattern.matches("longer")
     assert [(f.path, f.mount_path, f.volume_name) for f in p.filesystems] == [
-        ("/home", "/home", "fs-home"), ("/scratch", "/scratch", "fs-scratch"),
-        ("$SCRATCH", "/scratch/user", "var-scratch"), ("/apps", "/apps", "fs-apps")]
+        ("/home", "/home", "fs-home"),
+        ("/scratch", "/scratch", "fs-scratch"),
+        ("$SCRATCH", "/scratch/user", "var-scratch"),
+        ("/apps", "/apps", "fs-apps"),
+    ]
     assert p.filesystems[3].source == {"hostPath": {"path": "/apps", "type": "Directory"}}
     assert p.filesystems[3].read_only
     assert p.runtimes[0].launchers == ("torchrun", "srun-tasks", "python", "script", "accelerate")
@@ -54,7 +59,8 @@ def test_ailab_and_amd_profiles_are_valid():
     assert ai.defaults.partition == "h100"
     assert ai.partitions[0].pattern.matches("h100-prio") and not ai.partitions[0].pattern.matches("h100x")
     assert ai.partitions[1].placement.affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["all-1g.10gb"]
+        "nodeSelectorTerms"
+    ][0]["matchExpressions"][0]["values"] == ["all-1g.10gb"]
     assert ai.gpu_types[1].resource == "nvidia.com/mig-1g.10gb"
     assert ai.filesystems[1].source == {"nfs": {"server": "nfs.lab.example.com", "path": "/export/checkpoints"}}
     amd = load_profile(str(FIX / "amd" / "slurm2kf.yaml"))
@@ -64,31 +70,70 @@ def test_ailab_and_amd_profiles_are_valid():
 
 # ---- every error kind: code, line, key path -------------------------------------------------
 
-@pytest.mark.parametrize("name, expected", [
-    ("unknown_key.yaml", [("F551", 5, "partitions.gpu.queu: unknown key `queu`")]),
-    ("wrong_type.yaml", [("F552", 5, "defaults.imagePullSecrets: expected a list, got string `regcred`"),
-                         ("F552", 8, "partitions.gpu.node.gpus: expected an integer")]),
-    ("bad_pattern.yaml", [("F553", 4, 'qos["re:^(high|urgent$"]: pattern'),
-                          ("F553", 7, "images.rules[0].module: pattern `pytorch/[2.1`")]),
-    ("bad_pvc.yaml", [("F554", 5, "filesystems[0].pvc: `Scratch_PVC` is not a DNS-1123"),
-                      ("F554", 7, "filesystems[1].name: `Home.Volume` is not a DNS-1123 label")]),
-    ("bad_quantity.yaml", [("F555", 4, "defaults.shmSize: `64GB` is not a Kubernetes quantity"),
-                           ("F555", 7, "partitions.gpu.node.memory: `lots`")]),
-    ("bad_version.yaml", [("F557", 1, "apiVersion: `slurm2kf/v2` is not supported")]),
-    ("syntax.yaml", [("F550", 5, "not valid YAML")]),
-    ("duplicate_key.yaml", [("F559", 6, "partitions.gpu: duplicate key (first written on line 4)")]),
-    ("conflicts.yaml", [("F558", 4, "filesystems[0]: set only one of pvc, nfs, hostPath"),
-                        ("F556", 7, "filesystems[1].mountPath: required when path is the variable `$SCRATCH`"),
-                        ("F558", 11, "runtimes[0].launchers[1]: `slurm-magic` is not one of")]),
-    ("missing_required.yaml", [("F556", 1, "apiVersion: required key is missing"),
-                               ("F556", 3, "runtimes[0].name: required key is missing")]),
-    ("bad_names.yaml", [("F554", 4, "defaults.namespace: `ML_Team`"),
-                        ("F554", 6, 'defaults.labels["bad key!"]'),
-                        ("F554", 9, "partitions.gpu.queue: `GPU Queue`"),
-                        ("F554", 13, "gpuTypes.a100.resource: `gpu` needs a domain prefix"),
-                        ("F554", 17, "images.rules[0].image: `/shared/containers/pytorch.sif` looks like a local file")]),
-    ("not_mapping.yaml", [("F552", 1, "top level: expected a mapping, got a list")]),
-])
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("unknown_key.yaml", [("F551", 5, "partitions.gpu.queu: unknown key `queu`")]),
+        (
+            "wrong_type.yaml",
+            [
+                ("F552", 5, "defaults.imagePullSecrets: expected a list, got string `regcred`"),
+                ("F552", 8, "partitions.gpu.node.gpus: expected an integer"),
+            ],
+        ),
+        (
+            "bad_pattern.yaml",
+            [
+                ("F553", 4, 'qos["re:^(high|urgent$"]: pattern'),
+                ("F553", 7, "images.rules[0].module: pattern `pytorch/[2.1`"),
+            ],
+        ),
+        (
+            "bad_pvc.yaml",
+            [
+                ("F554", 5, "filesystems[0].pvc: `Scratch_PVC` is not a DNS-1123"),
+                ("F554", 7, "filesystems[1].name: `Home.Volume` is not a DNS-1123 label"),
+            ],
+        ),
+        (
+            "bad_quantity.yaml",
+            [
+                ("F555", 4, "defaults.shmSize: `64GB` is not a Kubernetes quantity"),
+                ("F555", 7, "partitions.gpu.node.memory: `lots`"),
+            ],
+        ),
+        ("bad_version.yaml", [("F557", 1, "apiVersion: `slurm2kf/v2` is not supported")]),
+        ("syntax.yaml", [("F550", 5, "not valid YAML")]),
+        ("duplicate_key.yaml", [("F559", 6, "partitions.gpu: duplicate key (first written on line 4)")]),
+        (
+            "conflicts.yaml",
+            [
+                ("F558", 4, "filesystems[0]: set only one of pvc, nfs, hostPath"),
+                ("F556", 7, "filesystems[1].mountPath: required when path is the variable `$SCRATCH`"),
+                ("F558", 11, "runtimes[0].launchers[1]: `slurm-magic` is not one of"),
+            ],
+        ),
+        (
+            "missing_required.yaml",
+            [
+                ("F556", 1, "apiVersion: required key is missing"),
+                ("F556", 3, "runtimes[0].name: required key is missing"),
+            ],
+        ),
+        (
+            "bad_names.yaml",
+            [
+                ("F554", 4, "defaults.namespace: `ML_Team`"),
+                ("F554", 6, 'defaults.labels["bad key!"]'),
+                ("F554", 9, "partitions.gpu.queue: `GPU Queue`"),
+                ("F554", 13, "gpuTypes.a100.resource: `gpu` needs a domain prefix"),
+                ("F554", 17, "images.rules[0].image: `/shared/containers/pytorch.sif` looks like a local file"),
+            ],
+        ),
+        ("not_mapping.yaml", [("F552", 1, "top level: expected a mapping, got a list")]),
+    ],
+)
 def test_bad_profile_fixtures(name, expected):
     with pytest.raises(ProfileError) as exc:
         load_profile(str(BAD / name))
@@ -118,9 +163,11 @@ def test_numeric_partition_names_are_names():
 
 
 def test_unknown_top_level_key_and_toleration_and_affinity_shapes():
-    errs = errors(HEAD + "partition:\n  gpu: {}\n"
-                         "constraints:\n  ib:\n    tolerations:\n      - {key: x, operator: Maybe}\n"
-                         "    affinity:\n      nodeAffinity:\n        required: []\n")
+    errs = errors(
+        HEAD + "partition:\n  gpu: {}\n"
+        "constraints:\n  ib:\n    tolerations:\n      - {key: x, operator: Maybe}\n"
+        "    affinity:\n      nodeAffinity:\n        required: []\n"
+    )
     assert [(c, line) for c, line, _ in errs] == [("F551", 3), ("F558", 8), ("F551", 11)]
     assert "did you mean" in parse_suggestion(HEAD + "partition:\n  gpu: {}\n")
     assert errs[1][2].startswith("constraints.ib.tolerations[0].operator: `Maybe` is not one of: Exists, Equal")
@@ -134,8 +181,10 @@ def parse_suggestion(text):
 
 
 def test_duplicate_volume_names_and_mount_paths_are_errors():
-    errs = errors(HEAD + "filesystems:\n  - {path: /scratch, pvc: a}\n  - {path: /scratch, pvc: b}\n"
-                         "  - {path: /dev/shm, pvc: c}\n")
+    errs = errors(
+        HEAD + "filesystems:\n  - {path: /scratch, pvc: a}\n  - {path: /scratch, pvc: b}\n"
+        "  - {path: /dev/shm, pvc: c}\n"
+    )
     assert [(c, line) for c, line, _ in errs] == [("F558", 5), ("F558", 5), ("F558", 6)]
     assert "volume name `fs-scratch` is already used by the entry on line 4" in errs[0][2]
     assert "mount path `/scratch` is already used" in errs[1][2]
@@ -143,8 +192,10 @@ def test_duplicate_volume_names_and_mount_paths_are_errors():
 
 
 def test_paths_must_be_absolute_and_normal():
-    errs = errors(HEAD + "filesystems:\n  - {path: scratch, pvc: a}\n  - {path: /data/, pvc: b}\n"
-                         "  - {path: /x/../y, pvc: c}\n  - {path: $1BAD, pvc: d, mountPath: /q}\n")
+    errs = errors(
+        HEAD + "filesystems:\n  - {path: scratch, pvc: a}\n  - {path: /data/, pvc: b}\n"
+        "  - {path: /x/../y, pvc: c}\n  - {path: $1BAD, pvc: d, mountPath: /q}\n"
+    )
     assert [c for c, _, _ in errs] == ["F554"] * 4
     assert "`scratch` is not an absolute path" in errs[0][2]
     assert "ends with `/`" in errs[1][2]
@@ -171,8 +222,10 @@ def test_every_problem_is_reported_not_just_the_first():
 
 
 def test_null_means_not_filled_in():
-    p = parse_profile(HEAD + "defaults:\n  namespace: null\npartitions:\n  gpu:\n    queue: null\n"
-                             "filesystems:\n  - path: $HOME\n    mountPath: null\n    pvc: null\n")
+    p = parse_profile(
+        HEAD + "defaults:\n  namespace: null\npartitions:\n  gpu:\n    queue: null\n"
+        "filesystems:\n  - path: $HOME\n    mountPath: null\n    pvc: null\n"
+    )
     assert p.defaults.namespace is None
     assert p.partitions[0].queue is None
     assert p.filesystems[0].source is None
@@ -180,12 +233,13 @@ def test_null_means_not_filled_in():
 
 # ---- patterns ------------------------------------------------------------------------------
 
+
 def test_patterns_exact_glob_regex():
     assert compile_pattern("gpu").matches("gpu") and not compile_pattern("gpu").matches("gpu2")
     assert compile_pattern("gpu*").matches("gpu-long")
     assert compile_pattern("a100_[12]g*").matches("a100_1g.10gb")
     assert compile_pattern("re:h100|a100").matches("a100")
-    assert not compile_pattern("re:h100").matches("h100x")           # whole-name match
+    assert not compile_pattern("re:h100").matches("h100x")  # whole-name match
     with pytest.raises(PatternError):
         compile_pattern("re:(")
     with pytest.raises(PatternError):
@@ -193,6 +247,7 @@ def test_patterns_exact_glob_regex():
 
 
 # ---- lookup order ---------------------------------------------------------------------------
+
 
 def test_find_profile_order(tmp_path):
     root = tmp_path / "repo"
@@ -210,23 +265,27 @@ def test_find_profile_order(tmp_path):
 
 # ---- `slurm2kf profile check` --------------------------------------------------------------
 
+
 def test_check_ok_exit_0():
     res = CliRunner().invoke(cli, ["profile", "check", str(FIX / "university" / "slurm2kf.yaml")])
     assert res.exit_code == 0, res.output
-    assert "ok (profile `uni-hpc`: 2 partitions, 2 qos, 2 accounts, 2 GPU types, 1 constraint, 3 image rules, " \
-           "4 file systems, 1 runtime)" in res.output
+    assert (
+        "ok (profile `uni-hpc`: 2 partitions, 2 qos, 2 accounts, 2 GPU types, 1 constraint, 3 image rules, "
+        "4 file systems, 1 runtime)" in res.output
+    )
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in BAD.glob("*.yaml")))
 def test_check_bad_exit_2_names_key_and_line(name):
     path = str(BAD / name)
-    proc = subprocess.run([sys.executable, "-m", "translator", "profile", "check", path],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "translator", "profile", "check", path], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"{path}:") and " error F5" in first
-    line = first[len(path) + 1:].split(":", 1)[0]
+    line = first[len(path) + 1 :].split(":", 1)[0]
     assert line.isdigit()
     assert proc.stderr.rstrip().endswith("the profile cannot be used")
 
@@ -239,16 +298,25 @@ def test_check_missing_file_exit_2():
 
 def test_readme_example_profile_is_valid():
     readme = all_docs()
-    section = readme[readme.index("<!-- SECTION:profile -->"):readme.index("<!-- /SECTION:profile -->")]
-    example = section[section.index("### A complete example"):]
-    block = example[example.index("```yaml\n") + len("```yaml\n"):example.index("\n```", example.index("```yaml"))]
+    section = readme[readme.index("<!-- SECTION:profile -->") : readme.index("<!-- /SECTION:profile -->")]
+    example = section[section.index("### A complete example") :]
+    block = example[example.index("```yaml\n") + len("```yaml\n") : example.index("\n```", example.index("```yaml"))]
     p = parse_profile(block, "README.md")
     assert p.name == "uni-hpc" and len(p.partitions) == 3 and len(p.runtimes) == 2
     assert p.runtimes[1].replicated_jobs == ("launcher", "node")
     assert p.filesystems[2].sub_path == "users" and p.filesystems[3].read_only
     # every top-level key of the schema appears in the complete example
-    for key in ("defaults", "partitions", "qos", "accounts", "gpuTypes", "constraints", "images",
-                "filesystems", "runtimes"):
+    for key in (
+        "defaults",
+        "partitions",
+        "qos",
+        "accounts",
+        "gpuTypes",
+        "constraints",
+        "images",
+        "filesystems",
+        "runtimes",
+    ):
         assert f"\n{key}:" in block
 
 
@@ -262,7 +330,7 @@ def test_aliases_and_deep_nesting_are_refused_cleanly():
 
 
 def test_nfs_server_must_be_a_host():
-    (err,) = errors(HEAD + "filesystems:\n  - path: /d\n    nfs: {server: \"evil\\nhost\", path: /x}\n")
+    (err,) = errors(HEAD + 'filesystems:\n  - path: /d\n    nfs: {server: "evil\\nhost", path: /x}\n')
     assert err[:2] == ("F554", 5) and "not a host name" in err[2]
 
 
@@ -281,7 +349,9 @@ def test_every_f_code_is_documented_in_readme():
 
 
 def test_kubernetes_rules_for_tolerations_selectors_and_reserved_names():
-    errs = errors(HEAD + """partitions:
+    errs = errors(
+        HEAD
+        + """partitions:
   gpu:
     tolerations:
       - {key: a, operator: Exists, value: x}
@@ -299,7 +369,8 @@ def test_kubernetes_rules_for_tolerations_selectors_and_reserved_names():
             preference: {matchExpressions: [{key: k, operator: Exists, values: [a]}]}
 filesystems:
   - {path: /x, name: dshm, pvc: p}
-""")
+"""
+    )
     assert [(c, line) for c, line, _ in errs] == [("F558", n) for n in (6, 7, 8, 14, 15, 17, 18, 20)]
     msgs = [m for _, _, m in errs]
     assert msgs[0] == "partitions.gpu.tolerations[0].value: must be empty when operator is Exists"
@@ -314,11 +385,13 @@ filesystems:
 
 def test_check_warns_about_entries_that_never_take_effect(tmp_path):
     prof = tmp_path / "lint.yaml"
-    prof.write_text(HEAD + "partitions:\n  \"*\": {queue: all}\n  gpu: {queue: gpu, gpuType: h100}\n"
-                           "gpuTypes:\n  a100: {resource: nvidia.com/gpu}\n"
-                           "runtimes:\n  - {name: a, launchers: [torchrun]}\n  - {name: b, launchers: [torchrun, mpi]}\n")
+    prof.write_text(
+        HEAD + 'partitions:\n  "*": {queue: all}\n  gpu: {queue: gpu, gpuType: h100}\n'
+        "gpuTypes:\n  a100: {resource: nvidia.com/gpu}\n"
+        "runtimes:\n  - {name: a, launchers: [torchrun]}\n  - {name: b, launchers: [torchrun, mpi]}\n"
+    )
     res = CliRunner().invoke(cli, ["profile", "check", str(prof)])
-    assert res.exit_code == 0                                   # usable, with warnings
+    assert res.exit_code == 0  # usable, with warnings
     lines = [ln for ln in res.output.splitlines() if " warning " in ln]
     assert lines == [
         f"{prof}:5: warning F525 partitions.gpu.gpuType: `h100` matches no key of `gpuTypes`, so it sets no GPU "
@@ -326,7 +399,8 @@ def test_check_warns_about_entries_that_never_take_effect(tmp_path):
         f"{prof}:5: warning F526 partitions.gpu: never used; `*` (line 4) matches first (fix: move it above line 4 "
         "or remove it)",
         f"{prof}:10: warning F527 runtimes[1].launchers: `torchrun` is already given to runtime `a` (line 9), "
-        "which wins"]
+        "which wins",
+    ]
 
 
 def test_site_fixtures_have_no_lint_warnings():

@@ -4,6 +4,7 @@ grammars/sbatch.lark is the source of truth: the checked-in tables must be exact
 tools/gen_block_table.py makes of it today, and the small LALR driver must build exactly the trees
 Lark builds from the grammar (the reference), on the corpus and on generated token streams.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -38,10 +39,12 @@ LARK = gen.lark_parser()
 
 def lark_tree(types):
     """Lark's tree for the token types, in the driver's form (tokens as their int index)."""
+
     def norm(node):
         if hasattr(node, "data"):
             return block_parser.Node(str(node.data), [norm(c) for c in node.children])
         return int(node)
+
     return norm(LARK.parse(list(types)))
 
 
@@ -53,7 +56,7 @@ def same_outcome(types):
     """Both accept with the same tree, or both reject: returns the tree (None when rejected)."""
     try:
         expected = lark_tree(types)
-    except Exception:        # lark.exceptions.UnexpectedInput: not a sentence of the grammar
+    except Exception:  # lark.exceptions.UnexpectedInput: not a sentence of the grammar
         expected = None
     if expected is None:
         with pytest.raises(block_parser.BlockSyntaxError):
@@ -65,6 +68,7 @@ def same_outcome(types):
 
 # ---- the tables are up to date -------------------------------------------------------------------
 
+
 def test_checked_in_tables_are_generated_from_the_grammar():
     current = (REPO / "translator" / "read" / "block_table.py").read_text(encoding="utf-8")
     assert current == gen.render(), "run: python tools/gen_block_table.py"
@@ -74,8 +78,9 @@ def test_check_mode_and_hash_seed_independence():
     # the generator's output must not depend on Lark's internal state numbering or hash order
     for seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        proc = subprocess.run([sys.executable, str(GEN), "--check"], env=env, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(
+            [sys.executable, str(GEN), "--check"], env=env, capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, proc.stderr
 
 
@@ -102,6 +107,7 @@ def test_tables_are_consistent():
 
 # ---- the driver builds Lark's trees ----------------------------------------------------------------
 
+
 def test_hand_derived_trees():
     N = block_parser.Node
     # `if c; then a; fi` -> if_block(IF CMD THEN CMD FI); _stmt and the star helpers are spliced
@@ -110,18 +116,23 @@ def test_hand_derived_trees():
     assert driver_tree([]) == N("start", [])
     # a function whose body is a group, after a comment line: func_def(FUNC COMMENT group(...))
     assert driver_tree(["FUNC", "COMMENT", "LBRACE", "CMD", "RBRACE", "CMD"]) == N(
-        "start", [N("func_def", [0, 1, N("group", [2, 3, 4])]), 5])
+        "start", [N("func_def", [0, 1, N("group", [2, 3, 4])]), 5]
+    )
     # case with two items, the last without `;;`
     assert driver_tree(["CASE", "PATTERN", "CMD", "DSEMI", "PATTERN", "ESAC"]) == N(
-        "start", [N("case_block", [0, N("case_item", [1, 2, 3]), N("case_item", [4]), 5])])
+        "start", [N("case_block", [0, N("case_item", [1, 2, 3]), N("case_item", [4]), 5])]
+    )
     # if / elif / else nested in a loop
-    assert driver_tree(["LOOP", "DO", "IF", "CMD", "THEN", "ELIF", "CMD", "THEN", "CMD", "ELSE", "FI",
-                        "DONE"]) == N("start", [N("loop_block", [0, 1, N("if_block", [
-                            2, 3, 4, N("elif_part", [5, 6, 7, 8]), N("else_part", [9]), 10]), 11])])
+    assert driver_tree(["LOOP", "DO", "IF", "CMD", "THEN", "ELIF", "CMD", "THEN", "CMD", "ELSE", "FI", "DONE"]) == N(
+        "start",
+        [N("loop_block", [0, 1, N("if_block", [2, 3, 4, N("elif_part", [5, 6, 7, 8]), N("else_part", [9]), 10]), 11])],
+    )
 
 
-@pytest.mark.parametrize("types", [["FI"], ["IF", "CMD"], ["LBRACE", "RPAREN"], ["FUNC", "CMD"],
-                                   ["CASE", "CMD", "ESAC"], ["DO"], ["LOOP", "DONE"]])
+@pytest.mark.parametrize(
+    "types",
+    [["FI"], ["IF", "CMD"], ["LBRACE", "RPAREN"], ["FUNC", "CMD"], ["CASE", "CMD", "ESAC"], ["DO"], ["LOOP", "DONE"]],
+)
 def test_non_sentences_are_rejected_like_lark(types):
     assert same_outcome(types) is None
 
@@ -130,14 +141,18 @@ def _corpus_files():
     out = []
     for folder in ("tests", "examples", "benchmarks"):
         for path in sorted((REPO / folder).rglob("*")):
-            if path.is_file() and path.suffix in (".sbatch", ".sh", ".slurm", ".job") and path.stat().st_size < 1_000_000:
+            if (
+                path.is_file()
+                and path.suffix in (".sbatch", ".sh", ".slurm", ".job")
+                and path.stat().st_size < 1_000_000
+            ):
                 out.append(path)
     return out
 
 
 def test_corpus_trees_match_lark():
     files = _corpus_files()
-    assert len(files) > 100          # the fixture corpus, examples and benchmark scripts
+    assert len(files) > 100  # the fixture corpus, examples and benchmark scripts
     with_blocks = 0
     for path in files:
         text = path.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")
@@ -146,7 +161,7 @@ def test_corpus_trees_match_lark():
         types = [t.type for t in runs]
         if any(t not in ("CMD", "COMMENT") for t in types):
             with_blocks += 1
-        assert same_outcome(types) is not None, path        # the lexer balances every stream
+        assert same_outcome(types) is not None, path  # the lexer balances every stream
     assert with_blocks >= 10
 
 
@@ -168,7 +183,8 @@ def _compound(stmt):
     elif_part = st.tuples(stmts, stmts).map(lambda p: ["ELIF", *p[0], "THEN", *p[1]])
     else_part = stmts.map(lambda s: ["ELSE", *s])
     if_block = st.tuples(stmts, stmts, st.lists(elif_part, max_size=2), st.none() | else_part).map(
-        lambda p: ["IF", *p[0], "THEN", *p[1], *[t for e in p[2] for t in e], *(p[3] or []), "FI"])
+        lambda p: ["IF", *p[0], "THEN", *p[1], *[t for e in p[2] for t in e], *(p[3] or []), "FI"]
+    )
     loop_block = st.tuples(stmts, stmts).map(lambda p: ["LOOP", *p[0], "DO", *p[1], "DONE"])
     case_item = st.tuples(stmts, st.booleans()).map(lambda p: ["PATTERN", *p[0], *(["DSEMI"] if p[1] else [])])
     case_block = st.lists(case_item, max_size=3).map(lambda items: ["CASE", *[t for i in items for t in i], "ESAC"])
@@ -205,7 +221,7 @@ def test_mutated_sentences_match_lark(types, data):
     if types:
         i = data.draw(st.integers(0, len(types) - 1))
         if data.draw(st.booleans()):
-            types = types[:i] + types[i + 1:]
+            types = types[:i] + types[i + 1 :]
         else:
-            types = types[:i] + [data.draw(st.sampled_from(TERMINALS))] + types[i + 1:]
+            types = types[:i] + [data.draw(st.sampled_from(TERMINALS))] + types[i + 1 :]
     same_outcome(types)

@@ -2,6 +2,7 @@
 
 Expectations come from sbatch-semantics.md sections 1, 4 and 15 and from the oracle's verdicts
 (sample 14: directives after the first command are ignored)."""
+
 from __future__ import annotations
 
 from translator.read import read_script
@@ -18,7 +19,9 @@ def codes_at(script, line):
 def test_directives_with_line_numbers_and_raw_text():
     s = read("#!/bin/bash\n#SBATCH -N 2 -n8\n\n# comment\n#SBATCH --nodes 2\nsrun hostname\n")
     assert [(d.line, d.words, d.prefix) for d in s.directives] == [
-        (2, ("-N", "2", "-n8"), "#SBATCH"), (5, ("--nodes", "2"), "#SBATCH")]
+        (2, ("-N", "2", "-n8"), "#SBATCH"),
+        (5, ("--nodes", "2"), "#SBATCH"),
+    ]
     assert s.directives[0].text == "#SBATCH -N 2 -n8"
     assert s.body_start_line == 6
     assert s.shebang == "#!/bin/bash" and s.shell == "bash"
@@ -39,7 +42,7 @@ def test_scan_stops_at_the_first_command_even_a_colon():
         assert s.body_start_line == 3
         [ign] = s.ignored
         assert ign.line == 4 and ign.reason == "R120"
-        assert "line 3" in ign.explanation            # names the first command's line
+        assert "line 3" in ign.explanation  # names the first command's line
         assert codes_at(s, 4) == ["R120"]
 
 
@@ -50,23 +53,34 @@ def test_no_blank_needed_and_case_sensitive_column_zero():
 
 
 def test_lookalikes_each_have_a_code_and_a_warning_with_the_line():
-    text = ("#!/bin/bash\n"
-            "# SBATCH -N 3\n"          # 2 R121
-            "##SBATCH -N 4\n"          # 3 R122
-            "  #SBATCH -N 5\n"         # 4 R123
-            "#sbatch -N 6\n"           # 5 R124
-            "#SBATCh -N 6\n"           # 6 R124
-            "#SBTACH -N 7\n"           # 7 R125
-            "#SBACTH --time=1\n"       # 8 R125
-            "#SABTCH -N 1\n"           # 9 R125
-            "#!SBATCH -N 8\n"          # 10 R126
-            "#\tSBATCH -N 9\n"         # 11 R121
-            "#SBATCH -N 1\n"
-            "srun x\n")
+    text = (
+        "#!/bin/bash\n"
+        "# SBATCH -N 3\n"  # 2 R121
+        "##SBATCH -N 4\n"  # 3 R122
+        "  #SBATCH -N 5\n"  # 4 R123
+        "#sbatch -N 6\n"  # 5 R124
+        "#SBATCh -N 6\n"  # 6 R124
+        "#SBTACH -N 7\n"  # 7 R125
+        "#SBACTH --time=1\n"  # 8 R125
+        "#SABTCH -N 1\n"  # 9 R125
+        "#!SBATCH -N 8\n"  # 10 R126
+        "#\tSBATCH -N 9\n"  # 11 R121
+        "#SBATCH -N 1\n"
+        "srun x\n"
+    )
     s = read(text)
     assert [(i.line, i.reason) for i in s.ignored] == [
-        (2, "R121"), (3, "R122"), (4, "R123"), (5, "R124"), (6, "R124"), (7, "R125"), (8, "R125"), (9, "R125"),
-        (10, "R126"), (11, "R121")]
+        (2, "R121"),
+        (3, "R122"),
+        (4, "R123"),
+        (5, "R124"),
+        (6, "R124"),
+        (7, "R125"),
+        (8, "R125"),
+        (9, "R125"),
+        (10, "R126"),
+        (11, "R121"),
+    ]
     for ign in s.ignored:
         assert codes_at(s, ign.line) == [ign.reason]
         assert ign.explanation
@@ -74,7 +88,9 @@ def test_lookalikes_each_have_a_code_and_a_warning_with_the_line():
 
 
 def test_ordinary_comments_are_not_lookalikes():
-    s = read("#!/bin/bash\n# Submit with sbatch job.sh\n# batch size -N\n# SEARCH the logs\n# sbatchfile\n#SBATCH -N 1\nx\n")
+    s = read(
+        "#!/bin/bash\n# Submit with sbatch job.sh\n# batch size -N\n# SEARCH the logs\n# sbatchfile\n#SBATCH -N 1\nx\n"
+    )
     assert s.ignored == ()
     assert [d.code for d in s.diagnostics] == []
     # a near miss followed by an option is a misspelt directive, whatever the spacing
@@ -90,11 +106,11 @@ def test_slurm_prefix_is_applied_with_a_warning():
 
 def test_pbs_and_bsub_are_foreign_directives():
     s = read("#!/bin/bash\n#SBATCH -t 10\n#PBS -l walltime=1:00:00\necho x\n#PBS -N late\n")
-    assert [(f.line, f.family) for f in s.foreign] == [(3, "PBS"), (5, "PBS")]   # not limited to the header
-    assert s.diagnostics == ()          # the applied family is translated and reported by the resolve stage (O220)
+    assert [(f.line, f.family) for f in s.foreign] == [(3, "PBS"), (5, "PBS")]  # not limited to the header
+    assert s.diagnostics == ()  # the applied family is translated and reported by the resolve stage (O220)
     s = read("#!/bin/bash\n#BSUB -n 4\n#PBS -N x\nhostname\n")
     assert [(f.line, f.family) for f in s.foreign] == [(2, "BSUB"), (3, "PBS")]
-    assert [(d.code, d.line, d.severity) for d in s.diagnostics] == [("R128", 3, "info")]   # BSUB is tried first
+    assert [(d.code, d.line, d.severity) for d in s.diagnostics] == [("R128", 3, "info")]  # BSUB is tried first
 
 
 def test_pbs_scan_gives_up_after_100_non_comment_lines():
@@ -156,7 +172,15 @@ def test_non_ascii_blank_before_a_comment_makes_it_the_first_command():
 
 
 def test_shell_from_the_shebang():
-    for line, shell in [("#!/bin/bash", "bash"), ("#!/bin/bash -l", "bash"), ("#!/usr/bin/env bash", "bash"),
-                        ("#!/usr/bin/env -S bash -l", "bash"), ("#! /bin/sh", "sh"), ("#!/bin/tcsh -f", "tcsh"),
-                        ("#!/bin/zsh", "zsh"), ("#!/usr/bin/env python3", "unknown"), ("#!", "unknown")]:
+    for line, shell in [
+        ("#!/bin/bash", "bash"),
+        ("#!/bin/bash -l", "bash"),
+        ("#!/usr/bin/env bash", "bash"),
+        ("#!/usr/bin/env -S bash -l", "bash"),
+        ("#! /bin/sh", "sh"),
+        ("#!/bin/tcsh -f", "tcsh"),
+        ("#!/bin/zsh", "zsh"),
+        ("#!/usr/bin/env python3", "unknown"),
+        ("#!", "unknown"),
+    ]:
         assert read(line + "\n#SBATCH -N 1\nx\n").shell == shell, line

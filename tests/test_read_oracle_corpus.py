@@ -5,6 +5,7 @@ quote, leading `:`); option errors belong to the resolve stage. So: every script
 refused by sbatch itself, and every script sbatch refuses with one of those messages must be refused by the
 reader. Fails (never skips) when the oracle is not available.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,8 +16,11 @@ from translator.read import ReadError, read_file
 
 pytestmark = pytest.mark.slurm
 
-READER_MESSAGES = re.compile(r"empty|whitespace|does not look like a batch script|NULL|DOS line breaks|Unmatched|"
-                             r"Unexpected `:`", re.I)
+READER_MESSAGES = re.compile(
+    r"empty|whitespace|does not look like a batch script|NULL|DOS line breaks|Unmatched|"
+    r"Unexpected `:`",
+    re.I,
+)
 
 
 def test_reader_refusals_agree_with_real_sbatch(slurm_oracle, corpus_scripts):

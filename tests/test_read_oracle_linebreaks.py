@@ -5,6 +5,7 @@ sbatch splits the file at `\\n` only and tokenizes a directive with C isspace() 
 bytes of a word, and a line starting with one of them is a command that ends the header. Our reader
 must give the values real sbatch gives. Fails (never skips) when the oracle is not available.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -14,16 +15,28 @@ from test_read_oracle_tokenizer import _our_options
 
 pytestmark = pytest.mark.slurm
 
-BREAKS = {"VT": "\v", "FF": "\f", "CR": "\r", "FS": "\x1c", "GS": "\x1d", "RS": "\x1e", "NEL": "\x85",
-          "LS": "\u2028", "PS": "\u2029"}
+BREAKS = {
+    "VT": "\v",
+    "FF": "\f",
+    "CR": "\r",
+    "FS": "\x1c",
+    "GS": "\x1d",
+    "RS": "\x1e",
+    "NEL": "\x85",
+    "LS": "\u2028",
+    "PS": "\u2029",
+}
 
 CASES = {}
 for _name, _ch in BREAKS.items():
     CASES[f"in_value_{_name}"] = [f"#SBATCH --comment=a{_ch}--job-name=x"]
     CASES[f"quoted_{_name}"] = [f"#SBATCH --comment='a{_ch}b'"]
     CASES[f"before_comment_{_name}"] = ["#SBATCH --comment=before", f"{_ch}# a comment", "#SBATCH --comment=after"]
-    CASES[f"in_comment_{_name}"] = ["#SBATCH --comment=before", f"# a{_ch}#SBATCH --job-name=no",
-                                    "#SBATCH --comment=after"]
+    CASES[f"in_comment_{_name}"] = [
+        "#SBATCH --comment=before",
+        f"# a{_ch}#SBATCH --job-name=no",
+        "#SBATCH --comment=after",
+    ]
 
 
 @pytest.fixture(scope="module")

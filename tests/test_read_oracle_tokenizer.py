@@ -4,6 +4,7 @@ Each script carries a `--comment=VALUE` (or `--job-name=`) directive whose raw t
 of sbatch's tokenizer or header scan; real sbatch's merged option value (cli_options) must equal the
 value our reader's directive words give. Fails (never skips) when the oracle is not available.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,14 @@ CASES = {
     "slurm_prefix": ["#SLURM --comment=old-prefix"],
     "last_wins": ["#SBATCH --comment=first", "#SBATCH --comment=second"],
     "after_first_command": ["#SBATCH --comment=kept", "set -e", "#SBATCH --comment=ignored"],
-    "lookalikes_ignored": ["#SBATCH --comment=kept", "# SBATCH --comment=a", "##SBATCH --comment=b",
-                           "  #SBATCH --comment=c", "#sbatch --comment=d", "#SBTACH --comment=e"],
+    "lookalikes_ignored": [
+        "#SBATCH --comment=kept",
+        "# SBATCH --comment=a",
+        "##SBATCH --comment=b",
+        "  #SBATCH --comment=c",
+        "#sbatch --comment=d",
+        "#SBTACH --comment=e",
+    ],
     "blank_and_comment_lines": ["#SBATCH --comment=one", "", "# a comment", "   ", "#SBATCH --job-name=two"],
     "hetjob_word_mid_line": ["#SBATCH --comment=x hetjob --job-name=dropped"],
     "empty_word_ends_line": ['#SBATCH --comment=x "" --job-name=dropped'],
@@ -75,7 +82,9 @@ def oracle_run(slurm_oracle, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tokenizer-oracle")
     paths = {name: _write(tmp, name, lines) for name, lines in {**CASES, **REFUSED}.items()}
     het = tmp / "hetjob.sbatch"
-    het.write_text("#!/bin/bash\n#SBATCH --comment=first-component\n#SBATCH hetjob\n#SBATCH --comment=second\nhostname\n")
+    het.write_text(
+        "#!/bin/bash\n#SBATCH --comment=first-component\n#SBATCH hetjob\n#SBATCH --comment=second\nhostname\n"
+    )
     paths["hetjob"] = het
     records = slurm_oracle.resolve(list(paths.values()))
     return paths, records
@@ -90,7 +99,7 @@ def test_directive_values_match_real_sbatch(oracle_run, name):
     script = read_file(str(paths[name]))
     assert not script.sbatch_refuses
     ours = _our_options(script)
-    if "job-name" not in theirs:          # sbatch's default job name is the file name: not a directive
+    if "job-name" not in theirs:  # sbatch's default job name is the file name: not a directive
         ours.pop("job-name", None)
     assert ours == theirs
 

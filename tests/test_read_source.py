@@ -1,4 +1,5 @@
 """File-level checks (sbatch.c `_get_script_buffer`) and ReadError (files that cannot be read at all)."""
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,7 @@ def test_first_line_must_start_with_shebang():
     s = read_script(b"echo hi\n#SBATCH -N 2\n", "x.sh")
     assert s.sbatch_refuses and ("R112", 1) in errors(s)
     assert s.shebang is None and s.shell == "unknown"
-    s = read_script(b" #!/bin/bash\nsrun x\n", "x.sh")        # a blank before `#!` is not a shebang either
+    s = read_script(b" #!/bin/bash\nsrun x\n", "x.sh")  # a blank before `#!` is not a shebang either
     assert ("R112", 1) in errors(s)
 
 
@@ -41,13 +42,13 @@ def test_nul_byte_names_its_line():
 def test_crlf_is_refused_with_the_first_line_and_still_read():
     s = read_script(b"#!/bin/bash\n#SBATCH -N 2\r\n#SBATCH -t 5\r\nsrun x\r\n", "c.sh")
     assert s.sbatch_refuses and errors(s) == [("R114", 2)]
-    assert [(d.code, d.line) for d in s.diagnostics if d.code == "R117"] == [("R117", 1)]   # mixed: LF at line 1
-    assert [d.words for d in s.directives] == [("-N", "2"), ("-t", "5")]   # no stray \r in the words
+    assert [(d.code, d.line) for d in s.diagnostics if d.code == "R117"] == [("R117", 1)]  # mixed: LF at line 1
+    assert [d.words for d in s.directives] == [("-N", "2"), ("-t", "5")]  # no stray \r in the words
 
 
 def test_bare_cr_makes_one_long_line():
     s = read_script(b"#!/bin/bash\r#SBATCH -N 2\rsrun x\r", "mac.sh")
-    assert s.line_count == 1 and s.directives == ()                # sbatch sees a single (shebang) line
+    assert s.line_count == 1 and s.directives == ()  # sbatch sees a single (shebang) line
     assert [(d.code, d.line) for d in s.diagnostics] == [("R118", 1)]
     assert not s.sbatch_refuses
 
@@ -71,8 +72,13 @@ def test_non_utf8_lines_are_read_as_latin1_losslessly_with_a_warning():
     assert s.latin1_lines == (2, 4)
     assert s.directives[0].words == ("-J", "café")
     lines = s.text.split("\n")
-    assert b"\n".join(ln.encode("latin-1") if i + 1 in s.latin1_lines else ln.encode("utf-8")
-                      for i, ln in enumerate(lines)) + b"\n" == raw
+    assert (
+        b"\n".join(
+            ln.encode("latin-1") if i + 1 in s.latin1_lines else ln.encode("utf-8") for i, ln in enumerate(lines)
+        )
+        + b"\n"
+        == raw
+    )
 
 
 def test_binary_data_is_reported_not_raised():
@@ -82,6 +88,7 @@ def test_binary_data_is_reported_not_raised():
 
 
 # ---- ReadError --------------------------------------------------------------------------------------
+
 
 def test_missing_file(tmp_path):
     with pytest.raises(ReadError) as exc:
@@ -110,7 +117,7 @@ def test_permission_denied(tmp_path, monkeypatch):
 
     real_open = os.open
 
-    def deny(p, *args, **kwargs):      # the reader opens with os.open (O_NONBLOCK, then fstat)
+    def deny(p, *args, **kwargs):  # the reader opens with os.open (O_NONBLOCK, then fstat)
         if str(p) == str(path):
             raise PermissionError(13, "Permission denied")
         return real_open(p, *args, **kwargs)

@@ -1,6 +1,7 @@
 """sbatch's directive tokenizer (opt.c get_argument), as documented in sbatch-semantics.md section 2
 and as real Slurm 22.05 behaves (cases marked `oracle` were run through ../shared/slurm-oracle and are
 also checked live by tests/test_read_oracle_tokenizer.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,39 +16,42 @@ def words(text):
     return tok.words
 
 
-@pytest.mark.parametrize("text,expected", [
-    # section 15 of the semantics doc
-    (' -N 2 -n8', ["-N", "2", "-n8"]),
-    (' --nodes 2', ["--nodes", "2"]),
-    (' --job-name="my job" # note', ["--job-name=my job"]),
-    (' --comment=a#b', ["--comment=a"]),
-    (" -o 'spaces\\ out'", ["-o", "spaces out"]),                  # testsuite test_105_6
-    (' -o out\\_%j', ["-o", "out_%j"]),                               # tokenizer eats the backslash
-    (' -o out\\\\_%j', ["-o", "out\\_%j"]),                           # `\\` passes one backslash
-    (' --output=$HOME/o.log', ["--output=$HOME/o.log"]),              # nothing is expanded
-    # quotes group and can start mid-word; both kinds; empty quotes give an empty word
-    (" -J 'a b'c\"d e\"", ["-J", "a bcd e"]),
-    (' --comment="" -N 3', ["--comment=", "-N", "3"]),               # oracle: comment '' and nodes 3
-    (" -J \"x\"y'z w'", ["-J", "xyz w"]),                              # oracle: job-name `xyz w`
-    # a backslash escapes anything, even inside single quotes
-    (" --comment='\\'q'", ["--comment='q"]),                         # oracle: comment `'q`
-    (' -J x\\"y --comment=\\\\\\#', ["-J", 'x"y', "--comment=\\#"]),  # oracle
-    (' -J \\#x', ["-J", "#x"]),                                       # oracle: escaped # is literal
-    (' -J "a#b"', ["-J", "a#b"]),                                     # quoted # is literal
-    # an unquoted # ends the line even mid-word, and after a blank
-    (' -J a#', ["-J", "a"]),                                          # oracle
-    (' -t 5 #x -N 4', ["-t", "5"]),                                   # oracle: -N 4 not applied
-    # an unquoted blank ends the word even after a backslash (the backslash is consumed)
-    (' -J a\\ b', ["-J", "a", "b"]),                                  # oracle: "Invalid directive: b"
-    (' -J x\\', ["-J", "x"]),                                         # oracle: trailing backslash vanishes
-    # no blank needed after the magic word; tabs and other C isspace characters separate words
-    ('--nodes=2', ["--nodes=2"]),
-    ('\t-N\t2\v-c\f4', ["-N", "2", "-c", "4"]),
-    ('', []),
-    ('   ', []),
-    # templated values stay verbatim
-    (' -A <netid> -p {{partition}}', ["-A", "<netid>", "-p", "{{partition}}"]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # section 15 of the semantics doc
+        (" -N 2 -n8", ["-N", "2", "-n8"]),
+        (" --nodes 2", ["--nodes", "2"]),
+        (' --job-name="my job" # note', ["--job-name=my job"]),
+        (" --comment=a#b", ["--comment=a"]),
+        (" -o 'spaces\\ out'", ["-o", "spaces out"]),  # testsuite test_105_6
+        (" -o out\\_%j", ["-o", "out_%j"]),  # tokenizer eats the backslash
+        (" -o out\\\\_%j", ["-o", "out\\_%j"]),  # `\\` passes one backslash
+        (" --output=$HOME/o.log", ["--output=$HOME/o.log"]),  # nothing is expanded
+        # quotes group and can start mid-word; both kinds; empty quotes give an empty word
+        (" -J 'a b'c\"d e\"", ["-J", "a bcd e"]),
+        (' --comment="" -N 3', ["--comment=", "-N", "3"]),  # oracle: comment '' and nodes 3
+        (" -J \"x\"y'z w'", ["-J", "xyz w"]),  # oracle: job-name `xyz w`
+        # a backslash escapes anything, even inside single quotes
+        (" --comment='\\'q'", ["--comment='q"]),  # oracle: comment `'q`
+        (' -J x\\"y --comment=\\\\\\#', ["-J", 'x"y', "--comment=\\#"]),  # oracle
+        (" -J \\#x", ["-J", "#x"]),  # oracle: escaped # is literal
+        (' -J "a#b"', ["-J", "a#b"]),  # quoted # is literal
+        # an unquoted # ends the line even mid-word, and after a blank
+        (" -J a#", ["-J", "a"]),  # oracle
+        (" -t 5 #x -N 4", ["-t", "5"]),  # oracle: -N 4 not applied
+        # an unquoted blank ends the word even after a backslash (the backslash is consumed)
+        (" -J a\\ b", ["-J", "a", "b"]),  # oracle: "Invalid directive: b"
+        (" -J x\\", ["-J", "x"]),  # oracle: trailing backslash vanishes
+        # no blank needed after the magic word; tabs and other C isspace characters separate words
+        ("--nodes=2", ["--nodes=2"]),
+        ("\t-N\t2\v-c\f4", ["-N", "2", "-c", "4"]),
+        ("", []),
+        ("   ", []),
+        # templated values stay verbatim
+        (" -A <netid> -p {{partition}}", ["-A", "<netid>", "-p", "{{partition}}"]),
+    ],
+)
 def test_get_argument(text, expected):
     assert words(text) == expected
 
@@ -60,28 +64,31 @@ def test_unmatched_quote_is_fatal(text, quote):
 
 
 def test_word_starting_with_colon_is_fatal():
-    tok = tokenize_directive(" -N 2 :")                  # oracle: "Unexpected `:` in [ :]"
+    tok = tokenize_directive(" -N 2 :")  # oracle: "Unexpected `:` in [ :]"
     assert tok.error is not None and tok.error[0] == "R131"
-    assert tokenize_directive(" --x=a:b").error is None   # only at the start of a word
+    assert tokenize_directive(" --x=a:b").error is None  # only at the start of a word
 
 
-@pytest.mark.parametrize("text,separator,expected,note", [
-    (" hetjob", True, [], None),
-    ("hetjob", True, [], None),                          # `#SBATCHhetjob` (oracle)
-    ("\thetjob", True, [], None),                        # oracle
-    (" HETJOB", True, [], None),                         # case-insensitive (oracle)
-    (" packjob", True, [], None),                        # deprecated spelling (oracle)
-    (" hetjob -N 5", True, [], "R134"),                  # the rest of the line is ignored (oracle)
-    (" -N 2 hetjob", False, ["-N", "2"], "R134"),        # oracle: the word is dropped, no error
-    (" -N 2 PACKJOB -t 4", False, ["-N", "2"], "R134"),  # oracle: -t 4 is not applied
-    (" -J a\\ hetjob", False, ["-J", "a"], "R134"),      # oracle: job name `a`
-    (" hetjobx", False, ["hetjobx"], None),              # oracle: invalid directive hetjobx
-    (' "hetjob"', False, ["hetjob"], None),              # oracle: quoted, not a separator
-    ("    hetjob#x", False, ["hetjob"], "R132"),         # oracle: invalid directive hetjob
-    (" --comment=hetjob", False, ["--comment=hetjob"], None),
-    (' -J "a hetjob b"', False, ["-J", "a hetjob b"], None),   # oracle
-    (" -J ahetjob", False, ["-J", "ahetjob"], None),     # oracle
-])
+@pytest.mark.parametrize(
+    "text,separator,expected,note",
+    [
+        (" hetjob", True, [], None),
+        ("hetjob", True, [], None),  # `#SBATCHhetjob` (oracle)
+        ("\thetjob", True, [], None),  # oracle
+        (" HETJOB", True, [], None),  # case-insensitive (oracle)
+        (" packjob", True, [], None),  # deprecated spelling (oracle)
+        (" hetjob -N 5", True, [], "R134"),  # the rest of the line is ignored (oracle)
+        (" -N 2 hetjob", False, ["-N", "2"], "R134"),  # oracle: the word is dropped, no error
+        (" -N 2 PACKJOB -t 4", False, ["-N", "2"], "R134"),  # oracle: -t 4 is not applied
+        (" -J a\\ hetjob", False, ["-J", "a"], "R134"),  # oracle: job name `a`
+        (" hetjobx", False, ["hetjobx"], None),  # oracle: invalid directive hetjobx
+        (' "hetjob"', False, ["hetjob"], None),  # oracle: quoted, not a separator
+        ("    hetjob#x", False, ["hetjob"], "R132"),  # oracle: invalid directive hetjob
+        (" --comment=hetjob", False, ["--comment=hetjob"], None),
+        (' -J "a hetjob b"', False, ["-J", "a hetjob b"], None),  # oracle
+        (" -J ahetjob", False, ["-J", "ahetjob"], None),  # oracle
+    ],
+)
 def test_hetjob_word(text, separator, expected, note):
     tok = tokenize_directive(text)
     assert tok.hetjob_separator is separator
@@ -93,11 +100,14 @@ def test_hetjob_word(text, separator, expected, note):
         assert codes == []
 
 
-@pytest.mark.parametrize("text,expected", [
-    (' -J "" -N 3', ["-J"]),                     # oracle: -J then takes the next line's word
-    (' --comment=x "" -N 3', ["--comment=x"]),   # oracle: -N 3 not applied
-    (" ''", []),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (' -J "" -N 3', ["-J"]),  # oracle: -J then takes the next line's word
+        (' --comment=x "" -N 3', ["--comment=x"]),  # oracle: -N 3 not applied
+        (" ''", []),
+    ],
+)
 def test_empty_word_ends_the_line(text, expected):
     tok = tokenize_directive(text)
     assert tok.words == expected and tok.error is None

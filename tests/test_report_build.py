@@ -1,6 +1,7 @@
 """The report model built from a Conversion: side-by-side rows, totals, needs, decisions, and the
 three writers (Markdown / JSON / HTML text). Plans here are hand-built TrainerPlans so that the
 expected numbers are derived by hand from the script, independently of the planner."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,9 @@ def _cmd(line: int, text: str, kind: str) -> Command:
     return Command(line=line, end_line=line, text=text, words=words, kind=kind)
 
 
-def make_conversion(path: str = "jobs/train.sbatch", text: str = SCRIPT, *, extra_findings=(),
-                    mount: str = "", name: str = "alert") -> Conversion:
+def make_conversion(
+    path: str = "jobs/train.sbatch", text: str = SCRIPT, *, extra_findings=(), mount: str = "", name: str = "alert"
+) -> Conversion:
     """A Conversion with the real reader and resolver and a hand-written plan."""
     script = read_script(text.encode(), path)
     lines = text.splitlines()
@@ -53,22 +55,37 @@ def make_conversion(path: str = "jobs/train.sbatch", text: str = SCRIPT, *, extr
     job = resolve(script)
     patches = ()
     if mount:
-        patches = (PodPatch(volumes=({"name": "v", "hostPath": {"path": mount}},),
-                            volume_mounts=({"name": "v", "mountPath": mount},)),)
+        patches = (
+            PodPatch(
+                volumes=({"name": "v", "hostPath": {"path": mount}},),
+                volume_mounts=({"name": "v", "mountPath": mount},),
+            ),
+        )
     plan = TrainerPlan(
-        name=name, source_path=path, job_name=job.fields.job_name, launcher="torchrun",
-        runtime="torch-distributed", command=("torchrun",), args=("--nproc-per-node", "4", "train.py"),
-        num_nodes=2, resources_per_node=(("nvidia.com/gpu", "4"),), active_deadline_seconds=7200,
+        name=name,
+        source_path=path,
+        job_name=job.fields.job_name,
+        launcher="torchrun",
+        runtime="torch-distributed",
+        command=("torchrun",),
+        args=("--nproc-per-node", "4", "train.py"),
+        num_nodes=2,
+        resources_per_node=(("nvidia.com/gpu", "4"),),
+        active_deadline_seconds=7200,
         patches=patches,
-        findings=(Diagnostic("warning", "P450", "mail notifications are dropped", 6, "use Kubernetes events"),
-                  Diagnostic("warning", "P460", "module cuda/12.1 must be in the image", 8, None))
+        findings=(
+            Diagnostic("warning", "P450", "mail notifications are dropped", 6, "use Kubernetes events"),
+            Diagnostic("warning", "P460", "module cuda/12.1 must be in the image", 8, None),
+        )
         + tuple(extra_findings),
-        source_map=(SourceMap("metadata.name", (2,), "approximated"),
-                    SourceMap("spec.trainer.numNodes", (3,), "mapped"),
-                    SourceMap("spec.trainer.resourcesPerNode", (4,), "mapped"),
-                    SourceMap("spec.activeDeadlineSeconds", (5,), "mapped"),
-                    SourceMap("spec.trainer.command", (10,), "mapped"),
-                    SourceMap("spec.trainer.args", (10,), "mapped")),
+        source_map=(
+            SourceMap("metadata.name", (2,), "approximated"),
+            SourceMap("spec.trainer.numNodes", (3,), "mapped"),
+            SourceMap("spec.trainer.resourcesPerNode", (4,), "mapped"),
+            SourceMap("spec.activeDeadlineSeconds", (5,), "mapped"),
+            SourceMap("spec.trainer.command", (10,), "mapped"),
+            SourceMap("spec.trainer.args", (10,), "mapped"),
+        ),
     )
     return Conversion(path=path, script=script, job=job, plans=(plan,))
 
@@ -84,7 +101,9 @@ def test_rows_mark_each_line_with_its_status_and_explanation():
     assert rows[7].status == "ignored" and rows[7].kind == "ignored"
     assert any(n.code == "R121" and "blank after" in n.message for n in rows[7].notes)
     assert rows[10].status == "mapped" and {f.field for f in rows[10].fields} == {
-        "spec.trainer.command", "spec.trainer.args"}
+        "spec.trainer.command",
+        "spec.trainer.args",
+    }
     assert rows[8].notes[0].code == "P460"
 
 
@@ -119,8 +138,9 @@ def test_error_finding_makes_the_outcome_errors_and_a_blocker():
 
 
 def test_refused_file_is_an_error_without_trainjob():
-    conv = Conversion(path="bad.sh", script=None, job=None,
-                      file_error=Diagnostic("error", "R102", "cannot read bad.sh"))
+    conv = Conversion(
+        path="bad.sh", script=None, job=None, file_error=Diagnostic("error", "R102", "cannot read bad.sh")
+    )
     sr = script_report(conv, "bad.sh")
     assert sr.outcome == "errors" and sr.names == () and sr.issues[0].code == "R102"
 
@@ -150,7 +170,7 @@ def test_markdown_escapes_user_text_and_fences_yaml_safely():
     # the YAML holds a ``` run: the fence must be longer
     assert "````yaml\n" in text
     assert "P450" in text and "ignored by Slurm" in text
-    assert "- [ ] " in text       # reviewer checklist
+    assert "- [ ] " in text  # reviewer checklist
 
 
 def test_json_round_trips_and_recomputes_the_summary(tmp_path):
@@ -170,11 +190,22 @@ def test_large_repository_html_details_errors_first_and_links_yaml():
     scripts = []
     for i in range(1200):
         outcome = "errors" if i % 10 == 0 else ("warnings" if i % 2 else "clean")
-        issues = (Issue("error", "P401", "x", 2),) if outcome == "errors" else (
-            (Issue("warning", "P450", "y", 3),) if outcome == "warnings" else ())
-        scripts.append(ScriptReport(path=f"d/s{i:04d}.sbatch", outcome=outcome, sbatch_accepts=True,
-                                    names=(f"s{i}",), issues=issues, yaml="kind: TrainJob\n",
-                                    outputs=(f"d/s{i:04d}.trainjob.yaml", f"d/s{i:04d}.trainjob.py")))
+        issues = (
+            (Issue("error", "P401", "x", 2),)
+            if outcome == "errors"
+            else ((Issue("warning", "P450", "y", 3),) if outcome == "warnings" else ())
+        )
+        scripts.append(
+            ScriptReport(
+                path=f"d/s{i:04d}.sbatch",
+                outcome=outcome,
+                sbatch_accepts=True,
+                names=(f"s{i}",),
+                issues=issues,
+                yaml="kind: TrainJob\n",
+                outputs=(f"d/s{i:04d}.trainjob.yaml", f"d/s{i:04d}.trainjob.py"),
+            )
+        )
     page = html_writer.render(Report.from_scripts("big", "src", scripts))
     assert page.count('<section class="script"') == html_writer.DETAILED_SECTIONS == 1000
     assert page.count("<tr data-outcome=") == 1200

@@ -3,6 +3,7 @@ through the DOM, screenshotted at 1280 px, and required not to overflow horizont
 
 Chromium is a required test instrument: these tests fail (never skip) when it is missing.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,9 +31,20 @@ def chromium() -> str:
 
 
 def run_chromium(tmp_path, *args, timeout=120) -> str:
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-           f"--user-data-dir={tmp_path / 'chromium-profile'}", f"--window-size={WIDTH},2000", *args]
+    cmd = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        f"--window-size={WIDTH},2000",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -43,7 +55,7 @@ class DomIndex(HTMLParser):
 
     def __init__(self) -> None:
         super().__init__()
-        self.elements = []            # (tag, attrs dict)
+        self.elements = []  # (tag, attrs dict)
         self.stack = []
         self.text_by_class = {}
 
@@ -70,12 +82,20 @@ def sample_report() -> Report:
     long_token = "--output=/scratch/" + "x" * 400 + "/%j.out"
     text = SCRIPT.replace("#SBATCH --mail-type=END", f"#SBATCH --mail-type=END\n#SBATCH {long_token}")
     scripts = [
-        script_report(make_conversion(f"team-a/{HOSTILE}.sbatch"), f"team-a/{HOSTILE}.sbatch",
-                      "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n" + "# " + "y" * 500 + "\n"),
+        script_report(
+            make_conversion(f"team-a/{HOSTILE}.sbatch"),
+            f"team-a/{HOSTILE}.sbatch",
+            "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n" + "# " + "y" * 500 + "\n",
+        ),
         script_report(make_conversion("team-b/long.sbatch", text), "team-b/long.sbatch", "kind: TrainJob\n"),
-        script_report(make_conversion("team-b/broken.sbatch", extra_findings=(
-            Diagnostic("error", "P499", "--mail-type has no Kubernetes equivalent", 6, "drop it"),)),
-            "team-b/broken.sbatch", "kind: TrainJob\n"),
+        script_report(
+            make_conversion(
+                "team-b/broken.sbatch",
+                extra_findings=(Diagnostic("error", "P499", "--mail-type has no Kubernetes equivalent", 6, "drop it"),),
+            ),
+            "team-b/broken.sbatch",
+            "kind: TrainJob\n",
+        ),
     ]
     return Report.from_scripts(f"review of {HOSTILE}", "repo", scripts)
 
@@ -124,12 +144,14 @@ def test_structure_through_the_dom(page, tmp_path):
 
 def test_no_horizontal_overflow_at_1280(page, tmp_path):
     _d, path = page
-    js = ("var d=document.documentElement;"
-          "document.body.setAttribute('data-scroll-width', d.scrollWidth);"
-          "document.body.setAttribute('data-client-width', d.clientWidth);"
-          "var t=document.querySelectorAll('table.sbs'),m=0;"
-          "for(var i=0;i<t.length;i++){m=Math.max(m,t[i].getBoundingClientRect().right);}"
-          "document.body.setAttribute('data-sbs-right', Math.ceil(m));")
+    js = (
+        "var d=document.documentElement;"
+        "document.body.setAttribute('data-scroll-width', d.scrollWidth);"
+        "document.body.setAttribute('data-client-width', d.clientWidth);"
+        "var t=document.querySelectorAll('table.sbs'),m=0;"
+        "for(var i=0;i<t.length;i++){m=Math.max(m,t[i].getBoundingClientRect().right);}"
+        "document.body.setAttribute('data-sbs-right', Math.ceil(m));"
+    )
     idx = probe(path, tmp_path, js)
     body = idx.find("body")[0]
     assert int(body["data-client-width"]) <= WIDTH
@@ -139,10 +161,12 @@ def test_no_horizontal_overflow_at_1280(page, tmp_path):
 
 def test_outcome_filter_hides_other_scripts(page, tmp_path):
     _d, path = page
-    js = ("document.querySelector('.toolbar button[data-outcome=errors]').click();"
-          "var s=document.querySelectorAll('section.script'),v=0;"
-          "for(var i=0;i<s.length;i++){if(getComputedStyle(s[i]).display!=='none'){v++;}}"
-          "document.body.setAttribute('data-visible', v);")
+    js = (
+        "document.querySelector('.toolbar button[data-outcome=errors]').click();"
+        "var s=document.querySelectorAll('section.script'),v=0;"
+        "for(var i=0;i<s.length;i++){if(getComputedStyle(s[i]).display!=='none'){v++;}}"
+        "document.body.setAttribute('data-visible', v);"
+    )
     idx = probe(path, tmp_path, js)
     assert idx.find("body")[0]["data-visible"] == "1"
 
@@ -172,18 +196,20 @@ def test_real_migrate_report_with_hostile_names(tmp_path):
     evil_name = "<img src=x onerror=alert(1)>.sbatch"
     (src / "team-b" / evil_name).write_text(
         '#!/bin/bash\n#SBATCH --job-name="</pre><script>alert(2)</script>"\n#SBATCH --time=10\n'
-        'python "$(echo <b>bold</b>)" --arg=\'<iframe>\'\n')
-    res = migrate(MigrateOptions(src=str(src), out=str(tmp_path / "out"), jobs=1, progress=False,
-                                 echo=lambda s: None))
+        "python \"$(echo <b>bold</b>)\" --arg='<iframe>'\n"
+    )
+    res = migrate(MigrateOptions(src=str(src), out=str(tmp_path / "out"), jobs=1, progress=False, echo=lambda s: None))
     page = tmp_path / "out" / "slurm2kf-report.html"
-    js = ("document.body.setAttribute('data-scroll-width', document.documentElement.scrollWidth);"
-          "document.body.setAttribute('data-imgs', document.getElementsByTagName('img').length);"
-          "document.body.setAttribute('data-iframes', document.getElementsByTagName('iframe').length);"
-          "document.body.setAttribute('data-scripts', document.getElementsByTagName('script').length);")
+    js = (
+        "document.body.setAttribute('data-scroll-width', document.documentElement.scrollWidth);"
+        "document.body.setAttribute('data-imgs', document.getElementsByTagName('img').length);"
+        "document.body.setAttribute('data-iframes', document.getElementsByTagName('iframe').length);"
+        "document.body.setAttribute('data-scripts', document.getElementsByTagName('script').length);"
+    )
     idx = probe(page, tmp_path, js)
     body = idx.find("body")[0]
     assert body["data-imgs"] == "0" and body["data-iframes"] == "0"
-    assert body["data-scripts"] == "2"          # the page's own script and the probe
+    assert body["data-scripts"] == "2"  # the page's own script and the probe
     assert int(body["data-scroll-width"]) <= WIDTH
     sections = idx.find("section", "script")
     assert len(sections) == res.scripts == 11

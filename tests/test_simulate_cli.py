@@ -5,6 +5,7 @@ tests/test_simulate_slurm_side.py): torchrun 4 nodes x --nproc_per_node 8 = 32 r
 --ntasks-per-node=4 on 2 nodes = 8 tasks; DeepSpeed hostfile 2 hosts x slots=8 = 16; accelerate
 --num_processes 16 over 2 machines = 16.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,10 +27,18 @@ def test_equivalent_exit_0_and_table(cli):
     assert "isolation: namespaces" in r.stdout
 
 
-@pytest.mark.parametrize("example, n", [("torchrun_multinode", 32), ("srun_python_per_gpu", 8),
-                                        ("deepspeed_multinode", 16), ("accelerate_multinode", 16),
-                                        ("python_single_gpu", 1), ("container_apptainer", 1),
-                                        ("jax_multinode", 2)])
+@pytest.mark.parametrize(
+    "example, n",
+    [
+        ("torchrun_multinode", 32),
+        ("srun_python_per_gpu", 8),
+        ("deepspeed_multinode", 16),
+        ("accelerate_multinode", 16),
+        ("python_single_gpu", 1),
+        ("container_apptainer", 1),
+        ("jax_multinode", 2),
+    ],
+)
 def test_json_contract_and_examples_launch_the_same_training(cli, example, n):
     r = cli("simulate", "--json", str(EX / example / "job.sbatch"))
     lines = r.stdout.splitlines()
@@ -42,15 +51,26 @@ def test_json_contract_and_examples_launch_the_same_training(cli, example, n):
     assert r.exit_code == 0
     assert obj["differences"] == [] and len(obj["kubeflow"]) == n
     p = obj["slurm"][0]
-    assert {"node", "program", "argv", "rank", "local_rank", "world_size", "master_addr", "master_port",
-            "gpus", "env"} <= set(p)
+    assert {
+        "node",
+        "program",
+        "argv",
+        "rank",
+        "local_rank",
+        "world_size",
+        "master_addr",
+        "master_port",
+        "gpus",
+        "env",
+    } <= set(p)
 
 
 def test_differs_exit_1_with_named_differences(cli, tmp_path):
     # torchrun without --nnodes on 2 nodes: on Slurm two separate trainings of world 8 each
     s = tmp_path / "two.sbatch"
-    s.write_text("#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=8\n"
-                 "srun torchrun --nproc_per_node=8 train.py\n")
+    s.write_text(
+        "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=8\nsrun torchrun --nproc_per_node=8 train.py\n"
+    )
     r = cli("simulate", "--json", str(s), str(EX / "torchrun_multinode" / "job.sbatch"))
     objs = [json.loads(x) for x in r.stdout.splitlines()]
     assert [o["verdict"] for o in objs] == ["differs", "equivalent"]
@@ -72,7 +92,7 @@ def test_trainjob_file_with_source_annotation_and_bad_yaml(cli, tmp_path):
     conv = cli("convert", str(src))
     tj = tmp_path / "job.yaml"
     tj.write_text(conv.stdout)
-    r = cli("simulate", "--json", "--trainjob", str(tj))         # script found through slurm2kf.io/source
+    r = cli("simulate", "--json", "--trainjob", str(tj))  # script found through slurm2kf.io/source
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["verdict"] == "equivalent"
     bad = tmp_path / "bad.yaml"
@@ -96,7 +116,7 @@ def test_one_script_within_a_second(cli):
         s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
-    cli("simulate", str(EX / "array_sweep" / "job.sbatch"))          # warm-up: imports, namespace probe, bytecode
+    cli("simulate", str(EX / "array_sweep" / "job.sbatch"))  # warm-up: imports, namespace probe, bytecode
     t0, c0 = time.monotonic(), cpu()
     r = cli("simulate", str(EX / "torchrun_multinode" / "job.sbatch"))
     wall, used = time.monotonic() - t0, cpu() - c0

@@ -1,4 +1,5 @@
 """Every S8xx code in translator/simulate is documented in docs/codes.md (codes-S), and nothing more."""
+
 from __future__ import annotations
 
 import re

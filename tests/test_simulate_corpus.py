@@ -4,6 +4,7 @@ Each script is converted and simulated; a script whose two sides differ must car
 finding (or be refused by sbatch). The golden per-family expectations live in test_simulate_slurm_side.py,
 test_simulate_pods_verdict.py and test_convert_equivalence.py; this test is the corpus-wide guard.
 """
+
 from __future__ import annotations
 
 import glob
@@ -15,7 +16,8 @@ from translator.simulate.review import EQUIVALENT, SILENT, review
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = sorted(glob.glob(str(REPO / "examples" / "*" / "job.sbatch"))) + sorted(
-    glob.glob(str(REPO / "tests" / "fixtures" / "convert" / "**" / "*.sbatch"), recursive=True))
+    glob.glob(str(REPO / "tests" / "fixtures" / "convert" / "**" / "*.sbatch"), recursive=True)
+)
 
 
 @pytest.fixture(scope="module")

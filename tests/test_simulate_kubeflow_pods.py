@@ -18,6 +18,7 @@ Every expected value is written by hand from the Trainer's documented/coded beha
   (kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/);
 * kubelet: env resolved in order, $(VAR) in env only sees earlier entries, command/args see all.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,7 +28,13 @@ from pathlib import Path
 import pytest
 
 from translator.simulate import kubeflow_pods as kp, kubelet
-from translator.simulate.kubeflow_pods import TrainJobError, hostfile_of, load_runtimes, pods_from_trainjob, training_pods
+from translator.simulate.kubeflow_pods import (
+    TrainJobError,
+    hostfile_of,
+    load_runtimes,
+    pods_from_trainjob,
+    training_pods,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SLURM2KF_SHARED", str(REPO.parent / "shared")))
@@ -36,8 +43,12 @@ SSHD = ("/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config")
 
 
 def tj(name, runtime, trainer=None, **spec):
-    out = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": name},
-           "spec": {"runtimeRef": {"name": runtime, "kind": "ClusterTrainingRuntime"}, **spec}}
+    out = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": runtime, "kind": "ClusterTrainingRuntime"}, **spec},
+    }
     if trainer is not None:
         out["spec"]["trainer"] = trainer
     return out
@@ -54,10 +65,17 @@ def env_of(pod):
 
 # ------------------------------------------------------------------------------------------ runtimes
 
+
 def test_bundled_runtimes_are_the_shipped_ones_byte_for_byte():
     names = set(load_runtimes())
-    assert names == {"torch-distributed", "torch-distributed-with-cache", "deepspeed-distributed",
-                     "mlx-distributed", "jax-distributed", "xgboost-distributed"}
+    assert names == {
+        "torch-distributed",
+        "torch-distributed-with-cache",
+        "deepspeed-distributed",
+        "mlx-distributed",
+        "jax-distributed",
+        "xgboost-distributed",
+    }
     src = SHARED / "kubeflow" / "runtimes"
     assert src.is_dir(), f"shared Kubeflow runtimes missing at {src}"
     data = REPO / "translator" / "simulate" / "data" / "runtimes"
@@ -68,10 +86,20 @@ def test_bundled_runtimes_are_the_shipped_ones_byte_for_byte():
 
 # ------------------------------------------------------------------------------------------ torch
 
+
 def test_torch_multinode_pods_env_and_command():
-    job = tj("llm", "torch-distributed", {
-        "image": "my/img:1", "numNodes": 3, "command": ["torchrun"], "args": ["train.py", "--lr", "0.1"],
-        "env": [{"name": "NCCL_DEBUG", "value": "WARN"}], "resourcesPerNode": gpu(4, cpu="16")})
+    job = tj(
+        "llm",
+        "torch-distributed",
+        {
+            "image": "my/img:1",
+            "numNodes": 3,
+            "command": ["torchrun"],
+            "args": ["train.py", "--lr", "0.1"],
+            "env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
+            "resourcesPerNode": gpu(4, cpu="16"),
+        },
+    )
     pods = pods_from_trainjob(job)
     assert [p.name for p in pods] == ["llm-node-0-0", "llm-node-0-1", "llm-node-0-2"]
     for i, p in enumerate(pods):
@@ -79,24 +107,33 @@ def test_torch_multinode_pods_env_and_command():
         assert p.argv == ("torchrun", "train.py", "--lr", "0.1")
         assert p.image == "my/img:1" and p.gpus == 4 and p.files == () and not p.image_entrypoint
         # trainer.env first, then the five PET_* the torch plugin upserts, in its order
-        assert p.env == (("NCCL_DEBUG", "WARN"), ("PET_NNODES", "3"), ("PET_NPROC_PER_NODE", "auto"),
-                         ("PET_NODE_RANK", str(i)), ("PET_MASTER_ADDR", "llm-node-0-0.llm"),
-                         ("PET_MASTER_PORT", "29500"), ("JOB_COMPLETION_INDEX", str(i)))
+        assert p.env == (
+            ("NCCL_DEBUG", "WARN"),
+            ("PET_NNODES", "3"),
+            ("PET_NPROC_PER_NODE", "auto"),
+            ("PET_NODE_RANK", str(i)),
+            ("PET_MASTER_ADDR", "llm-node-0-0.llm"),
+            ("PET_MASTER_PORT", "29500"),
+            ("JOB_COMPLETION_INDEX", str(i)),
+        )
     assert training_pods(pods) == tuple(pods)
 
 
-@pytest.mark.parametrize("resources, nproc, expected", [
-    (None, None, "1"),                                             # no resources at all: max(1, 0)
-    ({"requests": {"cpu": "8"}, "limits": {"cpu": "8"}}, None, "8"),
-    ({"requests": {"cpu": "1500m"}, "limits": {"cpu": "1500m"}}, None, "2"),   # Quantity.Value() rounds up
-    ({"requests": {"cpu": "4"}, "limits": {"cpu": "8"}}, None, "4"),          # the request wins
-    ({"limits": {"cpu": "6"}}, None, "6"),                                    # no request: the limit
-    ({"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}, None, "1"),
-    (gpu(2), None, "auto"),                                        # a GPU resource: torchrun decides
-    (gpu(2, key="amd.com/gpu"), None, "auto"),                     # any resource name containing "gpu"
-    (gpu(8), 2, "2"),                                              # explicit numProcPerNode wins
-    ({"requests": {"cpu": "8"}, "limits": {"cpu": "8"}}, 3, "3"),
-])
+@pytest.mark.parametrize(
+    "resources, nproc, expected",
+    [
+        (None, None, "1"),  # no resources at all: max(1, 0)
+        ({"requests": {"cpu": "8"}, "limits": {"cpu": "8"}}, None, "8"),
+        ({"requests": {"cpu": "1500m"}, "limits": {"cpu": "1500m"}}, None, "2"),  # Quantity.Value() rounds up
+        ({"requests": {"cpu": "4"}, "limits": {"cpu": "8"}}, None, "4"),  # the request wins
+        ({"limits": {"cpu": "6"}}, None, "6"),  # no request: the limit
+        ({"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}, None, "1"),
+        (gpu(2), None, "auto"),  # a GPU resource: torchrun decides
+        (gpu(2, key="amd.com/gpu"), None, "auto"),  # any resource name containing "gpu"
+        (gpu(8), 2, "2"),  # explicit numProcPerNode wins
+        ({"requests": {"cpu": "8"}, "limits": {"cpu": "8"}}, 3, "3"),
+    ],
+)
 def test_torch_nproc_per_node_when_unset_or_set(resources, nproc, expected):
     trainer = {"command": ["torchrun", "t.py"]}
     if resources is not None:
@@ -125,10 +162,15 @@ def test_torch_without_spec_trainer_gets_no_pet_env_and_runs_the_image_entrypoin
 def test_trainer_env_cannot_reference_pet_vars_but_args_can():
     # PET_* are appended after trainer.env, so $(PET_NODE_RANK) in trainer.env stays literal;
     # the args are expanded against the full env.
-    job = tj("x", "torch-distributed", {"numNodes": 2, "command": ["python", "t.py", "--rank=$(PET_NODE_RANK)",
-                                                                  "$$(PET_NODE_RANK)", "$(MY)"],
-                                        "env": [{"name": "RANK", "value": "$(PET_NODE_RANK)"},
-                                                {"name": "MY", "value": "m$(RANK)"}]})
+    job = tj(
+        "x",
+        "torch-distributed",
+        {
+            "numNodes": 2,
+            "command": ["python", "t.py", "--rank=$(PET_NODE_RANK)", "$$(PET_NODE_RANK)", "$(MY)"],
+            "env": [{"name": "RANK", "value": "$(PET_NODE_RANK)"}, {"name": "MY", "value": "m$(RANK)"}],
+        },
+    )
     pods = pods_from_trainjob(job)
     assert env_of(pods[1])["RANK"] == "$(PET_NODE_RANK)"
     assert env_of(pods[1])["MY"] == "m$(PET_NODE_RANK)"
@@ -136,16 +178,26 @@ def test_trainer_env_cannot_reference_pet_vars_but_args_can():
 
 
 def test_trainer_env_value_from_secret_and_field():
-    job = tj("s", "torch-distributed", {"env": [
-        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
-        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": "IDX", "valueFrom": {"fieldRef": {"fieldPath": kp.COMPLETION_INDEX_FIELD}}}], "numNodes": 2})
+    job = tj(
+        "s",
+        "torch-distributed",
+        {
+            "env": [
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "IDX", "valueFrom": {"fieldRef": {"fieldPath": kp.COMPLETION_INDEX_FIELD}}},
+            ],
+            "numNodes": 2,
+        },
+    )
     pods = pods_from_trainjob(job)
     assert env_of(pods[1])["HF_TOKEN"] == "<secret hf/token>"
     assert env_of(pods[1])["POD"] == "s-node-0-1" and env_of(pods[1])["IDX"] == "1"
 
 
-@pytest.mark.parametrize("name", ["PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"])
+@pytest.mark.parametrize(
+    "name", ["PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"]
+)
 def test_torch_reserved_env_is_rejected(name):
     with pytest.raises(TrainJobError, match=name):
         pods_from_trainjob(tj("r", "torch-distributed", {"env": [{"name": name, "value": "1"}]}))
@@ -161,25 +213,41 @@ def test_data_cache_runtime_leaves_out_the_initializer_and_resolves_the_jobset_l
 
 # ------------------------------------------------------------------------------------------ MPI
 
+
 def test_deepspeed_launcher_and_nodes_hostfile_and_numnodes_counting_the_launcher():
-    job = tj("ds", "deepspeed-distributed", {
-        "image": "my/ds:1", "numNodes": 3, "command": ["mpirun", "--hostfile", "/etc/mpi/hostfile"],
-        "args": ["python", "/home/mpiuser/train.py"], "env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
-        "resourcesPerNode": gpu(4)})
+    job = tj(
+        "ds",
+        "deepspeed-distributed",
+        {
+            "image": "my/ds:1",
+            "numNodes": 3,
+            "command": ["mpirun", "--hostfile", "/etc/mpi/hostfile"],
+            "args": ["python", "/home/mpiuser/train.py"],
+            "env": [{"name": "NCCL_DEBUG", "value": "INFO"}],
+            "resourcesPerNode": gpu(4),
+        },
+    )
     pods = pods_from_trainjob(job)
     # numNodes 3 with runLauncherAsNode: 2 node pods + the launcher (runtime order: node, launcher)
     assert [(p.name, p.role, p.node) for p in pods] == [
-        ("ds-node-0-0", "node", 0), ("ds-node-0-1", "node", 1), ("ds-launcher-0-0", "launcher", 0)]
+        ("ds-node-0-0", "node", 0),
+        ("ds-node-0-1", "node", 1),
+        ("ds-launcher-0-0", "launcher", 0),
+    ]
     launcher = pods[2]
     assert launcher.argv == ("mpirun", "--hostfile", "/etc/mpi/hostfile", "python", "/home/mpiuser/train.py")
     assert launcher.image == "my/ds:1"
-    assert launcher.env == (("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
-                            ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
-                            ("OMPI_MCA_orte_set_default_slots", "4"),          # 4 GPUs > 1: slots = 4
-                            ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
-                            ("NCCL_DEBUG", "INFO"), ("JOB_COMPLETION_INDEX", "0"))
-    assert launcher.files == (("/etc/mpi/hostfile",
-                               "ds-node-0-0.ds slots=4\nds-node-0-1.ds slots=4\nds-launcher-0-0.ds slots=4\n"),)
+    assert launcher.env == (
+        ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+        ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+        ("OMPI_MCA_orte_set_default_slots", "4"),  # 4 GPUs > 1: slots = 4
+        ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
+        ("NCCL_DEBUG", "INFO"),
+        ("JOB_COMPLETION_INDEX", "0"),
+    )
+    assert launcher.files == (
+        ("/etc/mpi/hostfile", "ds-node-0-0.ds slots=4\nds-node-0-1.ds slots=4\nds-launcher-0-0.ds slots=4\n"),
+    )
     for worker in pods[:2]:
         # workers keep the runtime image and its sshd command; trainer env + resources do reach them
         assert worker.argv == SSHD and worker.image == "ghcr.io/kubeflow/trainer/deepspeed-runtime"
@@ -194,7 +262,10 @@ def test_mpi_numnodes_semantics(num_nodes, node_pods):
     pods = pods_from_trainjob(tj("m", "mlx-distributed", {"numNodes": num_nodes, "command": ["mpirun", "x"]}))
     assert [p.role for p in pods] == ["node"] * node_pods + ["launcher"]
     # no GPUs: slots stay the runtime's numProcPerNode (1)
-    assert hostfile_of(pods) == "".join(f"m-node-0-{i}.m slots=1\n" for i in range(node_pods)) + "m-launcher-0-0.m slots=1\n"
+    assert (
+        hostfile_of(pods)
+        == "".join(f"m-node-0-{i}.m slots=1\n" for i in range(node_pods)) + "m-launcher-0-0.m slots=1\n"
+    )
 
 
 def test_mpi_without_numnodes_keeps_one_worker():
@@ -203,21 +274,29 @@ def test_mpi_without_numnodes_keeps_one_worker():
 
 
 def test_mpi_slots_from_numprocpernode_override_gpus():
-    pods = pods_from_trainjob(tj("m", "deepspeed-distributed", {"numNodes": 2, "numProcPerNode": 2,
-                                                                "resourcesPerNode": gpu(8), "command": ["mpirun", "x"]}))
+    pods = pods_from_trainjob(
+        tj(
+            "m",
+            "deepspeed-distributed",
+            {"numNodes": 2, "numProcPerNode": 2, "resourcesPerNode": gpu(8), "command": ["mpirun", "x"]},
+        )
+    )
     assert hostfile_of(pods) == "m-node-0-0.m slots=2\nm-launcher-0-0.m slots=2\n"
     assert env_of(pods[-1])["OMPI_MCA_orte_set_default_slots"] == "2"
 
 
 def test_mpi_one_gpu_keeps_one_slot():
-    pods = pods_from_trainjob(tj("m", "deepspeed-distributed", {"numNodes": 2, "resourcesPerNode": gpu(1),
-                                                                "command": ["mpirun", "x"]}))
+    pods = pods_from_trainjob(
+        tj("m", "deepspeed-distributed", {"numNodes": 2, "resourcesPerNode": gpu(1), "command": ["mpirun", "x"]})
+    )
     assert hostfile_of(pods) == "m-node-0-0.m slots=1\nm-launcher-0-0.m slots=1\n"
 
 
 def test_mpi_reserved_env_rejected_and_pet_not_injected():
     with pytest.raises(TrainJobError, match="OMPI_MCA_orte_default_hostfile"):
-        pods_from_trainjob(tj("m", "deepspeed-distributed", {"env": [{"name": "OMPI_MCA_orte_default_hostfile", "value": "x"}]}))
+        pods_from_trainjob(
+            tj("m", "deepspeed-distributed", {"env": [{"name": "OMPI_MCA_orte_default_hostfile", "value": "x"}]})
+        )
     pods = pods_from_trainjob(tj("m", "deepspeed-distributed", {"command": ["mpirun", "x"]}))
     assert not any(k.startswith("PET_") for p in pods for k, _ in p.env)
 
@@ -229,92 +308,194 @@ def test_mpi_launcher_without_command_runs_the_image_entrypoint():
 
 # ------------------------------------------------------------------------------------------ JAX, XGBoost, plain
 
+
 def test_jax_env():
-    pods = pods_from_trainjob(tj("jx", "jax-distributed", {"numNodes": 2, "command": ["python", "train.py"],
-                                                           "env": [{"name": "A", "value": "1"}],
-                                                           "resourcesPerNode": gpu(8)}))
+    pods = pods_from_trainjob(
+        tj(
+            "jx",
+            "jax-distributed",
+            {
+                "numNodes": 2,
+                "command": ["python", "train.py"],
+                "env": [{"name": "A", "value": "1"}],
+                "resourcesPerNode": gpu(8),
+            },
+        )
+    )
     assert [p.name for p in pods] == ["jx-node-0-0", "jx-node-0-1"]
-    assert pods[1].env == (("A", "1"), ("JAX_NUM_PROCESSES", "2"), ("JAX_PROCESS_ID", "1"),
-                           ("JAX_COORDINATOR_ADDRESS", "jx-node-0-0.jx:29500"), ("JOB_COMPLETION_INDEX", "1"))
+    assert pods[1].env == (
+        ("A", "1"),
+        ("JAX_NUM_PROCESSES", "2"),
+        ("JAX_PROCESS_ID", "1"),
+        ("JAX_COORDINATOR_ADDRESS", "jx-node-0-0.jx:29500"),
+        ("JOB_COMPLETION_INDEX", "1"),
+    )
     assert pods[1].image == "nvcr.io/nvidia/jax:25.10-py3" and pods[1].gpus == 8
 
 
 def test_xgboost_env():
-    pods = pods_from_trainjob(tj("xg", "xgboost-distributed", {"numNodes": 2, "resourcesPerNode": gpu(2),
-                                                               "env": [{"name": "A", "value": "$(DMLC_TASK_ID)"}],
-                                                               "command": ["python", "x.py"]}))
+    pods = pods_from_trainjob(
+        tj(
+            "xg",
+            "xgboost-distributed",
+            {
+                "numNodes": 2,
+                "resourcesPerNode": gpu(2),
+                "env": [{"name": "A", "value": "$(DMLC_TASK_ID)"}],
+                "command": ["python", "x.py"],
+            },
+        )
+    )
     # DMLC_* first (the plugin), then trainer.env (the JobSet builder), so A can use DMLC_TASK_ID
-    assert pods[1].env == (("DMLC_TRACKER_URI", "xg-node-0-0.xg"), ("DMLC_TRACKER_PORT", "29500"),
-                           ("DMLC_TASK_ID", "1"), ("DMLC_NUM_WORKER", "4"), ("A", "1"), ("JOB_COMPLETION_INDEX", "1"))
+    assert pods[1].env == (
+        ("DMLC_TRACKER_URI", "xg-node-0-0.xg"),
+        ("DMLC_TRACKER_PORT", "29500"),
+        ("DMLC_TASK_ID", "1"),
+        ("DMLC_NUM_WORKER", "4"),
+        ("A", "1"),
+        ("JOB_COMPLETION_INDEX", "1"),
+    )
     with pytest.raises(TrainJobError, match="DMLC_NUM_WORKER"):
         pods_from_trainjob(tj("xg", "xgboost-distributed", {"env": [{"name": "DMLC_NUM_WORKER", "value": "1"}]}))
 
 
-PLAIN = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
-         "metadata": {"name": "plain"},
-         "spec": {"mlPolicy": {"numNodes": 2},
-                  "template": {"spec": {"replicatedJobs": [{
-                      "name": "node",
-                      "template": {"metadata": {"labels": {kp.ANCESTOR_LABEL: "trainer"}},
-                                   "spec": {"template": {"spec": {"containers": [{
-                                       "name": "node", "image": "busybox", "command": ["sh", "-c"],
-                                       "args": ["echo $(GREETING)"], "workingDir": "/w",
-                                       "env": [{"name": "GREETING", "value": "hi"}],
-                                       "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}}]}}}}
+PLAIN = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "plain"},
+    "spec": {
+        "mlPolicy": {"numNodes": 2},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {"labels": {kp.ANCESTOR_LABEL: "trainer"}},
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "containers": [
+                                            {
+                                                "name": "node",
+                                                "image": "busybox",
+                                                "command": ["sh", "-c"],
+                                                "args": ["echo $(GREETING)"],
+                                                "workingDir": "/w",
+                                                "env": [{"name": "GREETING", "value": "hi"}],
+                                                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
 
 
 def test_plain_runtime_only_numnodes_and_env():
-    pods = pods_from_trainjob(tj("p", "plain", {"env": [{"name": "GREETING", "value": "hello"},
-                                                        {"name": "B", "value": "$(GREETING)!"}]}),
-                              runtimes={"plain": PLAIN})
+    pods = pods_from_trainjob(
+        tj("p", "plain", {"env": [{"name": "GREETING", "value": "hello"}, {"name": "B", "value": "$(GREETING)!"}]}),
+        runtimes={"plain": PLAIN},
+    )
     # mlPolicy.numNodes 2, no trainer.numNodes: 2 pods; runtime command kept; env upserted in place
     assert [p.name for p in pods] == ["p-node-0-0", "p-node-0-1"]
     assert pods[0].env == (("GREETING", "hello"), ("B", "hello!"), ("JOB_COMPLETION_INDEX", "0"))
     assert pods[0].argv == ("sh", "-c", "echo hello") and pods[0].workdir == "/w" and pods[0].gpus == 1
-    pods = pods_from_trainjob(tj("p", "plain", {"numNodes": 3, "resourcesPerNode": {"limits": {"cpu": "2"}}}),
-                              runtimes={"plain": PLAIN})
+    pods = pods_from_trainjob(
+        tj("p", "plain", {"numNodes": 3, "resourcesPerNode": {"limits": {"cpu": "2"}}}), runtimes={"plain": PLAIN}
+    )
     # resourcesPerNode merges per resource name: the runtime's GPU stays
     assert len(pods) == 3 and pods[0].gpus == 1
 
 
 # ------------------------------------------------------------------------------------------ rejections
 
+
 def test_runtime_patch_rules():
     def patch(job, container, env=None):
         c = {"name": container}
         if env:
             c["env"] = env
-        return [{"manager": "x.io/y", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-            {"name": job, "template": {"spec": {"template": {"spec": {"containers": [c]}}}}}]}}}}]
+        return [
+            {
+                "manager": "x.io/y",
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {"name": job, "template": {"spec": {"template": {"spec": {"containers": [c]}}}}}
+                            ]
+                        }
+                    }
+                },
+            }
+        ]
+
     with pytest.raises(TrainJobError, match="use spec.trainer.env"):
-        pods_from_trainjob(tj("r", "torch-distributed", {}, runtimePatches=patch("node", "node", [{"name": "A", "value": "1"}])))
+        pods_from_trainjob(
+            tj("r", "torch-distributed", {}, runtimePatches=patch("node", "node", [{"name": "A", "value": "1"}]))
+        )
     with pytest.raises(TrainJobError, match="no replicatedJob 'worker'"):
         pods_from_trainjob(tj("r", "torch-distributed", {}, runtimePatches=patch("worker", "node")))
     with pytest.raises(TrainJobError, match="no container 'sidecar'"):
         pods_from_trainjob(tj("r", "torch-distributed", {}, runtimePatches=patch("node", "sidecar")))
     # a volume-only patch changes nothing the process sees
     vol = patch("node", "node")
-    assert pods_from_trainjob(tj("r", "torch-distributed", {"command": ["torchrun", "t.py"]}, runtimePatches=vol))[0].argv == ("torchrun", "t.py")
+    assert pods_from_trainjob(tj("r", "torch-distributed", {"command": ["torchrun", "t.py"]}, runtimePatches=vol))[
+        0
+    ].argv == ("torchrun", "t.py")
 
 
 def test_runtime_patch_env_on_a_sidecar_reaches_only_that_container():
     rt = copy.deepcopy(PLAIN)
     rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"].append(
-        {"name": "helper", "image": "busybox"})
-    patch = [{"manager": "x.io/y", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-        {"name": "node", "template": {"spec": {"template": {"spec": {"containers": [
-            {"name": "helper", "env": [{"name": "H", "value": "1"}]}]}}}}}]}}}}]
+        {"name": "helper", "image": "busybox"}
+    )
+    patch = [
+        {
+            "manager": "x.io/y",
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "spec": {
+                                        "template": {
+                                            "spec": {
+                                                "containers": [{"name": "helper", "env": [{"name": "H", "value": "1"}]}]
+                                            }
+                                        }
+                                    }
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ]
     pods = pods_from_trainjob(tj("p", "plain", {}, runtimePatches=patch), runtimes={"plain": rt})
     assert "H" not in env_of(pods[0])
 
 
-@pytest.mark.parametrize("trainer, match", [
-    ({"numProcPerNode": 0}, "numProcPerNode must be >= 1"),
-    ({"numProcPerNode": "auto"}, "numProcPerNode must be an integer"),
-    ({"numNodes": -1}, "numNodes must be >= 0"),
-    ({"command": "torchrun"}, "command must be a list of strings"),
-    ({"env": [{"value": "x"}]}, r"env\[0\] has no name"),
-])
+@pytest.mark.parametrize(
+    "trainer, match",
+    [
+        ({"numProcPerNode": 0}, "numProcPerNode must be >= 1"),
+        ({"numProcPerNode": "auto"}, "numProcPerNode must be an integer"),
+        ({"numNodes": -1}, "numNodes must be >= 0"),
+        ({"command": "torchrun"}, "command must be a list of strings"),
+        ({"env": [{"value": "x"}]}, r"env\[0\] has no name"),
+    ],
+)
 def test_invalid_trainer_fields(trainer, match):
     with pytest.raises(TrainJobError, match=match):
         pods_from_trainjob(tj("i", "torch-distributed", trainer))
@@ -332,8 +513,17 @@ def test_unknown_runtime_and_unsupported_policies():
 
 
 def test_quantities():
-    assert [kp.quantity_value(q) for q in ("4", "500m", "1500m", "2.5", "1e3", "1k", "1Ki", 3, "0")] == \
-        [4, 1, 2, 3, 1000, 1000, 1024, 3, 0]
+    assert [kp.quantity_value(q) for q in ("4", "500m", "1500m", "2.5", "1e3", "1k", "1Ki", 3, "0")] == [
+        4,
+        1,
+        2,
+        3,
+        1000,
+        1000,
+        1024,
+        3,
+        0,
+    ]
     with pytest.raises(TrainJobError):
         kp.quantity_value("four")
 
@@ -364,9 +554,13 @@ def test_emitted_torchrun_multinode_gives_one_pod_per_slurm_node():
     for i, p in enumerate(pods):
         env = env_of(p)
         assert p.gpus == 8 and p.argv == tuple(trainer["command"] + trainer["args"])
-        assert (env["PET_NNODES"], env["PET_NODE_RANK"], env["PET_MASTER_ADDR"], env["PET_MASTER_PORT"]) == \
-            ("4", str(i), f"{name}-node-0-0.{name}", "29500")
-        assert env["PET_NPROC_PER_NODE"] == "auto"          # GPUs requested: torchrun decides (8 visible)
+        assert (env["PET_NNODES"], env["PET_NODE_RANK"], env["PET_MASTER_ADDR"], env["PET_MASTER_PORT"]) == (
+            "4",
+            str(i),
+            f"{name}-node-0-0.{name}",
+            "29500",
+        )
+        assert env["PET_NPROC_PER_NODE"] == "auto"  # GPUs requested: torchrun decides (8 visible)
         assert (env["NCCL_DEBUG"], env["OMP_NUM_THREADS"], env["LOGLEVEL"]) == ("WARN", "12", "INFO")
     assert p.argv[0] == "torchrun" and "--nproc-per-node" in p.argv
 
@@ -404,8 +598,11 @@ def test_emitted_jax_job():
     assert [p.name for p in pods] == [f"{name}-node-0-0", f"{name}-node-0-1"]
     for i, p in enumerate(pods):
         env = env_of(p)
-        assert (env["JAX_NUM_PROCESSES"], env["JAX_PROCESS_ID"], env["JAX_COORDINATOR_ADDRESS"]) == \
-            ("2", str(i), f"{name}-node-0-0.{name}:29500")
+        assert (env["JAX_NUM_PROCESSES"], env["JAX_PROCESS_ID"], env["JAX_COORDINATOR_ADDRESS"]) == (
+            "2",
+            str(i),
+            f"{name}-node-0-0.{name}:29500",
+        )
         assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.95" and p.gpus == 8
 
 
@@ -418,8 +615,16 @@ def test_every_emitted_convert_fixture_becomes_pods(rel):
         job = trainjob_dict(plan)
         pods = pods_from_trainjob(job)
         trainer = job["spec"].get("trainer") or {}
-        runner = [p for p in pods if p.role == ("launcher" if job["spec"]["runtimeRef"]["name"] in
-                                                 ("deepspeed-distributed", "mlx-distributed") else "node")]
+        runner = [
+            p
+            for p in pods
+            if p.role
+            == (
+                "launcher"
+                if job["spec"]["runtimeRef"]["name"] in ("deepspeed-distributed", "mlx-distributed")
+                else "node"
+            )
+        ]
         # the pod(s) running the TrainJob's command get exactly it, after the kubelet's expansion of the
         # $(VAR)s the emitter meant to leave to the kubelet (none: the emitter escapes every `$`)
         want = tuple(kubelet.expand(w, {}) for w in trainer.get("command", []) + trainer.get("args", []))
@@ -427,18 +632,24 @@ def test_every_emitted_convert_fixture_becomes_pods(rel):
 
 
 def test_job_completion_index_is_not_added_twice():
-    pods = pods_from_trainjob(tj("j", "torch-distributed", {"numNodes": 2, "env": [{"name": "JOB_COMPLETION_INDEX", "value": "7"}]}))
-    assert [k for k, _ in pods[1].env].count("JOB_COMPLETION_INDEX") == 1 and env_of(pods[1])["JOB_COMPLETION_INDEX"] == "7"
+    pods = pods_from_trainjob(
+        tj("j", "torch-distributed", {"numNodes": 2, "env": [{"name": "JOB_COMPLETION_INDEX", "value": "7"}]})
+    )
+    assert [k for k, _ in pods[1].env].count("JOB_COMPLETION_INDEX") == 1 and env_of(pods[1])[
+        "JOB_COMPLETION_INDEX"
+    ] == "7"
 
 
 def test_read_trainjobs_from_yaml():
-    text = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n" \
-           "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: y}\n" \
-           "spec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 2}}\n"
+    text = (
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n"
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: y}\n"
+        "spec: {runtimeRef: {name: torch-distributed}, trainer: {numNodes: 2}}\n"
+    )
     (job,) = kp.read_trainjobs(text, "job.yaml")
     assert [p.name for p in pods_from_trainjob(job)] == ["y-node-0-0", "y-node-0-1"]
     with pytest.raises(TrainJobError, match=r"^job.yaml:4: not valid YAML"):
-        kp.read_trainjobs("kind: TrainJob\nspec:\n  - a\n b: [\n", "job.yaml")   # line 4: ` b:` breaks the block
+        kp.read_trainjobs("kind: TrainJob\nspec:\n  - a\n b: [\n", "job.yaml")  # line 4: ` b:` breaks the block
     with pytest.raises(TrainJobError, match="job.yaml: no TrainJob"):
         kp.read_trainjobs("kind: ConfigMap\n", "job.yaml")
 
@@ -446,8 +657,13 @@ def test_read_trainjobs_from_yaml():
 def test_mig_slice_is_a_visible_gpu_but_not_a_gpu_for_the_torch_plugin():
     # GetNumGPUPerNode looks for "gpu" in the resource name: nvidia.com/mig-1g.10gb has none, so the torch
     # plugin falls back to the CPU count (8) for PET_NPROC_PER_NODE; the container still sees 1 MIG device.
-    res = {"requests": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}, "limits": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"}}
-    (pod,) = pods_from_trainjob(tj("mig", "torch-distributed", {"command": ["torchrun", "e.py"], "resourcesPerNode": res}))
+    res = {
+        "requests": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"},
+        "limits": {"cpu": "8", "nvidia.com/mig-1g.10gb": "1"},
+    }
+    (pod,) = pods_from_trainjob(
+        tj("mig", "torch-distributed", {"command": ["torchrun", "e.py"], "resourcesPerNode": res})
+    )
     assert env_of(pod)["PET_NPROC_PER_NODE"] == "8" and pod.gpus == 1
 
 
@@ -455,8 +671,12 @@ def test_site_runtime_files(tmp_path):
     # a site's own runtime (tests/fixtures/profiles/ailab/runtimes): torch policy, NGC image
     site = load_runtimes([str(REPO / "tests" / "fixtures" / "profiles" / "ailab" / "runtimes")])
     assert set(site) == {"torch-h100"}
-    pods = pods_from_trainjob(tj("h", "torch-h100", {"numNodes": 2, "command": ["torchrun", "t.py"]}), {**load_runtimes(), **site})
-    assert [p.image for p in pods] == ["nvcr.io/nvidia/pytorch:24.05-py3"] * 2 and env_of(pods[1])["PET_NODE_RANK"] == "1"
+    pods = pods_from_trainjob(
+        tj("h", "torch-h100", {"numNodes": 2, "command": ["torchrun", "t.py"]}), {**load_runtimes(), **site}
+    )
+    assert [p.image for p in pods] == ["nvcr.io/nvidia/pytorch:24.05-py3"] * 2 and env_of(pods[1])[
+        "PET_NODE_RANK"
+    ] == "1"
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: ClusterTrainingRuntime\nmetadata: {name: x\n")
     with pytest.raises(TrainJobError, match=r"bad.yaml:\d+: not a valid runtime YAML file"):
@@ -469,10 +689,14 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None)
-@given(runtime=st.sampled_from(["torch-distributed", "jax-distributed", "xgboost-distributed",
-                                "deepspeed-distributed", "mlx-distributed"]),
-       nodes=st.integers(min_value=1, max_value=9), gpus=st.integers(min_value=0, max_value=8),
-       nproc=st.one_of(st.none(), st.integers(min_value=1, max_value=8)))
+@given(
+    runtime=st.sampled_from(
+        ["torch-distributed", "jax-distributed", "xgboost-distributed", "deepspeed-distributed", "mlx-distributed"]
+    ),
+    nodes=st.integers(min_value=1, max_value=9),
+    gpus=st.integers(min_value=0, max_value=8),
+    nproc=st.one_of(st.none(), st.integers(min_value=1, max_value=8)),
+)
 def test_invariants_of_the_pod_layout(runtime, nodes, gpus, nproc):
     trainer = {"numNodes": nodes, "command": ["run"]}
     if gpus:
@@ -493,25 +717,53 @@ def test_invariants_of_the_pod_layout(runtime, nodes, gpus, nproc):
         slots = nproc if nproc is not None else (gpus if gpus > 1 else 1)
         assert lines == [f"{h.fqdn} slots={slots}" for h in hosts]
     else:
-        index_var = {"torch-distributed": "PET_NODE_RANK", "jax-distributed": "JAX_PROCESS_ID",
-                     "xgboost-distributed": "DMLC_TASK_ID"}[runtime]
+        index_var = {
+            "torch-distributed": "PET_NODE_RANK",
+            "jax-distributed": "JAX_PROCESS_ID",
+            "xgboost-distributed": "DMLC_TASK_ID",
+        }[runtime]
         assert [env_of(p)[index_var] for p in hosts] == [str(i) for i in range(nodes)]
         assert [env_of(p)["JOB_COMPLETION_INDEX"] for p in hosts] == [str(i) for i in range(nodes)]
         if runtime == "torch-distributed":
             assert {env_of(p)["PET_MASTER_ADDR"] for p in hosts} == {hosts[0].fqdn}
             assert {env_of(p)["PET_NPROC_PER_NODE"] for p in hosts} == {
-                str(nproc) if nproc is not None else ("auto" if gpus else "1")}
+                str(nproc) if nproc is not None else ("auto" if gpus else "1")
+            }
 
 
-_JUNK = st.recursive(st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                     max_leaves=6)
-_BASE = tj("fz", "deepspeed-distributed", {
-    "numNodes": 2, "command": ["mpirun", "$(A)"], "args": ["x"], "env": [{"name": "A", "value": "1"},
-    {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
-    "resourcesPerNode": gpu(2, cpu="1")},
-    runtimePatches=[{"manager": "x.io/y", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-        {"name": "launcher", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}}]}}}}])
+_JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+_BASE = tj(
+    "fz",
+    "deepspeed-distributed",
+    {
+        "numNodes": 2,
+        "command": ["mpirun", "$(A)"],
+        "args": ["x"],
+        "env": [{"name": "A", "value": "1"}, {"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+        "resourcesPerNode": gpu(2, cpu="1"),
+    },
+    runtimePatches=[
+        {
+            "manager": "x.io/y",
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "launcher",
+                                "template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}},
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ],
+)
 
 
 def _paths(obj, prefix=()):
@@ -528,8 +780,11 @@ _ALL_PATHS = [p for p in _paths(_BASE) if p]
 
 
 @settings(max_examples=300, deadline=None)
-@given(path=st.sampled_from(_ALL_PATHS), junk=_JUNK,
-       runtime=st.sampled_from(["deepspeed-distributed", "torch-distributed", "xgboost-distributed", "jax-distributed"]))
+@given(
+    path=st.sampled_from(_ALL_PATHS),
+    junk=_JUNK,
+    runtime=st.sampled_from(["deepspeed-distributed", "torch-distributed", "xgboost-distributed", "jax-distributed"]),
+)
 def test_malformed_trainjobs_give_a_trainjob_error_never_a_crash(path, junk, runtime):
     job = copy.deepcopy(_BASE)
     job["spec"]["runtimeRef"]["name"] = runtime

@@ -12,6 +12,7 @@ Expected values are derived by hand from:
   only use entries defined before it; UNCHANGED_REFERENCE stays "$(PROTOCOL)://172.17.0.1:80",
   SERVICE_ADDRESS becomes "https://172.17.0.1:80", ESCAPED_REFERENCE "$(PROTOCOL)://172.17.0.1:80").
 """
+
 from __future__ import annotations
 
 import pytest
@@ -21,32 +22,35 @@ from translator.simulate.kubelet import expand, expand_argv, resolve_env
 ENV = {"VAR": "v", "EMPTY": "", "A": "$(B)", "B": "b"}
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("$(VAR)", "v"),                         # defined reference replaced
-    ("x$(VAR)y$(VAR)", "xvyv"),              # several references
-    ("$(UNDEFINED)", "$(UNDEFINED)"),        # undefined: copied verbatim
-    ("$(EMPTY)", ""),                        # defined as the empty string: replaced by it
-    ("$$(VAR)", "$(VAR)"),                   # escaped reference (ESCAPED_REFERENCE in the docs page)
-    ("$$(UNDEFINED)", "$(UNDEFINED)"),
-    ("$$", "$"),
-    ("$$$$", "$$"),
-    ("$$$", "$$"),                           # `$$` -> `$`, then a trailing `$` kept
-    ("$", "$"),                              # trailing `$` kept
-    ("abc$", "abc$"),
-    ("$VAR", "$VAR"),                        # shell syntax is not kubelet syntax: kept
-    ("${VAR}", "${VAR}"),
-    ("$1 $@", "$1 $@"),
-    ("$(VAR", "$(VAR"),                      # unterminated reference kept
-    ("a$(b$$c", "a$(b$c"),                   # ... and scanning resumes after the `(`: `$$` still reduced
-    ("$(A$(VAR))", "$(A$(VAR))"),            # reference runs to the FIRST `)`: name "A$(VAR" undefined
-    ("$(VAR))", "v)"),
-    ("$()", "$()"),                          # empty name: undefined
-    ("$(A)", "$(B)"),                        # no recursive expansion of a substituted value
-    ("$(hostname)", "$(hostname)"),          # a shell command substitution is an undefined reference
-    ("$((1+2))", "$((1+2))"),
-    ("no dollar", "no dollar"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("$(VAR)", "v"),  # defined reference replaced
+        ("x$(VAR)y$(VAR)", "xvyv"),  # several references
+        ("$(UNDEFINED)", "$(UNDEFINED)"),  # undefined: copied verbatim
+        ("$(EMPTY)", ""),  # defined as the empty string: replaced by it
+        ("$$(VAR)", "$(VAR)"),  # escaped reference (ESCAPED_REFERENCE in the docs page)
+        ("$$(UNDEFINED)", "$(UNDEFINED)"),
+        ("$$", "$"),
+        ("$$$$", "$$"),
+        ("$$$", "$$"),  # `$$` -> `$`, then a trailing `$` kept
+        ("$", "$"),  # trailing `$` kept
+        ("abc$", "abc$"),
+        ("$VAR", "$VAR"),  # shell syntax is not kubelet syntax: kept
+        ("${VAR}", "${VAR}"),
+        ("$1 $@", "$1 $@"),
+        ("$(VAR", "$(VAR"),  # unterminated reference kept
+        ("a$(b$$c", "a$(b$c"),  # ... and scanning resumes after the `(`: `$$` still reduced
+        ("$(A$(VAR))", "$(A$(VAR))"),  # reference runs to the FIRST `)`: name "A$(VAR" undefined
+        ("$(VAR))", "v)"),
+        ("$()", "$()"),  # empty name: undefined
+        ("$(A)", "$(B)"),  # no recursive expansion of a substituted value
+        ("$(hostname)", "$(hostname)"),  # a shell command substitution is an undefined reference
+        ("$((1+2))", "$((1+2))"),
+        ("no dollar", "no dollar"),
+        ("", ""),
+    ],
+)
 def test_expand_edge_cases(text, expected):
     assert expand(text, ENV) == expected
 
@@ -77,25 +81,34 @@ def test_env_resolution_follows_the_dependent_envars_demo_pod():
 
 def test_env_entry_cannot_see_later_entries_but_valuefrom_is_visible():
     entries = [
-        ("RANK", "$(PET_NODE_RANK)", True),      # defined later: stays literal
-        ("PET_NODE_RANK", "3", False),           # a resolved valueFrom (fieldRef)
-        ("NODE", "n$(PET_NODE_RANK)", True),     # after it: expanded
-        ("RAW", "$(NODE)", False),               # a valueFrom value is never expanded itself
+        ("RANK", "$(PET_NODE_RANK)", True),  # defined later: stays literal
+        ("PET_NODE_RANK", "3", False),  # a resolved valueFrom (fieldRef)
+        ("NODE", "n$(PET_NODE_RANK)", True),  # after it: expanded
+        ("RAW", "$(NODE)", False),  # a valueFrom value is never expanded itself
     ]
-    assert resolve_env(entries) == [("RANK", "$(PET_NODE_RANK)"), ("PET_NODE_RANK", "3"),
-                                    ("NODE", "n3"), ("RAW", "$(NODE)")]
+    assert resolve_env(entries) == [
+        ("RANK", "$(PET_NODE_RANK)"),
+        ("PET_NODE_RANK", "3"),
+        ("NODE", "n3"),
+        ("RAW", "$(NODE)"),
+    ]
 
 
 def test_repeated_name_keeps_first_position_and_last_value_and_sees_the_earlier_one():
     # the kubelet keeps a map: a second A overrides the first, and while it is expanded A is already defined
-    assert resolve_env([("A", "x", True), ("B", "$(A)", True), ("A", "$(A)y", True)]) == [
-        ("A", "xy"), ("B", "x")]
+    assert resolve_env([("A", "x", True), ("B", "$(A)", True), ("A", "$(A)y", True)]) == [("A", "xy"), ("B", "x")]
 
 
 def test_command_and_args_see_the_full_env_including_later_entries():
     env = resolve_env([("RANK", "$(PET_NODE_RANK)", True), ("PET_NODE_RANK", "1", False)])
     assert expand_argv(["python", "t.py", "--rank=$(PET_NODE_RANK)", "--r2=$(RANK)", "$$(RANK)", "$(NOPE)"], env) == (
-        "python", "t.py", "--rank=1", "--r2=$(PET_NODE_RANK)", "$(RANK)", "$(NOPE)")
+        "python",
+        "t.py",
+        "--rank=1",
+        "--r2=$(PET_NODE_RANK)",
+        "$(RANK)",
+        "$(NOPE)",
+    )
 
 
 # The emitters escape text copied from a script with translator.plan.kube.escape so that the kubelet gives
@@ -110,7 +123,7 @@ _TEXT = st.text(alphabet="$()aB_1 ", max_size=24)
 @settings(max_examples=400, deadline=None)
 @given(_TEXT)
 def test_emitter_escape_round_trips_through_the_kubelet(text):
-    env = {"a": "X", "B": "Y", "aB_1": "Z", "_": "U"}   # env names the emitter and the runtime use are identifiers
+    env = {"a": "X", "B": "Y", "aB_1": "Z", "_": "U"}  # env names the emitter and the runtime use are identifiers
     assert expand(kube.escape(text), env) == text
 
 

@@ -5,6 +5,7 @@ reads them as its option defaults, torch/distributed/argparse_util.py), the MPI 
 `/etc/mpi/hostfile` with `<pod>.<job> slots=N`, OMPI_MCA_orte_default_hostfile, ranks started over ssh,
 which carries only `-x` variables: Open MPI mpirun(1) "-x"), Kubernetes (no Slurm commands in the image).
 """
+
 from __future__ import annotations
 
 from translator.simulate.model import PodLaunch, Process, SideResult
@@ -14,13 +15,27 @@ from translator.simulate.verdict import compare
 
 def pod(i, argv, env=(), gpus=0, role="node", name="job", files=()):
     host = f"{name}-node-0-{i}" if role == "node" else f"{name}-launcher-0-0"
-    return PodLaunch(name=host, role=role, node=i, hostname=host, argv=tuple(argv), env=tuple(env), gpus=gpus,
-                     files=tuple(files), fqdn=f"{host}.{name}")
+    return PodLaunch(
+        name=host,
+        role=role,
+        node=i,
+        hostname=host,
+        argv=tuple(argv),
+        env=tuple(env),
+        gpus=gpus,
+        files=tuple(files),
+        fqdn=f"{host}.{name}",
+    )
 
 
 def torch_env(i, n, nproc):
-    return (("PET_NNODES", str(n)), ("PET_NPROC_PER_NODE", str(nproc)), ("PET_NODE_RANK", str(i)),
-            ("PET_MASTER_ADDR", "job-node-0-0.job"), ("PET_MASTER_PORT", "29500"))
+    return (
+        ("PET_NNODES", str(n)),
+        ("PET_NPROC_PER_NODE", str(nproc)),
+        ("PET_NODE_RANK", str(i)),
+        ("PET_MASTER_ADDR", "job-node-0-0.job"),
+        ("PET_MASTER_PORT", "29500"),
+    )
 
 
 def test_torch_pods_run_torchrun_with_the_runtime_env():
@@ -41,9 +56,13 @@ def test_slurm_commands_do_not_exist_in_a_pod():
 
 def test_mpi_launcher_places_ranks_on_worker_pods_and_ssh_drops_the_env():
     hostfile = "job-node-0-0.job slots=2\njob-node-0-1.job slots=2\n"
-    launcher = pod(0, ["bash", "-c", "export A=1 B=2; mpirun -x A python train.py"], role="launcher",
-                   env=(("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),),
-                   files=(("/etc/mpi/hostfile", hostfile),))
+    launcher = pod(
+        0,
+        ["bash", "-c", "export A=1 B=2; mpirun -x A python train.py"],
+        role="launcher",
+        env=(("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),),
+        files=(("/etc/mpi/hostfile", hostfile),),
+    )
     workers = [pod(i, ["/usr/sbin/sshd", "-De"], gpus=2) for i in range(2)]
     side = run_pods(workers + [launcher])
     assert not side.failures
@@ -54,9 +73,21 @@ def test_mpi_launcher_places_ranks_on_worker_pods_and_ssh_drops_the_env():
 
 
 def P(side, node, rank, world, gpus=1, prog="train.py", argv=(), master="node01", port="29500", env=(), cwd=""):
-    return Process(side=side, node=node, host=f"h{node}", program=prog, argv=tuple(argv), rank=rank,
-                   local_rank=rank % 2, world_size=world, master_addr=master, master_port=port, gpus=gpus,
-                   env=tuple(env), cwd=cwd)
+    return Process(
+        side=side,
+        node=node,
+        host=f"h{node}",
+        program=prog,
+        argv=tuple(argv),
+        rank=rank,
+        local_rank=rank % 2,
+        world_size=world,
+        master_addr=master,
+        master_port=port,
+        gpus=gpus,
+        env=tuple(env),
+        cwd=cwd,
+    )
 
 
 SH = (("node01", 0, "10.0.0.1"), ("node02", 1, "10.0.0.2"))
@@ -83,13 +114,13 @@ def test_each_kind_of_difference_is_named():
     assert "world size on Slurm 4, on Kubeflow 8" in d
     assert "GPUs visible per process on Slurm 1, on Kubeflow 2" in d
     assert "MASTER_ADDR points to node0 on Slurm, to node1 on Kubeflow" in d
-    assert "MASTER_PORT" not in d          # any free port works: only one port per side matters
+    assert "MASTER_PORT" not in d  # any free port works: only one port per side matters
     assert "NCCL_DEBUG is 'INFO' on Slurm, unset on Kubeflow" in d
 
 
 def test_a_per_pod_master_addr_is_a_difference():
     s = [P("slurm", r // 2, r, 4) for r in range(4)]
-    k = [P("kubeflow", r // 2, r, 4, master="localhost") for r in range(4)]      # each pod its own "master"
+    k = [P("kubeflow", r // 2, r, 4, master="localhost") for r in range(4)]  # each pod its own "master"
     d = compare(*sides(s, k))
     assert any(x.startswith("Kubeflow: the ranks of") and "MASTER_ADDR" in x for x in d)
     k = [P("kubeflow", r // 2, r, 4, master="job-node-0-0", port=str(29500 + r // 2)) for r in range(4)]
@@ -102,27 +133,61 @@ def test_rank_layout_and_failures():
     k = [P("kubeflow", r % 2, r, 4, master="job-node-0-0.job") for r in range(4)]
     assert any("rank -> node layout differs" in x for x in compare(*sides(s, k)))
     from translator.simulate.model import Failure
-    ks = SideResult("kubeflow", tuple(P("kubeflow", r // 2, r, 4, master="job-node-0-0") for r in range(4)),
-                    failures=(Failure("kubeflow", 0, "srun python a.py", "command not found in the container"),),
-                    hosts=KH)
+
+    ks = SideResult(
+        "kubeflow",
+        tuple(P("kubeflow", r // 2, r, 4, master="job-node-0-0") for r in range(4)),
+        failures=(Failure("kubeflow", 0, "srun python a.py", "command not found in the container"),),
+        hosts=KH,
+    )
     assert compare(SideResult("slurm", tuple(s), hosts=SH), ks) == [
-        "Kubeflow: `srun python a.py` fails on pod 0: command not found in the container"]
+        "Kubeflow: `srun python a.py` fails on pod 0: command not found in the container"
+    ]
 
 
 def test_job_id_and_launcher_defaults_and_internals_are_not_differences():
     s = [P("slurm", 0, 0, 1, argv=("--out", "runs/4242"), env=(("SLURM_JOB_ID", "4242"), ("SLURM_NNODES", "1")))]
-    k = [P("kubeflow", 0, 0, 1, argv=("--out", "runs/98765"), master="job-node-0-0",
-           env=(("SLURM_JOB_ID", "98765"), ("PET_NNODES", "1"), ("PIP_NO_INPUT", "1")))]
+    k = [
+        P(
+            "kubeflow",
+            0,
+            0,
+            1,
+            argv=("--out", "runs/98765"),
+            master="job-node-0-0",
+            env=(("SLURM_JOB_ID", "98765"), ("PET_NNODES", "1"), ("PIP_NO_INPUT", "1")),
+        )
+    ]
     assert compare(*sides(s, k)) == []
 
 
 def test_host_names_in_arguments_and_variables_name_nodes_on_each_side():
     # `--head node01` on Slurm and `--head job-node-0-0.job` in a pod both name node 0
     s = [P("slurm", 0, 0, 1, argv=("--head", "node01", "--ip", "10.0.0.2"), env=(("HEAD", "node01:29500"),))]
-    k = [P("kubeflow", 0, 0, 1, argv=("--head", "job-node-0-0.job", "--ip", "10.244.1.10"),
-           env=(("HEAD", "job-node-0-0:29500"),), master="job-node-0-0")]
+    k = [
+        P(
+            "kubeflow",
+            0,
+            0,
+            1,
+            argv=("--head", "job-node-0-0.job", "--ip", "10.244.1.10"),
+            env=(("HEAD", "job-node-0-0:29500"),),
+            master="job-node-0-0",
+        )
+    ]
     assert compare(*sides(s, k)) == []
-    k = [P("kubeflow", 0, 0, 1, argv=("--head", "job-node-0-1", "--ip", "10.244.1.10"),
-           env=(("HEAD", "job-node-0-0:29500"),), master="job-node-0-0")]
-    assert compare(*sides(s, k)) == ["`python train.py --head '<node0>' --ip '<node1>'`: Slurm starts 1, Kubeflow starts 0",
-                                     "`python train.py --head '<node1>' --ip '<node1>'`: Slurm starts 0, Kubeflow starts 1"]
+    k = [
+        P(
+            "kubeflow",
+            0,
+            0,
+            1,
+            argv=("--head", "job-node-0-1", "--ip", "10.244.1.10"),
+            env=(("HEAD", "job-node-0-0:29500"),),
+            master="job-node-0-0",
+        )
+    ]
+    assert compare(*sides(s, k)) == [
+        "`python train.py --head '<node0>' --ip '<node1>'`: Slurm starts 1, Kubeflow starts 0",
+        "`python train.py --head '<node1>' --ip '<node1>'`: Slurm starts 0, Kubeflow starts 1",
+    ]

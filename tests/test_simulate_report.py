@@ -1,5 +1,6 @@
 """`migrate --simulate` / `report --simulate`: a launch column and a per-script section, S8xx issues, and the
 written TrainJobs unchanged by the flag."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,12 @@ def test_report_simulate_single_script_json_and_markdown(cli):
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     (sr,) = doc["scripts"]
-    assert sr["simulation"] == {"verdict": "equivalent", "differences": [], "slurm_processes": 32,
-                                "kubeflow_processes": 32}
+    assert sr["simulation"] == {
+        "verdict": "equivalent",
+        "differences": [],
+        "slurm_processes": 32,
+        "kubeflow_processes": 32,
+    }
     assert "S801" in [i["code"] for i in sr["issues"]]
     r = cli("report", "--format", "json", str(EX / "torchrun_multinode" / "job.sbatch"))
     assert "simulation" not in json.loads(r.stdout)["scripts"][0]

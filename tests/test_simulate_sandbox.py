@@ -4,6 +4,7 @@ A hostile script tries to delete, overwrite and create files outside its tempora
 name, by absolute path, with shell redirections), to reach the network, and to fork without end. Canary
 files outside the sandbox prove that nothing happened, and the run ends within its time limit.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,13 +76,13 @@ def test_hostile_script_changes_nothing_outside(canaries, tmp_path):
     assert not os.path.exists("/data")
     assert not os.path.exists(marker)
     assert "NETWORK-REACHED" not in res.units[0].stdout
-    assert elapsed < 15, elapsed            # the fork loop is cut at the time limit
+    assert elapsed < 15, elapsed  # the fork loop is cut at the time limit
     assert res.isolation.startswith("namespaces")
     # the commands were recorded instead of run
     calls = [(r["name"], r["argv"]) for r in res.records if r["kind"] == "call"]
     names = [c[0] for c in calls]
     assert ("rm", ["-rf", str(canaries)]) in calls
-    assert ("rm", ["-rf", f"{canaries}/keep.txt"]) in calls          # /bin/rm is the stub too
+    assert ("rm", ["-rf", f"{canaries}/keep.txt"]) in calls  # /bin/rm is the stub too
     assert "curl" in names and "ssh" in names
     assert ("mkdir", ["/data"]) in calls
 
@@ -107,12 +108,15 @@ def test_time_limit_and_output_cap():
     res = sb.run_units([_bash("yes | head -c 1000000; while :; do :; done")], "slurm", HOSTS, timeout=1.0)
     u = res.units[0]
     assert u.timed_out
-    assert len(u.stdout) == 64 * 1024      # the output cap
+    assert len(u.stdout) == 64 * 1024  # the output cap
 
 
 def test_working_directory_and_home_are_an_empty_private_directory():
-    res = sb.run_units([_bash('pwd; echo "$HOME"; ls -A | wc -l; id -u; hostname; mkdir -p logs; '
-                              'echo hi > logs/x; cat logs/x')], "slurm", HOSTS)
+    res = sb.run_units(
+        [_bash('pwd; echo "$HOME"; ls -A | wc -l; id -u; hostname; mkdir -p logs; echo hi > logs/x; cat logs/x')],
+        "slurm",
+        HOSTS,
+    )
     out = res.units[0].stdout.split()
     assert out == ["/home/user", "/home/user", "0", "1000", "node01", "hi"]
 
@@ -125,8 +129,9 @@ def test_unknown_commands_are_recorded_not_failed():
 
 def test_weak_mode_is_reported_and_still_stubs_absolute_paths(monkeypatch, canaries):
     monkeypatch.setattr(sb, "_NS_OK", False)
-    res = sb.run_units([_bash(f"/bin/rm -rf {canaries}; rm -rf {canaries}/sub; /usr/bin/curl x; echo ok")],
-                       "slurm", HOSTS)
+    res = sb.run_units(
+        [_bash(f"/bin/rm -rf {canaries}; rm -rf {canaries}/sub; /usr/bin/curl x; echo ok")], "slurm", HOSTS
+    )
     assert res.isolation.startswith("path-only") and "NOT protected" in res.isolation
     _assert_intact(canaries)
     assert res.units[0].stdout == "ok\n"
@@ -137,9 +142,17 @@ def test_killing_everything_or_filling_the_disk_stays_inside():
     # `kill -9 -1` reaches only the sandbox's own processes (pid namespace; kill(2) spares the caller, and
     # the namespace's process 1 cannot be killed from inside); a file stops growing at the 16 MiB file-size
     # limit, inside a tmpfs of 64 MiB, never on the host's disk.
-    res = sb.run_units([_bash("head -c 200000000 /dev/zero > big; ls -s big | cut -d' ' -f1; "
-                              "cat /dev/zero > /tmp/fill; echo filled; sleep 30 & kill -9 -1; echo after-kill")],
-                       "slurm", HOSTS, timeout=5.0)
+    res = sb.run_units(
+        [
+            _bash(
+                "head -c 200000000 /dev/zero > big; ls -s big | cut -d' ' -f1; "
+                "cat /dev/zero > /tmp/fill; echo filled; sleep 30 & kill -9 -1; echo after-kill"
+            )
+        ],
+        "slurm",
+        HOSTS,
+        timeout=5.0,
+    )
     u = res.units[0]
     size_kib = int(u.stdout.split()[0])
     assert size_kib == 16 * 1024
@@ -161,5 +174,5 @@ def test_weak_mode_runs_the_batch_script_and_gives_the_same_verdict(monkeypatch)
     monkeypatch.setattr(sb, "_NS_OK", False)
     weak = simulate_script(script, ConvertSettings())
     assert any("path-only" in n for n in weak.slurm.notes)
-    assert not weak.slurm.failures and len(weak.slurm.processes) == 32      # 4 nodes x 8 torchrun workers
+    assert not weak.slurm.failures and len(weak.slurm.processes) == 32  # 4 nodes x 8 torchrun workers
     assert (weak.verdict, weak.differences) == (strong.verdict, strong.differences) == ("equivalent", ())

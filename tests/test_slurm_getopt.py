@@ -4,6 +4,7 @@ Expectations from the sbatch semantics notes (section 3) and the messages real s
 printed for the same words (slurm-oracle runs: `--mem-per=4G`, `--excl`, `--tasks=14`,
 `--gpus-per-nod=8`, `--exclusive user`, `--requeue=expedite`, `#SBATCH --nodes` + `#SBATCH 2`).
 """
+
 from translator.slurm.getopt import getopt_long, match_long
 
 
@@ -24,12 +25,11 @@ def test_long_forms_equals_and_space():
 
 def test_short_glued_and_separate():
     r = getopt_long(words((2, "-N2 -n 16"), (3, "-c4 -t05-00:00:00")))
-    assert opts(r) == [("nodes", "2", 2), ("ntasks", "16", 2), ("cpus-per-task", "4", 3),
-                       ("time", "05-00:00:00", 3)]
+    assert opts(r) == [("nodes", "2", 2), ("ntasks", "16", 2), ("cpus-per-task", "4", 3), ("time", "05-00:00:00", 3)]
 
 
 def test_glued_flags_then_option_with_argument():
-    r = getopt_long(words((2, "-HOsN3")))      # hold, overcommit, oversubscribe, nodes=3
+    r = getopt_long(words((2, "-HOsN3")))  # hold, overcommit, oversubscribe, nodes=3
     assert opts(r) == [("hold", None, 2), ("overcommit", None, 2), ("oversubscribe", None, 2), ("nodes", "3", 2)]
 
 
@@ -54,9 +54,11 @@ def test_exact_names_are_never_ambiguous():
 
 
 def test_ambiguous_prefixes():
-    for word, cands in [("--mem-per=4G", {"mem-per-cpu", "mem-per-gpu"}),
-                        ("--excl", {"exclude", "exclusive"}),
-                        ("--cpus=2", {"cpus-per-gpu", "cpus-per-task"})]:
+    for word, cands in [
+        ("--mem-per=4G", {"mem-per-cpu", "mem-per-gpu"}),
+        ("--excl", {"exclude", "exclusive"}),
+        ("--cpus=2", {"cpus-per-gpu", "cpus-per-task"}),
+    ]:
         r = getopt_long(words((5, word)))
         assert not r.options
         (err,) = r.errors
@@ -111,7 +113,7 @@ def test_required_argument_takes_next_word_even_if_it_looks_like_an_option():
 
 def test_parsing_stops_at_first_non_option():
     r = getopt_long(words((2, "-J my job -N 2")))
-    assert opts(r) == [("job-name", "my", 2)]        # -N 2 is never read
+    assert opts(r) == [("job-name", "my", 2)]  # -N 2 is never read
     assert r.errors[0].message == "Invalid directive found in batch script: job"
     assert [w for w, _ in r.rest] == ["job", "-N", "2"]
 
@@ -126,6 +128,8 @@ def test_spank_plugin_options_are_classified():
     (err,) = r.errors
     assert err.kind == "spank" and err.spank == ("pyxis", "container-image") and err.line == 4
     # parsing goes on after it, so the rest of the script is still read
-    assert [(o.key, o.value) for o in r.options] == [("container-image", "nvcr.io/nvidia/pytorch:24.01-py3"),
-                                                   ("nodes", "2")]
+    assert [(o.key, o.value) for o in r.options] == [
+        ("container-image", "nvcr.io/nvidia/pytorch:24.01-py3"),
+        ("nodes", "2"),
+    ]
     assert r.options[0].spec is None

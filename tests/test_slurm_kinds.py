@@ -5,6 +5,7 @@ that kind. These checks keep the two tables in step: a kind without a parser, a 
 uses, or an alias validated differently from the option it sets (sbatch's getopt gives an alias
 the same `val`, so opt.c runs the same code for both).
 """
+
 import pytest
 
 from translator.slurm import kinds
@@ -39,7 +40,7 @@ def test_core_and_thread_spec_share_one_field_but_read_back_differently():
     # threads: a --core-spec with that bit set reads back as unset, --thread-spec without the bit
     # (the same values as the oracle probes core_spec_thread_bit / thread_spec_thread_bit).
     assert _parse("core-spec", "32768")[0] == ("unset", 32768)
-    assert _parse("core-spec", "0")[0] == ("0", 0)            # zero reserved cores is a valid count
+    assert _parse("core-spec", "0")[0] == ("0", 0)  # zero reserved cores is a valid count
     assert _parse("thread-spec", "32768")[0] == ("0", 32768)
 
 

@@ -5,6 +5,7 @@ The Slurm oracle's sbatch 22.05.8 is asked directly: every long option and short
 same about its argument (required / optional / none). These tests need the oracle's Slurm
 client (see tests/oracles.py) and FAIL when it is missing.
 """
+
 import os
 import re
 import subprocess
@@ -12,8 +13,16 @@ import subprocess
 import pytest
 
 import oracles
-from translator.slurm.options import (CANONICAL, ENV_OPTIONS, LONG_OPTIONS, NONE, OPTIONAL, REQUIRED,
-                                      SHORT_OPTIONS, SPANK_OPTIONS)
+from translator.slurm.options import (
+    CANONICAL,
+    ENV_OPTIONS,
+    LONG_OPTIONS,
+    NONE,
+    OPTIONAL,
+    REQUIRED,
+    SHORT_OPTIONS,
+    SPANK_OPTIONS,
+)
 
 pytestmark = pytest.mark.slurm
 
@@ -27,9 +36,11 @@ def sbatch():
     env = dict(os.environ, SLURM_CONF=conf)
 
     def run(*args):
-        p = subprocess.run(["sbatch", *args], capture_output=True, text=True, env=env,
-                           stdin=subprocess.DEVNULL, timeout=30)
+        p = subprocess.run(
+            ["sbatch", *args], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=30
+        )
         return p.stdout + p.stderr
+
     return run
 
 
@@ -87,7 +98,12 @@ def test_hidden_aliases():
 
 def test_optional_argument_options_of_22_05():
     assert sorted(n for n, s in CANONICAL.items() if s.arg == OPTIONAL) == [
-        "exclusive", "get-user-env", "nice", "no-kill", "propagate"]
+        "exclusive",
+        "get-user-env",
+        "nice",
+        "no-kill",
+        "propagate",
+    ]
 
 
 def test_environment_table():

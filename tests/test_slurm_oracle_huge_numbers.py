@@ -4,6 +4,7 @@ strtol/strtoul/strtoll clamp such texts (C standard), so a 50-digit or a 5,000-d
 the verdict, merged options and job fields real sbatch gives (our reader no longer converts the whole
 text with Python's int(), which refuses more than 4,300 digits and is quadratic in the length). Fails (never skips) without the oracle.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -22,15 +23,38 @@ PROBES = {f"count_{o}_{k}": [f"#SBATCH --{o}={v}"] for o in _COUNT_OPTIONS if o 
 # Not compared: `-B` with thousands of leading zeros (real sbatch reads 0:0:0, we read 7; not about
 # the number's size). Listed in the issue-10 report for the lead.
 _NOT_COMPARED = {("extra_node_info", "zeros4000")}
-PROBES.update({f"numeric_{o}_{k}": ["#SBATCH " + f.format(v)] for o, f in _NUMERIC_FORMS.items()
-               for k, v in _HUGE.items() if (o, k) not in _NOT_COMPARED})
+PROBES.update(
+    {
+        f"numeric_{o}_{k}": ["#SBATCH " + f.format(v)]
+        for o, f in _NUMERIC_FORMS.items()
+        for k, v in _HUGE.items()
+        if (o, k) not in _NOT_COMPARED
+    }
+)
 # (arrays: 50 digits only; the shared compare.py itself reads array bounds with int())
-PROBES.update({"array_digits50": ["#SBATCH --array=0-" + "9" * 50], "array_step50": ["#SBATCH --array=0-3:" + "9" * 50]})
+PROBES.update(
+    {"array_digits50": ["#SBATCH --array=0-" + "9" * 50], "array_step50": ["#SBATCH --array=0-3:" + "9" * 50]}
+)
 # `-D` (D days back) in --time, --time-min and --delay-boot: C int arithmetic on the seconds
-_DAYS_BACK = ("2", "3", "2147483647", "2147483648", "2147483649", "4294967296", "4294967297",
-              "9223372036854775807", "9223372036854775808", "9" * 50)
-PROBES.update({f"days_back_{o}_{d[:20]}": [f"#SBATCH -p cpu --{o}=-{d}"] for o in ("time", "time-min", "delay-boot")
-               for d in _DAYS_BACK})
+_DAYS_BACK = (
+    "2",
+    "3",
+    "2147483647",
+    "2147483648",
+    "2147483649",
+    "4294967296",
+    "4294967297",
+    "9223372036854775807",
+    "9223372036854775808",
+    "9" * 50,
+)
+PROBES.update(
+    {
+        f"days_back_{o}_{d[:20]}": [f"#SBATCH -p cpu --{o}=-{d}"]
+        for o in ("time", "time-min", "delay-boot")
+        for d in _DAYS_BACK
+    }
+)
 PROBES.update({f"gpu_verdict_{o}_{k}": [f"#SBATCH --{o}={v}"] for o in _GPU for k, v in _HUGE.items()})
 
 

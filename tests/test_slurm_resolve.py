@@ -5,6 +5,7 @@ exercise only the resolution rules. Expectations come from the sbatch semantics 
 3, 4, 6, 7, 9, 11, 15) and from what real sbatch 22.05.8 did with the same directives
 (slurm-oracle observations noted per case).
 """
+
 import pytest
 
 from docs_text import all_docs
@@ -24,9 +25,21 @@ def script(*lines, path="/jobs/train.sbatch", components=None, foreign=(), refus
             words = tuple(words.split())
         directives.append(Directive(number, "#SBATCH " + " ".join(words), "#SBATCH", tuple(words), comp))
     n = components or (1 + max((d.component for d in directives), default=0))
-    return Script(path=path, text="", line_count=50, shebang="#!/bin/bash", shell="bash",
-                  directives=tuple(directives), ignored=(), foreign=tuple(foreign), body=(),
-                  body_start_line=40, components=n, diagnostics=tuple(diagnostics), sbatch_refuses=refuses)
+    return Script(
+        path=path,
+        text="",
+        line_count=50,
+        shebang="#!/bin/bash",
+        shell="bash",
+        directives=tuple(directives),
+        ignored=(),
+        foreign=tuple(foreign),
+        body=(),
+        body_start_line=40,
+        components=n,
+        diagnostics=tuple(diagnostics),
+        sbatch_refuses=refuses,
+    )
 
 
 def codes(job, severity=None):
@@ -68,11 +81,21 @@ def test_array_fields():
     assert (f.array, f.array_throttle) == ("1-5", None)
 
 
-@pytest.mark.parametrize("words,code", [
-    ("--exclusive user", "O205"), ("--mem-per=4G", "O202"), ("--mem=1.5G", "O207"), ("--excl", "O202"),
-    ("--gpus-per-nodes=8", "O201"), ("--requeue=expedite", "O204"), ("--time", "O203"),
-    ("-n 0", "O207"), ("--exclusive=topo", "O207"), ("--signal=BOGUS", "O207"),
-])
+@pytest.mark.parametrize(
+    "words,code",
+    [
+        ("--exclusive user", "O205"),
+        ("--mem-per=4G", "O202"),
+        ("--mem=1.5G", "O207"),
+        ("--excl", "O202"),
+        ("--gpus-per-nodes=8", "O201"),
+        ("--requeue=expedite", "O204"),
+        ("--time", "O203"),
+        ("-n 0", "O207"),
+        ("--exclusive=topo", "O207"),
+        ("--signal=BOGUS", "O207"),
+    ],
+)
 def test_refusals(words, code):
     j = resolve(script((3, words)))
     assert j.sbatch_accepts is False
@@ -98,7 +121,7 @@ def test_not_exclusive_in_22_05():
     j = resolve(script((2, "--gpus-per-node=2 --gres=gpu:2")))
     assert j.sbatch_accepts and "O216" in codes(j)
     j = resolve(script((2, "--exclusive --oversubscribe")))
-    assert j.sbatch_accepts and j.fields.exclusive is False          # the later one wins (oracle)
+    assert j.sbatch_accepts and j.fields.exclusive is False  # the later one wins (oracle)
     assert j.options == {"exclusive": "oversubscribe", "oversubscribe": "oversubscribe"}
     j = resolve(script((2, "--oversubscribe --exclusive")))
     assert j.fields.exclusive is True
@@ -106,16 +129,16 @@ def test_not_exclusive_in_22_05():
 
 
 def test_gpu_request_checks_before_submit():
-    assert not resolve(script((2, "--mem-per-gpu=1G"))).sbatch_accepts           # no GPU asked
+    assert not resolve(script((2, "--mem-per-gpu=1G"))).sbatch_accepts  # no GPU asked
     assert resolve(script((2, "--mem-per-gpu=1G --gres=gpu:1"))).sbatch_accepts
-    assert not resolve(script((2, "--gpus=1 -N 2"))).sbatch_accepts             # --gpus < -N
+    assert not resolve(script((2, "--gpus=1 -N 2"))).sbatch_accepts  # --gpus < -N
     assert resolve(script((2, "--gpus=4 -N 2-4"))).sbatch_accepts
     assert not resolve(script((2, "--gpus=3 --gpus-per-node=2 -N 2"))).sbatch_accepts
     assert not resolve(script((2, "--gpus=2 --gpus-per-node=4"))).sbatch_accepts
     assert not resolve(script((2, "--gpus=4 -n 2 --gpus-per-task=3"))).sbatch_accepts
-    assert not resolve(script((2, "--gpus-per-task=1"))).sbatch_accepts          # no task count
+    assert not resolve(script((2, "--gpus-per-task=1"))).sbatch_accepts  # no task count
     assert resolve(script((2, "--gpus-per-task=1 --ntasks-per-node=2"))).sbatch_accepts
-    assert resolve(script((2, "--gpus=1 -N 1-2"))).fields.nodes_max == 1        # oracle: 1-1
+    assert resolve(script((2, "--gpus=1 -N 1-2"))).fields.nodes_max == 1  # oracle: 1-1
 
 
 def test_invalid_values_checked_after_merge_stay_in_options():
@@ -123,14 +146,14 @@ def test_invalid_values_checked_after_merge_stay_in_options():
     assert not j.sbatch_accepts and j.options["gres"] == "gres/gpu:2"
     j = resolve(script((2, "--hint=foo")))
     assert not j.sbatch_accepts and j.options["hint"] == "foo"
-    j = resolve(script((2, "--mem=1.5G")))       # refused before the merge: not in the options
+    j = resolve(script((2, "--mem=1.5G")))  # refused before the merge: not in the options
     assert "mem" not in j.options
 
 
 def test_mail_type_accumulates_everything_else_last_wins():
     j = resolve(script((2, "--mail-type=begin"), (3, "--mail-type=end"), (4, "-p a"), (5, "-p b")))
     assert j.options["mail-type"] == "BEGIN,END" and j.fields.partition == "b"
-    assert "O212" in codes(j)         # -p b overrides -p a, reported
+    assert "O212" in codes(j)  # -p b overrides -p a, reported
 
 
 def test_alias_prefix_of_tasks_per_node():
@@ -168,19 +191,23 @@ def test_job_name_default_and_contract():
 
 
 def test_field_units_and_flags():
-    f = resolve(script((2, "--mem-per-cpu=2G --exclusive=user --no-requeue --signal=B:USR1@300"),
-                       (3, "-G a100:4 --gpus-per-task=2 -n 2 --time=1-00:00:01"))).fields
+    f = resolve(
+        script(
+            (2, "--mem-per-cpu=2G --exclusive=user --no-requeue --signal=B:USR1@300"),
+            (3, "-G a100:4 --gpus-per-task=2 -n 2 --time=1-00:00:01"),
+        )
+    ).fields
     assert f.mem_per_cpu_mb == 2048 and f.exclusive is True and f.requeue is False
     assert f.signal == "B:USR1@300"
     assert (f.gpus_total, f.gpu_type, f.gpus_per_task) == (4, "a100", 2)
-    assert f.time_limit_seconds == 86400 + 60          # seconds rounded up to a minute
+    assert f.time_limit_seconds == 86400 + 60  # seconds rounded up to a minute
     f = resolve(script((2, "--requeue"))).fields
     assert f.requeue is True
 
 
 def test_mem_per_cpu_zero_is_whole_node():
     f = resolve(script((2, "--mem-per-cpu=0"))).fields
-    assert f.mem_per_cpu_mb is None and f.mem_per_node_mb == 0          # oracle: MinMemoryCPU unset
+    assert f.mem_per_cpu_mb is None and f.mem_per_node_mb == 0  # oracle: MinMemoryCPU unset
 
 
 def test_precedence_cli_over_env_over_directives():
@@ -190,8 +217,13 @@ def test_precedence_cli_over_env_over_directives():
     j = resolve(s, env={"SBATCH_PARTITION": "cpu"}, cli_args=["-p", "debug", "-t", "5"])
     assert (j.fields.partition, j.fields.time_limit_seconds) == ("debug", 300)
     sources = [(st.name, st.source) for st in j.main.settings]
-    assert sources == [("partition", "directive"), ("time", "directive"), ("partition", "env"),
-                       ("partition", "cli"), ("time", "cli")]
+    assert sources == [
+        ("partition", "directive"),
+        ("time", "directive"),
+        ("partition", "env"),
+        ("partition", "cli"),
+        ("time", "cli"),
+    ]
 
 
 def test_env_flags_and_unknown_env():
@@ -199,7 +231,7 @@ def test_env_flags_and_unknown_env():
     assert resolve(s, env={"SBATCH_EXCLUSIVE": ""}).fields.exclusive is True
     assert resolve(s, env={"SBATCH_REQUEUE": "yes"}).fields.requeue is True
     assert resolve(s, env={"SBATCH_REQUEUE": "1"}).fields.requeue is True
-    assert resolve(s, env={"SBATCH_REQUEUE": "0"}).fields.requeue is None      # a false value resets
+    assert resolve(s, env={"SBATCH_REQUEUE": "0"}).fields.requeue is None  # a false value resets
     j = resolve(s, env={"SBATCH_NODES": "3"})
     assert j.fields.nodes_min == 1 and "O214" in codes(j)
     j = resolve(s, env={"SBATCH_TIMELIMIT": "abc"})
@@ -210,7 +242,7 @@ def test_env_memory_dropped_when_script_sets_memory():
     j = resolve(script((2, "--mem=8G")), env={"SBATCH_MEM_PER_CPU": "2G"})
     assert j.sbatch_accepts
     assert j.fields.mem_per_node_mb == 8192 and j.fields.mem_per_cpu_mb is None
-    assert j.options["mem-per-cpu"] == "2G"       # merged first, then dropped (oracle dump)
+    assert j.options["mem-per-cpu"] == "2G"  # merged first, then dropped (oracle dump)
     j = resolve(script((2, "-N 1")), env={"SBATCH_MEM_PER_CPU": "2G", "SBATCH_MEM_PER_GPU": "1G"})
     assert not j.sbatch_accepts
 
@@ -219,12 +251,10 @@ def test_hetjob_components_and_carried_options():
     s = script((2, "-J het"), (3, "-N 1 --gpus-per-node=8 -p gpu -t 10"), (5, "-N 2 -n 8 -p cpu", 1))
     j = resolve(s)
     assert len(j.components) == 2
-    assert j.options == {"gpus-per-node": "8", "job-name": "het", "nodes": "1", "partition": "gpu",
-                         "time": "00:10:00"}
+    assert j.options == {"gpus-per-node": "8", "job-name": "het", "nodes": "1", "partition": "gpu", "time": "00:10:00"}
     c1 = j.components[1]
     # job-name and time carry over to the next component; nodes/gpus/partition do not (oracle)
-    assert c1.options == {"job-name": "het", "nodes": "2", "ntasks": "8", "partition": "cpu",
-                          "time": "00:10:00"}
+    assert c1.options == {"job-name": "het", "nodes": "2", "ntasks": "8", "partition": "cpu", "time": "00:10:00"}
     assert c1.fields.job_name == "het" and c1.fields.gpus_per_node is None
     out = j.to_json()
     assert [c["index"] for c in out["components"]] == [0, 1]
@@ -239,6 +269,7 @@ def test_hetjob_separator_directive_is_not_an_option():
 
 def test_reader_refusal_and_diagnostics_are_kept():
     from translator.diagnostics import Diagnostic
+
     d = Diagnostic(ERROR, "R110", "no #! line", 1)
     j = resolve(script((2, "-N 1"), refuses=True, diagnostics=[d]))
     assert j.sbatch_accepts is False and j.diagnostics[0] == d and j.fields.nodes_min == 1
@@ -273,13 +304,18 @@ def test_pbs_lines_override_sbatch_unless_ignored():
 
 
 def test_pbs_resources_and_bsub_precedence():
-    foreign = (ForeignDirective(3, "#PBS -l nodes=2:ppn=4,walltime=2:00:00,mem=4gb", "PBS"),
-               ForeignDirective(4, "#PBS -m abe", "PBS"))
+    foreign = (
+        ForeignDirective(3, "#PBS -l nodes=2:ppn=4,walltime=2:00:00,mem=4gb", "PBS"),
+        ForeignDirective(4, "#PBS -m abe", "PBS"),
+    )
     f = resolve(script(foreign=foreign)).fields
     assert (f.nodes_min, f.ntasks, f.time_limit_seconds, f.mem_per_node_mb) == (2, 8, 7200, 4096)
     # #BSUB lines win over #PBS lines: only one family is translated
-    foreign = (ForeignDirective(3, "#BSUB -n 4", "BSUB"), ForeignDirective(4, "#BSUB -J bj", "BSUB"),
-               ForeignDirective(5, "#PBS -N pj", "PBS"))
+    foreign = (
+        ForeignDirective(3, "#BSUB -n 4", "BSUB"),
+        ForeignDirective(4, "#BSUB -J bj", "BSUB"),
+        ForeignDirective(5, "#PBS -N pj", "PBS"),
+    )
     f = resolve(script(foreign=foreign)).fields
     assert (f.ntasks, f.job_name) == (4, "bj")
     j = resolve(script(foreign=(ForeignDirective(3, "#PBS -N name stray", "PBS"),)))
@@ -295,6 +331,7 @@ def test_not_expanded_values_are_flagged():
 def test_every_code_is_documented_in_readme():
     import re
     from translator.slurm import resolve as R
+
     readme = all_docs()
     section = readme.split("<!-- SECTION:codes-O -->", 1)[1].split("<!-- /SECTION:codes-O -->", 1)[0]
     for code in R.CODES:
@@ -305,24 +342,84 @@ def test_every_code_is_documented_in_readme():
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-_TOKENS = st.sampled_from([
-    "-N", "-n", "-c", "-t", "-G", "-J", "-a", "-o", "--mem", "--gres", "--gpus", "--exclusive", "--requeue",
-    "--part", "--tasks", "--mem-per", "--signal", "--mail-type", "--nodes", "--time", "--array", "-HOs",
-    "--container-image", "--wrap", "2", "0", "-1", "1-", "2-1", "4G", "1.5G", "gpu:a100:2", "gres/gpu", "a100:x",
-    "USR1@", "B:", "ALL", "user", "%", "[1-5]", "=", "--", ":", "", "$HOME", "--nice", "-k", "--no-kill=off",
-])
-_WORD = st.one_of(_TOKENS, st.tuples(_TOKENS, st.sampled_from(["=", ""]), _TOKENS).map("".join),
-                  st.text(max_size=8))
+_TOKENS = st.sampled_from(
+    [
+        "-N",
+        "-n",
+        "-c",
+        "-t",
+        "-G",
+        "-J",
+        "-a",
+        "-o",
+        "--mem",
+        "--gres",
+        "--gpus",
+        "--exclusive",
+        "--requeue",
+        "--part",
+        "--tasks",
+        "--mem-per",
+        "--signal",
+        "--mail-type",
+        "--nodes",
+        "--time",
+        "--array",
+        "-HOs",
+        "--container-image",
+        "--wrap",
+        "2",
+        "0",
+        "-1",
+        "1-",
+        "2-1",
+        "4G",
+        "1.5G",
+        "gpu:a100:2",
+        "gres/gpu",
+        "a100:x",
+        "USR1@",
+        "B:",
+        "ALL",
+        "user",
+        "%",
+        "[1-5]",
+        "=",
+        "--",
+        ":",
+        "",
+        "$HOME",
+        "--nice",
+        "-k",
+        "--no-kill=off",
+    ]
+)
+_WORD = st.one_of(_TOKENS, st.tuples(_TOKENS, st.sampled_from(["=", ""]), _TOKENS).map("".join), st.text(max_size=8))
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(_WORD, max_size=6), max_size=6),
-       st.dictionaries(st.sampled_from(["SBATCH_TIMELIMIT", "SBATCH_EXCLUSIVE", "SBATCH_MEM_PER_CPU", "SBATCH_GPUS",
-                                        "SBATCH_REQUEUE", "SBATCH_NODES", "SBATCH_SIGNAL"]), st.text(max_size=6),
-                       max_size=3),
-       st.lists(_WORD, max_size=4))
+@given(
+    st.lists(st.lists(_WORD, max_size=6), max_size=6),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "SBATCH_TIMELIMIT",
+                "SBATCH_EXCLUSIVE",
+                "SBATCH_MEM_PER_CPU",
+                "SBATCH_GPUS",
+                "SBATCH_REQUEUE",
+                "SBATCH_NODES",
+                "SBATCH_SIGNAL",
+            ]
+        ),
+        st.text(max_size=6),
+        max_size=3,
+    ),
+    st.lists(_WORD, max_size=4),
+)
 def test_resolve_never_raises(lines, env, cli_args):
     import json
+
     s = script(*[(i + 2, tuple(words)) for i, words in enumerate(lines)])
     j = resolve(s, env=env, cli_args=cli_args)
     assert isinstance(j.sbatch_accepts, bool)
@@ -342,8 +439,12 @@ def test_submit_host_dependent_values_are_warnings():
 
 def test_task_count_limits_nodes_of_the_submitted_job():
     # oracle: -N 4 -n 2 -> NumNodes=2-2; -N 2-4 -n 3 -> 2-3; -N 2-3 -n 1 -> 1-1 (options unchanged)
-    for words, nodes in (("-N 4 -n 2", (2, 2)), ("-N 2-4 -n 3", (2, 3)), ("-N 2-3 -n 1", (1, 1)),
-                         ("-N 1-4 --gpus=4 --gpus-per-node=2", (2, 2))):
+    for words, nodes in (
+        ("-N 4 -n 2", (2, 2)),
+        ("-N 2-4 -n 3", (2, 3)),
+        ("-N 2-3 -n 1", (1, 1)),
+        ("-N 1-4 --gpus=4 --gpus-per-node=2", (2, 2)),
+    ):
         j = resolve(script((2, words)))
         assert (j.fields.nodes_min, j.fields.nodes_max) == nodes, words
     assert resolve(script((2, "-N 4 -n 2"))).options["nodes"] == "4"
@@ -351,8 +452,11 @@ def test_task_count_limits_nodes_of_the_submitted_job():
 
 def test_gpu_layout_must_fit_the_node_range():
     # oracle: "required nodes (2) doesn't fall between min_nodes (1) and max_nodes (1)"
-    for words in ("-N 1 --gpus=4 --gpus-per-node=2", "-N 3 --gpus=4 --gpus-per-node=2",
-                  "-N 2 -n 1 --gpus=4 --gpus-per-node=2"):
+    for words in (
+        "-N 1 --gpus=4 --gpus-per-node=2",
+        "-N 3 --gpus=4 --gpus-per-node=2",
+        "-N 2 -n 1 --gpus=4 --gpus-per-node=2",
+    ):
         j = resolve(script((2, words)))
         assert not j.sbatch_accepts and "O208" in codes(j), words
     # a refused job reports the node count as written
@@ -362,8 +466,11 @@ def test_gpu_layout_must_fit_the_node_range():
 
 def test_empty_values():
     # oracle: `--gpus=`/`--gres=` pass sbatch; slurmctld stores empty account/array/constraint/dependency as none
-    j = resolve(script((2, ["--gpus=", "--account=", "--array=", "--constraint=", "--dependency=", "--comment=",
-                            "--job-name="])))
+    j = resolve(
+        script(
+            (2, ["--gpus=", "--account=", "--array=", "--constraint=", "--dependency=", "--comment=", "--job-name="])
+        )
+    )
     f = j.fields
     assert j.sbatch_accepts
     assert (f.gpus_total, f.account, f.array, f.constraint, f.dependency) == (None, None, None, None, None)
@@ -372,8 +479,9 @@ def test_empty_values():
 
 
 def test_settings_record_source_line_and_spelling():
-    j = resolve(script((2, "-N2 --part=gpu"), (3, "--nodes"), (4, "3")), env={"SBATCH_PARTITION": "cpu"},
-                cli_args=["-t", "5"])
+    j = resolve(
+        script((2, "-N2 --part=gpu"), (3, "--nodes"), (4, "3")), env={"SBATCH_PARTITION": "cpu"}, cli_args=["-t", "5"]
+    )
     got = [(s.name, s.value, s.source, s.line, s.written) for s in j.main.settings]
     assert got == [
         ("nodes", "2", "directive", 2, "-N2"),
@@ -388,7 +496,7 @@ def test_hetjob_command_line_components_split_at_colon():
     s = script((2, "-N 1"), (4, "-N 2", 1))
     j = resolve(s, cli_args=["-p", "gpu", ":", "-p", "cpu"])
     assert [c.fields.partition for c in j.components] == ["gpu", "cpu"]
-    j = resolve(s, cli_args=["-p", "gpu"])          # no `:`: only component 0 gets them
+    j = resolve(s, cli_args=["-p", "gpu"])  # no `:`: only component 0 gets them
     assert [c.fields.partition for c in j.components] == ["gpu", None]
 
 
@@ -408,26 +516,32 @@ def test_begin_and_deadline_compare_a_bare_now():
 
 def test_typed_and_untyped_gpu_requests_across_options_are_refused():
     # oracle: "Invalid GRES specification (with and without type identification)"
-    for words in ("--gres=gpu:a100:2 --gpus-per-node=2", "--gpus=2 --gpus-per-task=a100:1 -n 2",
-                  "--gpus-per-node=a100:2 --gpus=4 -N 2"):
+    for words in (
+        "--gres=gpu:a100:2 --gpus-per-node=2",
+        "--gpus=2 --gpus-per-task=a100:1 -n 2",
+        "--gpus-per-node=a100:2 --gpus=4 -N 2",
+    ):
         j = resolve(script((2, words)))
         assert not j.sbatch_accepts and "O208" in codes(j), words
     assert resolve(script((2, "--gres=gpu:a100:2 --gpus-per-node=a100:2"))).sbatch_accepts
 
 
-@pytest.mark.parametrize("words,accepted", [
-    # observed with sbatch 22.05.8 (slurm-oracle)
-    ("--gpus-per-task=2 -n 3 --gpus=4", False),      # tasks from GPUs (2) differ from -n
-    ("--gpus-per-task=2 -n 3 --gpus=6", True),
-    ("--gpus-per-socket=2 --gpus-per-node=1 --sockets-per-node=2", False),
-    ("--gpus-per-node=4 --gpus-per-task=2 --ntasks-per-node=4", False),
-    ("--gpus-per-node=4 -N 2 --gpus-per-task=1 --ntasks-per-node=4", True),
-    ("--gpus=3 --gpus-per-node=2", False),
-    ("--gpus-per-task=1 -N 2", True),                # a single node count gives a task count
-    ("--gpus-per-task=1 --nodes=1-3", False),
-    ("--gpus-per-node=2 --gpus-per-task=1", False),
-    ("--gpus-per-task=3 --gpus-per-node=4 -n 2", False),
-])
+@pytest.mark.parametrize(
+    "words,accepted",
+    [
+        # observed with sbatch 22.05.8 (slurm-oracle)
+        ("--gpus-per-task=2 -n 3 --gpus=4", False),  # tasks from GPUs (2) differ from -n
+        ("--gpus-per-task=2 -n 3 --gpus=6", True),
+        ("--gpus-per-socket=2 --gpus-per-node=1 --sockets-per-node=2", False),
+        ("--gpus-per-node=4 --gpus-per-task=2 --ntasks-per-node=4", False),
+        ("--gpus-per-node=4 -N 2 --gpus-per-task=1 --ntasks-per-node=4", True),
+        ("--gpus=3 --gpus-per-node=2", False),
+        ("--gpus-per-task=1 -N 2", True),  # a single node count gives a task count
+        ("--gpus-per-task=1 --nodes=1-3", False),
+        ("--gpus-per-node=2 --gpus-per-task=1", False),
+        ("--gpus-per-task=3 --gpus-per-node=4 -n 2", False),
+    ],
+)
 def test_gpu_request_consistency(words, accepted):
     assert resolve(script((2, words))).sbatch_accepts is accepted
 

@@ -5,6 +5,7 @@ set to a value of another type, an out-of-range number, a bad name or quantity, 
 name, an unknown or removed key), deterministically (seeded).  Each file is judged by both
 validators; every verdict must agree.  A sizable share must be invalid, so the test has teeth.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,11 +18,61 @@ from translator.emit.trainjob import trainjob_dict
 from translator.validate.crd import load_crd
 from translator.validate.validator import validate_text
 
-VALUES = [None, -1, 0, 1, 2 ** 40, 1.5, 4.0, True, "", "x", "Bad_Name", "500m", "4Gi", "32GB", [], {}, ["a"],
-          {"a": "b"}, "a" * 70, "PET_NNODES", "nvidia.com/gpu", "gpu", "example.com/x", "-1", "1e3"]
-KEYS = ["foo", "numProcPerNode", "suspend", "managedBy", "name", "value", "valueFrom", "apiGroup", "kind",
-        "mountPath", "claimName", "PET_NNODES", "OMPI_MCA_plm_rsh_args", "cpu", "memory", "nvidia.com/gpu", "gpu",
-        "requests", "limits", "manager", "time", "env", "initializer", "generateName", "namespace", "labels"]
+VALUES = [
+    None,
+    -1,
+    0,
+    1,
+    2**40,
+    1.5,
+    4.0,
+    True,
+    "",
+    "x",
+    "Bad_Name",
+    "500m",
+    "4Gi",
+    "32GB",
+    [],
+    {},
+    ["a"],
+    {"a": "b"},
+    "a" * 70,
+    "PET_NNODES",
+    "nvidia.com/gpu",
+    "gpu",
+    "example.com/x",
+    "-1",
+    "1e3",
+]
+KEYS = [
+    "foo",
+    "numProcPerNode",
+    "suspend",
+    "managedBy",
+    "name",
+    "value",
+    "valueFrom",
+    "apiGroup",
+    "kind",
+    "mountPath",
+    "claimName",
+    "PET_NNODES",
+    "OMPI_MCA_plm_rsh_args",
+    "cpu",
+    "memory",
+    "nvidia.com/gpu",
+    "gpu",
+    "requests",
+    "limits",
+    "manager",
+    "time",
+    "env",
+    "initializer",
+    "generateName",
+    "namespace",
+    "labels",
+]
 
 
 def _paths(obj, path=()):
@@ -75,4 +126,4 @@ def test_same_verdicts_as_the_oracle_on_mutated_trainjobs(tmp_path):
     disagree = {k: (ours[k], oracle[k]) for k in oracle if ours[k] != oracle[k]}
     assert not disagree, disagree
     invalid = sum(not v for v in oracle.values())
-    assert 0.4 * len(files) < invalid < len(files)   # both kinds of verdict are exercised
+    assert 0.4 * len(files) < invalid < len(files)  # both kinds of verdict are exercised

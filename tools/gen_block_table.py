@@ -12,6 +12,7 @@ visited in sorted order) and rules are sorted by (name, right-hand side), so the
 depend on Lark's internal numbering or on hash randomisation. tests/test_read_block_parser.py runs
 the --check comparison and checks that the driver builds the same trees as Lark.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,7 @@ def tables(parser):
     end = table.end_states["start"]
     order = [start]
     number = {start: 0}
-    for state in order:                                      # breadth-first renumbering
+    for state in order:  # breadth-first renumbering
         for symbol in sorted(table.states[state]):
             action, arg = table.states[state][symbol]
             if action is Shift and arg not in number:
@@ -117,8 +118,10 @@ def main(argv=None) -> int:
     current = TABLE_MODULE.read_text(encoding="utf-8") if TABLE_MODULE.exists() else ""
     if a.check:
         if current != text:
-            print("%s is out of date: run python tools/gen_block_table.py" % TABLE_MODULE.relative_to(REPO),
-                  file=sys.stderr)
+            print(
+                "%s is out of date: run python tools/gen_block_table.py" % TABLE_MODULE.relative_to(REPO),
+                file=sys.stderr,
+            )
             return 1
         return 0
     if current != text:

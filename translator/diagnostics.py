@@ -12,10 +12,10 @@ Every diagnostic carries a stable code. Code ranges by stage:
 
 Every code that appears in the source is documented in docs/codes.md (a test checks it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from translator.records import FrozenRecord, _set
 
@@ -35,11 +35,10 @@ class Diagnostic(FrozenRecord):
     severity: str
     code: str
     message: str
-    line: Optional[int] = None
-    suggestion: Optional[str] = None
+    line: int | None = None
+    suggestion: str | None = None
 
-    def __init__(self, severity: str, code: str, message: str, line: Optional[int] = None,
-                 suggestion: Optional[str] = None):
+    def __init__(self, severity: str, code: str, message: str, line: int | None = None, suggestion: str | None = None):
         _set(self, "severity", severity)
         _set(self, "code", code)
         _set(self, "message", message)

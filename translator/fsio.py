@@ -11,22 +11,24 @@ directory, FIFO or device), must not be one of the command's input files, and is
 temporary file in the target's folder that is renamed over it, so readers only ever see the old or
 the new content. `write_atomic` is the rename step alone (also used by `migrate` inside OUT).
 """
+
 from __future__ import annotations
 
 import os
 import stat
-from typing import Callable, IO, Iterable, Optional, Union
+from typing import IO
+from collections.abc import Callable, Iterable
 
 # Kinds of UserFileError
 MISSING = "missing"
 DIRECTORY = "directory"
-SPECIAL = "special"          # FIFO, socket, device
-SYMLINK = "symlink"          # only when symlinks are not followed
+SPECIAL = "special"  # FIFO, socket, device
+SYMLINK = "symlink"  # only when symlinks are not followed
 TOO_LARGE = "too_large"
 DENIED = "denied"
 OTHER = "other"
 
-TMP_TAG = ".slurm2kf-tmp"    # temporary files: ".<name>.<pid>.<n>.slurm2kf-tmp"
+TMP_TAG = ".slurm2kf-tmp"  # temporary files: ".<name>.<pid>.<n>.slurm2kf-tmp"
 _counter = [0]
 
 
@@ -81,8 +83,9 @@ def read_fd_regular(fd: int, path: str, limit: int) -> bytes:
         kind = DIRECTORY if stat.S_ISDIR(st.st_mode) else SPECIAL
         raise UserFileError(kind, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is not read")
     if st.st_size > limit:
-        raise UserFileError(TOO_LARGE, path, f"{path} is larger than {_size_words(limit)}, the limit for this "
-                                             "file; it is not read")
+        raise UserFileError(
+            TOO_LARGE, path, f"{path} is larger than {_size_words(limit)}, the limit for this file; it is not read"
+        )
     chunks = []
     total = 0
     while total <= limit:
@@ -91,13 +94,14 @@ def read_fd_regular(fd: int, path: str, limit: int) -> bytes:
             break
         chunks.append(chunk)
         total += len(chunk)
-    if total > limit:      # grew after fstat
-        raise UserFileError(TOO_LARGE, path, f"{path} is larger than {_size_words(limit)}, the limit for this "
-                                             "file; it is not read")
+    if total > limit:  # grew after fstat
+        raise UserFileError(
+            TOO_LARGE, path, f"{path} is larger than {_size_words(limit)}, the limit for this file; it is not read"
+        )
     return b"".join(chunks)
 
 
-def read_user_file(path: str, limit: int, *, follow_symlinks: bool = True, dir_fd: Optional[int] = None) -> bytes:
+def read_user_file(path: str, limit: int, *, follow_symlinks: bool = True, dir_fd: int | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; UserFileError otherwise. Never blocks on a
     FIFO, never reads a device, never reads past `limit`."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -108,12 +112,13 @@ def read_user_file(path: str, limit: int, *, follow_symlinks: bool = True, dir_f
     try:
         st = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
         if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-            raise UserFileError(SPECIAL, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is "
-                                               "not read")
+            raise UserFileError(
+                SPECIAL, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is not read"
+            )
         if stat.S_ISLNK(st.st_mode):
             raise UserFileError(SYMLINK, path, f"{path} is a symbolic link; it is not followed")
     except OSError:
-        pass                              # the open below reports missing files, permissions, loops
+        pass  # the open below reports missing files, permissions, loops
     try:
         fd = os.open(path, flags, dir_fd=dir_fd) if dir_fd is not None else os.open(path, flags)
     except FileNotFoundError:
@@ -123,9 +128,9 @@ def read_user_file(path: str, limit: int, *, follow_symlinks: bool = True, dir_f
     except IsADirectoryError:
         raise UserFileError(DIRECTORY, path, f"{path} is a directory, not a file") from None
     except OSError as exc:
-        if exc.errno == 40 and not follow_symlinks:     # ELOOP from O_NOFOLLOW
+        if exc.errno == 40 and not follow_symlinks:  # ELOOP from O_NOFOLLOW
             raise UserFileError(SYMLINK, path, f"{path} is a symbolic link; it is not followed") from None
-        if exc.errno in (6, 19):                      # ENXIO (socket / FIFO without writer), ENODEV
+        if exc.errno in (6, 19):  # ENXIO (socket / FIFO without writer), ENODEV
             raise UserFileError(SPECIAL, path, f"{path} is not a regular file; it is not read") from None
         raise UserFileError(OTHER, path, f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
@@ -155,12 +160,14 @@ def read_stream(stream: IO[bytes], label: str, limit: int) -> bytes:
     except OSError as exc:
         raise UserFileError(OTHER, label, f"{label}: cannot be read ({exc.strerror or exc})") from None
     if total > limit:
-        raise UserFileError(TOO_LARGE, label, f"{label} is larger than {_size_words(limit)}, the limit for this "
-                                              "input; it is not read")
+        raise UserFileError(
+            TOO_LARGE, label, f"{label} is larger than {_size_words(limit)}, the limit for this input; it is not read"
+        )
     return b"".join(chunks)
 
 
 # ---- writing ------------------------------------------------------------------------------------
+
 
 def tmp_name(base: str) -> str:
     """A hidden temporary name next to `base`, unique per process and call, never longer than a file
@@ -172,7 +179,7 @@ def tmp_name(base: str) -> str:
     return f".{base}.{os.getpid()}.{_counter[0]}{TMP_TAG}"
 
 
-Content = Union[bytes, Callable[[Callable[[bytes], None]], None]]
+Content = bytes | Callable[[Callable[[bytes], None]], None]
 
 
 def write_atomic(dir_fd: int, name: str, content: Content, mode: int = 0o644) -> None:
@@ -184,10 +191,12 @@ def write_atomic(dir_fd: int, name: str, content: Content, mode: int = 0o644) ->
     fd = os.open(tmp, flags, mode, dir_fd=dir_fd)
     try:
         try:
+
             def put(data: bytes) -> None:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
+
             if isinstance(content, (bytes, bytearray, memoryview)):
                 put(bytes(content))
             else:
@@ -207,8 +216,12 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def check_output_target(path: str, inputs: Iterable[str] = (), input_trees: Iterable[str] = (),
-                        is_input: Optional[Callable[[str], bool]] = None) -> None:
+def check_output_target(
+    path: str,
+    inputs: Iterable[str] = (),
+    input_trees: Iterable[str] = (),
+    is_input: Callable[[str], bool] | None = None,
+) -> None:
     """Refuse (OutputRefused) an output target that exists and is not a regular file, that is one of
     `inputs`, or an existing file inside one of the `input_trees` folders for which `is_input(path)`
     says it is an input (every such file when `is_input` is None)."""
@@ -220,30 +233,44 @@ def check_output_target(path: str, inputs: Iterable[str] = (), input_trees: Iter
         raise OutputRefused(path, f"cannot check the output {path}: {exc.strerror or exc}") from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            raise OutputRefused(path, f"refusing to write {path}: it is {kind_of_mode(st.st_mode)}, not a regular "
-                                      "file (only regular files are replaced; remove it or choose another name)")
+            raise OutputRefused(
+                path,
+                f"refusing to write {path}: it is {kind_of_mode(st.st_mode)}, not a regular "
+                "file (only regular files are replaced; remove it or choose another name)",
+            )
         for inp in inputs:
             if not inp or inp == "-":
                 continue
             try:
                 if _same_file(os.stat(inp), st):
-                    raise OutputRefused(path, f"refusing to write {path}: it is an input of this command "
-                                              f"({inp}); choose another output file")
+                    raise OutputRefused(
+                        path,
+                        f"refusing to write {path}: it is an input of this command ({inp}); choose another output file",
+                    )
             except OSError:
                 continue
         real = os.path.realpath(path)
         for tree in input_trees:
             root = os.path.realpath(tree)
             if real.startswith(root.rstrip(os.sep) + os.sep) and (is_input is None or is_input(path)):
-                raise OutputRefused(path, f"refusing to write {path}: it is an input of this command (a file "
-                                          f"read from {tree}); choose another output file")
+                raise OutputRefused(
+                    path,
+                    f"refusing to write {path}: it is an input of this command (a file "
+                    f"read from {tree}); choose another output file",
+                )
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise OutputRefused(path, f"cannot write {path}: no such directory {parent}")
 
 
-def write_output(path: str, content: Content, inputs: Iterable[str] = (), input_trees: Iterable[str] = (),
-                 unchanged_ok: bool = True, is_input: Optional[Callable[[str], bool]] = None) -> bool:
+def write_output(
+    path: str,
+    content: Content,
+    inputs: Iterable[str] = (),
+    input_trees: Iterable[str] = (),
+    unchanged_ok: bool = True,
+    is_input: Callable[[str], bool] | None = None,
+) -> bool:
     """`-o FILE` for every command: checks (check_output_target), then an atomic write in the target's
     folder. When the file already holds `content` (bytes) it is left untouched (mtime kept). Returns
     whether the file was written. Raises OutputRefused, or OSError for I/O failures."""
@@ -274,6 +301,7 @@ def write_output(path: str, content: Content, inputs: Iterable[str] = (), input_
 
 # ---- terminal output ----------------------------------------------------------------------------
 
+
 def _escape_char(ch: str) -> str:
     o = ord(ch)
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
@@ -281,9 +309,29 @@ def _escape_char(ch: str) -> str:
 
 # C0 controls except TAB and LF, DEL, C1 controls (CSI is U+009B), the bidirectional overrides and
 # isolates (text that displays in another order than it reads), line/paragraph separators, BOM.
-_TERMINAL_UNSAFE = {c: _escape_char(chr(c)) for c in [*range(0, 9), *range(11, 32), 127, *range(0x80, 0xA0),
-                                                       0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
-                                                       0x2066, 0x2067, 0x2068, 0x2069, 0x200E, 0x200F, 0xFEFF]}
+_TERMINAL_UNSAFE = {
+    c: _escape_char(chr(c))
+    for c in [
+        *range(0, 9),
+        *range(11, 32),
+        127,
+        *range(0x80, 0xA0),
+        0x2028,
+        0x2029,
+        0x202A,
+        0x202B,
+        0x202C,
+        0x202D,
+        0x202E,
+        0x2066,
+        0x2067,
+        0x2068,
+        0x2069,
+        0x200E,
+        0x200F,
+        0xFEFF,
+    ]
+}
 
 
 def terminal_safe(text: str) -> str:
@@ -292,7 +340,7 @@ def terminal_safe(text: str) -> str:
     newlines stay. Undecodable file-name bytes (surrogate escapes) are shown as `\\xNN` too."""
     out = text.translate(_TERMINAL_UNSAFE)
     if any("\udc80" <= ch <= "\udcff" for ch in out):
-        out = "".join(f"\\x{ord(ch) - 0xdc00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in out)
+        out = "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in out)
     return out
 
 
@@ -302,7 +350,7 @@ def display_name(name: str) -> str:
     output format escapes them (and terminal output goes through terminal_safe)."""
     if not any("\udc80" <= ch <= "\udcff" for ch in name):
         return name
-    return "".join(f"\\x{ord(ch) - 0xdc00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
+    return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
 
 
 def looks_like_job_script(path: str) -> bool:

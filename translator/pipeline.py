@@ -3,10 +3,10 @@
 Each stage is a pure function in its own package; this module only chains them so that the CLI,
 `migrate` and `report` all convert a script the same way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from translator.diagnostics import Diagnostic
 from translator.read.ast import Script
@@ -16,28 +16,28 @@ from translator.plan.model import TrainerPlan
 
 @dataclass(frozen=True)
 class ConvertSettings:
-    runtime: Optional[str] = None            # --runtime: overrides the runtime name chosen by the launcher
-    image: Optional[str] = None              # --image
-    namespace: Optional[str] = None          # --namespace
-    array_mode: str = "finding"              # "finding" | "expand"
-    gpu_resource: str = "nvidia.com/gpu"     # --gpu-resource
-    sbatch_env: Tuple[Tuple[str, str], ...] = ()   # SBATCH_* input variables (precedence over #SBATCH)
-    sbatch_args: Tuple[str, ...] = ()        # sbatch command-line options (precedence over everything)
-    profile: Optional[object] = None         # translator.profile.model.Profile, when one applies
-    script_args: Optional[Tuple[str, ...]] = None   # --script-args: the arguments sbatch gives the script
-    simulate: bool = False                   # migrate/report --simulate: also compare the launches (slurm2kf simulate)
+    runtime: str | None = None  # --runtime: overrides the runtime name chosen by the launcher
+    image: str | None = None  # --image
+    namespace: str | None = None  # --namespace
+    array_mode: str = "finding"  # "finding" | "expand"
+    gpu_resource: str = "nvidia.com/gpu"  # --gpu-resource
+    sbatch_env: tuple[tuple[str, str], ...] = ()  # SBATCH_* input variables (precedence over #SBATCH)
+    sbatch_args: tuple[str, ...] = ()  # sbatch command-line options (precedence over everything)
+    profile: object | None = None  # translator.profile.model.Profile, when one applies
+    script_args: tuple[str, ...] | None = None  # --script-args: the arguments sbatch gives the script
+    simulate: bool = False  # migrate/report --simulate: also compare the launches (slurm2kf simulate)
 
 
 @dataclass(frozen=True)
 class Conversion:
     path: str
-    script: Optional[Script]
-    job: Optional[SlurmJob]
-    plans: Tuple[TrainerPlan, ...] = ()
-    file_error: Optional[Diagnostic] = None  # the file could not be read at all
+    script: Script | None
+    job: SlurmJob | None
+    plans: tuple[TrainerPlan, ...] = ()
+    file_error: Diagnostic | None = None  # the file could not be read at all
 
     @property
-    def diagnostics(self) -> Tuple[Diagnostic, ...]:
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
         if self.file_error is not None:
             return (self.file_error,)
         return self.job.diagnostics if self.job is not None else ()
@@ -47,7 +47,7 @@ class Conversion:
         return tuple(dict.fromkeys(f for p in self.plans for f in p.findings))
 
 
-def read_and_resolve(path: str, data: Optional[bytes] = None, settings: ConvertSettings = ConvertSettings()):
+def read_and_resolve(path: str, data: bytes | None = None, settings: ConvertSettings = ConvertSettings()):
     """Read one file and resolve the Slurm job. Returns (script, job, file_error)."""
     from translator.read import read_file, read_script, ReadError
     from translator.slurm.resolve import resolve
@@ -59,11 +59,12 @@ def read_and_resolve(path: str, data: Optional[bytes] = None, settings: ConvertS
     job = resolve(script, env=dict(settings.sbatch_env), cli_args=settings.sbatch_args)
     if settings.script_args is not None:
         import dataclasses
+
         job = dataclasses.replace(job, script_args=tuple(settings.script_args))
     return script, job, None
 
 
-def convert(path: str, data: Optional[bytes] = None, settings: ConvertSettings = ConvertSettings()) -> Conversion:
+def convert(path: str, data: bytes | None = None, settings: ConvertSettings = ConvertSettings()) -> Conversion:
     """Read, resolve and plan one script. Never raises for bad input."""
     from translator.plan.build import build_plans
 

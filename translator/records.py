@@ -21,18 +21,18 @@ deletion. tests/test_records.py checks every record against a real frozen datacl
 same fields. `Record` is the same for a plain (mutable) `@dataclass`: fields can be assigned and
 instances are unhashable, as with `@dataclass` (eq=True, not frozen).
 """
+
 from __future__ import annotations
 
 from dataclasses import MISSING, FrozenInstanceError, fields
-from typing import Dict, Tuple
 
-_set = object.__setattr__      # how a frozen record's __init__ sets a field (as dataclasses does)
+_set = object.__setattr__  # how a frozen record's __init__ sets a field (as dataclasses does)
 
-_NAMES: Dict[type, Tuple[str, ...]] = {}
-_INIT: Dict[type, tuple] = {}
+_NAMES: dict[type, tuple[str, ...]] = {}
+_INIT: dict[type, tuple] = {}
 
 
-def _names(cls: type) -> Tuple[str, ...]:
+def _names(cls: type) -> tuple[str, ...]:
     names = _NAMES.get(cls)
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in fields(cls))
@@ -63,7 +63,7 @@ class Record:
             if name in kwargs:
                 raise TypeError(f"{self.__class__.__qualname__}() got multiple values for argument {name!r}")
             _set(self, name, value)
-        for name, default, factory in spec[len(args):]:
+        for name, default, factory in spec[len(args) :]:
             if name in kwargs:
                 value = kwargs.pop(name)
             elif default is not MISSING:
@@ -73,8 +73,10 @@ class Record:
             else:
                 raise TypeError(f"{self.__class__.__qualname__}() missing required argument: {name!r}")
             _set(self, name, value)
-        if kwargs:      # what is left was not a field (a field given positionally too was refused above)
-            raise TypeError(f"{self.__class__.__qualname__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+        if kwargs:  # what is left was not a field (a field given positionally too was refused above)
+            raise TypeError(
+                f"{self.__class__.__qualname__}() got an unexpected keyword argument {next(iter(kwargs))!r}"
+            )
 
     def __repr__(self) -> str:
         body = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(self.__class__))
@@ -85,7 +87,7 @@ class Record:
             return _values(self) == _values(other)
         return NotImplemented
 
-    __hash__ = None         # type: ignore[assignment]  # mutable and compared by value: unhashable
+    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value: unhashable
 
 
 class FrozenRecord(Record):

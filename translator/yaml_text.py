@@ -5,12 +5,13 @@ is not YAML-printable, or that some parsers treat as a line break (NEL, LS, PS) 
 written as an escape; so is every lone surrogate (a file-name byte that is not UTF-8), shown as the
 text `\\xNN` because YAML cannot hold it.
 """
+
 from __future__ import annotations
 
 
 def _yaml_escape(ch: str) -> str:
     o = ord(ch)
-    if 0xD800 <= o <= 0xDFFF:          # never valid in YAML: shown as the escape text (names are sanitised first)
+    if 0xD800 <= o <= 0xDFFF:  # never valid in YAML: shown as the escape text (names are sanitised first)
         return "\\\\x%02x" % (o & 0xFF)
     if o <= 0xFF:
         return "\\x%02x" % o
@@ -22,8 +23,12 @@ def _yaml_escape(ch: str) -> str:
 def _yaml_printable(ch: str) -> bool:
     o = ord(ch)
     # YAML 1.2 c-printable minus the characters some parsers treat as line breaks (NEL, LS, PS) and the BOM
-    return (0x20 <= o <= 0x7E) or (0xA0 <= o <= 0xD7FF and o not in (0x2028, 0x2029)) \
-        or (0xE000 <= o <= 0xFFFD and o != 0xFEFF) or o >= 0x10000
+    return (
+        (0x20 <= o <= 0x7E)
+        or (0xA0 <= o <= 0xD7FF and o not in (0x2028, 0x2029))
+        or (0xE000 <= o <= 0xFFFD and o != 0xFEFF)
+        or o >= 0x10000
+    )
 
 
 def yaml_quote(s: str) -> str:

@@ -3,6 +3,7 @@
 Exit codes everywhere: 0 ok, 1 the input has errors (sbatch would refuse it / an error finding),
 2 usage error or unreadable input, 70 internal error (a bug), 130 interrupted (Ctrl-C).
 """
+
 from __future__ import annotations
 
 import sys
@@ -60,8 +61,8 @@ def cli() -> None:
     """Read Slurm sbatch scripts exactly as Slurm does and turn them into Kubeflow Trainer TrainJobs."""
 
 
-INTERRUPTED = 130        # 128 + SIGINT, as shells report a job stopped by Ctrl-C
-INTERNAL_ERROR = 70      # EX_SOFTWARE (sysexits.h): a bug in slurm2kf, never "the script has errors"
+INTERRUPTED = 130  # 128 + SIGINT, as shells report a job stopped by Ctrl-C
+INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): a bug in slurm2kf, never "the script has errors"
 
 
 def main() -> None:
@@ -84,13 +85,17 @@ def main() -> None:
         raise
     except BrokenPipeError:
         sys.exit(2)
-    except Exception as exc:     # a bug: one line, distinct status
+    except Exception as exc:  # a bug: one line, distinct status
         if os.environ.get("SLURM2KF_TRACEBACK"):
             raise
         from translator.fsio import terminal_safe
 
-        click.echo(terminal_safe(f"slurm2kf: internal error ({type(exc).__name__}: {exc}); please report it "
-                                 "with the command line and input (SLURM2KF_TRACEBACK=1 shows the traceback)"),
-                   err=True)
+        click.echo(
+            terminal_safe(
+                f"slurm2kf: internal error ({type(exc).__name__}: {exc}); please report it "
+                "with the command line and input (SLURM2KF_TRACEBACK=1 shows the traceback)"
+            ),
+            err=True,
+        )
         sys.exit(INTERNAL_ERROR)
     sys.exit(rv if isinstance(rv, int) else 0)

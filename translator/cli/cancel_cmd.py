@@ -3,6 +3,7 @@
 Asks for confirmation unless `-y`. Exit status: 0 all cancelled; 1 one was not found / not allowed,
 or the answer was no; 2 the cluster cannot be used.
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,7 +37,7 @@ def command(names, kubeconfig, context, namespace, yes) -> None:
                 continue
             row = row_of(obj)
             if not yes:
-                prompt = (f"Cancel TrainJob {ns}/{name} ({row.state}, from {row.script or 'unknown source'})?")
+                prompt = f"Cancel TrainJob {ns}/{name} ({row.state}, from {row.script or 'unknown source'})?"
                 if not click.confirm(prompt, default=False, err=True):
                     click.echo(f"TrainJob {ns}/{name} kept", err=True)
                     failed += 1

@@ -1,5 +1,6 @@
 """Options and output shared by the commands that talk to a cluster (submit, jobs, cancel,
 validate --server, migrate --server-dry-run/--apply)."""
+
 from __future__ import annotations
 
 import sys
@@ -10,11 +11,16 @@ import click
 def cluster_options(f):
     """--kubeconfig, --context, --namespace/-n (like kubectl)."""
     opts = [
-        click.option("--kubeconfig", metavar="FILE",
-                     help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)."),
+        click.option(
+            "--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)."
+        ),
         click.option("--context", metavar="NAME", help="kubeconfig context (default: the current context)."),
-        click.option("-n", "--namespace", metavar="NS",
-                     help="Namespace (default: the TrainJob's own, else the context's, else `default`)."),
+        click.option(
+            "-n",
+            "--namespace",
+            metavar="NS",
+            help="Namespace (default: the TrainJob's own, else the context's, else `default`).",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)

@@ -1,7 +1,7 @@
 """What several commands share: sbatch options after `--`, and `--sbatch-env KEY=VALUE` items."""
+
 from __future__ import annotations
 
-from typing import Dict, List
 
 import click
 
@@ -12,11 +12,11 @@ class SbatchArgsCommand(click.Command):
     """Splits the raw arguments at the first `--`: what follows are sbatch options, kept verbatim
     (in `ctx.meta["slurm2kf.sbatch_args"]`)."""
 
-    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         args = list(args)
         if "--" in args:
             i = args.index("--")
-            ctx.meta["slurm2kf.sbatch_args"] = args[i + 1:]
+            ctx.meta["slurm2kf.sbatch_args"] = args[i + 1 :]
             args = args[:i]
         return super().parse_args(ctx, args)
 
@@ -34,13 +34,13 @@ class TableChoice(click.Choice):
         return tuple(self.table)
 
     @choices.setter
-    def choices(self, _value) -> None:     # click.Choice.__init__ assigns it; the table is the truth
+    def choices(self, _value) -> None:  # click.Choice.__init__ assigns it; the table is the truth
         pass
 
 
-def parse_env_items(items) -> Dict[str, str]:
+def parse_env_items(items) -> dict[str, str]:
     """`--sbatch-env KEY=VALUE` items -> dict (a later item wins); a usage error otherwise."""
-    env: Dict[str, str] = {}
+    env: dict[str, str] = {}
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key:
@@ -70,11 +70,18 @@ def check_kube_options(namespace, gpu_resource) -> None:
         p = resource_name_problem(gpu_resource)
         if p:
             raise click.UsageError(f"--gpu-resource: {p} (V743)")
+
+
 def script_args_option(f):
     """`--script-args 'A B'`: the arguments sbatch gives the batch script (`sbatch job.sh A B`)."""
-    return click.option("--script-args", "script_args", metavar="'ARG ...'", default=None,
-                        help="Arguments given to the script after its name on the sbatch command line "
-                             "(split like a shell does); they replace $1, $@ ... in the converted command.")(f)
+    return click.option(
+        "--script-args",
+        "script_args",
+        metavar="'ARG ...'",
+        default=None,
+        help="Arguments given to the script after its name on the sbatch command line "
+        "(split like a shell does); they replace $1, $@ ... in the converted command.",
+    )(f)
 
 
 def parse_script_args(text):
@@ -82,6 +89,7 @@ def parse_script_args(text):
     if text is None:
         return None
     import shlex
+
     try:
         return tuple(shlex.split(text))
     except ValueError as exc:

@@ -4,6 +4,7 @@ Findings go to stderr as `path:line: severity CODE message (fix: …)`.
 Exit status: 0 converted; 1 sbatch would refuse the script, or an error-level finding means the job
 cannot run as converted (the output is still written); 2 usage error or unreadable file.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,16 @@ import sys
 
 import click
 
-from translator.cli.common import (USAGE_ERROR, SbatchArgsCommand, TableChoice, check_kube_options, echo_user,
-                                   parse_env_items, parse_script_args, script_args_option)
+from translator.cli.common import (
+    USAGE_ERROR,
+    SbatchArgsCommand,
+    TableChoice,
+    check_kube_options,
+    echo_user,
+    parse_env_items,
+    parse_script_args,
+    script_args_option,
+)
 from translator.emit import DEFAULT as DEFAULT_FORMAT, WRITERS
 from translator.profile.lookup import PROFILE_ENV
 
@@ -24,11 +33,11 @@ def _load_profile(option_path, script_path):
     path = find_profile(script_path, option_path)
     if not path:
         return None, None
-    from translator.profile import load as profile_load   # only when a profile applies (start-up time)
+    from translator.profile import load as profile_load  # only when a profile applies (start-up time)
 
     try:
         return profile_load.load_profile(path), path
-    except profile_load.ProfileError as exc:   # line-numbered problems, no traceback
+    except profile_load.ProfileError as exc:  # line-numbered problems, no traceback
         echo_user(exc.format(), err=True)
         raise SystemExit(USAGE_ERROR)
 
@@ -55,28 +64,64 @@ def _to_help() -> str:
 
 @click.command(name="convert", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", metavar="SCRIPT|-")
-@click.option("--to", "to", type=TableChoice(WRITERS), default=DEFAULT_FORMAT, show_default=True,
-              help=_to_help())
+@click.option("--to", "to", type=TableChoice(WRITERS), default=DEFAULT_FORMAT, show_default=True, help=_to_help())
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
 @click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
 @click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
 @click.option("--namespace", metavar="NS", help="metadata.namespace of the TrainJob.")
-@click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, metavar="NAME",
-              help="Kubernetes resource name for GPUs.")
-@click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding", show_default=True,
-              help="Job arrays: one TrainJob and a finding, or one TrainJob per index.")
-@click.option("--profile", "profile_path", metavar="FILE",
-              help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
+@click.option(
+    "--gpu-resource",
+    default="nvidia.com/gpu",
+    show_default=True,
+    metavar="NAME",
+    help="Kubernetes resource name for GPUs.",
+)
+@click.option(
+    "--array-mode",
+    type=click.Choice(["finding", "expand"]),
+    default="finding",
+    show_default=True,
+    help="Job arrays: one TrainJob and a finding, or one TrainJob per index.",
+)
+@click.option(
+    "--profile",
+    "profile_path",
+    metavar="FILE",
+    help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).",
+)
 @click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
-@click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
-              help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
-@click.option("--simulate", "simulate", is_flag=True,
-              help="Also run both sides with stub commands and report whether they launch the same training "
-                   "(S8xx findings; a \"simulation\" object in --to json).")
+@click.option(
+    "--sbatch-env",
+    "sbatch_env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
+)
+@click.option(
+    "--simulate",
+    "simulate",
+    is_flag=True,
+    help="Also run both sides with stub commands and report whether they launch the same training "
+    '(S8xx findings; a "simulation" object in --to json).',
+)
 @script_args_option
 @click.pass_context
-def command(ctx: click.Context, script: str, to: str, output: str, runtime, image, namespace, gpu_resource,
-            array_mode, profile_path, findings_comment, sbatch_env, simulate, script_args) -> None:
+def command(
+    ctx: click.Context,
+    script: str,
+    to: str,
+    output: str,
+    runtime,
+    image,
+    namespace,
+    gpu_resource,
+    array_mode,
+    profile_path,
+    findings_comment,
+    sbatch_env,
+    simulate,
+    script_args,
+) -> None:
     """Convert SCRIPT into a Kubeflow Trainer TrainJob. Options after `--` are sbatch options."""
     from translator.pipeline import ConvertSettings, convert
 
@@ -86,13 +131,20 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
         raise click.UsageError("--gpu-resource must not be empty")
     check_kube_options(namespace, gpu_resource.strip())
     data = None
-    if script == "-":                                   # read the script from stdin, as `sbatch` does
+    if script == "-":  # read the script from stdin, as `sbatch` does
         data = _read_stdin(script)
     profile, profile_file = _load_profile(profile_path, script if script != "-" else os.path.join(os.getcwd(), "-"))
-    settings = ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
-                               array_mode=array_mode, gpu_resource=gpu_resource.strip(),
-                               sbatch_env=tuple(env.items()), sbatch_args=sbatch_args, profile=profile,
-                               script_args=parse_script_args(script_args))
+    settings = ConvertSettings(
+        runtime=runtime or None,
+        image=image or None,
+        namespace=namespace or None,
+        array_mode=array_mode,
+        gpu_resource=gpu_resource.strip(),
+        sbatch_env=tuple(env.items()),
+        sbatch_args=sbatch_args,
+        profile=profile,
+        script_args=parse_script_args(script_args),
+    )
     conv = convert(script, data=data, settings=settings)
     if conv.file_error is not None:
         echo_user(conv.file_error.format(script), err=True)
@@ -115,8 +167,9 @@ def command(ctx: click.Context, script: str, to: str, output: str, runtime, imag
             except SimulateError as exc:
                 extra = [not_simulated(str(exc))]
         if conv.plans:
-            conv = _replace(conv, plans=tuple(_replace(p, findings=tuple(p.findings) + tuple(extra))
-                                              for p in conv.plans))
+            conv = _replace(
+                conv, plans=tuple(_replace(p, findings=tuple(p.findings) + tuple(extra)) for p in conv.plans)
+            )
         else:
             for f in extra:
                 echo_user(f.format(script), err=True)

@@ -3,18 +3,30 @@
 Exit status: 0 when sbatch would accept every script, 1 when it would refuse any (everything is
 still printed), 2 for usage errors and unreadable files.
 """
+
 from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
 
 import click
 
 from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, echo_user, parse_env_items
 
-_JSON_INERT = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F),
-                                           *range(0x2066, 0x206A), 0x200E, 0x200F, 0xFEFF]}
+_JSON_INERT = {
+    c: f"\\u{c:04x}"
+    for c in [
+        0x7F,
+        *range(0x80, 0xA0),
+        0x2028,
+        0x2029,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+        0x200E,
+        0x200F,
+        0xFEFF,
+    ]
+}
 
 
 def _read_stdin(stream) -> bytes:
@@ -25,16 +37,25 @@ def _read_stdin(stream) -> bytes:
     try:
         return read_stream(stream, "standard input", MAX_FILE_BYTES)
     except UserFileError as exc:
-        raise ReadError(Diagnostic(ERROR, R103_TOO_LARGE if exc.kind == TOO_LARGE else R102_UNREADABLE,
-                                   exc.message)) from None
+        raise ReadError(
+            Diagnostic(ERROR, R103_TOO_LARGE if exc.kind == TOO_LARGE else R102_UNREADABLE, exc.message)
+        ) from None
 
 
 @click.command(name="inspect", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per script per line (the contract).")
-@click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
-              help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
-@click.option("--inherit-env", is_flag=True,
-              help="Also read SBATCH_* variables from this process's environment (--sbatch-env wins).")
+@click.option(
+    "--sbatch-env",
+    "sbatch_env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
+)
+@click.option(
+    "--inherit-env",
+    is_flag=True,
+    help="Also read SBATCH_* variables from this process's environment (--sbatch-env wins).",
+)
 @click.argument("args", nargs=-1, metavar="SCRIPT... [-- SBATCH_ARGS...]")
 @click.pass_context
 def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, args) -> None:
@@ -48,10 +69,11 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
     scripts, sbatch_args = _split_args(ctx, list(args))
     if not scripts:
         raise click.UsageError("no SCRIPT given")
-    env: Dict[str, str] = {}
+    env: dict[str, str] = {}
     if inherit_env:
-        env.update({k: v for k, v in os.environ.items() if k.startswith("SBATCH_") or k in ("SLURM_CLUSTERS",
-                                                                                             "SLURM_HINT")})
+        env.update(
+            {k: v for k, v in os.environ.items() if k.startswith("SBATCH_") or k in ("SLURM_CLUSTERS", "SLURM_HINT")}
+        )
     env.update(parse_env_items(sbatch_env))
 
     from translator.read import ReadError, read_file, read_script
@@ -61,7 +83,7 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
     unreadable = False
     for path in scripts:
         try:
-            if path == "-":     # like sbatch without a script argument: read standard input
+            if path == "-":  # like sbatch without a script argument: read standard input
                 stdin = sys.stdin
                 # capped like a file (R103): an endless pipe (`< /dev/zero`) is refused, not buffered
                 data = _read_stdin(stdin.buffer if hasattr(stdin, "buffer") else stdin)
@@ -89,7 +111,7 @@ def command(ctx: click.Context, as_json: bool, sbatch_env, inherit_env: bool, ar
     ctx.exit(1 if refused else 0)
 
 
-def _split_args(ctx: click.Context, args: List[str]) -> Tuple[List[str], List[str]]:
+def _split_args(ctx: click.Context, args: list[str]) -> tuple[list[str], list[str]]:
     return list(args), list(ctx.meta.get("slurm2kf.sbatch_args", []))
 
 
@@ -98,7 +120,7 @@ def _split_args(ctx: click.Context, args: List[str]) -> Tuple[List[str], List[st
 _SOURCE_LABEL = {"env": "environment", "cli": "command line"}
 
 
-def _fmt_value(v: Optional[object]) -> str:
+def _fmt_value(v: object | None) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -106,7 +128,7 @@ def _fmt_value(v: Optional[object]) -> str:
     return str(v)
 
 
-def _mib(v: Optional[int]) -> str:
+def _mib(v: int | None) -> str:
     if v is None:
         return "-"
     if v == 0:
@@ -116,7 +138,7 @@ def _mib(v: Optional[int]) -> str:
     return f"{v} MiB"
 
 
-def _seconds(v: Optional[int]) -> str:
+def _seconds(v: int | None) -> str:
     if v is None:
         return "-"
     if v == 0:
@@ -131,19 +153,19 @@ def _seconds(v: Optional[int]) -> str:
 def render_human(script, job, env, sbatch_args) -> str:
     from translator.slurm.options import CANONICAL
 
-    out: List[str] = []
+    out: list[str] = []
     verdict = "sbatch would ACCEPT this script" if job.sbatch_accepts else "sbatch would REFUSE this script"
     out.append(f"== {script.path}: {verdict}")
-    by_line: Dict[int, List] = {}
+    by_line: dict[int, list] = {}
     for comp in job.components:
         for s in comp.settings:
             if s.source == "directive" and s.line is not None:
                 by_line.setdefault(s.line, []).append((comp.index, s))
-    line_diags: Dict[int, List] = {}
+    line_diags: dict[int, list] = {}
     for d in job.diagnostics:
         if d.line is not None:
             line_diags.setdefault(d.line, []).append(d)
-    events: List[Tuple[int, str]] = []
+    events: list[tuple[int, str]] = []
     for d in script.directives:
         sets = by_line.get(d.line, [])
         if sets:
@@ -161,17 +183,20 @@ def render_human(script, job, env, sbatch_args) -> str:
             desc = "continues the option of an earlier line" if d.words else "empty directive"
         events.append((d.line, f"  {d.line:>4} | {d.text}\n       -> {desc}"))
     for ig in script.ignored:
-        events.append((ig.line, f"  {ig.line:>4} | {ig.text}\n       -> ignored by sbatch: {ig.explanation} [{ig.reason}]"))
+        events.append(
+            (ig.line, f"  {ig.line:>4} | {ig.text}\n       -> ignored by sbatch: {ig.explanation} [{ig.reason}]")
+        )
     for fd in script.foreign:
         sets = by_line.get(fd.line, [])
         if sets:
             desc = "translated by sbatch to " + "; ".join(
-                f"--{s.name}" + (f"={s.value}" if s.value not in ("", s.name, "set") else "") for _, s in sets)
+                f"--{s.name}" + (f"={s.value}" if s.value not in ("", s.name, "set") else "") for _, s in sets
+            )
         else:
             codes = sorted({d.code for d in line_diags.get(fd.line, []) if d.code.startswith("O")})
             desc = f"#{fd.family} line not applied by sbatch" + (f" (see {', '.join(codes)})" if codes else "")
         events.append((fd.line, f"  {fd.line:>4} | {fd.text}\n       -> {desc}"))
-    inline: Dict[int, List[str]] = {}
+    inline: dict[int, list[str]] = {}
     for d in job.diagnostics:
         if d.line is not None and d.severity in ("error", "warning") and not d.code.startswith("R12"):
             inline.setdefault(d.line, []).append(f"       !! {d.severity} {d.code} {d.message}")
@@ -186,8 +211,10 @@ def render_human(script, job, env, sbatch_args) -> str:
     if outside:
         out.append("Set outside the script (command line > environment > #SBATCH):")
         for s in outside:
-            out.append(f"  {_SOURCE_LABEL.get(s.source, s.source)}: {s.written} -> --{s.name}"
-                       + (f"={s.value}" if s.value else ""))
+            out.append(
+                f"  {_SOURCE_LABEL.get(s.source, s.source)}: {s.written} -> --{s.name}"
+                + (f"={s.value}" if s.value else "")
+            )
     if job.diagnostics:
         out.append("Diagnostics:")
         for d in job.diagnostics:
@@ -197,21 +224,43 @@ def render_human(script, job, env, sbatch_args) -> str:
         out.append(f"{title}:")
         f = comp.fields
         rows = [
-            ("job name", f.job_name), ("partition", f.partition), ("account", f.account), ("qos", f.qos),
-            ("nodes", None if f.nodes_min is None else (str(f.nodes_min) if f.nodes_min == f.nodes_max
-                                                        else f"{f.nodes_min}-{f.nodes_max}")),
-            ("tasks", f.ntasks), ("tasks per node", f.ntasks_per_node), ("cpus per task", f.cpus_per_task),
-            ("gpus per node", f.gpus_per_node), ("gpus per task", f.gpus_per_task),
-            ("gpus (whole job)", f.gpus_total), ("gpu type", f.gpu_type),
+            ("job name", f.job_name),
+            ("partition", f.partition),
+            ("account", f.account),
+            ("qos", f.qos),
+            (
+                "nodes",
+                None
+                if f.nodes_min is None
+                else (str(f.nodes_min) if f.nodes_min == f.nodes_max else f"{f.nodes_min}-{f.nodes_max}"),
+            ),
+            ("tasks", f.ntasks),
+            ("tasks per node", f.ntasks_per_node),
+            ("cpus per task", f.cpus_per_task),
+            ("gpus per node", f.gpus_per_node),
+            ("gpus per task", f.gpus_per_task),
+            ("gpus (whole job)", f.gpus_total),
+            ("gpu type", f.gpu_type),
             ("memory per node", _mib(f.mem_per_node_mb) if f.mem_per_node_mb is not None else None),
             ("memory per cpu", _mib(f.mem_per_cpu_mb) if f.mem_per_cpu_mb is not None else None),
             ("memory per gpu", _mib(f.mem_per_gpu_mb) if f.mem_per_gpu_mb is not None else None),
             ("time limit", _seconds(f.time_limit_seconds) if f.time_limit_seconds is not None else None),
-            ("array", None if f.array is None else (f.array + (f" (at most {f.array_throttle} at once)"
-                                                              if f.array_throttle is not None else ""))),
-            ("dependency", f.dependency), ("exclusive", f.exclusive), ("constraint", f.constraint),
-            ("output", f.output), ("error", f.error), ("chdir", f.chdir), ("requeue", f.requeue),
-            ("signal", f.signal), ("export", f.export), ("comment", f.comment),
+            (
+                "array",
+                None
+                if f.array is None
+                else (f.array + (f" (at most {f.array_throttle} at once)" if f.array_throttle is not None else "")),
+            ),
+            ("dependency", f.dependency),
+            ("exclusive", f.exclusive),
+            ("constraint", f.constraint),
+            ("output", f.output),
+            ("error", f.error),
+            ("chdir", f.chdir),
+            ("requeue", f.requeue),
+            ("signal", f.signal),
+            ("export", f.export),
+            ("comment", f.comment),
         ]
         for label, value in rows:
             if value is None and label != "job name":
@@ -224,8 +273,32 @@ def render_human(script, job, env, sbatch_args) -> str:
 
 
 _SHOWN_OPTIONS = {
-    "job-name", "partition", "account", "qos", "nodes", "ntasks", "ntasks-per-node", "cpus-per-task",
-    "gpus-per-node", "gpus-per-task", "gpus", "gres", "mem", "mem-per-cpu", "mem-per-gpu", "time", "array",
-    "dependency", "exclusive", "constraint", "output", "error", "chdir", "requeue", "no-requeue", "signal",
-    "export", "comment",
+    "job-name",
+    "partition",
+    "account",
+    "qos",
+    "nodes",
+    "ntasks",
+    "ntasks-per-node",
+    "cpus-per-task",
+    "gpus-per-node",
+    "gpus-per-task",
+    "gpus",
+    "gres",
+    "mem",
+    "mem-per-cpu",
+    "mem-per-gpu",
+    "time",
+    "array",
+    "dependency",
+    "exclusive",
+    "constraint",
+    "output",
+    "error",
+    "chdir",
+    "requeue",
+    "no-requeue",
+    "signal",
+    "export",
+    "comment",
 }

@@ -3,6 +3,7 @@
 Exit status: 0 listed (also when there are none); 1 the server refused the list (e.g. forbidden);
 2 the cluster cannot be used.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """`slurm2kf migrate SRC -o OUT`: convert a script repository into a reviewed TrainJob tree."""
+
 from __future__ import annotations
 
 import sys
@@ -10,34 +11,86 @@ from translator.cli import report_cmd as _shared
 
 @click.command("migrate")
 @click.argument("src", type=click.Path(file_okay=False, dir_okay=True, exists=False))
-@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False),
-              help="Output folder: a mirror of SRC with TrainJob YAML, SDK Python, kustomizations and reports.")
-@click.option("-j", "--jobs", type=click.IntRange(0, 512), default=0, show_default="all cores",
-              help="Worker processes.")
-@click.option("--include", multiple=True, metavar="GLOB",
-              help="Only files whose relative path or name matches (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip files and folders whose relative path or name matches (repeatable).")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Output folder: a mirror of SRC with TrainJob YAML, SDK Python, kustomizations and reports.",
+)
+@click.option(
+    "-j", "--jobs", type=click.IntRange(0, 512), default=0, show_default="all cores", help="Worker processes."
+)
+@click.option(
+    "--include", multiple=True, metavar="GLOB", help="Only files whose relative path or name matches (repeatable)."
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip files and folders whose relative path or name matches (repeatable).",
+)
 @click.option("--force", is_flag=True, help="Write into an existing folder that slurm2kf did not create.")
-@click.option("--check", is_flag=True,
-              help="Write nothing; exit 1 when any output would change or any script has an error (for CI).")
-@click.option("--max-size", type=click.IntRange(1, None), default=1 << 20, show_default=True, metavar="BYTES",
-              help="Skip (and report) files larger than this.")
-@click.option("--follow-symlinks", is_flag=True,
-              help="Follow symbolic links that lead out of SRC (each folder and file once; loops and the "
-                   "kernel's /proc, /sys, /dev are never walked). Default: reported (M619), not followed.")
-@click.option("--timeout", type=click.FloatRange(0, None), default=60.0, show_default=True, metavar="SECONDS",
-              help="Stop converting a script after this long and record it (M615); 0 = no limit.")
-@click.option("--server-dry-run", is_flag=True,
-              help="Then send the apply set to the cluster as a server-side dry run (nothing stored).")
-@click.option("--apply", "apply_", is_flag=True,
-              help="Then create/update the apply set on the cluster with server-side apply (field manager "
-                   "slurm2kf), as `kubectl apply --server-side -k OUT` would.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 when any output would change or any script has an error (for CI).",
+)
+@click.option(
+    "--max-size",
+    type=click.IntRange(1, None),
+    default=1 << 20,
+    show_default=True,
+    metavar="BYTES",
+    help="Skip (and report) files larger than this.",
+)
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Follow symbolic links that lead out of SRC (each folder and file once; loops and the "
+    "kernel's /proc, /sys, /dev are never walked). Default: reported (M619), not followed.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, None),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop converting a script after this long and record it (M615); 0 = no limit.",
+)
+@click.option(
+    "--server-dry-run",
+    is_flag=True,
+    help="Then send the apply set to the cluster as a server-side dry run (nothing stored).",
+)
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Then create/update the apply set on the cluster with server-side apply (field manager "
+    "slurm2kf), as `kubectl apply --server-side -k OUT` would.",
+)
 @click.option("--kubeconfig", metavar="FILE", help="With --apply/--server-dry-run: kubeconfig file.")
 @click.option("--context", metavar="NAME", help="With --apply/--server-dry-run: kubeconfig context.")
 @_shared.convert_options
-def command(src, out, jobs, include, exclude, force, check, max_size, follow_symlinks, timeout, server_dry_run,
-            apply_, kubeconfig, context, **convert_opts) -> None:
+def command(
+    src,
+    out,
+    jobs,
+    include,
+    exclude,
+    force,
+    check,
+    max_size,
+    follow_symlinks,
+    timeout,
+    server_dry_run,
+    apply_,
+    kubeconfig,
+    context,
+    **convert_opts,
+) -> None:
     """Convert every Slurm job script under SRC (found by content) into OUT.
 
     Exit status: 0 all scripts converted, 1 some scripts have errors (or, with --check, some output
@@ -54,9 +107,21 @@ def command(src, out, jobs, include, exclude, force, check, max_size, follow_sym
         raise click.UsageError("--kubeconfig and --context need --apply or --server-dry-run")
     settings = _shared.settings_from(convert_opts)
     try:
-        res = migrate(MigrateOptions(src=src, out=out, settings=settings, jobs=jobs, include=include,
-                                     exclude=exclude, force=force, check=check, max_size=max_size,
-                                     timeout=timeout, follow_symlinks=follow_symlinks))
+        res = migrate(
+            MigrateOptions(
+                src=src,
+                out=out,
+                settings=settings,
+                jobs=jobs,
+                include=include,
+                exclude=exclude,
+                force=force,
+                check=check,
+                max_size=max_size,
+                timeout=timeout,
+                follow_symlinks=follow_symlinks,
+            )
+        )
     except MigrateError as exc:
         echo_user(f"slurm2kf migrate: error {exc.code} {exc.message}", err=True)
         sys.exit(2)
@@ -68,7 +133,9 @@ def command(src, out, jobs, include, exclude, force, check, max_size, follow_sym
         f"{len(res.written)} files {verb}, {res.unchanged} unchanged"
         + (f", {len(res.removed)} stale {'to remove' if check else 'removed'}" if res.removed else "")
         + (f", {len(res.skipped)} files skipped" if res.skipped else "")
-        + f" in {res.seconds:.1f}s", err=True)
+        + f" in {res.seconds:.1f}s",
+        err=True,
+    )
     if check:
         for p in res.written[:50]:
             echo_user(f"would change: {p}", err=True)
@@ -122,11 +189,11 @@ def _send_apply_set(out, kubeconfig, context, *, dry_run: bool) -> int:
         else:
             counts["rejected"] += 1
             echo_rejection(o.item.source, f"TrainJob {o.namespace}/{o.item.name}", o.rejection)
-    parts = ", ".join(f"{counts[k]} {k}" for k in ("created", "configured", "unchanged", "validated", "rejected")
-                      if counts[k])
+    parts = ", ".join(
+        f"{counts[k]} {k}" for k in ("created", "configured", "unchanged", "validated", "rejected") if counts[k]
+    )
     how = "server-side dry run" if dry_run else "server-side apply"
-    click.echo(f"{how}: {len(outcomes)} TrainJobs from {len(files)} files" + (f" ({parts})" if parts else ""),
-               err=True)
+    click.echo(f"{how}: {len(outcomes)} TrainJobs from {len(files)} files" + (f" ({parts})" if parts else ""), err=True)
     if prepared.unreadable:
         return 2
     return 1 if counts["rejected"] else 0

@@ -1,4 +1,5 @@
 """`slurm2kf profile init DIR` and `slurm2kf profile check FILE`."""
+
 from __future__ import annotations
 
 import os
@@ -32,10 +33,16 @@ def check(file: str) -> None:
 
     for diag in lint_profile(profile):
         echo_user(diag.format(file), err=True)
-    counts = [(len(profile.partitions), "partition"), (len(profile.qos), "qos"), (len(profile.accounts), "account"),
-              (len(profile.gpu_types), "GPU type"), (len(profile.constraints), "constraint"),
-              (len(profile.image_rules), "image rule"), (len(profile.filesystems), "file system"),
-              (len(profile.runtimes), "runtime")]
+    counts = [
+        (len(profile.partitions), "partition"),
+        (len(profile.qos), "qos"),
+        (len(profile.accounts), "account"),
+        (len(profile.gpu_types), "GPU type"),
+        (len(profile.constraints), "constraint"),
+        (len(profile.image_rules), "image rule"),
+        (len(profile.filesystems), "file system"),
+        (len(profile.runtimes), "runtime"),
+    ]
     summary = ", ".join(f"{n} {what}{'s' if n != 1 and not what.endswith('s') else ''}" for n, what in counts)
     label = f"profile `{profile.name}`" if profile.name else "profile"
     echo_user(f"{file}: ok ({label}: {summary})")
@@ -43,8 +50,9 @@ def check(file: str) -> None:
 
 @command.command("init")
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, dir_okay=True))
-@click.option("-o", "--output", "output", metavar="FILE", default="-",
-              help="Write the skeleton to FILE (default: stdout).")
+@click.option(
+    "-o", "--output", "output", metavar="FILE", default="-", help="Write the skeleton to FILE (default: stdout)."
+)
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 def init(directory: str, output: str, force: bool) -> None:
     """Survey the job scripts under DIR and write a commented profile skeleton to fill in."""
@@ -73,15 +81,19 @@ def init(directory: str, output: str, force: bool) -> None:
         except OSError as exc:
             echo_user(f"{output}: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(2)
-    echo_user(f"surveyed {usage.scripts} job script{'s' if usage.scripts != 1 else ''} under {directory}: "
-               f"{len(usage.partitions)} partitions, {len(usage.qos)} qos, {len(usage.accounts)} accounts, "
-               f"{len(usage.gpu_types)} GPU types, {len(usage.environments)} environments, "
-               f"{len(usage.paths)} path prefixes" + ("" if output == "-" else f"; wrote {output}"), err=True)
+    echo_user(
+        f"surveyed {usage.scripts} job script{'s' if usage.scripts != 1 else ''} under {directory}: "
+        f"{len(usage.partitions)} partitions, {len(usage.qos)} qos, {len(usage.accounts)} accounts, "
+        f"{len(usage.gpu_types)} GPU types, {len(usage.environments)} environments, "
+        f"{len(usage.paths)} path prefixes" + ("" if output == "-" else f"; wrote {output}"),
+        err=True,
+    )
     for rel, why in usage.unreadable_files[:50]:
-        echo_user(f"{os.path.join(directory, rel)}: warning {F_UNREADABLE_FILE} cannot be read, not surveyed ({why})",
-                  err=True)
+        echo_user(
+            f"{os.path.join(directory, rel)}: warning {F_UNREADABLE_FILE} cannot be read, not surveyed ({why})",
+            err=True,
+        )
     if len(usage.unreadable_files) > 50:
         echo_user(f"... and {len(usage.unreadable_files) - 50} more unreadable files", err=True)
     if usage.scripts == 0:
-        echo_user(f"{directory}: no job scripts found (a job script starts with `#!` and has #SBATCH lines)",
-                   err=True)
+        echo_user(f"{directory}: no job scripts found (a job script starts with `#!` and has #SBATCH lines)", err=True)

@@ -1,9 +1,9 @@
 """`slurm2kf report SRC|OUT`: the review report of a script folder, or of a migrate output."""
+
 from __future__ import annotations
 
 import os
 import sys
-from typing import List
 
 import click
 
@@ -17,18 +17,38 @@ def convert_options(f):
         click.option("--runtime", default=None, help="Runtime name (overrides the launcher's choice)."),
         click.option("--image", default=None, help="Container image for every TrainJob."),
         click.option("--namespace", default=None, help="Namespace of the TrainJobs."),
-        click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True,
-                     help="Kubernetes resource name for GPUs."),
-        click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding",
-                     show_default=True, help="Array jobs: a finding, or one TrainJob per index."),
-        click.option("--profile", "profile_path", default=None, metavar="FILE",
-                     help="Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest "
-                          "slurm2kf.yaml above each script)."),
-        click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
-                     help="An SBATCH_* input variable as if set when sbatch runs (repeatable)."),
-        click.option("--simulate", "simulate", is_flag=True,
-                     help="Also run each script and its TrainJob with stub commands and report whether they "
-                          "launch the same training (S8xx; see docs/simulate.md)."),
+        click.option(
+            "--gpu-resource", default="nvidia.com/gpu", show_default=True, help="Kubernetes resource name for GPUs."
+        ),
+        click.option(
+            "--array-mode",
+            type=click.Choice(["finding", "expand"]),
+            default="finding",
+            show_default=True,
+            help="Array jobs: a finding, or one TrainJob per index.",
+        ),
+        click.option(
+            "--profile",
+            "profile_path",
+            default=None,
+            metavar="FILE",
+            help="Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest "
+            "slurm2kf.yaml above each script).",
+        ),
+        click.option(
+            "--sbatch-env",
+            "sbatch_env",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
+        ),
+        click.option(
+            "--simulate",
+            "simulate",
+            is_flag=True,
+            help="Also run each script and its TrainJob with stub commands and report whether they "
+            "launch the same training (S8xx; see docs/simulate.md).",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -60,10 +80,16 @@ def settings_from(opts: dict):
         if not sep or not key:
             raise click.UsageError(f"--sbatch-env expects KEY=VALUE, got {item!r}")
         env.append((key, value))
-    return ConvertSettings(runtime=opts.get("runtime") or None, image=opts.get("image") or None,
-                           namespace=opts.get("namespace") or None, gpu_resource=gpu_resource,
-                           array_mode=opts.get("array_mode") or "finding", sbatch_env=tuple(env),
-                           profile=profile, simulate=bool(opts.get("simulate")))
+    return ConvertSettings(
+        runtime=opts.get("runtime") or None,
+        image=opts.get("image") or None,
+        namespace=opts.get("namespace") or None,
+        gpu_resource=gpu_resource,
+        array_mode=opts.get("array_mode") or "finding",
+        sbatch_env=tuple(env),
+        profile=profile,
+        simulate=bool(opts.get("simulate")),
+    )
 
 
 class _Utf8Sink:
@@ -73,7 +99,7 @@ class _Utf8Sink:
         self.put = put
 
     def write(self, s: str) -> int:
-        self.put(s.encode("utf-8", "backslashreplace"))    # always valid UTF-8
+        self.put(s.encode("utf-8", "backslashreplace"))  # always valid UTF-8
         return len(s)
 
 
@@ -86,16 +112,17 @@ def _format_help() -> str:
 
 @click.command("report")
 @click.argument("source", type=click.Path(exists=True, file_okay=True, dir_okay=True))
-@click.option("-o", "--output", "output", default="-", metavar="FILE|-",
-              help="Report file (default: stdout).")
-@click.option("--format", "fmt", type=TableChoice(REPORT_WRITERS), default=None,
-              help=_format_help())
+@click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Report file (default: stdout).")
+@click.option("--format", "fmt", type=TableChoice(REPORT_WRITERS), default=None, help=_format_help())
 @click.option("-j", "--jobs", type=click.IntRange(0, 512), default=0, show_default="all cores")
 @click.option("--include", multiple=True, metavar="GLOB")
 @click.option("--exclude", multiple=True, metavar="GLOB")
 @click.option("--max-size", type=click.IntRange(1, None), default=1 << 20, show_default=True, metavar="BYTES")
-@click.option("--follow-symlinks", is_flag=True,
-              help="Follow symbolic links that lead out of SOURCE (as `migrate --follow-symlinks`).")
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Follow symbolic links that lead out of SOURCE (as `migrate --follow-symlinks`).",
+)
 @convert_options
 def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlinks, **convert_opts) -> None:
     """Write the review report of SOURCE: a folder of scripts (converted now), a single script,
@@ -106,7 +133,7 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
     from translator.migrate.files import MANIFEST_NAME, REPORT_BASENAME
     from translator.report import for_extension, report_writer
 
-    if fmt is None:          # the output's extension, else the table's first format
+    if fmt is None:  # the output's extension, else the table's first format
         ext = os.path.splitext(output)[1].lstrip(".") if output != "-" else ""
         chosen = for_extension(ext) or next(iter(REPORT_WRITERS.values()))
     else:
@@ -124,8 +151,13 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
                 # the scanned folder, the saved report); written through a temporary file and a rename
                 from translator.fsio import looks_like_job_script
 
-                write_output(output, lambda put: write(report, _Utf8Sink(put)),
-                             inputs=inputs, input_trees=input_trees, is_input=looks_like_job_script)
+                write_output(
+                    output,
+                    lambda put: write(report, _Utf8Sink(put)),
+                    inputs=inputs,
+                    input_trees=input_trees,
+                    is_input=looks_like_job_script,
+                )
         except OutputRefused as exc:
             echo_user(f"slurm2kf report: error M618 {exc.message}", err=True)
             sys.exit(2)
@@ -142,7 +174,7 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
         from translator.report.json_report import MAX_REPORT_BYTES, ReportFormatError, load
 
         inputs = [saved, os.path.join(source, MANIFEST_NAME)]
-        input_trees: List[str] = []
+        input_trees: list[str] = []
         try:
             # inside OUT: never through a link, only a regular file, at most MAX_REPORT_BYTES
             data = out_read(source, REPORT_BASENAME + ".json", MAX_REPORT_BYTES)
@@ -150,8 +182,9 @@ def command(source, output, fmt, jobs, include, exclude, max_size, follow_symlin
                 raise ReportFormatError("missing, or larger than the size limit")
             report = load(saved, data)
         except (OSError, ReportFormatError) as exc:
-            echo_user(f"slurm2kf report: error M614 cannot read {saved}: {getattr(exc, 'strerror', None) or exc}",
-                      err=True)
+            echo_user(
+                f"slurm2kf report: error M614 cannot read {saved}: {getattr(exc, 'strerror', None) or exc}", err=True
+            )
             sys.exit(2)
         emit(report)
     else:
@@ -177,7 +210,7 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
             yaml_text = render(conv.plans, "yaml", findings_comment=True)
         from translator.fsio import display_name
 
-        name = display_name(os.path.basename(source))      # bytes that are not UTF-8 shown as \xNN
+        name = display_name(os.path.basename(source))  # bytes that are not UTF-8 shown as \xNN
         sr = script_report(conv, name, yaml_text, settings=settings)
         if settings.simulate:
             from translator.report.build import with_simulation
@@ -186,10 +219,21 @@ def _convert_and_report(source, jobs, include, exclude, max_size, convert_opts, 
         emit(Report.from_scripts("slurm2kf review: " + name, display_name(source), [sr]))
         return
     try:
-        migrate(MigrateOptions(src=source, out=None, settings=settings, jobs=jobs, include=include,
-                               exclude=exclude, max_size=max_size, progress=False, echo=lambda s: None,
-                               follow_symlinks=follow_symlinks,
-                               report_sink=emit))
+        migrate(
+            MigrateOptions(
+                src=source,
+                out=None,
+                settings=settings,
+                jobs=jobs,
+                include=include,
+                exclude=exclude,
+                max_size=max_size,
+                progress=False,
+                echo=lambda s: None,
+                follow_symlinks=follow_symlinks,
+                report_sink=emit,
+            )
+        )
     except MigrateError as exc:
         echo_user(f"slurm2kf report: error {exc.code} {exc.message}", err=True)
         sys.exit(2)

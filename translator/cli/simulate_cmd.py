@@ -2,12 +2,12 @@
 
 Exit status: 0 every script is equivalent; 1 at least one differs; 2 usage error or unreadable input.
 """
+
 from __future__ import annotations
 
 import json
 import sys
 from collections import OrderedDict
-from typing import List
 
 import click
 
@@ -16,24 +16,40 @@ from translator.profile.lookup import PROFILE_ENV
 
 
 def process_json(p) -> dict:
-    return {"node": p.node, "host": p.host, "interpreter": p.interpreter, "program": p.program,
-            "argv": list(p.argv), "launcher": p.launcher, "rank": p.rank, "local_rank": p.local_rank,
-            "world_size": p.world_size, "master_addr": p.master_addr, "master_port": p.master_port,
-            "gpus": p.gpus, "cwd": p.cwd, "env": dict(p.env)}
+    return {
+        "node": p.node,
+        "host": p.host,
+        "interpreter": p.interpreter,
+        "program": p.program,
+        "argv": list(p.argv),
+        "launcher": p.launcher,
+        "rank": p.rank,
+        "local_rank": p.local_rank,
+        "world_size": p.world_size,
+        "master_addr": p.master_addr,
+        "master_port": p.master_port,
+        "gpus": p.gpus,
+        "cwd": p.cwd,
+        "env": dict(p.env),
+    }
 
 
 def verdict_json(v) -> dict:
     return {
-        "path": v.path, "verdict": v.verdict, "differences": list(v.differences),
+        "path": v.path,
+        "verdict": v.verdict,
+        "differences": list(v.differences),
         "slurm": [process_json(p) for p in v.slurm.processes],
         "kubeflow": [process_json(p) for p in v.kubeflow.processes],
-        "failures": {s.side: [{"node": f.node, "command": f.command, "reason": f.reason} for f in s.failures]
-                     for s in (v.slurm, v.kubeflow)},
+        "failures": {
+            s.side: [{"node": f.node, "command": f.command, "reason": f.reason} for f in s.failures]
+            for s in (v.slurm, v.kubeflow)
+        },
         "notes": {s.side: list(s.notes) for s in (v.slurm, v.kubeflow)},
     }
 
 
-def _ranks(ranks: List) -> str:
+def _ranks(ranks: list) -> str:
     rs = sorted(r for r in ranks if r is not None)
     if not rs:
         return "-"
@@ -45,7 +61,7 @@ def _ranks(ranks: List) -> str:
 def _groups(procs):
     from translator.simulate.verdict import command_of
 
-    out: OrderedDict[tuple, list] = OrderedDict()      # (node, command) -> its processes
+    out: OrderedDict[tuple, list] = OrderedDict()  # (node, command) -> its processes
     for p in procs:
         out.setdefault((p.node, command_of(p)), []).append(p)
     return out
@@ -59,8 +75,10 @@ def _cell(ps, side) -> str:
     worlds = sorted({str(p.world_size) if p.world_size is not None else "-" for p in ps})
     gpus = sorted({str(p.gpus) for p in ps})
     eps = sorted({endpoint_node(p.master_addr, p, _hosts_index(side)) or "-" for p in ps})
-    return (f"{len(ps)} proc  ranks {_ranks([p.rank for p in ps])}  world {','.join(worlds)}  "
-            f"gpu {','.join(gpus)}  master {','.join(eps)}")
+    return (
+        f"{len(ps)} proc  ranks {_ranks([p.rank for p in ps])}  world {','.join(worlds)}  "
+        f"gpu {','.join(gpus)}  master {','.join(eps)}"
+    )
 
 
 def render_human(v, verbose: bool = False) -> str:
@@ -72,8 +90,14 @@ def render_human(v, verbose: bool = False) -> str:
     keys.sort(key=lambda k: (k[0], k[1]))
     rows = [("node", "command", "Slurm", "Kubeflow")]
     for node, cmd in keys:
-        rows.append((str(node), cmd if len(cmd) <= 60 else cmd[:57] + "...",
-                     _cell(sg.get((node, cmd), []), v.slurm), _cell(kg.get((node, cmd), []), v.kubeflow)))
+        rows.append(
+            (
+                str(node),
+                cmd if len(cmd) <= 60 else cmd[:57] + "...",
+                _cell(sg.get((node, cmd), []), v.slurm),
+                _cell(kg.get((node, cmd), []), v.kubeflow),
+            )
+        )
     if len(rows) == 1:
         rows.append(("-", "(no training process on either side)", "-", "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
@@ -82,8 +106,9 @@ def render_human(v, verbose: bool = False) -> str:
     if v.differences:
         lines.append("  differences:")
         lines.extend(f"    - {d}" for d in v.differences)
-    notes = [f"{s.side}: {n}" for s in (v.slurm, v.kubeflow) for n in s.notes
-             if verbose or not n.startswith("isolation:")]
+    notes = [
+        f"{s.side}: {n}" for s in (v.slurm, v.kubeflow) for n in s.notes if verbose or not n.startswith("isolation:")
+    ]
     iso = next((n for n in v.slurm.notes if n.startswith("isolation:")), None)
     if iso:
         notes.insert(0, iso)
@@ -94,37 +119,76 @@ def render_human(v, verbose: bool = False) -> str:
         for side in (v.slurm, v.kubeflow):
             lines.append(f"  {side.side} processes:")
             for p in side.processes:
-                lines.append(f"    node {p.node} ({p.host}) rank {p.rank} local {p.local_rank} world {p.world_size} "
-                             f"gpus {p.gpus} master {p.master_addr}:{p.master_port} [{p.launcher}] "
-                             f"{p.interpreter} {p.program} {' '.join(p.argv)}")
+                lines.append(
+                    f"    node {p.node} ({p.host}) rank {p.rank} local {p.local_rank} world {p.world_size} "
+                    f"gpus {p.gpus} master {p.master_addr}:{p.master_port} [{p.launcher}] "
+                    f"{p.interpreter} {p.program} {' '.join(p.argv)}"
+                )
     return "\n".join(lines) + "\n"
 
 
 @click.command(name="simulate", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("scripts", nargs=-1, metavar="SCRIPT...")
-@click.option("--trainjob", "trainjob", metavar="FILE.yaml",
-              help="Compare an existing TrainJob file with its script (--script, or its slurm2kf.io/source "
-                   "annotation).")
+@click.option(
+    "--trainjob",
+    "trainjob",
+    metavar="FILE.yaml",
+    help="Compare an existing TrainJob file with its script (--script, or its slurm2kf.io/source annotation).",
+)
 @click.option("--script", "script_opt", metavar="FILE", help="With --trainjob: the Slurm script it came from.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per script per line.")
 @click.option("--verbose", "-v", is_flag=True, help="Also list every process and all notes.")
 @click.option("--runtime", metavar="NAME", help="Runtime name (as for convert).")
 @click.option("--image", metavar="IMG", help="Container image (as for convert).")
-@click.option("--profile", "profile_path", metavar="FILE",
-              help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
-@click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
-              help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@click.option(
+    "--profile",
+    "profile_path",
+    metavar="FILE",
+    help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).",
+)
+@click.option(
+    "--sbatch-env",
+    "sbatch_env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
+)
 @script_args_option
-@click.option("--array-index", "array_index", type=int, default=None, metavar="N",
-              help="Array element to simulate (default: the first index).")
-@click.option("--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True,
-              help="Seconds each side may run.")
-@click.option("--runtimes", "runtime_files", multiple=True, metavar="FILE|DIR",
-              help="(Cluster)TrainingRuntime YAML of the site, instead of the runtimes Trainer v2.3 ships "
-                   "(repeatable).")
+@click.option(
+    "--array-index",
+    "array_index",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Array element to simulate (default: the first index).",
+)
+@click.option(
+    "--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True, help="Seconds each side may run."
+)
+@click.option(
+    "--runtimes",
+    "runtime_files",
+    multiple=True,
+    metavar="FILE|DIR",
+    help="(Cluster)TrainingRuntime YAML of the site, instead of the runtimes Trainer v2.3 ships (repeatable).",
+)
 @click.pass_context
-def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image, profile_path, sbatch_env,
-            script_args, array_index, timeout, runtime_files) -> None:
+def command(
+    ctx,
+    scripts,
+    trainjob,
+    script_opt,
+    as_json,
+    verbose,
+    runtime,
+    image,
+    profile_path,
+    sbatch_env,
+    script_args,
+    array_index,
+    timeout,
+    runtime_files,
+) -> None:
     """Run SCRIPT as a Slurm batch job and as the converted TrainJob, with stub commands (nothing of the
     program runs), and compare the training processes. Options after `--` are sbatch options."""
     from translator.cli.convert_cmd import _load_profile
@@ -153,8 +217,14 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
 
     def settings_for(path):
         profile, _ = _load_profile(profile_path, path)
-        return ConvertSettings(runtime=runtime or None, image=image or None, sbatch_env=tuple(env.items()),
-                               sbatch_args=sbatch_args, profile=profile, script_args=args or None)
+        return ConvertSettings(
+            runtime=runtime or None,
+            image=image or None,
+            sbatch_env=tuple(env.items()),
+            sbatch_args=sbatch_args,
+            profile=profile,
+            script_args=args or None,
+        )
 
     def emit(v):
         if as_json:
@@ -167,8 +237,7 @@ def command(ctx, scripts, trainjob, script_opt, as_json, verbose, runtime, image
         try:
             if trainjob:
                 src = script_opt
-                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout,
-                                             runtimes)
+                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout, runtimes)
             else:
                 verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout, runtimes)]
         except SimulateError as exc:

@@ -5,6 +5,7 @@ the cluster of the kubeconfig's current context. Prints `Submitted TrainJob NAME
 Exit status: 0 all submitted; 1 a script was refused (error findings, without --force) or the server
 rejected a TrainJob; 2 usage error, unreadable input, or the cluster cannot be used.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,28 +20,73 @@ from translator.profile.lookup import PROFILE_ENV
 @click.command(name="submit", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("files", nargs=-1, required=True, metavar="SCRIPT|TRAINJOB.yaml...")
 @cluster_options
-@click.option("--dry-run", is_flag=True,
-              help="Server-side dry run: the server's full validation (schema, CEL rules, RBAC), nothing stored.")
-@click.option("--apply", "apply_", is_flag=True,
-              help="Server-side apply (field manager slurm2kf): create, or update the TrainJob of the same "
-                   "name; re-submitting an unchanged file changes nothing.")
-@click.option("--generate-name", is_flag=True,
-              help="Let the server add a unique 5-character suffix to each name (like a new sbatch job id).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Server-side dry run: the server's full validation (schema, CEL rules, RBAC), nothing stored.",
+)
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Server-side apply (field manager slurm2kf): create, or update the TrainJob of the same "
+    "name; re-submitting an unchanged file changes nothing.",
+)
+@click.option(
+    "--generate-name",
+    is_flag=True,
+    help="Let the server add a unique 5-character suffix to each name (like a new sbatch job id).",
+)
 @click.option("--force", is_flag=True, help="Submit even when the conversion has error findings.")
 @click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
 @click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
-@click.option("--gpu-resource", default="nvidia.com/gpu", show_default=True, metavar="NAME",
-              help="Kubernetes resource name for GPUs.")
-@click.option("--array-mode", type=click.Choice(["finding", "expand"]), default="finding", show_default=True,
-              help="Job arrays: one TrainJob and a finding, or one TrainJob per index.")
-@click.option("--profile", "profile_path", metavar="FILE",
-              help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
-@click.option("--sbatch-env", "sbatch_env", multiple=True, metavar="KEY=VALUE",
-              help="An SBATCH_* input variable as if set when sbatch runs (repeatable).")
+@click.option(
+    "--gpu-resource",
+    default="nvidia.com/gpu",
+    show_default=True,
+    metavar="NAME",
+    help="Kubernetes resource name for GPUs.",
+)
+@click.option(
+    "--array-mode",
+    type=click.Choice(["finding", "expand"]),
+    default="finding",
+    show_default=True,
+    help="Job arrays: one TrainJob and a finding, or one TrainJob per index.",
+)
+@click.option(
+    "--profile",
+    "profile_path",
+    metavar="FILE",
+    help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).",
+)
+@click.option(
+    "--sbatch-env",
+    "sbatch_env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems (no `Submitted` lines).")
 @click.pass_context
-def command(ctx: click.Context, files, kubeconfig, context, namespace, dry_run, apply_, generate_name, force,
-            runtime, image, gpu_resource, array_mode, profile_path, sbatch_env, quiet) -> None:
+def command(
+    ctx: click.Context,
+    files,
+    kubeconfig,
+    context,
+    namespace,
+    dry_run,
+    apply_,
+    generate_name,
+    force,
+    runtime,
+    image,
+    gpu_resource,
+    array_mode,
+    profile_path,
+    sbatch_env,
+    quiet,
+) -> None:
     """Convert and submit sbatch scripts (or TrainJob YAML) to the cluster. Options after `--` are
     sbatch options, as for `convert`.
 
@@ -62,9 +108,16 @@ def command(ctx: click.Context, files, kubeconfig, context, namespace, dry_run, 
 
     def settings_for(path):
         profile, _ = _load_profile(profile_path, path)
-        return ConvertSettings(runtime=runtime or None, image=image or None, namespace=namespace or None,
-                               array_mode=array_mode, gpu_resource=gpu_resource.strip(), sbatch_env=env,
-                               sbatch_args=sbatch_args, profile=profile)
+        return ConvertSettings(
+            runtime=runtime or None,
+            image=image or None,
+            namespace=namespace or None,
+            array_mode=array_mode,
+            gpu_resource=gpu_resource.strip(),
+            sbatch_env=env,
+            sbatch_args=sbatch_args,
+            profile=profile,
+        )
 
     prepared = prepare(files, settings_for, force=force)
     for line in prepared.messages:
@@ -73,8 +126,9 @@ def command(ctx: click.Context, files, kubeconfig, context, namespace, dry_run, 
     if prepared.items:
         cluster = connect_or_exit("submit", kubeconfig, context, namespace)
         try:
-            outcomes = submit_all(cluster, prepared.items, dry_run=dry_run, apply=apply_,
-                                  generate_name=generate_name, namespace=namespace)
+            outcomes = submit_all(
+                cluster, prepared.items, dry_run=dry_run, apply=apply_, generate_name=generate_name, namespace=namespace
+            )
         except ClusterError as exc:
             click.echo(exc.format("submit"), err=True)
             sys.exit(exc.exit_code)

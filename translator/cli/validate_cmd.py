@@ -1,4 +1,5 @@
 """`slurm2kf validate FILE.yaml... [--crd CRD.yaml] [--runtimes PATH]... [--json]`."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import click
 from translator.cli.common import echo_user
 
 
-MAX_YAML_BYTES = 64 << 20     # a TrainJob file is kilobytes; a folder of 10,000 of them is ~30 MB
+MAX_YAML_BYTES = 64 << 20  # a TrainJob file is kilobytes; a folder of 10,000 of them is ~30 MB
 
 
 def _read(path: str):
@@ -34,7 +35,7 @@ def _read(path: str):
 def _runtime_files(paths):
     for p in paths:
         if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):      # links to folders are not walked
+            for root, dirs, files in os.walk(p):  # links to folders are not walked
                 dirs.sort()
                 for f in sorted(files):
                     full = os.path.join(root, f)
@@ -93,24 +94,41 @@ def _server_results(cluster, text, crd, path, runtimes, namespace):
     if not any(not r.skipped for r in results):
         from translator.validate.validator import Problem, Result
 
-        results.append(Result(path, None, None, problems=[
-            Problem("V703", "error", "<file>", None, "no TrainJob document in this file")]))
+        results.append(
+            Result(
+                path,
+                None,
+                None,
+                problems=[Problem("V703", "error", "<file>", None, "no TrainJob document in this file")],
+            )
+        )
     return results, unusable
 
 
 @click.command("validate")
 @click.argument("files", nargs=-1, required=True, metavar="FILE.yaml...")
-@click.option("--crd", "crd_path", metavar="CRD.yaml",
-              help="TrainJob CustomResourceDefinition to validate against "
-                   "(default: the bundled Kubeflow Trainer v2.3.0 CRD).")
-@click.option("--runtimes", "runtime_paths", multiple=True, metavar="PATH",
-              help="(Cluster)TrainingRuntime manifests (file or folder) for runtime-aware checks; "
-                   "the shipped runtimes are always known.")
+@click.option(
+    "--crd",
+    "crd_path",
+    metavar="CRD.yaml",
+    help="TrainJob CustomResourceDefinition to validate against (default: the bundled Kubeflow Trainer v2.3.0 CRD).",
+)
+@click.option(
+    "--runtimes",
+    "runtime_paths",
+    multiple=True,
+    metavar="PATH",
+    help="(Cluster)TrainingRuntime manifests (file or folder) for runtime-aware checks; "
+    "the shipped runtimes are always known.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per TrainJob on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Only print problems and the summary.")
-@click.option("--server", is_flag=True,
-              help="Let the cluster's API server judge each TrainJob (server-side dry run) and report where "
-                   "it disagrees with the offline checks (docs/cluster.md).")
+@click.option(
+    "--server",
+    is_flag=True,
+    help="Let the cluster's API server judge each TrainJob (server-side dry run) and report where "
+    "it disagrees with the offline checks (docs/cluster.md).",
+)
 @click.option("--kubeconfig", metavar="FILE", help="With --server: kubeconfig (default: $KUBECONFIG).")
 @click.option("--context", metavar="NAME", help="With --server: kubeconfig context.")
 @click.option("-n", "--namespace", metavar="NS", help="With --server: namespace for TrainJobs that name none.")
@@ -164,14 +182,16 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
     else:
         for r in results:
             where_doc = f" (document {r.index + 1})" if r.index is not None else ""
-            for p in sorted(r.problems, key=lambda x: (x.line or 0)):
+            for p in sorted(r.problems, key=lambda x: x.line or 0):
                 loc = f"{r.file}:{p.line}" if p.line is not None else r.file
                 echo_user(f"{loc}: {p.severity} {p.code} {p.message}{where_doc}")
             if not quiet and not r.skipped and r.index is not None:
                 state = "valid" if r.valid else "INVALID"
-                how = (f"server-side dry run on {cluster.server}, context {cluster.context}" if cluster is not None
-                       else f"CEL rules evaluated {r.cel_evaluated}, transition rules skipped "
-                            f"{r.cel_skipped_transition}")
+                how = (
+                    f"server-side dry run on {cluster.server}, context {cluster.context}"
+                    if cluster is not None
+                    else f"CEL rules evaluated {r.cel_evaluated}, transition rules skipped {r.cel_skipped_transition}"
+                )
                 echo_user(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} ({how})")
     n_valid = sum(1 for r in verdicts if r.valid)
     click.echo(f"valid: {n_valid}/{len(verdicts)}", err=as_json)

@@ -11,6 +11,7 @@ Modules:
 K9xx codes (docs/codes.md, codes-K) are stable; transport problems (K900-K903, K909) end the command
 with exit 2, a rejected object is exit 1.
 """
+
 from __future__ import annotations
 
 GROUP = "trainer.kubeflow.org"
@@ -21,10 +22,10 @@ FIELD_MANAGER = "slurm2kf"
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "slurm2kf"
-LABEL_SCRIPT = "slurm2kf.io/script"               # the script's file name as a label value (<= 63)
-LABEL_HASH = "slurm2kf.io/source-hash"            # first 12 hex digits of the source's SHA-256
-ANNOTATION_HASH = "slurm2kf.io/source-sha256"      # the full SHA-256 of the submitted file
-ANNOTATION_VERSION = "slurm2kf.io/version"        # slurm2kf version that submitted it
+LABEL_SCRIPT = "slurm2kf.io/script"  # the script's file name as a label value (<= 63)
+LABEL_HASH = "slurm2kf.io/source-hash"  # first 12 hex digits of the source's SHA-256
+ANNOTATION_HASH = "slurm2kf.io/source-sha256"  # the full SHA-256 of the submitted file
+ANNOTATION_VERSION = "slurm2kf.io/version"  # slurm2kf version that submitted it
 SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
 
@@ -34,7 +35,7 @@ class ClusterError(Exception):
     exit_code = 2
 
     def __init__(self, code: str, message: str) -> None:
-        message = " ".join(str(message).split())          # always one line
+        message = " ".join(str(message).split())  # always one line
         super().__init__(f"{code} {message}")
         self.code = code
         self.message = message

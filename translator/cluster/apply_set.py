@@ -1,10 +1,10 @@
 """The apply set of a `migrate` output tree: the TrainJob YAML files its kustomizations list
 (what `kubectl apply -k OUT` would send), read without kustomize: `resources` entries are files or
 folders holding their own kustomization.yaml, as `migrate` writes them."""
+
 from __future__ import annotations
 
 import os
-from typing import List
 
 KUSTOMIZATION = "kustomization.yaml"
 
@@ -13,12 +13,12 @@ class ApplySetError(Exception):
     pass
 
 
-def apply_set(out: str) -> List[str]:
+def apply_set(out: str) -> list[str]:
     """YAML files in kustomization order (depth first); raises ApplySetError for a broken tree."""
     import yaml
 
     root = os.path.realpath(out)
-    files: List[str] = []
+    files: list[str] = []
     seen = set()
 
     def walk(folder: str) -> None:
@@ -36,7 +36,7 @@ def apply_set(out: str) -> List[str]:
         resources = data.get("resources") if isinstance(data, dict) else None
         for res in resources or ():
             path = os.path.realpath(os.path.join(folder, str(res)))
-            if os.path.commonpath([root, path]) != root:      # never follow a path out of the tree
+            if os.path.commonpath([root, path]) != root:  # never follow a path out of the tree
                 raise ApplySetError(f"{kfile}: resource {res!r} is outside {out}")
             if os.path.isdir(path):
                 walk(path)

@@ -3,6 +3,7 @@
 One client per command: every request of a batch shares its connection pool. Timeouts are short
 (connect 5 s, read 30 s by default) and urllib3 never retries, so a dead server is reported at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ import re
 import socket
 import ssl
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 from translator.cluster import GROUP, PLURAL, VERSION, ClusterError
 
@@ -23,8 +24,8 @@ READ_TIMEOUT = 30.0
 @dataclass
 class Response:
     status: int
-    body: Any                                  # parsed JSON (dict) or None
-    warnings: List[str] = field(default_factory=list)   # `Warning:` headers from the server
+    body: Any  # parsed JSON (dict) or None
+    warnings: list[str] = field(default_factory=list)  # `Warning:` headers from the server
 
 
 @dataclass
@@ -39,7 +40,7 @@ class HttpError(Exception):
         return f"HTTP {self.status}: {self.text[:200]}"
 
 
-def kubeconfig_path(explicit: Optional[str]) -> str:
+def kubeconfig_path(explicit: str | None) -> str:
     """--kubeconfig, else $KUBECONFIG (may list several files), else ~/.kube/config (as kubectl)."""
     if explicit:
         return explicit
@@ -51,15 +52,15 @@ def kubeconfig_path(explicit: Optional[str]) -> str:
 
 @dataclass
 class Cluster:
-    api: Any                                   # kubernetes.client.ApiClient
+    api: Any  # kubernetes.client.ApiClient
     context: str
     user: str
     namespace: str
     server: str
-    timeout: Tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT)
+    timeout: tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT)
 
     # ---- paths
-    def trainjobs_path(self, namespace: Optional[str], name: Optional[str] = None) -> str:
+    def trainjobs_path(self, namespace: str | None, name: str | None = None) -> str:
         """The URL path; namespace and name are percent-encoded (a name from a file such as `../x`
         stays one path segment, so it can never address another resource)."""
         base = f"/apis/{GROUP}/{VERSION}"
@@ -67,8 +68,15 @@ class Cluster:
         return f"{path}/{_seg(name)}" if name else path
 
     # ---- one request
-    def request(self, method: str, path: str, *, query: Optional[List[Tuple[str, str]]] = None,
-                body: Any = None, content_type: str = "application/json") -> Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Response:
         """Send one request; returns a Response (2xx), raises HttpError (an answer with an error
         status) or ClusterError (no usable answer: connection, TLS, credentials, timeout)."""
         from kubernetes.client.exceptions import ApiException
@@ -76,9 +84,17 @@ class Cluster:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
             data, status, resp_headers = self.api.call_api(
-                path, method, query_params=list(query or []), header_params=headers, body=body,
-                response_type="object", auth_settings=["BearerToken"], _return_http_data_only=False,
-                _preload_content=True, _request_timeout=self.timeout)
+                path,
+                method,
+                query_params=list(query or []),
+                header_params=headers,
+                body=body,
+                response_type="object",
+                auth_settings=["BearerToken"],
+                _return_http_data_only=False,
+                _preload_content=True,
+                _request_timeout=self.timeout,
+            )
         except ApiException as exc:
             text = exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")
             try:
@@ -86,10 +102,13 @@ class Cluster:
             except ValueError:
                 parsed = None
             if exc.status == 401:
-                raise ClusterError("K903", f"the server {self.server} rejected the credentials of user "
-                                           f"{self.user!r} (context {self.context!r}): token invalid or "
-                                           "expired; log in again or fix the kubeconfig") from None
-            if not exc.status:       # the client's own failure wrapped as ApiException (status 0)
+                raise ClusterError(
+                    "K903",
+                    f"the server {self.server} rejected the credentials of user "
+                    f"{self.user!r} (context {self.context!r}): token invalid or "
+                    "expired; log in again or fix the kubeconfig",
+                ) from None
+            if not exc.status:  # the client's own failure wrapped as ApiException (status 0)
                 raise transport_error(exc, self) from None
             raise HttpError(exc.status, parsed, text) from None
         except ClusterError:
@@ -106,7 +125,7 @@ def _seg(text: str) -> str:
     return seg.replace(".", "%2E") if seg in (".", "..") else seg
 
 
-def _warnings(headers) -> List[str]:
+def _warnings(headers) -> list[str]:
     out = []
     try:
         values = headers.getlist("Warning") if hasattr(headers, "getlist") else [headers.get("Warning")]
@@ -129,15 +148,20 @@ def _warning_text(value: str) -> str:
 
 def _chain(exc: BaseException):
     seen = set()
-    todo: List[Optional[BaseException]] = [exc]
+    todo: list[BaseException | None] = [exc]
     while todo:
         e = todo.pop(0)
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
         yield e
-        todo.extend([getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), BaseException) else None,
-                     e.__cause__, e.__context__])
+        todo.extend(
+            [
+                getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), BaseException) else None,
+                e.__cause__,
+                e.__context__,
+            ]
+        )
         todo.extend(a for a in getattr(e, "args", ()) if isinstance(a, BaseException))
 
 
@@ -148,19 +172,35 @@ def transport_error(exc: BaseException, cluster: Cluster) -> ClusterError:
     names = {type(e).__name__ for e in chain}
     text = " ".join(str(e) for e in chain)
     if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain) or "CERTIFICATE_VERIFY_FAILED" in text:
-        reason = next((e.verify_message for e in chain if isinstance(e, ssl.SSLCertVerificationError)
-                       and getattr(e, "verify_message", None)), "certificate verify failed")
-        return ClusterError("K902", f"TLS verification of {where} failed: {reason}; the server's "
-                                    "certificate is not signed by the kubeconfig's certificate-authority")
+        reason = next(
+            (
+                e.verify_message
+                for e in chain
+                if isinstance(e, ssl.SSLCertVerificationError) and getattr(e, "verify_message", None)
+            ),
+            "certificate verify failed",
+        )
+        return ClusterError(
+            "K902",
+            f"TLS verification of {where} failed: {reason}; the server's "
+            "certificate is not signed by the kubeconfig's certificate-authority",
+        )
     if any(isinstance(e, ssl.SSLError) for e in chain) or "SSLError" in names:
         return ClusterError("K902", f"TLS handshake with {where} failed: {_short(chain, ssl.SSLError)}")
-    if ("ReadTimeoutError" in names or "ConnectTimeoutError" in names
-            or any(isinstance(e, (socket.timeout, TimeoutError)) for e in chain)):
-        return ClusterError("K909", f"{where} did not answer within {cluster.timeout[0]:g}/"
-                                    f"{cluster.timeout[1]:g} s (connect/read)")
+    if (
+        "ReadTimeoutError" in names
+        or "ConnectTimeoutError" in names
+        or any(isinstance(e, (socket.timeout, TimeoutError)) for e in chain)
+    ):
+        return ClusterError(
+            "K909", f"{where} did not answer within {cluster.timeout[0]:g}/{cluster.timeout[1]:g} s (connect/read)"
+        )
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
-        return ClusterError("K901", f"cannot connect to {where}: connection refused (is the API server "
-                                    "running, and is this the right context?)")
+        return ClusterError(
+            "K901",
+            f"cannot connect to {where}: connection refused (is the API server "
+            "running, and is this the right context?)",
+        )
     if any(isinstance(e, socket.gaierror) for e in chain) or "NameResolutionError" in names:
         return ClusterError("K901", f"cannot connect to {where}: host name not found")
     if any(isinstance(e, OSError) for e in chain) or "ProtocolError" in names or "NewConnectionError" in names:
@@ -176,8 +216,14 @@ def _short(chain, kind) -> str:
     return str(chain[0])[:200]
 
 
-def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, namespace: Optional[str] = None,
-            *, timeout: Tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT), pool_size: int = 16) -> Cluster:
+def connect(
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
+    *,
+    timeout: tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT),
+    pool_size: int = 16,
+) -> Cluster:
     """Load the kubeconfig (like kubectl: --kubeconfig, $KUBECONFIG, ~/.kube/config) and build one client.
 
     Raises ClusterError K900 when the kubeconfig or the context cannot be used. Sends no request.
@@ -186,7 +232,7 @@ def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, nam
         from kubernetes import client as kclient
         from kubernetes import config as kconfig
         from kubernetes.config.config_exception import ConfigException
-    except ImportError as exc:   # a broken install
+    except ImportError as exc:  # a broken install
         raise ClusterError("K900", f"the `kubernetes` Python package is not installed ({exc.name})") from None
 
     path = kubeconfig_path(kubeconfig)
@@ -197,8 +243,9 @@ def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, nam
     except ConfigException as exc:
         raise ClusterError("K900", f"kubeconfig {path}: {_config_reason(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - malformed YAML and the like
-        raise ClusterError("K900", f"kubeconfig {path}: cannot be read ({type(exc).__name__}: "
-                                   f"{str(exc)[:200]})") from None
+        raise ClusterError(
+            "K900", f"kubeconfig {path}: cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
     chosen = None
     if context:
         chosen = next((c for c in contexts or () if c.get("name") == context), None)
@@ -215,29 +262,43 @@ def connect(kubeconfig: Optional[str] = None, context: Optional[str] = None, nam
     root = logging.getLogger()
     root.addHandler(logged)
     try:
-        kconfig.load_kube_config(config_file=path, context=chosen.get("name"), client_configuration=cfg,
-                                 persist_config=False)
+        kconfig.load_kube_config(
+            config_file=path, context=chosen.get("name"), client_configuration=cfg, persist_config=False
+        )
     except ConfigException as exc:
-        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: "
-                                   f"{_config_reason(exc)}") from None
+        raise ClusterError(
+            "K900", f"kubeconfig {path}, context {chosen.get('name')!r}: {_config_reason(exc)}"
+        ) from None
     except Exception as exc:  # noqa: BLE001
-        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: cannot be used "
-                                   f"({type(exc).__name__}: {str(exc)[:200]})") from None
+        raise ClusterError(
+            "K900",
+            f"kubeconfig {path}, context {chosen.get('name')!r}: cannot be used "
+            f"({type(exc).__name__}: {str(exc)[:200]})",
+        ) from None
     finally:
         root.removeHandler(logged)
-    if logged.errors:    # the client logs a failed exec credential plugin and goes on without credentials
-        raise ClusterError("K900", f"kubeconfig {path}, context {chosen.get('name')!r}: the credentials of user "
-                                   f"{ctx.get('user')!r} cannot be obtained: {logged.errors[0]}")
-    if not cfg.verify_ssl:                    # insecure-skip-tls-verify: the user chose it; no warning per request
+    if logged.errors:  # the client logs a failed exec credential plugin and goes on without credentials
+        raise ClusterError(
+            "K900",
+            f"kubeconfig {path}, context {chosen.get('name')!r}: the credentials of user "
+            f"{ctx.get('user')!r} cannot be obtained: {logged.errors[0]}",
+        )
+    if not cfg.verify_ssl:  # insecure-skip-tls-verify: the user chose it; no warning per request
         import urllib3
 
         urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-    cfg.retries = False                       # one attempt: a dead server is reported at once
+    cfg.retries = False  # one attempt: a dead server is reported at once
     cfg.connection_pool_maxsize = pool_size
     api = kclient.ApiClient(configuration=cfg)
     ns = namespace or ctx.get("namespace") or "default"
-    return Cluster(api=api, context=str(chosen.get("name")), user=str(ctx.get("user") or "?"),
-                   namespace=ns, server=str(cfg.host), timeout=timeout)
+    return Cluster(
+        api=api,
+        context=str(chosen.get("name")),
+        user=str(ctx.get("user") or "?"),
+        namespace=ns,
+        server=str(cfg.host),
+        timeout=timeout,
+    )
 
 
 class _LogCatcher(logging.Handler):
@@ -246,7 +307,7 @@ class _LogCatcher(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
-        self.errors: List[str] = []
+        self.errors: list[str] = []
 
     def emit(self, record) -> None:
         self.errors.append(record.getMessage())

@@ -5,11 +5,12 @@ AlreadyExists, NotFound, Conflict, BadRequest), `message`, and for 422 `details.
 `field` (e.g. `spec.trainer.env`, `<nil>` for a rule on the root object) and `message`
 (`Invalid value: 0: numProcPerNode must be greater than or equal to 1`).
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from collections.abc import Callable
 
 from translator.cluster import GROUP, PLURAL
 from translator.jsondata import as_dict
@@ -23,32 +24,33 @@ _MENTIONED_PATH = re.compile(r"\b((?:metadata|spec)\.[A-Za-z0-9_.\[\]/-]*[A-Za-z
 
 @dataclass
 class Cause:
-    field: Optional[str]                # TrainJob field as the server names it (None: the whole object)
-    message: str                        # the rule's / schema's message as the server words it
-    line: Optional[int] = None          # the source line (script or YAML) that produced the field
-    note: str = ""                      # e.g. "from #SBATCH line 4 (and 2 more)"
+    field: str | None  # TrainJob field as the server names it (None: the whole object)
+    message: str  # the rule's / schema's message as the server words it
+    line: int | None = None  # the source line (script or YAML) that produced the field
+    note: str = ""  # e.g. "from #SBATCH line 4 (and 2 more)"
 
 
 @dataclass
 class Rejection:
-    code: str                           # K904..K914
+    code: str  # K904..K914
     status: int
-    message: str                        # one line
-    causes: List[Cause] = field(default_factory=list)
+    message: str  # one line
+    causes: list[Cause] = field(default_factory=list)
 
 
-Locate = Callable[[Optional[str]], Tuple[Optional[int], str]]
+Locate = Callable[[str | None], tuple[int | None, str]]
 
 
-def _status_parts(body) -> Tuple[str, str, dict]:
+def _status_parts(body) -> tuple[str, str, dict]:
     if not isinstance(body, dict):
         return "", "", {}
     details = as_dict(body.get("details"))
     return str(body.get("reason") or ""), str(body.get("message") or ""), details
 
 
-def rejection(err, *, verb: str, namespace: Optional[str], name: Optional[str], cluster,
-              locate: Optional[Locate] = None) -> Rejection:
+def rejection(
+    err, *, verb: str, namespace: str | None, name: str | None, cluster, locate: Locate | None = None
+) -> Rejection:
     """An HttpError of one request -> a Rejection (code, one-line message, mapped causes)."""
     status = err.status
     reason, message, details = _status_parts(err.body)
@@ -59,35 +61,60 @@ def rejection(err, *, verb: str, namespace: Optional[str], name: Optional[str], 
         m = re.search(r'User "([^"]*)"', message)
         user = m.group(1) if m else cluster.user
         where = f'in namespace "{namespace}"' if namespace else "in any namespace (cluster scope)"
-        return Rejection("K904", status, f'forbidden: user "{user}" (context {cluster.context!r}) may not '
-                                         f"{verb} {RESOURCE} {where}; ask a cluster admin for a Role "
-                                         f"granting {verb} on {PLURAL}")
+        return Rejection(
+            "K904",
+            status,
+            f'forbidden: user "{user}" (context {cluster.context!r}) may not '
+            f"{verb} {RESOURCE} {where}; ask a cluster admin for a Role "
+            f"granting {verb} on {PLURAL}",
+        )
     if status == 404:
         if details.get("kind") == "namespaces":
-            return Rejection("K905", status, f'namespace "{details.get("name") or namespace}" does not exist '
-                                             f"on {cluster.server} (create it, or pass --namespace)")
-        if "could not find the requested resource" in message:      # no such API at all
-            return Rejection("K910", status, f"the server has no {RESOURCE} API ({message}); the Kubeflow "
-                                             "Trainer CRDs are not installed on this cluster")
+            return Rejection(
+                "K905",
+                status,
+                f'namespace "{details.get("name") or namespace}" does not exist '
+                f"on {cluster.server} (create it, or pass --namespace)",
+            )
+        if "could not find the requested resource" in message:  # no such API at all
+            return Rejection(
+                "K910",
+                status,
+                f"the server has no {RESOURCE} API ({message}); the Kubeflow "
+                "Trainer CRDs are not installed on this cluster",
+            )
         return Rejection("K914", status, f"{obj} not found")
     if status == 409:
         if reason == "AlreadyExists":
-            return Rejection("K906", status, f"{obj} already exists; submit with --generate-name for a unique "
-                                             "name (like a new sbatch job id), or with --apply to update it")
+            return Rejection(
+                "K906",
+                status,
+                f"{obj} already exists; submit with --generate-name for a unique "
+                "name (like a new sbatch job id), or with --apply to update it",
+            )
         return Rejection("K908", status, f"{obj}: conflict: {message}")
     if status == 422 or (status == 400 and _UNKNOWN_FIELD.search(message)):
         causes = _causes(status, message, details, locate)
-        return Rejection("K907", status, f"{obj} rejected by the server: " + "; ".join(
-            (f"{c.field}: {c.message}" if c.field else c.message) for c in causes), causes)
+        return Rejection(
+            "K907",
+            status,
+            f"{obj} rejected by the server: "
+            + "; ".join((f"{c.field}: {c.message}" if c.field else c.message) for c in causes),
+            causes,
+        )
     return Rejection("K913", status, f"{obj}: the server answered HTTP {status} {reason}: {message}".rstrip(": "))
 
 
-def _causes(status, message, details, locate) -> List[Cause]:
+def _causes(status, message, details, locate) -> list[Cause]:
     raw = []
     if status == 400:
         for m in _UNKNOWN_FIELD.finditer(message):
-            raw.append((m.group(2), f"{m.group(1)} field (the server decodes strictly: it would be dropped "
-                                    "or is written twice)"))
+            raw.append(
+                (
+                    m.group(2),
+                    f"{m.group(1)} field (the server decodes strictly: it would be dropped or is written twice)",
+                )
+            )
     else:
         for c in details.get("causes") or ():
             if not isinstance(c, dict):
@@ -100,18 +127,21 @@ def _causes(status, message, details, locate) -> List[Cause]:
     out = []
     for fld, msg in raw:
         fld = None if fld in ("", "<nil>") else fld
-        if fld is None:             # a rule on the whole object: point at the field its message names
+        if fld is None:  # a rule on the whole object: point at the field its message names
             mentioned = _MENTIONED_PATH.search(msg)
             fld = mentioned.group(1) if mentioned else None
         line, note = locate(fld) if locate else (None, "")
-        if "field is immutable" in msg:      # a CEL transition rule (self == oldSelf) on update
-            note = "; ".join(x for x in (note, "a stored TrainJob cannot change this: cancel it first, or "
-                                               "submit with --generate-name") if x)
+        if "field is immutable" in msg:  # a CEL transition rule (self == oldSelf) on update
+            note = "; ".join(
+                x
+                for x in (note, "a stored TrainJob cannot change this: cancel it first, or submit with --generate-name")
+                if x
+            )
         out.append(Cause(fld, msg, line, note))
     return out
 
 
-def path_segment_problem(name: str) -> Optional[str]:
+def path_segment_problem(name: str) -> str | None:
     """Why ``name`` cannot be an object name in a URL (apimachinery IsValidPathSegmentName), or None."""
     if name in (".", ".."):
         return f"may not be {name!r}"
@@ -147,19 +177,19 @@ def script_locator(source_map) -> Locate:
     """Locate for a converted script: the plan's source map (field -> script lines)."""
     entries = [(sm.field, tuple(sm.lines)) for sm in source_map or () if not sm.field.startswith("(")]
 
-    def locate(fld: Optional[str]) -> Tuple[Optional[int], str]:
+    def locate(fld: str | None) -> tuple[int | None, str]:
         if not fld:
             return None, ""
         norm = normalize_field(fld)
         for alias, target in _ALIASES.items():
             if norm == alias or norm.startswith(alias + "."):
-                norm = target + norm[len(alias):]
-        best: Tuple[int, Tuple[int, ...]] = (-1, ())
+                norm = target + norm[len(alias) :]
+        best: tuple[int, tuple[int, ...]] = (-1, ())
         for f, lines in entries:
             if lines and (norm == f or norm.startswith(f + ".")) and len(f) > best[0]:
                 best = (len(f), lines)
         lines = best[1]
-        if not lines:    # the server names a parent (spec.trainer.resourcesPerNode): all its children
+        if not lines:  # the server names a parent (spec.trainer.resourcesPerNode): all its children
             lines = tuple(sorted({ln for f, ls in entries if f.startswith(norm + ".") for ln in ls}))
         if not lines:
             return None, "no script line produced it (a converter default)"
@@ -174,7 +204,7 @@ def script_locator(source_map) -> Locate:
 def yaml_locator(document) -> Locate:
     """Locate for a TrainJob read from YAML: the document's own line of that field."""
 
-    def locate(fld: Optional[str]) -> Tuple[Optional[int], str]:
+    def locate(fld: str | None) -> tuple[int | None, str]:
         if document is None:
             return None, ""
         line = document.line_of(field_tuple(fld)) if fld else document.start_line

@@ -6,12 +6,12 @@ Failed=True wins, then Complete=True, then Suspended=True; Created=True means th
 JobSet (RUNNING when `status.jobsStatus` counts an active job, CREATED otherwise). No condition yet is
 PENDING (the controller has not picked the job up), like squeue's PD.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
 import os
 from dataclasses import dataclass
-from typing import List, Optional
 
 from translator.cluster import LABEL_HASH, LABEL_SCRIPT, SELECTOR
 from translator.cluster.client import Cluster, HttpError
@@ -24,22 +24,31 @@ from translator.plan.naming import ANNOTATION_SOURCE
 class JobRow:
     namespace: str
     name: str
-    script: str                 # source path (annotation), else the script label
-    nodes: Optional[int]        # spec.trainer.numNodes (None: the runtime's default)
-    gpus: Optional[int]         # GPUs in all (per node x nodes), None when none requested
+    script: str  # source path (annotation), else the script label
+    nodes: int | None  # spec.trainer.numNodes (None: the runtime's default)
+    gpus: int | None  # GPUs in all (per node x nodes), None when none requested
     runtime: str
-    created: Optional[str]      # metadata.creationTimestamp (RFC 3339)
+    created: str | None  # metadata.creationTimestamp (RFC 3339)
     state: str
-    reason: str = ""            # reason of the condition that decided the state
-    source_hash: str = ""       # the slurm2kf.io/source-hash label (first 12 hex of the file's SHA-256)
+    reason: str = ""  # reason of the condition that decided the state
+    source_hash: str = ""  # the slurm2kf.io/source-hash label (first 12 hex of the file's SHA-256)
 
-    def age(self, now: Optional[_dt.datetime] = None) -> str:
+    def age(self, now: _dt.datetime | None = None) -> str:
         return age_text(self.created, now)
 
     def to_json(self, now=None) -> dict:
-        return {"namespace": self.namespace, "name": self.name, "script": self.script, "nodes": self.nodes,
-                "gpus": self.gpus, "runtime": self.runtime, "created": self.created,
-                "age": self.age(now), "state": self.state, "reason": self.reason}
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "script": self.script,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "runtime": self.runtime,
+            "created": self.created,
+            "age": self.age(now),
+            "state": self.state,
+            "reason": self.reason,
+        }
 
 
 def _true(cond: dict) -> bool:
@@ -62,7 +71,7 @@ def state_of(obj: dict) -> tuple:
     return "PENDING", ""
 
 
-def _gpu_count(qty) -> Optional[int]:
+def _gpu_count(qty) -> int | None:
     try:
         return int(str(qty))
     except ValueError:
@@ -78,8 +87,8 @@ def row_of(obj: dict) -> JobRow:
     nodes = trainer.get("numNodes")
     nodes = nodes if isinstance(nodes, int) else None
     per_node = None
-    limits = ((trainer.get("resourcesPerNode") or {}).get("limits") or {})
-    requests = ((trainer.get("resourcesPerNode") or {}).get("requests") or {})
+    limits = (trainer.get("resourcesPerNode") or {}).get("limits") or {}
+    requests = (trainer.get("resourcesPerNode") or {}).get("requests") or {}
     for key, qty in list(limits.items()) + list(requests.items()):
         if key.endswith("/gpu"):
             per_node = _gpu_count(qty)
@@ -87,14 +96,21 @@ def row_of(obj: dict) -> JobRow:
     gpus = per_node * (nodes or 1) if per_node is not None else None
     state, reason = state_of(obj)
     script = ann.get(ANNOTATION_SOURCE) or labels.get(LABEL_SCRIPT) or ""
-    return JobRow(namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),
-                  script=str(script), nodes=nodes, gpus=gpus,
-                  runtime=str((spec.get("runtimeRef") or {}).get("name") or ""),
-                  created=meta.get("creationTimestamp"), state=state, reason=reason,
-                  source_hash=str(labels.get(LABEL_HASH) or ""))
+    return JobRow(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        script=str(script),
+        nodes=nodes,
+        gpus=gpus,
+        runtime=str((spec.get("runtimeRef") or {}).get("name") or ""),
+        created=meta.get("creationTimestamp"),
+        state=state,
+        reason=reason,
+        source_hash=str(labels.get(LABEL_HASH) or ""),
+    )
 
 
-def age_text(created: Optional[str], now: Optional[_dt.datetime] = None) -> str:
+def age_text(created: str | None, now: _dt.datetime | None = None) -> str:
     """kubectl's AGE style: 45s, 12m, 5h, 3d."""
     if not created:
         return "?"
@@ -113,10 +129,10 @@ def age_text(created: Optional[str], now: Optional[_dt.datetime] = None) -> str:
     return f"{s // 86400}d"
 
 
-def list_jobs(cluster: Cluster, namespace: Optional[str], *, all_namespaces: bool = False) -> List[JobRow]:
+def list_jobs(cluster: Cluster, namespace: str | None, *, all_namespaces: bool = False) -> list[JobRow]:
     """TrainJobs labelled by slurm2kf. Raises HttpError-derived Rejection via ListError."""
     ns = None if all_namespaces else (namespace or cluster.namespace)
-    items: List[dict] = []
+    items: list[dict] = []
     cont = None
     while True:
         query = [("labelSelector", SELECTOR), ("limit", "500")]
@@ -136,7 +152,7 @@ def list_jobs(cluster: Cluster, namespace: Optional[str], *, all_namespaces: boo
     return rows
 
 
-def from_sources(rows: List[JobRow], paths) -> List[JobRow]:
+def from_sources(rows: list[JobRow], paths) -> list[JobRow]:
     """The rows submitted from these files: same content (hash label) or same path (annotation)."""
     import hashlib
 
@@ -157,19 +173,22 @@ class ListError(Exception):
         self.rejection = rej
 
 
-def cancel(cluster: Cluster, namespace: Optional[str], name: str) -> Optional[Rejection]:
+def cancel(cluster: Cluster, namespace: str | None, name: str) -> Rejection | None:
     """Delete one TrainJob (background propagation: it goes at once, the garbage collector then removes
     its JobSet and pods). None when deleted."""
     ns = namespace or cluster.namespace
     try:
-        cluster.request("DELETE", cluster.trainjobs_path(ns, name),
-                        body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+        cluster.request(
+            "DELETE",
+            cluster.trainjobs_path(ns, name),
+            body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+        )
     except HttpError as err:
         return rejection(err, verb="delete", namespace=ns, name=name, cluster=cluster)
     return None
 
 
-def get_job(cluster: Cluster, namespace: Optional[str], name: str):
+def get_job(cluster: Cluster, namespace: str | None, name: str):
     """(object, None) or (None, Rejection)."""
     ns = namespace or cluster.namespace
     try:
@@ -178,9 +197,8 @@ def get_job(cluster: Cluster, namespace: Optional[str], name: str):
         return None, rejection(err, verb="get", namespace=ns, name=name, cluster=cluster)
 
 
-def table(rows: List[JobRow], *, all_namespaces: bool, now=None) -> str:
-    head = (["NAMESPACE"] if all_namespaces else []) + ["NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE",
-                                                         "SCRIPT"]
+def table(rows: list[JobRow], *, all_namespaces: bool, now=None) -> str:
+    head = (["NAMESPACE"] if all_namespaces else []) + ["NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT"]
     data = []
     for r in rows:
         script = r.script
@@ -190,9 +208,18 @@ def table(rows: List[JobRow], *, all_namespaces: bool, now=None) -> str:
                 script = rel if not rel.startswith("..") else script
             except ValueError:
                 pass
-        data.append(([r.namespace] if all_namespaces else []) + [
-            r.name, r.state, "-" if r.nodes is None else str(r.nodes), "-" if r.gpus is None else str(r.gpus),
-            r.runtime, r.age(now), script])
+        data.append(
+            ([r.namespace] if all_namespaces else [])
+            + [
+                r.name,
+                r.state,
+                "-" if r.nodes is None else str(r.nodes),
+                "-" if r.gpus is None else str(r.gpus),
+                r.runtime,
+                r.age(now),
+                script,
+            ]
+        )
     widths = [max(len(h), *(len(d[i]) for d in data)) if data else len(h) for i, h in enumerate(head)]
     lines = []
     for row in [head] + data:

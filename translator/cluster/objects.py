@@ -10,6 +10,7 @@ Each object gets the labels and annotations that tie it to its source, so `slurm
 
 The emitters already write slurm2kf.io/job-name and slurm2kf.io/source; converted YAML keeps those.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,11 +18,20 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any
+from collections.abc import Callable
 
 from translator import __version__
-from translator.cluster import (ANNOTATION_HASH, ANNOTATION_VERSION, KIND, LABEL_HASH, LABEL_MANAGED_BY,
-                                LABEL_SCRIPT, MANAGED_BY, GROUP)
+from translator.cluster import (
+    ANNOTATION_HASH,
+    ANNOTATION_VERSION,
+    KIND,
+    LABEL_HASH,
+    LABEL_MANAGED_BY,
+    LABEL_SCRIPT,
+    MANAGED_BY,
+    GROUP,
+)
 from translator.jsondata import as_dict
 from translator.plan.naming import ANNOTATION_SOURCE
 
@@ -33,21 +43,21 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 class Item:
     """One TrainJob to send, with what is needed to map the server's answer back to its source."""
 
-    source: str                           # the path as the user gave it
-    body: dict                            # the TrainJob object
-    locate: Callable                      # field -> (line, note)
-    kind: str = "script"                  # "script" | "yaml"
-    doc_index: Optional[int] = None       # YAML document index
-    plan: Any = None                      # TrainerPlan (scripts)
+    source: str  # the path as the user gave it
+    body: dict  # the TrainJob object
+    locate: Callable  # field -> (line, note)
+    kind: str = "script"  # "script" | "yaml"
+    doc_index: int | None = None  # YAML document index
+    plan: Any = None  # TrainerPlan (scripts)
 
     @property
-    def name(self) -> Optional[str]:
+    def name(self) -> str | None:
         meta = as_dict(self.body.get("metadata"))
         n = meta.get("name")
         return n if isinstance(n, str) else None
 
     @property
-    def namespace(self) -> Optional[str]:
+    def namespace(self) -> str | None:
         meta = as_dict(self.body.get("metadata"))
         n = meta.get("namespace")
         return n if isinstance(n, str) and n else None
@@ -57,9 +67,9 @@ class Item:
 class Prepared:
     """Everything read from the inputs: the items, and what to tell the user before sending."""
 
-    items: List[Item] = field(default_factory=list)
-    messages: List[str] = field(default_factory=list)   # diagnostics/findings lines (stderr)
-    refused: List[str] = field(default_factory=list)    # sources not sent (errors, without --force)
+    items: list[Item] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # diagnostics/findings lines (stderr)
+    refused: list[str] = field(default_factory=list)  # sources not sent (errors, without --force)
     unreadable: bool = False
 
 
@@ -98,7 +108,7 @@ def is_yaml(path: str) -> bool:
     return path.lower().endswith(YAML_SUFFIXES)
 
 
-def _read_bytes(path: str) -> Tuple[Optional[bytes], Optional[str]]:
+def _read_bytes(path: str) -> tuple[bytes | None, str | None]:
     try:
         with open(path, "rb") as fh:
             return fh.read(), None
@@ -110,7 +120,7 @@ def from_script(path: str, settings, *, force: bool, out: Prepared) -> None:
     """Convert one sbatch script (like `convert`) and add its TrainJob(s) to ``out``."""
     from translator.pipeline import convert
 
-    if path == "-":                                   # the script on stdin, as `sbatch` reads it
+    if path == "-":  # the script on stdin, as `sbatch` reads it
         import sys
 
         data, err = sys.stdin.buffer.read(), None
@@ -131,22 +141,32 @@ def from_script(path: str, settings, *, force: bool, out: Prepared) -> None:
     errors = refused or any(not p.can_run for p in conv.plans)
     if errors and not force:
         why = "sbatch would refuse it" if refused else "its conversion has error findings"
-        out.messages.append(f"{path}: error K911 not submitted: {why} (see above); fix the script, or "
-                            "pass --force to submit anyway")
+        out.messages.append(
+            f"{path}: error K911 not submitted: {why} (see above); fix the script, or pass --force to submit anyway"
+        )
         out.refused.append(path)
         return
     out.items.extend(items_from_plans(path, data or b"", conv.plans))
 
 
-def items_from_plans(path: str, data: bytes, plans) -> List[Item]:
+def items_from_plans(path: str, data: bytes, plans) -> list[Item]:
     """The TrainJobs of converted plans, tagged with their source; each maps server errors back to the
     script lines through its plan's source map."""
     from translator.cluster.errors import script_locator
     from translator.emit.trainjob import trainjob_dict
 
     digest = hashlib.sha256(data).hexdigest()
-    return [Item(path, tag(trainjob_dict(plan), source_path=path, digest=digest, keep_source=False),
-                 script_locator(plan.source_map), "script", None, plan) for plan in plans]
+    return [
+        Item(
+            path,
+            tag(trainjob_dict(plan), source_path=path, digest=digest, keep_source=False),
+            script_locator(plan.source_map),
+            "script",
+            None,
+            plan,
+        )
+        for plan in plans
+    ]
 
 
 def from_yaml(path: str, *, out: Prepared) -> None:
@@ -162,7 +182,7 @@ def from_yaml(path: str, *, out: Prepared) -> None:
         return
     try:
         text = data.decode("utf-8-sig")
-        docs = _expand_lists(load_documents(text))      # `kind: List` (kubectl get -o yaml): its items
+        docs = _expand_lists(load_documents(text))  # `kind: List` (kubectl get -o yaml): its items
     except UnicodeDecodeError as exc:
         out.messages.append(f"{path}: error V701 not UTF-8 text (byte {exc.start})")
         out.unreadable = True
@@ -179,10 +199,11 @@ def from_yaml(path: str, *, out: Prepared) -> None:
         if not isinstance(d, dict) or d.get("kind") != KIND or not str(d.get("apiVersion", "")).startswith(GROUP + "/"):
             where = f"{path}:{doc.start_line}" if doc.start_line else path
             kind = d.get("kind") if isinstance(d, dict) else type(d).__name__
-            out.messages.append(f"{where}: warning K915 document {doc.index + 1} is not a TrainJob "
-                                f"(kind {kind!r}); skipped")
+            out.messages.append(
+                f"{where}: warning K915 document {doc.index + 1} is not a TrainJob (kind {kind!r}); skipped"
+            )
             continue
-        for code, _path, line, message in doc.problems:     # duplicate keys: kubectl refuses them too
+        for code, _path, line, message in doc.problems:  # duplicate keys: kubectl refuses them too
             out.messages.append(f"{path}:{line}: error {code} {message}")
             out.unreadable = True
         found += 1

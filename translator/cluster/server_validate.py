@@ -11,10 +11,10 @@ What the server checks and what it does not:
 Where the offline server-layer verdict and the server's differ, a K912 line says so: that is a bug in
 the offline validator.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import rejection, yaml_locator
@@ -28,19 +28,18 @@ def dry_run_blind(problem) -> bool:
 
 
 SERVER_LAYER = ("V710", "V711", "V712", "V714", "V715", "V720", "V721", "V730")
-KEPT_OFFLINE = ("V701", "V702", "V703", "V713", "V740", "V741", "V742", "V743", "V744", "V745", "V746",
-                "V747", "V799")
+KEPT_OFFLINE = ("V701", "V702", "V703", "V713", "V740", "V741", "V742", "V743", "V744", "V745", "V746", "V747", "V799")
 
 
 @dataclass
 class ServerVerdict:
-    accepted: Optional[bool]                  # None: could not be judged (forbidden, no namespace...)
-    problems: list = field(default_factory=list)   # translator.validate.validator.Problem
-    disagreement: Optional[str] = None        # K912 text
-    unusable: bool = False                    # a non-validation rejection (exit 2)
+    accepted: bool | None  # None: could not be judged (forbidden, no namespace...)
+    problems: list = field(default_factory=list)  # translator.validate.validator.Problem
+    disagreement: str | None = None  # K912 text
+    unusable: bool = False  # a non-validation rejection (exit 2)
 
 
-def judge(cluster: Cluster, doc, result, namespace: Optional[str]) -> ServerVerdict:
+def judge(cluster: Cluster, doc, result, namespace: str | None) -> ServerVerdict:
     """Dry-run create ``doc`` (a validate.documents.Document) and compare with offline ``result``."""
     from translator.validate.validator import Problem
 
@@ -70,21 +69,26 @@ def judge(cluster: Cluster, doc, result, namespace: Optional[str]) -> ServerVerd
                 verdict.accepted = False
                 for c in rej.causes:
                     msg = f"{c.field}: {c.message}" if c.field else c.message
-                    verdict.problems.append(Problem("K907", "error", c.field or "", c.line,
-                                                    f"rejected by the server: {msg}"))
+                    verdict.problems.append(
+                        Problem("K907", "error", c.field or "", c.line, f"rejected by the server: {msg}")
+                    )
             else:
                 verdict.unusable = True
                 verdict.problems.append(Problem(rej.code, "error", "", doc.start_line, rej.message))
             break
     if verdict.accepted is not None:
-        offline_errors = [p for p in result.problems
-                          if p.severity == "error" and p.code in SERVER_LAYER and not dry_run_blind(p)]
+        offline_errors = [
+            p for p in result.problems if p.severity == "error" and p.code in SERVER_LAYER and not dry_run_blind(p)
+        ]
         if offline_errors and verdict.accepted:
-            verdict.disagreement = ("offline validate rejects what the server accepts: " + "; ".join(
-                f"{p.code} {p.message}" for p in offline_errors[:3]))
+            verdict.disagreement = "offline validate rejects what the server accepts: " + "; ".join(
+                f"{p.code} {p.message}" for p in offline_errors[:3]
+            )
         elif not offline_errors and not verdict.accepted:
-            verdict.disagreement = ("the server rejects what offline validate accepts: " + "; ".join(
-                p.message for p in verdict.problems if p.code == "K907")[:400])
+            verdict.disagreement = (
+                "the server rejects what offline validate accepts: "
+                + "; ".join(p.message for p in verdict.problems if p.code == "K907")[:400]
+            )
     return verdict
 
 

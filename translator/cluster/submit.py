@@ -4,30 +4,30 @@ Every request asks for strict field validation (an unknown or duplicated field i
 `kubectl`) and names the field manager `slurm2kf`. The first request goes alone, so an unreachable
 cluster is reported once; the rest go over a few threads sharing the client's connection pool.
 """
+
 from __future__ import annotations
 
 import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import List, Optional
 
 from translator.cluster import FIELD_MANAGER, ClusterError
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import Cause, Rejection, path_segment_problem, rejection
 from translator.cluster.objects import Item
 
-MAX_GENERATED_BASE = 58        # the apiserver keeps at most 58 characters of generateName, then adds 5
+MAX_GENERATED_BASE = 58  # the apiserver keeps at most 58 characters of generateName, then adds 5
 
 
 @dataclass
 class Outcome:
     item: Item
     namespace: str
-    name: Optional[str] = None            # the stored (or generated) name
-    action: str = ""                      # created | configured | unchanged | validated
-    rejection: Optional[Rejection] = None
-    warnings: List[str] = field(default_factory=list)
-    body: Optional[dict] = None           # the server's answer (the object as stored / would be stored)
+    name: str | None = None  # the stored (or generated) name
+    action: str = ""  # created | configured | unchanged | validated
+    rejection: Rejection | None = None
+    warnings: list[str] = field(default_factory=list)
+    body: dict | None = None  # the server's answer (the object as stored / would be stored)
 
     @property
     def ok(self) -> bool:
@@ -36,7 +36,7 @@ class Outcome:
 
 def generate_name_base(name: str) -> str:
     """`train-a` -> `train-a-` (the server appends 5 random characters: a unique name per submit)."""
-    base = name[:MAX_GENERATED_BASE - 1].rstrip("-")
+    base = name[: MAX_GENERATED_BASE - 1].rstrip("-")
     return base + "-"
 
 
@@ -47,23 +47,46 @@ def _query(dry_run: bool) -> list:
     return q
 
 
-def submit_one(cluster: Cluster, item: Item, *, dry_run: bool = False, apply: bool = False,
-               generate_name: bool = False, namespace: Optional[str] = None) -> Outcome:
+def submit_one(
+    cluster: Cluster,
+    item: Item,
+    *,
+    dry_run: bool = False,
+    apply: bool = False,
+    generate_name: bool = False,
+    namespace: str | None = None,
+) -> Outcome:
     """One item; HttpError -> Outcome.rejection; ClusterError propagates (the cluster is unusable)."""
     ns = item.namespace or namespace or cluster.namespace
     body = copy.deepcopy(item.body)
     meta = body.setdefault("metadata", {})
     name = item.name
     if namespace and item.namespace and namespace != item.namespace:
-        return Outcome(item, ns, name, rejection=Rejection(
-            "K916", 0, f"the TrainJob's metadata.namespace {item.namespace!r} differs from --namespace "
-                       f"{namespace!r}; drop one of them"))
+        return Outcome(
+            item,
+            ns,
+            name,
+            rejection=Rejection(
+                "K916",
+                0,
+                f"the TrainJob's metadata.namespace {item.namespace!r} differs from --namespace "
+                f"{namespace!r}; drop one of them",
+            ),
+        )
     for what, value in (("metadata.name", name), ("metadata.namespace", ns)):
         bad = path_segment_problem(value) if isinstance(value, str) else None
-        if bad:      # refused here, as the server refuses it: it could not even be addressed in a URL
-            return Outcome(item, ns, name, rejection=Rejection(
-                "K907", 0, f"{what} {value!r} {bad}", [Cause(what, f"Invalid value: {value!r}: {bad}",
-                                                             *item.locate(what))]))
+        if bad:  # refused here, as the server refuses it: it could not even be addressed in a URL
+            return Outcome(
+                item,
+                ns,
+                name,
+                rejection=Rejection(
+                    "K907",
+                    0,
+                    f"{what} {value!r} {bad}",
+                    [Cause(what, f"Invalid value: {value!r}: {bad}", *item.locate(what))],
+                ),
+            )
     meta["namespace"] = ns
     if generate_name and name:
         meta.pop("name", None)
@@ -72,11 +95,19 @@ def submit_one(cluster: Cluster, item: Item, *, dry_run: bool = False, apply: bo
     try:
         if apply:
             before = _get_rv(cluster, ns, name)
-            resp = cluster.request("PATCH", cluster.trainjobs_path(ns, name), query=_query(dry_run) + [],
-                                   body=body, content_type="application/apply-patch+yaml")
+            resp = cluster.request(
+                "PATCH",
+                cluster.trainjobs_path(ns, name),
+                query=_query(dry_run) + [],
+                body=body,
+                content_type="application/apply-patch+yaml",
+            )
             rv = (resp.body or {}).get("metadata", {}).get("resourceVersion") if isinstance(resp.body, dict) else None
-            out.action = ("validated" if dry_run else "created") if before is None else \
-                ("unchanged" if rv == before else ("validated" if dry_run else "configured"))
+            out.action = (
+                ("validated" if dry_run else "created")
+                if before is None
+                else ("unchanged" if rv == before else ("validated" if dry_run else "configured"))
+            )
         else:
             resp = cluster.request("POST", cluster.trainjobs_path(ns), query=_query(dry_run), body=body)
             out.action = "validated" if dry_run else "created"
@@ -90,7 +121,7 @@ def submit_one(cluster: Cluster, item: Item, *, dry_run: bool = False, apply: bo
     return out
 
 
-def _get_rv(cluster: Cluster, ns: str, name: Optional[str]) -> Optional[str]:
+def _get_rv(cluster: Cluster, ns: str, name: str | None) -> str | None:
     """resourceVersion of the stored TrainJob, None when there is none (apply will create it)."""
     if not name:
         return None
@@ -103,17 +134,24 @@ def _get_rv(cluster: Cluster, ns: str, name: Optional[str]) -> Optional[str]:
     return (resp.body or {}).get("metadata", {}).get("resourceVersion")
 
 
-def submit_all(cluster: Cluster, items: List[Item], *, dry_run: bool = False, apply: bool = False,
-               generate_name: bool = False, namespace: Optional[str] = None, workers: int = 8) -> List[Outcome]:
+def submit_all(
+    cluster: Cluster,
+    items: list[Item],
+    *,
+    dry_run: bool = False,
+    apply: bool = False,
+    generate_name: bool = False,
+    namespace: str | None = None,
+    workers: int = 8,
+) -> list[Outcome]:
     """All items in input order. Raises ClusterError when the cluster cannot be used at all."""
     if not items:
         return []
 
     def one(item):
-        return submit_one(cluster, item, dry_run=dry_run, apply=apply, generate_name=generate_name,
-                          namespace=namespace)
+        return submit_one(cluster, item, dry_run=dry_run, apply=apply, generate_name=generate_name, namespace=namespace)
 
-    first = one(items[0])                 # alone: a dead cluster is one error, not a hundred
+    first = one(items[0])  # alone: a dead cluster is one error, not a hundred
     rest = items[1:]
     if not rest:
         return [first]
@@ -122,7 +160,7 @@ def submit_all(cluster: Cluster, items: List[Item], *, dry_run: bool = False, ap
     with ThreadPoolExecutor(max_workers=min(workers, len(rest))) as pool:
         futures = [pool.submit(one, i) for i in rest]
         results = [first]
-        error: Optional[ClusterError] = None
+        error: ClusterError | None = None
         for f in futures:
             try:
                 results.append(f.result())

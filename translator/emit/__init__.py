@@ -13,22 +13,23 @@ writers share translator/emit/trainjob.py (the TrainJob object) and translator/e
 container command), so the YAML and the SDK code always describe the same TrainJob.
 See docs/architecture.md, "Adding an output format".
 """
+
 from __future__ import annotations
 
 import importlib
-from typing import Dict, NamedTuple, Tuple
+from typing import NamedTuple
 
 
 class Writer(NamedTuple):
     """One output format."""
 
-    name: str                       # the `convert --to` value
-    module: str                     # dotted module name; its `render(plans, **options)` returns the text
-    help: str                       # how `convert --help` names it ("TrainJob YAML")
-    media_type: str                 # what the text is
-    suffix: str = ""                # file suffix of migrate's per-script output; "" = migrate skips it
-    kubernetes: bool = False        # Kubernetes objects: listed in migrate's kustomizations
-    options: Tuple[str, ...] = ()   # the keyword options `render` accepts (see `render` below)
+    name: str  # the `convert --to` value
+    module: str  # dotted module name; its `render(plans, **options)` returns the text
+    help: str  # how `convert --help` names it ("TrainJob YAML")
+    media_type: str  # what the text is
+    suffix: str = ""  # file suffix of migrate's per-script output; "" = migrate skips it
+    kubernetes: bool = False  # Kubernetes objects: listed in migrate's kustomizations
+    options: tuple[str, ...] = ()  # the keyword options `render` accepts (see `render` below)
 
     def load(self):
         """The writer's render function (its module is imported on first use only)."""
@@ -36,14 +37,28 @@ class Writer(NamedTuple):
 
 
 # Ordered: `convert --help` lists them in this order; `yaml` is the default.
-WRITERS: Dict[str, Writer] = {w.name: w for w in (
-    Writer("yaml", "translator.emit.trainjob_yaml", "TrainJob YAML", "application/yaml",
-           suffix=".trainjob.yaml", kubernetes=True, options=("findings_comment",)),
-    Writer("python", "translator.emit.sdk_python", "Python for the kubeflow==0.5.0 SDK", "text/x-python",
-           suffix=".trainjob.py"),
-    Writer("json", "translator.emit.plan_json", "the plan as JSON", "application/json",
-           options=("simulation",)),
-)}
+WRITERS: dict[str, Writer] = {
+    w.name: w
+    for w in (
+        Writer(
+            "yaml",
+            "translator.emit.trainjob_yaml",
+            "TrainJob YAML",
+            "application/yaml",
+            suffix=".trainjob.yaml",
+            kubernetes=True,
+            options=("findings_comment",),
+        ),
+        Writer(
+            "python",
+            "translator.emit.sdk_python",
+            "Python for the kubeflow==0.5.0 SDK",
+            "text/x-python",
+            suffix=".trainjob.py",
+        ),
+        Writer("json", "translator.emit.plan_json", "the plan as JSON", "application/json", options=("simulation",)),
+    )
+}
 
 DEFAULT = "yaml"
 
@@ -55,7 +70,7 @@ def writer(fmt: str) -> Writer:
         raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(WRITERS)})") from None
 
 
-def migrate_writers() -> Tuple[Writer, ...]:
+def migrate_writers() -> tuple[Writer, ...]:
     """The formats migrate writes for each script, in table order."""
     return tuple(w for w in WRITERS.values() if w.suffix)
 

@@ -16,10 +16,11 @@ runtimes' ``mpiuser``; the system-wide retry is what works inside a virtualenv).
 ``python3 -m pip`` (``python`` when the image has no ``python3``) because pip is a Python module; this
 is the installer, never the training launcher.
 """
+
 from __future__ import annotations
 
 import shlex
-from typing import List, Sequence, Tuple
+from collections.abc import Sequence
 
 #: `$0` of the wrapper script (shows up in `ps` and in bash error messages).
 WRAPPER_NAME = "slurm2kf"
@@ -28,7 +29,7 @@ WRAPPER_NAME = "slurm2kf"
 _OPTIONS_WITH_VALUE = ("-r", "--requirement", "-c", "--constraint", "-e", "--editable")
 
 
-def _spec_words(spec: str) -> List[str]:
+def _spec_words(spec: str) -> list[str]:
     """Split "-r requirements.txt" into the two words pip expects; other specs stay one word."""
     head, sep, rest = spec.strip().partition(" ")
     if sep and head in _OPTIONS_WITH_VALUE and rest.strip():
@@ -40,13 +41,12 @@ def _bash_array(words: Sequence[str]) -> str:
     return "(" + " ".join(shlex.quote(w) for w in words) + ")"
 
 
-def install_script(packages: Sequence[str], index_urls: Sequence[str] = (),
-                   extra_args: Sequence[str] = ()) -> str:
+def install_script(packages: Sequence[str], index_urls: Sequence[str] = (), extra_args: Sequence[str] = ()) -> str:
     """The bash script that installs ``packages`` and then execs its positional parameters."""
-    words: List[str] = []
+    words: list[str] = []
     for spec in packages:
         words.extend(_spec_words(spec))
-    opts: List[str] = []
+    opts: list[str] = []
     if index_urls:
         opts += ["--index-url", index_urls[0]]
         for url in index_urls[1:]:
@@ -69,13 +69,13 @@ def install_script(packages: Sequence[str], index_urls: Sequence[str] = (),
     return "\n".join(lines) + "\n"
 
 
-def container_command(plan) -> Tuple[List[str], List[str]]:
+def container_command(plan) -> tuple[list[str], list[str]]:
     """(command, args) for the trainer container of ``plan``; shared by the YAML and SDK emitters."""
     command = [str(c) for c in plan.command]
     args = [str(a) for a in plan.args]
     if not plan.packages:
         return command, args
-    from translator.plan.kube import escape   # the kubelet expands $(NAME) and $$ in args
+    from translator.plan.kube import escape  # the kubelet expands $(NAME) and $$ in args
 
     # Package specs come from the script: escape them like every other arg the plan carries, so the
     # container receives exactly this text (our own lines hold no `$$` or `$(NAME)`).

@@ -1,9 +1,10 @@
 """`--to json`: the plan(s) as data, with findings and the TrainJob each one renders to."""
+
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, Sequence
+from collections.abc import Sequence
 
 from translator.emit.trainjob import trainjob_dict
 
@@ -23,7 +24,7 @@ def plan_dict(plan) -> dict:
     # pairs are clearer as objects in JSON
     for key in ("labels", "annotations", "resources_per_node"):
         out[key] = {str(k): str(v) for k, v in getattr(plan, key)}
-    for e in out.get("env", ()):             # secret references only where there is one
+    for e in out.get("env", ()):  # secret references only where there is one
         if e.get("secret_name") is None:
             e.pop("secret_name", None)
             e.pop("secret_key", None)
@@ -35,7 +36,7 @@ def plan_dict(plan) -> dict:
 def render(plans: Sequence, simulation=None) -> str:
     """JSON document: {"plans": [...]} (non-ASCII escaped so any text survives any terminal encoding), plus
     {"simulation": {...}} when `convert --simulate` ran the two sides."""
-    doc: Dict[str, object] = {"plans": [plan_dict(p) for p in plans]}
+    doc: dict[str, object] = {"plans": [plan_dict(p) for p in plans]}
     if simulation is not None:
         from translator.simulate.findings import simulation_json
 

@@ -14,10 +14,11 @@ round-trip drops snake_case keys), and all patches share ONE ``RuntimePatch`` (e
 fixed manager, two would collide).  The code does not wait for the job (``wait_for_job_status``
 needs a live cluster); it prints the job name.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
 
 from translator.emit.command import container_command
 from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
@@ -47,12 +48,12 @@ def _comment(text: str) -> str:
     return "# " + sanitize_comment(text)
 
 
-def _comment_lines(text: str, width: int = 96) -> List[str]:
+def _comment_lines(text: str, width: int = 96) -> list[str]:
     """A long comment wrapped into several ``#`` lines (continuations indented)."""
     return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
 
-def _wrap(text: str, width: int, indent: str) -> List[str]:
+def _wrap(text: str, width: int, indent: str) -> list[str]:
     """Greedy word wrap of a sanitized comment (its only blank is the space), as
     `textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
     break_on_hyphens=False)` does it, with string searches instead of a list of chunks.
@@ -63,10 +64,10 @@ def _wrap(text: str, width: int, indent: str) -> List[str]:
     n = len(text)
     if n <= width and (not n or text[-1] != " "):
         return [text] if text else []
-    lines: List[str] = []
+    lines: list[str] = []
     pos = 0
     while pos < n:
-        if lines and text[pos] == " ":                 # a line never starts with the space run
+        if lines and text[pos] == " ":  # a line never starts with the space run
             pos = n - len(text[pos:].lstrip(" "))
             if pos >= n:
                 break
@@ -74,20 +75,20 @@ def _wrap(text: str, width: int, indent: str) -> List[str]:
         lim = pos + room
         if lim >= n:
             end = n
-        elif (text[lim - 1] == " ") != (text[lim] == " "):     # a chunk boundary right at the limit
+        elif (text[lim - 1] == " ") != (text[lim] == " "):  # a chunk boundary right at the limit
             end = lim
-        elif text[lim - 1] == " ":                      # inside a space run: back to its start
+        elif text[lim - 1] == " ":  # inside a space run: back to its start
             end = len(text[pos:lim].rstrip(" ")) + pos
-        else:                                           # inside a word: back to its start
+        else:  # inside a word: back to its start
             end = text.rfind(" ", pos, lim) + 1 or pos
-        if end == pos:                                  # the next chunk alone is longer than the line
+        if end == pos:  # the next chunk alone is longer than the line
             if text[pos] == " ":
                 end = n - len(text[pos:].lstrip(" "))
             else:
                 k = text.find(" ", pos)
                 end = n if k < 0 else k
         line_end = end
-        if text[line_end - 1] == " ":                   # drop the space run that ends the line
+        if text[line_end - 1] == " ":  # drop the space run that ends the line
             line_end = len(text[pos:line_end].rstrip(" ")) + pos
         if line_end > pos:
             lines.append((indent if lines else "") + text[pos:line_end])
@@ -95,19 +96,19 @@ def _wrap(text: str, width: int, indent: str) -> List[str]:
     return lines
 
 
-_FIELD_LINES: list = [None, None]     # [plan, {field or parent field: lines}] of the last plan asked about
+_FIELD_LINES: list = [None, None]  # [plan, {field or parent field: lines}] of the last plan asked about
 
 
 def _lines_of(plan, field: str) -> tuple:
     """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
-    if _FIELD_LINES[0] is not plan:        # index the source map once per plan, not once per field
-        index: Dict[str, set] = {}
+    if _FIELD_LINES[0] is not plan:  # index the source map once per plan, not once per field
+        index: dict[str, set] = {}
         for sm in getattr(plan, "source_map", ()) or ():
             lines = [int(n) for n in sm.lines if isinstance(n, int)]
             name = sm.field
             index.setdefault(name, set()).update(lines)
             dot = name.rfind(".")
-            while dot > 0:                 # every parent field: `a.b` for `a.b.c`, then `a`
+            while dot > 0:  # every parent field: `a.b` for `a.b.c`, then `a`
                 name = name[:dot]
                 index.setdefault(name, set()).update(lines)
                 dot = name.rfind(".")
@@ -125,7 +126,7 @@ def _where(plan, field: str) -> str:
 
 class _Writer:
     def __init__(self) -> None:
-        self.lines: List[str] = []
+        self.lines: list[str] = []
 
     def add(self, depth: int, text: str) -> None:
         self.lines.append(_INDENT * depth + text if text else "")
@@ -145,7 +146,7 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
         if isinstance(item, str) and "\n" in item and len(item) > 60:
             # a script: one literal per line, joined by Python's implicit concatenation
             w.add(depth + 1, "(")
-            for piece in re.findall(r"[^\n]*\n|[^\n]+", item):     # split after `\n` only, as bash reads lines
+            for piece in re.findall(r"[^\n]*\n|[^\n]+", item):  # split after `\n` only, as bash reads lines
                 w.add(depth + 2, _lit(piece))
             w.add(depth + 1, "),")
         else:
@@ -153,7 +154,7 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
     w.add(depth, f"]{tail}")
 
 
-def _dict_call(w: _Writer, depth: int, func: str, mapping: Dict[str, str]) -> None:
+def _dict_call(w: _Writer, depth: int, func: str, mapping: dict[str, str]) -> None:
     one_line = f"{func}({_lit(mapping)}),"
     if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
         w.add(depth, one_line)
@@ -164,10 +165,20 @@ def _dict_call(w: _Writer, depth: int, func: str, mapping: Dict[str, str]) -> No
     w.add(depth, "}),")
 
 
-def _runtime_patch(w: _Writer, depth: int, jobs: Dict[str, dict], used: set) -> None:
-    used.update({"RuntimePatch", "TrainingRuntimeSpecPatch", "JobSetTemplatePatch", "JobSetSpecPatch",
-                 "ReplicatedJobPatch", "JobTemplatePatch", "JobSpecPatch", "PodTemplatePatch",
-                 "PodSpecPatch"})
+def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> None:
+    used.update(
+        {
+            "RuntimePatch",
+            "TrainingRuntimeSpecPatch",
+            "JobSetTemplatePatch",
+            "JobSetSpecPatch",
+            "ReplicatedJobPatch",
+            "JobTemplatePatch",
+            "JobSpecPatch",
+            "PodTemplatePatch",
+            "PodSpecPatch",
+        }
+    )
     d = depth
     w.add(d, "RuntimePatch(")
     w.add(d + 1, "training_runtime_spec=TrainingRuntimeSpecPatch(")
@@ -232,7 +243,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             text += f" (fix: {f.suggestion})"
         for comment in _comment_lines(text):
             w.add(d, comment)
-    if own_client:   # the plans target different namespaces: one client each
+    if own_client:  # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")
             w.add(d, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
@@ -248,14 +259,12 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     res = resources_map(plan)
     if len(res) == 1:
         [(key, qty)] = res.items()
-        w.add(t, f"resources_per_node={{{_lit(key)}: {_lit(qty)}}},"
-                 f"{_where(plan, 'spec.trainer.resourcesPerNode')}")
+        w.add(t, f"resources_per_node={{{_lit(key)}: {_lit(qty)}}},{_where(plan, 'spec.trainer.resourcesPerNode')}")
     elif res:
         source_key = {resource_name(str(k)): str(k) for k, _ in plan.resources_per_node}
         w.add(t, "resources_per_node={")
         for key, qty in res.items():
-            w.add(t + 1, f"{_lit(key)}: {_lit(qty)},"
-                         f"{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
+            w.add(t + 1, f"{_lit(key)}: {_lit(qty)},{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
         w.add(t, "},")
     env = env_entries(plan)
     if env:
@@ -300,8 +309,10 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         _list_block(w, o, "TrainerArgs(", args, tail=f"),{_where(plan, 'spec.trainer.args')}")
     if plan.active_deadline_seconds:
         used.add("ActiveDeadlineSeconds")
-        w.add(o, f"ActiveDeadlineSeconds({int(plan.active_deadline_seconds)}),"
-                 f"{_where(plan, 'spec.activeDeadlineSeconds')}")
+        w.add(
+            o,
+            f"ActiveDeadlineSeconds({int(plan.active_deadline_seconds)}),{_where(plan, 'spec.activeDeadlineSeconds')}",
+        )
     jobs = patches_by_job(plan)
     if jobs:
         _runtime_patch(w, o, jobs, used)
@@ -323,10 +334,24 @@ _FROM_SUBMIT_ENV = [
     "    return value",
 ]
 
-_OPTION_ORDER = ("Name", "Labels", "Annotations", "TrainerCommand", "TrainerArgs", "ActiveDeadlineSeconds",
-                 "RuntimePatch", "TrainingRuntimeSpecPatch", "JobSetTemplatePatch", "JobSetSpecPatch",
-                 "ReplicatedJobPatch", "JobTemplatePatch", "JobSpecPatch", "PodTemplatePatch",
-                 "PodSpecPatch", "ContainerPatch")
+_OPTION_ORDER = (
+    "Name",
+    "Labels",
+    "Annotations",
+    "TrainerCommand",
+    "TrainerArgs",
+    "ActiveDeadlineSeconds",
+    "RuntimePatch",
+    "TrainingRuntimeSpecPatch",
+    "JobSetTemplatePatch",
+    "JobSetSpecPatch",
+    "ReplicatedJobPatch",
+    "JobTemplatePatch",
+    "JobSpecPatch",
+    "PodTemplatePatch",
+    "PodSpecPatch",
+    "ContainerPatch",
+)
 
 
 def render(plans: Sequence) -> str:
@@ -336,7 +361,7 @@ def render(plans: Sequence) -> str:
     used: set = set()
     namespaces = {p.namespace for p in plans}
     shared_client = len(namespaces) <= 1
-    namespace: Optional[str] = plans[0].namespace if plans and shared_client else None
+    namespace: str | None = plans[0].namespace if plans and shared_client else None
     for i, plan in enumerate(plans):
         if i:
             body.add(0, "")

@@ -16,9 +16,9 @@ here once:
 * all pod patches go into ONE ``runtimePatches`` entry with the SDK's fixed manager (two SDK
   ``RuntimePatch`` options would both get that manager and collide on the list-map key).
 """
+
 from __future__ import annotations
 
-from typing import Dict, List, Optional
 
 from translator.emit.command import container_command
 
@@ -42,49 +42,51 @@ def resource_name(key: str) -> str:
     return name
 
 
-def resources_map(plan) -> Dict[str, str]:
-    out: Dict[str, str] = {}
+def resources_map(plan) -> dict[str, str]:
+    out: dict[str, str] = {}
     for key, qty in plan.resources_per_node:
         out[resource_name(str(key))] = str(qty)
     return out
 
 
-def env_map(plan) -> Dict[str, str]:
-    out: Dict[str, str] = {}
+def env_map(plan) -> dict[str, str]:
+    out: dict[str, str] = {}
     for var in plan.env:
         if getattr(var, "secret_name", None):
-            out.pop(str(var.name), None)     # a Secret reference (env_entries); never a value
+            out.pop(str(var.name), None)  # a Secret reference (env_entries); never a value
             continue
         out[str(var.name)] = str(var.value)
     return out
 
 
-def env_entries(plan) -> List[dict]:
+def env_entries(plan) -> list[dict]:
     """spec.trainer.env in the SDK's dict order (first position, last value of a name); a secret variable
     refers to its Secret key (valueFrom.secretKeyRef), never to a value."""
-    entries: Dict[str, dict] = {}
+    entries: dict[str, dict] = {}
     for var in plan.env:
         if getattr(var, "secret_name", None):
-            entry = {"name": str(var.name), "valueFrom": {"secretKeyRef": {"name": str(var.secret_name),
-                                                                            "key": str(var.secret_key)}}}
+            entry = {
+                "name": str(var.name),
+                "valueFrom": {"secretKeyRef": {"name": str(var.secret_name), "key": str(var.secret_key)}},
+            }
         else:
             entry = {"name": str(var.name), "value": str(var.value)}
         entries[str(var.name)] = entry
     return list(entries.values())
 
 
-def _pairs(pairs) -> Dict[str, str]:
+def _pairs(pairs) -> dict[str, str]:
     return {str(k): str(v) for k, v in pairs}
 
 
-def pod_spec_patch(patches) -> Dict[str, object]:
+def pod_spec_patch(patches) -> dict[str, object]:
     """The PodSpecPatch dict (API camelCase) for all PodPatch entries of one replicated job."""
-    spec: Dict[str, object] = {}
-    volumes: List[dict] = []
-    mounts: Dict[str, List[dict]] = {}
-    node_selector: Dict[str, str] = {}
-    tolerations: List[dict] = []
-    pull_secrets: List[dict] = []
+    spec: dict[str, object] = {}
+    volumes: list[dict] = []
+    mounts: dict[str, list[dict]] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[dict] = []
+    pull_secrets: list[dict] = []
     for p in patches:
         if p.service_account_name:
             spec["serviceAccountName"] = str(p.service_account_name)
@@ -109,9 +111,9 @@ def pod_spec_patch(patches) -> Dict[str, object]:
     return spec
 
 
-def patches_by_job(plan) -> Dict[str, Dict[str, object]]:
+def patches_by_job(plan) -> dict[str, dict[str, object]]:
     """replicatedJob name -> PodSpecPatch dict, in first-seen order, empty ones left out."""
-    grouped: Dict[str, list] = {}
+    grouped: dict[str, list] = {}
     for p in plan.patches:
         if not p.is_empty():
             grouped.setdefault(p.job or _CONTAINER_NODE, []).append(p)
@@ -123,18 +125,16 @@ def patches_by_job(plan) -> Dict[str, Dict[str, object]]:
     return out
 
 
-def runtime_patch(plan) -> Optional[dict]:
+def runtime_patch(plan) -> dict | None:
     jobs = patches_by_job(plan)
     if not jobs:
         return None
-    replicated = [{"name": job, "template": {"spec": {"template": {"spec": spec}}}}
-                  for job, spec in jobs.items()]
-    return {"manager": SDK_PATCH_MANAGER,
-            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
+    replicated = [{"name": job, "template": {"spec": {"template": {"spec": spec}}}} for job, spec in jobs.items()]
+    return {"manager": SDK_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
 
 
-def trainer_dict(plan) -> Dict[str, object]:
-    trainer: Dict[str, object] = {}
+def trainer_dict(plan) -> dict[str, object]:
+    trainer: dict[str, object] = {}
     if plan.image:
         trainer["image"] = str(plan.image)
     command, args = container_command(plan)
@@ -153,9 +153,9 @@ def trainer_dict(plan) -> Dict[str, object]:
     return trainer
 
 
-def trainjob_dict(plan) -> Dict[str, object]:
+def trainjob_dict(plan) -> dict[str, object]:
     """The TrainJob for ``plan`` (what ``kubectl apply`` gets and what the SDK code submits)."""
-    metadata: Dict[str, object] = {"name": str(plan.name)}
+    metadata: dict[str, object] = {"name": str(plan.name)}
     if plan.namespace:
         metadata["namespace"] = str(plan.namespace)
     labels = _pairs(plan.labels)
@@ -164,7 +164,7 @@ def trainjob_dict(plan) -> Dict[str, object]:
     annotations = _pairs(plan.annotations)
     if annotations:
         metadata["annotations"] = annotations
-    spec: Dict[str, object] = {"runtimeRef": {"name": str(plan.runtime), "kind": str(plan.runtime_kind)}}
+    spec: dict[str, object] = {"runtimeRef": {"name": str(plan.runtime), "kind": str(plan.runtime_kind)}}
     trainer = trainer_dict(plan)
     if trainer:
         spec["trainer"] = trainer

@@ -10,22 +10,23 @@ allows it, so they stay readable.
 The optional findings block is a run of ``#`` comment lines; every character that could end a
 comment line (any line break YAML 1.1 knows, other control characters) is replaced first.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from translator.emit.trainjob import trainjob_dict
 
 # Strings a Go YAML decoder may read as a number or bool although PyYAML (YAML 1.1) does not.
-_GO_NUMBERISH = re.compile(
-    r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
+_GO_NUMBERISH = re.compile(r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
 _GO_BOOLISH = {"y", "Y", "n", "N"}
 # YAML 1.1 line breaks besides \n and \r, and the BOM: only safe inside double quotes (escaped)
 _YAML_SPECIAL_BREAKS = "\x85\u2028\u2029\ufeff\r"
 
 
-_DUMPERS: Dict[bool, type] = {}
+_DUMPERS: dict[bool, type] = {}
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _INT, _BOOL, _NULL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
 
@@ -35,9 +36,9 @@ def _str_style(value: str):
     # Every character of _YAML_SPECIAL_BREAKS is non-printable, so "a non-printable character other
     # than \n" covers them too; str.isprintable() runs in C over the whole string.
     if not value.isprintable() and not value.replace("\n", "").isprintable():
-        return '"'          # escapes everything; PyYAML would write NEL/LS/PS raw in other styles
+        return '"'  # escapes everything; PyYAML would write NEL/LS/PS raw in other styles
     if "\n" in value:
-        return "|"          # PyYAML falls back to double quotes when a block cannot hold it
+        return "|"  # PyYAML falls back to double quotes when a block cannot hold it
     if _GO_NUMBERISH.match(value) or value in _GO_BOOLISH:
         return "'"
     return None
@@ -55,7 +56,7 @@ def _dumper(fast: bool = True):
 
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-    resolved: Dict[str, str] = {}   # plain scalar -> implicit tag: the resolver's regexps, once per value
+    resolved: dict[str, str] = {}  # plain scalar -> implicit tag: the resolver's regexps, once per value
     assert not base.yaml_path_resolvers, "the resolver shortcuts below assume no path resolvers"
 
     class Dumper(base):  # type: ignore[valid-type,misc]  # base chosen at run time (libyaml's or PyYAML's)
@@ -99,7 +100,7 @@ def _dumper(fast: bool = True):
             return self.DEFAULT_SEQUENCE_TAG if kind is SequenceNode else self.DEFAULT_MAPPING_TAG
 
         def descend_resolver(self, current_node, current_index):
-            return None          # path resolvers only
+            return None  # path resolvers only
 
         def ascend_resolver(self):
             return None
@@ -136,7 +137,7 @@ def findings_comment_lines(plan) -> list:
 def dump(obj) -> str:
     import yaml
 
-    options: Dict[str, Any] = dict(sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+    options: dict[str, Any] = dict(sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
     try:
         return yaml.dump(obj, Dumper=_dumper(True), **options)
     except UnicodeEncodeError:

@@ -17,14 +17,25 @@ the first family of registry.FAMILIES whose `matches` accepts it:
 This package module stays light (the reader imports registry.py on every run); the detection code
 is imported on first use.
 """
+
 from __future__ import annotations
 
-_LAUNCHLINE = ("detect", "dispatch", "is_launch", "is_aux", "is_env_setup", "strip_wrappers", "_walk",
-               "LAUNCHERS", "AUX_PROGRAMS")
+_LAUNCHLINE = (
+    "detect",
+    "dispatch",
+    "is_launch",
+    "is_aux",
+    "is_env_setup",
+    "strip_wrappers",
+    "_walk",
+    "LAUNCHERS",
+    "AUX_PROGRAMS",
+)
 
 
 def __getattr__(name: str):
     if name in _LAUNCHLINE:
         from translator.launchers import launchline
+
         return getattr(launchline, name)
     raise AttributeError(f"module 'translator.launchers' has no attribute {name!r}")

@@ -5,13 +5,15 @@ them) and words we generate (always literal). When every word is literal the Tra
 plain argv; when a word needs the shell (`$DATA`, `"${ARGS[@]}"`), the command becomes `bash -c` with
 the user's raw text after a preamble that defines what it refers to (see `shell_launch`).
 """
+
 from __future__ import annotations
 
 import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.read.ast import Assignment, Word
@@ -29,7 +31,7 @@ class Tok:
     value: str
     raw: str
     literal: bool = True
-    deferred: bool = False   # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
+    deferred: bool = False  # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
 
     @classmethod
     def gen(cls, value: str) -> Tok:
@@ -44,7 +46,7 @@ class Tok:
         return shlex.quote(self.value) if self.literal else self.raw
 
 
-def toks_of(words: Iterable[Word]) -> List[Tok]:
+def toks_of(words: Iterable[Word]) -> list[Tok]:
     return [Tok.of(w) for w in words]
 
 
@@ -55,7 +57,7 @@ def all_literal(toks: Sequence[Tok]) -> bool:
 _VAR_REF = re.compile(r"\$(?:\{[#!]?([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-def var_refs(text: str) -> List[str]:
+def var_refs(text: str) -> list[str]:
     """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates."""
     return list(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
 
@@ -63,17 +65,18 @@ def var_refs(text: str) -> List[str]:
 _IFS_BLANKS = re.compile(r"[ \t\n]+")
 
 
-def ifs_split(text: str) -> List[str]:
+def ifs_split(text: str) -> list[str]:
     """Field splitting with bash's default IFS (space, tab, newline only; str.split() would also cut at
     U+00A0, U+2028, form feed...)."""
     return [w for w in _IFS_BLANKS.split(text) if w]
 
 
 def basename(word: str) -> str:
-    return word[word.rfind("/") + 1:] if word else word       # os.path.basename for a str, without its checks
+    return word[word.rfind("/") + 1 :] if word else word  # os.path.basename for a str, without its checks
 
 
 # ---- the job's shape ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -83,15 +86,15 @@ class Shape:
     tasks_per_node: int = 1
     total_tasks: int = 1
     gpus_per_node: int = 0
-    cpus_per_task: Optional[int] = None
+    cpus_per_task: int | None = None
     nodes_given: bool = False
-    tasks_given: bool = False          # -n or --ntasks-per-node given (Slurm then sets SLURM_NTASKS)
-    gpus_uneven: bool = False          # --gpus total not divisible by the node count
+    tasks_given: bool = False  # -n or --ntasks-per-node given (Slurm then sets SLURM_NTASKS)
+    gpus_uneven: bool = False  # --gpus total not divisible by the node count
 
 
 def job_shape(fields) -> Shape:
     """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules')."""
-    nodes = fields.nodes_min or None          # 0 is refused by sbatch; never divide by it here
+    nodes = fields.nodes_min or None  # 0 is refused by sbatch; never divide by it here
     tpn = fields.ntasks_per_node or None
     ntasks = fields.ntasks or None
     nodes_given = nodes is not None
@@ -113,9 +116,16 @@ def job_shape(fields) -> Shape:
     elif fields.gpus_total:
         gpus = math.ceil(fields.gpus_total / nodes)
         uneven = fields.gpus_total % nodes != 0
-    return Shape(nodes=nodes, tasks_per_node=tpn, total_tasks=total, gpus_per_node=gpus,
-                 cpus_per_task=fields.cpus_per_task, nodes_given=nodes_given,
-                 tasks_given=bool(fields.ntasks or fields.ntasks_per_node), gpus_uneven=uneven)
+    return Shape(
+        nodes=nodes,
+        tasks_per_node=tpn,
+        total_tasks=total,
+        gpus_per_node=gpus,
+        cpus_per_task=fields.cpus_per_task,
+        nodes_given=nodes_given,
+        tasks_given=bool(fields.ntasks or fields.ntasks_per_node),
+        gpus_uneven=uneven,
+    )
 
 
 # ---- srun ---------------------------------------------------------------------------------------
@@ -123,33 +133,81 @@ def job_shape(fields) -> Shape:
 # srun options that take a value (srun.1, Slurm 22.05; pyxis adds the --container-* ones).
 _SRUN_SHORT_VALUE = set("ABbCcDdeGiJLMmNnopqrSTtwWx")
 _SRUN_LONG_FLAGS = {
-    "exclusive", "overlap", "exact", "label", "unbuffered", "verbose", "quiet", "pty", "no-kill",
-    "overcommit", "oversubscribe", "spread-job", "test-only", "usage", "help", "disable-status",
-    "kill-on-bad-exit", "multi-prog", "preserve-env", "quit-on-interrupt", "contiguous", "hold",
-    "no-allocate", "reboot", "container-remap-root", "no-container-remap-root", "container-mount-home",
-    "no-container-mount-home", "container-writable", "container-readonly", "no-container-entrypoint",
-    "container-entrypoint", "container-env", "whole", "x11", "cpu-freq", "send-libs",
+    "exclusive",
+    "overlap",
+    "exact",
+    "label",
+    "unbuffered",
+    "verbose",
+    "quiet",
+    "pty",
+    "no-kill",
+    "overcommit",
+    "oversubscribe",
+    "spread-job",
+    "test-only",
+    "usage",
+    "help",
+    "disable-status",
+    "kill-on-bad-exit",
+    "multi-prog",
+    "preserve-env",
+    "quit-on-interrupt",
+    "contiguous",
+    "hold",
+    "no-allocate",
+    "reboot",
+    "container-remap-root",
+    "no-container-remap-root",
+    "container-mount-home",
+    "no-container-mount-home",
+    "container-writable",
+    "container-readonly",
+    "no-container-entrypoint",
+    "container-entrypoint",
+    "container-env",
+    "whole",
+    "x11",
+    "cpu-freq",
+    "send-libs",
 }
 _SRUN_SHORT_FLAGS = set("EHhIKklOQsuvXZ")  # everything else short takes a value
 
 
 @dataclass(frozen=True)
 class SrunCall:
-    options: Dict[str, str]            # canonical long name (or short letter) -> value ("" for flags)
-    written: Tuple[str, ...]           # the option words as written
-    command: Tuple[Word, ...]          # the command srun runs
+    options: dict[str, str]  # canonical long name (or short letter) -> value ("" for flags)
+    written: tuple[str, ...]  # the option words as written
+    command: tuple[Word, ...]  # the command srun runs
 
 
-_SHORT_TO_LONG = {"N": "nodes", "n": "ntasks", "c": "cpus-per-task", "G": "gpus", "w": "nodelist",
-                  "x": "exclude", "J": "job-name", "o": "output", "e": "error", "p": "partition",
-                  "t": "time", "m": "distribution", "D": "chdir", "A": "account", "l": "label",
-                  "u": "unbuffered", "K": "kill-on-bad-exit", "r": "relative", "W": "wait"}
+_SHORT_TO_LONG = {
+    "N": "nodes",
+    "n": "ntasks",
+    "c": "cpus-per-task",
+    "G": "gpus",
+    "w": "nodelist",
+    "x": "exclude",
+    "J": "job-name",
+    "o": "output",
+    "e": "error",
+    "p": "partition",
+    "t": "time",
+    "m": "distribution",
+    "D": "chdir",
+    "A": "account",
+    "l": "label",
+    "u": "unbuffered",
+    "K": "kill-on-bad-exit",
+    "r": "relative",
+    "W": "wait",
+}
 
 
 def parse_srun(words: Sequence[Word]) -> SrunCall:
     """Split `srun [options] command...` (words[0] is srun)."""
-    opts: Dict[str, str] = {}
-    written: List[str] = []
+    opts: dict[str, str] = {}
+    written: list[str] = []
     i = 1
     while i < len(words):
         w = words[i].value
@@ -177,7 +235,7 @@ def parse_srun(words: Sequence[Word]) -> SrunCall:
                 ch = w[j]
                 long = _SHORT_TO_LONG.get(ch, ch)
                 if ch in _SRUN_SHORT_VALUE:
-                    rest = w[j + 1:]
+                    rest = w[j + 1 :]
                     if rest:
                         opts[long] = rest
                     elif i + 1 < len(words):
@@ -195,14 +253,14 @@ def parse_srun(words: Sequence[Word]) -> SrunCall:
     return SrunCall(options=opts, written=tuple(written), command=tuple(words[i:]))
 
 
-def _int(value: Optional[str]) -> Optional[int]:
+def _int(value: str | None) -> int | None:
     text = str(value).strip()
-    if not (text.isascii() and text.lstrip("+-").isdigit()):   # C parsing: ASCII digits only
+    if not (text.isascii() and text.lstrip("+-").isdigit()):  # C parsing: ASCII digits only
         return None
     return to_int(text)
 
 
-def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
+def step_shape(job: Shape, srun: SrunCall | None) -> Shape:
     """The layout of one srun step: srun's -N/-n/--ntasks-per-node override the job's."""
     if srun is None:
         return job
@@ -210,19 +268,26 @@ def step_shape(job: Shape, srun: Optional[SrunCall]) -> Shape:
     nodes = min(nodes, job.nodes) if job.nodes_given else nodes
     ntasks = _int(srun.options.get("ntasks"))
     if ntasks and not srun.options.get("nodes"):
-        nodes = max(1, min(nodes, ntasks))          # `srun -n1` uses one node
+        nodes = max(1, min(nodes, ntasks))  # `srun -n1` uses one node
     tpn = _int(srun.options.get("ntasks-per-node"))
     if ntasks and not tpn:
         tpn = math.ceil(ntasks / nodes)
     if tpn is None:
         tpn = job.tasks_per_node
     total = ntasks or nodes * tpn
-    return Shape(nodes=nodes, tasks_per_node=max(1, tpn), total_tasks=total, gpus_per_node=job.gpus_per_node,
-                 cpus_per_task=_int(srun.options.get("cpus-per-task")) or job.cpus_per_task,
-                 nodes_given=job.nodes_given, tasks_given=job.tasks_given, gpus_uneven=job.gpus_uneven)
+    return Shape(
+        nodes=nodes,
+        tasks_per_node=max(1, tpn),
+        total_tasks=total,
+        gpus_per_node=job.gpus_per_node,
+        cpus_per_task=_int(srun.options.get("cpus-per-task")) or job.cpus_per_task,
+        nodes_given=job.nodes_given,
+        tasks_given=job.tasks_given,
+        gpus_uneven=job.gpus_uneven,
+    )
 
 
-def check_inherited_ntasks(ctx: LaunchContext, srun: Optional[SrunCall], line: int) -> None:
+def check_inherited_ntasks(ctx: LaunchContext, srun: SrunCall | None, line: int) -> None:
     """`srun --ntasks-per-node=K cmd` in a job that set -n/--ntasks-per-node: srun also reads -n from the
     inherited SLURM_NTASKS (srun(1) INPUT ENVIRONMENT VARIABLES), so K does not decide the task count."""
     if srun is None or not ctx.shape.tasks_given:
@@ -234,46 +299,54 @@ def check_inherited_ntasks(ctx: LaunchContext, srun: Optional[SrunCall], line: i
     total = ctx.shape.total_tasks
     if k * ctx.shape.nodes == total:
         return
-    ctx.add(WARNING, "L352", f"`srun --ntasks-per-node={k}` without -n/-N inherits -n {total} from the job "
-                             f"(SLURM_NTASKS): Slurm either ignores --ntasks-per-node and starts {total} tasks or "
-                             f"refuses the step, not {k} per node as the TrainJob does", line,
-            f"write `srun -N {ctx.shape.nodes} --ntasks-per-node={k}` (or `-n {k * ctx.shape.nodes}`)")
+    ctx.add(
+        WARNING,
+        "L352",
+        f"`srun --ntasks-per-node={k}` without -n/-N inherits -n {total} from the job "
+        f"(SLURM_NTASKS): Slurm either ignores --ntasks-per-node and starts {total} tasks or "
+        f"refuses the step, not {k} per node as the TrainJob does",
+        line,
+        f"write `srun -N {ctx.shape.nodes} --ntasks-per-node={k}` (or `-n {k * ctx.shape.nodes}`)",
+    )
 
 
 # ---- context handed to every launcher -------------------------------------------------------------
+
 
 @dataclass
 class LaunchContext:
     script: Script
     job: SlurmJob
     shape: Shape
-    assignments: Tuple[Assignment, ...] = ()   # top-level assignments before the launch line, in order
-    block_assigned: frozenset = frozenset()    # names assigned inside blocks (values not known statically)
-    findings: List[Finding] = field(default_factory=list)
-    nesting: int = 0                           # containers inside containers (launchers/container.py)
-    _last: Optional[Dict[str, Assignment]] = field(default=None, repr=False, compare=False)
-    _seen: Optional[Set[Finding]] = field(default=None, repr=False, compare=False)
+    assignments: tuple[Assignment, ...] = ()  # top-level assignments before the launch line, in order
+    block_assigned: frozenset = frozenset()  # names assigned inside blocks (values not known statically)
+    findings: list[Finding] = field(default_factory=list)
+    nesting: int = 0  # containers inside containers (launchers/container.py)
+    _last: dict[str, Assignment] | None = field(default=None, repr=False, compare=False)
+    _seen: set[Finding] | None = field(default=None, repr=False, compare=False)
 
-    def last_assignment(self, name: str) -> Optional[Assignment]:
+    def last_assignment(self, name: str) -> Assignment | None:
         """The last top-level assignment of `name` before the launch line (an index built once: a script with
         thousands of assignments and a launch line naming thousands of variables stays linear)."""
         if self._last is None:
             self._last = {a.name: a for a in self.assignments}
         return self._last.get(name)
-    launch_line: Optional[int] = None          # line of the launch command being converted
-    once_helpers: Set[str] = field(default_factory=set)   # batch-once helpers the command text needs
-    positional: Optional[Tuple[str, ...]] = None   # the script's arguments after `set --`/`shift` (replayed)
+
+    launch_line: int | None = None  # line of the launch command being converted
+    once_helpers: set[str] = field(default_factory=set)  # batch-once helpers the command text needs
+    positional: tuple[str, ...] | None = None  # the script's arguments after `set --`/`shift` (replayed)
 
     @property
     def job_image_option(self) -> bool:
         """The job sets pyxis's `--container-image` itself (`#SBATCH --container-image=…`)."""
         from translator.launchers.container import job_plugin_option
+
         return job_plugin_option(self.job, "container-image") is not None
 
-    def add(self, severity: str, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None):
+    def add(self, severity: str, code: str, message: str, line: int | None, suggestion: str | None = None):
         f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
         if self._seen is None or len(self._seen) != len(self.findings):
-            self._seen = set(self.findings)            # (findings may also be appended directly)
+            self._seen = set(self.findings)  # (findings may also be appended directly)
         if f not in self._seen:
             self._seen.add(f)
             self.findings.append(f)
@@ -290,30 +363,36 @@ def check_batch_expansion(ctx: LaunchContext, toks: Sequence[Tok], line: int) ->
             continue
         for name in var_refs(t.raw):
             if name in PER_TASK_VARS:
-                ctx.add(WARNING, "L302",
-                        f"`{t.raw}` is expanded by the batch shell before srun starts the tasks, so on Slurm every "
-                        f"task received the batch script's value of {name} (0), not its own",
-                        line, "the converted job gets per-node values from the Kubeflow runtime; check that the "
-                              "original job really did what was intended")
+                ctx.add(
+                    WARNING,
+                    "L302",
+                    f"`{t.raw}` is expanded by the batch shell before srun starts the tasks, so on Slurm every "
+                    f"task received the batch script's value of {name} (0), not its own",
+                    line,
+                    "the converted job gets per-node values from the Kubeflow runtime; check that the "
+                    "original job really did what was intended",
+                )
 
 
 # ---- shell text ----------------------------------------------------------------------------------
+
 
 def _assignment_text(a: Assignment) -> str:
     return f"{'export ' if a.exported else ''}{a.name}={a.value.raw}"
 
 
-def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False,
-                   has_base: bool = False) -> List[str]:
+def shell_preamble(
+    ctx: LaunchContext, texts: Sequence[str], export_slurm: bool = False, has_base: bool = False
+) -> list[str]:
     """Lines that define what `texts` (shell source) refer to: earlier assignments and Slurm variables.
 
     Exported literal assignments become TrainJob env (plan/env.py) and need nothing here.
     """
     from translator.plan import prologue
 
-    needed: List[Assignment] = []
-    slurm: List[str] = []
-    seen: Set[str] = set()
+    needed: list[Assignment] = []
+    slurm: list[str] = []
+    seen: set[str] = set()
     pending = [n for t in texts for n in var_refs(t)]
     uses_scontrol = any("scontrol" in t for t in texts)
     next_pending = 0
@@ -332,33 +411,51 @@ def shell_preamble(ctx: LaunchContext, texts: Sequence[str], export_slurm: bool 
             uses_scontrol = uses_scontrol or "scontrol" in a.value.raw
         elif (name.startswith("SLURM_") or name.startswith("SLURMD_")) and not prologue.from_env(name):
             slurm.append(name)
-    lines: List[str] = []
+    lines: list[str] = []
     if slurm or uses_scontrol:
-        lines.extend(prologue.prologue_lines(slurm, ctx.job, ctx.shape, export=export_slurm,
-                                             functions=("scontrol",) if uses_scontrol else ()))
+        lines.extend(
+            prologue.prologue_lines(
+                slurm, ctx.job, ctx.shape, export=export_slurm, functions=("scontrol",) if uses_scontrol else ()
+            )
+        )
         unknown = [n for n in slurm if prologue.definition(n, ctx.job, ctx.shape) is None]
         for n in unknown:
-            ctx.add(WARNING, "L325", f"the launch line uses {n}, which this job does not define on Kubernetes (and Slurm may not have set it either); it expands to an empty string",
-                    None, f"replace ${n} with a literal value")
+            ctx.add(
+                WARNING,
+                "L325",
+                f"the launch line uses {n}, which this job does not define on Kubernetes (and Slurm may not have set it either); it expands to an empty string",
+                None,
+                f"replace ${n} with a literal value",
+            )
     order = {id(a): i for i, a in enumerate(ctx.assignments)}
-    helpers: Set[str] = set()
-    body: List[str] = []
+    helpers: set[str] = set()
+    body: list[str] = []
     for a in sorted(needed, key=lambda a: order.get(id(a), 0)):
         text = _assignment_text(a)
         if not a.value.literal:
             new, need, unfixable = prologue.batch_once(text)
             if need:
-                ctx.add(INFO, "L346", f"`{a.name}={a.value.raw}` was computed once by the batch shell on node 0; "
-                                      "every process now computes node 0's value", a.line)
+                ctx.add(
+                    INFO,
+                    "L346",
+                    f"`{a.name}={a.value.raw}` was computed once by the batch shell on node 0; "
+                    "every process now computes node 0's value",
+                    a.line,
+                )
                 helpers |= need
                 text = new
             if unfixable:
-                ctx.add(WARNING, "L346", f"`{a.name}={a.value.raw}` was computed once on Slurm but now by every "
-                                         f"process, and {', '.join(unfixable)} differs between them", a.line,
-                        f"compute {a.name} from something all pods share (the job name, SLURM_JOB_ID)")
+                ctx.add(
+                    WARNING,
+                    "L346",
+                    f"`{a.name}={a.value.raw}` was computed once on Slurm but now by every "
+                    f"process, and {', '.join(unfixable)} differs between them",
+                    a.line,
+                    f"compute {a.name} from something all pods share (the job name, SLURM_JOB_ID)",
+                )
         body.append(text)
     ctx.once_helpers |= helpers
-    if ctx.once_helpers:                   # the helpers, before the assignments and words that call them
+    if ctx.once_helpers:  # the helpers, before the assignments and words that call them
         if not (has_base or any(ln.startswith("_s2k_hosts()") for ln in lines)):
             lines.extend(prologue.prologue_lines([], ctx.job, ctx.shape))
         lines.extend(prologue.batch_once_lines(ctx.once_helpers, ctx.job))
@@ -373,20 +470,30 @@ def word_text(ctx: LaunchContext, t: Tok) -> str:
     if t.literal or t.deferred:
         return text
     from translator.plan import prologue
+
     new, need, unfixable = prologue.batch_once(text)
     if need:
         ctx.once_helpers |= need
-        ctx.add(INFO, "L346", f"`{t.raw}` was expanded once by the batch shell on node 0; every process now gets "
-                              "node 0's value", ctx.launch_line)
+        ctx.add(
+            INFO,
+            "L346",
+            f"`{t.raw}` was expanded once by the batch shell on node 0; every process now gets node 0's value",
+            ctx.launch_line,
+        )
     if unfixable:
-        ctx.add(WARNING, "L346", f"`{t.raw}` was expanded once on Slurm but now by every process, and "
-                                 f"{', '.join(unfixable)} differs between them", ctx.launch_line,
-                "compute it from something all pods share (the job name, SLURM_JOB_ID)")
+        ctx.add(
+            WARNING,
+            "L346",
+            f"`{t.raw}` was expanded once on Slurm but now by every process, and "
+            f"{', '.join(unfixable)} differs between them",
+            ctx.launch_line,
+            "compute it from something all pods share (the job name, SLURM_JOB_ID)",
+        )
     return new
 
 
 _POSITIONAL = re.compile(r"(?<!\$)\$(?:\{#?[0-9@*#]|[0-9@*#])")
-BATCH_ARGV0 = "slurm_script"       # $0 of the batch script on Slurm is the spooled copy `slurm_script`
+BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 
 
 def uses_positional(text: str) -> bool:
@@ -394,7 +501,7 @@ def uses_positional(text: str) -> bool:
     return bool(_POSITIONAL.search(text))
 
 
-def script_args_tail(ctx: LaunchContext, user_text: str, line: Optional[int]) -> Tuple[str, ...]:
+def script_args_tail(ctx: LaunchContext, user_text: str, line: int | None) -> tuple[str, ...]:
     """Arguments after a `bash -c TEXT` whose user text reads the batch script's arguments: $0 and the
     arguments sbatch gave the script (`--script-args`); a finding either way."""
     if not uses_positional(user_text):
@@ -402,21 +509,37 @@ def script_args_tail(ctx: LaunchContext, user_text: str, line: Optional[int]) ->
     given = tuple(getattr(ctx.job, "script_args", ()) or ())
     line = line if line is not None else ctx.launch_line
     if ctx.positional is not None:
-        ctx.add(INFO, "L340", "the launch reads the script's arguments as `set --`/`shift` left them; the TrainJob "
-                              "passes: " + " ".join(shlex.quote(a) for a in ctx.positional), line)
+        ctx.add(
+            INFO,
+            "L340",
+            "the launch reads the script's arguments as `set --`/`shift` left them; the TrainJob "
+            "passes: " + " ".join(shlex.quote(a) for a in ctx.positional),
+            line,
+        )
         return (BATCH_ARGV0,) + tuple(ctx.positional)
     if given:
-        ctx.add(INFO, "L340", "the launch reads the batch script's arguments; the TrainJob passes the ones given "
-                              "with --script-args: " + " ".join(shlex.quote(a) for a in given), line)
+        ctx.add(
+            INFO,
+            "L340",
+            "the launch reads the batch script's arguments; the TrainJob passes the ones given "
+            "with --script-args: " + " ".join(shlex.quote(a) for a in given),
+            line,
+        )
     else:
-        ctx.add(WARNING, "L339", "the launch reads the batch script's arguments ($1, $@, ...), which sbatch passes "
-                                 "after the script name; none are known, so they expand empty", line,
-                "pass them with `slurm2kf convert --script-args '...'`")
+        ctx.add(
+            WARNING,
+            "L339",
+            "the launch reads the batch script's arguments ($1, $@, ...), which sbatch passes "
+            "after the script name; none are known, so they expand empty",
+            line,
+            "pass them with `slurm2kf convert --script-args '...'`",
+        )
     return (BATCH_ARGV0,) + given
 
 
-def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
-                 export_slurm: bool = False) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+def shell_launch(
+    ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str, export_slurm: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`bash -c` running `head` (trusted generated shell code) followed by the user's words.
 
     All-literal words are passed as positional parameters (`"$@"`): no user text in shell code.
@@ -430,7 +553,7 @@ def shell_launch(ctx: LaunchContext, head: str, toks: Sequence[Tok], argv0: str,
     return ("bash", "-c"), (body,) + script_args_tail(ctx, "\n".join(pre + text_parts), None)
 
 
-def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, ...], Tuple[str, ...], bool]:
+def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     """The user's command as argv when literal, else `bash -c` with a preamble. Returns (command, args, shell)."""
     if all_literal(toks):
         return (toks[0].value,), tuple(t.value for t in toks[1:]), False
@@ -443,7 +566,8 @@ def plain_or_shell(ctx: LaunchContext, toks: Sequence[Tok]) -> Tuple[Tuple[str, 
 
 # ---- generic option scanning for launchers ---------------------------------------------------------
 
-def split_option(tok: Tok) -> Tuple[str, Optional[str]]:
+
+def split_option(tok: Tok) -> tuple[str, str | None]:
     """`--flag=value` -> ("--flag", "value"); `--flag` -> ("--flag", None)."""
     if tok.value.startswith("--") and "=" in tok.value:
         name, _, val = tok.value.partition("=")
@@ -464,25 +588,26 @@ def norm_long(opt: str) -> str:
 @dataclass(frozen=True)
 class Option:
     """One option of a launcher's command line, with the value words it takes."""
-    tok: Tok                      # the option word (`--nproc_per_node=8` or `--nproc_per_node`)
-    name: str                     # its name as written, before any `=`
-    key: str                      # the name as the launcher compares it (see scan_options' key)
-    inline: Optional[str]         # the value after `=`, when written `--opt=value`
-    group: Tuple[Tok, ...]        # the option word and its separate value words
+
+    tok: Tok  # the option word (`--nproc_per_node=8` or `--nproc_per_node`)
+    name: str  # its name as written, before any `=`
+    key: str  # the name as the launcher compares it (see scan_options' key)
+    inline: str | None  # the value after `=`, when written `--opt=value`
+    group: tuple[Tok, ...]  # the option word and its separate value words
 
     @property
-    def value(self) -> Optional[Tok]:
+    def value(self) -> Tok | None:
         """The separate value word (`--opt value`), or None."""
         return self.group[1] if len(self.group) > 1 else None
 
 
-def scan_options(toks: Sequence[Tok], arity, key=norm) -> Tuple[List[Option], int]:
+def scan_options(toks: Sequence[Tok], arity, key=norm) -> tuple[list[Option], int]:
     """The leading options of a launcher's words (after the launcher's name) and the index of the first
     word that is not one (the program). `arity(key)` gives how many separate value words an option written
     without `=` takes (0 for a flag); `key(name)` the spelling the launcher compares. A word that does not
     start with `-`, or is `-` alone, ends the options; an option missing its value at the end takes what is
     there."""
-    options: List[Option] = []
+    options: list[Option] = []
     j = 0
     while j < len(toks):
         t = toks[j]
@@ -491,7 +616,7 @@ def scan_options(toks: Sequence[Tok], arity, key=norm) -> Tuple[List[Option], in
         name, inline = split_option(t)
         k = key(name)
         n = 0 if inline is not None else arity(k)
-        group = tuple(toks[j:j + 1 + n])
+        group = tuple(toks[j : j + 1 + n])
         options.append(Option(t, name, k, inline, group))
         j += len(group)
     return options, j
@@ -500,7 +625,7 @@ def scan_options(toks: Sequence[Tok], arity, key=norm) -> Tuple[List[Option], in
 _SINGLE_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 
 
-def static_value(ctx: LaunchContext, tok: Tok) -> Optional[str]:
+def static_value(ctx: LaunchContext, tok: Tok) -> str | None:
     """The value of a word that is exactly one variable reference, when it is known at conversion time.
 
     Known: a literal top-level assignment before the launch line (not reassigned inside a block), or a
@@ -510,21 +635,21 @@ def static_value(ctx: LaunchContext, tok: Tok) -> Optional[str]:
         return tok.value
     unquoted = _unquoted_text(tok.raw)
     if _has_glob(unquoted) or _has_tilde(tok.raw, unquoted) or ("{" in unquoted and "}" in unquoted):
-        return None                       # bash expands these at run time (or into several words)
+        return None  # bash expands these at run time (or into several words)
     m = _SINGLE_REF.match(tok.value)
     if not m:
         value = static_text(ctx, tok.value) if "'" not in tok.raw and "\\" not in tok.raw else None
     else:
         value = _static_name(ctx, m.group(1) or m.group(2))
     if value is not None and tok.raw == tok.value and (_has_glob(value) or ifs_split(value) != [value]):
-        return None                       # an unquoted expansion is split into words and globbed by bash
+        return None  # an unquoted expansion is split into words and globbed by bash
     return value
 
 
 _ANY_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-def static_text(ctx: LaunchContext, text: str) -> Optional[str]:
+def static_text(ctx: LaunchContext, text: str) -> str | None:
     """`text` with every `$NAME`/`${NAME}` replaced by its known value; None if any is unknown or the text
     has other expansions (command substitution, arithmetic, parameter operators, globs)."""
     if "`" in text or "$(" in text:
@@ -535,27 +660,28 @@ def static_text(ctx: LaunchContext, text: str) -> Optional[str]:
         value = _static_name(ctx, m.group(1) or m.group(2))
         if value is None:
             return None
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         out.append(value)
         pos = m.end()
     rest = text[pos:]
     out.append(rest)
-    if "$" in _ANY_REF.sub("", text):        # `${X:-d}`, `$1`, `$$`: not resolved here
+    if "$" in _ANY_REF.sub("", text):  # `${X:-d}`, `$1`, `$$`: not resolved here
         return None
     return "".join(out)
 
 
-def _static_name(ctx: LaunchContext, name: str) -> Optional[str]:
+def _static_name(ctx: LaunchContext, name: str) -> str | None:
     last = ctx.last_assignment(name)
     if last is not None:
         return last.value.value if last.value.literal and name not in ctx.block_assigned else None
     if name in ctx.block_assigned:
         return None
     from translator.plan import prologue
+
     return prologue.static_value(name, ctx.job, ctx.shape)
 
 
-def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> List[Tok]:
+def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> list[Tok]:
     """Replace words that are a single variable with a known value by that value (as a literal word)."""
     out = []
     for t in toks:
@@ -582,7 +708,7 @@ def is_python(word: str) -> bool:
 # and a glob the files present at run time, which differ between the cluster and the container: those
 # words stay for bash to expand in the container, and a finding names them.
 
-BRACE_LIMIT = 1000                           # more words than this are left to bash (with a finding)
+BRACE_LIMIT = 1000  # more words than this are left to bash (with a finding)
 _BRACE_SAFE = re.compile(r"[A-Za-z0-9_./:=+%@,{}\-]+\Z")
 _SEQ = re.compile(r"(-?[0-9]+|[A-Za-z])\.\.(-?[0-9]+|[A-Za-z])(?:\.\.(-?[0-9]+))?\Z")
 _NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -604,7 +730,7 @@ def _matching_brace(s: str, start: int) -> int:
     return -1
 
 
-def _top_level_split(inner: str) -> Optional[List[str]]:
+def _top_level_split(inner: str) -> list[str] | None:
     parts, depth, last = [], 0, 0
     for k, ch in enumerate(inner):
         if ch == "{":
@@ -620,17 +746,17 @@ def _top_level_split(inner: str) -> Optional[List[str]]:
     return parts
 
 
-def _sequence(inner: str) -> Optional[List[str]]:
+def _sequence(inner: str) -> list[str] | None:
     m = _SEQ.match(inner)
     if not m:
         return None
     a, b, inc = m.group(1), m.group(2), m.group(3)
     step = abs(to_int(inc)) if inc else 1
-    step = step or 1                                          # bash: an increment of 0 counts as 1
+    step = step or 1  # bash: an increment of 0 counts as 1
     if a.isalpha() != b.isalpha():
         return None
     if a.isalpha():
-        if a.islower() != b.islower():                       # `{Z..a}` runs through `[\]^_` and the backquote
+        if a.islower() != b.islower():  # `{Z..a}` runs through `[\]^_` and the backquote
             return None
         lo, hi = ord(a), ord(b)
         seq = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
@@ -646,17 +772,17 @@ def _sequence(inner: str) -> Optional[List[str]]:
     return [(f"-{str(-n).zfill(width - 1)}" if n < 0 else str(n).zfill(width)) if width else str(n) for n in seq]
 
 
-def brace_expand(word: str) -> List[str]:
+def brace_expand(word: str) -> list[str]:
     """bash's brace expansion of a plain word (no quotes, escapes or `$`). Raises _TooMany above BRACE_LIMIT."""
     start = word.find("{")
     while start >= 0:
         end = _matching_brace(word, start)
-        if end < 0:                                           # bash tries the next `{`
+        if end < 0:  # bash tries the next `{`
             start = word.find("{", start + 1)
             continue
-        inner = word[start + 1:end]
+        inner = word[start + 1 : end]
         items = _top_level_split(inner)
-        alternatives: Optional[List[str]] = None
+        alternatives: list[str] | None = None
         if items is not None:
             alternatives = []
             for item in items:
@@ -665,7 +791,7 @@ def brace_expand(word: str) -> List[str]:
             alternatives = _sequence(inner)
         if alternatives is not None:
             pre = word[:start]
-            posts = brace_expand(word[end + 1:])
+            posts = brace_expand(word[end + 1 :])
             out = []
             for alt in alternatives:
                 for post in posts:
@@ -680,6 +806,7 @@ def brace_expand(word: str) -> List[str]:
 def _unquoted_text(raw: str) -> str:
     """The characters of `raw` that are outside quotes, escapes and `$`/backquote expansions."""
     from translator.read.words import _expansion
+
     out = []
     i, n = 0, len(raw)
     while i < n:
@@ -708,19 +835,19 @@ def _unquoted_text(raw: str) -> str:
 
 
 def _has_glob(text: str) -> bool:
-    return "*" in text or "?" in text or ("[" in text and "]" in text[text.index("["):])
+    return "*" in text or "?" in text or ("[" in text and "]" in text[text.index("[") :])
 
 
 def _has_tilde(raw: str, unquoted: str) -> bool:
     if raw.startswith("~"):
         return True
-    m = _NAME_EQ.match(raw)                                   # `name=~/x`, `name=a:~/b` (assignment-like words)
-    return m is not None and ("=~" in unquoted[:m.end() + 1] or ":~" in unquoted[m.end():])
+    m = _NAME_EQ.match(raw)  # `name=~/x`, `name=a:~/b` (assignment-like words)
+    return m is not None and ("=~" in unquoted[: m.end() + 1] or ":~" in unquoted[m.end() :])
 
 
-def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> List[Tok]:
+def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) -> list[Tok]:
     """Brace-expand plain words as bash does; name the words whose tilde or glob bash expands at run time."""
-    out: List[Tok] = []
+    out: list[Tok] = []
     for t in toks:
         if t.literal or t.deferred:
             out.append(t)
@@ -730,25 +857,43 @@ def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) ->
             try:
                 words = [w for w in brace_expand(t.raw) if w]
             except _TooMany:
-                ctx.add(WARNING, "L372", f"`{_clip(t.raw)}` on line {line} brace-expands to more than {BRACE_LIMIT} "
-                                         "words; it is left to bash", line, "list the values in a file")
+                ctx.add(
+                    WARNING,
+                    "L372",
+                    f"`{_clip(t.raw)}` on line {line} brace-expands to more than {BRACE_LIMIT} "
+                    "words; it is left to bash",
+                    line,
+                    "list the values in a file",
+                )
                 out.append(t)
                 continue
             if words != [t.raw]:
                 out.extend(Tok.gen(w) for w in words)
                 continue
         if _has_tilde(t.raw, unquoted):
-            ctx.add(WARNING, "L370", f"`{_clip(t.raw)}` on line {line} starts with `~`: bash expands it to the home "
-                                     "directory, which is the user's cluster home on Slurm but the image's $HOME in the "
-                                     "container", line, "write the full path, or mount the home directory")
+            ctx.add(
+                WARNING,
+                "L370",
+                f"`{_clip(t.raw)}` on line {line} starts with `~`: bash expands it to the home "
+                "directory, which is the user's cluster home on Slurm but the image's $HOME in the "
+                "container",
+                line,
+                "write the full path, or mount the home directory",
+            )
         ref = _SINGLE_REF.match(t.raw)
         via = _static_name(ctx, ref.group(1) or ref.group(2)) if ref else None
         if _has_glob(unquoted) or (via is not None and _has_glob(via)):
-            ctx.add(WARNING, "L371", f"`{_clip(t.raw)}` on line {line} is a glob pattern"
-                                     + (f" (`{_clip(via)}`)" if via is not None else "") + ": bash expands it to the "
-                                     "matching files when the job starts, which in the container are the image's files "
-                                     "(not the cluster's); with no match the pattern is passed as written", line,
-                    "list the files explicitly, or check that they exist in the image or a mounted volume")
+            ctx.add(
+                WARNING,
+                "L371",
+                f"`{_clip(t.raw)}` on line {line} is a glob pattern"
+                + (f" (`{_clip(via)}`)" if via is not None else "")
+                + ": bash expands it to the "
+                "matching files when the job starts, which in the container are the image's files "
+                "(not the cluster's); with no match the pattern is passed as written",
+                line,
+                "list the files explicitly, or check that they exist in the image or a mounted volume",
+            )
         out.append(t)
     return out
 
@@ -757,19 +902,23 @@ def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def srun_mpi(srun: Optional[SrunCall]) -> Optional[str]:
+def srun_mpi(srun: SrunCall | None) -> str | None:
     """The `--mpi=` plugin of an srun call, when it starts an MPI plugin (not `none`)."""
     kind = srun.options.get("mpi") if srun is not None else None
     return kind if kind and kind != "none" else None
 
 
-def not_mpi(ctx: LaunchContext, srun: Optional[SrunCall], what: str, line: int) -> None:
+def not_mpi(ctx: LaunchContext, srun: SrunCall | None, what: str, line: int) -> None:
     """L336 for a launcher that starts its own processes run under `srun --mpi=…`."""
     mpi_kind = srun_mpi(srun)
     if mpi_kind:
-        ctx.add(INFO, "L336", f"`srun --mpi={mpi_kind}` runs `{what}`, which is not an MPI program (it starts its "
-                              "own processes and rendezvous): the launch is converted as " + what + ", not with mpirun",
-                line)
+        ctx.add(
+            INFO,
+            "L336",
+            f"`srun --mpi={mpi_kind}` runs `{what}`, which is not an MPI program (it starts its "
+            "own processes and rendezvous): the launch is converted as " + what + ", not with mpirun",
+            line,
+        )
 
 
 def is_shell(program: str) -> bool:
@@ -777,10 +926,9 @@ def is_shell(program: str) -> bool:
     return program in ("bash", "sh") or program.endswith(".sh")
 
 
-def multi_task_step(ctx: LaunchContext, srun: Optional[SrunCall]) -> bool:
+def multi_task_step(ctx: LaunchContext, srun: SrunCall | None) -> bool:
     """An srun step that starts more than one task or spans several nodes."""
     if srun is None:
         return False
     step = step_shape(ctx.shape, srun)
     return step.total_tasks > 1 or step.nodes > 1
-

@@ -13,9 +13,9 @@ and fed from what the controller sets on every node, through `bash -c` (Kubernet
 `$VAR` in args): `composer -n N --world_size NODES*N --node_rank "$PET_NODE_RANK" --master_addr
 "$PET_MASTER_ADDR" --master_port "$PET_MASTER_PORT"`; the user's own words follow as "$@".
 """
+
 from __future__ import annotations
 
-from typing import List, Optional
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
@@ -29,23 +29,24 @@ _NODESET = {"--world_size", "--base_rank", "--node_rank", "--master_addr", "--ma
 PET_FLAGS = '--node_rank "$PET_NODE_RANK" --master_addr "$PET_MASTER_ADDR" --master_port "$PET_MASTER_PORT"'
 
 
-def matches(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall]) -> bool:
+def matches(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None) -> bool:
     """`composer …`, but not PHP's `composer install` and its other commands."""
     from translator.launchers.registry import PHP_COMPOSER, accepts
 
-    return (common.basename(toks[0].value) == "composer"
-            and accepts(PHP_COMPOSER, toks[1].value if len(toks) > 1 else ""))
+    return common.basename(toks[0].value) == "composer" and accepts(
+        PHP_COMPOSER, toks[1].value if len(toks) > 1 else ""
+    )
 
 
-def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+def build(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int) -> LaunchIntent:
     common.not_mpi(ctx, srun, "composer", line)
     step = common.step_shape(ctx.shape, srun)
     # argparse compares the spellings as written (`--world_size`, not `--world-size`)
     options, j = common.scan_options(toks[1:], lambda key: 0 if key in _FLAGS else 1, key=str)
-    kept: List[Tok] = []
-    dropped: List[str] = []
-    nproc_tok: Optional[Tok] = None
-    world: Optional[str] = None
+    kept: list[Tok] = []
+    dropped: list[str] = []
+    nproc_tok: Tok | None = None
+    world: str | None = None
     for o in options:
         value = Tok(o.inline, o.tok.raw, o.tok.literal) if o.inline is not None else o.value
         if o.key in _NPROC:
@@ -57,43 +58,87 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         else:
             kept += o.group
     kept = common.resolve_static(ctx, kept)
-    program = common.resolve_static(ctx, toks[1 + j:])
+    program = common.resolve_static(ctx, toks[1 + j :])
     nproc = common.static_value(ctx, nproc_tok) if nproc_tok is not None else None
     if nproc is not None and not (nproc.isascii() and nproc.isdigit()):
         nproc = None
     if srun is None and step.nodes > 1:
         # the batch step runs on node 0 only: composer there starts node 0's processes
         if world is not None and world.isascii() and world.isdigit() and nproc is not None and int(world) > int(nproc):
-            ctx.add(WARNING, "L350", f"`composer --world_size {world}` runs in the batch step, on node 0 only: on Slurm "
-                                     "the other nodes never joined; the TrainJob starts it on every node and trains "
-                                     "across them", line, "start it on every node with `srun composer …`")
+            ctx.add(
+                WARNING,
+                "L350",
+                f"`composer --world_size {world}` runs in the batch step, on node 0 only: on Slurm "
+                "the other nodes never joined; the TrainJob starts it on every node and trains "
+                "across them",
+                line,
+                "start it on every node with `srun composer …`",
+            )
         else:
-            ctx.add(WARNING, "L318", f"the job asks for {step.nodes} nodes but `composer` runs in the batch step, on the "
-                                     "first node only; the TrainJob uses one node", line,
-                    "start it on every node with `srun composer …`, or ask for one node")
-            step = common.Shape(nodes=1, tasks_per_node=step.tasks_per_node, total_tasks=step.tasks_per_node,
-                                gpus_per_node=step.gpus_per_node, cpus_per_task=step.cpus_per_task,
-                                nodes_given=step.nodes_given, tasks_given=step.tasks_given)
+            ctx.add(
+                WARNING,
+                "L318",
+                f"the job asks for {step.nodes} nodes but `composer` runs in the batch step, on the "
+                "first node only; the TrainJob uses one node",
+                line,
+                "start it on every node with `srun composer …`, or ask for one node",
+            )
+            step = common.Shape(
+                nodes=1,
+                tasks_per_node=step.tasks_per_node,
+                total_tasks=step.tasks_per_node,
+                gpus_per_node=step.gpus_per_node,
+                cpus_per_task=step.cpus_per_task,
+                nodes_given=step.nodes_given,
+                tasks_given=step.tasks_given,
+            )
     if srun is not None:
         common.check_batch_expansion(ctx, toks, line)
         if step.tasks_per_node > 1:
-            ctx.add(WARNING, "L303",
-                    f"srun starts {step.tasks_per_node} copies of `composer` on each node; it is a per-node launcher, "
-                    "so the TrainJob runs one per node", line, "on Slurm use `srun --ntasks-per-node=1 composer …`")
+            ctx.add(
+                WARNING,
+                "L303",
+                f"srun starts {step.tasks_per_node} copies of `composer` on each node; it is a per-node launcher, "
+                "so the TrainJob runs one per node",
+                line,
+                "on Slurm use `srun --ntasks-per-node=1 composer …`",
+            )
     if dropped:
-        ctx.add(INFO, "L355", "composer node-set options dropped"
-                + (", the runtime's PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT feed them: " if step.nodes > 1
-                   else " (on one node Composer uses 127.0.0.1 and a free port): ") + ", ".join(dropped), line)
-    ctx.add(INFO, "L357", "the image must provide the `composer` command (the runtime's default image does not)",
-            line, "pass --image with mosaicml (Composer) installed, or keep `pip install mosaicml` in the script")
+        ctx.add(
+            INFO,
+            "L355",
+            "composer node-set options dropped"
+            + (
+                ", the runtime's PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT feed them: "
+                if step.nodes > 1
+                else " (on one node Composer uses 127.0.0.1 and a free port): "
+            )
+            + ", ".join(dropped),
+            line,
+        )
+    ctx.add(
+        INFO,
+        "L357",
+        "the image must provide the `composer` command (the runtime's default image does not)",
+        line,
+        "pass --image with mosaicml (Composer) installed, or keep `pip install mosaicml` in the script",
+    )
     if step.nodes > 1:
         if nproc is None:
             nproc = str(ctx.shape.gpus_per_node or 1)
-            ctx.add(INFO, "L356", (f"composer `-n {nproc_tok.raw}` is not known at conversion time" if nproc_tok
-                                   is not None else "composer had no -n (it starts one process per visible GPU)")
-                    + f"; `-n {nproc}` (the job's GPUs per node, at least 1) is written out so the world size "
-                      f"{step.nodes} × {nproc} can be given", line,
-                    "give -n a number if the processes per node differ")
+            ctx.add(
+                INFO,
+                "L356",
+                (
+                    f"composer `-n {nproc_tok.raw}` is not known at conversion time"
+                    if nproc_tok is not None
+                    else "composer had no -n (it starts one process per visible GPU)"
+                )
+                + f"; `-n {nproc}` (the job's GPUs per node, at least 1) is written out so the world size "
+                f"{step.nodes} × {nproc} can be given",
+                line,
+                "give -n a number if the processes per node differ",
+            )
         head = f"composer -n {nproc} --world_size {step.nodes * int(nproc)} {PET_FLAGS}"
         user = kept + program
         command, args = common.shell_launch(ctx, head, user, "composer")
@@ -102,5 +147,14 @@ def build(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         n = [Tok.gen("-n"), Tok.gen(nproc) if nproc is not None else nproc_tok] if nproc_tok is not None else []
         command, args, shell = common.plain_or_shell(ctx, [Tok.gen("composer")] + n + kept + program)
     per_node = int(nproc) if nproc is not None else (ctx.shape.gpus_per_node or None)
-    return LaunchIntent(family=COMPOSER, framework="torch", command=command, args=args, line=line,
-                        proc_per_node=per_node, runtime="torch-distributed", num_nodes=step.nodes, uses_shell=shell)
+    return LaunchIntent(
+        family=COMPOSER,
+        framework="torch",
+        command=command,
+        args=args,
+        line=line,
+        proc_per_node=per_node,
+        runtime="torch-distributed",
+        num_nodes=step.nodes,
+        uses_shell=shell,
+    )

@@ -7,11 +7,11 @@ and enroot's `nvcr.io#nvidia/pytorch:24.01-py3` both become `nvcr.io/nvidia/pyto
 image (`.sif`, `.sqsh`, a sandbox directory) cannot be pulled by a node: error finding asking for a
 registry image (or `--image`). Binds become a finding listing the volumes the TrainJob needs.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import List, Optional, Tuple
 
 from translator.diagnostics import ERROR, INFO, WARNING
 from translator.launchers import common
@@ -22,22 +22,89 @@ APPTAINER = ("apptainer", "singularity")
 # Other container exec wrappers of HPC sites: Shifter (NERSC; image from `--image=` or the job's
 # `#SBATCH --image`), podman-hpc (NERSC; `podman-hpc run [options] IMAGE cmd …`).
 OTHER_WRAPPERS = ("shifter", "podman-hpc", "podman")
-_SHIFTER_VALUE = {"--image", "-i", "--volume", "-V", "--module", "-m", "--entrypoint", "--env", "-e",
-                  "--env-file", "--workdir", "-w"}
-_PODMAN_VALUE = {"-v", "--volume", "-e", "--env", "-w", "--workdir", "--name", "--network", "--net", "--ipc",
-                 "--pid", "--user", "-u", "--entrypoint", "--gpus", "--mount", "--env-file", "--shm-size",
-                 "--hostname", "-h", "--device", "--security-opt", "--userns", "--group-add", "--cap-add"}
+_SHIFTER_VALUE = {
+    "--image",
+    "-i",
+    "--volume",
+    "-V",
+    "--module",
+    "-m",
+    "--entrypoint",
+    "--env",
+    "-e",
+    "--env-file",
+    "--workdir",
+    "-w",
+}
+_PODMAN_VALUE = {
+    "-v",
+    "--volume",
+    "-e",
+    "--env",
+    "-w",
+    "--workdir",
+    "--name",
+    "--network",
+    "--net",
+    "--ipc",
+    "--pid",
+    "--user",
+    "-u",
+    "--entrypoint",
+    "--gpus",
+    "--mount",
+    "--env-file",
+    "--shm-size",
+    "--hostname",
+    "-h",
+    "--device",
+    "--security-opt",
+    "--userns",
+    "--group-add",
+    "--cap-add",
+}
 # apptainer/singularity exec|run options that take a value (everything else starting with '-' is a flag).
-_VALUE = {"-B", "--bind", "--mount", "-H", "--home", "--env", "--env-file", "-W", "--workdir", "--pwd",
-          "-o", "--overlay", "--security", "--network", "--network-args", "--hostname", "-S", "--scratch",
-          "--app", "--cpus", "--memory", "--dns", "--no-mount", "--add-caps", "--drop-caps", "--apply-cgroups",
-          "--cpu-shares", "--cpuset-cpus", "--memory-reservation", "--memory-swap", "--pids-limit",
-          "--blkio-weight", "--oci-config", "--docker-login"}
+_VALUE = {
+    "-B",
+    "--bind",
+    "--mount",
+    "-H",
+    "--home",
+    "--env",
+    "--env-file",
+    "-W",
+    "--workdir",
+    "--pwd",
+    "-o",
+    "--overlay",
+    "--security",
+    "--network",
+    "--network-args",
+    "--hostname",
+    "-S",
+    "--scratch",
+    "--app",
+    "--cpus",
+    "--memory",
+    "--dns",
+    "--no-mount",
+    "--add-caps",
+    "--drop-caps",
+    "--apply-cgroups",
+    "--cpu-shares",
+    "--cpuset-cpus",
+    "--memory-reservation",
+    "--memory-swap",
+    "--pids-limit",
+    "--blkio-weight",
+    "--oci-config",
+    "--docker-login",
+}
 MAX_NESTED_CONTAINERS = 8
 _LOCAL = re.compile(r"(\.(sif|simg|img|sqsh|squashfs)$)|^[./~]|^\$")
 
 
-def job_plugin_option(job, *names) -> Optional[Tuple[str, Optional[int]]]:
+def job_plugin_option(job, *names) -> tuple[str, int | None] | None:
     """(value, line) of the last SPANK plugin option among `names` set for the job (#SBATCH or command line)."""
     found = None
     for st in getattr(getattr(job, "main", None), "settings", ()) or ():
@@ -49,17 +116,17 @@ def job_plugin_option(job, *names) -> Optional[Tuple[str, Optional[int]]]:
 def shifter_image(ref: str) -> str:
     """Shifter's `docker:REPO:TAG` (also `docker:` omitted) -> REPO:TAG."""
     ref = ref.strip()
-    return ref[len("docker:"):] if ref.startswith("docker:") else ref
+    return ref[len("docker:") :] if ref.startswith("docker:") else ref
 
 
-def registry_image(ref: str) -> Tuple[Optional[str], Optional[str]]:
+def registry_image(ref: str) -> tuple[str | None, str | None]:
     """(image Kubernetes can pull, None) or (None, reason it cannot)."""
     ref = ref.strip()
     if ref.startswith("docker://"):
-        ref = ref[len("docker://"):]
+        ref = ref[len("docker://") :]
     elif re.match(r"^(library|shub|oras|docker-daemon|docker-archive|oci-archive|instance)://?", ref):
         return None, f"`{ref}` is not an image a Kubernetes node can pull"
-    if "#" in ref:                                   # enroot: [USER@][REGISTRY#]IMAGE[:TAG]
+    if "#" in ref:  # enroot: [USER@][REGISTRY#]IMAGE[:TAG]
         registry, _, image = ref.partition("#")
         if "@" in registry:
             registry = registry.rsplit("@", 1)[1]
@@ -71,7 +138,7 @@ def registry_image(ref: str) -> Tuple[Optional[str], Optional[str]]:
     return ref, None
 
 
-def _mounts(spec: str) -> List[Tuple[str, str]]:
+def _mounts(spec: str) -> list[tuple[str, str]]:
     out = []
     for item in spec.split(","):
         item = item.strip()
@@ -88,29 +155,39 @@ def _finish(ctx: LaunchContext, inner: LaunchIntent, image_tok: Tok, mounts, lin
     image = common.static_value(ctx, image_tok) if image_tok.literal else common.static_text(ctx, image_tok.value)
     pulled, why = registry_image(image) if image is not None else (None, f"`{image_tok.raw}` is computed by the shell")
     if pulled is None:
-        ctx.add(ERROR, "L310", f"{how} image {why}", line,
-                "push the image to a registry (e.g. `apptainer push`/`enroot export` + `docker push`) and pass "
-                "--image REGISTRY/IMAGE:TAG")
+        ctx.add(
+            ERROR,
+            "L310",
+            f"{how} image {why}",
+            line,
+            "push the image to a registry (e.g. `apptainer push`/`enroot export` + `docker push`) and pass "
+            "--image REGISTRY/IMAGE:TAG",
+        )
     else:
         ctx.add(INFO, "L322", f"{how} image `{image_tok.value}` becomes the TrainJob image `{pulled}`", line)
     if mounts:
-        ctx.add(WARNING, "L323",
-                "container binds need volumes on Kubernetes (a PersistentVolumeClaim or hostPath per path, via a "
-                "site profile or runtimePatches): " + ", ".join(f"{s} -> {d}" for s, d in mounts), line,
-                "add the volumes with a site profile (`slurm2kf profile`)")
+        ctx.add(
+            WARNING,
+            "L323",
+            "container binds need volumes on Kubernetes (a PersistentVolumeClaim or hostPath per path, via a "
+            "site profile or runtimePatches): " + ", ".join(f"{s} -> {d}" for s, d in mounts),
+            line,
+            "add the volumes with a site profile (`slurm2kf profile`)",
+        )
     return dataclasses.replace(inner, image=pulled, mounts=tuple(mounts))
 
 
-def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int, dispatch) -> LaunchIntent:
+def apptainer(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int, dispatch) -> LaunchIntent:
     i = 1
-    while i < len(toks) and toks[i].value.startswith("-"):     # global options (--debug, -s, …)
+    while i < len(toks) and toks[i].value.startswith("-"):  # global options (--debug, -s, …)
         i += 1
     sub = toks[i].value if i < len(toks) else ""
     if sub not in ("exec", "run"):
         from translator.launchers import script
+
         return script.build(ctx, line, [f"`{toks[0].value} {sub}` is not a container launch slurm2kf reads"])
     i += 1
-    mounts: List[Tuple[str, str]] = []
+    mounts: list[tuple[str, str]] = []
     while i < len(toks) and toks[i].value.startswith("-"):
         name, inline = common.split_option(toks[i])
         value = inline
@@ -130,17 +207,23 @@ def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], lin
     if i >= len(toks):
         return dispatch(ctx, [], srun, line)
     image_tok = toks[i]
-    inner = toks[i + 1:]
+    inner = toks[i + 1 :]
     if sub == "run" or not inner:
-        ctx.add(WARNING, "L324", f"`{toks[0].value} {sub}` runs the image's own runscript; the TrainJob runs the "
-                                 "image's entrypoint with the given arguments", line)
+        ctx.add(
+            WARNING,
+            "L324",
+            f"`{toks[0].value} {sub}` runs the image's own runscript; the TrainJob runs the "
+            "image's entrypoint with the given arguments",
+            line,
+        )
         base = dispatch(ctx, [Tok.gen("true")], srun, line)
         intent = dataclasses.replace(base, command=(), args=tuple(t.value for t in inner))
     elif ctx.nesting >= MAX_NESTED_CONTAINERS:
         from translator.launchers import script
+
         return script.build(ctx, line, [f"containers are nested more than {MAX_NESTED_CONTAINERS} deep on line {line}"])
     else:
-        ctx.nesting += 1                 # `apptainer exec IMG apptainer exec IMG …`: bounded, not a stack overflow
+        ctx.nesting += 1  # `apptainer exec IMG apptainer exec IMG …`: bounded, not a stack overflow
         try:
             intent = dispatch(ctx, inner, srun, line)
         finally:
@@ -148,27 +231,34 @@ def apptainer(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], lin
     return _finish(ctx, intent, image_tok, mounts, line, f"{toks[0].value} {sub}")
 
 
-def pyxis(ctx: LaunchContext, call: SrunCall, inner: List[Tok], line: int, dispatch) -> LaunchIntent:
+def pyxis(ctx: LaunchContext, call: SrunCall, inner: list[Tok], line: int, dispatch) -> LaunchIntent:
     """srun with pyxis options; options given to sbatch (`#SBATCH --container-image=…`) reach every srun
     step through the SPANK environment, so they count when srun does not set its own."""
     image = call.options.get("container-image", "")
     if not image:
         image = (job_plugin_option(ctx.job, "container-image") or ("", None))[0]
-    mounts_text = call.options.get("container-mounts", "") or (
-        job_plugin_option(ctx.job, "container-mounts") or ("", None))[0]
+    mounts_text = (
+        call.options.get("container-mounts", "") or (job_plugin_option(ctx.job, "container-mounts") or ("", None))[0]
+    )
     mounts = _mounts(common.static_text(ctx, mounts_text) or mounts_text)
     if call.options.get("container-workdir"):
-        ctx.add(WARNING, "L324", f"--container-workdir={call.options['container-workdir']} has no TrainJob "
-                                 "equivalent; the image's working directory is used", line)
+        ctx.add(
+            WARNING,
+            "L324",
+            f"--container-workdir={call.options['container-workdir']} has no TrainJob "
+            "equivalent; the image's working directory is used",
+            line,
+        )
     intent = dispatch(ctx, inner, call, line)
-    return _finish(ctx, intent, Tok(image, image, "$" not in image and "`" not in image), mounts, line,
-                   "pyxis --container-image")
+    return _finish(
+        ctx, intent, Tok(image, image, "$" not in image and "`" not in image), mounts, line, "pyxis --container-image"
+    )
 
 
-def other(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int, dispatch) -> LaunchIntent:
+def other(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int, dispatch) -> LaunchIntent:
     """`shifter [--image=IMG] [--volume=a:b] cmd …` and `podman-hpc run [options] IMAGE cmd …`."""
     w0 = common.basename(toks[0].value)
-    mounts: List[Tuple[str, str]] = []
+    mounts: list[tuple[str, str]] = []
     if w0 == "shifter":
         i, image_tok = 1, None
         while i < len(toks) and toks[i].value.startswith("-"):
@@ -196,8 +286,13 @@ def other(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
                 mounts += _mounts(v[0].replace(";", ","))
         intent = dispatch(ctx, inner, srun, line)
         if image_tok is None:
-            ctx.add(ERROR, "L310", "`shifter` runs in an image given neither by `--image` nor by `#SBATCH --image`",
-                    line, "pass --image REGISTRY/IMAGE:TAG")
+            ctx.add(
+                ERROR,
+                "L310",
+                "`shifter` runs in an image given neither by `--image` nor by `#SBATCH --image`",
+                line,
+                "pass --image REGISTRY/IMAGE:TAG",
+            )
             return intent
         return _finish(ctx, intent, image_tok, mounts, line, "shifter")
     # podman-hpc / podman: only `run`/`exec`-style `run [options] IMAGE cmd …`
@@ -207,6 +302,7 @@ def other(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
     sub = toks[i].value if i < len(toks) else ""
     if sub != "run":
         from translator.launchers import script
+
         return script.build(ctx, line, [f"`{w0} {sub}` is not a container launch slurm2kf reads"])
     i += 1
     while i < len(toks) and toks[i].value.startswith("-"):
@@ -222,5 +318,5 @@ def other(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: i
         i += 1
     if i >= len(toks):
         return dispatch(ctx, [], srun, line)
-    intent = dispatch(ctx, toks[i + 1:], srun, line)
+    intent = dispatch(ctx, toks[i + 1 :], srun, line)
     return _finish(ctx, intent, toks[i], mounts, line, f"{w0} run")

@@ -6,10 +6,10 @@ of `bash -c "…"`, and NAME has one top-level assignment before the launch line
 is substituted and split into words again, recursively. Substitutions inside the values (`$((…))`,
 `$head`) stay shell words for the launcher modules to resolve or drop. Anything else is left alone.
 """
+
 from __future__ import annotations
 
 import re
-from typing import List, Optional
 
 from translator.launchers.common import LaunchContext, Tok, ifs_split
 
@@ -17,10 +17,10 @@ _REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))
 MAX_DEPTH = 8
 
 
-def split_shell_words(text: str) -> Optional[List[Tok]]:
+def split_shell_words(text: str) -> list[Tok] | None:
     """Split shell text into words (quotes, `$(…)`, `$((…))`, `${…}`, backslashes); None for shell logic."""
-    text = text.replace("\\\n", " ")          # line continuations are blanks
-    words: List[Tok] = []
+    text = text.replace("\\\n", " ")  # line continuations are blanks
+    words: list[Tok] = []
     i, n = 0, len(text)
     while i < n:
         while i < n and text[i] in " \t\n":
@@ -46,7 +46,7 @@ def split_shell_words(text: str) -> Optional[List[Tok]]:
                 end = text.find("'", i + 1)
                 if end < 0:
                     return None
-                value.append(text[i + 1:end])
+                value.append(text[i + 1 : end])
                 i = end + 1
             elif ch == '"':
                 j = i + 1
@@ -59,7 +59,7 @@ def split_shell_words(text: str) -> Optional[List[Tok]]:
                     j += 1
                 if j >= n:
                     return None
-                value.append(text[i + 1:j].replace('\\"', '"').replace("\\\\", "\\"))
+                value.append(text[i + 1 : j].replace('\\"', '"').replace("\\\\", "\\"))
                 i = j + 1
             elif ch == "$" and i + 1 < n and text[i + 1] in "({":
                 close = "}" if text[i + 1] == "{" else ")"
@@ -75,7 +75,7 @@ def split_shell_words(text: str) -> Optional[List[Tok]]:
                     j += 1
                 if j >= n:
                     return None
-                value.append(text[i:j + 1])
+                value.append(text[i : j + 1])
                 literal = False
                 i = j + 1
             else:
@@ -94,11 +94,11 @@ def _assignment(ctx: LaunchContext, name: str):
     return ctx.last_assignment(name)
 
 
-def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:
+def expand(ctx: LaunchContext, toks: list[Tok], depth: int = 0) -> list[Tok]:
     """Replace unquoted `$NAME` words by the words of NAME's assigned text (recursively)."""
     if depth > MAX_DEPTH:
         return toks
-    out: List[Tok] = []
+    out: list[Tok] = []
     changed = False
     for t in toks:
         m = None if t.literal or t.raw != t.value else _REF.match(t.raw)
@@ -112,8 +112,12 @@ def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:
                 out.extend(parts)
                 changed = True
                 continue
-        elif a is not None and a.value.literal and len(ifs_split(a.value.value)) != 1 \
-                and not any(ch in a.value.value for ch in "*?["):          # globbed words are left to bash
+        elif (
+            a is not None
+            and a.value.literal
+            and len(ifs_split(a.value.value)) != 1
+            and not any(ch in a.value.value for ch in "*?[")
+        ):  # globbed words are left to bash
             # unquoted expansion of a plain string: split on blanks, no quote removal (IFS splitting)
             out.extend(Tok.gen(w) for w in ifs_split(a.value.value))
             changed = True
@@ -122,7 +126,7 @@ def expand(ctx: LaunchContext, toks: List[Tok], depth: int = 0) -> List[Tok]:
     return expand(ctx, out, depth + 1) if changed else out
 
 
-def bash_c_words(ctx: LaunchContext, tok: Tok) -> Optional[List[Tok]]:
+def bash_c_words(ctx: LaunchContext, tok: Tok) -> list[Tok] | None:
     """The words of the string given to `bash -c` (double-quoted: its variables expanded as above)."""
     if tok.literal:
         parts = split_shell_words(tok.value)

@@ -1,37 +1,37 @@
 """What a launcher module learns from the script: how the training is started, per node."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from translator.diagnostics import Finding
 
 # Families (one module each under translator/launchers/).
-TORCHRUN = "torchrun"          # torchrun / python -m torch.distributed.run|launch (alone or under srun)
-SRUN_TASKS = "srun-tasks"      # srun python train.py, one task per GPU/process (reads SLURM_PROCID ...)
+TORCHRUN = "torchrun"  # torchrun / python -m torch.distributed.run|launch (alone or under srun)
+SRUN_TASKS = "srun-tasks"  # srun python train.py, one task per GPU/process (reads SLURM_PROCID ...)
 ACCELERATE = "accelerate"
 DEEPSPEED = "deepspeed"
-COMPOSER = "composer"           # MosaicML Composer's launcher: composer -n N train.py
-MPI = "mpi"                    # mpirun / mpiexec / srun --mpi=...
-JAX = "jax"                    # jax.distributed.initialize() relying on Slurm auto-detection
-PYTHON = "python"              # plain python on one node
-SCRIPT = "script"              # anything else: the body under bash -c with a Slurm-compat prologue
+COMPOSER = "composer"  # MosaicML Composer's launcher: composer -n N train.py
+MPI = "mpi"  # mpirun / mpiexec / srun --mpi=...
+JAX = "jax"  # jax.distributed.initialize() relying on Slurm auto-detection
+PYTHON = "python"  # plain python on one node
+SCRIPT = "script"  # anything else: the body under bash -c with a Slurm-compat prologue
 
 
 @dataclass(frozen=True)
 class LaunchIntent:
     family: str
-    framework: str                          # runtime ML policy: "torch" | "mpi" | "jax"
-    command: Tuple[str, ...]                # e.g. ("torchrun",) or ("bash", "-c")
-    args: Tuple[str, ...]                   # e.g. ("--nproc-per-node", "8", "train.py", "--epochs", "10")
-    line: Optional[int] = None              # source line of the launch command
-    proc_per_node: Optional[int] = None
-    image: Optional[str] = None             # from a container wrapper (apptainer/pyxis)
-    env: Tuple[Tuple[str, str], ...] = ()   # extra env the launcher needs (e.g. a shim's settings)
-    findings: Tuple[Finding, ...] = ()
-    consumed_lines: Tuple[int, ...] = ()    # body lines folded into the launch (for the report)
+    framework: str  # runtime ML policy: "torch" | "mpi" | "jax"
+    command: tuple[str, ...]  # e.g. ("torchrun",) or ("bash", "-c")
+    args: tuple[str, ...]  # e.g. ("--nproc-per-node", "8", "train.py", "--epochs", "10")
+    line: int | None = None  # source line of the launch command
+    proc_per_node: int | None = None
+    image: str | None = None  # from a container wrapper (apptainer/pyxis)
+    env: tuple[tuple[str, str], ...] = ()  # extra env the launcher needs (e.g. a shim's settings)
+    findings: tuple[Finding, ...] = ()
+    consumed_lines: tuple[int, ...] = ()  # body lines folded into the launch (for the report)
     # --- added by the launchers stage (defaults keep older callers working) ---
-    runtime: Optional[str] = None           # runtime the launcher needs (None = the framework's default)
-    num_nodes: Optional[int] = None         # node count the launch implies when it differs from the job's
-    mounts: Tuple[Tuple[str, str], ...] = ()  # container binds (host path, container path) to map to volumes
-    uses_shell: bool = False                # command is `bash -c` around text taken from the script
+    runtime: str | None = None  # runtime the launcher needs (None = the framework's default)
+    num_nodes: int | None = None  # node count the launch implies when it differs from the job's
+    mounts: tuple[tuple[str, str], ...] = ()  # container binds (host path, container path) to map to volumes
+    uses_shell: bool = False  # command is `bash -c` around text taken from the script

@@ -1,9 +1,9 @@
 """Finding the launch line and dispatching it to its family (see registry.py for the families)."""
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common, registry
@@ -15,11 +15,31 @@ from translator.slurm.values import to_int
 # first words that make a command a launch candidate (srun, wrappers, the families' programs)
 LAUNCHERS = registry.PROGRAMS
 # srun steps that only print information; dropped (with a finding) when a training launch follows.
-AUX_PROGRAMS = {"hostname", "nvidia-smi", "echo", "date", "env", "printenv", "uname", "ls", "free", "lscpu",
-                "which", "true", "sleep", "nproc", "ibstat", "ibv_devinfo", "rocm-smi", "df", "id", "whoami"}
+AUX_PROGRAMS = {
+    "hostname",
+    "nvidia-smi",
+    "echo",
+    "date",
+    "env",
+    "printenv",
+    "uname",
+    "ls",
+    "free",
+    "lscpu",
+    "which",
+    "true",
+    "sleep",
+    "nproc",
+    "ibstat",
+    "ibv_devinfo",
+    "rocm-smi",
+    "df",
+    "id",
+    "whoami",
+}
 
 
-def _walk(statements, block: Optional[str] = None):
+def _walk(statements, block: str | None = None):
     """Yield (statement, enclosing block kind or None) for commands and assignments, in order."""
     for st in statements:
         if isinstance(st, Block):
@@ -38,7 +58,7 @@ _ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
 def is_env_setup(cmd: Command) -> bool:
     """`python -m venv DIR` and friends: creating the software environment, not a launch."""
     words = [w.value for w in cmd.words]
-    return (len(words) >= 3 and common.is_python(words[0]) and words[1] == "-m" and words[2] in _ENV_MODULES)
+    return len(words) >= 3 and common.is_python(words[0]) and words[1] == "-m" and words[2] in _ENV_MODULES
 
 
 def is_launch(cmd: Command) -> bool:
@@ -57,13 +77,13 @@ def is_aux(cmd: Command) -> bool:
         if not inner:
             return False
         stripped, _ = strip_wrappers(None, inner, cmd.line)
-        if not stripped:                       # `srun env`: prints the environment
+        if not stripped:  # `srun env`: prints the environment
             return True
         return common.basename(stripped[0].value) in AUX_PROGRAMS
     return False
 
 
-def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line: int) -> LaunchIntent:
+def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int) -> LaunchIntent:
     """The intent for one command (already stripped of `srun` when srun is given).
 
     Structural wrappers are unwrapped here (container wrappers, `env A=B`, `bash -c`); the command
@@ -90,6 +110,7 @@ def dispatch(ctx: LaunchContext, toks: List[Tok], srun: Optional[SrunCall], line
             return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
     if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
         from translator.launchers import indirect
+
         inner = indirect.bash_c_words(ctx, toks[2])
         if not inner:
             return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
@@ -113,22 +134,38 @@ def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
                 if eq and "$" not in value and "`" not in value:
                     env.append((name, value))
                 elif eq:
-                    ctx.add(WARNING, "L327", f"`--export={export}` sets {name} from the shell; it is not carried",
-                            line, "give the variable a literal value")
+                    ctx.add(
+                        WARNING,
+                        "L327",
+                        f"`--export={export}` sets {name} from the shell; it is not carried",
+                        line,
+                        "give the variable a literal value",
+                    )
         else:
-            ctx.add(WARNING, "L353", f"`srun --export={export}`: on Slurm the tasks got only "
-                                     + ("the SLURM_* variables" if export.upper().startswith("NONE") else
-                                        "the named variables and SLURM_*") + " of the batch environment; in the "
-                                     "TrainJob they see the whole container environment", line,
-                    "check that the program does not depend on missing variables")
+            ctx.add(
+                WARNING,
+                "L353",
+                f"`srun --export={export}`: on Slurm the tasks got only "
+                + ("the SLURM_* variables" if export.upper().startswith("NONE") else "the named variables and SLURM_*")
+                + " of the batch environment; in the "
+                "TrainJob they see the whole container environment",
+                line,
+                "check that the program does not depend on missing variables",
+            )
     chdir = call.options.get("chdir") or call.options.get("D")
     if chdir:
-        ctx.add(WARNING, "L353", f"`srun --chdir={chdir}`: the tasks ran in {chdir} on Slurm; a TrainJob runs in the "
-                                 "image's working directory", line, "use absolute paths, or cd in the command")
+        ctx.add(
+            WARNING,
+            "L353",
+            f"`srun --chdir={chdir}`: the tasks ran in {chdir} on Slurm; a TrainJob runs in the "
+            "image's working directory",
+            line,
+            "use absolute paths, or cd in the command",
+        )
     return env
 
 
-def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
+def _strip_env_toks(ctx: LaunchContext, toks: list[Tok], line: int):
     """`env A=B prog` / `A=B prog` inside srun or `bash -c`: (program words, [(name, value)])."""
     env = []
     rest = list(toks)
@@ -139,8 +176,13 @@ def _strip_env_toks(ctx: LaunchContext, toks: List[Tok], line: int):
         if rest[0].literal:
             env.append((m.group(1), m.group(2)))
         else:
-            ctx.add(WARNING, "L327", f"`{rest[0].raw}` before the program needs the shell; it is not carried", line,
-                    "give the variable a literal value")
+            ctx.add(
+                WARNING,
+                "L327",
+                f"`{rest[0].raw}` before the program needs the shell; it is not carried",
+                line,
+                "give the variable a literal value",
+            )
         rest = rest[1:]
     return rest, env
 
@@ -155,7 +197,7 @@ class _TokWord:
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
-def strip_wrappers(ctx: Optional[LaunchContext], words, line: int):
+def strip_wrappers(ctx: LaunchContext | None, words, line: int):
     """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
 
     Returns (remaining words, [(name, value)] environment the wrappers set).
@@ -187,8 +229,13 @@ def strip_wrappers(ctx: Optional[LaunchContext], words, line: int):
                     words = words[1:]
                 elif m:
                     if ctx is not None:
-                        ctx.add(WARNING, "L327", f"`env {words[0].raw}` needs the shell; it is not carried", line,
-                            "give the variable a literal value")
+                        ctx.add(
+                            WARNING,
+                            "L327",
+                            f"`env {words[0].raw}` needs the shell; it is not carried",
+                            line,
+                            "give the variable a literal value",
+                        )
                     words = words[1:]
                 elif v in ("-i", "--ignore-environment"):
                     words = words[1:]
@@ -207,9 +254,15 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
         if a.value.literal:
             intent_env.append((a.name, a.value.value))
         else:
-            ctx.add(WARNING, "L327", f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is "
-                                     "not carried", cmd.line, "give the variable a literal value")
+            ctx.add(
+                WARNING,
+                "L327",
+                f"`{a.name}={a.value.raw}` before the launch command needs the shell; it is not carried",
+                cmd.line,
+                "give the variable a literal value",
+            )
     from translator.launchers import indirect
+
     toks = common.toks_of(cmd.words)
     if toks and toks[0].value == "eval" and len(toks) > 1:
         # eval joins its arguments with blanks and runs the result as shell text
@@ -217,13 +270,17 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
         parts = indirect.split_shell_words(text) if text is not None else None
         if parts is None:
             from translator.launchers import script as script_family
+
             return script_family.build(ctx, cmd.line, [f"`eval` on line {cmd.line} runs shell logic"])
-        ctx.add(INFO, "L342", "the launch is run through `eval`; the text it evaluates is converted: "
-                + " ".join(p.raw for p in parts), cmd.line)
+        ctx.add(
+            INFO,
+            "L342",
+            "the launch is run through `eval`; the text it evaluates is converted: " + " ".join(p.raw for p in parts),
+            cmd.line,
+        )
         toks = parts
     elif toks and not toks[0].literal and _REF_WORD.match(toks[0].raw):
-        ctx.add(INFO, "L342", f"the launch command is the value of `{toks[0].raw}`; that value is converted",
-                cmd.line)
+        ctx.add(INFO, "L342", f"the launch command is the value of `{toks[0].raw}`; that value is converted", cmd.line)
     toks = common.shell_word_expansions(ctx, toks, cmd.line)
     words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
@@ -265,7 +322,7 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     return dispatch(ctx, common.toks_of(words), None, line)
 
 
-def _assignment_lines(ctx: LaunchContext, cmd: Command) -> Tuple[int, ...]:
+def _assignment_lines(ctx: LaunchContext, cmd: Command) -> tuple[int, ...]:
     """Lines of the top-level assignments the launch line refers to, directly or through other variables."""
     last = {}
     for a in ctx.assignments:
@@ -317,16 +374,16 @@ def _names_launcher(word: str) -> bool:
     return w0 in LAUNCHERS or common.is_python(w0)
 
 
-def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> Tuple[Assignment, ...]:
+def _top_assignments(script, entries, line: int, launch: Command | None) -> tuple[Assignment, ...]:
     """Top-level assignments in effect before the launch (or before `line`), as bash would have them:
     `NAME+=…` appends to the earlier value, `unset NAME` removes it; an assignment earlier on the launch's
     own line (`A=x; cmd "$A"`) counts."""
     import shlex as _shlex
     from translator.read.ast import Word
 
-    lines = (script.text or "").split("\n")            # bash ends lines at \n only
-    out: List[Assignment] = []
-    last: dict = {}                                     # name -> its latest assignment in `out`
+    lines = (script.text or "").split("\n")  # bash ends lines at \n only
+    out: list[Assignment] = []
+    last: dict = {}  # name -> its latest assignment in `out`
     for st, block in entries:
         if launch is not None and st is launch:
             break
@@ -339,9 +396,8 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
             prev = last.get(st.name)
             if prev is not None and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
                 p, v = prev.value, st.value
-                if p.raw.startswith("(") and v.raw.startswith("("):           # array append
-                    val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:],
-                               literal=False)
+                if p.raw.startswith("(") and v.raw.startswith("("):  # array append
+                    val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:], literal=False)
                 elif p.literal and v.literal:
                     val = Word(raw=_shlex.quote(p.value + v.value), value=p.value + v.value, literal=True)
                 else:
@@ -361,14 +417,53 @@ def _top_assignments(script, entries, line: int, launch: Optional[Command]) -> T
 
 # Names bash itself sets (or that every process has); everything else a launch line reads must come from
 # the script, Slurm or the submission environment.
-_SHELL_NAMES = {"PWD", "OLDPWD", "HOSTNAME", "RANDOM", "SRANDOM", "SECONDS", "UID", "EUID", "PPID", "BASHPID",
-                "LINENO", "IFS", "SHELL", "BASH", "BASH_SOURCE", "BASH_VERSION", "FUNCNAME", "OSTYPE", "HOSTTYPE",
-                "MACHTYPE", "SHLVL", "PATH", "REPLY", "OPTARG", "OPTIND", "CUDA_VISIBLE_DEVICES"}
-_SETTERS = ("unset", "read", "let", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "eval",
-            "source", ".", "export")
+_SHELL_NAMES = {
+    "PWD",
+    "OLDPWD",
+    "HOSTNAME",
+    "RANDOM",
+    "SRANDOM",
+    "SECONDS",
+    "UID",
+    "EUID",
+    "PPID",
+    "BASHPID",
+    "LINENO",
+    "IFS",
+    "SHELL",
+    "BASH",
+    "BASH_SOURCE",
+    "BASH_VERSION",
+    "FUNCNAME",
+    "OSTYPE",
+    "HOSTTYPE",
+    "MACHTYPE",
+    "SHLVL",
+    "PATH",
+    "REPLY",
+    "OPTARG",
+    "OPTIND",
+    "CUDA_VISIBLE_DEVICES",
+}
+_SETTERS = (
+    "unset",
+    "read",
+    "let",
+    "mapfile",
+    "readarray",
+    "printf",
+    "getopts",
+    "declare",
+    "typeset",
+    "local",
+    "eval",
+    "source",
+    ".",
+    "export",
+)
 
 
-def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
+def _launch_refs(ctx: LaunchContext, cmd: Command) -> list[str]:
     """Variables the launch line reads that no top-level assignment before it defines (transitively)."""
     last = {a.name: a for a in ctx.assignments}
     pending = common.var_refs(cmd.text)
@@ -385,9 +480,9 @@ def _launch_refs(ctx: LaunchContext, cmd: Command) -> List[str]:
     return names
 
 
-def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[str]:
+def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> str | None:
     """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
-    setters = None                      # the setting commands before the launch, found once (not per name)
+    setters = None  # the setting commands before the launch, found once (not per name)
     for n in _launch_refs(ctx, cmd):
         if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
             continue
@@ -398,8 +493,12 @@ def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> Optional[s
             for st, _block in entries:
                 if st is cmd:
                     break
-                if (isinstance(st, Command) and st.words and st.words[0].value in _SETTERS
-                        and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")):
+                if (
+                    isinstance(st, Command)
+                    and st.words
+                    and st.words[0].value in _SETTERS
+                    and st.words[0].value not in ("unset", "export", "local", "declare", "typeset")
+                ):
                     setters.append(st)
         for st in setters:
             if re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
@@ -427,27 +526,46 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) ->
         else:
             names.append(n)
     for n in names:
-        if (n in known or n.startswith(("SLURM", "PET_", "OMPI_", "PMI", "_s2k")) or n in _SHELL_NAMES
-                or n in RENDEZVOUS or n in ctx.block_assigned
-                or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)):
-            continue                         # defined, provided, or not part of the converted command
+        if (
+            n in known
+            or n.startswith(("SLURM", "PET_", "OMPI_", "PMI", "_s2k"))
+            or n in _SHELL_NAMES
+            or n in RENDEZVOUS
+            or n in ctx.block_assigned
+            or not re.search(rf"\$\{{?{re.escape(n)}(?![A-Za-z0-9_])", emitted)
+        ):
+            continue  # defined, provided, or not part of the converted command
         setter = None
         for st, _block in entries:
             if st is cmd:
                 break
-            if isinstance(st, Command) and st.words and st.words[0].value in _SETTERS and re.search(
-                    rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text):
+            if (
+                isinstance(st, Command)
+                and st.words
+                and st.words[0].value in _SETTERS
+                and re.search(rf"(^|[\s=(-]){re.escape(n)}(\b|=)", st.text)
+            ):
                 setter = st
         if setter is not None and setter.words[0].value == "unset":
             continue
         if setter is not None:
-            ctx.add(WARNING, "L348", f"the launch reads ${n}, which `{setter.text.strip()}` (line {setter.line}) sets; "
-                                     "the TrainJob does not run that command, so it expands empty", cmd.line,
-                    f"give {n} a literal value (`{n}=…`) before the launch")
+            ctx.add(
+                WARNING,
+                "L348",
+                f"the launch reads ${n}, which `{setter.text.strip()}` (line {setter.line}) sets; "
+                "the TrainJob does not run that command, so it expands empty",
+                cmd.line,
+                f"give {n} a literal value (`{n}=…`) before the launch",
+            )
         else:
-            ctx.add(WARNING, "L348", f"the launch reads ${n}, which the script never sets: on Slurm it came from the "
-                                     "submission environment (sbatch exports it); in a pod it is unset or different",
-                    cmd.line, f"set {n} in the script, or add it to the TrainJob env")
+            ctx.add(
+                WARNING,
+                "L348",
+                f"the launch reads ${n}, which the script never sets: on Slurm it came from the "
+                "submission environment (sbatch exports it); in a pod it is unset or different",
+                cmd.line,
+                f"set {n} in the script, or add it to the TrainJob env",
+            )
 
 
 def detect(script, job) -> LaunchIntent:
@@ -456,9 +574,9 @@ def detect(script, job) -> LaunchIntent:
 
     shape = common.job_shape(job.fields)
     entries = list(_walk(script.body))
-    launches: List[Tuple[Command, Optional[str]]] = []
-    aux: List[Command] = []
-    assigned: Dict[str, List[Assignment]] = {}
+    launches: list[tuple[Command, str | None]] = []
+    aux: list[Command] = []
+    assigned: dict[str, list[Assignment]] = {}
     for st, block in entries:
         if isinstance(st, Assignment) and block is None:
             assigned.setdefault(st.name, []).append(st)
@@ -470,11 +588,11 @@ def detect(script, job) -> LaunchIntent:
                 launches.append((st, block))
     block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
 
-    def context_for(line: int, launch: Optional[Command] = None) -> LaunchContext:
+    def context_for(line: int, launch: Command | None = None) -> LaunchContext:
         top = _top_assignments(script, entries, line, launch)
         return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
 
-    reasons: List[str] = []
+    reasons: list[str] = []
     if len(launches) == 1:
         cmd, block = launches[0]
         if block is not None:
@@ -499,23 +617,33 @@ def detect(script, job) -> LaunchIntent:
     for st, block in entries:
         if st is cmd:
             break
-        if not (isinstance(st, Command) and st.words and (
-                st.words[0].value == "shift" or (st.words[0].value == "set" and len(st.words) > 1
-                                                 and st.words[1].value == "--"))):
+        if not (
+            isinstance(st, Command)
+            and st.words
+            and (
+                st.words[0].value == "shift"
+                or (st.words[0].value == "set" and len(st.words) > 1 and st.words[1].value == "--")
+            )
+        ):
             continue
         words = st.words
         if block is None and all(w.literal for w in words):
-            if words[0].value == "set":                      # `set -- a b`: the arguments are now a b
+            if words[0].value == "set":  # `set -- a b`: the arguments are now a b
                 positional = [w.value for w in words[2:]]
                 continue
             n = words[1].value if len(words) > 1 else "1"
             if n.isascii() and n.isdigit():
-                positional = positional[to_int(n):] if to_int(n) <= len(positional) else positional
+                positional = positional[to_int(n) :] if to_int(n) <= len(positional) else positional
                 continue
         replayed = False
-        ctx.add(WARNING, "L341", f"`{st.text.strip()}` changes the script's arguments before the launch; the "
-                                 "converted command cannot replay it", st.line,
-                "write the arguments the launch needs into the launch line (or --script-args)")
+        ctx.add(
+            WARNING,
+            "L341",
+            f"`{st.text.strip()}` changes the script's arguments before the launch; the "
+            "converted command cannot replay it",
+            st.line,
+            "write the arguments the launch needs into the launch line (or --script-args)",
+        )
     if replayed and positional != list(getattr(job, "script_args", ()) or ()):
         ctx.positional = tuple(positional)
     state = _set_by_shell_logic(ctx, entries, cmd)
@@ -529,8 +657,13 @@ def detect(script, job) -> LaunchIntent:
         _unset_variables(ctx, entries, cmd, " ".join(tuple(intent.command) + tuple(intent.args)))
     redirs = [r for r in cmd.redirections if not r.startswith("<<")]
     if redirs and intent.family != "script":
-        ctx.add(INFO, "L334", f"redirection `{' '.join(redirs)}` of the launch line is not carried; the output "
-                              "goes to the pod logs (`kubectl logs`)", cmd.line)
+        ctx.add(
+            INFO,
+            "L334",
+            f"redirection `{' '.join(redirs)}` of the launch line is not carried; the output "
+            "goes to the pod logs (`kubectl logs`)",
+            cmd.line,
+        )
     if intent.family == "script":
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     for a in aux:

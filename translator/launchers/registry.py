@@ -19,34 +19,69 @@ The names derived from this table are used by read/classify.py (LAUNCH_PROGRAMS)
 (PROGRAMS, the names that make a line a launch candidate) and profile/load.py (NAMES, the values a
 site profile's `runtimes[].launchers` accepts).
 """
+
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from collections.abc import Mapping
 
-from translator.launchers.intent import (ACCELERATE, COMPOSER, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS,
-                                         TORCHRUN)
+from translator.launchers.intent import ACCELERATE, COMPOSER, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS, TORCHRUN
+
 
 class Except(frozenset):
     """Every subcommand but these (a program name shared with an unrelated tool)."""
 
 
-Subcommands = Optional[FrozenSet[str]]      # None: any use; a set: only these; Except(set): all but these
+Subcommands = frozenset[str] | None  # None: any use; a set: only these; Except(set): all but these
 
 # PHP's dependency manager is also called `composer`; its commands are not MosaicML's launcher.
-PHP_COMPOSER = Except({"about", "archive", "audit", "browse", "bump", "check-platform-reqs", "clear-cache",
-                       "config", "create-project", "depends", "diagnose", "dump-autoload", "exec", "fund", "global",
-                       "help", "init", "install", "licenses", "list", "outdated", "prohibits", "reinstall",
-                       "remove", "require", "run-script", "search", "self-update", "show", "status", "suggests",
-                       "update", "validate", "why", "why-not"})
+PHP_COMPOSER = Except(
+    {
+        "about",
+        "archive",
+        "audit",
+        "browse",
+        "bump",
+        "check-platform-reqs",
+        "clear-cache",
+        "config",
+        "create-project",
+        "depends",
+        "diagnose",
+        "dump-autoload",
+        "exec",
+        "fund",
+        "global",
+        "help",
+        "init",
+        "install",
+        "licenses",
+        "list",
+        "outdated",
+        "prohibits",
+        "reinstall",
+        "remove",
+        "require",
+        "run-script",
+        "search",
+        "self-update",
+        "show",
+        "status",
+        "suggests",
+        "update",
+        "validate",
+        "why",
+        "why-not",
+    }
+)
 
 
 @dataclass(frozen=True)
 class Family:
-    name: str                                        # LaunchIntent.family, profile `launchers:` value
-    module: str                                      # translator.launchers.<module>: matches() and build()
-    programs: Mapping[str, Subcommands] = field(default_factory=dict)   # first words it recognises
+    name: str  # LaunchIntent.family, profile `launchers:` value
+    module: str  # translator.launchers.<module>: matches() and build()
+    programs: Mapping[str, Subcommands] = field(default_factory=dict)  # first words it recognises
 
     def load(self):
         return importlib.import_module("translator.launchers." + self.module)
@@ -59,15 +94,15 @@ class Family:
 
 
 # Detection order. A new family: one module with matches()/build(), one line here.
-FAMILIES: Tuple[Family, ...] = (
-    Family(TORCHRUN, "torchrun", {"torchrun": None}),       # also `python -m torch.distributed.run|launch`
+FAMILIES: tuple[Family, ...] = (
+    Family(TORCHRUN, "torchrun", {"torchrun": None}),  # also `python -m torch.distributed.run|launch`
     Family(ACCELERATE, "accelerate", {"accelerate": frozenset({"launch"})}),
     Family(DEEPSPEED, "deepspeed", {"deepspeed": None}),
     Family(COMPOSER, "composer", {"composer": PHP_COMPOSER}),
     Family(MPI, "mpi", {"mpirun": None, "mpiexec": None, "orterun": None}),  # also srun --mpi, srun of a binary
-    Family(JAX, "jax"),                                     # python programs calling jax.distributed
-    Family(SRUN_TASKS, "srun_tasks"),                       # srun of python/bash with several tasks
-    Family(PYTHON, "python"),                               # anything else, run once
+    Family(JAX, "jax"),  # python programs calling jax.distributed
+    Family(SRUN_TASKS, "srun_tasks"),  # srun of python/bash with several tasks
+    Family(PYTHON, "python"),  # anything else, run once
 )
 
 # The fallback when no family applies (shell logic around the launch): the body under `bash -c`.
@@ -78,22 +113,30 @@ FALLBACK = SCRIPT
 # check, so it classifies them as ordinary commands (empty set); the launch detector still looks at them.
 WRAPPERS: Mapping[str, Subcommands] = {
     "srun": None,
-    "apptainer": frozenset({"exec", "run"}), "singularity": frozenset({"exec", "run"}),
-    "shifter": frozenset(), "podman-hpc": frozenset(),
+    "apptainer": frozenset({"exec", "run"}),
+    "singularity": frozenset({"exec", "run"}),
+    "shifter": frozenset(),
+    "podman-hpc": frozenset(),
 }
 
 # Launchers the reader recognises as launch lines but no family converts (they end in the fallback of
 # the python family or the script family).
 OTHER_LAUNCHERS: Mapping[str, Subcommands] = {
-    "horovodrun": None, "jsrun": None, "aprun": None, "ibrun": None, "mpiexec.hydra": None, "charmrun": None,
-    "ray": frozenset({"start"}), "enroot": frozenset({"start"}),
+    "horovodrun": None,
+    "jsrun": None,
+    "aprun": None,
+    "ibrun": None,
+    "mpiexec.hydra": None,
+    "charmrun": None,
+    "ray": frozenset({"start"}),
+    "enroot": frozenset({"start"}),
 }
 
-NAMES: Tuple[str, ...] = tuple(f.name for f in FAMILIES) + (FALLBACK,)
+NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES) + (FALLBACK,)
 
 
-def _programs() -> Dict[str, Subcommands]:
-    out: Dict[str, Subcommands] = {}
+def _programs() -> dict[str, Subcommands]:
+    out: dict[str, Subcommands] = {}
     for f in FAMILIES:
         out.update(f.programs)
     return out
@@ -103,11 +146,12 @@ def _programs() -> Dict[str, Subcommands]:
 LAUNCH_PROGRAMS: Mapping[str, Subcommands] = {**WRAPPERS, **_programs(), **OTHER_LAUNCHERS}
 # first words that make a command a launch candidate for launchline.is_launch, whatever follows (a
 # program shared with an unrelated tool, Except(...), is a candidate only when the reader says LAUNCH)
-PROGRAMS: FrozenSet[str] = frozenset(WRAPPERS) | frozenset(p for p, subs in _programs().items()
-                                                          if not isinstance(subs, Except))
+PROGRAMS: frozenset[str] = frozenset(WRAPPERS) | frozenset(
+    p for p, subs in _programs().items() if not isinstance(subs, Except)
+)
 
 
-def launch_kind(program: str, sub: Optional[str]) -> Optional[bool]:
+def launch_kind(program: str, sub: str | None) -> bool | None:
     """For the reader: True when `program sub …` starts a launch, False when the program is a launcher used
     for something else (`accelerate config`), None when it is no launcher."""
     if program not in LAUNCH_PROGRAMS:
@@ -115,7 +159,7 @@ def launch_kind(program: str, sub: Optional[str]) -> Optional[bool]:
     return accepts(LAUNCH_PROGRAMS[program], sub)
 
 
-def accepts(subs: Subcommands, sub: Optional[str]) -> bool:
+def accepts(subs: Subcommands, sub: str | None) -> bool:
     """Whether `program sub …` is a launch for the program's subcommand rule."""
     if subs is None:
         return True

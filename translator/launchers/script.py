@@ -6,11 +6,11 @@ uses from PET_* and the job-completion index, and `srun`/`scontrol` as bash func
 that matters is said in findings: on Slurm the body runs once and only `srun` fans out; here every node
 runs the body, so steps outside `srun` need a guard to run once.
 """
+
 from __future__ import annotations
 
 import re
 import shlex
-from typing import List
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
@@ -18,13 +18,13 @@ from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
 
 _SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")
-BATCH_ARGV0 = "slurm_script"       # $0 of the batch script on Slurm is the spooled copy `slurm_script`
+BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 
 _STUBS = [
     "module() { echo \"slurm2kf: 'module $*' skipped; the image provides the software\" >&2; }",
-    "ml() { module \"$@\"; }",
+    'ml() { module "$@"; }',
     "command -v conda >/dev/null 2>&1 || conda() { echo \"slurm2kf: 'conda $*' skipped; the image provides "
-    "the environment\" >&2; }",
+    'the environment" >&2; }',
 ]
 
 
@@ -34,80 +34,142 @@ def body_text(script) -> str:
         return ""
     # bash ends lines at `\n` only (not at form feed, NEL, U+2028...): str.splitlines() would cut there
     lines = (script.text or "").split("\n")
-    return "\n".join(lines[start - 1:])
+    return "\n".join(lines[start - 1 :])
 
 
-def build(ctx: LaunchContext, line, reasons: List[str]) -> LaunchIntent:
+def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
     from translator.plan import prologue
 
     script, job = ctx.script, ctx.job
     body = body_text(script)
-    names: List[str] = list(dict.fromkeys(m.group(1) for m in _SLURM_NAME.finditer(body)))
+    names: list[str] = list(dict.fromkeys(m.group(1) for m in _SLURM_NAME.finditer(body)))
     functions = [f for f in ("srun", "scontrol", "sbatch") if re.search(rf"\b{f}\b", body)]
     pro = prologue.prologue_lines(names, job, ctx.shape, export=True, functions=functions)
     uses_env_tools = re.search(r"\b(module|ml|conda)\b", body) is not None
     text_lines = pro + (_STUBS if uses_env_tools else [])
     end = script.line_count
     if not body.strip():
-        ctx.add(WARNING, "L333", "the script has no commands; the TrainJob runs `true`", None,
-                "check that this is the script you meant to convert")
-        return LaunchIntent(family=SCRIPT, framework="torch", command=("true",), args=(), line=None,
-                            runtime="torch-distributed", num_nodes=ctx.shape.nodes)
+        ctx.add(
+            WARNING,
+            "L333",
+            "the script has no commands; the TrainJob runs `true`",
+            None,
+            "check that this is the script you meant to convert",
+        )
+        return LaunchIntent(
+            family=SCRIPT,
+            framework="torch",
+            command=("true",),
+            args=(),
+            line=None,
+            runtime="torch-distributed",
+            num_nodes=ctx.shape.nodes,
+        )
     body, helpers = _batch_once_body(ctx, script, body)
     text_lines += prologue.batch_once_lines(helpers, job)
     opts = _shebang_options(script)
     if opts:
         text_lines.append("set " + " ".join(opts) + "  # slurm2kf: options of the #! line")
         ctx.add(INFO, "L344", f"the options of the #! line ({' '.join(opts)}) are kept with `set`", 1)
-    errexit = any(o.startswith("-") and "e" in o and o != "-o" for o in opts) or ("errexit" in opts) or re.search(r"(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)", body) is not None
+    errexit = (
+        any(o.startswith("-") and "e" in o and o != "-o" for o in opts)
+        or ("errexit" in opts)
+        or re.search(r"(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)", body) is not None
+    )
     tty = sorted({m.group(2) for m in re.finditer(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)", body)})
     if tty and errexit:
         text_lines.append("clear() { :; }; tput() { :; }; reset() { :; }  # slurm2kf: no terminal in a pod")
-        ctx.add(WARNING, "L345", f"`{'`, `'.join(tty)}` need a terminal (TERM), which a pod does not have; under "
-                                 "`set -e` the failing command would stop the script, so they do nothing here",
-                script.body_start_line, "remove terminal commands from batch scripts")
+        ctx.add(
+            WARNING,
+            "L345",
+            f"`{'`, `'.join(tty)}` need a terminal (TERM), which a pod does not have; under "
+            "`set -e` the failing command would stop the script, so they do nothing here",
+            script.body_start_line,
+            "remove terminal commands from batch scripts",
+        )
     for call, cline in _srun_calls(script):
         for opt in ("nodelist", "exclude", "w", "x"):
             if opt in call.options and "$" not in call.options[opt] and "`" not in call.options[opt]:
-                ctx.add(WARNING, "L347", f"`srun {'-' if len(opt) == 1 else '--'}{opt} {call.options[opt]}` names "
-                                         "Slurm nodes, which do not exist on Kubernetes: the step runs on the first "
-                                         "node(s) of the TrainJob", cline,
-                        "use --relative=N (node index in the job) or drop the node names")
+                ctx.add(
+                    WARNING,
+                    "L347",
+                    f"`srun {'-' if len(opt) == 1 else '--'}{opt} {call.options[opt]}` names "
+                    "Slurm nodes, which do not exist on Kubernetes: the step runs on the first "
+                    "node(s) of the TrainJob",
+                    cline,
+                    "use --relative=N (node index in the job) or drop the node names",
+                )
                 break
     text_lines.append(f"# ---- batch script body, lines {script.body_start_line}-{end} ----")
     text = "\n".join(text_lines) + "\n" + body + ("\n" if body and not body.endswith("\n") else "")
     defined = [n for n in names if prologue.definition(n, job, ctx.shape) is not None]
     undefined = [n for n in names if prologue.definition(n, job, ctx.shape) is None]
     why = "; ".join(reasons) if reasons else "no launch line of a known family"
-    ctx.add(WARNING, "L330",
-            f"the script body runs under bash -c on every node ({why}); on Slurm it ran once and only srun "
-            "fanned out, so commands outside srun now run on each node", line or script.body_start_line,
-            'guard steps that must run once with `if [ "$SLURM_NODEID" = 0 ]; then …; fi`')
+    ctx.add(
+        WARNING,
+        "L330",
+        f"the script body runs under bash -c on every node ({why}); on Slurm it ran once and only srun "
+        "fanned out, so commands outside srun now run on each node",
+        line or script.body_start_line,
+        'guard steps that must run once with `if [ "$SLURM_NODEID" = 0 ]; then …; fi`',
+    )
     if defined or functions:
-        ctx.add(INFO, "L331", "the Slurm-compatibility prologue defines "
-                + ", ".join(defined + [f + "()" for f in functions]), script.body_start_line)
+        ctx.add(
+            INFO,
+            "L331",
+            "the Slurm-compatibility prologue defines " + ", ".join(defined + [f + "()" for f in functions]),
+            script.body_start_line,
+        )
     for n in undefined:
-        ctx.add(WARNING, "L325", f"the script uses {n}, which this job does not define on Kubernetes (and Slurm may "
-                                 "not have set it either); it expands to an empty string", None,
-                f"replace ${n} with a literal value")
+        ctx.add(
+            WARNING,
+            "L325",
+            f"the script uses {n}, which this job does not define on Kubernetes (and Slurm may "
+            "not have set it either); it expands to an empty string",
+            None,
+            f"replace ${n} with a literal value",
+        )
     if script.shell not in ("bash", "sh", "unknown"):
-        ctx.add(WARNING, "L332", f"the script is written for {script.shell}; the TrainJob runs it with bash",
-                1, "rewrite the body for bash")
+        ctx.add(
+            WARNING,
+            "L332",
+            f"the script is written for {script.shell}; the TrainJob runs it with bash",
+            1,
+            "rewrite the body for bash",
+        )
     given = tuple(getattr(job, "script_args", ()) or ())
     if common.uses_positional(body) or re.search(r"(^|[;&|\s])shift(\s|;|$)", body):
         if given:
-            ctx.add(INFO, "L340", "the script reads its arguments; the TrainJob passes the ones given with "
-                                  "--script-args: " + " ".join(shlex.quote(a) for a in given), script.body_start_line)
+            ctx.add(
+                INFO,
+                "L340",
+                "the script reads its arguments; the TrainJob passes the ones given with "
+                "--script-args: " + " ".join(shlex.quote(a) for a in given),
+                script.body_start_line,
+            )
         else:
-            ctx.add(WARNING, "L339", "the script reads its arguments ($1, $@, shift, ...), which sbatch passes after "
-                                     "the script name; none are known, so they expand empty",
-                    script.body_start_line, "pass them with `slurm2kf convert --script-args '...'`")
+            ctx.add(
+                WARNING,
+                "L339",
+                "the script reads its arguments ($1, $@, shift, ...), which sbatch passes after "
+                "the script name; none are known, so they expand empty",
+                script.body_start_line,
+                "pass them with `slurm2kf convert --script-args '...'`",
+            )
     args = (text, BATCH_ARGV0) + given
-    return LaunchIntent(family=SCRIPT, framework="torch", command=("bash", "-c"), args=args, line=line,
-                        runtime="torch-distributed", num_nodes=ctx.shape.nodes, uses_shell=True)
+    return LaunchIntent(
+        family=SCRIPT,
+        framework="torch",
+        command=("bash", "-c"),
+        args=args,
+        line=line,
+        runtime="torch-distributed",
+        num_nodes=ctx.shape.nodes,
+        uses_shell=True,
+    )
 
 
-def _shebang_options(script) -> List[str]:
+def _shebang_options(script) -> list[str]:
     """Options on the #! line (`#!/bin/bash -e`, `#!/bin/bash -ex`) that `set` can apply (not -l, -i)."""
     words = (script.shebang or "")[2:].split()
     if words and words[0].endswith("/env"):
@@ -153,13 +215,26 @@ def _batch_once_body(ctx, script, body: str):
         if need:
             lines[i] = lines[i].replace(st.value.raw, new, 1)
             helpers |= need
-            ctx.add(INFO, "L346", f"`{st.name}={st.value.raw}` was computed once by the batch shell on node 0; every "
-                                  "pod now computes node 0's value (" + ", ".join(
-                                      {"batch_host": "the rank-0 pod's host name", "random": "one $RANDOM for the job"}[h]
-                                      for h in sorted(need)) + ")", st.line)
+            ctx.add(
+                INFO,
+                "L346",
+                f"`{st.name}={st.value.raw}` was computed once by the batch shell on node 0; every "
+                "pod now computes node 0's value ("
+                + ", ".join(
+                    {"batch_host": "the rank-0 pod's host name", "random": "one $RANDOM for the job"}[h]
+                    for h in sorted(need)
+                )
+                + ")",
+                st.line,
+            )
         if unfixable:
-            ctx.add(WARNING, "L346", f"`{st.name}={st.value.raw}` was computed once on Slurm but now on every pod, and "
-                                     f"{', '.join(unfixable)} differs between pods", st.line,
-                    f"compute {st.name} from something all pods share (the job name, SLURM_JOB_ID), or write it on "
-                    "rank 0 only")
+            ctx.add(
+                WARNING,
+                "L346",
+                f"`{st.name}={st.value.raw}` was computed once on Slurm but now on every pod, and "
+                f"{', '.join(unfixable)} differs between pods",
+                st.line,
+                f"compute {st.name} from something all pods share (the job name, SLURM_JOB_ID), or write it on "
+                "rank 0 only",
+            )
     return "\n".join(lines), helpers

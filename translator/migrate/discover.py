@@ -5,6 +5,7 @@ folder and `--exclude` globs, follows symlinks safely, and hands candidate files
 which decide by content (`is_job_script`) whether a file is a Slurm job script: a `#!` first line and
 an `#SBATCH`/`#SLURM` line in the header, never the file extension.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,12 +15,12 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from collections.abc import Iterator, Sequence
 
 from translator.report.model import SkippedFile
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})
-DEFAULT_MAX_SIZE = 1 << 20          # 1 MiB: far above any job script
+DEFAULT_MAX_SIZE = 1 << 20  # 1 MiB: far above any job script
 # Extensions dropped from output names when no sibling shares the stem.
 SCRIPT_EXTENSIONS = (".sbatch", ".slurm", ".sh", ".bash", ".job", ".batch", ".sub", ".submit")
 
@@ -29,14 +30,14 @@ _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(?:SBATCH|SLURM)\b", re.M)
 
 @dataclass(frozen=True)
 class Candidate:
-    rel: str            # relative path in the source tree, '/' separated (may hold surrogate escapes)
-    path: str           # path to open
-    out_stem: str       # output base name relative to OUT ('/' separated), without .trainjob.*
-    name_note: str = "" # why the output name differs from the usual one (M617), "" when it does not
-    no_follow: bool = False   # open without following a link (the file was not a link when found)
+    rel: str  # relative path in the source tree, '/' separated (may hold surrogate escapes)
+    path: str  # path to open
+    out_stem: str  # output base name relative to OUT ('/' separated), without .trainjob.*
+    name_note: str = ""  # why the output name differs from the usual one (M617), "" when it does not
+    no_follow: bool = False  # open without following a link (the file was not a link when found)
 
 
-Found = Union[Candidate, SkippedFile]
+Found = Candidate | SkippedFile
 
 
 def is_job_script(data: bytes) -> bool:
@@ -78,11 +79,11 @@ def _stem(n: str) -> str:
     return n
 
 
-def _out_names(names: List[str]) -> Dict[str, str]:
+def _out_names(names: list[str]) -> dict[str, str]:
     """File name -> output base name: a known script extension is dropped unless another file of the
     folder has the same stem, or is itself named like that stem (`train.sh.sbatch` next to `train.sh`);
     then the full name is kept. The results are distinct because file names are."""
-    stems: Dict[str, List[str]] = {}
+    stems: dict[str, list[str]] = {}
     for n in names:
         stems.setdefault(_stem(n), []).append(n)
     full = set(names)
@@ -106,7 +107,7 @@ def safe_component(name: str, room: int = 0) -> str:
     `room` bytes for a suffix) is cut and gets a hash of the full name. Other characters (newlines,
     controls) stay: the kustomization quotes them (files.yaml_quote)."""
     if any("\udc80" <= ch <= "\udcff" for ch in name):
-        safe = "".join(f"%{ord(ch) - 0xdc00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
+        safe = "".join(f"%{ord(ch) - 0xDC00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
     else:
         safe = name
     limit = NAME_MAX_BYTES - room
@@ -126,7 +127,7 @@ def _reserved(out_rel_dir: str) -> set:
     return names
 
 
-def _folder_plan(file_names: List[str], dir_names: List[str], out_rel_dir: str):
+def _folder_plan(file_names: list[str], dir_names: list[str], out_rel_dir: str):
     """Output stems for the folder's files and output names for its subfolders, all distinct from each
     other, from the outputs' suffixes and from the names migrate reserves (kustomization.yaml; at the
     top the reports and the manifest). Returns ({file: (stem, note)}, {folder: (name, note)})."""
@@ -136,19 +137,21 @@ def _folder_plan(file_names: List[str], dir_names: List[str], out_rel_dir: str):
     room = max((len(s.encode("utf-8")) for s in suffixes), default=0)
     natural = _out_names(file_names)
     taken = set(_reserved(out_rel_dir))
-    files: Dict[str, Tuple[str, str]] = {}
+    files: dict[str, tuple[str, str]] = {}
     for n in sorted(file_names):
         stem = safe_component(natural[n], room)
         note = ""
         if stem != natural[n]:
-            note = (f"its name holds bytes that are not UTF-8 (a kustomization cannot name them) or is too long; "
-                    f"outputs written as {stem}.trainjob.*")
+            note = (
+                f"its name holds bytes that are not UTF-8 (a kustomization cannot name them) or is too long; "
+                f"outputs written as {stem}.trainjob.*"
+            )
         if any(stem + s in taken for s in suffixes):
             stem = safe_component(natural[n] + "~" + _hash8(n), room)
             note = f"its output name is taken by another file of the folder; outputs written as {stem}.trainjob.*"
         taken.update(stem + s for s in suffixes)
         files[n] = (stem, note)
-    dirs: Dict[str, Tuple[str, str]] = {}
+    dirs: dict[str, tuple[str, str]] = {}
     for d in sorted(dir_names):
         name = safe_component(d)
         note = ""
@@ -173,9 +176,15 @@ def _pseudo_devices() -> frozenset:
     return frozenset(devs)
 
 
-def discover(src: str, *, out_dir: Optional[str] = None, include: Sequence[str] = (),
-             exclude: Sequence[str] = (), max_size: int = DEFAULT_MAX_SIZE,
-             follow_symlinks: bool = False) -> Iterator[Found]:
+def discover(
+    src: str,
+    *,
+    out_dir: str | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    max_size: int = DEFAULT_MAX_SIZE,
+    follow_symlinks: bool = False,
+) -> Iterator[Found]:
     """Yield candidates and skipped files under `src` (a directory), in sorted path order.
 
     Symbolic links that lead out of `src` are reported (M619) and not followed unless
@@ -212,14 +221,19 @@ class _Walk:
         self.max_size, self.follow, self.seen = max_size, follow, seen
         self.pseudo = _pseudo_devices() if follow else frozenset()
 
-    def _outside(self, rel: str, entry_path: str, real: str) -> Optional[SkippedFile]:
+    def _outside(self, rel: str, entry_path: str, real: str) -> SkippedFile | None:
         """A link leading out of SRC: the record that says it is not followed (None when following)."""
         if self.follow:
             return None
-        return SkippedFile(rel, "M619", "info", f"symbolic link to {_readlink(entry_path)}, outside the source "
-                                                "folder; not followed (--follow-symlinks to convert it)")
+        return SkippedFile(
+            rel,
+            "M619",
+            "info",
+            f"symbolic link to {_readlink(entry_path)}, outside the source "
+            "folder; not followed (--follow-symlinks to convert it)",
+        )
 
-    def walk(self, dir_path: str, rel_dir: str, out_rel_dir: str, ancestors: Tuple[str, ...]) -> Iterator[Found]:
+    def walk(self, dir_path: str, rel_dir: str, out_rel_dir: str, ancestors: tuple[str, ...]) -> Iterator[Found]:
         root, out_real, include, exclude = self.root, self.out_real, self.include, self.exclude
         try:
             with os.scandir(dir_path) as it:
@@ -227,11 +241,11 @@ class _Walk:
         except OSError as exc:
             yield SkippedFile(rel_dir or ".", "M602", "error", f"cannot list folder: {exc.strerror or exc}")
             return
-        files: List[Tuple[str, os.DirEntry, os.stat_result]] = []
-        subdirs: List[Tuple[str, str, str, str]] = []
+        files: list[tuple[str, os.DirEntry, os.stat_result]] = []
+        subdirs: list[tuple[str, str, str, str]] = []
         # Output names come from every file name of the folder (not only the files this run selects),
         # so --include/--exclude never change what a script's outputs are called.
-        all_names: List[str] = []
+        all_names: list[str] = []
         for entry in entries:
             try:
                 if not entry.is_dir():
@@ -245,7 +259,7 @@ class _Walk:
             except OSError:
                 is_link = False
             try:
-                st = os.stat(entry.path)              # follows symlinks
+                st = os.stat(entry.path)  # follows symlinks
             except OSError as exc:
                 if is_link:
                     why = "symlink loop" if getattr(exc, "errno", None) == 40 else "broken symlink"
@@ -259,29 +273,36 @@ class _Walk:
                     continue
                 real = os.path.realpath(entry.path)
                 if out_real is not None and _within(real, out_real):
-                    continue                           # the output folder inside the source tree
+                    continue  # the output folder inside the source tree
                 if exclude and _matches(rel, exclude):
                     continue
                 if is_link:
                     if real in ancestors:
-                        yield SkippedFile(rel, "M604", "warning",
-                                          f"symlink loop: {_readlink(entry.path)} points to a parent folder")
+                        yield SkippedFile(
+                            rel, "M604", "warning", f"symlink loop: {_readlink(entry.path)} points to a parent folder"
+                        )
                         continue
                     if _within(real, root):
-                        yield SkippedFile(rel, "M605", "info",
-                                          f"symlink to {os.path.relpath(real, root)}, which is converted there")
+                        yield SkippedFile(
+                            rel, "M605", "info", f"symlink to {os.path.relpath(real, root)}, which is converted there"
+                        )
                         continue
                     outside = self._outside(rel, entry.path, real)
                     if outside is not None:
                         yield outside
                         continue
                     if st.st_dev in self.pseudo:
-                        yield SkippedFile(rel, "M619", "warning", f"symbolic link to {_readlink(entry.path)}, a "
-                                                                  "kernel pseudo file system; not followed")
+                        yield SkippedFile(
+                            rel,
+                            "M619",
+                            "warning",
+                            f"symbolic link to {_readlink(entry.path)}, a kernel pseudo file system; not followed",
+                        )
                         continue
                 if key in self.seen:
-                    yield SkippedFile(rel, "M605", "info", f"the same folder as {self.seen[key] or '.'}, which is "
-                                                           "converted there")
+                    yield SkippedFile(
+                        rel, "M605", "info", f"the same folder as {self.seen[key] or '.'}, which is converted there"
+                    )
                     continue
                 self.seen[key] = rel
                 subdirs.append((entry.path, rel, real, entry.name))
@@ -293,25 +314,35 @@ class _Walk:
                 if is_link:
                     real = os.path.realpath(entry.path)
                     if _within(real, root):
-                        yield SkippedFile(rel, "M605", "info",
-                                          f"symlink to {os.path.relpath(real, root)}, which is converted there")
+                        yield SkippedFile(
+                            rel, "M605", "info", f"symlink to {os.path.relpath(real, root)}, which is converted there"
+                        )
                         continue
                     outside = self._outside(rel, entry.path, real)
                     if outside is not None:
                         yield outside
                         continue
-                    if st.st_dev in self.pseudo:     # /proc/kmsg is a "regular" file whose read blocks
-                        yield SkippedFile(rel, "M619", "warning", f"symbolic link to {_readlink(entry.path)}, in a "
-                                                                  "kernel pseudo file system; not read")
+                    if st.st_dev in self.pseudo:  # /proc/kmsg is a "regular" file whose read blocks
+                        yield SkippedFile(
+                            rel,
+                            "M619",
+                            "warning",
+                            f"symbolic link to {_readlink(entry.path)}, in a kernel pseudo file system; not read",
+                        )
                         continue
                     if key in self.seen:
-                        yield SkippedFile(rel, "M605", "info", f"the same file as {self.seen[key]}, which is "
-                                                               "converted there")
+                        yield SkippedFile(
+                            rel, "M605", "info", f"the same file as {self.seen[key]}, which is converted there"
+                        )
                         continue
                     self.seen[key] = rel
                 if st.st_size > self.max_size:
-                    yield SkippedFile(rel, "M601", "warning",
-                                      f"{st.st_size} bytes, over the {self.max_size}-byte limit (--max-size); not read")
+                    yield SkippedFile(
+                        rel,
+                        "M601",
+                        "warning",
+                        f"{st.st_size} bytes, over the {self.max_size}-byte limit (--max-size); not read",
+                    )
                     continue
                 files.append((rel, entry, st))
             else:
@@ -320,14 +351,20 @@ class _Walk:
                     continue
                 from translator.fsio import kind_of_mode
 
-                yield SkippedFile(rel, "M621", "info", f"{kind_of_mode(st.st_mode)}"
-                                  + (f" (through a symbolic link to {_readlink(entry.path)})" if is_link else "")
-                                  + "; special files are never read")
+                yield SkippedFile(
+                    rel,
+                    "M621",
+                    "info",
+                    f"{kind_of_mode(st.st_mode)}"
+                    + (f" (through a symbolic link to {_readlink(entry.path)})" if is_link else "")
+                    + "; special files are never read",
+                )
         names, dir_names = _folder_plan(all_names, [s[3] for s in subdirs], out_rel_dir)
         for rel, entry, _st in files:
             stem, note = names[entry.name]
-            yield Candidate(rel, entry.path, f"{out_rel_dir}/{stem}" if out_rel_dir else stem, note,
-                            not _is_link(entry))
+            yield Candidate(
+                rel, entry.path, f"{out_rel_dir}/{stem}" if out_rel_dir else stem, note, not _is_link(entry)
+            )
         for path, rel, real, name in subdirs:
             out_name, note = dir_names[name]
             if note:

@@ -10,6 +10,7 @@ Every file goes through a temporary file in the same directory and a rename, so 
 killed half-way) only ever sees the old file or the new one. Files whose content would not change are
 not touched (mtime kept), which makes re-running idempotent.
 """
+
 from __future__ import annotations
 
 import errno
@@ -17,7 +18,8 @@ import hashlib
 import json
 import os
 import stat
-from typing import IO, Callable, Dict, Iterable, List, Optional, Tuple, cast
+from typing import IO, cast
+from collections.abc import Callable, Iterable
 
 from translator.yaml_text import yaml_quote
 from translator.fsio import TMP_TAG, UserFileError, kind_of_mode, read_user_file, write_atomic
@@ -28,8 +30,8 @@ KUSTOMIZATION = "kustomization.yaml"
 REPORT_BASENAME = "slurm2kf-report"
 WRITTEN = "written"
 UNCHANGED = "unchanged"
-MANIFEST_MAX_BYTES = 256 << 20       # the manifest of a 100,000-script tree is ~30 MB
-COMPARE_MAX_BYTES = 1 << 30          # an existing output larger than this is "different" (rewritten)
+MANIFEST_MAX_BYTES = 256 << 20  # the manifest of a 100,000-script tree is ~30 MB
+COMPARE_MAX_BYTES = 1 << 30  # an existing output larger than this is "different" (rewritten)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -47,7 +49,7 @@ class OutEntryRefused(OSError):
         return self.message
 
 
-def out_parts(rel: str) -> List[str]:
+def out_parts(rel: str) -> list[str]:
     """The parts of a relative OUT path, or OutEntryRefused when it is not relative and normalised."""
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\0" in rel:
         raise OutEntryRefused(str(rel), f"{rel!r} is not a relative path inside the output folder")
@@ -78,7 +80,7 @@ def _open_root(root: str) -> int:
     return os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
 
 
-def open_out_dir(root: str, parts: List[str], create: bool, rel: str = "") -> Optional[_Dir]:
+def open_out_dir(root: str, parts: list[str], create: bool, rel: str = "") -> _Dir | None:
     """Descend from OUT through `parts` (folders), never following a symlink. None when a folder is
     missing and `create` is false; OutEntryRefused when an entry in the way is not a real folder."""
     try:
@@ -101,15 +103,17 @@ def open_out_dir(root: str, parts: List[str], create: bool, rel: str = "") -> Op
                     pass
                 nfd = os.open(p, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):   # O_NOFOLLOW met a link / not a folder
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a link / not a folder
                     raise
                 where = "/".join(parts[: i + 1])
                 try:
                     what = kind_of_mode(os.stat(p, dir_fd=fd, follow_symlinks=False).st_mode)
                 except OSError:
                     what = "not a folder"
-                raise OutEntryRefused(rel or where, f"{where} in the output folder is {what}, not a folder; "
-                                                    "migrate does not follow or replace it") from None
+                raise OutEntryRefused(
+                    rel or where,
+                    f"{where} in the output folder is {what}, not a folder; migrate does not follow or replace it",
+                ) from None
             os.close(fd)
             fd = nfd
     except BaseException:
@@ -121,7 +125,7 @@ def open_out_dir(root: str, parts: List[str], create: bool, rel: str = "") -> Op
     return _Dir(fd)
 
 
-def _entry_mode(dfd: int, name: str) -> Optional[int]:
+def _entry_mode(dfd: int, name: str) -> int | None:
     try:
         return os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
     except FileNotFoundError:
@@ -134,12 +138,15 @@ def _check_regular(dfd: int, name: str, rel: str) -> bool:
     if mode is None:
         return False
     if not stat.S_ISREG(mode):
-        raise OutEntryRefused(rel, f"{rel} in the output folder is {kind_of_mode(mode)}, not a regular file; "
-                                   "migrate does not read, follow or replace it")
+        raise OutEntryRefused(
+            rel,
+            f"{rel} in the output folder is {kind_of_mode(mode)}, not a regular file; "
+            "migrate does not read, follow or replace it",
+        )
     return True
 
 
-def _read_existing(dfd: int, name: str, rel: str, limit: int) -> Optional[bytes]:
+def _read_existing(dfd: int, name: str, rel: str, limit: int) -> bytes | None:
     """The content of an existing regular OUT file (None when absent or over `limit`)."""
     if not _check_regular(dfd, name, rel):
         return None
@@ -153,7 +160,7 @@ def _read_existing(dfd: int, name: str, rel: str, limit: int) -> Optional[bytes]
         raise OutEntryRefused(rel, f"{rel} in the output folder: {exc.message}") from None
 
 
-def out_read(root: str, rel: str, limit: int) -> Optional[bytes]:
+def out_read(root: str, rel: str, limit: int) -> bytes | None:
     """Read a regular file inside OUT (None when absent or larger than `limit`)."""
     parts = out_parts(rel)
     d = open_out_dir(root, parts[:-1], create=False, rel=rel)
@@ -163,7 +170,7 @@ def out_read(root: str, rel: str, limit: int) -> Optional[bytes]:
         return _read_existing(dfd, parts[-1], rel, limit)
 
 
-def out_sha256(root: str, rel: str) -> Optional[str]:
+def out_sha256(root: str, rel: str) -> str | None:
     """sha256 of a regular file inside OUT; None when absent or not comparable."""
     data = out_read(root, rel, COMPARE_MAX_BYTES)
     return None if data is None else sha256_bytes(data)
@@ -177,7 +184,7 @@ def out_write(root: str, rel: str, data: bytes, check: bool = False) -> str:
     """
     parts = out_parts(rel)
     d = open_out_dir(root, parts[:-1], create=not check, rel=rel)
-    if d is None:                    # check mode, folder missing
+    if d is None:  # check mode, folder missing
         return WRITTEN
     with d as dfd:
         old = _read_existing(dfd, parts[-1], rel, len(data))
@@ -192,19 +199,19 @@ def out_write(root: str, rel: str, data: bytes, check: bool = False) -> str:
 class _HashingText:
     """A text sink that hashes (and optionally forwards encoded bytes)."""
 
-    def __init__(self, put: Optional[Callable[[bytes], None]] = None) -> None:
+    def __init__(self, put: Callable[[bytes], None] | None = None) -> None:
         self.h = hashlib.sha256()
         self.put = put
 
     def write(self, s: str) -> int:
-        b = s.encode("utf-8", "backslashreplace")     # reports are always valid UTF-8
+        b = s.encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
         self.h.update(b)
         if self.put is not None:
             self.put(b)
         return len(s)
 
 
-def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], check: bool = False) -> Tuple[str, str]:
+def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], check: bool = False) -> tuple[str, str]:
     """Stream a large text file (reports) through `produce(out)`; same contract as out_write.
 
     Returns (WRITTEN|UNCHANGED, sha256 of the content).
@@ -212,11 +219,11 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
     parts = out_parts(rel)
     if check:
         sink = _HashingText()
-        produce(cast(IO[str], sink))        # write-only: the report writers only call write()
+        produce(cast(IO[str], sink))  # write-only: the report writers only call write()
         digest = sink.h.hexdigest()
         return (UNCHANGED if out_sha256(root, rel) == digest else WRITTEN), digest
     d = open_out_dir(root, parts[:-1], create=True, rel=rel)
-    assert d is not None                    # create=True: made, or refused with OutEntryRefused
+    assert d is not None  # create=True: made, or refused with OutEntryRefused
     with d as dfd:
         _check_regular(dfd, parts[-1], rel)
         holder = {}
@@ -234,10 +241,12 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
         fd = os.open(tmp, flags, 0o644, dir_fd=dfd)
         try:
             try:
+
                 def put(b: bytes) -> None:
                     view = memoryview(b)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
+
                 content(put)
             finally:
                 os.close(fd)
@@ -299,14 +308,14 @@ def sweep_temp_files(root: str) -> int:
     return n
 
 
-def report_names() -> Tuple[str, ...]:
+def report_names() -> tuple[str, ...]:
     """The reports migrate writes at the top of OUT, one per report format (translator.report)."""
     from translator.report import REPORT_WRITERS
 
     return tuple(f"{REPORT_BASENAME}.{w.extension}" for w in REPORT_WRITERS.values())
 
 
-def output_suffixes() -> Tuple[str, ...]:
+def output_suffixes() -> tuple[str, ...]:
     """The suffixes of migrate's per-script outputs, one per output format (translator.emit)."""
     from translator.emit import migrate_writers
 
@@ -323,7 +332,8 @@ def is_output_name(rel: str) -> bool:
 
 # ---- manifest ---------------------------------------------------------------------------------
 
-def read_manifest(out_dir: str) -> Optional[dict]:
+
+def read_manifest(out_dir: str) -> dict | None:
     """The manifest of a previous run, {} when unreadable but present, None when absent."""
     try:
         mode = os.lstat(os.path.join(out_dir, MANIFEST_NAME)).st_mode
@@ -343,8 +353,7 @@ def read_manifest(out_dir: str) -> Optional[dict]:
     return data
 
 
-def manifest_bytes(outputs: Dict[str, str], scripts: Dict[str, List[str]], renamed: List[str],
-                   version: str) -> bytes:
+def manifest_bytes(outputs: dict[str, str], scripts: dict[str, list[str]], renamed: list[str], version: str) -> bytes:
     data = {
         "format": MANIFEST_FORMAT,
         "tool": "slurm2kf",
@@ -359,13 +368,14 @@ def manifest_bytes(outputs: Dict[str, str], scripts: Dict[str, List[str]], renam
 
 # ---- kustomization ----------------------------------------------------------------------------
 
-def kustomizations(yaml_outputs: Iterable[str]) -> Dict[str, List[str]]:
+
+def kustomizations(yaml_outputs: Iterable[str]) -> dict[str, list[str]]:
     """Folder ('' = root) -> sorted resources: its TrainJob YAML files, then subfolders that have any.
 
     The root folder always gets one, so `kubectl apply -k OUT` works whatever the tree holds.
     """
-    files: Dict[str, List[str]] = {"": []}
-    subdirs: Dict[str, set] = {"": set()}
+    files: dict[str, list[str]] = {"": []}
+    subdirs: dict[str, set] = {"": set()}
     for rel in yaml_outputs:
         d, base = rel.rsplit("/", 1) if "/" in rel else ("", rel)
         files.setdefault(d, []).append(base)
@@ -376,19 +386,21 @@ def kustomizations(yaml_outputs: Iterable[str]) -> Dict[str, List[str]]:
             subdirs.setdefault(parent, set()).add(name)
             files.setdefault(parent, [])
             child = parent
-    out: Dict[str, List[str]] = {}
+    out: dict[str, list[str]] = {}
     for d in files:
         out[d] = sorted(files[d]) + sorted(subdirs.get(d, ()))
     return out
 
 
-def kustomization_bytes(resources: List[str]) -> bytes:
-    lines = ["# Generated by slurm2kf migrate: the TrainJobs of this folder and its subfolders.",
-             "apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization"]
+def kustomization_bytes(resources: list[str]) -> bytes:
+    lines = [
+        "# Generated by slurm2kf migrate: the TrainJobs of this folder and its subfolders.",
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+    ]
     if resources:
         lines.append("resources:")
         lines.extend(f"- {yaml_quote(r)}" for r in resources)
     else:
         lines.append("resources: []")
     return ("\n".join(lines) + "\n").encode("utf-8")
-

@@ -5,6 +5,7 @@ flat) -> each worker converts, renders and writes its script's outputs atomicall
 spools the report records to disk, fixes TrainJob name clashes, writes the kustomizations, the
 reports and the manifest, and removes outputs of scripts that disappeared since the last run.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
 
 from translator.emit import migrate_writers
 from translator.migrate import files as F
@@ -41,36 +43,36 @@ class MigrateError(Exception):
 @dataclass
 class MigrateOptions:
     src: str
-    out: Optional[str]                 # None: report-only run (nothing written)
-    settings: Optional[ConvertSettings] = None
-    jobs: int = 0                      # 0 = all cores
+    out: str | None  # None: report-only run (nothing written)
+    settings: ConvertSettings | None = None
+    jobs: int = 0  # 0 = all cores
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     force: bool = False
     check: bool = False
     max_size: int = DEFAULT_MAX_SIZE
-    timeout: float = 60.0              # seconds per script before it is recorded as M615 (0 = none)
-    follow_symlinks: bool = False      # follow links that lead out of SRC (loops and /proc cut)
-    progress: Optional[bool] = None    # None = rich bar when stderr is a terminal
+    timeout: float = 60.0  # seconds per script before it is recorded as M615 (0 = none)
+    follow_symlinks: bool = False  # follow links that lead out of SRC (loops and /proc cut)
+    progress: bool | None = None  # None = rich bar when stderr is a terminal
     echo: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
-    max_messages: int = 50             # per-script problem lines printed before "... and N more"
-    report_sink: Optional[Callable[[Report], None]] = None   # report-only runs: called with the report
+    max_messages: int = 50  # per-script problem lines printed before "... and N more"
+    report_sink: Callable[[Report], None] | None = None  # report-only runs: called with the report
 
 
 @dataclass
 class MigrateResult:
     exit_code: int
     scripts: int = 0
-    outcomes: Dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)
     files_examined: int = 0
-    written: List[str] = field(default_factory=list)       # OUT paths written (or that would be, in --check)
+    written: list[str] = field(default_factory=list)  # OUT paths written (or that would be, in --check)
     unchanged: int = 0
-    removed: List[str] = field(default_factory=list)       # stale outputs removed (or that would be)
-    kept_stale: List[str] = field(default_factory=list)    # stale outputs edited by hand: kept
-    manifest_rejected: List[str] = field(default_factory=list)   # manifest entries not acted on (M620)
-    skipped: List[SkippedFile] = field(default_factory=list)
-    renamed: List[str] = field(default_factory=list)
-    report: Optional[Report] = None                         # report-only runs
+    removed: list[str] = field(default_factory=list)  # stale outputs removed (or that would be)
+    kept_stale: list[str] = field(default_factory=list)  # stale outputs edited by hand: kept
+    manifest_rejected: list[str] = field(default_factory=list)  # manifest entries not acted on (M620)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    renamed: list[str] = field(default_factory=list)
+    report: Report | None = None  # report-only runs
     seconds: float = 0.0
 
 
@@ -83,31 +85,40 @@ def _jobs(n: int) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def check_paths(src: str, out: Optional[str], force: bool) -> None:
+def check_paths(src: str, out: str | None, force: bool) -> None:
     if not os.path.isdir(src):
         raise MigrateError("M611", f"source {src!r} is not a folder")
     if out is None:
         return
     s, o = os.path.realpath(src), os.path.realpath(out)
     if o == s or s.startswith(o.rstrip(os.sep) + os.sep):
-        raise MigrateError("M612", f"output folder {out!r} is the source folder or contains it; "
-                                   "choose a separate folder (the source tree is never written)")
+        raise MigrateError(
+            "M612",
+            f"output folder {out!r} is the source folder or contains it; "
+            "choose a separate folder (the source tree is never written)",
+        )
     if os.path.exists(out):
         if not os.path.isdir(out):
             raise MigrateError("M613", f"output {out!r} exists and is not a folder")
         manifest = F.read_manifest(out)
         if manifest is None and os.listdir(out) and not force:
-            raise MigrateError("M613", f"output folder {out!r} is not empty and was not created by "
-                                       f"slurm2kf migrate (no {F.MANIFEST_NAME}); use --force to write into it")
+            raise MigrateError(
+                "M613",
+                f"output folder {out!r} is not empty and was not created by "
+                f"slurm2kf migrate (no {F.MANIFEST_NAME}); use --force to write into it",
+            )
         if manifest == {} and not force:
-            raise MigrateError("M613", f"{os.path.join(out, F.MANIFEST_NAME)} is unreadable or not a slurm2kf "
-                                       "manifest; use --force to write into this folder")
+            raise MigrateError(
+                "M613",
+                f"{os.path.join(out, F.MANIFEST_NAME)} is unreadable or not a slurm2kf "
+                "manifest; use --force to write into this folder",
+            )
 
 
 class _Progress:
     """Rich progress on a terminal; a plain line every ~10% of examined files otherwise."""
 
-    def __init__(self, enabled: Optional[bool], echo) -> None:
+    def __init__(self, enabled: bool | None, echo) -> None:
         self.echo = echo
         self.rich = None
         self.examined = 0
@@ -118,9 +129,14 @@ class _Progress:
             try:
                 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-                self.rich = Progress(SpinnerColumn(), TextColumn("[bold]migrate[/]"), BarColumn(),
-                                     TextColumn("{task.fields[scripts]} scripts / {task.completed} files"),
-                                     TimeElapsedColumn(), transient=True)
+                self.rich = Progress(
+                    SpinnerColumn(),
+                    TextColumn("[bold]migrate[/]"),
+                    BarColumn(),
+                    TextColumn("{task.fields[scripts]} scripts / {task.completed} files"),
+                    TimeElapsedColumn(),
+                    transient=True,
+                )
                 self.task = self.rich.add_task("migrate", total=None, scripts=0)
                 self.rich.start()
             except Exception:
@@ -130,8 +146,9 @@ class _Progress:
         self.examined += examined
         self.scripts += scripts
         if self.rich is not None:
-            self.rich.update(self.task, completed=self.examined, total=max(discovered, self.examined),
-                             scripts=self.scripts)
+            self.rich.update(
+                self.task, completed=self.examined, total=max(discovered, self.examined), scripts=self.scripts
+            )
         elif self.examined >= self.next_plain:
             self.echo(f"migrate: {self.examined} files examined, {self.scripts} scripts converted")
             self.next_plain = max(self.next_plain * 2, self.examined + 1)
@@ -141,7 +158,7 @@ class _Progress:
             self.rich.stop()
 
 
-def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callable[[List[FileResult]], None]) -> None:
+def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callable[[list[FileResult]], None]) -> None:
     """Run batches inline (jobs == 1) or in a process pool with at most 2*jobs batches in flight.
 
     A worker that dies (a signal, the OOM killer) breaks the pool: the files of the batches that were
@@ -172,16 +189,17 @@ def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callabl
                 _run_alone(item, ctx, on_results, mp)
 
 
-def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> List[list]:
+def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> list[list]:
     """Feed `source` to a pool until it is exhausted ([] returned) or the pool breaks (the batches
     that were in flight are returned; `source` keeps the rest)."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    pending: Dict[Future, list] = {}
-    lost: List[list] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=pool_init,
-                             initargs=(ctx, os.getpid())) as pool:
+    pending: dict[Future, list] = {}
+    lost: list[list] = []
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=mp, initializer=pool_init, initargs=(ctx, os.getpid())
+    ) as pool:
         while True:
             while not lost and len(pending) < 2 * jobs:
                 b = next(source, None)
@@ -200,7 +218,7 @@ def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> 
                     on_results(fut.result())
                 except BrokenProcessPool:
                     lost.append(b)
-            if lost:                      # the pool is broken: every batch still pending is lost too
+            if lost:  # the pool is broken: every batch still pending is lost too
                 lost.extend(pending.values())
                 pending.clear()
                 return lost
@@ -214,12 +232,19 @@ def _run_alone(item, ctx: WorkContext, on_results, mp) -> None:
     from translator.migrate.worker import failed_result
 
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=mp, initializer=pool_init,
-                                 initargs=(ctx, os.getpid())) as pool:
+        with ProcessPoolExecutor(
+            max_workers=1, mp_context=mp, initializer=pool_init, initargs=(ctx, os.getpid())
+        ) as pool:
             results = pool.submit(run_batch, [item]).result()
     except BrokenProcessPool:
-        results = [failed_result(item[0].rel, "M616", "the process converting this script died (killed by a "
-                                 "signal or the out-of-memory killer); the run went on without it")]
+        results = [
+            failed_result(
+                item[0].rel,
+                "M616",
+                "the process converting this script died (killed by a "
+                "signal or the out-of-memory killer); the run went on without it",
+            )
+        ]
     on_results(results)
 
 
@@ -245,22 +270,22 @@ class MigrationRun:
         self.settings = opts.settings if opts.settings is not None else ConvertSettings()
         self.result = MigrateResult(exit_code=0)
         self.old_manifest: dict = {}
-        self.skipped: List[SkippedFile] = []
-        self.outputs: Dict[str, str] = {}                 # rel OUT path -> sha256
-        self.script_outputs: Dict[str, List[str]] = {}    # rel source path -> its outputs
-        self.kube_outputs: Dict[str, List[str]] = {}      # rel source -> its Kubernetes outputs (kustomizations)
-        self.names: Dict[str, List[str]] = {}             # TrainJob name (before clash suffix) -> rel source paths
-        self.suffixed: set = set()                        # rel source paths emitted with a clash suffix
-        self.clashing: set = set()                        # rel source paths whose TrainJob names clash
-        self.candidates: Dict[str, Candidate] = {}
-        self.written: List[str] = []
+        self.skipped: list[SkippedFile] = []
+        self.outputs: dict[str, str] = {}  # rel OUT path -> sha256
+        self.script_outputs: dict[str, list[str]] = {}  # rel source path -> its outputs
+        self.kube_outputs: dict[str, list[str]] = {}  # rel source -> its Kubernetes outputs (kustomizations)
+        self.names: dict[str, list[str]] = {}  # TrainJob name (before clash suffix) -> rel source paths
+        self.suffixed: set = set()  # rel source paths emitted with a clash suffix
+        self.clashing: set = set()  # rel source paths whose TrainJob names clash
+        self.candidates: dict[str, Candidate] = {}
+        self.written: list[str] = []
         self.unchanged = 0
         self.discovered = 0
         # made by run(), before the phases that use them
         self.ctx: WorkContext
         self.progress: _Progress
         self.spool: ScriptSpool
-        self.index: List = []                             # the light records, sorted by path
+        self.index: list = []  # the light records, sorted by path
         self.kube_suffixes = tuple(w.suffix for w in migrate_writers() if w.kubernetes)
 
     @property
@@ -274,8 +299,13 @@ class MigrationRun:
 
         t0 = time.perf_counter()
         self.prepare()
-        self.ctx = WorkContext(out_dir=self.out if self.write_outputs else None, settings=self.settings,
-                               check=self.opts.check, max_size=self.opts.max_size, timeout=self.opts.timeout)
+        self.ctx = WorkContext(
+            out_dir=self.out if self.write_outputs else None,
+            settings=self.settings,
+            check=self.opts.check,
+            max_size=self.opts.max_size,
+            timeout=self.opts.timeout,
+        )
         self.progress = _Progress(self.opts.progress, self.opts.echo)
         self.spool = ScriptSpool()
         try:
@@ -311,7 +341,7 @@ class MigrationRun:
 
         opts, out = self.opts, self.out
         check_paths(opts.src, out, opts.force)
-        if out is None:                     # a report-only run: no OUT to create or claim
+        if out is None:  # a report-only run: no OUT to create or claim
             return
         if not opts.check:
             try:
@@ -334,8 +364,14 @@ class MigrationRun:
         The previous run's renames (manifest) are applied up front, so a re-run rewrites nothing."""
         opts = self.opts
         prev_renamed = frozenset(x for x in self.old_manifest.get("renamed", []) if isinstance(x, str))
-        found = discover(opts.src, out_dir=self.out, include=opts.include, exclude=opts.exclude,
-                         max_size=opts.max_size, follow_symlinks=opts.follow_symlinks)
+        found = discover(
+            opts.src,
+            out_dir=self.out,
+            include=opts.include,
+            exclude=opts.exclude,
+            max_size=opts.max_size,
+            follow_symlinks=opts.follow_symlinks,
+        )
         _execute(self._batches(found, prev_renamed), self.ctx, _jobs(opts.jobs), self._on_results)
         self.result.files_examined = self.discovered
 
@@ -367,10 +403,16 @@ class MigrationRun:
         self.skipped.sort(key=lambda f: f.path)
         for f in self.skipped:
             builder.add_skipped(f)
-        src_name = display_name(os.path.basename(os.path.realpath(self.opts.src)))   # bytes not UTF-8 as \xNN
-        report = Report(title="slurm2kf migration review: " + src_name, source=src_name,
-                        summary=builder.build(), scripts=self.spool, skipped=tuple(self.skipped), index=index,
-                        fragments=self.spool)
+        src_name = display_name(os.path.basename(os.path.realpath(self.opts.src)))  # bytes not UTF-8 as \xNN
+        report = Report(
+            title="slurm2kf migration review: " + src_name,
+            source=src_name,
+            summary=builder.build(),
+            scripts=self.spool,
+            skipped=tuple(self.skipped),
+            index=index,
+            fragments=self.spool,
+        )
         self.result.scripts = len(index)
         self.result.outcomes = dict(report.summary.outcomes)
         self.result.skipped = self.skipped
@@ -384,8 +426,11 @@ class MigrationRun:
         self.write_reports(report)
         self.prune_stale()
         if not self.opts.check:
-            F.out_write(self.out_dir, F.MANIFEST_NAME,
-                        F.manifest_bytes(self.outputs, self.script_outputs, sorted(self.clashing), __version__))
+            F.out_write(
+                self.out_dir,
+                F.MANIFEST_NAME,
+                F.manifest_bytes(self.outputs, self.script_outputs, sorted(self.clashing), __version__),
+            )
 
     def hand_over(self, report: Report) -> None:
         """Report-only run: the caller renders the report now, from the spool and the workers' fragments;
@@ -469,10 +514,10 @@ class MigrationRun:
         else:
             self.unchanged += 1
 
-    def _batches(self, found: Iterator, renamed: frozenset) -> Iterator[List[Tuple[Candidate, Optional[str]]]]:
+    def _batches(self, found: Iterator, renamed: frozenset) -> Iterator[list[tuple[Candidate, str | None]]]:
         """Candidates in batches of BATCH_SIZE, each with its clash suffix (or None); files discovery
         skipped are kept for the report."""
-        batch: List[Tuple[Candidate, Optional[str]]] = []
+        batch: list[tuple[Candidate, str | None]] = []
         for item in found:
             if isinstance(item, Candidate):
                 self.candidates[item.rel] = item
@@ -486,7 +531,7 @@ class MigrationRun:
         if batch:
             yield batch
 
-    def _on_results(self, results: List[FileResult]) -> None:
+    def _on_results(self, results: list[FileResult]) -> None:
         n = 0
         for r in results:
             n += self._take(r)
@@ -525,13 +570,14 @@ class MigrationRun:
 def _io_failure(exc: OSError) -> MigrateError:
     return MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})")
 
+
 def _shown(rel) -> str:
     from translator.fsio import display_name
 
     return display_name(rel) if isinstance(rel, str) else repr(rel)
 
 
-def _echo_problems(opts: MigrateOptions, index, skipped: List[SkippedFile]) -> None:
+def _echo_problems(opts: MigrateOptions, index, skipped: list[SkippedFile]) -> None:
     from translator.fsio import terminal_safe
 
     shown = 0

@@ -4,6 +4,7 @@ Runs in pool workers (and inline for `--jobs 1`). The pipeline and emitters are 
 process (`init`), and each call handles a batch of files to keep inter-process traffic low. A
 failure on one file is caught and recorded (M606); it never stops the batch.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +12,8 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
 from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
@@ -19,12 +21,12 @@ from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha2
 
 @dataclass(frozen=True)
 class WorkContext:
-    out_dir: Optional[str]          # None: report only, nothing written or compared
+    out_dir: str | None  # None: report only, nothing written or compared
     settings: ConvertSettings
     check: bool = False
     max_size: int = 1 << 20
-    source_label: str = ""          # prefix for the source path recorded in annotations ("" = relative)
-    timeout: float = 60.0           # seconds one script may take (0 = no limit); over it: M615
+    source_label: str = ""  # prefix for the source path recorded in annotations ("" = relative)
+    timeout: float = 60.0  # seconds one script may take (0 = no limit); over it: M615
 
 
 @dataclass
@@ -32,23 +34,23 @@ class FileResult:
     """What the parent needs back about one candidate."""
 
     rel: str
-    kind: str                                   # "script" | "other" | "binary" | "unreadable"
-    record: Optional[dict] = None               # light ScriptReport.to_json() (no rows, no YAML)
-    record_json: str = ""                       # the full record as the JSON report holds it
-    fragments: Tuple[Tuple[str, str], ...] = () # pre-rendered report parts: ("html", ...), ("md", ...)
-    outputs: Tuple[Tuple[str, str, str], ...] = ()   # (rel OUT path, sha256, WRITTEN|UNCHANGED)
-    names: Tuple[str, ...] = ()                 # TrainJob names as emitted
-    base_names: Tuple[str, ...] = ()            # TrainJob names before any clash suffix
-    suffixed: bool = False                      # a clash suffix was applied
-    runnable: bool = False                      # goes into the kustomization
-    skipped: Optional[dict] = None              # SkippedFile.to_json() (unreadable)
+    kind: str  # "script" | "other" | "binary" | "unreadable"
+    record: dict | None = None  # light ScriptReport.to_json() (no rows, no YAML)
+    record_json: str = ""  # the full record as the JSON report holds it
+    fragments: tuple[tuple[str, str], ...] = ()  # pre-rendered report parts: ("html", ...), ("md", ...)
+    outputs: tuple[tuple[str, str, str], ...] = ()  # (rel OUT path, sha256, WRITTEN|UNCHANGED)
+    names: tuple[str, ...] = ()  # TrainJob names as emitted
+    base_names: tuple[str, ...] = ()  # TrainJob names before any clash suffix
+    suffixed: bool = False  # a clash suffix was applied
+    runnable: bool = False  # goes into the kustomization
+    skipped: dict | None = None  # SkippedFile.to_json() (unreadable)
 
 
-_CTX: Optional[WorkContext] = None
-_PROFILES: dict = {}       # profile path -> (Profile | None, load diagnostics), per process
-_FOLDER_PROFILE: dict = {} # script folder -> profile path (or None), per process
+_CTX: WorkContext | None = None
+_PROFILES: dict = {}  # profile path -> (Profile | None, load diagnostics), per process
+_FOLDER_PROFILE: dict = {}  # script folder -> profile path (or None), per process
 
-if TYPE_CHECKING:                       # (the pipeline is imported by warm_up, in each worker)
+if TYPE_CHECKING:  # (the pipeline is imported by warm_up, in each worker)
     from translator.pipeline import ConvertSettings
 
 
@@ -97,7 +99,7 @@ def pool_init(ctx: WorkContext, parent_pid: int) -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):      # not Linux: the parent-pid check below still applies
+    except (OSError, AttributeError):  # not Linux: the parent-pid check below still applies
         pass
     if os.getppid() != parent_pid:
         os._exit(1)
@@ -112,12 +114,19 @@ def warm_up() -> None:
 
     from translator.emit import migrate_writers
 
-    for mod in ("translator.pipeline", "translator.report.build", "translator.report.html", "translator.read",
-                "translator.slurm.resolve", "translator.plan.build", *(w.module for w in migrate_writers())):
+    for mod in (
+        "translator.pipeline",
+        "translator.report.build",
+        "translator.report.html",
+        "translator.read",
+        "translator.slurm.resolve",
+        "translator.plan.build",
+        *(w.module for w in migrate_writers()),
+    ):
         importlib.import_module(mod)
 
 
-def run_batch(batch: Sequence[Tuple[Candidate, Optional[str]]]) -> List[FileResult]:
+def run_batch(batch: Sequence[tuple[Candidate, str | None]]) -> list[FileResult]:
     """Process (candidate, rename_suffix) pairs with the process-wide context."""
     assert _CTX is not None, "worker.init() was not called"
     return [process(c, _CTX, suffix) for c, suffix in batch]
@@ -132,18 +141,22 @@ def rename_suffix(rel: str) -> str:
     return hashlib.sha1(rel.encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
-def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> FileResult:
+def process(c: Candidate, ctx: WorkContext, suffix: str | None = None) -> FileResult:
     from translator.fsio import UserFileError, read_user_file
     from translator.report.model import SkippedFile
 
     try:
         data = read_user_file(c.path, ctx.max_size, follow_symlinks=not c.no_follow)
     except UserFileError as exc:
-        if exc.kind == "too_large":      # grew after discovery looked at it
+        if exc.kind == "too_large":  # grew after discovery looked at it
             sk = SkippedFile(c.rel, "M601", "warning", f"over the {ctx.max_size}-byte limit (--max-size); not read")
-        elif exc.kind in ("special", "directory", "symlink"):   # replaced after discovery looked at it
-            sk = SkippedFile(c.rel, "M621", "info", "no longer a regular file (replaced by a special file, folder "
-                                                    "or link while migrate ran); not read")
+        elif exc.kind in ("special", "directory", "symlink"):  # replaced after discovery looked at it
+            sk = SkippedFile(
+                c.rel,
+                "M621",
+                "info",
+                "no longer a regular file (replaced by a special file, folder or link while migrate ran); not read",
+            )
         else:
             why = exc.message.split(": ", 1)[-1] if ": " in exc.message else exc.message
             sk = SkippedFile(c.rel, "M602", "error", f"cannot read: {why}")
@@ -161,11 +174,11 @@ def process(c: Candidate, ctx: WorkContext, suffix: Optional[str] = None) -> Fil
     return _write_outputs(result, blobs, ctx)
 
 
-def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: WorkContext) -> FileResult:
+def _write_outputs(result: FileResult, blobs: list[tuple[str, bytes]], ctx: WorkContext) -> FileResult:
     """Write the script's outputs into OUT (or compare them, in check mode). An entry of OUT that is a
     symbolic link or a special file is never replaced: the script gets an error (M618)."""
-    outputs: List[Tuple[str, str, str]] = []
-    refused: List[Tuple[str, str]] = []     # (code, message)
+    outputs: list[tuple[str, str, str]] = []
+    refused: list[tuple[str, str]] = []  # (code, message)
     for rel_out, blob in blobs:
         status = UNCHANGED
         if ctx.out_dir is not None:
@@ -174,7 +187,7 @@ def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: Work
             except OutEntryRefused as exc:
                 refused.append(("M618", exc.message))
                 continue
-            except OSError as exc:       # this script's output only (a name the file system refuses...)
+            except OSError as exc:  # this script's output only (a name the file system refuses...)
                 refused.append(("M610", f"cannot write {rel_out}: {exc.strerror or exc}"))
                 continue
         outputs.append((rel_out, sha256_bytes(blob), status))
@@ -184,12 +197,19 @@ def _write_outputs(result: FileResult, blobs: List[Tuple[str, bytes]], ctx: Work
 
     sr = ScriptReport.from_json(json.loads(result.record_json))
     code = refused[0][0]
-    issue = Issue("error", code, "; ".join(m for _c, m in refused)[:500], None,
-                  "remove the link or special file from the output folder, then re-run migrate" if code == "M618"
-                  else "fix the output location (space, permissions), then re-run migrate")
+    issue = Issue(
+        "error",
+        code,
+        "; ".join(m for _c, m in refused)[:500],
+        None,
+        "remove the link or special file from the output folder, then re-run migrate"
+        if code == "M618"
+        else "fix the output location (space, permissions), then re-run migrate",
+    )
     sr = dataclasses.replace(sr, outcome=ERRORS, issues=sr.issues + (issue,))
-    again = _result(result.rel, sr, names=result.names, base_names=result.base_names, suffixed=result.suffixed,
-                    runnable=False)
+    again = _result(
+        result.rel, sr, names=result.names, base_names=result.base_names, suffixed=result.suffixed, runnable=False
+    )
     return dataclasses.replace(again, outputs=tuple(outputs))
 
 
@@ -203,8 +223,12 @@ def _with_deadline(seconds: float, fn, *args):
     import signal
     import threading
 
-    if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread() \
-            or not hasattr(signal, "setitimer"):
+    if (
+        not seconds
+        or seconds <= 0
+        or threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+    ):
         return fn(*args)
 
     def on_alarm(signum, frame):
@@ -223,15 +247,20 @@ def failed_result(rel: str, code: str, message: str) -> FileResult:
     """The record of a script that could not be converted (timeout, worker crash, internal error)."""
     from translator.report.model import ERRORS, Issue, ScriptReport
 
-    hint = ("report this script to the slurm2kf maintainers" if code != "M615"
-            else "raise --timeout, or report the script to the slurm2kf maintainers")
-    sr = ScriptReport(path=rel, outcome=ERRORS, sbatch_accepts=False,
-                      issues=(Issue("error", code, message[:500], None, hint),))
+    hint = (
+        "report this script to the slurm2kf maintainers"
+        if code != "M615"
+        else "raise --timeout, or report the script to the slurm2kf maintainers"
+    )
+    sr = ScriptReport(
+        path=rel, outcome=ERRORS, sbatch_accepts=False, issues=(Issue("error", code, message[:500], None, hint),)
+    )
     return _result(rel, sr)
 
 
-def _convert(c: Candidate, data: bytes, ctx: WorkContext,
-             suffix: Optional[str]) -> Tuple[FileResult, List[Tuple[str, bytes]]]:
+def _convert(
+    c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None
+) -> tuple[FileResult, list[tuple[str, bytes]]]:
     from translator.pipeline import convert
     from translator.report.build import script_report
 
@@ -243,15 +272,15 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext,
         plans = tuple(dataclasses.replace(p, name=renamed(p.name, suffix)) for p in plans)
         conv = dataclasses.replace(conv, plans=plans)
     yaml_text = ""
-    outputs: List[Tuple[str, str, str]] = []
-    blobs: List[Tuple[str, bytes]] = []
+    outputs: list[tuple[str, str, str]] = []
+    blobs: list[tuple[str, bytes]] = []
     if plans:
         from translator.emit import migrate_writers, render
 
-        for w in migrate_writers():        # one output file per format of the table (translator/emit)
+        for w in migrate_writers():  # one output file per format of the table (translator/emit)
             text = render(plans, w.name, findings_comment=True)
             if w.name == "yaml":
-                yaml_text = text           # the report shows the TrainJob YAML
+                yaml_text = text  # the report shows the TrainJob YAML
             rel_out = c.out_stem + w.suffix
             blob = text.encode("utf-8")
             blobs.append((rel_out, blob))
@@ -268,17 +297,31 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext,
     if suffix and plans:
         from translator.report.model import Issue
 
-        note = Issue("info", "M607", f"TrainJob name {', '.join(base_names)} is shared with another script "
-                                     f"of the repository; renamed to {', '.join(sr.names)}", None,
-                     "give the scripts distinct --job-name values to choose the names yourself")
+        note = Issue(
+            "info",
+            "M607",
+            f"TrainJob name {', '.join(base_names)} is shared with another script "
+            f"of the repository; renamed to {', '.join(sr.names)}",
+            None,
+            "give the scripts distinct --job-name values to choose the names yourself",
+        )
         sr = dataclasses.replace(sr, issues=sr.issues + (note,))
     if c.name_note:
         from translator.report.model import Issue
 
-        sr = dataclasses.replace(sr, issues=sr.issues + (Issue("info", "M617", c.name_note, None,
-                                                                "rename the file to choose the output name"),))
-    return _result(c.rel, sr, outputs=tuple(outputs), names=sr.names, base_names=base_names,
-                   suffixed=bool(suffix and plans), runnable=bool(plans) and sr.outcome != "errors"), blobs
+        sr = dataclasses.replace(
+            sr,
+            issues=sr.issues + (Issue("info", "M617", c.name_note, None, "rename the file to choose the output name"),),
+        )
+    return _result(
+        c.rel,
+        sr,
+        outputs=tuple(outputs),
+        names=sr.names,
+        base_names=base_names,
+        suffixed=bool(suffix and plans),
+        runnable=bool(plans) and sr.outcome != "errors",
+    ), blobs
 
 
 def _result(rel: str, sr, **kw) -> FileResult:

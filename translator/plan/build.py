@@ -3,12 +3,13 @@
 Values in a plan are Kubernetes API values: `command`, `args` and env values are escaped for the
 kubelet's `$(VAR)` expansion (translator/plan/kube.py), so emitters write them unchanged.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import heapq
 import re
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
@@ -17,26 +18,50 @@ from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, resources, runtimes
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
-from translator.read.ast import (Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV,
-                                 EXPORT)
+from translator.read.ast import Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
-_INFORMATIONAL = {"echo", "printf", "date", "hostname", "nvidia-smi", "set", "env", "printenv", "uname", "sleep",
-                  "which", "whoami", "id", "pwd", "ls", "free", "lscpu", "nproc", "true", ":", "ulimit", "umask",
-                  "trap", "wait", "exit", "shopt"}
+_INFORMATIONAL = {
+    "echo",
+    "printf",
+    "date",
+    "hostname",
+    "nvidia-smi",
+    "set",
+    "env",
+    "printenv",
+    "uname",
+    "sleep",
+    "which",
+    "whoami",
+    "id",
+    "pwd",
+    "ls",
+    "free",
+    "lscpu",
+    "nproc",
+    "true",
+    ":",
+    "ulimit",
+    "umask",
+    "trap",
+    "wait",
+    "exit",
+    "shopt",
+}
 
 
-def _lines(job, *names) -> Tuple[int, ...]:
+def _lines(job, *names) -> tuple[int, ...]:
     return resources._lines(job, *names)
 
 
-def _first(job, *names) -> Optional[int]:
+def _first(job, *names) -> int | None:
     lines = _lines(job, *names)
     return lines[0] if lines else None
 
 
-def array_indices(spec: str) -> Optional[List[int]]:
+def array_indices(spec: str) -> list[int] | None:
     """`0-9`, `1,3,5`, `0-15:4` (the part before `%`) -> sorted unique indices; None when unparsable.
 
     At most MAX_ARRAY_EXPANSION + 1 indices are returned (the smallest ones): a longer list means "too
@@ -53,7 +78,7 @@ def array_indices(spec: str) -> Optional[List[int]]:
         if s <= 0 or b < a:
             return None
         ranges.append(range(a, b + 1, s))
-    out: List[int] = []
+    out: list[int] = []
     for ix in heapq.merge(*ranges):
         if not out or ix != out[-1]:
             out.append(ix)
@@ -72,11 +97,11 @@ def _commands(statements, depth=0):
             yield from _commands(st.children, depth + 1)
 
 
-def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
+def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
     f = job.fields
     o = job.options
-    out: List[Finding] = []
-    smap: List[SourceMap] = []
+    out: list[Finding] = []
+    smap: list[SourceMap] = []
 
     def add(sev, code, msg, names, fix=None, status="dropped"):
         out.append(Finding(sev, code, msg, _first(job, *names), fix))
@@ -85,42 +110,97 @@ def _option_findings(job, settings) -> Tuple[List[Finding], List[SourceMap]]:
             smap.append(SourceMap("(" + names[0] + ")", lines, status))
 
     if f.dependency:
-        add(WARNING, "P407", f"--dependency={V.clip_text(f.dependency, 60)}: a TrainJob cannot wait for another job",
-            ("dependency",), "submit it after its dependency finishes, or use a workflow engine (Argo Workflows, "
-                             "Kubeflow Pipelines)", status="unsupported")
+        add(
+            WARNING,
+            "P407",
+            f"--dependency={V.clip_text(f.dependency, 60)}: a TrainJob cannot wait for another job",
+            ("dependency",),
+            "submit it after its dependency finishes, or use a workflow engine (Argo Workflows, Kubeflow Pipelines)",
+            status="unsupported",
+        )
     if o.get("mail-type") or o.get("mail-user"):
-        add(INFO, "P408", "--mail-type/--mail-user: Kubernetes sends no mail", ("mail-type", "mail-user"),
-            "watch the TrainJob's conditions (kubectl wait, alerting on TrainJob status)", status="unsupported")
+        add(
+            INFO,
+            "P408",
+            "--mail-type/--mail-user: Kubernetes sends no mail",
+            ("mail-type", "mail-user"),
+            "watch the TrainJob's conditions (kubectl wait, alerting on TrainJob status)",
+            status="unsupported",
+        )
     if f.signal or f.requeue:
-        what = ", ".join(x for x in ((f"--signal={f.signal}" if f.signal else ""), ("--requeue" if f.requeue else "")) if x)
-        add(WARNING, "P409", f"{what}: no signal is sent before activeDeadlineSeconds expires and a TrainJob is not "
-                             "requeued", ("signal", "requeue"),
-            "checkpoint periodically; retries need a runtime with a JobSet failurePolicy", status="unsupported")
+        what = ", ".join(
+            x for x in ((f"--signal={f.signal}" if f.signal else ""), ("--requeue" if f.requeue else "")) if x
+        )
+        add(
+            WARNING,
+            "P409",
+            f"{what}: no signal is sent before activeDeadlineSeconds expires and a TrainJob is not requeued",
+            ("signal", "requeue"),
+            "checkpoint periodically; retries need a runtime with a JobSet failurePolicy",
+            status="unsupported",
+        )
     if f.exclusive:
-        add(WARNING, "P410", "--exclusive: pods share nodes unless they request the whole node",
-            ("exclusive",), "request the node's full CPU/memory, or use a node selector/taint in a site profile")
+        add(
+            WARNING,
+            "P410",
+            "--exclusive: pods share nodes unless they request the whole node",
+            ("exclusive",),
+            "request the node's full CPU/memory, or use a node selector/taint in a site profile",
+        )
     if f.constraint:
-        add(WARNING, "P411", f"--constraint={f.constraint}: node features become a node selector or affinity",
-            ("constraint",), "map features to node labels in a site profile")
+        add(
+            WARNING,
+            "P411",
+            f"--constraint={f.constraint}: node features become a node selector or affinity",
+            ("constraint",),
+            "map features to node labels in a site profile",
+        )
     if o.get("reservation"):
-        add(WARNING, "P412", f"--reservation={o['reservation']}: Kubernetes has no reservations",
-            ("reservation",), "use a dedicated node pool or a Kueue ClusterQueue", status="unsupported")
+        add(
+            WARNING,
+            "P412",
+            f"--reservation={o['reservation']}: Kubernetes has no reservations",
+            ("reservation",),
+            "use a dedicated node pool or a Kueue ClusterQueue",
+            status="unsupported",
+        )
     if f.output or f.error:
         pats = ", ".join(x for x in (f.output and f"--output={f.output}", f.error and f"--error={f.error}") if x)
-        add(INFO, "P413", f"{pats}: output goes to the pod logs, no file is written",
-            ("output", "error"), "read it with `kubectl logs` (one log per node pod)")
+        add(
+            INFO,
+            "P413",
+            f"{pats}: output goes to the pod logs, no file is written",
+            ("output", "error"),
+            "read it with `kubectl logs` (one log per node pod)",
+        )
     if settings.profile is None:
         for name, code_field in (("partition", f.partition), ("qos", f.qos), ("account", f.account)):
             if code_field:
-                add(WARNING, "P416", f"--{name}={code_field}: no site profile maps it to a Kueue queue, node "
-                                     "selector or priority", (name,), "write a site profile (`slurm2kf profile init`)",
-                    status="unsupported")
+                add(
+                    WARNING,
+                    "P416",
+                    f"--{name}={code_field}: no site profile maps it to a Kueue queue, node selector or priority",
+                    (name,),
+                    "write a site profile (`slurm2kf profile init`)",
+                    status="unsupported",
+                )
     if f.chdir:
-        add(WARNING, "P428", f"--chdir={f.chdir}: a TrainJob cannot set the working directory; the image's is used",
-            ("chdir",), "use absolute paths, or set WORKDIR in the image")
+        add(
+            WARNING,
+            "P428",
+            f"--chdir={f.chdir}: a TrainJob cannot set the working directory; the image's is used",
+            ("chdir",),
+            "use absolute paths, or set WORKDIR in the image",
+        )
     if f.nodes_max and f.nodes_min and f.nodes_max != f.nodes_min:
-        add(WARNING, "P426", f"--nodes={f.nodes_min}-{f.nodes_max} is a range; the TrainJob uses {f.nodes_min} "
-                             "nodes", ("nodes",), "pick one node count", status="approximated")
+        add(
+            WARNING,
+            "P426",
+            f"--nodes={f.nodes_min}-{f.nodes_max} is a range; the TrainJob uses {f.nodes_min} nodes",
+            ("nodes",),
+            "pick one node count",
+            status="approximated",
+        )
     return out, smap
 
 
@@ -136,13 +216,14 @@ def accepted_with_plugins(job) -> bool:
 @dataclasses.dataclass
 class _Build:
     """What the sections of build_plans share: the inputs and the findings/source map gathered in order."""
-    script: Any                  # translator.read.ast.Script
-    job: Any                     # translator.slurm.job.SlurmJob
-    settings: Any                # translator.pipeline.ConvertSettings
-    intent: Any = None           # LaunchIntent, set once the launch line is detected
-    shape: Any = None            # common.Shape of the job
-    findings: List[Finding] = dataclasses.field(default_factory=list)
-    smap: List[SourceMap] = dataclasses.field(default_factory=list)
+
+    script: Any  # translator.read.ast.Script
+    job: Any  # translator.slurm.job.SlurmJob
+    settings: Any  # translator.pipeline.ConvertSettings
+    intent: Any = None  # LaunchIntent, set once the launch line is detected
+    shape: Any = None  # common.Shape of the job
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    smap: list[SourceMap] = dataclasses.field(default_factory=list)
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -154,19 +235,19 @@ class _Build:
 @dataclasses.dataclass(frozen=True)
 class _Runtime:
     name: str
-    rt: Any                      # runtimes.Runtime or None (a runtime Kubeflow does not ship)
+    rt: Any  # runtimes.Runtime or None (a runtime Kubeflow does not ship)
     framework: str
     image: str
 
 
 @dataclasses.dataclass(frozen=True)
 class _Packages:
-    packages: Tuple[str, ...]
-    index_urls: Tuple[str, ...]
-    extra_args: Tuple[str, ...]
+    packages: tuple[str, ...]
+    index_urls: tuple[str, ...]
+    extra_args: tuple[str, ...]
 
 
-def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
+def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
     """The plan(s) of one job: each section below adds its findings and source-map entries in order."""
     from translator.launchers.launchline import detect
 
@@ -186,18 +267,34 @@ def build_plans(script, job, settings) -> Tuple[TrainerPlan, ...]:
     name, job_name, annotations = _identity(b)
     _launch_map(b)
     base = TrainerPlan(
-        name=name, source_path=job.path or script.path, job_name=job_name, namespace=settings.namespace,
-        annotations=annotations, runtime=runtime.name, framework=runtime.framework, launcher=b.intent.family,
-        image=runtime.image, command=tuple(_escape_word(c) for c in command_raw),
-        args=tuple(_escape_word(a) for a in args_raw), packages=packages.packages,
-        pip_index_urls=packages.index_urls, pip_extra_args=packages.extra_args, env=env, num_nodes=num_nodes,
-        proc_per_node=b.intent.proc_per_node, resources_per_node=res, active_deadline_seconds=deadline,
-        findings=(), source_map=())
+        name=name,
+        source_path=job.path or script.path,
+        job_name=job_name,
+        namespace=settings.namespace,
+        annotations=annotations,
+        runtime=runtime.name,
+        framework=runtime.framework,
+        launcher=b.intent.family,
+        image=runtime.image,
+        command=tuple(_escape_word(c) for c in command_raw),
+        args=tuple(_escape_word(a) for a in args_raw),
+        packages=packages.packages,
+        pip_index_urls=packages.index_urls,
+        pip_extra_args=packages.extra_args,
+        env=env,
+        num_nodes=num_nodes,
+        proc_per_node=b.intent.proc_per_node,
+        resources_per_node=res,
+        active_deadline_seconds=deadline,
+        findings=(),
+        source_map=(),
+    )
     plans = _arrays(b, base)
     return _finish(b, plans, env, runtime.rt)
 
 
 # --- acceptance: would sbatch take the script?
+
 
 def _acceptance(b: _Build) -> None:
     job = b.job
@@ -208,59 +305,105 @@ def _acceptance(b: _Build) -> None:
             m = re.search(r"`--([\w-]+)` is an option of the (\w+) SPANK plugin", d.message)
             if m and f"--{m.group(1)} ({m.group(2)})" not in names:
                 names.append(f"--{m.group(1)} ({m.group(2)})")
-        b.add(Finding(WARNING, "P446", "site SPANK plugin options, which sbatch accepts only where the "
-                      "plugin is installed, are read as the plugin reads them: " + ", ".join(names),
-                      plugin_diags[0].line, "nothing for the TrainJob; on Slurm submit it on a site with the "
-                      "plugin"))
+        b.add(
+            Finding(
+                WARNING,
+                "P446",
+                "site SPANK plugin options, which sbatch accepts only where the "
+                "plugin is installed, are read as the plugin reads them: " + ", ".join(names),
+                plugin_diags[0].line,
+                "nothing for the TrainJob; on Slurm submit it on a site with the plugin",
+            )
+        )
     if not job.sbatch_accepts and not accepted_with_plugins(job):
-        b.add(Finding(ERROR, "P401", "sbatch would refuse this script, so the conversion describes a job "
-                      "Slurm never ran", next((d.line for d in job.diagnostics if d.severity == ERROR), None),
-                      "fix the errors reported for the script first"))
+        b.add(
+            Finding(
+                ERROR,
+                "P401",
+                "sbatch would refuse this script, so the conversion describes a job Slurm never ran",
+                next((d.line for d in job.diagnostics if d.severity == ERROR), None),
+                "fix the errors reported for the script first",
+            )
+        )
 
 
 # --- runtime and image
 
+
 def _runtime_and_image(b: _Build) -> _Runtime:
     intent, settings = b.intent, b.settings
-    runtime_name = settings.runtime or intent.runtime or runtimes.DEFAULT_FOR_FRAMEWORK.get(intent.framework,
-                                                                                             "torch-distributed")
+    runtime_name = (
+        settings.runtime or intent.runtime or runtimes.DEFAULT_FOR_FRAMEWORK.get(intent.framework, "torch-distributed")
+    )
     rt = runtimes.get(runtime_name)
     if settings.runtime:
         if rt is None:
-            b.add(Finding(WARNING, "P425", f"runtime `{runtime_name}` is not one Kubeflow ships; its "
-                          "framework and image are unknown to slurm2kf", None,
-                          "check it exists (`kubectl get clustertrainingruntimes`) and pass --image"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P425",
+                    f"runtime `{runtime_name}` is not one Kubeflow ships; its "
+                    "framework and image are unknown to slurm2kf",
+                    None,
+                    "check it exists (`kubectl get clustertrainingruntimes`) and pass --image",
+                )
+            )
         elif not rt.custom_trainer:
-            b.add(Finding(ERROR, "P427", f"runtime `{runtime_name}` only runs its built-in torchtune "
-                          "recipe; a custom command cannot use it", None, "choose another --runtime"))
+            b.add(
+                Finding(
+                    ERROR,
+                    "P427",
+                    f"runtime `{runtime_name}` only runs its built-in torchtune recipe; a custom command cannot use it",
+                    None,
+                    "choose another --runtime",
+                )
+            )
         elif rt.policy != intent.framework and intent.framework in ("torch", "mpi", "jax"):
-            b.add(Finding(WARNING, "P427", f"runtime `{runtime_name}` has the {rt.policy} policy but the "
-                          f"launch line needs {intent.framework} ({intent.family}); the command may not "
-                          "start as intended", intent.line, "use a runtime with the matching policy"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P427",
+                    f"runtime `{runtime_name}` has the {rt.policy} policy but the "
+                    f"launch line needs {intent.framework} ({intent.family}); the command may not "
+                    "start as intended",
+                    intent.line,
+                    "use a runtime with the matching policy",
+                )
+            )
     framework = rt.policy if rt is not None else intent.framework
     if settings.image:
         image = settings.image
-        b.findings[:] = [x if x.code != "L310" else dataclasses.replace(
-            x, severity=INFO, message=x.message + f"; --image {settings.image} is used instead") for x in b.findings]
+        b.findings[:] = [
+            x
+            if x.code != "L310"
+            else dataclasses.replace(
+                x, severity=INFO, message=x.message + f"; --image {settings.image} is used instead"
+            )
+            for x in b.findings
+        ]
     elif intent.image:
         image = intent.image
     elif rt is not None:
         image = rt.image
     else:
         image = runtimes.default_image(intent.framework)
-    b.smap.append(SourceMap("spec.trainer.image", tuple(ln for ln in (intent.line,) if intent.image and ln), "mapped")
-                  if intent.image else SourceMap("spec.trainer.image", (), "approximated"))
+    b.smap.append(
+        SourceMap("spec.trainer.image", tuple(ln for ln in (intent.line,) if intent.image and ln), "mapped")
+        if intent.image
+        else SourceMap("spec.trainer.image", (), "approximated")
+    )
     return _Runtime(runtime_name, rt, framework, image)
 
 
 # --- software environment (modules, conda/venv, pip, the commands around the launch)
+
 
 def _software_environment(b: _Build) -> _Packages:
     intent = b.intent
     is_script = intent.family == "script"
     launch_line = intent.line
     pkgs: dict = {}
-    index_urls: List[str] = []
+    index_urls: list[str] = []
     extra_index: dict = {}
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
@@ -272,7 +415,7 @@ def _software_environment(b: _Build) -> _Packages:
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             named, index_url, ex, extra, fnd = pipmod.parse(cmd)
-            for x in named:                   # ordered sets: linear in the number of pip lines
+            for x in named:  # ordered sets: linear in the number of pip lines
                 pkgs.setdefault(x)
             index_urls = index_url or index_urls
             for x in ex:
@@ -282,38 +425,70 @@ def _software_environment(b: _Build) -> _Packages:
             b.findings.extend(fnd)
             b.map("packages", (cmd.line,), "mapped")
         elif cmd.kind == SBATCH:
-            b.add(Finding(WARNING, "P415", f"nested `{cmd.text.strip()}` submits another Slurm job; it is "
-                          "not converted (and fails in the pod)", cmd.line,
-                          "convert that script too and submit both TrainJobs"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P415",
+                    f"nested `{cmd.text.strip()}` submits another Slurm job; it is "
+                    "not converted (and fails in the pod)",
+                    cmd.line,
+                    "convert that script too and submit both TrainJobs",
+                )
+            )
             b.map("(body)", (cmd.line,), "unsupported")
-        elif not is_script and cmd.kind in (OTHER, SOURCE, CD, EXPORT) and (
-                cmd.line not in consumed or cmd.connector == "|"):
+        elif (
+            not is_script
+            and cmd.kind in (OTHER, SOURCE, CD, EXPORT)
+            and (cmd.line not in consumed or cmd.connector == "|")
+        ):
             if launch_line is not None and (cmd.line > launch_line or cmd.line in consumed):
                 after.append(cmd)
             else:
                 dropped_before.append(cmd)
     _environment_setup(b, modules, envs)
     if pkgs:
-        b.add(Finding(INFO, "P424", "pip installs run in each pod before the launcher: "
-                      + " ".join(pkgs), None, "bake them into the image to start faster"))
+        b.add(
+            Finding(
+                INFO,
+                "P424",
+                "pip installs run in each pod before the launcher: " + " ".join(pkgs),
+                None,
+                "bake them into the image to start faster",
+            )
+        )
     _dropped_commands(b, dropped_before, after, consumed)
-    return _Packages(tuple(pkgs),
-                     tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
-                     tuple(pip_extra))
+    return _Packages(
+        tuple(pkgs),
+        tuple(index_urls or ([pipmod.DEFAULT_INDEX] if extra_index else [])) + tuple(extra_index),
+        tuple(pip_extra),
+    )
 
 
 def _environment_setup(b: _Build, modules, envs) -> None:
     """`module load`, conda and virtualenv lines: the image must provide what they set up."""
     if modules:
-        b.add(Finding(WARNING, "P402", "environment modules must be provided by the image: "
-                      + "; ".join(m.text.strip() for m in modules), modules[0].line,
-                      "build an image with this software, then pass --image"))
+        b.add(
+            Finding(
+                WARNING,
+                "P402",
+                "environment modules must be provided by the image: " + "; ".join(m.text.strip() for m in modules),
+                modules[0].line,
+                "build an image with this software, then pass --image",
+            )
+        )
         b.map("spec.trainer.image", (m.line for m in modules), "approximated")
     for e in envs:
         code = "P403" if e.kind == CONDA else "P404"
         what = "conda environment" if e.kind == CONDA else "virtualenv"
-        b.add(Finding(WARNING, code, f"{what} `{e.text.strip()}` must be replaced by an image "
-                      "with that environment", e.line, "build the environment into the image (--image)"))
+        b.add(
+            Finding(
+                WARNING,
+                code,
+                f"{what} `{e.text.strip()}` must be replaced by an image with that environment",
+                e.line,
+                "build the environment into the image (--image)",
+            )
+        )
         b.map("spec.trainer.image", (e.line,), "approximated")
 
 
@@ -325,8 +500,15 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
         discovery = name == "scontrol" or (discovery and cmd.connector == "|")
         if discovery:
-            b.add(Finding(INFO, "P441", f"`{cmd.text.strip()}` reads the Slurm node list; the Kubeflow "
-                          "runtime provides the nodes to the launcher, so it is not carried", cmd.line))
+            b.add(
+                Finding(
+                    INFO,
+                    "P441",
+                    f"`{cmd.text.strip()}` reads the Slurm node list; the Kubeflow "
+                    "runtime provides the nodes to the launcher, so it is not carried",
+                    cmd.line,
+                )
+            )
             b.map("(body)", (cmd.line,), "dropped")
     discovered = {f.line for f in b.findings if f.code == "P441"}
     dropped_before = [c for c in dropped_before if c.line not in discovered]
@@ -334,56 +516,122 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
     for cmd in dropped_before:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
         if cmd.kind == SOURCE:
-            b.add(Finding(WARNING, "P440", f"`{cmd.text.strip()}` sets up the shell environment on Slurm; "
-                          "the image must provide the same environment", cmd.line,
-                          "build that environment into the image (--image)"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P440",
+                    f"`{cmd.text.strip()}` sets up the shell environment on Slurm; "
+                    "the image must provide the same environment",
+                    cmd.line,
+                    "build that environment into the image (--image)",
+                )
+            )
         elif cmd.kind == CD:
-            b.add(Finding(WARNING, "P428", f"`{cmd.text.strip()}` changes directory; a TrainJob runs in the "
-                          "image's working directory", cmd.line, "use absolute paths in the command"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P428",
+                    f"`{cmd.text.strip()}` changes directory; a TrainJob runs in the image's working directory",
+                    cmd.line,
+                    "use absolute paths in the command",
+                )
+            )
         elif name in _INFORMATIONAL:
             b.add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
         else:
-            b.add(Finding(WARNING, "P436", f"`{cmd.text.strip()}` ran before the launch on Slurm and is not "
-                          "part of the TrainJob", cmd.line, "move it into the image or the program"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P436",
+                    f"`{cmd.text.strip()}` ran before the launch on Slurm and is not part of the TrainJob",
+                    cmd.line,
+                    "move it into the image or the program",
+                )
+            )
         b.map("(body)", (cmd.line,), "dropped")
     for cmd in after:
         name = common.basename(cmd.words[0].value) if cmd.words else ""
-        if cmd.connector == "|" and launch_line is not None and cmd.line <= (max(consumed) if consumed else launch_line):
-            b.add(Finding(INFO, "P435", f"`{cmd.text.strip()}` read the launch's output on Slurm; on "
-                          "Kubernetes the output goes to the pod logs (`kubectl logs`)", cmd.line))
+        if (
+            cmd.connector == "|"
+            and launch_line is not None
+            and cmd.line <= (max(consumed) if consumed else launch_line)
+        ):
+            b.add(
+                Finding(
+                    INFO,
+                    "P435",
+                    f"`{cmd.text.strip()}` read the launch's output on Slurm; on "
+                    "Kubernetes the output goes to the pod logs (`kubectl logs`)",
+                    cmd.line,
+                )
+            )
             b.map("(body)", (cmd.line,), "dropped")
             continue
         sev = INFO if name in _INFORMATIONAL else WARNING
         code = "P435" if sev == INFO else "P437"
-        msg = (f"`{cmd.text.strip()}` is not carried (informational)" if sev == INFO else
-               f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob")
-        b.add(Finding(sev, code, msg, cmd.line, None if sev == INFO else
-                      "run it as a separate step (e.g. a workflow) or inside the program"))
+        msg = (
+            f"`{cmd.text.strip()}` is not carried (informational)"
+            if sev == INFO
+            else f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob"
+        )
+        b.add(
+            Finding(
+                sev,
+                code,
+                msg,
+                cmd.line,
+                None if sev == INFO else "run it as a separate step (e.g. a workflow) or inside the program",
+            )
+        )
         b.map("(body)", (cmd.line,), "dropped")
 
 
 # --- shape, resources, env
 
+
 def _nodes(b: _Build, runtime: _Runtime) -> int:
     intent, shape = b.intent, b.shape
     num_nodes = intent.num_nodes or shape.nodes
     if num_nodes < shape.nodes and intent.family not in ("python", "script"):
-        b.add(Finding(INFO, "P443", f"the launch line uses {num_nodes} of the job's {shape.nodes} nodes; "
-                      f"the TrainJob asks for {num_nodes}", intent.line))
-    b.map("spec.trainer.numNodes", _lines(b.job, "nodes", "ntasks", "ntasks-per-node"),
-          "mapped" if num_nodes == shape.nodes else "approximated")
+        b.add(
+            Finding(
+                INFO,
+                "P443",
+                f"the launch line uses {num_nodes} of the job's {shape.nodes} nodes; the TrainJob asks for {num_nodes}",
+                intent.line,
+            )
+        )
+    b.map(
+        "spec.trainer.numNodes",
+        _lines(b.job, "nodes", "ntasks", "ntasks-per-node"),
+        "mapped" if num_nodes == shape.nodes else "approximated",
+    )
     if runtime.framework == "mpi":
         text = " ".join(intent.command + intent.args)
         if not _MPI_STARTER.search(text):
-            b.add(Finding(ERROR, "P444", f"the MPI runtime `{runtime.name}` runs the command once, on its "
-                          "launcher pod; without mpirun (or the DeepSpeed runner) in it, one process runs "
-                          "instead of the job's ranks", intent.line,
-                          "call `mpirun` in the command, or use a torch runtime (--runtime torch-distributed)"))
+            b.add(
+                Finding(
+                    ERROR,
+                    "P444",
+                    f"the MPI runtime `{runtime.name}` runs the command once, on its "
+                    "launcher pod; without mpirun (or the DeepSpeed runner) in it, one process runs "
+                    "instead of the job's ranks",
+                    intent.line,
+                    "call `mpirun` in the command, or use a torch runtime (--runtime torch-distributed)",
+                )
+            )
         elif num_nodes == 1:
-            b.add(Finding(WARNING, "P445", f"numNodes 1 on the MPI runtime `{runtime.name}` still starts a "
-                          "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
-                          "run on the launcher (first hostfile line), the worker idles", intent.line,
-                          "for one node use the torch runtime with the program run directly"))
+            b.add(
+                Finding(
+                    WARNING,
+                    "P445",
+                    f"numNodes 1 on the MPI runtime `{runtime.name}` still starts a "
+                    "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
+                    "run on the launcher (first hostfile line), the worker idles",
+                    intent.line,
+                    "for one node use the torch runtime with the program run directly",
+                )
+            )
     return num_nodes
 
 
@@ -394,14 +642,19 @@ def _resources(b: _Build):
     return res
 
 
-def _environment(b: _Build, framework: str) -> Tuple[EnvVar, ...]:
+def _environment(b: _Build, framework: str) -> tuple[EnvVar, ...]:
     intent, script = b.intent, b.script
     if intent.family == "script":
-        env: Tuple[EnvVar, ...] = ()
+        env: tuple[EnvVar, ...] = ()
     else:
-        env, efind, emap = envmod.collect(script, intent.line, framework, kube.escape,
-                                          consumed=set(intent.consumed_lines),
-                                          resolve=_static_resolver(script, b.job, b.shape, intent.line))
+        env, efind, emap = envmod.collect(
+            script,
+            intent.line,
+            framework,
+            kube.escape,
+            consumed=set(intent.consumed_lines),
+            resolve=_static_resolver(script, b.job, b.shape, intent.line),
+        )
         b.findings.extend(efind)
         b.smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
@@ -412,11 +665,13 @@ def _environment(b: _Build, framework: str) -> Tuple[EnvVar, ...]:
 
 # --- the command: secrets never in clear text (translator/plan/secrets.py), checks of what it reads
 
+
 def _command(b: _Build, env, framework: str):
     intent = b.intent
     command_raw, args_raw = tuple(intent.command), tuple(intent.args)
     env, command_raw, args_raw, sfind = _secrets(
-        b.script, env, intent, command_raw, args_raw, naming.trainjob_name(b.job.fields.job_name or "sbatch"))
+        b.script, env, intent, command_raw, args_raw, naming.trainjob_name(b.job.fields.job_name or "sbatch")
+    )
     b.findings.extend(sfind)
     b.findings.extend(_node_specific(env, command_raw, args_raw, intent))
     b.findings.extend(_job_id_use(b.job, command_raw, args_raw, intent))
@@ -427,16 +682,30 @@ def _command(b: _Build, env, framework: str):
 
 # --- deadline
 
-def _deadline(b: _Build) -> Optional[int]:
+
+def _deadline(b: _Build) -> int | None:
     job = b.job
     t = job.fields.time_limit_seconds
-    if t and t > 2 ** 63 - 1:                               # activeDeadlineSeconds is an int64
-        b.add(Finding(WARNING, "P405", f"--time={job.options.get('time', '')} is beyond what "
-                      "activeDeadlineSeconds can hold; no deadline is set", _first(job, "time")))
+    if t and t > 2**63 - 1:  # activeDeadlineSeconds is an int64
+        b.add(
+            Finding(
+                WARNING,
+                "P405",
+                f"--time={job.options.get('time', '')} is beyond what "
+                "activeDeadlineSeconds can hold; no deadline is set",
+                _first(job, "time"),
+            )
+        )
     elif t:
-        b.add(Finding(INFO, "P405", f"--time={job.options.get('time', '')} -> activeDeadlineSeconds {t}; "
-                      "it counts from when the TrainJob starts (including image pulls and pip installs)",
-                      _first(job, "time")))
+        b.add(
+            Finding(
+                INFO,
+                "P405",
+                f"--time={job.options.get('time', '')} -> activeDeadlineSeconds {t}; "
+                "it counts from when the TrainJob starts (including image pulls and pip installs)",
+                _first(job, "time"),
+            )
+        )
         b.map("spec.activeDeadlineSeconds", _lines(job, "time"), "mapped")
         return int(t)
     elif t == 0:
@@ -446,16 +715,23 @@ def _deadline(b: _Build) -> Optional[int]:
 
 # --- other options
 
+
 def _other_options(b: _Build) -> None:
     job, script = b.job, b.script
     ofind, omap = _option_findings(job, b.settings)
     b.findings.extend(ofind)
     b.smap.extend(omap)
     if len(job.components) > 1 or getattr(script, "components", 1) > 1:
-        b.add(Finding(ERROR, "P414", f"heterogeneous job with {max(len(job.components), script.components)} "
-                      "components: a TrainJob has one node shape; only the first component is converted",
-                      next((d.line for d in script.directives if d.component == 1), None),
-                      "split it into separate TrainJobs, or one shape that fits all components"))
+        b.add(
+            Finding(
+                ERROR,
+                "P414",
+                f"heterogeneous job with {max(len(job.components), script.components)} "
+                "components: a TrainJob has one node shape; only the first component is converted",
+                next((d.line for d in script.directives if d.component == 1), None),
+                "split it into separate TrainJobs, or one shape that fits all components",
+            )
+        )
         het_lines = tuple(d.line for d in script.directives if d.component > 0)
         if het_lines:
             b.map("(hetjob)", het_lines, "unsupported")
@@ -463,20 +739,28 @@ def _other_options(b: _Build) -> None:
 
 # --- identity
 
+
 def _identity(b: _Build):
     job = b.job
     job_name = job.fields.job_name or "sbatch"
     name = naming.trainjob_name(job_name)
     if name != job_name:
-        b.add(Finding(INFO, "P429", f"job name `{job_name}` becomes the TrainJob name `{name}` (RFC 1035 "
-                      "label); the original is kept in the annotation " + naming.ANNOTATION_JOB_NAME,
-                      _first(job, "job-name")))
+        b.add(
+            Finding(
+                INFO,
+                "P429",
+                f"job name `{job_name}` becomes the TrainJob name `{name}` (RFC 1035 "
+                "label); the original is kept in the annotation " + naming.ANNOTATION_JOB_NAME,
+                _first(job, "job-name"),
+            )
+        )
     b.map("metadata.name", _lines(job, "job-name"), "mapped" if name == job_name else "approximated")
     annotations = ((naming.ANNOTATION_JOB_NAME, job_name), (naming.ANNOTATION_SOURCE, job.path or b.script.path))
     return name, job_name, annotations
 
 
 # --- the launch
+
 
 def _launch_map(b: _Build) -> None:
     intent = b.intent
@@ -487,33 +771,48 @@ def _launch_map(b: _Build) -> None:
 
 # --- arrays
 
-def _arrays(b: _Build, base: TrainerPlan) -> List[TrainerPlan]:
+
+def _arrays(b: _Build, base: TrainerPlan) -> list[TrainerPlan]:
     job, settings = b.job, b.settings
     arr = job.fields.array
     if not arr:
         return [base]
-    plans: List[TrainerPlan] = []
+    plans: list[TrainerPlan] = []
     uses_task_id = "SLURM_ARRAY_TASK_ID" in (b.script.text or "")
     indices = array_indices(arr)
     line = _first(job, "array")
     if settings.array_mode == "expand" and indices and len(indices) <= MAX_ARRAY_EXPANSION:
-        b.add(Finding(INFO, "P439", f"--array={V.clip_text(arr, 60)} expanded into {len(indices)} TrainJobs with "
-                      "SLURM_ARRAY_TASK_ID set"
-                      + (f"; the throttle %{job.fields.array_throttle} is not enforced"
-                         if job.fields.array_throttle else ""), line))
+        b.add(
+            Finding(
+                INFO,
+                "P439",
+                f"--array={V.clip_text(arr, 60)} expanded into {len(indices)} TrainJobs with "
+                "SLURM_ARRAY_TASK_ID set"
+                + (f"; the throttle %{job.fields.array_throttle} is not enforced" if job.fields.array_throttle else ""),
+                line,
+            )
+        )
         b.map("(array)", _lines(job, "array"), "mapped")
         for ix in indices:
             plans.append(_array_plan(base, job, arr, indices, ix))
         return plans
-    reason = ("it has more than %d tasks" % MAX_ARRAY_EXPANSION if indices and len(indices) > MAX_ARRAY_EXPANSION
-              else "the index list cannot be read" if not indices else "")
+    reason = (
+        "it has more than %d tasks" % MAX_ARRAY_EXPANSION
+        if indices and len(indices) > MAX_ARRAY_EXPANSION
+        else "the index list cannot be read"
+        if not indices
+        else ""
+    )
     msg = f"--array={V.clip_text(arr, 60)}: only one TrainJob is written"
     if indices:
         msg += f", for index {indices[0]}" + (" (SLURM_ARRAY_TASK_ID is set to it)" if uses_task_id else "")
     if reason:
         msg += f"; not expanded because {reason}"
-    b.add(Finding(WARNING, "P438", msg, line, "use --array-mode=expand for one TrainJob per index, "
-                                              "or an indexed workflow"))
+    b.add(
+        Finding(
+            WARNING, "P438", msg, line, "use --array-mode=expand for one TrainJob per index, or an indexed workflow"
+        )
+    )
     b.map("(array)", _lines(job, "array"), "approximated")
     if indices and uses_task_id:
         return [dataclasses.replace(base, env=_with_env(base.env, "SLURM_ARRAY_TASK_ID", str(indices[0])))]
@@ -522,7 +821,8 @@ def _arrays(b: _Build, base: TrainerPlan) -> List[TrainerPlan]:
 
 # --- findings, profile, shared memory: the same for every plan of the job
 
-def _finish(b: _Build, plans: List[TrainerPlan], env, rt) -> Tuple[TrainerPlan, ...]:
+
+def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, ...]:
     findings = _redact(b.findings, b.script, env)
     settings = b.settings
     out = []
@@ -530,6 +830,7 @@ def _finish(b: _Build, plans: List[TrainerPlan], env, rt) -> Tuple[TrainerPlan, 
         p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(b.smap))
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
+
             p = apply_profile(p, b.script, b.job, settings.profile, settings)
         if b.shape.gpus_per_node:
             p = with_shared_memory(p, rt)
@@ -550,15 +851,22 @@ def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
     jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
     volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
     mount = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
-    patches = tuple(plan.patches) + tuple(PodPatch(job=j, container=rt.container if rt else "node",
-                                                   volumes=(volume,), volume_mounts=(mount,)) for j in jobs)
-    note = Finding(INFO, "P442", "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
-                   "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
-                   None, "size it with `defaults.shmSize` in a site profile")
+    patches = tuple(plan.patches) + tuple(
+        PodPatch(job=j, container=rt.container if rt else "node", volumes=(volume,), volume_mounts=(mount,))
+        for j in jobs
+    )
+    note = Finding(
+        INFO,
+        "P442",
+        "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
+        "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
+        None,
+        "size it with `defaults.shmSize` in a site profile",
+    )
     return dataclasses.replace(plan, patches=patches, findings=tuple(plan.findings) + (note,))
 
 
-def _with_env(env, name, value) -> Tuple[EnvVar, ...]:
+def _with_env(env, name, value) -> tuple[EnvVar, ...]:
     return tuple(e for e in env if e.name != name) + (EnvVar(name, value),)
 
 
@@ -566,10 +874,15 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
     env = base.env
     env = _with_env(env, "SLURM_ARRAY_TASK_ID", str(ix))
     env = _with_env(env, "SLURM_ARRAY_TASK_COUNT", str(len(indices)))
-    env = _with_env(env, "SLURM_ARRAY_TASK_MIN", str(indices[0]))       # indices are sorted
+    env = _with_env(env, "SLURM_ARRAY_TASK_MIN", str(indices[0]))  # indices are sorted
     env = _with_env(env, "SLURM_ARRAY_TASK_MAX", str(indices[-1]))
-    return dataclasses.replace(base, name=naming.trainjob_name(base.job_name, str(ix)), env=env, array_index=ix,
-                               annotations=base.annotations + ((naming.ANNOTATION_ARRAY_INDEX, str(ix)),))
+    return dataclasses.replace(
+        base,
+        name=naming.trainjob_name(base.job_name, str(ix)),
+        env=env,
+        array_index=ix,
+        annotations=base.annotations + ((naming.ANNOTATION_ARRAY_INDEX, str(ix)),),
+    )
 
 
 def _one_line(f: Finding) -> Finding:
@@ -581,17 +894,17 @@ def _one_line(f: Finding) -> Finding:
     return dataclasses.replace(f, message=message, suggestion=suggestion)
 
 
-def _dedupe(findings) -> Tuple[Finding, ...]:
-    out = dict.fromkeys(map(_one_line, findings))          # first occurrence kept, in order
+def _dedupe(findings) -> tuple[Finding, ...]:
+    out = dict.fromkeys(map(_one_line, findings))  # first occurrence kept, in order
     return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))
 
 
-_ESCAPED = "\0s2k-escaped\0"      # marks a word that is already in kubelet form (holds $(NAME) references)
+_ESCAPED = "\0s2k-escaped\0"  # marks a word that is already in kubelet form (holds $(NAME) references)
 
 
 def _escape_word(text: str) -> str:
     if text.startswith(_ESCAPED):
-        return text[len(_ESCAPED):]
+        return text[len(_ESCAPED) :]
     return kube.escape(text)
 
 
@@ -601,7 +914,7 @@ def _secrets(script, env, intent, command, args, trainjob_name):
     from translator.plan import secrets
     from translator.read.ast import iter_assignments
 
-    found = {}                                  # name -> (value, line, why)
+    found = {}  # name -> (value, line, why)
     for a in iter_assignments(script.body):
         if a.value.literal:
             why = secrets.looks_secret(a.name, a.value.value)
@@ -621,8 +934,11 @@ def _secrets(script, env, intent, command, args, trainjob_name):
         for token in secrets.embedded_tokens(word):
             if token not in known and not any(token in v for v in known):
                 known.add(token)
-                found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (token, intent.line,
-                                                              "a word of the command has the shape of a token")
+                found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (
+                    token,
+                    intent.line,
+                    "a word of the command has the shape of a token",
+                )
     if not found:
         return env, command, args, []
     sname = secrets.secret_name(trainjob_name)
@@ -645,11 +961,11 @@ def _secrets(script, env, intent, command, args, trainjob_name):
         if not hits:
             return word
         # the kubelet puts the Secret's value where $(NAME) stands (NAME is in the container env)
-        pieces: List[Union[str, Tuple[str]]] = [word]     # text, or (NAME,) where $(NAME) goes
+        pieces: list[str | tuple[str]] = [word]  # text, or (NAME,) where $(NAME) goes
         for name in hits:
             used.add(name)
             value = found[name][0]
-            nxt: List[Union[str, Tuple[str]]] = []
+            nxt: list[str | tuple[str]] = []
             for p in pieces:
                 if isinstance(p, tuple):
                     nxt.append(p)
@@ -680,58 +996,88 @@ def _secrets(script, env, intent, command, args, trainjob_name):
         if e.secret_name:
             line = found.get(e.name, (None, e.line, ""))[1]
             why = found.get(e.name, ("", None, "it looks like a secret"))[2]
-            findings.append(Finding(WARNING, "P447", f"{e.name} is not written into the output ({why}): the YAML "
-                                    f"reads it from key `{e.name}` of Secret `{sname}` (spec.trainer.env valueFrom."
-                                    "secretKeyRef); SDK 0.5 cannot express that, so the Python file takes it from "
-                                    f"${e.name} of the submitting shell and the TrainJob object carries the value",
-                                    line, f"create the Secret before `kubectl apply`: `kubectl create secret generic "
-                                    f"{sname} --from-literal={e.name}=<the value on line {line}>`; for the Python "
-                                    f"file export {e.name} first"))
+            findings.append(
+                Finding(
+                    WARNING,
+                    "P447",
+                    f"{e.name} is not written into the output ({why}): the YAML "
+                    f"reads it from key `{e.name}` of Secret `{sname}` (spec.trainer.env valueFrom."
+                    "secretKeyRef); SDK 0.5 cannot express that, so the Python file takes it from "
+                    f"${e.name} of the submitting shell and the TrainJob object carries the value",
+                    line,
+                    f"create the Secret before `kubectl apply`: `kubectl create secret generic "
+                    f"{sname} --from-literal={e.name}=<the value on line {line}>`; for the Python "
+                    f"file export {e.name} first",
+                )
+            )
     return tuple(out_env), new_command, new_args, findings
 
 
 _IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")
-_ENDPOINT = re.compile(r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
-                       r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|\bMASTER_ADDR=)([^\s'\";]+)")
+_ENDPOINT = re.compile(
+    r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
+    r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|\bMASTER_ADDR=)([^\s'\";]+)"
+)
 
 
-def _node_specific(env, command, args, intent) -> List[Finding]:
+def _node_specific(env, command, args, intent) -> list[Finding]:
     """Values that name things of the Slurm nodes which do not exist in a pod: GPU indices, addresses."""
-    out: List[Finding] = []
+    out: list[Finding] = []
     for e in env:
         if e.name == "CUDA_VISIBLE_DEVICES" and not e.secret_name:
-            out.append(Finding(WARNING, "P448", f"CUDA_VISIBLE_DEVICES={e.value} is carried: in a pod the GPUs the "
-                               "node allocated are numbered from 0, and Slurm's indices were the node's own (set per "
-                               "job by gres), so it may select other GPUs or fewer than the job requests", e.line,
-                               "drop it and request the GPUs the program uses (--gpus-per-node)"))
+            out.append(
+                Finding(
+                    WARNING,
+                    "P448",
+                    f"CUDA_VISIBLE_DEVICES={e.value} is carried: in a pod the GPUs the "
+                    "node allocated are numbered from 0, and Slurm's indices were the node's own (set per "
+                    "job by gres), so it may select other GPUs or fewer than the job requests",
+                    e.line,
+                    "drop it and request the GPUs the program uses (--gpus-per-node)",
+                )
+            )
     texts = [("env " + e.name, e.value, e.line) for e in env if not e.secret_name]
     texts += [("the command", w, intent.line) for w in tuple(command) + tuple(args)]
     seen = set()
     for where, text, line in texts:
         hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
-        hits += [m.group(1) for m in _ENDPOINT.finditer(text)
-                 if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
-                 and "_s2k" not in m.group(1) and "://" not in m.group(1)]
+        hits += [
+            m.group(1)
+            for m in _ENDPOINT.finditer(text)
+            if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
+            and "_s2k" not in m.group(1)
+            and "://" not in m.group(1)
+        ]
         for h in hits:
             if (where, h) in seen or any(o != h and o in h for o in hits):
                 continue
             if (where, h) in seen:
                 continue
             seen.add((where, h))
-            out.append(Finding(WARNING, "P448", f"{where} names the address `{h}` of a Slurm node or host; pods have "
-                               "their own addresses (the rank-0 pod is PET_MASTER_ADDR / $MASTER_ADDR)", line,
-                               "use the address the runtime provides (MASTER_ADDR, PET_MASTER_ADDR) instead"))
+            out.append(
+                Finding(
+                    WARNING,
+                    "P448",
+                    f"{where} names the address `{h}` of a Slurm node or host; pods have "
+                    "their own addresses (the rank-0 pod is PET_MASTER_ADDR / $MASTER_ADDR)",
+                    line,
+                    "use the address the runtime provides (MASTER_ADDR, PET_MASTER_ADDR) instead",
+                )
+            )
     return out
 
 
-def _redact(findings, script, env) -> List[Finding]:
+def _redact(findings, script, env) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
     (they are printed, and become comments of the YAML and the Python file)."""
     from translator.plan import secrets
     from translator.read.ast import iter_assignments
 
-    values = {a.value.value for a in iter_assignments(script.body)
-              if a.value.literal and secrets.looks_secret(a.name, a.value.value) and len(a.value.value) >= 4}
+    values = {
+        a.value.value
+        for a in iter_assignments(script.body)
+        if a.value.literal and secrets.looks_secret(a.name, a.value.value) and len(a.value.value) >= 4
+    }
 
     def clean(text):
         if not text:
@@ -762,23 +1108,37 @@ def _forward_env(env, command, args, intent, findings):
             return command, args
         at = list(args).index("-npernode") + 2 if "-npernode" in args else 0
         new = list(args[:at]) + [w for n in extra for w in ("-x", n)] + list(args[at:])
-        findings.append(Finding(INFO, "L351", "the TrainJob env is forwarded to the MPI ranks with -x (ssh sessions "
-                                "on the worker pods do not inherit it; on Slurm the ranks got the job's environment): "
-                                + ", ".join(extra), intent.line))
+        findings.append(
+            Finding(
+                INFO,
+                "L351",
+                "the TrainJob env is forwarded to the MPI ranks with -x (ssh sessions "
+                "on the worker pods do not inherit it; on Slurm the ranks got the job's environment): "
+                + ", ".join(extra),
+                intent.line,
+            )
+        )
         return command, tuple(new)
     if tuple(command[:2]) == ("bash", "-c") and args:
         m = re.search(r"(^|\n)exec (mpirun|mpiexec|orterun) ", args[0])
         if m:
             # exports the command's preamble makes (`export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`) too
-            exported = re.findall(r"(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=", args[0][:m.start() + 1])
+            exported = re.findall(r"(?m)^export ([A-Za-z_][A-Za-z0-9_]*)=", args[0][: m.start() + 1])
             names = names + [n for n in exported if n not in names and not n.startswith(("SLURM", "OMPI_"))]
             extra = [n for n in names if not re.search(rf"-x {re.escape(n)}(\s|$)", args[0])]
             if extra:
                 flags = " ".join(f"-x {n}" for n in extra)
-                text = args[0][:m.end()] + flags + " " + args[0][m.end():]
-                findings.append(Finding(INFO, "L351", "the TrainJob env is forwarded to the MPI ranks with -x (ssh "
-                                        "sessions on the worker pods do not inherit it; on Slurm the ranks got the "
-                                        "job's environment): " + ", ".join(extra), intent.line))
+                text = args[0][: m.end()] + flags + " " + args[0][m.end() :]
+                findings.append(
+                    Finding(
+                        INFO,
+                        "L351",
+                        "the TrainJob env is forwarded to the MPI ranks with -x (ssh "
+                        "sessions on the worker pods do not inherit it; on Slurm the ranks got the "
+                        "job's environment): " + ", ".join(extra),
+                        intent.line,
+                    )
+                )
                 return command, (text,) + tuple(args[1:])
     return command, args
 
@@ -791,14 +1151,17 @@ def _static_resolver(script, job, shape, launch_line):
     from translator.read.ast import Assignment
 
     entries = list(_walk(script.body))
-    top = tuple(st for st, block in entries if isinstance(st, Assignment) and block is None
-                and (launch_line is None or st.line < launch_line))
+    top = tuple(
+        st
+        for st, block in entries
+        if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
+    )
     blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
     ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks)
     return lambda text: static_text(ctx, text)
 
 
-def _job_id_use(job, command, args, intent) -> List[Finding]:
+def _job_id_use(job, command, args, intent) -> list[Finding]:
     """SLURM_JOB_ID reaching the command: a TrainJob has no job number, so a fixed stand-in (one per script,
     translator/plan/prologue.py) is used, where Slurm gave every submission a new one."""
     from translator.plan import prologue
@@ -810,8 +1173,14 @@ def _job_id_use(job, command, args, intent) -> List[Finding]:
     body = "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", ln))
     if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
         return []
-    return [Finding(WARNING, "L354", f"the command uses SLURM_JOB_ID, which Kubernetes does not have: the TrainJob "
-                    f"uses the fixed stand-in {stand_in} for this script, where Slurm gave every submission a new "
-                    "number, so outputs named after it are overwritten when the TrainJob runs again", intent.line,
-                    "name outputs after something unique per run (a timestamp written by rank 0, or a run name "
-                    "argument)")]
+    return [
+        Finding(
+            WARNING,
+            "L354",
+            f"the command uses SLURM_JOB_ID, which Kubernetes does not have: the TrainJob "
+            f"uses the fixed stand-in {stand_in} for this script, where Slurm gave every submission a new "
+            "number, so outputs named after it are overwritten when the TrainJob runs again",
+            intent.line,
+            "name outputs after something unique per run (a timestamp written by rank 0, or a run name argument)",
+        )
+    ]

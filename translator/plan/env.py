@@ -9,63 +9,101 @@
   by the launcher; SLURM_* variables are never exported to pods (a partial Slurm environment makes
   frameworks such as Lightning detect Slurm and fail) — the launchers define them where needed.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Tuple
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.plan.model import EnvVar, SourceMap
 
 RESERVED_PREFIXES = ("PET_", "OMPI_MCA_")
-RESERVED_BY_POLICY = {"jax": ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"),
-                      "xgboost": ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")}
-RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK", "LOCAL_WORLD_SIZE",
-              "GROUP_RANK", "NNODES", "NPROC_PER_NODE")
-CLUSTER_SPECIFIC = re.compile(r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_INDEX|NCCL_NET|NCCL_TOPO_FILE|"
-                              r"GLOO_SOCKET_IFNAME|FI_PROVIDER|FI_EFA_.*|UCX_NET_DEVICES|UCX_TLS|LD_LIBRARY_PATH|"
-                              r"LD_PRELOAD|PATH|PYTHONPATH|CUDA_HOME|HF_HOME|TRANSFORMERS_CACHE|TMPDIR)$")
+RESERVED_BY_POLICY = {
+    "jax": ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"),
+    "xgboost": ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
+}
+RENDEZVOUS = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "NODE_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NNODES",
+    "NPROC_PER_NODE",
+)
+CLUSTER_SPECIFIC = re.compile(
+    r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_INDEX|NCCL_NET|NCCL_TOPO_FILE|"
+    r"GLOO_SOCKET_IFNAME|FI_PROVIDER|FI_EFA_.*|UCX_NET_DEVICES|UCX_TLS|LD_LIBRARY_PATH|"
+    r"LD_PRELOAD|PATH|PYTHONPATH|CUDA_HOME|HF_HOME|TRANSFORMERS_CACHE|TMPDIR)$"
+)
 
 
-def collect(script, launch_line, policy: str, escape,
-            consumed=(), resolve=None) -> Tuple[Tuple[EnvVar, ...], List[Finding], List[SourceMap]]:
+def collect(
+    script, launch_line, policy: str, escape, consumed=(), resolve=None
+) -> tuple[tuple[EnvVar, ...], list[Finding], list[SourceMap]]:
     """Env from top-level exports before `launch_line`; `consumed` are lines folded into the command."""
     from translator.read.ast import iter_assignments
 
-    env: Dict[str, EnvVar] = {}          # by name; a later export moves the name to the end (last one wins)
+    env: dict[str, EnvVar] = {}  # by name; a later export moves the name to the end (last one wins)
     consumed = frozenset(consumed)
-    findings: List[Finding] = []
-    lines_mapped: List[int] = []
-    lines_dropped: List[int] = []
+    findings: list[Finding] = []
+    lines_mapped: list[int] = []
+    lines_dropped: list[int] = []
     reserved = RESERVED_BY_POLICY.get(policy, ())
-    cluster: List[str] = []
+    cluster: list[str] = []
     for a in iter_assignments(script.body):
         if not a.exported or (launch_line is not None and a.line >= launch_line):
             continue
         name = a.name
         if name.startswith(RESERVED_PREFIXES) or name in reserved:
-            findings.append(Finding(WARNING, "P420", f"`export {name}=…` is not carried: the Kubeflow runtime sets "
-                                    f"{name} itself and rejects it in spec.trainer.env", a.line))
+            findings.append(
+                Finding(
+                    WARNING,
+                    "P420",
+                    f"`export {name}=…` is not carried: the Kubeflow runtime sets "
+                    f"{name} itself and rejects it in spec.trainer.env",
+                    a.line,
+                )
+            )
             lines_dropped.append(a.line)
             continue
         if name.startswith("SLURM") or name in RENDEZVOUS:
-            findings.append(Finding(INFO, "P421", f"`export {name}=…` is not carried: "
-                                    + ("Slurm variables are defined by the converted command where it reads them"
-                                       if name.startswith("SLURM") else
-                                       "the launcher provides rendezvous variables on every node"), a.line))
+            findings.append(
+                Finding(
+                    INFO,
+                    "P421",
+                    f"`export {name}=…` is not carried: "
+                    + (
+                        "Slurm variables are defined by the converted command where it reads them"
+                        if name.startswith("SLURM")
+                        else "the launcher provides rendezvous variables on every node"
+                    ),
+                    a.line,
+                )
+            )
             lines_dropped.append(a.line)
             continue
         if not a.value.literal and a.line in consumed:
-            continue                      # the launch command is built from it (launchers/indirect.py)
+            continue  # the launch command is built from it (launchers/indirect.py)
         value = a.value.value
         if not a.value.literal:
             # `export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`, `export OUT=$BASE/run`: known at conversion time
             value = resolve(a.value.value) if resolve is not None and "'" not in a.value.raw else None
         if value is None:
-            findings.append(Finding(WARNING, "P422", f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
-                                    "env, so a program reading it finds it unset (the command defines it only where "
-                                    "the launch line itself uses it)", a.line,
-                                    f"give {name} a literal value if the program reads it"))
+            findings.append(
+                Finding(
+                    WARNING,
+                    "P422",
+                    f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
+                    "env, so a program reading it finds it unset (the command defines it only where "
+                    "the launch line itself uses it)",
+                    a.line,
+                    f"give {name} a literal value if the program reads it",
+                )
+            )
             lines_dropped.append(a.line)
             continue
         env.pop(name, None)
@@ -74,9 +112,14 @@ def collect(script, launch_line, policy: str, escape,
         if CLUSTER_SPECIFIC.match(name):
             cluster.append(name)
     if cluster:
-        findings.append(Finding(WARNING, "P423", "cluster-specific settings copied as env, check them on the "
-                                "Kubernetes nodes: " + ", ".join(cluster),
-                                env[cluster[0]].line if cluster[0] in env else None))
+        findings.append(
+            Finding(
+                WARNING,
+                "P423",
+                "cluster-specific settings copied as env, check them on the Kubernetes nodes: " + ", ".join(cluster),
+                env[cluster[0]].line if cluster[0] in env else None,
+            )
+        )
     smap = []
     if lines_mapped:
         smap.append(SourceMap("spec.trainer.env", tuple(lines_mapped), "mapped"))
@@ -85,21 +128,41 @@ def collect(script, launch_line, policy: str, escape,
     return tuple(env.values()), findings, smap
 
 
-def launch_env(pairs, line, policy: str, escape) -> Tuple[Tuple[EnvVar, ...], List[Finding]]:
+def launch_env(pairs, line, policy: str, escape) -> tuple[tuple[EnvVar, ...], list[Finding]]:
     """Variables set on the launch command itself (`VAR=x srun …`, `env VAR=x …`), same rules as exports."""
-    out: List[EnvVar] = []
-    findings: List[Finding] = []
+    out: list[EnvVar] = []
+    findings: list[Finding] = []
     reserved = RESERVED_BY_POLICY.get(policy, ())
     for name, value in pairs:
         if name.startswith(RESERVED_PREFIXES) or name in reserved:
-            findings.append(Finding(WARNING, "P420", f"`{name}=…` on the launch line is not carried: the Kubeflow "
-                                    f"runtime sets {name} itself and rejects it in spec.trainer.env", line))
+            findings.append(
+                Finding(
+                    WARNING,
+                    "P420",
+                    f"`{name}=…` on the launch line is not carried: the Kubeflow "
+                    f"runtime sets {name} itself and rejects it in spec.trainer.env",
+                    line,
+                )
+            )
         elif name.startswith("SLURM") or name in RENDEZVOUS:
-            findings.append(Finding(INFO, "P421", f"`{name}=…` on the launch line is not carried: Slurm and "
-                                    "rendezvous variables are provided on Kubernetes", line))
+            findings.append(
+                Finding(
+                    INFO,
+                    "P421",
+                    f"`{name}=…` on the launch line is not carried: Slurm and "
+                    "rendezvous variables are provided on Kubernetes",
+                    line,
+                )
+            )
         else:
             out.append(EnvVar(name=name, value=escape(value), line=line))
             if CLUSTER_SPECIFIC.match(name):
-                findings.append(Finding(WARNING, "P423", "cluster-specific settings copied as env, check them on the "
-                                        "Kubernetes nodes: " + name, line))
+                findings.append(
+                    Finding(
+                        WARNING,
+                        "P423",
+                        "cluster-specific settings copied as env, check them on the Kubernetes nodes: " + name,
+                        line,
+                    )
+                )
     return tuple(out), findings

@@ -15,6 +15,7 @@ runtime-injected env is an identifier — and are left as written, as are `$` be
 character and a `$` at the end, which the kubelet copies unchanged. So the process receives exactly
 the text we meant and the YAML stays readable.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,19 +26,19 @@ _SPOT = re.compile(r"\$(?:\$|(?=[(\x80-\U0010ffff]))")
 
 
 def escape(text: str) -> str:
-    if "$" not in text:                                  # the common case: nothing to escape
+    if "$" not in text:  # the common case: nothing to escape
         return text
     find = text.find
-    close = -2          # position of the next `)` at or after the current `$(`; -1: there is none left
+    close = -2  # position of the next `)` at or after the current `$(`; -1: there is none left
 
     def spot(m) -> str:
         nonlocal close
-        if m.end() - m.start() == 2:                     # `$$`
+        if m.end() - m.start() == 2:  # `$$`
             return "$$$$"
         i = m.start()
-        if text[i + 1] != "(":                           # `$` + a non-ASCII character
+        if text[i + 1] != "(":  # `$` + a non-ASCII character
             return "$$"
-        if close != -1 and close < i + 2:                # `)` positions only move forward: linear overall
+        if close != -1 and close < i + 2:  # `)` positions only move forward: linear overall
             close = find(")", i + 2)
         # the kubelet copies an unresolved `$(…)` verbatim (no `$$` reduction inside it), so it is
         # escaped when it could name a variable or when it holds a `$` that is escaped itself
@@ -61,23 +62,23 @@ def expand(text: str, env=None) -> str:
     n = len(data)
     while i < n:
         b = data[i]
-        if b == 0x24 and i + 1 < n:                      # `$`
+        if b == 0x24 and i + 1 < n:  # `$`
             nxt = data[i + 1]
             if nxt == 0x24:
                 out += b"$"
                 i += 2
                 continue
-            if nxt == 0x28:                              # `(`
+            if nxt == 0x28:  # `(`
                 close = data.find(b")", i + 2)
                 if close != -1:
-                    name = data[i + 2:close].decode("utf-8", "surrogateescape")
-                    out += env[name].encode("utf-8", "surrogatepass") if name in env else data[i:close + 1]
+                    name = data[i + 2 : close].decode("utf-8", "surrogateescape")
+                    out += env[name].encode("utf-8", "surrogatepass") if name in env else data[i : close + 1]
                     i = close + 1
                     continue
                 out += b"$("
                 i += 2
                 continue
-            out += b"$" + chr(nxt).encode("utf-8")      # Go: string(operator) + string(input[0])
+            out += b"$" + chr(nxt).encode("utf-8")  # Go: string(operator) + string(input[0])
             i += 2
             continue
         out.append(b)

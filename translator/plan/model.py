@@ -3,10 +3,10 @@
 Emitters (translator/emit/*) render a TrainerPlan and nothing else; they never re-read the script.
 All Kubernetes values are kept in API (camelCase) form so YAML and SDK code render them the same way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from translator.diagnostics import Finding
 
@@ -15,11 +15,11 @@ from translator.diagnostics import Finding
 class EnvVar:
     name: str
     value: str
-    line: Optional[int] = None     # source line of the export, if any
+    line: int | None = None  # source line of the export, if any
     # a secret (by name or by shape): never written in clear text; the pods read it from this Secret key
     # (spec.trainer.env valueFrom.secretKeyRef) and `value` is empty
-    secret_name: Optional[str] = None
-    secret_key: Optional[str] = None
+    secret_name: str | None = None
+    secret_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -29,62 +29,69 @@ class PodPatch:
     Only fields that both the CRD's PodSpecPatch and SDK 0.5's PodSpecPatch/ContainerPatch carry.
     """
 
-    job: str = "node"                                  # replicatedJob name in the runtime
-    container: str = "node"                            # container receiving volume mounts
-    node_selector: Tuple[Tuple[str, str], ...] = ()
-    tolerations: Tuple[dict, ...] = ()                 # core/v1 Toleration dicts (camelCase)
-    affinity: Optional[dict] = None                    # core/v1 Affinity dict (camelCase)
-    volumes: Tuple[dict, ...] = ()                     # core/v1 Volume dicts (camelCase)
-    volume_mounts: Tuple[dict, ...] = ()               # core/v1 VolumeMount dicts for `container`
-    image_pull_secrets: Tuple[str, ...] = ()
-    service_account_name: Optional[str] = None
+    job: str = "node"  # replicatedJob name in the runtime
+    container: str = "node"  # container receiving volume mounts
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[dict, ...] = ()  # core/v1 Toleration dicts (camelCase)
+    affinity: dict | None = None  # core/v1 Affinity dict (camelCase)
+    volumes: tuple[dict, ...] = ()  # core/v1 Volume dicts (camelCase)
+    volume_mounts: tuple[dict, ...] = ()  # core/v1 VolumeMount dicts for `container`
+    image_pull_secrets: tuple[str, ...] = ()
+    service_account_name: str | None = None
 
     def is_empty(self) -> bool:
-        return not (self.node_selector or self.tolerations or self.affinity or self.volumes
-                    or self.volume_mounts or self.image_pull_secrets or self.service_account_name)
+        return not (
+            self.node_selector
+            or self.tolerations
+            or self.affinity
+            or self.volumes
+            or self.volume_mounts
+            or self.image_pull_secrets
+            or self.service_account_name
+        )
 
 
 @dataclass(frozen=True)
 class SourceMap:
     """Which script lines a plan field came from (for the report's side-by-side view)."""
 
-    field: str                 # e.g. "spec.trainer.numNodes", "spec.trainer.command"
-    lines: Tuple[int, ...]
-    status: str                # "mapped" | "approximated" | "dropped" | "unsupported"
+    field: str  # e.g. "spec.trainer.numNodes", "spec.trainer.command"
+    lines: tuple[int, ...]
+    status: str  # "mapped" | "approximated" | "dropped" | "unsupported"
 
 
 @dataclass(frozen=True)
 class TrainerPlan:
     # --- identity ---
-    name: str                                   # metadata.name (RFC 1035 label, <= 63)
+    name: str  # metadata.name (RFC 1035 label, <= 63)
     source_path: str
-    job_name: str                               # Slurm job name as sbatch resolved it
-    namespace: Optional[str] = None
-    labels: Tuple[Tuple[str, str], ...] = ()
-    annotations: Tuple[Tuple[str, str], ...] = ()
+    job_name: str  # Slurm job name as sbatch resolved it
+    namespace: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
     # --- runtime ---
-    runtime: str = "torch-distributed"          # runtimeRef.name (ClusterTrainingRuntime)
+    runtime: str = "torch-distributed"  # runtimeRef.name (ClusterTrainingRuntime)
     runtime_kind: str = "ClusterTrainingRuntime"
-    framework: str = "torch"                    # torch | mpi | jax | plain (runtime's ML policy)
-    launcher: str = "python"                    # launcher family that produced the command
+    framework: str = "torch"  # torch | mpi | jax | plain (runtime's ML policy)
+    launcher: str = "python"  # launcher family that produced the command
     # --- CommandTrainer parameters ---
-    image: Optional[str] = None                 # None = the runtime's own image (emitters resolve it)
-    command: Tuple[str, ...] = ()               # the launcher command, before package installs are added
-    args: Tuple[str, ...] = ()
-    packages: Tuple[str, ...] = ()              # pip requirement specs (or `-r FILE`) to install first
-    pip_index_urls: Tuple[str, ...] = ()
-    pip_extra_args: Tuple[str, ...] = ()
-    env: Tuple[EnvVar, ...] = ()
+    image: str | None = None  # None = the runtime's own image (emitters resolve it)
+    command: tuple[str, ...] = ()  # the launcher command, before package installs are added
+    args: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()  # pip requirement specs (or `-r FILE`) to install first
+    pip_index_urls: tuple[str, ...] = ()
+    pip_extra_args: tuple[str, ...] = ()
+    env: tuple[EnvVar, ...] = ()
     num_nodes: int = 1
-    proc_per_node: Optional[int] = None         # rendered into the command (SDK 0.5 cannot set numProcPerNode)
-    resources_per_node: Tuple[Tuple[str, str], ...] = ()   # (k8s resource name, quantity string)
+    proc_per_node: int | None = None  # rendered into the command (SDK 0.5 cannot set numProcPerNode)
+    resources_per_node: tuple[tuple[str, str], ...] = ()  # (k8s resource name, quantity string)
     # --- job-level ---
-    active_deadline_seconds: Optional[int] = None
-    patches: Tuple[PodPatch, ...] = ()
-    array_index: Optional[int] = None           # set when --array-mode=expand produced this plan
+    active_deadline_seconds: int | None = None
+    patches: tuple[PodPatch, ...] = ()
+    array_index: int | None = None  # set when --array-mode=expand produced this plan
     # --- review ---
-    findings: Tuple[Finding, ...] = ()
-    source_map: Tuple[SourceMap, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    source_map: tuple[SourceMap, ...] = ()
 
     @property
     def can_run(self) -> bool:

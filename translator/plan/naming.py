@@ -5,6 +5,7 @@ Deterministic: the same job name always gives the same TrainJob name. When the n
 that sanitize alike ("Train_A" / "train-a") do not collide. The original name and the source path
 are kept in annotations.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,7 +18,7 @@ _VALID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _hash(text: str) -> str:
-    import hashlib      # only for names that must be shortened (OpenSSL's module is slow to load)
+    import hashlib  # only for names that must be shortened (OpenSSL's module is slow to load)
 
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
 

@@ -11,12 +11,13 @@ the command. The prologue recreates what the script reads from what the runtime 
 `scontrol show hostnames` and `srun` are provided as bash functions when the script calls them.
 Nothing here contains text from the script except the (shell-quoted) job name and option values.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
 import shlex
-from typing import Iterable, List, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 #: bash expressions evaluated on each node (defined first by `_BASE`).
 _BASE = [
@@ -46,8 +47,14 @@ _DYNAMIC = {
 }
 
 # Values that come from the TrainJob env (set by the plan), never redefined here.
-_FROM_ENV = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
-             "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP")
+_FROM_ENV = (
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_STEP",
+)
 
 
 def from_env(name: str) -> bool:
@@ -65,7 +72,7 @@ def _per_node(value: int, nodes: int) -> str:
     return f"{value}(x{nodes})" if nodes > 1 else str(value)
 
 
-def static_value(name: str, job, shape) -> Optional[str]:
+def static_value(name: str, job, shape) -> str | None:
     """The value Slurm gives `name` in this job when it follows from the options alone, else None."""
     f = job.fields
     tpn = shape.tasks_per_node
@@ -105,7 +112,7 @@ def static_value(name: str, job, shape) -> Optional[str]:
     return None if value is None else str(value)
 
 
-def definition(name: str, job, shape) -> Optional[str]:
+def definition(name: str, job, shape) -> str | None:
     """Shell source for the value of `name` on a node, or None when the job leaves it unset."""
     if name in _FROM_ENV:
         return f'"${{{name}:-}}"'
@@ -157,7 +164,7 @@ COUNT_HOSTS_FUNCTION = [
 SRUN_FUNCTION = [
     "srun() {  # slurm2kf: runs this node's share of the step's tasks (the body runs on every node)",
     '  local ntasks="" nnodes="" tpn="" rel=0 wl="" l r me rc=0 pids=() h i=0 k=0 pos=-1',
-    '  while [ $# -gt 0 ]; do',
+    "  while [ $# -gt 0 ]; do",
     '    case "$1" in',
     "      --) shift; break ;;",
     '      -n|--ntasks) ntasks="$2"; shift 2 ;;',
@@ -182,12 +189,12 @@ SRUN_FUNCTION = [
     "      *) break ;;",
     "    esac",
     "  done",
-    '  me=$(( _s2k_node - rel ))',
+    "  me=$(( _s2k_node - rel ))",
     '  if [ -n "$wl" ]; then  # -w: the pods it names (names from the node list), else as many as it names',
-    '    while read -r h; do',
+    "    while read -r h; do",
     '      case ",$wl," in *",$h,"*|*",${h%%.*},"*) [ "$i" = "$_s2k_node" ] && pos=$k; k=$((k + 1)) ;; esac',
-    '      i=$((i + 1))',
-    '    done < <(_s2k_hosts)',
+    "      i=$((i + 1))",
+    "    done < <(_s2k_hosts)",
     '    if [ "$k" -gt 0 ]; then nnodes="${nnodes:-$k}"; me=$pos; [ "$me" -ge 0 ] || return 0',
     '    else nnodes="${nnodes:-$(_s2k_count_hosts "$wl")}"; fi',
     "  fi",
@@ -198,8 +205,8 @@ SRUN_FUNCTION = [
     '  ntasks="${ntasks:-$(( nnodes * tpn ))}"',
     '  [ "$me" -ge 0 ] && [ "$me" -lt "$nnodes" ] || return 0',
     "  for ((l = 0; l < tpn; l++)); do",
-    "    r=$(( me * tpn + l )); [ \"$r\" -lt \"$ntasks\" ] || break",
-    '    ( _s2k_task_env',
+    '    r=$(( me * tpn + l )); [ "$r" -lt "$ntasks" ] || break',
+    "    ( _s2k_task_env",
     '      export SLURM_PROCID="$r" SLURM_LOCALID="$l" SLURM_NODEID="$_s2k_node" SLURM_NTASKS="$ntasks" \\',
     '        SLURM_NPROCS="$ntasks" SLURM_STEP_NUM_TASKS="$ntasks" SLURM_STEP_NUM_NODES="$nnodes" \\',
     '        SLURM_NNODES="$nnodes" SLURM_GTIDS="$r" SLURM_STEP_TASKS_PER_NODE="$tpn(x$nnodes)" \\',
@@ -215,15 +222,38 @@ SRUN_FUNCTION = [
 
 # What srun gives every task besides its rank (srun(1) "OUTPUT ENVIRONMENT VARIABLES" and the job's
 # variables slurmstepd passes on): job-level values; the srun function then sets the step's own.
-TASK_ENV = ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NAME", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
-            "SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE",
-            "SLURM_JOB_CPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK",
-            "SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU", "SLURM_JOB_PARTITION",
-            "SLURM_JOB_ACCOUNT", "SLURM_JOB_QOS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST", "SLURMD_NODENAME",
-            "SLURM_TOPOLOGY_ADDR", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_CLUSTER_NAME", "SLURM_RESTART_COUNT")
+TASK_ENV = (
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_CPUS_ON_NODE",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_GPU",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+    "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST",
+    "SLURMD_NODENAME",
+    "SLURM_TOPOLOGY_ADDR",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_RESTART_COUNT",
+)
 
 
-def task_env_function(job, shape) -> List[str]:
+def task_env_function(job, shape) -> list[str]:
     """`_s2k_task_env`: exports the job-level Slurm variables a task started by srun sees."""
     lines = ["_s2k_task_env() {  # slurm2kf: the job's Slurm variables as srun passes them to each task"]
     for name in TASK_ENV:
@@ -236,7 +266,7 @@ def task_env_function(job, shape) -> List[str]:
 
 
 SBATCH_FUNCTION = [
-    "sbatch() { echo \"slurm2kf: nested sbatch is not available on Kubernetes: $*\" >&2; return 1; }",
+    'sbatch() { echo "slurm2kf: nested sbatch is not available on Kubernetes: $*" >&2; return 1; }',
 ]
 
 
@@ -245,14 +275,23 @@ SBATCH_FUNCTION = [
 _HOST_FORMS = [
     (re.compile(r"\$\(\s*hostname\s*\)|`\s*hostname\s*`|\$\{HOSTNAME\}|\$HOSTNAME\b"), "$(_s2k_batch_host)"),
     (re.compile(r"\$\(\s*hostname\s+(-s|--short)\s*\)|`\s*hostname\s+(-s|--short)\s*`"), "$(_s2k_batch_host -s)"),
-    (re.compile(r"\$\(\s*hostname\s+(-f|--fqdn|--long)\s*\)|`\s*hostname\s+(-f|--fqdn|--long)\s*`"),
-     "$(_s2k_batch_host)"),
-    (re.compile(r"\$\(\s*hostname\s+(-i|-I|--ip-address|--all-ip-addresses)\s*\)"
-                r"|`\s*hostname\s+(-i|-I|--ip-address|--all-ip-addresses)\s*`"), "$(_s2k_batch_host -i)"),
+    (
+        re.compile(r"\$\(\s*hostname\s+(-f|--fqdn|--long)\s*\)|`\s*hostname\s+(-f|--fqdn|--long)\s*`"),
+        "$(_s2k_batch_host)",
+    ),
+    (
+        re.compile(
+            r"\$\(\s*hostname\s+(-i|-I|--ip-address|--all-ip-addresses)\s*\)"
+            r"|`\s*hostname\s+(-i|-I|--ip-address|--all-ip-addresses)\s*`"
+        ),
+        "$(_s2k_batch_host -i)",
+    ),
 ]
 _RANDOM = re.compile(r"\$\{?S?RANDOM\}?(?![A-Za-z0-9_])")
-_PER_RUN = re.compile(r"\$\(\s*(date|uuidgen|mktemp|od|openssl\s+rand)\b|`\s*(date|uuidgen|mktemp)\b|\$\$|"
-                      r"\$\{?BASHPID\}?")
+_PER_RUN = re.compile(
+    r"\$\(\s*(date|uuidgen|mktemp|od|openssl\s+rand)\b|`\s*(date|uuidgen|mktemp)\b|\$\$|"
+    r"\$\{?BASHPID\}?"
+)
 
 BATCH_HOST_FUNCTION = [
     "_s2k_batch_host() {  # slurm2kf: the batch script ran on node 0; its host is the rank-0 pod",
@@ -279,7 +318,7 @@ def batch_once(text: str):
             helpers.add("batch_host")
             text = new
     new = _RANDOM.sub("${_s2k_random}", text)
-    if "((" in new:                                      # arithmetic reads RANDOM without `$`
+    if "((" in new:  # arithmetic reads RANDOM without `$`
         new = re.sub(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])", "_s2k_random", new)
     if new != text:
         helpers.add("random")
@@ -288,8 +327,8 @@ def batch_once(text: str):
     return text, helpers, unfixable
 
 
-def batch_once_lines(helpers, job) -> List[str]:
-    lines: List[str] = []
+def batch_once_lines(helpers, job) -> list[str]:
+    lines: list[str] = []
     if "batch_host" in helpers:
         lines += BATCH_HOST_FUNCTION
     if "random" in helpers:
@@ -297,8 +336,7 @@ def batch_once_lines(helpers, job) -> List[str]:
     return lines
 
 
-def prologue_lines(names: Sequence[str], job, shape, export: bool = False,
-                   functions: Iterable[str] = ()) -> List[str]:
+def prologue_lines(names: Sequence[str], job, shape, export: bool = False, functions: Iterable[str] = ()) -> list[str]:
     """Bash lines defining `names` (Slurm variables) and the requested helper functions."""
     functions = tuple(functions)
     lines = ["# slurm2kf: Slurm compatibility prologue (values from the Kubeflow runtime and the job's options)"]

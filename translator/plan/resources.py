@@ -1,7 +1,7 @@
 """Resources per node: GPUs, CPUs, memory from the job's options (sbatch-semantics §6)."""
+
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.plan.model import SourceMap
@@ -16,15 +16,15 @@ def mib_quantity(mib: int) -> str:
     return f"{mib}Mi"
 
 
-def _lines(job, *names) -> Tuple[int, ...]:
-    out: Dict[int, None] = {}          # an ordered set of lines
+def _lines(job, *names) -> tuple[int, ...]:
+    out: dict[int, None] = {}  # an ordered set of lines
     for s in job.main.settings:
         if s.name in names and s.line is not None:
             out.setdefault(s.line, None)
     return tuple(out)
 
 
-def _first_line(job, *names) -> Optional[int]:
+def _first_line(job, *names) -> int | None:
     lines = _lines(job, *names)
     return lines[0] if lines else None
 
@@ -37,9 +37,9 @@ MEM_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
 def resources_per_node(job, shape, gpu_resource: str):
     """Returns (resources, findings, source_map entries)."""
     f = job.fields
-    res: List[Tuple[str, str]] = []
-    findings: List[Finding] = []
-    smap: List[SourceMap] = []
+    res: list[tuple[str, str]] = []
+    findings: list[Finding] = []
+    smap: list[SourceMap] = []
     cpus = None
     # CPUs: what was asked for explicitly (-c), or one per task when several tasks share a node; a lone
     # task without -c gets the site default on Slurm, so no CPU request is invented for it.
@@ -48,9 +48,16 @@ def resources_per_node(job, shape, gpu_resource: str):
         res.append(("cpu", str(cpus)))
         smap.append(SourceMap("spec.trainer.resourcesPerNode.cpu", _lines(job, *CPU_OPTIONS), "mapped"))
     if f.mem_per_node_mb == 0:
-        findings.append(Finding(WARNING, "P417", "--mem=0 asks for all the memory of each node; Kubernetes has no "
-                                "whole-node request, so no memory is requested", _first_line(job, "mem"),
-                                "set an explicit memory size (e.g. with --sbatch-env or in the script)"))
+        findings.append(
+            Finding(
+                WARNING,
+                "P417",
+                "--mem=0 asks for all the memory of each node; Kubernetes has no "
+                "whole-node request, so no memory is requested",
+                _first_line(job, "mem"),
+                "set an explicit memory size (e.g. with --sbatch-env or in the script)",
+            )
+        )
         smap.append(SourceMap("spec.trainer.resourcesPerNode.memory", _lines(job, "mem"), "dropped"))
     elif f.mem_per_node_mb:
         res.append(("memory", mib_quantity(f.mem_per_node_mb)))
@@ -58,26 +65,53 @@ def resources_per_node(job, shape, gpu_resource: str):
     elif f.mem_per_cpu_mb:
         count = cpus or shape.tasks_per_node
         res.append(("memory", mib_quantity(f.mem_per_cpu_mb * count)))
-        findings.append(Finding(INFO, "P419", f"--mem-per-cpu={f.mem_per_cpu_mb}M × {count} CPUs per node = "
-                                f"{mib_quantity(f.mem_per_cpu_mb * count)} per node (Slurm multiplies by the CPUs it "
-                                "actually allocates, which can be more)", _first_line(job, "mem-per-cpu")))
+        findings.append(
+            Finding(
+                INFO,
+                "P419",
+                f"--mem-per-cpu={f.mem_per_cpu_mb}M × {count} CPUs per node = "
+                f"{mib_quantity(f.mem_per_cpu_mb * count)} per node (Slurm multiplies by the CPUs it "
+                "actually allocates, which can be more)",
+                _first_line(job, "mem-per-cpu"),
+            )
+        )
         smap.append(SourceMap("spec.trainer.resourcesPerNode.memory", _lines(job, "mem-per-cpu"), "approximated"))
     elif f.mem_per_gpu_mb and shape.gpus_per_node:
         res.append(("memory", mib_quantity(f.mem_per_gpu_mb * shape.gpus_per_node)))
-        findings.append(Finding(INFO, "P419", f"--mem-per-gpu={f.mem_per_gpu_mb}M × {shape.gpus_per_node} GPUs per "
-                                f"node = {mib_quantity(f.mem_per_gpu_mb * shape.gpus_per_node)} per node",
-                                _first_line(job, "mem-per-gpu")))
+        findings.append(
+            Finding(
+                INFO,
+                "P419",
+                f"--mem-per-gpu={f.mem_per_gpu_mb}M × {shape.gpus_per_node} GPUs per "
+                f"node = {mib_quantity(f.mem_per_gpu_mb * shape.gpus_per_node)} per node",
+                _first_line(job, "mem-per-gpu"),
+            )
+        )
         smap.append(SourceMap("spec.trainer.resourcesPerNode.memory", _lines(job, "mem-per-gpu"), "approximated"))
     if shape.gpus_per_node:
         res.append((gpu_resource, str(shape.gpus_per_node)))
         status = "approximated" if shape.gpus_uneven else "mapped"
         smap.append(SourceMap(f"spec.trainer.resourcesPerNode.{gpu_resource}", _lines(job, *GPU_OPTIONS), status))
         if shape.gpus_uneven:
-            findings.append(Finding(WARNING, "P418", f"--gpus={f.gpus_total} does not divide evenly over "
-                                    f"{shape.nodes} nodes; every node asks for {shape.gpus_per_node}",
-                                    _first_line(job, "gpus"), "use --gpus-per-node"))
+            findings.append(
+                Finding(
+                    WARNING,
+                    "P418",
+                    f"--gpus={f.gpus_total} does not divide evenly over "
+                    f"{shape.nodes} nodes; every node asks for {shape.gpus_per_node}",
+                    _first_line(job, "gpus"),
+                    "use --gpus-per-node",
+                )
+            )
         if f.gpu_type:
-            findings.append(Finding(INFO, "P430", f"GPU type `{f.gpu_type}` needs a node selector on Kubernetes "
-                                    "(e.g. nvidia.com/gpu.product); a site profile can map it",
-                                    _first_line(job, *GPU_OPTIONS), "map GPU types in a site profile"))
+            findings.append(
+                Finding(
+                    INFO,
+                    "P430",
+                    f"GPU type `{f.gpu_type}` needs a node selector on Kubernetes "
+                    "(e.g. nvidia.com/gpu.product); a site profile can map it",
+                    _first_line(job, *GPU_OPTIONS),
+                    "map GPU types in a site profile",
+                )
+            )
     return tuple(res), findings, smap

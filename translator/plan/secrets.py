@@ -8,26 +8,28 @@ variable name); every trainer pod reads it through `valueFrom.secretKeyRef`, whi
 express as a RuntimePatch container env (CustomTrainerContainer's env is a plain dict), so both outputs
 carry it there. A finding names the Secret and key to create.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Optional
 
-_NAME = re.compile(r"(^|_)(TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|API_KEY|KEY|"
-                   r"PRIVATE_KEY|ACCESS_KEY|AUTH)($|_)|SECRET|PASSWORD|PASSWD")
+_NAME = re.compile(
+    r"(^|_)(TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|API_KEY|KEY|"
+    r"PRIVATE_KEY|ACCESS_KEY|AUTH)($|_)|SECRET|PASSWORD|PASSWD"
+)
 _NOT_SECRET_NAME = re.compile(r"^(KEY_?PATH|.*_(FILE|PATH|DIR|ID|NAME|URL|HOST|PORT|TYPE|LEN|LENGTH|SIZE))$")
 _SHAPES = (
-    re.compile(r"hf_[A-Za-z0-9]{20,}"),                      # Hugging Face user access token
-    re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"),   # GitHub tokens
-    re.compile(r"sk-[A-Za-z0-9_-]{20,}"),                    # OpenAI / Anthropic style API keys
-    re.compile(r"AKIA[0-9A-Z]{16}"),                         # AWS access key id
-    re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"),            # Slack tokens
-    re.compile(r"^[0-9a-fA-F]{32,}$"),                       # long hex (W&B API keys are 40 hex digits)
-    re.compile(r"^(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z])[A-Za-z0-9+/_-]{40,}={0,2}$"),   # long base64
+    re.compile(r"hf_[A-Za-z0-9]{20,}"),  # Hugging Face user access token
+    re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"),  # GitHub tokens
+    re.compile(r"sk-[A-Za-z0-9_-]{20,}"),  # OpenAI / Anthropic style API keys
+    re.compile(r"AKIA[0-9A-Z]{16}"),  # AWS access key id
+    re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack tokens
+    re.compile(r"^[0-9a-fA-F]{32,}$"),  # long hex (W&B API keys are 40 hex digits)
+    re.compile(r"^(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z])[A-Za-z0-9+/_-]{40,}={0,2}$"),  # long base64
 )
 
 
-def looks_secret(name: str, value: str) -> Optional[str]:
+def looks_secret(name: str, value: str) -> str | None:
     """Why `name=value` is treated as a secret ("by name"/"by shape"), or None."""
     v = value.strip()
     if not v:
@@ -37,7 +39,7 @@ def looks_secret(name: str, value: str) -> Optional[str]:
             return "its value has the shape of a token or key"
     if _NAME.search(name.upper()) and not _NOT_SECRET_NAME.match(name.upper()):
         if v.startswith(("/", "~", "./", "../", "$")) or v.lower() in ("true", "false", "none", "null"):
-            return None                      # a path to a key file, or a switch: not the secret itself
+            return None  # a path to a key file, or a switch: not the secret itself
         return "its name says it holds a secret"
     return None
 

@@ -1,15 +1,17 @@
 """Which site profile applies to a script (kept free of YAML and schema imports: `convert` start-up)."""
+
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 PROFILE_FILENAME = "slurm2kf.yaml"
 PROFILE_ENV = "SLURM2KF_PROFILE"
 
 
-def find_profile(script_path: Optional[str], explicit: Optional[str] = None,
-                 environ: Mapping[str, str] = os.environ) -> Optional[str]:
+def find_profile(
+    script_path: str | None, explicit: str | None = None, environ: Mapping[str, str] = os.environ
+) -> str | None:
     """Which profile applies: `explicit` (--profile), else $SLURM2KF_PROFILE, else the nearest
     `slurm2kf.yaml` in the script's directory or one of its parents. None when there is none."""
     if explicit:

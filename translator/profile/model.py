@@ -3,10 +3,10 @@
 Every rule keeps the profile line it was written on, so each plan finding can say which profile key
 set a field. Kubernetes values (tolerations, affinity, volume sources) stay in API camelCase form.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from translator.profile.patterns import NamePattern
 
@@ -21,9 +21,9 @@ ENV_KINDS = ("module", "conda", "venv", "container")
 class Placement:
     """Where pods go: nodeSelector, tolerations, affinity (core/v1 shapes)."""
 
-    node_selector: Tuple[Tuple[str, str], ...] = ()
-    tolerations: Tuple[dict, ...] = ()
-    affinity: Optional[dict] = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[dict, ...] = ()
+    affinity: dict | None = None
 
     def is_empty(self) -> bool:
         return not (self.node_selector or self.tolerations or self.affinity)
@@ -33,9 +33,9 @@ class Placement:
 class NodeShape:
     """Allocatable resources of one whole node (what `--exclusive` / `--mem=0` become)."""
 
-    cpus: Optional[str] = None        # quantity string, e.g. "96" or "95500m"
-    memory: Optional[str] = None      # quantity string, e.g. "1900Gi"
-    gpus: Optional[int] = None
+    cpus: str | None = None  # quantity string, e.g. "96" or "95500m"
+    memory: str | None = None  # quantity string, e.g. "1900Gi"
+    gpus: int | None = None
 
     def is_empty(self) -> bool:
         return self.cpus is None and self.memory is None and self.gpus is None
@@ -44,13 +44,13 @@ class NodeShape:
 @dataclass(frozen=True)
 class PartitionRule:
     pattern: NamePattern
-    key: str                          # key path in the profile, e.g. "partitions.gpu"
+    key: str  # key path in the profile, e.g. "partitions.gpu"
     line: int
-    queue: Optional[str] = None       # Kueue LocalQueue
+    queue: str | None = None  # Kueue LocalQueue
     placement: Placement = Placement()
     node: NodeShape = NodeShape()
-    gpu_type: Optional[str] = None    # GPU type of the partition's nodes when the script names none
-    shm_size: Optional[str] = None    # overrides defaults.shmSize
+    gpu_type: str | None = None  # GPU type of the partition's nodes when the script names none
+    shm_size: str | None = None  # overrides defaults.shmSize
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class QosRule:
     pattern: NamePattern
     key: str
     line: int
-    priority_class: Optional[str] = None   # Kueue WorkloadPriorityClass
+    priority_class: str | None = None  # Kueue WorkloadPriorityClass
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class AccountRule:
     pattern: NamePattern
     key: str
     line: int
-    namespace: Optional[str] = None
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class GpuTypeRule:
     pattern: NamePattern
     key: str
     line: int
-    resource: Optional[str] = None    # e.g. nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb
+    resource: str | None = None  # e.g. nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb
     placement: Placement = Placement()
 
 
@@ -90,25 +90,25 @@ class FeatureRule:
 
 @dataclass(frozen=True)
 class ImageRule:
-    key: str                                          # e.g. "images.rules[2]"
+    key: str  # e.g. "images.rules[2]"
     line: int
-    matchers: Tuple[Tuple[str, NamePattern], ...]     # (env kind, pattern)
-    image: Optional[str] = None                       # None = not filled in yet
+    matchers: tuple[tuple[str, NamePattern], ...]  # (env kind, pattern)
+    image: str | None = None  # None = not filled in yet
 
 
 @dataclass(frozen=True)
 class Filesystem:
-    key: str                          # e.g. "filesystems[0]"
+    key: str  # e.g. "filesystems[0]"
     line: int
-    path: str                         # absolute prefix ("/scratch") or variable ("$SCRATCH")
-    mount_path: str                   # where it is mounted in the pod
-    volume_name: str                  # DNS-1123 label
-    source: Optional[dict] = None     # core/v1 volume source: {"persistentVolumeClaim": {...}} etc.; None = not filled
+    path: str  # absolute prefix ("/scratch") or variable ("$SCRATCH")
+    mount_path: str  # where it is mounted in the pod
+    volume_name: str  # DNS-1123 label
+    source: dict | None = None  # core/v1 volume source: {"persistentVolumeClaim": {...}} etc.; None = not filled
     read_only: bool = False
-    sub_path: Optional[str] = None
+    sub_path: str | None = None
 
     @property
-    def variable(self) -> Optional[str]:
+    def variable(self) -> str | None:
         return self.path[1:] if self.path.startswith("$") else None
 
 
@@ -116,29 +116,29 @@ class Filesystem:
 class RuntimeRule:
     key: str
     line: int
-    name: str                                  # runtimeRef.name
-    launchers: Tuple[str, ...] = ()            # launcher families that use this runtime
+    name: str  # runtimeRef.name
+    launchers: tuple[str, ...] = ()  # launcher families that use this runtime
     kind: str = "ClusterTrainingRuntime"
-    image: Optional[str] = None                # default image when nothing in the script decides one
-    replicated_jobs: Tuple[str, ...] = ()      # jobs that get pod patches; () = by framework
-    kind_set: bool = False                     # the profile wrote `kind` explicitly
+    image: str | None = None  # default image when nothing in the script decides one
+    replicated_jobs: tuple[str, ...] = ()  # jobs that get pod patches; () = by framework
+    kind_set: bool = False  # the profile wrote `kind` explicitly
 
 
 @dataclass(frozen=True)
 class Defaults:
-    namespace: Optional[str] = None
-    partition: Optional[str] = None            # Slurm's default partition (Default=YES)
-    labels: Tuple[Tuple[str, str], ...] = ()
-    annotations: Tuple[Tuple[str, str], ...] = ()
-    image_pull_secrets: Tuple[str, ...] = ()
-    service_account_name: Optional[str] = None
-    env: Tuple[Tuple[str, str], ...] = ()
-    pip_index_urls: Tuple[str, ...] = ()
-    gpu_resource: Optional[str] = None
-    shm_size: Optional[str] = None
-    lines: Tuple[Tuple[str, int], ...] = ()    # key -> line, for findings
+    namespace: str | None = None
+    partition: str | None = None  # Slurm's default partition (Default=YES)
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    image_pull_secrets: tuple[str, ...] = ()
+    service_account_name: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    pip_index_urls: tuple[str, ...] = ()
+    gpu_resource: str | None = None
+    shm_size: str | None = None
+    lines: tuple[tuple[str, int], ...] = ()  # key -> line, for findings
 
-    def line_of(self, key: str) -> Optional[int]:
+    def line_of(self, key: str) -> int | None:
         return dict(self.lines).get(key)
 
 
@@ -148,18 +148,18 @@ class Profile:
     name: str = ""
     description: str = ""
     defaults: Defaults = Defaults()
-    partitions: Tuple[PartitionRule, ...] = ()
-    qos: Tuple[QosRule, ...] = ()
-    accounts: Tuple[AccountRule, ...] = ()
-    gpu_types: Tuple[GpuTypeRule, ...] = ()
-    constraints: Tuple[FeatureRule, ...] = ()
-    image_rules: Tuple[ImageRule, ...] = ()
-    images_provided: Tuple[Tuple[str, NamePattern], ...] = ()   # env items known to be in every image
-    images_line: Optional[int] = None
-    filesystems: Tuple[Filesystem, ...] = ()
-    filesystems_line: Optional[int] = None
-    runtimes: Tuple[RuntimeRule, ...] = ()
+    partitions: tuple[PartitionRule, ...] = ()
+    qos: tuple[QosRule, ...] = ()
+    accounts: tuple[AccountRule, ...] = ()
+    gpu_types: tuple[GpuTypeRule, ...] = ()
+    constraints: tuple[FeatureRule, ...] = ()
+    image_rules: tuple[ImageRule, ...] = ()
+    images_provided: tuple[tuple[str, NamePattern], ...] = ()  # env items known to be in every image
+    images_line: int | None = None
+    filesystems: tuple[Filesystem, ...] = ()
+    filesystems_line: int | None = None
+    runtimes: tuple[RuntimeRule, ...] = ()
 
-    def where(self, line: Optional[int]) -> str:
+    def where(self, line: int | None) -> str:
         """`profile.yaml:12` for findings."""
         return f"{self.path}:{line}" if line else self.path

@@ -4,13 +4,14 @@ A key such as `gpu` matches the name `gpu` exactly; `gpu-*` or `a100_[12]g*` is 
 (fnmatch, case-sensitive); `re:^h100(-.*)?$` is a Python regular expression that must match the whole
 name (`re.fullmatch`).
 """
+
 from __future__ import annotations
 
 import fnmatch
 import re
 import sys
 from dataclasses import dataclass
-from typing import Optional, Pattern as RePattern
+from re import Pattern as RePattern
 
 REGEX_PREFIX = "re:"
 _GLOB_CHARS = set("*?[")
@@ -22,16 +23,16 @@ class PatternError(ValueError):
 
 @dataclass(frozen=True)
 class NamePattern:
-    text: str                       # as written in the profile
-    kind: str                       # "exact" | "glob" | "regex"
-    regex: Optional[RePattern] = None
+    text: str  # as written in the profile
+    kind: str  # "exact" | "glob" | "regex"
+    regex: RePattern | None = None
 
-    def matches(self, name: Optional[str]) -> bool:
+    def matches(self, name: str | None) -> bool:
         if name is None:
             return False
         if self.kind == "exact":
             return name == self.text
-        assert self.regex is not None, self         # glob and regex patterns are built compiled
+        assert self.regex is not None, self  # glob and regex patterns are built compiled
         return self.regex.fullmatch(name) is not None
 
     def __str__(self) -> str:
@@ -43,7 +44,7 @@ def compile_pattern(text: str) -> NamePattern:
     if not isinstance(text, str) or text == "":
         raise PatternError("a pattern must be a non-empty string")
     if text.startswith(REGEX_PREFIX):
-        body = text[len(REGEX_PREFIX):]
+        body = text[len(REGEX_PREFIX) :]
         if body == "":
             raise PatternError("`re:` is followed by no regular expression")
         try:
@@ -52,9 +53,11 @@ def compile_pattern(text: str) -> NamePattern:
             raise PatternError(f"regular expression does not compile: {exc}") from None
         nested = _nested_repeat(body)
         if nested:
-            raise PatternError(f"regular expression repeats a repeated part ({nested}): it can take exponential "
-                               "time on some names (catastrophic backtracking); write it without nesting, "
-                               "e.g. `(ab)+` or `a+`")
+            raise PatternError(
+                f"regular expression repeats a repeated part ({nested}): it can take exponential "
+                "time on some names (catastrophic backtracking); write it without nesting, "
+                "e.g. `(ab)+` or `a+`"
+            )
         return NamePattern(text, "regex", compiled)
     if any(c in _GLOB_CHARS for c in text):
         if text.count("[") != text.count("]"):
@@ -73,13 +76,13 @@ def _nested_repeat(body: str) -> str:
     Python's `re` has no time limit, so these patterns are refused up front (F553)."""
     if sys.version_info >= (3, 11):
         from re import _parser as sre_parse
-    else:                                            # pragma: no cover
+    else:  # pragma: no cover
         import sre_parse
     repeats = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT}
     poss = getattr(sre_parse, "POSSESSIVE_REPEAT", None)
     if poss is not None:
         repeats.add(poss)
-    atomic = getattr(sre_parse, "ATOMIC_GROUP", None)       # Python 3.11+
+    atomic = getattr(sre_parse, "ATOMIC_GROUP", None)  # Python 3.11+
 
     def walk(items, inside: bool) -> str:
         for op, av in items:
@@ -105,10 +108,10 @@ def _nested_repeat(body: str) -> str:
                 if found:
                     return found
             elif atomic is not None and op is atomic:
-                continue                               # atomic groups do not backtrack
+                continue  # atomic groups do not backtrack
         return ""
 
     try:
         return walk(sre_parse.parse(body), False)
-    except Exception:       # the compile above succeeded; a parser difference must not block the profile
+    except Exception:  # the compile above succeeded; a parser difference must not block the profile
         return ""

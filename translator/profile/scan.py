@@ -4,19 +4,26 @@ Every job script (a `#!` first line and an `#SBATCH`/`#SLURM` header line) is re
 same stages `convert` uses; the survey counts, per script, each partition, QoS, account, GPU type,
 constraint feature, module, environment, container image and path prefix it uses.
 """
+
 from __future__ import annotations
 
 import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
-from translator.profile.usage import (SYSTEM_DIRS, absolute_prefixes, assigned_names, constraint_features,
-                                      environment_items, script_texts, variable_prefixes)
+from translator.profile.usage import (
+    SYSTEM_DIRS,
+    absolute_prefixes,
+    assigned_names,
+    constraint_features,
+    environment_items,
+    script_texts,
+    variable_prefixes,
+)
 
 MAX_SCRIPT_BYTES = 1 << 20
-F_UNREADABLE_FILE = "F528"     # profile init: a file under DIR cannot be read (warning)
+F_UNREADABLE_FILE = "F528"  # profile init: a file under DIR cannot be read (warning)
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox"}
 _HEADER_DIRECTIVE = re.compile(rb"^[ \t]*#(?:SBATCH|SLURM)\b", re.M)
 
@@ -26,8 +33,8 @@ class Tally:
     """How many scripts use a name, and the first few of them."""
 
     count: int = 0
-    examples: List[str] = field(default_factory=list)
-    notes: Dict[str, int] = field(default_factory=dict)   # e.g. {"--exclusive": 3}
+    examples: list[str] = field(default_factory=list)
+    notes: dict[str, int] = field(default_factory=dict)  # e.g. {"--exclusive": 3}
 
     def add(self, rel: str) -> None:
         self.count += 1
@@ -42,19 +49,19 @@ class Tally:
 class RepoUsage:
     root: str
     scripts: int = 0
-    unreadable: List[str] = field(default_factory=list)
-    unreadable_files: List[Tuple[str, str]] = field(default_factory=list)   # (rel path, reason): not read
-    partitions: Dict[str, Tally] = field(default_factory=OrderedDict)
-    qos: Dict[str, Tally] = field(default_factory=OrderedDict)
-    accounts: Dict[str, Tally] = field(default_factory=OrderedDict)
-    gpu_types: Dict[str, Tally] = field(default_factory=OrderedDict)
-    features: Dict[str, Tally] = field(default_factory=OrderedDict)
-    environments: Dict[Tuple[str, str], Tally] = field(default_factory=OrderedDict)   # (kind, name)
-    paths: Dict[str, Tally] = field(default_factory=OrderedDict)                      # /scratch, $SCRATCH
-    launchers: Dict[Tuple[str, str], Tally] = field(default_factory=OrderedDict)       # (family, runtime)
+    unreadable: list[str] = field(default_factory=list)
+    unreadable_files: list[tuple[str, str]] = field(default_factory=list)  # (rel path, reason): not read
+    partitions: dict[str, Tally] = field(default_factory=OrderedDict)
+    qos: dict[str, Tally] = field(default_factory=OrderedDict)
+    accounts: dict[str, Tally] = field(default_factory=OrderedDict)
+    gpu_types: dict[str, Tally] = field(default_factory=OrderedDict)
+    features: dict[str, Tally] = field(default_factory=OrderedDict)
+    environments: dict[tuple[str, str], Tally] = field(default_factory=OrderedDict)  # (kind, name)
+    paths: dict[str, Tally] = field(default_factory=OrderedDict)  # /scratch, $SCRATCH
+    launchers: dict[tuple[str, str], Tally] = field(default_factory=OrderedDict)  # (family, runtime)
     no_partition: int = 0
 
-    def tally(self, table: Dict, key, rel: str) -> Tally:
+    def tally(self, table: dict, key, rel: str) -> Tally:
         t = table.get(key)
         if t is None:
             t = table[key] = Tally()
@@ -66,7 +73,7 @@ def looks_like_job_script(data: bytes) -> bool:
     return data.startswith(b"#!") and b"\0" not in data[:8192] and _HEADER_DIRECTIVE.search(data[:65536]) is not None
 
 
-def iter_job_scripts(root: str, unreadable: Optional[List[Tuple[str, str]]] = None):
+def iter_job_scripts(root: str, unreadable: list[tuple[str, str]] | None = None):
     """(relative path, absolute path, bytes) of every job script under root, in sorted order.
 
     Files are read with the shared guard (no symlink followed, only regular files, size cap); a file
@@ -83,7 +90,7 @@ def iter_job_scripts(root: str, unreadable: Optional[List[Tuple[str, str]]] = No
                 data = read_user_file(path, MAX_SCRIPT_BYTES, follow_symlinks=False)
             except UserFileError as exc:
                 if exc.kind not in (SYMLINK, SPECIAL, TOO_LARGE) and unreadable is not None:
-                    why = exc.message[len(path) + 2:] if exc.message.startswith(path + ": ") else exc.message
+                    why = exc.message[len(path) + 2 :] if exc.message.startswith(path + ": ") else exc.message
                     unreadable.append((rel, why))
                 continue
             if looks_like_job_script(data):
@@ -105,14 +112,25 @@ def _read(path: str, data: bytes):
         return script, None
 
 
-_FALLBACK_OPTS = {"-p": "partition", "--partition": "partition", "-q": "qos", "--qos": "qos",
-                  "-A": "account", "--account": "account", "-C": "constraint", "--constraint": "constraint",
-                  "--gres": "gres", "--gpus": "gpus", "-G": "gpus", "--gpus-per-node": "gpus"}
+_FALLBACK_OPTS = {
+    "-p": "partition",
+    "--partition": "partition",
+    "-q": "qos",
+    "--qos": "qos",
+    "-A": "account",
+    "--account": "account",
+    "-C": "constraint",
+    "--constraint": "constraint",
+    "--gres": "gres",
+    "--gpus": "gpus",
+    "-G": "gpus",
+    "--gpus-per-node": "gpus",
+}
 
 
-def _fallback_fields(script) -> Dict[str, str]:
+def _fallback_fields(script) -> dict[str, str]:
     """Directive values when the resolver is unavailable: last `--opt=value`/`--opt value`/`-pvalue` wins."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for d in script.directives:
         words = list(d.words)
         i = 0
@@ -133,7 +151,7 @@ def _fallback_fields(script) -> Dict[str, str]:
     return out
 
 
-def _launch(script, job) -> Optional[Tuple[str, str]]:
+def _launch(script, job) -> tuple[str, str] | None:
     """(launcher family, the runtime the converter picks for it), as `convert` would decide."""
     if job is None:
         return None
@@ -147,7 +165,7 @@ def _launch(script, job) -> Optional[Tuple[str, str]]:
     return (plans[0].launcher, plans[0].runtime) if plans else None
 
 
-def _gpu_type_of(spec: Optional[str]) -> Optional[str]:
+def _gpu_type_of(spec: str | None) -> str | None:
     """`gpu:a100:4` / `a100:4` / `gpu:a100` -> a100 (the first GPU entry's type)."""
     if not spec:
         return None

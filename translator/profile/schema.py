@@ -4,27 +4,29 @@ A validator is called with a composed YAML node and its key path; it records pro
 and returns a plain value (`Obj`/`Entries`/`Items` keep the line of each key for the profile's
 findings). `None` from a YAML `null` means "not filled in" everywhere except the required keys.
 """
+
 from __future__ import annotations
 
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
+from collections.abc import Callable
 
 from translator.diagnostics import ERROR, Diagnostic
 from translator.profile import kube_names
 from translator.profile.patterns import PatternError, compile_pattern
 
 # Load-time codes (documented in docs/codes.md, codes-F).
-F_SYNTAX = "F550"         # not YAML / not one document / unreadable
+F_SYNTAX = "F550"  # not YAML / not one document / unreadable
 F_UNKNOWN_KEY = "F551"
 F_TYPE = "F552"
 F_PATTERN = "F553"
-F_NAME = "F554"           # a Kubernetes name or key that the API server would reject
+F_NAME = "F554"  # a Kubernetes name or key that the API server would reject
 F_QUANTITY = "F555"
 F_REQUIRED = "F556"
-F_VERSION = "F557"        # apiVersion / kind
-F_VALUE = "F558"          # a value outside its allowed set, or keys that conflict
+F_VERSION = "F557"  # apiVersion / kind
+F_VALUE = "F558"  # a value outside its allowed set, or keys that conflict
 F_DUPLICATE = "F559"
 F_NOT_FOUND = "F560"
 
@@ -34,7 +36,7 @@ _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 _NULL = "tag:yaml.org,2002:null"
 
-INVALID = object()   # returned by a validator after it reported a problem
+INVALID = object()  # returned by a validator after it reported a problem
 
 
 def _line(node) -> int:
@@ -62,9 +64,9 @@ def child_path(path: str, key: str) -> str:
 
 class Checker:
     def __init__(self) -> None:
-        self.diagnostics: List[Diagnostic] = []
+        self.diagnostics: list[Diagnostic] = []
 
-    def error(self, code: str, path: str, node_or_line, message: str, suggestion: Optional[str] = None):
+    def error(self, code: str, path: str, node_or_line, message: str, suggestion: str | None = None):
         line = node_or_line if isinstance(node_or_line, int) or node_or_line is None else _line(node_or_line)
         where = f"{path}: " if path else "top level: "
         self.diagnostics.append(Diagnostic(ERROR, code, where + message, line, suggestion))
@@ -78,7 +80,7 @@ class Obj(dict):
         super().__init__()
         self.line = line
         self.path = path
-        self.key_lines: Dict[str, int] = {}
+        self.key_lines: dict[str, int] = {}
 
 
 @dataclass
@@ -111,12 +113,12 @@ def _scalar(node, path, chk, tags, expected) -> Any:
     if not isinstance(node, yaml.ScalarNode) or node.tag not in tags:
         hint = ""
         if expected == "a string" and isinstance(node, yaml.ScalarNode) and node.tag in (_INT, _FLOAT, _BOOL):
-            hint = f" (quote it: \"{node.value}\")"
+            hint = f' (quote it: "{node.value}")'
         return chk.error(F_TYPE, path, node, f"expected {expected}, got {_describe(node)}{hint}")
     return node.value
 
 
-def string(check: Optional[Callable[[str], Optional[str]]] = None, code: str = F_NAME) -> Validator:
+def string(check: Callable[[str], str | None] | None = None, code: str = F_NAME) -> Validator:
     def validate(node, path, chk):
         if _is_null(node):
             return None
@@ -128,6 +130,7 @@ def string(check: Optional[Callable[[str], Optional[str]]] = None, code: str = F
             if problem:
                 return chk.error(code, path, node, problem)
         return value
+
     return validate
 
 
@@ -143,10 +146,11 @@ def one_of(*choices: str) -> Validator:
             sugg = f"did you mean `{close[0]}`?" if close else None
             return chk.error(F_VALUE, path, node, f"`{value}` is not one of: {', '.join(choices)}", sugg)
         return value
+
     return validate
 
 
-def integer(minimum: Optional[int] = None, maximum: Optional[int] = None) -> Validator:
+def integer(minimum: int | None = None, maximum: int | None = None) -> Validator:
     def validate(node, path, chk):
         if _is_null(node):
             return None
@@ -162,6 +166,7 @@ def integer(minimum: Optional[int] = None, maximum: Optional[int] = None) -> Val
         if maximum is not None and number > maximum:
             return chk.error(F_VALUE, path, node, f"must be at most {maximum}, got {number}")
         return number
+
     return validate
 
 
@@ -173,11 +178,13 @@ def boolean() -> Validator:
         if value is INVALID:
             return INVALID
         return value.lower() in ("true", "yes", "on", "y")
+
     return validate
 
 
 def quantity() -> Validator:
     """A Kubernetes quantity; unquoted integers are accepted and kept as strings."""
+
     def validate(node, path, chk):
         import yaml
 
@@ -190,6 +197,7 @@ def quantity() -> Validator:
         if problem:
             return chk.error(F_QUANTITY, path, node, problem)
         return text
+
     return validate
 
 
@@ -202,6 +210,7 @@ def pattern() -> Validator:
             return compile_pattern(value)
         except PatternError as exc:
             return chk.error(F_PATTERN, path, node, f"pattern `{value}`: {exc}")
+
     return validate
 
 
@@ -223,10 +232,11 @@ def patterns() -> Validator:
             return tuple(out)
         value = single(node, path, chk)
         return INVALID if value is INVALID else (value,)
+
     return validate
 
 
-def list_of(item: Validator, max_items: Optional[int] = None) -> Validator:
+def list_of(item: Validator, max_items: int | None = None) -> Validator:
     def validate(node, path, chk):
         import yaml
 
@@ -242,11 +252,13 @@ def list_of(item: Validator, max_items: Optional[int] = None) -> Validator:
             if value is not INVALID:
                 out.append(Item(value, _line(sub), f"{path}[{i}]"))
         return out
+
     return validate
 
 
 def mapping_of(key: Validator, value: Validator, key_is_pattern: bool = False) -> Validator:
     """A mapping with free keys; returns a list of Entry in file order (later duplicates are errors)."""
+
     def validate(node, path, chk):
         import yaml
 
@@ -254,8 +266,8 @@ def mapping_of(key: Validator, value: Validator, key_is_pattern: bool = False) -
             return None
         if not isinstance(node, yaml.MappingNode):
             return chk.error(F_TYPE, path, node, f"expected a mapping, got {_describe(node)}")
-        out: List[Entry] = []
-        seen: Dict[str, int] = {}                   # key -> line it is first written on
+        out: list[Entry] = []
+        seen: dict[str, int] = {}  # key -> line it is first written on
         for knode, vnode in node.value:
             if not isinstance(knode, yaml.ScalarNode) or knode.tag == _NULL:
                 chk.error(F_TYPE, path, knode, f"a key must be a string, got {_describe(knode)}")
@@ -273,6 +285,7 @@ def mapping_of(key: Validator, value: Validator, key_is_pattern: bool = False) -
             if kval is not INVALID and vval is not INVALID:
                 out.append(Entry(kval, vval, _line(knode), kpath))
         return out
+
     return validate
 
 
@@ -292,7 +305,7 @@ class Field:
     doc: str = ""
 
 
-def obj(fields: Dict[str, Field], check: Optional[Callable[[Obj, Checker], None]] = None) -> Validator:
+def obj(fields: dict[str, Field], check: Callable[[Obj, Checker], None] | None = None) -> Validator:
     def validate(node, path, chk):
         import yaml
 
@@ -315,8 +328,9 @@ def obj(fields: Dict[str, Field], check: Optional[Callable[[Obj, Checker], None]
             if spec is None:
                 close = difflib.get_close_matches(name, list(fields), n=1)
                 sugg = f"did you mean `{close[0]}`?" if close else None
-                chk.error(F_UNKNOWN_KEY, kpath, knode,
-                          f"unknown key `{name}` (allowed here: {', '.join(fields)})", sugg)
+                chk.error(
+                    F_UNKNOWN_KEY, kpath, knode, f"unknown key `{name}` (allowed here: {', '.join(fields)})", sugg
+                )
                 continue
             value = spec.validator(vnode, kpath, chk)
             if value is not INVALID:
@@ -329,6 +343,7 @@ def obj(fields: Dict[str, Field], check: Optional[Callable[[Obj, Checker], None]
         if check is not None:
             check(out, chk)
         return out
+
     return validate
 
 

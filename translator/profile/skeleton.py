@@ -3,10 +3,10 @@
 The skeleton is a valid profile as written (every value to fill in is `null`, which means "not set"),
 so `slurm2kf profile check` accepts it at once and `convert --profile` reports each unfilled entry.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
 from translator.launchers.registry import NAMES as LAUNCHER_FAMILIES
 from translator.profile.model import API_VERSION, KIND
@@ -27,7 +27,7 @@ def _q(text: str) -> str:
                 return text
         except yaml.YAMLError:
             pass
-    return yaml_quote(text)        # every control or line-break character escaped (json.dumps leaves DEL)
+    return yaml_quote(text)  # every control or line-break character escaped (json.dumps leaves DEL)
 
 
 def _name_key(name: str) -> str:
@@ -49,7 +49,7 @@ def _used(t: Tally) -> str:
     return text
 
 
-def _sorted(table: Dict) -> List:
+def _sorted(table: dict) -> list:
     return sorted(table.items(), key=lambda kv: (-kv[1].count, str(kv[0])))
 
 
@@ -64,11 +64,14 @@ def _guess_resource(gpu_type: str) -> str:
 
 
 def render_skeleton(usage: RepoUsage, source: str) -> str:
-    out: List[str] = []
+    out: list[str] = []
     w = out.append
     w("# slurm2kf site profile: skeleton written by `slurm2kf profile init`.")
-    w(f"# Surveyed {usage.scripts} job script{'s' if usage.scripts != 1 else ''} under {_clean(source)}"
-      + (f" ({len(usage.unreadable)} unreadable)" if usage.unreadable else "") + ".")
+    w(
+        f"# Surveyed {usage.scripts} job script{'s' if usage.scripts != 1 else ''} under {_clean(source)}"
+        + (f" ({len(usage.unreadable)} unreadable)" if usage.unreadable else "")
+        + "."
+    )
     w("# Fill in every `null` marked TODO, delete what your site does not need, then run")
     w("#   slurm2kf profile check slurm2kf.yaml")
     w("#   slurm2kf convert job.sbatch --profile slurm2kf.yaml")
@@ -82,8 +85,10 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
     w("")
     w("defaults:")
     w("  namespace: null                   # TODO namespace for TrainJobs whose account maps to none")
-    w("  partition: null                   # Slurm's default partition, for scripts without -p"
-      + (f" ({usage.no_partition} script{'s' if usage.no_partition != 1 else ''})" if usage.no_partition else ""))
+    w(
+        "  partition: null                   # Slurm's default partition, for scripts without -p"
+        + (f" ({usage.no_partition} script{'s' if usage.no_partition != 1 else ''})" if usage.no_partition else "")
+    )
     w("  labels: {}                        # added to every TrainJob, e.g. {team: ml}")
     w("  annotations: {}")
     w("  imagePullSecrets: []              # secrets for a private registry")
@@ -169,7 +174,7 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
             w(f"    - {kind}: {_name_key(name)}")
             w("      image: null                   # TODO registry image, e.g. registry.example.org/ml/pytorch:2.4")
         w("  provided:")
-        w("    module: []                      # e.g. [\"cuda/*\", \"gcc/*\"]")
+        w('    module: []                      # e.g. ["cuda/*", "gcc/*"]')
     else:
         w("images: {rules: [], provided: {}}")
     w("")
@@ -195,7 +200,7 @@ def render_skeleton(usage: RepoUsage, source: str) -> str:
     w(f"# Runtime per launcher family ({', '.join(LAUNCHER_FAMILIES)})")
     w("# and the image a runtime uses when the script names none. Listed: the runtime slurm2kf picks today;")
     w("# rename it to your site's ClusterTrainingRuntime.")
-    by_runtime: Dict[str, List] = {}
+    by_runtime: dict[str, list] = {}
     for (family, runtime), t in _sorted(usage.launchers):
         by_runtime.setdefault(runtime, []).append((family, t))
     if by_runtime:

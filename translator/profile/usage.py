@@ -3,11 +3,12 @@ features, modules and environments, container images, and file-system paths.
 
 Shared by `apply_profile` (one script) and `slurm2kf profile init` (a whole repository).
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Tuple
+from collections.abc import Iterable
 
 from translator.read.ast import CONDA, MODULE, VENV, Block, Script, iter_assignments, iter_commands
 from translator.slurm.job import SlurmJob
@@ -15,21 +16,86 @@ from translator.slurm.job import SlurmJob
 # Module subcommands (Lmod and Environment Modules) that load the modules named after them.
 _MODULE_LOADERS = {"load", "add", "try-load", "try-add", "load-any"}
 _MODULE_SUBCOMMANDS = _MODULE_LOADERS | {
-    "unload", "rm", "del", "purge", "list", "avail", "av", "spider", "use", "unuse", "save", "restore",
-    "show", "display", "help", "swap", "switch", "sw", "keyword", "whatis", "reset", "refresh", "update",
-    "describe", "savelist", "disable", "is-loaded", "is-avail", "initadd", "initrm", "--version",
+    "unload",
+    "rm",
+    "del",
+    "purge",
+    "list",
+    "avail",
+    "av",
+    "spider",
+    "use",
+    "unuse",
+    "save",
+    "restore",
+    "show",
+    "display",
+    "help",
+    "swap",
+    "switch",
+    "sw",
+    "keyword",
+    "whatis",
+    "reset",
+    "refresh",
+    "update",
+    "describe",
+    "savelist",
+    "disable",
+    "is-loaded",
+    "is-avail",
+    "initadd",
+    "initrm",
+    "--version",
 }
 _CONTAINER_SUFFIXES = (".sif", ".simg", ".sqsh", ".squashfs")
 _CONTAINER_TOOLS = {"apptainer", "singularity"}
 _CONTAINER_SUBCOMMANDS = {"exec", "run", "shell", "test"}
 # apptainer/singularity options that take a value as the next word.
-_CONTAINER_VALUE_OPTS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--pwd",
-                         "-o", "--overlay", "--mount", "-S", "--scratch", "--security", "--app",
-                         "--network", "--network-args", "--hostname", "--apply-cgroups", "--cwd"}
+_CONTAINER_VALUE_OPTS = {
+    "-B",
+    "--bind",
+    "--env",
+    "--env-file",
+    "-H",
+    "--home",
+    "-W",
+    "--workdir",
+    "--pwd",
+    "-o",
+    "--overlay",
+    "--mount",
+    "-S",
+    "--scratch",
+    "--security",
+    "--app",
+    "--network",
+    "--network-args",
+    "--hostname",
+    "--apply-cgroups",
+    "--cwd",
+}
 
 # System directories whose paths are not site data (not reported as unmapped file systems).
-SYSTEM_DIRS = {"/usr", "/bin", "/sbin", "/etc", "/dev", "/proc", "/sys", "/tmp", "/var", "/lib", "/lib64",
-               "/run", "/opt", "/boot", "/root", "/srv", "/mnt"}
+SYSTEM_DIRS = {
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/dev",
+    "/proc",
+    "/sys",
+    "/tmp",
+    "/var",
+    "/lib",
+    "/lib64",
+    "/run",
+    "/opt",
+    "/boot",
+    "/root",
+    "/srv",
+    "/mnt",
+}
 
 _ABS_PATH = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(,@<>|;]))(/[A-Za-z0-9._+-]+)(?=/|$|[\s'\",:;)|&<>])")
 _VAR_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)")
@@ -43,7 +109,7 @@ class EnvItem:
 
     kind: str
     name: str
-    line: Optional[int]          # None for the plan's own image (no script line names it)
+    line: int | None  # None for the plan's own image (no script line names it)
 
 
 @dataclass(frozen=True)
@@ -51,10 +117,10 @@ class Text:
     """A string from the script that may name paths (a word, an assignment value, a directive value)."""
 
     value: str
-    line: Optional[int]
+    line: int | None
 
 
-def option_line(job: SlurmJob, name: str) -> Optional[int]:
+def option_line(job: SlurmJob, name: str) -> int | None:
     """Line of the `#SBATCH` directive that set option `name` last (None for env/CLI or unset)."""
     line = None
     for setting in job.main.settings:
@@ -63,11 +129,11 @@ def option_line(job: SlurmJob, name: str) -> Optional[int]:
     return line
 
 
-def _option_words(words: List[str], start: int) -> List[str]:
+def _option_words(words: list[str], start: int) -> list[str]:
     return [w for w in words[start:] if not w.startswith("-")]
 
 
-def _module_names(argv: Tuple[str, ...]) -> List[str]:
+def _module_names(argv: tuple[str, ...]) -> list[str]:
     if not argv:
         return []
     tool = argv[0].rsplit("/", 1)[-1]
@@ -95,11 +161,11 @@ def _module_names(argv: Tuple[str, ...]) -> List[str]:
     return []
 
 
-def _conda_env(argv: Tuple[str, ...]) -> Optional[str]:
+def _conda_env(argv: tuple[str, ...]) -> str | None:
     words = list(argv)
     if "activate" not in words:
         return None
-    rest = words[words.index("activate") + 1:]
+    rest = words[words.index("activate") + 1 :]
     names = []
     skip = False
     for w in rest:
@@ -116,7 +182,7 @@ def _conda_env(argv: Tuple[str, ...]) -> Optional[str]:
     return names[-1] if names else "base"
 
 
-def _venv_path(argv: Tuple[str, ...]) -> Optional[str]:
+def _venv_path(argv: tuple[str, ...]) -> str | None:
     for w in argv[1:]:
         if w.endswith("/activate"):
             path = w[: -len("/activate")]
@@ -126,8 +192,8 @@ def _venv_path(argv: Tuple[str, ...]) -> Optional[str]:
     return None
 
 
-def _containers(argv: Tuple[str, ...]) -> List[str]:
-    found: List[str] = []
+def _containers(argv: tuple[str, ...]) -> list[str]:
+    found: list[str] = []
     tool = argv[0].rsplit("/", 1)[-1] if argv else ""
     if tool in _CONTAINER_TOOLS and len(argv) > 2 and argv[1] in _CONTAINER_SUBCOMMANDS:
         i = 2
@@ -156,9 +222,9 @@ def _containers(argv: Tuple[str, ...]) -> List[str]:
     return found
 
 
-def environment_items(script: Script) -> List[EnvItem]:
+def environment_items(script: Script) -> list[EnvItem]:
     """Modules, conda/venv environments and local container images, in script order (repeats kept once)."""
-    items: List[EnvItem] = []
+    items: list[EnvItem] = []
     seen = set()
 
     def add(kind, name, line):
@@ -180,24 +246,24 @@ def environment_items(script: Script) -> List[EnvItem]:
     return items
 
 
-def _heredoc_texts(statements, out: List[Text], containing: str) -> None:
+def _heredoc_texts(statements, out: list[Text], containing: str) -> None:
     """The lines of every here-document body, in order (a module function: a recursive closure would
     be a reference cycle that keeps each script's texts alive until the garbage collector runs)."""
     for st in statements:
         if isinstance(st, Block):
             if st.heredoc_body and containing in st.heredoc_body:
                 doc = st.heredoc_body[:-1] if st.heredoc_body.endswith("\n") else st.heredoc_body
-                for i, text in enumerate(doc.split("\n")):      # lines end at `\n` only, as in bash
+                for i, text in enumerate(doc.split("\n")):  # lines end at `\n` only, as in bash
                     if containing in text:
                         out.append(Text(text, st.line + 1 + i))
             _heredoc_texts(st.children, out, containing)
 
 
-def script_texts(script: Script, job: Optional[SlurmJob], containing: str = "") -> List[Text]:
+def script_texts(script: Script, job: SlurmJob | None, containing: str = "") -> list[Text]:
     """Every string in which the script can name a path: command words, assignment values, here-document
     bodies, and the --chdir/--output/--error directive values. `containing`: only the strings that
     contain it (e.g. "/" for callers that look for paths only)."""
-    out: List[Text] = []
+    out: list[Text] = []
     for cmd in iter_commands(script.body):
         for w in cmd.words:
             if containing in w.value:
@@ -219,7 +285,7 @@ def script_texts(script: Script, job: Optional[SlurmJob], containing: str = "") 
     return out
 
 
-def uses_prefix(texts: Iterable[Text], prefix: str) -> Optional[Text]:
+def uses_prefix(texts: Iterable[Text], prefix: str) -> Text | None:
     """The first text that uses path `prefix` (`/scratch` or `$SCRATCH`) at a path boundary."""
     if prefix.startswith("$"):
         name = prefix[1:]
@@ -234,29 +300,29 @@ def uses_prefix(texts: Iterable[Text], prefix: str) -> Optional[Text]:
     return None
 
 
-def absolute_prefixes(texts: Iterable[Text]) -> List[Tuple[str, Text]]:
+def absolute_prefixes(texts: Iterable[Text]) -> list[tuple[str, Text]]:
     """Top-level directories (`/scratch`) of absolute paths in texts, first use of each, in order."""
     seen = {}
     for t in texts:
-        if "/" not in t.value:             # most words: no path at all
+        if "/" not in t.value:  # most words: no path at all
             continue
         for m in _ABS_PATH.finditer(t.value):
             top = m.group(1)
-            if top in ("/.", "/.."):          # `cd /..`, `/./x`: the root again, not a file system
+            if top in ("/.", "/.."):  # `cd /..`, `/./x`: the root again, not a file system
                 continue
             if top not in seen:
                 seen[top] = t
     return list(seen.items())
 
 
-def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> List[Tuple[str, Text]]:
+def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> list[tuple[str, Text]]:
     """`$VAR` used as the start of a path (`$SCRATCH/data`, `${WORK}/x`), excluding Slurm/Kubeflow
     variables and variables the script assigns itself."""
     assigned = set(assigned)
     seen = {}
     for t in texts:
         value = t.value
-        if "/" not in value:               # both forms are followed by a `/`
+        if "/" not in value:  # both forms are followed by a `/`
             continue
         for m in _VAR_PREFIX.finditer(value) if "$" in value else ():
             name = m.group(1)
@@ -270,11 +336,11 @@ def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> Li
     return list(seen.items())
 
 
-def assigned_names(script: Script) -> List[str]:
+def assigned_names(script: Script) -> list[str]:
     return [a.name for a in iter_assignments(script.body)]
 
 
-def constraint_features(expr: Optional[str]) -> Tuple[Tuple[str, ...], bool]:
+def constraint_features(expr: str | None) -> tuple[tuple[str, ...], bool]:
     """Feature names in a `--constraint` expression and whether it only ANDs them (`a&b`, `a,b`).
 
     `a|b`, `[a|b]` and counts (`a*2`) make it more than a plain conjunction.

@@ -5,10 +5,10 @@ CRLF or non-UTF-8 file gives a Script with diagnostics and `sbatch_refuses` set 
 `ReadError` is raised only when the file cannot be read at all (missing, a directory, no
 permission, not a regular file, larger than MAX_FILE_BYTES = 16 MiB).
 """
+
 from __future__ import annotations
 
 import gc
-from typing import Optional, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, INFO
 from translator.read.ast import ForeignDirective, Script, Statement
@@ -53,25 +53,33 @@ def read_file(path: str) -> Script:
             raise _too_large(path) from None
         if exc.kind == fsio.SPECIAL:
             # a FIFO would block and a device (/dev/zero) never ends: only regular files are read
-            raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, f"{path} is not a regular file (a pipe, socket or "
-                                       "device); it is not read")) from None
+            raise ReadError(
+                Diagnostic(
+                    ERROR, R102_UNREADABLE, f"{path} is not a regular file (a pipe, socket or device); it is not read"
+                )
+            ) from None
         raise ReadError(Diagnostic(ERROR, R102_UNREADABLE, exc.message)) from None
     return read_script(data, path)
 
 
 def _too_large(path: str) -> ReadError:
-    return ReadError(Diagnostic(ERROR, R103_TOO_LARGE, f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the "
-                                "limit for a job script; it is not read"))
+    return ReadError(
+        Diagnostic(
+            ERROR,
+            R103_TOO_LARGE,
+            f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the limit for a job script; it is not read",
+        )
+    )
 
 
 _KNOWN_SHELLS = {"bash": "bash", "sh": "sh", "zsh": "zsh", "csh": "csh", "tcsh": "tcsh", "ksh": "sh", "dash": "sh"}
 
 
-def _interpreter(shebang: Optional[str]) -> str:
+def _interpreter(shebang: str | None) -> str:
     """The program a `#!` line runs: `#!/bin/bash -l` -> bash, `#!/usr/bin/env -S python3 -u` -> python3."""
     if not shebang or not shebang.startswith("#!"):
         return ""
-    words = [w for w in shebang[2:].replace("\t", " ").split(" ") if w]   # the kernel splits on blanks only
+    words = [w for w in shebang[2:].replace("\t", " ").split(" ") if w]  # the kernel splits on blanks only
     if not words:
         return ""
     prog = words[0].rsplit("/", 1)[-1]
@@ -81,8 +89,8 @@ def _interpreter(shebang: Optional[str]) -> str:
     return prog
 
 
-def shell_of(shebang: Optional[str]) -> str:
-    """"bash", "sh", "zsh", "csh", "tcsh" or "unknown", from the `#!` line."""
+def shell_of(shebang: str | None) -> str:
+    """ "bash", "sh", "zsh", "csh", "tcsh" or "unknown", from the `#!` line."""
     return _KNOWN_SHELLS.get(_interpreter(shebang), "unknown")
 
 
@@ -122,12 +130,19 @@ def _read_script(data: bytes, path: str) -> Script:
     shebang = lines[0] if lines and lines[0].startswith("#!") else None
     shell = shell_of(shebang)
 
-    body: Tuple[Statement, ...] = ()
+    body: tuple[Statement, ...] = ()
     ignored = list(header.ignored)
     interpreter = _interpreter(shebang)
     if header.body_start_line is not None and shell == "unknown" and interpreter:
-        diags.append(Diagnostic(INFO, R150_NOT_A_SHELL, f"the interpreter `{interpreter}` is not a shell: the body is not "
-                                "parsed as shell commands (the header is read as sbatch reads it)", 1))
+        diags.append(
+            Diagnostic(
+                INFO,
+                R150_NOT_A_SHELL,
+                f"the interpreter `{interpreter}` is not a shell: the body is not "
+                "parsed as shell commands (the header is read as sbatch reads it)",
+                1,
+            )
+        )
     elif header.body_start_line is not None:
         parsed = parse_body(lines, header.body_start_line, shell)
         body = parsed.statements
@@ -135,13 +150,13 @@ def _read_script(data: bytes, path: str) -> Script:
         more, more_diags = scan_after_header(lines, header.body_start_line, parsed.heredoc_lines)
         ignored.extend(more)
         diags.extend(more_diags)
-    foreign: Tuple[ForeignDirective, ...] = ()
+    foreign: tuple[ForeignDirective, ...] = ()
     if "#PBS" in src.text or "#BSUB" in src.text:
         found, fdiags = scan_foreign(lines)
         foreign = tuple(found)
         diags.extend(fdiags)
 
-    diags.sort(key=lambda d: (d.line if d.line is not None else 0))
+    diags.sort(key=lambda d: d.line if d.line is not None else 0)
     return Script(
         path=path,
         text=src.text,

@@ -7,10 +7,10 @@ directives but that sbatch does not apply (with the reason), `ForeignDirective` 
 The body is a sequence of `Statement`s; what the body grammar does not model is an opaque `Command`
 with kind OTHER, never a parse failure.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
 
 from translator.diagnostics import Diagnostic
 from translator.records import FrozenRecord, _set
@@ -21,12 +21,12 @@ class Directive(FrozenRecord):
     """One `#SBATCH` (or `#SLURM`) line that sbatch applies."""
 
     line: int
-    text: str                 # the raw line, without the line break
-    prefix: str               # "#SBATCH" or "#SLURM"
-    words: Tuple[str, ...]    # argv words, tokenized as sbatch's get_argument does (quotes removed, no expansion)
-    component: int = 0        # hetjob component index (0 before the first `#SBATCH hetjob`)
+    text: str  # the raw line, without the line break
+    prefix: str  # "#SBATCH" or "#SLURM"
+    words: tuple[str, ...]  # argv words, tokenized as sbatch's get_argument does (quotes removed, no expansion)
+    component: int = 0  # hetjob component index (0 before the first `#SBATCH hetjob`)
 
-    def __init__(self, line: int, text: str, prefix: str, words: Tuple[str, ...], component: int = 0):
+    def __init__(self, line: int, text: str, prefix: str, words: tuple[str, ...], component: int = 0):
         _set(self, "line", line)
         _set(self, "text", text)
         _set(self, "prefix", prefix)
@@ -40,8 +40,8 @@ class IgnoredLine(FrozenRecord):
 
     line: int
     text: str
-    reason: str               # a diagnostic code, e.g. R120 (after first command), R121 (`# SBATCH`)
-    explanation: str          # human sentence
+    reason: str  # a diagnostic code, e.g. R120 (after first command), R121 (`# SBATCH`)
+    explanation: str  # human sentence
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -50,33 +50,33 @@ class ForeignDirective(FrozenRecord):
 
     line: int
     text: str
-    family: str               # "PBS" or "BSUB"
+    family: str  # "PBS" or "BSUB"
 
 
 # ---- body -------------------------------------------------------------------------------------
 
 # Command kinds (classification done by the reader; interpretation done by launchers/plan).
-MODULE = "module"        # module load/purge/use/swap, ml
-SOURCE = "source"        # source FILE / . FILE (not venv/conda activation)
-CONDA = "conda"          # conda/mamba/micromamba activate, source activate ENV
-VENV = "venv"            # source PATH/bin/activate
-PIP = "pip"              # pip/pip3/python -m pip install ...
+MODULE = "module"  # module load/purge/use/swap, ml
+SOURCE = "source"  # source FILE / . FILE (not venv/conda activation)
+CONDA = "conda"  # conda/mamba/micromamba activate, source activate ENV
+VENV = "venv"  # source PATH/bin/activate
+PIP = "pip"  # pip/pip3/python -m pip install ...
 CD = "cd"
-EXPORT = "export"        # export with no plain assignment form (e.g. `export -f`, `export VAR` alone)
-LAUNCH = "launch"        # srun, torchrun, python -m torch.distributed.*, mpirun/mpiexec, deepspeed,
-                         # accelerate launch, python/python3 SCRIPT|-m MOD|-c, apptainer/singularity exec
-SBATCH = "sbatch"        # nested sbatch submission
-OTHER = "other"          # anything else, kept verbatim
+EXPORT = "export"  # export with no plain assignment form (e.g. `export -f`, `export VAR` alone)
+LAUNCH = "launch"  # srun, torchrun, python -m torch.distributed.*, mpirun/mpiexec, deepspeed,
+# accelerate launch, python/python3 SCRIPT|-m MOD|-c, apptainer/singularity exec
+SBATCH = "sbatch"  # nested sbatch submission
+OTHER = "other"  # anything else, kept verbatim
 
 
 @dataclass(init=False, repr=False, eq=False)
 class Word(FrozenRecord):
     """One shell word of a command."""
 
-    raw: str        # as written, with quotes and escapes
-    value: str      # quotes removed and escapes resolved; `$VAR`, `$(..)`, backticks kept literally
-    literal: bool   # True when the word contains no expansion that the shell would perform
-                    # (no unquoted/double-quoted `$` or backtick, no unquoted glob or `~`)
+    raw: str  # as written, with quotes and escapes
+    value: str  # quotes removed and escapes resolved; `$VAR`, `$(..)`, backticks kept literally
+    literal: bool  # True when the word contains no expansion that the shell would perform
+    # (no unquoted/double-quoted `$` or backtick, no unquoted glob or `~`)
 
     def __init__(self, raw: str, value: str, literal: bool):
         _set(self, "raw", raw)
@@ -106,18 +106,27 @@ class Command(FrozenRecord):
 
     line: int
     end_line: int
-    text: str                              # source text of this command (continuations joined with spaces)
-    words: Tuple[Word, ...]
+    text: str  # source text of this command (continuations joined with spaces)
+    words: tuple[Word, ...]
     kind: str = OTHER
-    prefix_assignments: Tuple[Assignment, ...] = ()   # `VAR=x cmd ...`
-    background: bool = False               # ends with `&`
-    connector: str = ""                    # operator joining it to the previous command on the line:
-                                           # "" (new statement), ";", "&&", "||", "|"
-    redirections: Tuple[str, ...] = ()     # e.g. (">log.txt", "2>&1"), kept verbatim
+    prefix_assignments: tuple[Assignment, ...] = ()  # `VAR=x cmd ...`
+    background: bool = False  # ends with `&`
+    connector: str = ""  # operator joining it to the previous command on the line:
+    # "" (new statement), ";", "&&", "||", "|"
+    redirections: tuple[str, ...] = ()  # e.g. (">log.txt", "2>&1"), kept verbatim
 
-    def __init__(self, line: int, end_line: int, text: str, words: Tuple[Word, ...], kind: str = OTHER,
-                 prefix_assignments: Tuple[Assignment, ...] = (), background: bool = False, connector: str = "",
-                 redirections: Tuple[str, ...] = ()):
+    def __init__(
+        self,
+        line: int,
+        end_line: int,
+        text: str,
+        words: tuple[Word, ...],
+        kind: str = OTHER,
+        prefix_assignments: tuple[Assignment, ...] = (),
+        background: bool = False,
+        connector: str = "",
+        redirections: tuple[str, ...] = (),
+    ):
         _set(self, "line", line)
         _set(self, "end_line", end_line)
         _set(self, "text", text)
@@ -129,7 +138,7 @@ class Command(FrozenRecord):
         _set(self, "redirections", redirections)
 
     @property
-    def argv(self) -> Tuple[str, ...]:
+    def argv(self) -> tuple[str, ...]:
         return tuple(w.value for w in self.words)
 
 
@@ -156,22 +165,31 @@ class Block(FrozenRecord):
     kind: str
     line: int
     end_line: int
-    text: str                                   # the header line, e.g. `for i in 1 2 3; do`
-    children: Tuple[Statement, ...] = ()      # parsed statements inside (not for heredoc bodies)
-    heredoc_body: Optional[str] = None          # heredoc text (not parsed as commands)
-    heredoc_delimiter: Optional[str] = None
-    command: Optional[Command] = None           # for heredoc: the command that reads it (e.g. `cat > x`)
-    heredoc_body_line: Optional[int] = None     # for heredoc: line of the document's first line in the file
-    generated_script: Optional[Script] = None  # for heredoc: the document read as a job script when it starts
-                                                # with `#!` (a script this one writes); its line numbers are
-                                                # relative to the document (add heredoc_body_line - 1). With an
-                                                # unquoted delimiter the shell expands `$x` when it writes the
-                                                # file; the generated script holds the text before expansion.
+    text: str  # the header line, e.g. `for i in 1 2 3; do`
+    children: tuple[Statement, ...] = ()  # parsed statements inside (not for heredoc bodies)
+    heredoc_body: str | None = None  # heredoc text (not parsed as commands)
+    heredoc_delimiter: str | None = None
+    command: Command | None = None  # for heredoc: the command that reads it (e.g. `cat > x`)
+    heredoc_body_line: int | None = None  # for heredoc: line of the document's first line in the file
+    generated_script: Script | None = None  # for heredoc: the document read as a job script when it starts
+    # with `#!` (a script this one writes); its line numbers are
+    # relative to the document (add heredoc_body_line - 1). With an
+    # unquoted delimiter the shell expands `$x` when it writes the
+    # file; the generated script holds the text before expansion.
 
-    def __init__(self, kind: str, line: int, end_line: int, text: str, children: Tuple[Statement, ...] = (),
-                 heredoc_body: Optional[str] = None, heredoc_delimiter: Optional[str] = None,
-                 command: Optional[Command] = None, heredoc_body_line: Optional[int] = None,
-                 generated_script: Optional[Script] = None):
+    def __init__(
+        self,
+        kind: str,
+        line: int,
+        end_line: int,
+        text: str,
+        children: tuple[Statement, ...] = (),
+        heredoc_body: str | None = None,
+        heredoc_delimiter: str | None = None,
+        command: Command | None = None,
+        heredoc_body_line: int | None = None,
+        generated_script: Script | None = None,
+    ):
         _set(self, "kind", kind)
         _set(self, "line", line)
         _set(self, "end_line", end_line)
@@ -184,29 +202,29 @@ class Block(FrozenRecord):
         _set(self, "generated_script", generated_script)
 
 
-Statement = Union[Assignment, Command, Comment, Block]
+Statement = Assignment | Command | Comment | Block
 
 
 @dataclass(init=False, repr=False, eq=False)
 class Script(FrozenRecord):
     """Everything the reader learned from one file."""
 
-    path: str                                   # as given by the caller
-    text: str                                   # decoded text ('' when undecodable)
+    path: str  # as given by the caller
+    text: str  # decoded text ('' when undecodable)
     line_count: int
-    shebang: Optional[str]                      # first line if it starts with `#!`, else None
-    shell: str                                  # "bash", "sh", "zsh", "csh", "tcsh", "unknown" from shebang
-    directives: Tuple[Directive, ...]
-    ignored: Tuple[IgnoredLine, ...]
-    foreign: Tuple[ForeignDirective, ...]
-    body: Tuple[Statement, ...]
-    body_start_line: Optional[int]              # first line sbatch sees as a command (ends the header)
-    components: int                             # 1 + number of `#SBATCH hetjob` separators
-    diagnostics: Tuple[Diagnostic, ...] = ()    # reader diagnostics (R1xx)
-    sbatch_refuses: bool = False                # True when sbatch would refuse the file itself
-                                                # (no `#!`, CRLF, NUL, empty, unmatched quote in a directive)
-    hetjob_separator_lines: Tuple[int, ...] = ()  # lines of `#SBATCH hetjob`/`packjob` separators (not Directives)
-    latin1_lines: Tuple[int, ...] = ()          # lines that were not valid UTF-8 and were decoded as Latin-1
+    shebang: str | None  # first line if it starts with `#!`, else None
+    shell: str  # "bash", "sh", "zsh", "csh", "tcsh", "unknown" from shebang
+    directives: tuple[Directive, ...]
+    ignored: tuple[IgnoredLine, ...]
+    foreign: tuple[ForeignDirective, ...]
+    body: tuple[Statement, ...]
+    body_start_line: int | None  # first line sbatch sees as a command (ends the header)
+    components: int  # 1 + number of `#SBATCH hetjob` separators
+    diagnostics: tuple[Diagnostic, ...] = ()  # reader diagnostics (R1xx)
+    sbatch_refuses: bool = False  # True when sbatch would refuse the file itself
+    # (no `#!`, CRLF, NUL, empty, unmatched quote in a directive)
+    hetjob_separator_lines: tuple[int, ...] = ()  # lines of `#SBATCH hetjob`/`packjob` separators (not Directives)
+    latin1_lines: tuple[int, ...] = ()  # lines that were not valid UTF-8 and were decoded as Latin-1
 
 
 def iter_commands(statements):

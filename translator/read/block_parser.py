@@ -6,9 +6,10 @@ The trees are those Lark builds from the grammar: a `Node` per rule whose name d
 with `_`, whose children are its sub-nodes and the indices of its tokens in the input, with the
 children of `_rule`s and of the `x*` helper rules spliced into their parent.
 """
+
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+from collections.abc import Sequence
 
 from translator.read.block_table import ACTIONS, END_STATE, RULES, START_STATE
 
@@ -18,7 +19,7 @@ class Node:
 
     __slots__ = ("data", "children")
 
-    def __init__(self, data: str, children: List[Union[Node, int]]):
+    def __init__(self, data: str, children: list[Node | int]):
         self.data = data
         self.children = children
 
@@ -49,12 +50,12 @@ def parse(types: Sequence[str]) -> Node:
         action = ACTIONS[states[-1]].get(token)
         if action is None:
             raise BlockSyntaxError(i, token)
-        if action >= 0:                                  # shift
+        if action >= 0:  # shift
             states.append(action)
             values.append(i)
             i += 1
             continue
-        name, size, keep = RULES[-1 - action]          # reduce
+        name, size, keep = RULES[-1 - action]  # reduce
         if size:
             parts = values[-size:]
             del states[-size:]
@@ -63,7 +64,7 @@ def parse(types: Sequence[str]) -> Node:
             parts = []
         children: list = []
         for part in parts:
-            if isinstance(part, list):                 # a spliced rule's children
+            if isinstance(part, list):  # a spliced rule's children
                 children.extend(part)
             else:
                 children.append(part)

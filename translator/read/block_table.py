@@ -3,7 +3,6 @@
 Regenerate after changing the grammar: python tools/gen_block_table.py
 (tests/test_read_block_parser.py fails while this file is out of date).
 """
-from typing import Dict, Tuple
 
 TERMINALS = ('$END', 'CASE', 'CMD', 'COMMENT', 'DO', 'DONE', 'DSEMI', 'ELIF', 'ELSE', 'ESAC', 'FI', 'FUNC', 'IF', 'LBRACE', 'LOOP', 'LPAREN', 'PATTERN', 'RBRACE', 'RPAREN', 'THEN')
 
@@ -75,7 +74,7 @@ RULES = (
 
 # One dict per state: symbol -> n. For a terminal, n >= 0 shifts and goes to state n, n < 0
 # reduces by RULES[-1 - n]. For a rule name, n is the state to go to after reducing to it.
-ACTIONS: Tuple[Dict[str, int], ...] = (
+ACTIONS: tuple[dict[str, int], ...] = (
     {'$END': -58, 'CASE': 1, 'CMD': 2, 'COMMENT': 3, 'FUNC': 4, 'IF': 5, 'LBRACE': 6, 'LOOP': 7, 'LPAREN': 8, '__start_star_0': 9, '_stmt': 10, 'case_block': 11, 'func_def': 12, 'group': 13, 'if_block': 14, 'loop_block': 15, 'start': 16, 'subshell': 17},  # 0
     {'ESAC': 18, 'PATTERN': 19, '__case_block_star_2': 20, 'case_item': 21},  # 1
     {'$END': -14, 'CASE': -14, 'CMD': -14, 'COMMENT': -14, 'DO': -14, 'DONE': -14, 'DSEMI': -14, 'ELIF': -14, 'ELSE': -14, 'ESAC': -14, 'FI': -14, 'FUNC': -14, 'IF': -14, 'LBRACE': -14, 'LOOP': -14, 'LPAREN': -14, 'PATTERN': -14, 'RBRACE': -14, 'RPAREN': -14, 'THEN': -14},  # 2

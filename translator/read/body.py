@@ -3,11 +3,12 @@
 The block structure is parsed by translator/read/block_parser.py with the grammar's LALR(1) tables,
 generated at build time (tools/gen_block_table.py): nothing is built or cached at run time.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from collections.abc import Sequence
 
 from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
@@ -31,18 +32,19 @@ _DECLARE_EXPORTING = {"declare", "typeset"}
 
 @dataclass(init=False, repr=False, eq=False)
 class ParsedBody(Record):
-    statements: Tuple[ast.Statement, ...] = ()
-    diagnostics: List[Diagnostic] = field(default_factory=list)
+    statements: tuple[ast.Statement, ...] = ()
+    diagnostics: list[Diagnostic] = field(default_factory=list)
     heredoc_lines: frozenset = frozenset()
 
 
 # ---- AST building --------------------------------------------------------------------------------
 
-def _command_from_segment(seg: Segment) -> List[ast.Statement]:
+
+def _command_from_segment(seg: Segment) -> list[ast.Statement]:
     """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
     words = seg.words
     line = seg.line
-    prefix: List[ast.Assignment] = []
+    prefix: list[ast.Assignment] = []
     i = 0
     while i < len(words):
         a = make_assignment(words[i], line, False) if "=" in words[i] else None
@@ -60,9 +62,11 @@ def _command_from_segment(seg: Segment) -> List[ast.Statement]:
     argv = [w.value for w in word_objs]
     prog = argv[0] if argv else ""
     if prog in ("export", "declare", "typeset", "readonly", "local") and not seg.redirections and not seg.heredocs:
-        exported = prog == "export" or (prog in _DECLARE_EXPORTING and any(
-            a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:]))
-        out: List[ast.Statement] = list(prefix)
+        exported = prog == "export" or (
+            prog in _DECLARE_EXPORTING
+            and any(a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:])
+        )
+        out: list[ast.Statement] = list(prefix)
         leftovers = False
         for raw in rest[1:]:
             if raw.startswith("-") or raw.startswith("+"):
@@ -74,18 +78,51 @@ def _command_from_segment(seg: Segment) -> List[ast.Statement]:
             elif prog == "export":
                 leftovers = True
         if prog == "export" and (leftovers or len(rest) == 1):
-            out.append(ast.Command(line, seg.end_line, seg.text, word_objs, ast.EXPORT, (), seg.background,
-                                   seg.connector, tuple(seg.redirections)))
-        elif prog != "export" and not any(isinstance(s, ast.Assignment) for s in out[len(prefix):]):
-            out.append(ast.Command(line, seg.end_line, seg.text, word_objs, ast.OTHER, tuple(prefix), seg.background,
-                                   seg.connector, tuple(seg.redirections)))
+            out.append(
+                ast.Command(
+                    line,
+                    seg.end_line,
+                    seg.text,
+                    word_objs,
+                    ast.EXPORT,
+                    (),
+                    seg.background,
+                    seg.connector,
+                    tuple(seg.redirections),
+                )
+            )
+        elif prog != "export" and not any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
+            out.append(
+                ast.Command(
+                    line,
+                    seg.end_line,
+                    seg.text,
+                    word_objs,
+                    ast.OTHER,
+                    tuple(prefix),
+                    seg.background,
+                    seg.connector,
+                    tuple(seg.redirections),
+                )
+            )
         return out
     kind = classify(argv) if argv else ast.OTHER
-    return [ast.Command(line, seg.end_line, seg.text, word_objs, kind, tuple(prefix), seg.background, seg.connector,
-                        tuple(seg.redirections))]
+    return [
+        ast.Command(
+            line,
+            seg.end_line,
+            seg.text,
+            word_objs,
+            kind,
+            tuple(prefix),
+            seg.background,
+            seg.connector,
+            tuple(seg.redirections),
+        )
+    ]
 
 
-def _segment_statements(seg: Segment) -> List[ast.Statement]:
+def _segment_statements(seg: Segment) -> list[ast.Statement]:
     stmts = _command_from_segment(seg)
     if not seg.heredocs:
         return stmts
@@ -94,15 +131,26 @@ def _segment_statements(seg: Segment) -> List[ast.Statement]:
     generated = None
     global _generated_depth
     if hd.body.startswith("#!") and _generated_depth < MAX_GENERATED_DEPTH:
-        from translator.read import read_script      # a job script written by this one (generator idiom)
+        from translator.read import read_script  # a job script written by this one (generator idiom)
+
         _generated_depth += 1
         try:
             generated = read_script(hd.body.encode("utf-8", "surrogatepass"), f"<here-document at line {hd.line}>")
         finally:
             _generated_depth -= 1
-    block = ast.Block("heredoc", seg.line, max(hd.end_line, seg.end_line), seg.text, (), hd.body, hd.delimiter, cmd,
-                      hd.body_start, generated)
-    kept: List[ast.Statement] = [s for s in stmts if not isinstance(s, ast.Command)]
+    block = ast.Block(
+        "heredoc",
+        seg.line,
+        max(hd.end_line, seg.end_line),
+        seg.text,
+        (),
+        hd.body,
+        hd.delimiter,
+        cmd,
+        hd.body_start,
+        generated,
+    )
+    kept: list[ast.Statement] = [s for s in stmts if not isinstance(s, ast.Command)]
     return kept + [block]
 
 
@@ -114,8 +162,8 @@ class _Builder:
     def tok(self, t) -> LexToken:
         return self.tokens[int(t)]
 
-    def stmts(self, children) -> List[ast.Statement]:
-        out: List[ast.Statement] = []
+    def stmts(self, children) -> list[ast.Statement]:
+        out: list[ast.Statement] = []
         for ch in children:
             if isinstance(ch, list):
                 out.extend(ch)
@@ -126,7 +174,7 @@ class _Builder:
                 if isinstance(tok, _Run):
                     out.extend(_flat_fallback(tok.tokens))
                 elif tok.type == "CMD":
-                    assert tok.segment is not None          # the lexer gives every CMD token its segment
+                    assert tok.segment is not None  # the lexer gives every CMD token its segment
                     out.extend(_segment_statements(tok.segment))
                 elif tok.type == "COMMENT":
                     out.append(ast.Comment(tok.line, tok.text))
@@ -141,17 +189,27 @@ class _Builder:
         first = self.tok(children[0]) if not isinstance(children[0], (list, ast.Block)) else None
         last_tok = None
         for ch in reversed(children):
-            if not isinstance(ch, (list, ast.Block)) and self.tokens[int(ch)].type in ("FI", "DONE", "ESAC", "RBRACE", "RPAREN"):
+            if not isinstance(ch, (list, ast.Block)) and self.tokens[int(ch)].type in (
+                "FI",
+                "DONE",
+                "ESAC",
+                "RBRACE",
+                "RPAREN",
+            ):
                 last_tok = self.tokens[int(ch)]
                 break
-        inner = [c for c in children[1:] if isinstance(c, (list, ast.Block)) or self.tokens[int(c)].type in ("CMD", "COMMENT")]
+        inner = [
+            c
+            for c in children[1:]
+            if isinstance(c, (list, ast.Block)) or self.tokens[int(c)].type in ("CMD", "COMMENT")
+        ]
         stmts = self.stmts(inner)
         line = first.line if first else 0
         end = last_tok.end_line if last_tok else (stmts[-1].line if stmts else line)
         return ast.Block(kind, line, max(end, line), self.header_text(first) if first else "", tuple(stmts))
 
 
-def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> List[ast.Statement]:
+def _build(tree, tokens: Sequence[LexToken], lines: Sequence[str]) -> list[ast.Statement]:
     b = _Builder(tokens, lines)
 
     def conv(node):
@@ -209,10 +267,10 @@ _SIMPLE_TYPES = frozenset(("CMD", "COMMENT"))
 class _Run(Record):
     """Consecutive simple statements, fed to the LALR parser as one CMD token."""
 
-    tokens: List[LexToken]
+    tokens: list[LexToken]
     type: str = "CMD"
 
-    def __init__(self, tokens: List[LexToken], type: str = "CMD"):
+    def __init__(self, tokens: list[LexToken], type: str = "CMD"):
         self.tokens = tokens
         self.type = type
 
@@ -227,7 +285,7 @@ class _Run(Record):
 
 def _compress_runs(tokens: Sequence[LexToken]) -> list:
     out: list = []
-    run: List[LexToken] = []
+    run: list[LexToken] = []
     for t in tokens:
         if t.type in _SIMPLE_TYPES:
             run.append(t)
@@ -241,8 +299,8 @@ def _compress_runs(tokens: Sequence[LexToken]) -> list:
     return out
 
 
-def _flat_fallback(tokens: Sequence[LexToken]) -> List[ast.Statement]:
-    out: List[ast.Statement] = []
+def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
+    out: list[ast.Statement] = []
     for tok in tokens:
         if tok.type == "CMD" and tok.segment is not None:
             out.extend(_segment_statements(tok.segment))
@@ -251,12 +309,12 @@ def _flat_fallback(tokens: Sequence[LexToken]) -> List[ast.Statement]:
     return out
 
 
-def _csh_statements(lines: Sequence[str], start: int) -> List[ast.Statement]:
+def _csh_statements(lines: Sequence[str], start: int) -> list[ast.Statement]:
     """csh/tcsh: one opaque command per logical line (`\\` continuations joined), classified by program.
 
     `setenv NAME value` becomes an exported Assignment and `set NAME = value` a plain one.
     """
-    out: List[ast.Statement] = []
+    out: list[ast.Statement] = []
     number = start
     total = len(lines)
     while number <= total:
@@ -273,7 +331,7 @@ def _csh_statements(lines: Sequence[str], start: int) -> List[ast.Statement]:
             out.append(ast.Comment(first, stripped))
             continue
         for part in stripped.split(";"):
-            raw = [w for w in re.split(r"[ \t]+", part) if w]      # csh blanks: space and tab only
+            raw = [w for w in re.split(r"[ \t]+", part) if w]  # csh blanks: space and tab only
             if not raw:
                 continue
             if raw[0] == "setenv" and len(raw) >= 2:
@@ -290,32 +348,52 @@ def _csh_statements(lines: Sequence[str], start: int) -> List[ast.Statement]:
 
 def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedBody:
     """Parse lines[start-1:] (start is 1-based: the first command line). Never raises."""
-    text = "\n".join(lines[start - 1:])
-    diags: List[Diagnostic] = []
+    text = "\n".join(lines[start - 1 :])
+    diags: list[Diagnostic] = []
     if shell in ("csh", "tcsh"):
-        diags.append(Diagnostic(INFO, R144_CSH_BODY, f"{shell} script: the header is read exactly as sbatch reads it, the body "
-                                "is modelled loosely (csh syntax is not bash)", start))
+        diags.append(
+            Diagnostic(
+                INFO,
+                R144_CSH_BODY,
+                f"{shell} script: the header is read exactly as sbatch reads it, the body "
+                "is modelled loosely (csh syntax is not bash)",
+                start,
+            )
+        )
     if shell in ("csh", "tcsh"):
         return ParsedBody(tuple(_csh_statements(lines, start)), diags, frozenset())
     lexer = ShellLexer(text, start).run()
     diags.extend(lexer.diagnostics)
     tokens = lexer.tokens
-    statements: List[ast.Statement]
+    statements: list[ast.Statement]
     if lexer.max_depth > MAX_BLOCK_DEPTH:
-        diags.append(Diagnostic(WARNING, R146_TOO_DEEP, f"blocks are nested {lexer.max_depth} levels deep (more than "
-                                f"{MAX_BLOCK_DEPTH}); the commands are listed without their blocks", start))
+        diags.append(
+            Diagnostic(
+                WARNING,
+                R146_TOO_DEEP,
+                f"blocks are nested {lexer.max_depth} levels deep (more than "
+                f"{MAX_BLOCK_DEPTH}); the commands are listed without their blocks",
+                start,
+            )
+        )
         return ParsedBody(tuple(_flat_fallback(tokens)), diags, frozenset(lexer.heredoc_lines))
     try:
         if all(t.type in _SIMPLE_TYPES for t in tokens):
-            statements = _flat_fallback(tokens)          # no compound command: nothing for the grammar to do
+            statements = _flat_fallback(tokens)  # no compound command: nothing for the grammar to do
         else:
             runs = _compress_runs(tokens)
-            from translator.read.block_parser import parse as parse_blocks   # only scripts with blocks pay for it
+            from translator.read.block_parser import parse as parse_blocks  # only scripts with blocks pay for it
 
             tree = parse_blocks([t.type for t in runs])
             statements = _build(tree, runs, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
-        diags.append(Diagnostic(WARNING, R145_PARSER_FALLBACK, f"block structure not recognised ({type(exc).__name__}); "
-                                "commands are listed without their blocks", start))
+        diags.append(
+            Diagnostic(
+                WARNING,
+                R145_PARSER_FALLBACK,
+                f"block structure not recognised ({type(exc).__name__}); commands are listed without their blocks",
+                start,
+            )
+        )
         statements = _flat_fallback(tokens)
     return ParsedBody(tuple(statements), diags, frozenset(lexer.heredoc_lines))

@@ -3,10 +3,11 @@
 Classification looks at the program after transparent prefixes (`time`, `exec`, `nohup`, `stdbuf`,
 `env`, `nice`, `timeout`, `command`, `numactl`, `taskset`); the words themselves are kept as written.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from translator.launchers.registry import launch_kind
 from translator.read import ast
@@ -24,7 +25,18 @@ _PREFIXES = {
     "nice": {"-n", "--adjustment"},
     "command": set(),
     "builtin": set(),
-    "numactl": {"-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred", "--interleave"},
+    "numactl": {
+        "-C",
+        "-N",
+        "-m",
+        "-p",
+        "-i",
+        "--physcpubind",
+        "--cpunodebind",
+        "--membind",
+        "--preferred",
+        "--interleave",
+    },
     "taskset": set(),
     "chrt": set(),
     "ionice": {"-c", "-n", "-p"},
@@ -61,7 +73,7 @@ def program_index(argv: Sequence[str]) -> int:
         if opts is None:
             return i
         if prog == "command" and i + 1 < n and argv[i + 1] in ("-v", "-V"):
-            return n                                   # `command -v X` looks X up, it does not run it
+            return n  # `command -v X` looks X up, it does not run it
         i += 1
         while i < n and (argv[i].startswith("-") and argv[i] != "-" or (prog == "env" and _ENV_ASSIGN.match(argv[i]))):
             if argv[i] == "--":
@@ -79,7 +91,11 @@ def _python_kind(args: Sequence[str]) -> str:
         a = args[i]
         if a == "-m":
             if i + 1 < n and args[i + 1] == "pip":
-                return ast.PIP if any(x in ("install", "uninstall", "download") for x in args[i + 2:i + 4]) else ast.OTHER
+                return (
+                    ast.PIP
+                    if any(x in ("install", "uninstall", "download") for x in args[i + 2 : i + 4])
+                    else ast.OTHER
+                )
             return ast.LAUNCH if i + 1 < n else ast.OTHER
         if a.startswith("-m") and len(a) > 2:
             return ast.PIP if a[2:] == "pip" and "install" in args else ast.LAUNCH
@@ -93,7 +109,7 @@ def _python_kind(args: Sequence[str]) -> str:
         if a.startswith("-") and a != "-":
             i += 1
             continue
-        return ast.LAUNCH      # a script (or `-` = stdin)
+        return ast.LAUNCH  # a script (or `-` = stdin)
     return ast.OTHER
 
 
@@ -108,7 +124,7 @@ def classify(argv: Sequence[str]) -> str:
                 return kind
             return outer_fallback
         if outer_fallback is None:
-            outer_fallback = kind            # what the outermost wrapper is when it does not launch
+            outer_fallback = kind  # what the outermost wrapper is when it does not launch
         argv = tail
 
 
@@ -135,7 +151,7 @@ def _classify_plain(argv: Sequence[str]):
     if i >= len(argv):
         return ast.OTHER
     prog = _base(argv[i])
-    rest = argv[i + 1:]
+    rest = argv[i + 1 :]
     sub = rest[0] if rest else ""
 
     if prog in MODULE_PROGRAMS:
@@ -176,7 +192,7 @@ def _classify_plain(argv: Sequence[str]):
     if prog == "sbatch":
         return ast.SBATCH
     launch = launch_kind(prog, sub)
-    if launch is not None:               # the launcher table (translator/launchers/registry.py)
+    if launch is not None:  # the launcher table (translator/launchers/registry.py)
         return ast.LAUNCH if launch else ast.OTHER
     if _PY.match(prog):
         return _python_kind(rest)

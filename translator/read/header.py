@@ -14,11 +14,11 @@
 
 Lines that look like directives but are not applied are kept as `IgnoredLine`s with a reason code.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from translator.diagnostics import Diagnostic, ERROR, INFO, WARNING
 from translator.read.ast import Directive, ForeignDirective, IgnoredLine
@@ -52,13 +52,18 @@ _PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
 
 @dataclass(init=False, repr=False, eq=False)
 class TokenizedLine(Record):
-    words: List[str]
-    error: Optional[Tuple[str, str]] = None        # (code, message): sbatch would stop with a fatal error
-    notes: List[Tuple[str, str, str]] = field(default_factory=list)   # (severity, code, message)
+    words: list[str]
+    error: tuple[str, str] | None = None  # (code, message): sbatch would stop with a fatal error
+    notes: list[tuple[str, str, str]] = field(default_factory=list)  # (severity, code, message)
     hetjob_separator: bool = False
 
-    def __init__(self, words: List[str], error: Optional[Tuple[str, str]] = None,
-                 notes: Optional[List[Tuple[str, str, str]]] = None, hetjob_separator: bool = False):
+    def __init__(
+        self,
+        words: list[str],
+        error: tuple[str, str] | None = None,
+        notes: list[tuple[str, str, str]] | None = None,
+        hetjob_separator: bool = False,
+    ):
         self.words = words
         self.error = error
         self.notes = [] if notes is None else notes
@@ -92,7 +97,9 @@ def tokenize_directive(text: str) -> TokenizedLine:
         if "hetjob" not in low and "packjob" not in low:
             words = _C_WORD.findall(text)
             if not any(w.startswith(":") for w in words):
-                return TokenizedLine(words)      # no quote, escape, `#`, separator or `:`: words are the blank-separated runs
+                return TokenizedLine(
+                    words
+                )  # no quote, escape, `#`, separator or `:`: words are the blank-separated runs
     return tokenize_directive_stepwise(text)
 
 
@@ -109,25 +116,40 @@ def tokenize_directive_stepwise(text: str) -> TokenizedLine:
             break
         c = text[i]
         if c == ":":
-            out.error = (R131_LEADING_COLON, f"unexpected `:` in [{clip(text)}]: a word starting with `:` is the hetjob separator of "
-                                             "the command line, sbatch refuses it in a script")
+            out.error = (
+                R131_LEADING_COLON,
+                f"unexpected `:` in [{clip(text)}]: a word starting with `:` is the hetjob separator of "
+                "the command line, sbatch refuses it in a script",
+            )
             break
         if _het_word_at(text, i):
             if first:
                 out.hetjob_separator = True
                 het_rest = text[i:].split(None, 1)
                 if len(het_rest) > 1 and het_rest[1].strip() and not het_rest[1].lstrip().startswith("#"):
-                    out.notes.append((WARNING, R134_HETJOB_WORD, f"the text after `{het_rest[0]}` on this line is ignored by sbatch: "
-                                      f"`{clip(het_rest[1].strip())}`"))
+                    out.notes.append(
+                        (
+                            WARNING,
+                            R134_HETJOB_WORD,
+                            f"the text after `{het_rest[0]}` on this line is ignored by sbatch: "
+                            f"`{clip(het_rest[1].strip())}`",
+                        )
+                    )
             else:
-                out.notes.append((WARNING, R134_HETJOB_WORD, f"the word `{text[i:].split(None, 1)[0]}` ends this directive line "
-                                  f"for sbatch; it and everything after it are ignored: `{clip(text[i:].strip())}`"))
+                out.notes.append(
+                    (
+                        WARNING,
+                        R134_HETJOB_WORD,
+                        f"the word `{text[i:].split(None, 1)[0]}` ends this directive line "
+                        f"for sbatch; it and everything after it are ignored: `{clip(text[i:].strip())}`",
+                    )
+                )
             break
         if c == "#":
             break
         first = False
         start = i
-        buf: List[str] = []
+        buf: list[str] = []
         quote = ""
         escaped = False
         hash_cut = False
@@ -135,8 +157,14 @@ def tokenize_directive_stepwise(text: str) -> TokenizedLine:
             ch = text[i]
             if not quote and ch in _C_SPACE:
                 if escaped:
-                    out.notes.append((WARNING, R133_ESCAPED_BLANK, f"`\\` before a blank does not join words in a directive: "
-                                      f"sbatch ends the word `{clip(''.join(buf))}` there; quote the value instead"))
+                    out.notes.append(
+                        (
+                            WARNING,
+                            R133_ESCAPED_BLANK,
+                            f"`\\` before a blank does not join words in a directive: "
+                            f"sbatch ends the word `{clip(''.join(buf))}` there; quote the value instead",
+                        )
+                    )
                 break
             if escaped:
                 escaped = False
@@ -176,13 +204,21 @@ def tokenize_directive_stepwise(text: str) -> TokenizedLine:
             # get_argument returns nothing for an empty word, which ends the line (checked with Slurm 22.05:
             # `--comment=x "" -N 3` does not set -N; `-J "" -N 3` makes -J take the next line's first word)
             rest = text[start:].strip()
-            out.notes.append((WARNING, R136_EMPTY_WORD, f"an empty word ends the directive line for sbatch; ignored: `{clip(rest)}`"))
+            out.notes.append(
+                (WARNING, R136_EMPTY_WORD, f"an empty word ends the directive line for sbatch; ignored: `{clip(rest)}`")
+            )
             break
         out.words.append(word)
         if hash_cut:
             rest = text[i:]
-            out.notes.append((INFO, R132_HASH_ENDS_LINE, f"the unquoted `#` ends the directive after `{clip(word)}`; ignored: `{clip(rest)}`"
-                              + (" (quote or escape `#` to keep it)" if word and not rest.startswith("# ") else "")))
+            out.notes.append(
+                (
+                    INFO,
+                    R132_HASH_ENDS_LINE,
+                    f"the unquoted `#` ends the directive after `{clip(word)}`; ignored: `{clip(rest)}`"
+                    + (" (quote or escape `#` to keep it)" if word and not rest.startswith("# ") else ""),
+                )
+            )
             break
     return out
 
@@ -210,13 +246,13 @@ def _distance(a: str, b: str, limit: int = 2) -> int:
     return prev[len(b)]
 
 
-def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
+def classify_lookalike(line: str) -> tuple[str, str] | None:
     """If `line` (a comment line, not a directive) looks like a directive, return (code, explanation)."""
     m = _LOOKALIKE.match(line)
     if m is None:
         return None
     indent, hashes, bang, space, word, rest = m.groups()
-    if word[:6] == "SBATCH" and len(word) > 6:      # `##SBATCHhetjob`, `  #SBATCH--x`: the magic word glued to text
+    if word[:6] == "SBATCH" and len(word) > 6:  # `##SBATCHhetjob`, `  #SBATCH--x`: the magic word glued to text
         word = "SBATCH"
     upper = word.upper()
     exact = word in ("SBATCH", "SLURM")
@@ -231,32 +267,41 @@ def classify_lookalike(line: str) -> Optional[Tuple[str, str]]:
     if not near:
         return R125_TYPO, f"`{shown}` looks like a misspelt `#SBATCH`; sbatch reads it as a comment"
     if indent and hashes == "#" and not bang and not space and exact:
-        return R123_INDENTED, (f"`{shown}` is indented; sbatch only reads `#{word}` at column 0, so this line is a comment")
+        return R123_INDENTED, (
+            f"`{shown}` is indented; sbatch only reads `#{word}` at column 0, so this line is a comment"
+        )
     if bang:
         return R126_SHEBANG_LIKE, f"`{shown}` is not `#SBATCH`; sbatch reads it as a comment"
     if len(hashes) > 1:
-        return R122_DOUBLE_HASH, (f"`{shown}` starts with `{hashes}`; sbatch reads it as a comment "
-                                  "(often a directive switched off on purpose)")
+        return R122_DOUBLE_HASH, (
+            f"`{shown}` starts with `{hashes}`; sbatch reads it as a comment "
+            "(often a directive switched off on purpose)"
+        )
     if space:
-        return R121_SPACE_AFTER_HASH, (f"`{shown}` has a blank after `#`; sbatch only reads `#SBATCH` with no blank, so this "
-                                       "line is a comment")
+        return R121_SPACE_AFTER_HASH, (
+            f"`{shown}` has a blank after `#`; sbatch only reads `#SBATCH` with no blank, so this line is a comment"
+        )
     if not exact:
-        return R124_WRONG_CASE, f"`#{word}` is not `#SBATCH`: the magic word is case-sensitive, so this line is a comment"
+        return (
+            R124_WRONG_CASE,
+            f"`#{word}` is not `#SBATCH`: the magic word is case-sensitive, so this line is a comment",
+        )
     return None
 
 
 # ---- the scan ------------------------------------------------------------------------------------
 
+
 @dataclass(init=False, repr=False, eq=False)
 class Header(Record):
-    directives: List[Directive]
-    ignored: List[IgnoredLine]
-    foreign: List[ForeignDirective]
-    body_start_line: Optional[int]
+    directives: list[Directive]
+    ignored: list[IgnoredLine]
+    foreign: list[ForeignDirective]
+    body_start_line: int | None
     components: int
-    diagnostics: List[Diagnostic]
+    diagnostics: list[Diagnostic]
     sbatch_refuses: bool
-    hetjob_separators: List[int]
+    hetjob_separators: list[int]
 
 
 def _is_command_line(line: str) -> bool:
@@ -267,64 +312,101 @@ def _is_command_line(line: str) -> bool:
     return False
 
 
-def read_header(lines: List[str]) -> Header:
+def read_header(lines: list[str]) -> Header:
     """Scan `lines` (no line breaks) as sbatch scans them."""
-    directives: List[Directive] = []
-    ignored: List[IgnoredLine] = []
-    diags: List[Diagnostic] = []
+    directives: list[Directive] = []
+    ignored: list[IgnoredLine] = []
+    diags: list[Diagnostic] = []
     refuses = False
     component = 0
-    separators: List[int] = []
-    body_start: Optional[int] = None
+    separators: list[int] = []
+    body_start: int | None = None
 
     for number, line in enumerate(lines, 1):
         if line.startswith("#SBATCH"):
             prefix = "#SBATCH"
         elif line.startswith("#SLURM"):
             prefix = "#SLURM"
-            diags.append(Diagnostic(WARNING, R127_SLURM_PREFIX, "`#SLURM` is accepted by sbatch with an error message (\"Change "
-                                    "from #SLURM to #SBATCH in your script\")", number, "write `#SBATCH`"))
+            diags.append(
+                Diagnostic(
+                    WARNING,
+                    R127_SLURM_PREFIX,
+                    '`#SLURM` is accepted by sbatch with an error message ("Change '
+                    'from #SLURM to #SBATCH in your script")',
+                    number,
+                    "write `#SBATCH`",
+                )
+            )
         else:
             if _is_command_line(line):
                 body_start = number
                 if line.strip().startswith("#"):
                     odd = next(ch for ch in line if ch not in _C_SPACE)
-                    diags.append(Diagnostic(WARNING, R137_UNICODE_BLANK, f"line {number} looks like a comment, but it starts "
-                                            f"with U+{ord(odd):04X}, which sbatch does not treat as a blank: for sbatch it is "
-                                            "the first command, and no directive after it is read", number,
-                                            "remove the invisible character"))
+                    diags.append(
+                        Diagnostic(
+                            WARNING,
+                            R137_UNICODE_BLANK,
+                            f"line {number} looks like a comment, but it starts "
+                            f"with U+{ord(odd):04X}, which sbatch does not treat as a blank: for sbatch it is "
+                            "the first command, and no directive after it is read",
+                            number,
+                            "remove the invisible character",
+                        )
+                    )
                 break
             if "SBATCH" in line.upper() or "SLURM" in line.upper() or _LOOKALIKE.match(line):
                 found = classify_lookalike(line)
                 if found is not None:
                     code, why = found
                     ignored.append(IgnoredLine(number, line, code, why))
-                    diags.append(Diagnostic(WARNING, code, f"ignored `{line.strip()[:80]}`: {why}", number,
-                                            "write `#SBATCH` at column 0 if this option is meant"))
+                    diags.append(
+                        Diagnostic(
+                            WARNING,
+                            code,
+                            f"ignored `{line.strip()[:80]}`: {why}",
+                            number,
+                            "write `#SBATCH` at column 0 if this option is meant",
+                        )
+                    )
             continue
-        tok = tokenize_directive(line[len(prefix):])
+        tok = tokenize_directive(line[len(prefix) :])
         for severity, code, message in tok.notes:
             diags.append(Diagnostic(severity, code, message, number))
         if tok.error is not None:
             code, message = tok.error
-            diags.append(Diagnostic(ERROR, code, message, number,
-                                    "close the quote or escape it with `\\`" if code == R130_UNMATCHED_QUOTE else None))
+            diags.append(
+                Diagnostic(
+                    ERROR,
+                    code,
+                    message,
+                    number,
+                    "close the quote or escape it with `\\`" if code == R130_UNMATCHED_QUOTE else None,
+                )
+            )
             refuses = True
         if tok.hetjob_separator:
             component += 1
             separators.append(number)
-            diags.append(Diagnostic(INFO, R135_HETJOB_SEPARATOR, f"`{clip(line.strip())}` starts heterogeneous job component "
-                                    f"{component}", number))
+            diags.append(
+                Diagnostic(
+                    INFO,
+                    R135_HETJOB_SEPARATOR,
+                    f"`{clip(line.strip())}` starts heterogeneous job component {component}",
+                    number,
+                )
+            )
             continue
         directives.append(Directive(number, line, prefix, tuple(tok.words), component))
 
     return Header(directives, ignored, [], body_start, component + 1, diags, refuses, separators)
 
 
-def scan_after_header(lines: List[str], start: int, heredoc_lines=frozenset()) -> Tuple[List[IgnoredLine], List[Diagnostic]]:
+def scan_after_header(
+    lines: list[str], start: int, heredoc_lines=frozenset()
+) -> tuple[list[IgnoredLine], list[Diagnostic]]:
     """Report directive look-alikes at or after line `start` (the first command), which sbatch ignores."""
-    ignored: List[IgnoredLine] = []
-    diags: List[Diagnostic] = []
+    ignored: list[IgnoredLine] = []
+    diags: list[Diagnostic] = []
     for number in range(start + 1, len(lines) + 1):
         line = lines[number - 1]
         if "#" not in line[:16] or not line.lstrip(_C_SPACE).startswith("#"):
@@ -333,22 +415,33 @@ def scan_after_header(lines: List[str], start: int, heredoc_lines=frozenset()) -
         if found is None:
             continue
         if number in heredoc_lines:
-            why = (f"inside a here-document (text the script writes or feeds to a command); sbatch stopped reading "
-                   f"directives at the first command, line {start}")
+            why = (
+                f"inside a here-document (text the script writes or feeds to a command); sbatch stopped reading "
+                f"directives at the first command, line {start}"
+            )
             ignored.append(IgnoredLine(number, line, R129_IN_HEREDOC, why))
             diags.append(Diagnostic(INFO, R129_IN_HEREDOC, f"`{line.strip()[:80]}` is {why}", number))
             continue
-        why = (f"comes after the first command (line {start}: `{lines[start - 1].strip()[:60]}`); sbatch stops reading "
-               "directives there")
+        why = (
+            f"comes after the first command (line {start}: `{lines[start - 1].strip()[:60]}`); sbatch stops reading "
+            "directives there"
+        )
         if found[0] != R120_AFTER_FIRST_COMMAND:
             why += f"; also {found[1]}"
         ignored.append(IgnoredLine(number, line, R120_AFTER_FIRST_COMMAND, why))
-        diags.append(Diagnostic(WARNING, R120_AFTER_FIRST_COMMAND, f"ignored `{line.strip()[:80]}`: {why}", number,
-                                "move all #SBATCH lines above the first command"))
+        diags.append(
+            Diagnostic(
+                WARNING,
+                R120_AFTER_FIRST_COMMAND,
+                f"ignored `{line.strip()[:80]}`: {why}",
+                number,
+                "move all #SBATCH lines above the first command",
+            )
+        )
     return ignored, diags
 
 
-def scan_foreign(lines: List[str]) -> Tuple[List[ForeignDirective], List[Diagnostic]]:
+def scan_foreign(lines: list[str]) -> tuple[list[ForeignDirective], list[Diagnostic]]:
     """`#BSUB`/`#PBS` lines as sbatch's wrapper scan (xlate.c) finds them.
 
     The scan reads the whole file (it does not stop at the first command) but gives up after 100
@@ -356,8 +449,8 @@ def scan_foreign(lines: List[str]) -> Tuple[List[ForeignDirective], List[Diagnos
     of the applied family are reported by the resolve stage, which translates them (O220); here only
     the lines sbatch does not apply get an R128 note.
     """
-    found: Dict[str, List[ForeignDirective]] = {"BSUB": [], "PBS": []}
-    missed: List[Tuple[int, str, str]] = []             # (line, text, family) after sbatch stopped scanning
+    found: dict[str, list[ForeignDirective]] = {"BSUB": [], "PBS": []}
+    missed: list[tuple[int, str, str]] = []  # (line, text, family) after sbatch stopped scanning
     for family in ("BSUB", "PBS"):
         magic = "#" + family
         non_comments = 0
@@ -372,16 +465,32 @@ def scan_foreign(lines: List[str]) -> Tuple[List[ForeignDirective], List[Diagnos
                 continue
             found[family].append(ForeignDirective(number, line, family))
         if stopped_at is not None:
-            missed.extend((number, line, family) for number, line in enumerate(lines[stopped_at:], stopped_at + 1)
-                          if line.startswith(magic))
+            missed.extend(
+                (number, line, family)
+                for number, line in enumerate(lines[stopped_at:], stopped_at + 1)
+                if line.startswith(magic)
+            )
     used = "BSUB" if found["BSUB"] else "PBS"
     foreign = sorted(found["BSUB"] + found["PBS"], key=lambda f: f.line)
     diags = []
     for f in foreign:
         if f.family != used:
-            diags.append(Diagnostic(INFO, R128_FOREIGN, f"`{clip(f.text.strip())}`: sbatch ignores #{f.family} lines when "
-                                    "#BSUB lines are present", f.line))
+            diags.append(
+                Diagnostic(
+                    INFO,
+                    R128_FOREIGN,
+                    f"`{clip(f.text.strip())}`: sbatch ignores #{f.family} lines when #BSUB lines are present",
+                    f.line,
+                )
+            )
     for number, line, family in missed:
-        diags.append(Diagnostic(INFO, R128_FOREIGN, f"`{clip(line.strip())}`: sbatch stops looking for #{family} lines after "
-                                "100 lines that do not start with `#`, so it does not apply this one", number))
+        diags.append(
+            Diagnostic(
+                INFO,
+                R128_FOREIGN,
+                f"`{clip(line.strip())}`: sbatch stops looking for #{family} lines after "
+                "100 lines that do not start with `#`, so it does not apply this one",
+                number,
+            )
+        )
     return foreign, diags

@@ -10,13 +10,13 @@ a command) and become block tokens; everything else becomes a `Segment` (one sim
 It never fails: an unterminated quote, heredoc or block is reported (R14x) and closed at the end of
 the file, and a closing word without its opener is kept as an ordinary command.
 """
+
 from __future__ import annotations
 
 import bisect
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
 
 from translator.diagnostics import Diagnostic, WARNING
 
@@ -62,22 +62,22 @@ class Heredoc:
     delimiter: str
     quoted: bool
     strip_tabs: bool
-    line: int                       # line of the `<<` operator
+    line: int  # line of the `<<` operator
     body: str = ""
-    body_start: int = 0             # first line of the body
-    end_line: int = 0               # line of the closing delimiter (or last line when unterminated)
+    body_start: int = 0  # first line of the body
+    end_line: int = 0  # line of the closing delimiter (or last line when unterminated)
 
 
 @dataclass(**_SLOTS)
 class Segment:
     """One simple command as written: raw words (quotes kept), redirections, heredocs, position."""
 
-    start: int                      # offset in text
+    start: int  # offset in text
     end: int = 0
-    words: List[str] = field(default_factory=list)
-    redirections: List[str] = field(default_factory=list)
-    heredocs: List[Heredoc] = field(default_factory=list)
-    connector: str = ""             # "", ";", "&&", "||", "|"
+    words: list[str] = field(default_factory=list)
+    redirections: list[str] = field(default_factory=list)
+    heredocs: list[Heredoc] = field(default_factory=list)
+    connector: str = ""  # "", ";", "&&", "||", "|"
     background: bool = False
     line: int = 0
     end_line: int = 0
@@ -86,18 +86,18 @@ class Segment:
 
 @dataclass(**_SLOTS)
 class LexToken:
-    type: str                       # grammar terminal name
+    type: str  # grammar terminal name
     line: int
     end_line: int
     text: str
-    segment: Optional[Segment] = None
+    segment: Segment | None = None
     synthetic: bool = False
 
 
 @dataclass(**_SLOTS)
 class _Frame:
-    kind: str                       # if, loop, case, group, subshell
-    phase: str                      # if: cond/body/else; loop: cond/body; case: pattern/body
+    kind: str  # if, loop, case, group, subshell
+    phase: str  # if: cond/body/else; loop: cond/body; case: pattern/body
     line: int
     word: str
 
@@ -108,16 +108,16 @@ class ShellLexer:
         self.n = len(text)
         self.first_line = first_line
         self.newlines = [m.start() for m in re.finditer("\n", text)] if "\n" in text else []
-        self.tokens: List[LexToken] = []
-        self.diagnostics: List[Diagnostic] = []
-        self.frames: List[_Frame] = []
+        self.tokens: list[LexToken] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.frames: list[_Frame] = []
         self.heredoc_lines: set = set()
-        self.pending_heredocs: List[Heredoc] = []
-        self.pending_func: Optional[int] = None      # index of a FUNC token waiting for its body
+        self.pending_heredocs: list[Heredoc] = []
+        self.pending_func: int | None = None  # index of a FUNC token waiting for its body
         self.max_depth = 0
-        self.nesting = 0                             # quotes/substitutions open around the scan position
+        self.nesting = 0  # quotes/substitutions open around the scan position
         # the state of the main scan (see run)
-        self._seg: Optional[Segment] = None
+        self._seg: Segment | None = None
         self._word = -1
         self._mode = "cmd"
         self._header_kind = ""
@@ -135,14 +135,21 @@ class ShellLexer:
             if tok.type not in ("LBRACE", "LPAREN", "IF", "LOOP", "CASE"):
                 ftok = self.tokens[self.pending_func]
                 ftok.type = "CMD"
-                ftok.segment = Segment(0, words=ftok.text.split()[:1], line=ftok.line, end_line=ftok.line, text=ftok.text)
+                ftok.segment = Segment(
+                    0, words=ftok.text.split()[:1], line=ftok.line, end_line=ftok.line, text=ftok.text
+                )
             self.pending_func = None
         self.tokens.append(tok)
 
     def _demote(self, tok: LexToken, why: str) -> None:
         self.diagnostics.append(Diagnostic(WARNING, R142_UNEXPECTED_CLOSER, why, tok.line))
-        seg = tok.segment or Segment(0, words=[tok.text.split()[0] if tok.text.split() else tok.text], line=tok.line,
-                                     end_line=tok.end_line, text=tok.text)
+        seg = tok.segment or Segment(
+            0,
+            words=[tok.text.split()[0] if tok.text.split() else tok.text],
+            line=tok.line,
+            end_line=tok.end_line,
+            text=tok.text,
+        )
         self._push(LexToken("CMD", tok.line, tok.end_line, tok.text, seg))
 
     def _close_frame(self, frame: _Frame, line: int) -> None:
@@ -164,8 +171,13 @@ class ShellLexer:
     _CLOSES = {"FI": "if", "DONE": "loop", "ESAC": "case", "RBRACE": "group", "RPAREN": "subshell"}
     _EXPECT = {"if": "fi", "loop": "done", "case": "esac", "group": "}", "subshell": ")"}
     # token -> (frame kind, first phase) for block openers
-    _OPENS = {"IF": ("if", "cond"), "LOOP": ("loop", "cond"), "CASE": ("case", "pattern"),
-              "LBRACE": ("group", "body"), "LPAREN": ("subshell", "body")}
+    _OPENS = {
+        "IF": ("if", "cond"),
+        "LOOP": ("loop", "cond"),
+        "CASE": ("case", "pattern"),
+        "LBRACE": ("group", "body"),
+        "LPAREN": ("subshell", "body"),
+    }
     # token -> (frame kind it belongs to, phases it may follow, phase it starts, complaint otherwise)
     _MIDDLES = {
         "THEN": ("if", ("cond", "elifcond"), "body", "`then` without a matching `if`"),
@@ -200,7 +212,7 @@ class ShellLexer:
             else:
                 self._demote(tok, complaint)
         elif t == "PATTERN":
-            assert top is not None              # the lexer emits PATTERN inside a case block only
+            assert top is not None  # the lexer emits PATTERN inside a case block only
             top.phase = "body"
             self._push(tok)
         elif t == "DSEMI":
@@ -213,14 +225,23 @@ class ShellLexer:
             while idx >= 0 and frames[idx].kind != kind:
                 idx -= 1
             if idx < 0:
-                self._demote(tok, f"`{tok.text.split()[0] if tok.text.split() else t.lower()}` without a matching opener; "
-                                  "kept as a command")
+                self._demote(
+                    tok,
+                    f"`{tok.text.split()[0] if tok.text.split() else t.lower()}` without a matching opener; "
+                    "kept as a command",
+                )
                 return
             while len(frames) - 1 > idx:
                 inner = frames.pop()
-                self.diagnostics.append(Diagnostic(WARNING, R141_UNCLOSED_BLOCK, f"`{inner.word}` opened at line {inner.line} "
-                                                   f"has no `{self._EXPECT[inner.kind]}` before line {tok.line}; closed there",
-                                                   inner.line))
+                self.diagnostics.append(
+                    Diagnostic(
+                        WARNING,
+                        R141_UNCLOSED_BLOCK,
+                        f"`{inner.word}` opened at line {inner.line} "
+                        f"has no `{self._EXPECT[inner.kind]}` before line {tok.line}; closed there",
+                        inner.line,
+                    )
+                )
                 self._close_frame(inner, tok.line)
             frame = frames.pop()
             if frame.kind == "if" and frame.phase in ("cond", "elifcond"):
@@ -234,19 +255,34 @@ class ShellLexer:
     def finish(self) -> None:
         last = self.line_at(self.n) if self.n else self.first_line
         if self.pending_func is not None:
-            self._push(LexToken("CMD", last, last, "", Segment(self.n, self.n, line=last, end_line=last), synthetic=True))
+            self._push(
+                LexToken("CMD", last, last, "", Segment(self.n, self.n, line=last, end_line=last), synthetic=True)
+            )
         while self.frames:
             frame = self.frames.pop()
-            self.diagnostics.append(Diagnostic(WARNING, R141_UNCLOSED_BLOCK, f"`{frame.word}` opened at line {frame.line} has no "
-                                               f"`{self._EXPECT[frame.kind]}` before the end of the file", frame.line))
+            self.diagnostics.append(
+                Diagnostic(
+                    WARNING,
+                    R141_UNCLOSED_BLOCK,
+                    f"`{frame.word}` opened at line {frame.line} has no "
+                    f"`{self._EXPECT[frame.kind]}` before the end of the file",
+                    frame.line,
+                )
+            )
             self._close_frame(frame, last)
         self.tokens = [t for t in self.tokens if not (t.synthetic and t.type == "CMD")]
 
     # ---- scanning helpers ----------------------------------------------------------------------
     def _unterminated(self, what: str, start: int) -> int:
         line = self.line_at(start)
-        self.diagnostics.append(Diagnostic(WARNING, R143_UNTERMINATED_QUOTE, f"unterminated {what} starting at line {line}; "
-                                           "the rest of the file is read as part of it", line))
+        self.diagnostics.append(
+            Diagnostic(
+                WARNING,
+                R143_UNTERMINATED_QUOTE,
+                f"unterminated {what} starting at line {line}; the rest of the file is read as part of it",
+                line,
+            )
+        )
         return self.n
 
     def skip_single(self, i: int) -> int:
@@ -285,10 +321,17 @@ class ShellLexer:
     def _too_deep(self, i: int) -> int:
         line = self.line_at(i)
         if not any(d.code == R147_TOO_DEEP_QUOTES for d in self.diagnostics):
-            self.diagnostics.append(Diagnostic(WARNING, R147_TOO_DEEP_QUOTES, f"quotes and substitutions are nested more than "
-                                               f"{MAX_WORD_NESTING} levels deep at line {line}; the rest of the file is read "
-                                               "as one word (its commands are not listed; the text is kept as written)", line,
-                                               "simplify the expression"))
+            self.diagnostics.append(
+                Diagnostic(
+                    WARNING,
+                    R147_TOO_DEEP_QUOTES,
+                    f"quotes and substitutions are nested more than "
+                    f"{MAX_WORD_NESTING} levels deep at line {line}; the rest of the file is read "
+                    "as one word (its commands are not listed; the text is kept as written)",
+                    line,
+                    "simplify the expression",
+                )
+            )
         return self.n
 
     def skip_double(self, i: int) -> int:
@@ -328,7 +371,7 @@ class ShellLexer:
     def skip_dollar(self, i: int) -> int:
         """i at `$`; returns the offset after the expansion (or after `$` when nothing follows)."""
         text = self.text
-        nxt = text[i + 1:i + 2]
+        nxt = text[i + 1 : i + 2]
         if nxt == "(":
             return self.skip_parens(i + 1)
         if nxt == "{":
@@ -344,7 +387,7 @@ class ShellLexer:
         text, n = self.text, self.n
         depth = 0
         j = i
-        heredocs: List[Tuple[str, bool]] = []      # here-documents opened inside, e.g. x=$(cat <<EOF ...)
+        heredocs: list[tuple[str, bool]] = []  # here-documents opened inside, e.g. x=$(cat <<EOF ...)
         while j < n:
             c = text[j]
             if c == "(":
@@ -382,7 +425,7 @@ class ShellLexer:
             elif c == "`":
                 j = self.skip_backtick(j)
             elif c == "$":
-                j = self.skip_dollar(j) if text[j + 1:j + 2] in ("{", "'", '"') else j + 1
+                j = self.skip_dollar(j) if text[j + 1 : j + 2] in ("{", "'", '"') else j + 1
             elif c == "#" and (j == 0 or text[j - 1] in " \t\n;(|&"):
                 k = text.find("\n", j)
                 j = n if k < 0 else k
@@ -414,7 +457,7 @@ class ShellLexer:
             elif c == "`":
                 j = self.skip_backtick(j)
             elif c == "$":
-                j = self.skip_dollar(j) if text[j + 1:j + 2] in ("(", "{") else j + 1
+                j = self.skip_dollar(j) if text[j + 1 : j + 2] in ("(", "{") else j + 1
             else:
                 j += 1
         return self._unterminated("`${`", i)
@@ -441,9 +484,16 @@ class ShellLexer:
             if not found:
                 hd.body = text[start:n]
                 hd.end_line = self.line_at(n)
-                self.diagnostics.append(Diagnostic(WARNING, R140_UNTERMINATED_HEREDOC, f"here-document `<<{hd.delimiter}` at line "
-                                                   f"{hd.line} is not terminated by a `{hd.delimiter}` line; it runs to the end "
-                                                   "of the file", hd.line))
+                self.diagnostics.append(
+                    Diagnostic(
+                        WARNING,
+                        R140_UNTERMINATED_HEREDOC,
+                        f"here-document `<<{hd.delimiter}` at line "
+                        f"{hd.line} is not terminated by a `{hd.delimiter}` line; it runs to the end "
+                        "of the file",
+                        hd.line,
+                    )
+                )
             for ln in range(hd.body_start, hd.end_line + (0 if found else 1)):
                 self.heredoc_lines.add(ln)
         self.pending_heredocs = []
@@ -469,8 +519,13 @@ class ShellLexer:
             if self._resume > i:
                 i = self._resume
                 continue
-            if (self._seg is None and self._word < 0 and frames and frames[-1].kind == "case"
-                    and frames[-1].phase == "pattern"):
+            if (
+                self._seg is None
+                and self._word < 0
+                and frames
+                and frames[-1].kind == "case"
+                and frames[-1].phase == "pattern"
+            ):
                 i = self._case_pattern(i)
                 continue
             i = handlers.get(text[i], plain)(i)
@@ -487,7 +542,7 @@ class ShellLexer:
     def _finish_word(self, end: int) -> None:
         """The word that started at `_word` ends at `end`: add it to the command, or act on it when it
         is a reserved word or part of a for/select/case/function header."""
-        raw = self.text[self._word:end]
+        raw = self.text[self._word : end]
         self._word = -1
         seg = self._seg
         if seg is None:
@@ -513,7 +568,7 @@ class ShellLexer:
             self._emit_func(seg.words[1], self._header_start, hdr_end)
             self._seg = None
             self._mode = "cmd"
-            self._resume = hdr_end          # skip the `()` of `function f() {`
+            self._resume = hdr_end  # skip the `()` of `function f() {`
 
     def _reserved_word(self, raw: str, seg: Segment) -> bool:
         """The first word of a command: a reserved word becomes a block token (True when it did)."""
@@ -551,7 +606,7 @@ class ShellLexer:
                 seg.background = background
                 seg.line = self.line_at(seg.start)
                 seg.end_line = self.line_at(max(seg.start, end - 1))
-                seg.text = _join_continuations(self.text[seg.start:end])
+                seg.text = _join_continuations(self.text[seg.start : end])
                 self.emit(LexToken("CMD", seg.line, seg.end_line, seg.text, seg))
         self._seg = None
         self._mode = "cmd"
@@ -567,8 +622,12 @@ class ShellLexer:
                 self._seg = self._new_segment(i)
         m = _PLAIN.match(text, i)
         i = m.end() if m else i + 1
-        if text[self._word:i] == "[[" and (self._seg is None or not self._seg.words) and self._mode == "cmd" \
-                and (i >= self.n or text[i] in " \t\n"):
+        if (
+            text[self._word : i] == "[["
+            and (self._seg is None or not self._seg.words)
+            and self._mode == "cmd"
+            and (i >= self.n or text[i] in " \t\n")
+        ):
             i = self._double_bracket(i)
         return i
 
@@ -586,7 +645,7 @@ class ShellLexer:
         return i
 
     def _on_hash(self, i: int) -> int:
-        if self._word >= 0:             # inside a word `#` is an ordinary character
+        if self._word >= 0:  # inside a word `#` is an ordinary character
             return self._on_plain(i)
         k = self.text.find("\n", i)
         k = self.n if k < 0 else k
@@ -594,12 +653,12 @@ class ShellLexer:
             ln = self.line_at(i)
             self.emit(LexToken("COMMENT", ln, ln, self.text[i:k]))
         else:
-            self._end_segment(i, "")          # a trailing comment is not part of the command text
+            self._end_segment(i, "")  # a trailing comment is not part of the command text
         return k
 
     def _on_backslash(self, i: int) -> int:
         # `\\`-newline is a continuation: between words it is a blank, inside a word it joins the parts
-        if self._word < 0 and self.text[i + 1:i + 2] != "\n":
+        if self._word < 0 and self.text[i + 1 : i + 2] != "\n":
             self._word = i
         return i + 2
 
@@ -659,7 +718,7 @@ class ShellLexer:
     def _on_angle(self, i: int) -> int:
         """`<` or `>`: a redirection (with the fd or {var} word just before it), or <(...) / >(...)."""
         text = self.text
-        if text[i + 1:i + 2] == "(":
+        if text[i + 1 : i + 2] == "(":
             # process substitution <(...) / >(...)
             if self._word < 0:
                 self._word = i
@@ -668,7 +727,7 @@ class ShellLexer:
             self._seg = self._new_segment(i if self._word < 0 else self._word)
         fd = ""
         if self._word >= 0:
-            word = text[self._word:i]
+            word = text[self._word : i]
             if _FD_PREFIX.match(word):
                 fd = word
             else:
@@ -764,7 +823,7 @@ class ShellLexer:
         """i at the operator; appends `fd op target` to the segment and returns the offset after it."""
         text = self.text
         m = _REDIR_OP.match(text, i)
-        assert m is not None                    # the caller saw a redirection operator at i
+        assert m is not None  # the caller saw a redirection operator at i
         op = m.group()
         j = m.end()
         k = _BLANKS.match(text, j)
@@ -871,8 +930,18 @@ class ShellLexer:
 
 # the method of ShellLexer that reads each special character (all others: `_on_plain`)
 _DISPATCH = (
-    (" \t", "_on_blank"), ("\n", "_on_newline"), ("#", "_on_hash"), ("\\", "_on_backslash"),
-    ("'", "_on_single_quote"), ('"', "_on_double_quote"), ("`", "_on_backquote"), ("$", "_on_dollar"),
-    (";", "_on_semicolon"), ("&", "_on_ampersand"), ("|", "_on_pipe"), ("<>", "_on_angle"),
-    ("(", "_on_open_paren"), (")", "_on_close_paren"),
+    (" \t", "_on_blank"),
+    ("\n", "_on_newline"),
+    ("#", "_on_hash"),
+    ("\\", "_on_backslash"),
+    ("'", "_on_single_quote"),
+    ('"', "_on_double_quote"),
+    ("`", "_on_backquote"),
+    ("$", "_on_dollar"),
+    (";", "_on_semicolon"),
+    ("&", "_on_ampersand"),
+    ("|", "_on_pipe"),
+    ("<>", "_on_angle"),
+    ("(", "_on_open_paren"),
+    (")", "_on_close_paren"),
 )

@@ -8,18 +8,18 @@ Expansions (`$VAR`, `${...}`, `$(...)`, backquotes, `$((...))`) are kept literal
 `literal` is False when the shell would expand something: an unquoted or double-quoted `$`
 expansion or backquote, an unquoted glob character, or a leading unquoted `~`.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
 
 from translator.read.ast import Assignment, Word
 
 _SIMPLE = re.compile(r"[^'\"\\$`*?\[~{]*\Z")
-_DQ_ESCAPABLE = "$`\"\\\n"
+_DQ_ESCAPABLE = '$`"\\\n'
 _TILDE_AFTER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:[^'\"\\\\:]*:)*~")
-_DQ_RUN = re.compile(r'[^"\\$`]+')               # inside double quotes: up to the next quote, escape or expansion
-_PLAIN_RUN = re.compile(r"[^'\"\\$`*?\[{]+")      # unquoted: up to a quote, escape, expansion, glob or brace
+_DQ_RUN = re.compile(r'[^"\\$`]+')  # inside double quotes: up to the next quote, escape or expansion
+_PLAIN_RUN = re.compile(r"[^'\"\\$`*?\[{]+")  # unquoted: up to a quote, escape, expansion, glob or brace
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 
 
@@ -47,7 +47,7 @@ def _skip_balanced(raw: str, i: int, open_: str, close: str) -> int:
 
 def _expansion_end(raw: str, i: int) -> int:
     """i at `$`: end offset of the expansion text (kept verbatim in the value)."""
-    nxt = raw[i + 1:i + 2]
+    nxt = raw[i + 1 : i + 2]
     if nxt == "(":
         return _skip_balanced(raw, i + 1, "(", ")")
     if nxt == "{":
@@ -74,7 +74,7 @@ def make_word(raw: str) -> Word:
     return w
 
 
-def _expansion(raw: str, i: int) -> Tuple[int, bool]:
+def _expansion(raw: str, i: int) -> tuple[int, bool]:
     """At a `$` or backtick: (end of the expansion, whether the shell expands anything there).
     The text is kept verbatim in Word.value either way; a lone `$` is not an expansion."""
     if raw[i] == "`":
@@ -92,7 +92,7 @@ def _make_word(raw: str) -> Word:
     i = 0
     n = len(raw)
     if raw.startswith("~") or _TILDE_AFTER_NAME.match(raw):
-        literal = False           # tilde expansion (also after `name=` and `:` in assignment-like words)
+        literal = False  # tilde expansion (also after `name=` and `:` in assignment-like words)
     while i < n:
         c = raw[i]
         if c == "\\":
@@ -107,29 +107,29 @@ def _make_word(raw: str) -> Word:
             k = raw.find("'", i + 1)
             if k < 0:
                 k = n
-            out.append(raw[i + 1:k])
+            out.append(raw[i + 1 : k])
             i = k + 1
             continue
-        if c == "$" and raw[i + 1:i + 2] == "'":
+        if c == "$" and raw[i + 1 : i + 2] == "'":
             k = i + 2
             while k < n and raw[k] != "'":
                 k += 2 if raw[k] == "\\" else 1
-            decoded = ansi_c_string(raw[i + 2:min(k, n)])
-            if decoded is None:              # the bytes depend on the locale or are not UTF-8: bash decodes them
+            decoded = ansi_c_string(raw[i + 2 : min(k, n)])
+            if decoded is None:  # the bytes depend on the locale or are not UTF-8: bash decodes them
                 literal = False
-                out.append(raw[i:k + 1])
+                out.append(raw[i : k + 1])
             else:
                 out.append(decoded)
             i = k + 1
             continue
-        if c == "$" and raw[i + 1:i + 2] == '"':
-            i += 1                           # $"...": translated by the locale's catalog; none in a container: "..."
+        if c == "$" and raw[i + 1 : i + 2] == '"':
+            i += 1  # $"...": translated by the locale's catalog; none in a container: "..."
             continue
         if c == '"':
             i += 1
             while i < n and raw[i] != '"':
                 m = _DQ_RUN.match(raw, i)
-                if m is not None:                  # a run of characters with no meaning inside "…"
+                if m is not None:  # a run of characters with no meaning inside "…"
                     out.append(m.group())
                     i = m.end()
                     continue
@@ -159,14 +159,14 @@ def _make_word(raw: str) -> Word:
             i = end
             continue
         m = _PLAIN_RUN.match(raw, i)
-        if m is not None:                          # a run of ordinary characters
+        if m is not None:  # a run of ordinary characters
             out.append(m.group())
             i = m.end()
             continue
         if c in "*?[":
             literal = False
         elif c == "{" and "}" in raw[i:] and ("," in raw[i:] or ".." in raw[i:]):
-            literal = False           # brace expansion {a,b}, {1..4}
+            literal = False  # brace expansion {a,b}, {1..4}
         out.append(c)
         i += 1
     return Word(raw, "".join(out), literal)
@@ -174,13 +174,28 @@ def _make_word(raw: str) -> Word:
 
 # ---- ANSI-C quoting: $'...' (bash manual, "ANSI-C Quoting"; checked byte by byte against bash 5.2) ------
 
-_ANSI_SIMPLE = {ord(k): ord(v) for k, v in {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
-                                             "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"',
-                                             "?": "?"}.items()}
+_ANSI_SIMPLE = {
+    ord(k): ord(v)
+    for k, v in {
+        "a": "\a",
+        "b": "\b",
+        "e": "\x1b",
+        "E": "\x1b",
+        "f": "\f",
+        "n": "\n",
+        "r": "\r",
+        "t": "\t",
+        "v": "\v",
+        "\\": "\\",
+        "'": "'",
+        '"': '"',
+        "?": "?",
+    }.items()
+}
 _HEX = b"0123456789abcdefABCDEF"
 
 
-def _hex_run(src: bytes, i: int, limit: int) -> Tuple[int, int, int]:
+def _hex_run(src: bytes, i: int, limit: int) -> tuple[int, int, int]:
     """(value, digits read, offset after them) of at most `limit` hex digits at src[i:]."""
     value = digits = 0
     while digits < limit and i < len(src) and src[i] in _HEX:
@@ -194,15 +209,20 @@ def _bash_utf8(value: int) -> bytes:
     """bash's own UTF-8 writer (u32toutf8): up to six bytes, nothing above 0x7FFFFFFF."""
     if value < 0x80:
         return bytes((value,))
-    for limit, count, lead in ((0x800, 2, 0xC0), (0x10000, 3, 0xE0), (0x200000, 4, 0xF0), (0x4000000, 5, 0xF8),
-                               (0x80000000, 6, 0xFC)):
+    for limit, count, lead in (
+        (0x800, 2, 0xC0),
+        (0x10000, 3, 0xE0),
+        (0x200000, 4, 0xF0),
+        (0x4000000, 5, 0xF8),
+        (0x80000000, 6, 0xFC),
+    ):
         if value < limit:
             tail = [0x80 | ((value >> (6 * k)) & 0x3F) for k in range(count - 1)]
             return bytes([lead | (value >> (6 * (count - 1)))] + tail[::-1])
     return b""
 
 
-def ansi_c_string(body: str) -> Optional[str]:
+def ansi_c_string(body: str) -> str | None:
     r"""The text between `$'` and `'` after bash's ANSI-C decoding, or None when bash's result depends on the
     locale (`\u`/`\U` above U+007F) or is not valid UTF-8 (e.g. `\351` alone).
 
@@ -226,14 +246,14 @@ def ansi_c_string(body: str) -> Optional[str]:
         i += 2
         if e in _ANSI_SIMPLE:
             out.append(_ANSI_SIMPLE[e])
-        elif 0x30 <= e <= 0x37:                                     # \nnn
+        elif 0x30 <= e <= 0x37:  # \nnn
             value, k = e - 0x30, 0
             while k < 2 and i < n and 0x30 <= src[i] <= 0x37:
                 value = value * 8 + src[i] - 0x30
                 i += 1
                 k += 1
             out.append(value & 0xFF)
-        elif e == 0x78:                                             # \xHH, \x{H...}
+        elif e == 0x78:  # \xHH, \x{H...}
             if i < n and src[i] == 0x7B:
                 value, _k, i = _hex_run(src, i + 1, n)
                 if i < n and src[i] == 0x7D:
@@ -242,14 +262,14 @@ def ansi_c_string(body: str) -> Optional[str]:
             else:
                 value, k, i = _hex_run(src, i, 2)
                 out.extend(bytes((value,)) if k else b"\\x")
-        elif e in (0x75, 0x55):                                     # \uHHHH, \UHHHHHHHH
+        elif e in (0x75, 0x55):  # \uHHHH, \UHHHHHHHH
             value, k, i = _hex_run(src, i, 4 if e == 0x75 else 8)
             if not k:
                 out.extend(bytes((0x5C, e)))
             else:
                 locale_dependent = locale_dependent or 0x80 <= value <= 0x7FFFFFFF
                 out.extend(_bash_utf8(value))
-        elif e == 0x63:                                             # \cX
+        elif e == 0x63:  # \cX
             if i >= n:
                 out.extend(b"\\c")
                 continue
@@ -271,15 +291,15 @@ def ansi_c_string(body: str) -> Optional[str]:
         return None
 
 
-def split_assignment(raw: str) -> Optional[Tuple[str, str]]:
+def split_assignment(raw: str) -> tuple[str, str] | None:
     """`NAME=value` (also `NAME+=`, `NAME[i]=`) -> (NAME, raw value); None when not an assignment."""
     m = _ASSIGN.match(raw)
     if m is None:
         return None
-    return m.group(1), raw[m.end():]
+    return m.group(1), raw[m.end() :]
 
 
-def make_assignment(raw: str, line: int, exported: bool) -> Optional[Assignment]:
+def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
     parts = split_assignment(raw)
     if parts is None:
         return None

@@ -3,13 +3,25 @@
 Reads only the pipeline's data (Script, SlurmJob, TrainerPlan.source_map/findings); never re-parses
 the script text except to show its lines.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from translator.report.model import (
-    APPROXIMATED, CLEAN, DROPPED, ERRORS, IGNORED, UNSUPPORTED, WARNINGS,
-    FieldRef, Issue, LineRow, ScriptReport, worst_status,
+    APPROXIMATED,
+    CLEAN,
+    DROPPED,
+    ERRORS,
+    IGNORED,
+    UNSUPPORTED,
+    WARNINGS,
+    FieldRef,
+    Issue,
+    LineRow,
+    ScriptReport,
+    worst_status,
 )
 
 if TYPE_CHECKING:
@@ -17,10 +29,15 @@ if TYPE_CHECKING:
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
+
 def _issue(d) -> Issue:
-    return Issue(severity=str(getattr(d, "severity", "info")), code=str(getattr(d, "code", "")),
-                 message=str(getattr(d, "message", "")), line=getattr(d, "line", None),
-                 suggestion=getattr(d, "suggestion", None))
+    return Issue(
+        severity=str(getattr(d, "severity", "info")),
+        code=str(getattr(d, "code", "")),
+        message=str(getattr(d, "message", "")),
+        line=getattr(d, "line", None),
+        suggestion=getattr(d, "suggestion", None),
+    )
 
 
 def _issue_key(i: Issue):
@@ -56,7 +73,7 @@ def _env_covered(kind: str, name: str, profile) -> bool:
     return any(k == kind and p.matches(name) for k, p in getattr(profile, "images_provided", ()) or ())
 
 
-def _mount_paths(plans) -> List[str]:
+def _mount_paths(plans) -> list[str]:
     out = []
     for plan in plans:
         for patch in getattr(plan, "patches", ()) or ():
@@ -75,11 +92,17 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
     rules or `images.provided` (all are covered when --image chose the image), and top-level path
     prefixes (`/scratch`, `$SCRATCH`) that no profile file system or plan volume mounts.
     """
-    from translator.profile.usage import (SYSTEM_DIRS, absolute_prefixes, assigned_names, environment_items,
-                                          script_texts, variable_prefixes)
+    from translator.profile.usage import (
+        SYSTEM_DIRS,
+        absolute_prefixes,
+        assigned_names,
+        environment_items,
+        script_texts,
+        variable_prefixes,
+    )
 
-    modules: List[str] = []
-    envs: List[str] = []
+    modules: list[str] = []
+    envs: list[str] = []
     for item in environment_items(script):
         if image_chosen or _env_covered(item.kind, item.name, profile):
             continue
@@ -87,12 +110,12 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
             modules.append(item.name)
         else:
             envs.append(f"{item.kind}:{item.name}")
-    texts = script_texts(script, job, "/")      # both scans below only look at texts with a `/`
+    texts = script_texts(script, job, "/")  # both scans below only look at texts with a `/`
     covered = set()
     for fs in getattr(profile, "filesystems", ()) or ():
         covered.add(fs.path if fs.path.startswith("$") else "/" + fs.path.strip("/").split("/")[0])
     mounts = _mount_paths(plans)
-    paths: List[str] = []
+    paths: list[str] = []
     for top, _t in absolute_prefixes(texts):
         if top in SYSTEM_DIRS or top in covered or any(m == top or m.startswith(top + "/") for m in mounts):
             continue
@@ -103,13 +126,13 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
     return tuple(dict.fromkeys(modules)), tuple(dict.fromkeys(envs)), tuple(sorted(set(paths)))
 
 
-def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
-    lines = script.text.split("\n") if getattr(script, "text", "") else []     # `\n` only, as sbatch and bash
+def _rows(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
+    lines = script.text.split("\n") if getattr(script, "text", "") else []  # `\n` only, as sbatch and bash
 
     def text_of(n: int) -> str:
         return lines[n - 1] if 0 < n <= len(lines) else ""
 
-    fields: Dict[int, List[FieldRef]] = {}
+    fields: dict[int, list[FieldRef]] = {}
     for plan in plans:
         for sm in getattr(plan, "source_map", ()) or ():
             for ln in sm.lines or ():
@@ -117,19 +140,19 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
                 ref = FieldRef(str(sm.field), str(sm.status))
                 if ref not in lst:
                     lst.append(ref)
-    notes: Dict[int, List[Issue]] = {}
+    notes: dict[int, list[Issue]] = {}
     for i in issues:
         if i.line is not None:
             at_line = notes.setdefault(int(i.line), [])
             if i not in at_line:
                 at_line.append(i)
 
-    kinds: Dict[int, str] = {}
+    kinds: dict[int, str] = {}
     if getattr(script, "shebang", None) is not None:
         kinds[1] = "shebang"
     for d in getattr(script, "directives", ()) or ():
         kinds[d.line] = "directive"
-    ignored: Dict[int, IgnoredLine] = {}
+    ignored: dict[int, IgnoredLine] = {}
     for ig in getattr(script, "ignored", ()) or ():
         kinds[ig.line] = "ignored"
         ignored[ig.line] = ig
@@ -139,7 +162,7 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
     wanted = sorted(set(kinds) | set(fields) | set(notes))
     rows = []
     for n in wanted:
-        status: Optional[str]
+        status: str | None
         kind = kinds.get(n, "body")
         f = tuple(fields.get(n, ()))
         ns = list(notes.get(n, ()))
@@ -161,8 +184,8 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> Tuple[LineRow, ...]:
     return tuple(rows)
 
 
-def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, paths, image) -> Tuple[str, ...]:
-    out: List[str] = []
+def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, paths, image) -> tuple[str, ...]:
+    out: list[str] = []
     seen = set()
 
     def add(s: str) -> None:
@@ -195,12 +218,15 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
     try:
         v = simulate_script(path, dataclasses.replace(settings, simulate=False))
         found = findings_of(v)
-        sim = {"verdict": v.verdict, "differences": list(v.differences),
-               "slurm_processes": len(v.slurm.processes), "kubeflow_processes": len(v.kubeflow.processes)}
+        sim = {
+            "verdict": v.verdict,
+            "differences": list(v.differences),
+            "slurm_processes": len(v.slurm.processes),
+            "kubeflow_processes": len(v.kubeflow.processes),
+        }
     except SimulateError as exc:
         found = [not_simulated(str(exc))]
-        sim = {"verdict": "not simulated", "differences": [str(exc)], "slurm_processes": 0,
-               "kubeflow_processes": 0}
+        sim = {"verdict": "not simulated", "differences": [str(exc)], "slurm_processes": 0, "kubeflow_processes": 0}
     issues = list(sr.issues) + [i for i in (_issue(f) for f in found) if i not in sr.issues]
     issues.sort(key=_issue_key)
     outcome = outcome_of(issues, sr.sbatch_accepts, bool(sr.names))
@@ -209,10 +235,9 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
     return dataclasses.replace(sr, issues=tuple(issues), outcome=outcome, simulation=sim)
 
 
-def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (),
-                  settings=None) -> ScriptReport:
+def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (), settings=None) -> ScriptReport:
     """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with)."""
-    raw: List = []
+    raw: list = []
     if getattr(conv, "file_error", None) is not None:
         raw.append(conv.file_error)
     job = getattr(conv, "job", None)
@@ -224,7 +249,7 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
     plans = tuple(getattr(conv, "plans", ()) or ())
     for p in plans:
         raw.extend(p.findings)
-    issues: List[Issue] = list(dict.fromkeys(_issue(d) for d in raw))    # first occurrence kept, in order
+    issues: list[Issue] = list(dict.fromkeys(_issue(d) for d in raw))  # first occurrence kept, in order
     issues.sort(key=_issue_key)
     sbatch_accepts = bool(job.sbatch_accepts) if job is not None else False
     if script is not None and getattr(script, "sbatch_refuses", False):
@@ -246,8 +271,12 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
             gpu_hours += g * secs / 3600.0
     if script is not None:
         modules, envs, paths = environment_needs(
-            script, job, plans, profile=getattr(settings, "profile", None),
-            image_chosen=bool(getattr(settings, "image", None)))
+            script,
+            job,
+            plans,
+            profile=getattr(settings, "profile", None),
+            image_chosen=bool(getattr(settings, "image", None)),
+        )
         rows = _rows(script, job, plans, issues)
     else:
         modules = envs = paths = ()
@@ -262,10 +291,17 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
         launcher=getattr(first, "launcher", None),
         runtime=getattr(first, "runtime", None),
         image=image,
-        nodes=nodes, gpus=gpus, time_limit_seconds=limit,
-        node_hours=round(node_hours, 4), gpu_hours=round(gpu_hours, 4),
-        issues=tuple(issues), rows=rows,
+        nodes=nodes,
+        gpus=gpus,
+        time_limit_seconds=limit,
+        node_hours=round(node_hours, 4),
+        gpu_hours=round(gpu_hours, 4),
+        issues=tuple(issues),
+        rows=rows,
         decisions=_decisions(issues, rows, modules, envs, paths, image),
-        modules=modules, environments=envs, paths=paths,
-        yaml=yaml_text, outputs=tuple(outputs),
+        modules=modules,
+        environments=envs,
+        paths=paths,
+        yaml=yaml_text,
+        outputs=tuple(outputs),
     )

@@ -5,6 +5,7 @@ side-by-side table uses a fixed layout with wrapping code cells, so it fits a 12
 horizontal scrolling. All user text goes through `html.escape`; element ids are generated numbers,
 never user text.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,17 +79,24 @@ _JS = """
 })();
 """
 
-_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
-        "base-uri 'none'; form-action 'none'")
-_STATUS_LABEL = {"mapped": "mapped", "approximated": "approximated", "dropped": "dropped",
-                 "unsupported": "unsupported", "ignored": "ignored by Slurm"}
+_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+_STATUS_LABEL = {
+    "mapped": "mapped",
+    "approximated": "approximated",
+    "dropped": "dropped",
+    "unsupported": "unsupported",
+    "ignored": "ignored by Slurm",
+}
 
 
 # Large repositories: a browser stays responsive with this many detailed sections; the others are
 # listed in the index (the Markdown and JSON reports and the output files hold the rest).
 DETAILED_SECTIONS = 1000
-INLINE_YAML_UP_TO = 300          # above this many scripts, sections link to the YAML file instead
-_PART = "<!--part-->"            # separates pre-rendered parts in the spool (escaped text has no `<`)
+INLINE_YAML_UP_TO = 300  # above this many scripts, sections link to the YAML file instead
+_PART = "<!--part-->"  # separates pre-rendered parts in the spool (escaped text has no `<`)
 _OUTCOME_ORDER = {ERRORS: 0, WARNINGS: 1, CLEAN: 2}
 
 
@@ -106,7 +114,7 @@ _MARKUP = re.compile("[&<>\"'\x00]")
 
 def e(s) -> str:
     s = str(s)
-    if _MARKUP.search(s) is None:        # most texts: nothing to escape
+    if _MARKUP.search(s) is None:  # most texts: nothing to escape
         return s
     return escape(s, quote=True).replace("\x00", "\ufffd")
 
@@ -118,26 +126,35 @@ def _card(label: str, value, cls: str = "") -> str:
 def _table_counts(title: str, head: str, items, as_code: bool = True) -> str:
     if not items:
         return ""
-    rows = "".join(f"<tr><td>{'<code>' + e(k) + '</code>' if as_code else e(k)}</td><td class=num>{v:,}</td></tr>"
-                   for k, v in items)
-    return (f'<div><h3>{e(title)}</h3><table><thead><tr><th>{e(head)}</th><th class=num>scripts</th></tr>'
-            f"</thead><tbody>{rows}</tbody></table></div>")
+    rows = "".join(
+        f"<tr><td>{'<code>' + e(k) + '</code>' if as_code else e(k)}</td><td class=num>{v:,}</td></tr>"
+        for k, v in items
+    )
+    return (
+        f"<div><h3>{e(title)}</h3><table><thead><tr><th>{e(head)}</th><th class=num>scripts</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table></div>"
+    )
 
 
 def _codes_table(title: str, codes, ids) -> str:
     if not codes:
         return ""
-    out = [f"<h2>{e(title)}</h2><table><colgroup><col style='width:8%'><col style='width:8%'>"
-           "<col style='width:44%'><col style='width:40%'></colgroup><thead><tr><th>code</th>"
-           "<th class=num>scripts</th><th>example</th><th>affected</th></tr></thead><tbody>"]
+    out = [
+        f"<h2>{e(title)}</h2><table><colgroup><col style='width:8%'><col style='width:8%'>"
+        "<col style='width:44%'><col style='width:40%'></colgroup><thead><tr><th>code</th>"
+        "<th class=num>scripts</th><th>example</th><th>affected</th></tr></thead><tbody>"
+    ]
     for c in codes:
         aff = ", ".join(
             (f'<a href="#{ids[p]}"><code>{e(p)}</code></a>' if p in ids else f"<code>{e(p)}</code>")
-            for p in c.affected[:8])
+            for p in c.affected[:8]
+        )
         if c.scripts > 8:
             aff += f" <span class=muted>and {c.scripts - min(8, len(c.affected))} more</span>"
-        out.append(f"<tr><td><code>{e(c.code)}</code></td><td class=num>{c.scripts:,}</td>"
-                   f"<td>{e(c.example_message)}</td><td>{aff}</td></tr>")
+        out.append(
+            f"<tr><td><code>{e(c.code)}</code></td><td class=num>{c.scripts:,}</td>"
+            f"<td>{e(c.example_message)}</td><td>{aff}</td></tr>"
+        )
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -167,8 +184,10 @@ def script_section(sr: ScriptReport, inline_yaml: bool = True) -> str:
 
 
 def _script(sr: ScriptReport, sid: str) -> str:
-    out = [f'<section class="script" id="{sid}" data-outcome="{e(sr.outcome)}">',
-           f'<h3><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}</span> <code>{e(sr.path)}</code></h3>']
+    out = [
+        f'<section class="script" id="{sid}" data-outcome="{e(sr.outcome)}">',
+        f'<h3><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}</span> <code>{e(sr.path)}</code></h3>',
+    ]
     facts = []
     if sr.names:
         facts.append("TrainJob " + ", ".join(f"<code>{e(n)}</code>" for n in sr.names))
@@ -195,25 +214,30 @@ def _script(sr: ScriptReport, sid: str) -> str:
         out.extend(f"<li>{e(d)}</li>" for d in sr.decisions)
         out.append("</ul></div>")
     if sr.rows:
-        out.append('<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
-                   '<col style="width:112px"><col style="width:24%"><col></colgroup>'
-                   "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
-                   "<th>why</th></tr></thead><tbody>")
+        out.append(
+            '<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
+            '<col style="width:112px"><col style="width:24%"><col></colgroup>'
+            "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
+            "<th>why</th></tr></thead><tbody>"
+        )
         for r in sr.rows:
             st = r.status or ""
             badge = f'<span class="badge st-{e(st)}">{e(_STATUS_LABEL.get(st, st))}</span>' if st else ""
-            fields = "\n".join(
-                (f.field if f.status == st else f"{f.field} ({f.status})") for f in r.fields)
-            out.append(f'<tr class="row-{e(st) or "context"}"><td class="ln">{r.line}</td>'
-                       f'<td class="src">{e(r.text)}</td><td>{badge}</td><td class="fld">{e(fields)}</td>'
-                       f"<td>{_notes(r)}</td></tr>")
+            fields = "\n".join((f.field if f.status == st else f"{f.field} ({f.status})") for f in r.fields)
+            out.append(
+                f'<tr class="row-{e(st) or "context"}"><td class="ln">{r.line}</td>'
+                f'<td class="src">{e(r.text)}</td><td>{badge}</td><td class="fld">{e(fields)}</td>'
+                f"<td>{_notes(r)}</td></tr>"
+            )
         out.append("</tbody></table>")
     general = [i for i in sr.issues if i.line is None]
     if general:
         out.append("<ul>")
         for i in general:
             fix = f' <span class="fix">fix: {e(i.suggestion)}</span>' if i.suggestion else ""
-            out.append(f'<li class="note"><span class="sev-{e(i.severity)}">{e(i.code)}</span> {e(i.message)}{fix}</li>')
+            out.append(
+                f'<li class="note"><span class="sev-{e(i.severity)}">{e(i.code)}</span> {e(i.message)}{fix}</li>'
+            )
         out.append("</ul>")
     return "".join(out)
 
@@ -240,18 +264,28 @@ _END = "</section>\n"
 def write(report: Report, out: IO[str]) -> None:
     s = report.summary
     w = out.write
-    w("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-      f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-      '<meta name=viewport content="width=device-width,initial-scale=1">'
-      f"<title>{e(report.title)}</title><style>{_CSS}</style></head><body><main>\n")
+    w(
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name=viewport content="width=device-width,initial-scale=1">'
+        f"<title>{e(report.title)}</title><style>{_CSS}</style></head><body><main>\n"
+    )
     w(f"<h1>{e(report.title)}</h1>")
     if report.source:
         w(f'<p class="muted">Source: <code>{e(report.source)}</code></p>')
-    w('<div class="cards">' + _card("scripts", f"{s.scripts:,}") + _card("clean", s.outcome(CLEAN), "clean")
-      + _card("with warnings", s.outcome(WARNINGS), "warnings") + _card("with errors", s.outcome(ERRORS), "errors")
-      + _card("nodes requested", f"{s.nodes:,}") + _card("GPUs requested", f"{s.gpus:,}")
-      + _card("node-hours", f"{s.node_hours:,.1f}") + _card("GPU-hours", f"{s.gpu_hours:,.1f}")
-      + _card("without time limit", f"{s.scripts_without_time_limit:,}") + "</div>\n")
+    w(
+        '<div class="cards">'
+        + _card("scripts", f"{s.scripts:,}")
+        + _card("clean", s.outcome(CLEAN), "clean")
+        + _card("with warnings", s.outcome(WARNINGS), "warnings")
+        + _card("with errors", s.outcome(ERRORS), "errors")
+        + _card("nodes requested", f"{s.nodes:,}")
+        + _card("GPUs requested", f"{s.gpus:,}")
+        + _card("node-hours", f"{s.node_hours:,.1f}")
+        + _card("GPU-hours", f"{s.gpu_hours:,.1f}")
+        + _card("without time limit", f"{s.scripts_without_time_limit:,}")
+        + "</div>\n"
+    )
 
     light = list(report.light())
     detailed = _detailed(light)
@@ -272,25 +306,33 @@ def write(report: Report, out: IO[str]) -> None:
             w(f"<tr><td><code>{e(f.path)}</code></td><td><code>{e(f.code)}</code></td><td>{e(f.message)}</td></tr>")
         w("</tbody></table>\n")
 
-    w('<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
-      'aria-label="filter by path">')
+    w(
+        '<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
+        'aria-label="filter by path">'
+    )
     for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
         w(f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>')
-    w('</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th><th>launcher</th>'
-      '<th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>')
+    w(
+        '</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th><th>launcher</th>'
+        "<th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>"
+    )
     for sr in light:
         sid = ids[sr.path]
         codes = " ".join(sr.codes)
-        w(f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
-          + (f'<td><a href="#{sid}">{e(sr.path)}</a></td>' if sr.path in detailed else f"<td>{e(sr.path)}</td>")
-          + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
-          f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
-          f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>")
+        w(
+            f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
+            + (f'<td><a href="#{sid}">{e(sr.path)}</a></td>' if sr.path in detailed else f"<td>{e(sr.path)}</td>")
+            + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
+            f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
+            f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>"
+        )
     w("</tbody></table>\n")
     if len(detailed) < len(ids):
-        w(f'<p class="muted">{len(ids) - len(detailed):,} more scripts are listed above without a detailed section '
-          f"(this page details {len(detailed):,}: errors first, then warnings); every script is in "
-          f"slurm2kf-report.json.</p>")
+        w(
+            f'<p class="muted">{len(ids) - len(detailed):,} more scripts are listed above without a detailed section '
+            f"(this page details {len(detailed):,}: errors first, then warnings); every script is in "
+            f"slurm2kf-report.json.</p>"
+        )
     inline = len(ids) <= INLINE_YAML_UP_TO
     spool = prerendered(report, "html")
     if spool is not None:
@@ -299,7 +341,7 @@ def write(report: Report, out: IO[str]) -> None:
             w(head + (block if inline else link) + _END)
     else:
         get = getattr(report.scripts, "get", None)
-        if callable(get):      # a spool: read back only the records that get a section
+        if callable(get):  # a spool: read back only the records that get a section
             for p in ids:
                 if p in detailed:
                     w(script_section(get(p), inline))

@@ -2,10 +2,11 @@
 
 Streamed: the scripts are written one by one, so a report of 10,000 scripts never sits in memory.
 """
+
 from __future__ import annotations
 
 import json
-from typing import IO, Optional
+from typing import IO
 
 from translator.report.model import REPORT_FORMAT_VERSION, Report, ScriptReport, SkippedFile, prerendered
 
@@ -24,7 +25,7 @@ def write(report: Report, out: IO[str]) -> None:
     if report.extra:
         head["migrate"] = report.extra
     text = json.dumps(head, indent=1, sort_keys=False, ensure_ascii=False)
-    out.write(text[:-2])          # drop the closing "\n}"
+    out.write(text[:-2])  # drop the closing "\n}"
     out.write(',\n "scripts": [')
     first = True
     spool = prerendered(report, "json")
@@ -53,10 +54,10 @@ class ReportFormatError(ValueError):
     pass
 
 
-MAX_REPORT_BYTES = 1 << 30     # a saved report larger than this is refused (a 100,000-script report is ~300 MB)
+MAX_REPORT_BYTES = 1 << 30  # a saved report larger than this is refused (a 100,000-script report is ~300 MB)
 
 
-def load(path: str, data: Optional[bytes] = None) -> Report:
+def load(path: str, data: bytes | None = None) -> Report:
     """Read a JSON report back into a Report (summary recomputed from the scripts, not trusted).
     The file is read with the shared guard (regular file only, size cap): `data` when already read."""
     if data is None:
@@ -73,14 +74,13 @@ def load(path: str, data: Optional[bytes] = None) -> Report:
     except json.JSONDecodeError as exc:
         raise ReportFormatError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
-        raise ReportFormatError(f"{path}: not a slurm2kf report (no \"format\": \"{FORMAT_NAME}\")")
+        raise ReportFormatError(f'{path}: not a slurm2kf report (no "format": "{FORMAT_NAME}")')
     try:
         scripts = [ScriptReport.from_json(d) for d in data.get("scripts", [])]
         skipped = [SkippedFile.from_json(d) for d in data.get("skipped", [])]
     except (KeyError, TypeError, ValueError) as exc:
         raise ReportFormatError(f"{path}: malformed script record ({exc})") from None
-    rep = Report.from_scripts(str(data.get("title", "slurm2kf review")), str(data.get("source", "")),
-                              scripts, skipped)
+    rep = Report.from_scripts(str(data.get("title", "slurm2kf review")), str(data.get("source", "")), scripts, skipped)
     if isinstance(data.get("migrate"), dict):
         rep.extra = data["migrate"]
     return rep

@@ -5,19 +5,25 @@ first, then warnings), each with its side-by-side table and emitted YAML. Clean 
 in one line each. All user text is escaped (HTML entities plus Markdown punctuation), so a hostile
 file name or directive cannot inject markup.
 """
+
 from __future__ import annotations
 
 import html
 import re
-from typing import IO, List
+from typing import IO
 
 from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, prerendered
 
 # Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
 DETAILED_SCRIPTS = 200
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-_STATUS_MARK = {"mapped": "✅ mapped", "approximated": "≈ approximated", "dropped": "✂ dropped",
-                "unsupported": "⛔ unsupported", "ignored": "💤 ignored by Slurm"}
+_STATUS_MARK = {
+    "mapped": "✅ mapped",
+    "approximated": "≈ approximated",
+    "dropped": "✂ dropped",
+    "unsupported": "⛔ unsupported",
+    "ignored": "💤 ignored by Slurm",
+}
 _OUTCOME_MARK = {CLEAN: "✅ clean", WARNINGS: "⚠️ warnings", ERRORS: "⛔ errors"}
 
 
@@ -38,7 +44,7 @@ def _defang(s: str) -> str:
 def text(s) -> str:
     """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks."""
     s = _MD_SPECIAL.sub(r"\\\1", str(s))
-    s = html.escape(s, quote=False)        # < > & : no raw HTML (and no <autolink>) reaches the renderer
+    s = html.escape(s, quote=False)  # < > & : no raw HTML (and no <autolink>) reaches the renderer
     return _defang(s).replace("\r", " ").replace("\n", " ")
 
 
@@ -65,12 +71,16 @@ def _summary(report: Report, w) -> None:
     w(f"# {text(report.title)}\n\n")
     if report.source:
         w(f"Source: {code(report.source)}\n\n")
-    w(f"**{s.scripts}** scripts: **{s.outcome(CLEAN)}** clean, **{s.outcome(WARNINGS)}** with warnings, "
-      f"**{s.outcome(ERRORS)}** with errors.\n\n")
+    w(
+        f"**{s.scripts}** scripts: **{s.outcome(CLEAN)}** clean, **{s.outcome(WARNINGS)}** with warnings, "
+        f"**{s.outcome(ERRORS)}** with errors.\n\n"
+    )
     w("| requested in total | value |\n|---|---:|\n")
-    w(f"| nodes | {s.nodes:,} |\n| GPUs | {s.gpus:,} |\n| node-hours (from time limits) | {_hours(s.node_hours)} |\n"
-      f"| GPU-hours (from time limits) | {_hours(s.gpu_hours)} |\n"
-      f"| scripts without a time limit | {s.scripts_without_time_limit:,} |\n\n")
+    w(
+        f"| nodes | {s.nodes:,} |\n| GPUs | {s.gpus:,} |\n| node-hours (from time limits) | {_hours(s.node_hours)} |\n"
+        f"| GPU-hours (from time limits) | {_hours(s.gpu_hours)} |\n"
+        f"| scripts without a time limit | {s.scripts_without_time_limit:,} |\n\n"
+    )
     if s.blockers:
         w("## Most common blockers\n\n| code | scripts | example | affected |\n|---|---:|---|---|\n")
         for c in s.blockers[:15]:
@@ -116,7 +126,7 @@ def _summary(report: Report, w) -> None:
 
 def script_section(sr: ScriptReport) -> str:
     """One script's collapsible section (migrate workers render these in parallel)."""
-    parts: List[str] = []
+    parts: list[str] = []
     _script(sr, parts.append)
     return "".join(parts)
 
@@ -134,9 +144,11 @@ def _script(sr: ScriptReport, w) -> None:
         facts.append(f"launch {text(sr.simulation.get('verdict', ''))}")
     w(" · ".join(facts) + "\n\n")
     if sr.simulation and sr.simulation.get("differences"):
-        w(f"**Launch simulation: {text(sr.simulation.get('verdict', ''))}** "
-          f"({sr.simulation.get('slurm_processes', 0)} process(es) on Slurm, "
-          f"{sr.simulation.get('kubeflow_processes', 0)} on Kubeflow):\n\n")
+        w(
+            f"**Launch simulation: {text(sr.simulation.get('verdict', ''))}** "
+            f"({sr.simulation.get('slurm_processes', 0)} process(es) on Slurm, "
+            f"{sr.simulation.get('kubeflow_processes', 0)} on Kubeflow):\n\n"
+        )
         for d in sr.simulation["differences"]:
             w(f"- {text(d)}\n")
         w("\n")
@@ -166,9 +178,9 @@ def _script(sr: ScriptReport, w) -> None:
 def write(report: Report, out: IO[str]) -> None:
     w = out.write
     _summary(report, w)
-    detailed: List[str] = []
-    rest: List[str] = []
-    clean: List[str] = []
+    detailed: list[str] = []
+    rest: list[str] = []
+    clean: list[str] = []
     for wanted in (ERRORS, WARNINGS):
         for sr in report.light():
             if sr.outcome == wanted:
@@ -183,7 +195,7 @@ def write(report: Report, out: IO[str]) -> None:
             texts = spool.raw("md", detailed)
         else:
             get = getattr(report.scripts, "get", None)
-            if callable(get):        # a spool: read back only the detailed records, not all of them
+            if callable(get):  # a spool: read back only the detailed records, not all of them
                 texts = ((p, script_section(get(p))) for p in detailed)
             else:
                 wanted_paths = set(detailed)

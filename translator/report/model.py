@@ -6,13 +6,15 @@ read back from a migrate output's `slurm2kf-report.json` (`slurm2kf report OUT`)
 
 The three writers (markdown.py, html.py, json_report.py) render a `Report` and nothing else.
 """
+
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
 
-if TYPE_CHECKING:                       # (spool.py imports this module)
+if TYPE_CHECKING:  # (spool.py imports this module)
     from translator.report.spool import ScriptSpool
 
 REPORT_FORMAT_VERSION = 1
@@ -27,13 +29,13 @@ LINE_STATUSES = (MAPPED, APPROXIMATED, DROPPED, UNSUPPORTED, IGNORED)
 _STATUS_RANK = {MAPPED: 0, IGNORED: 1, APPROXIMATED: 2, DROPPED: 3, UNSUPPORTED: 4}
 
 # Script outcomes.
-CLEAN = "clean"          # converted, no warning or error
-WARNINGS = "warnings"    # converted, with warnings to review
-ERRORS = "errors"        # sbatch refuses it, or an error finding: cannot run as converted
+CLEAN = "clean"  # converted, no warning or error
+WARNINGS = "warnings"  # converted, with warnings to review
+ERRORS = "errors"  # sbatch refuses it, or an error finding: cannot run as converted
 OUTCOMES = (CLEAN, WARNINGS, ERRORS)
 
 
-def worst_status(statuses: Iterable[str]) -> Optional[str]:
+def worst_status(statuses: Iterable[str]) -> str | None:
     best = None
     for s in statuses:
         if best is None or _STATUS_RANK.get(s, 0) > _STATUS_RANK.get(best, 0):
@@ -48,12 +50,17 @@ class Issue:
     severity: str
     code: str
     message: str
-    line: Optional[int] = None
-    suggestion: Optional[str] = None
+    line: int | None = None
+    suggestion: str | None = None
 
     def to_json(self) -> dict:
-        return {"severity": self.severity, "code": self.code, "line": self.line,
-                "message": self.message, "suggestion": self.suggestion}
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "line": self.line,
+            "message": self.message,
+            "suggestion": self.suggestion,
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> Issue:
@@ -77,54 +84,65 @@ class LineRow:
 
     line: int
     text: str
-    kind: str                         # "directive" | "ignored" | "body" | "shebang"
-    status: Optional[str]             # worst status of its fields (None = context only)
-    fields: Tuple[FieldRef, ...] = ()
-    notes: Tuple[Issue, ...] = ()     # findings/diagnostics on this line, with their explanation
+    kind: str  # "directive" | "ignored" | "body" | "shebang"
+    status: str | None  # worst status of its fields (None = context only)
+    fields: tuple[FieldRef, ...] = ()
+    notes: tuple[Issue, ...] = ()  # findings/diagnostics on this line, with their explanation
 
     def to_json(self) -> dict:
-        return {"line": self.line, "text": self.text, "kind": self.kind, "status": self.status,
-                "fields": [f.to_json() for f in self.fields], "notes": [n.to_json() for n in self.notes]}
+        return {
+            "line": self.line,
+            "text": self.text,
+            "kind": self.kind,
+            "status": self.status,
+            "fields": [f.to_json() for f in self.fields],
+            "notes": [n.to_json() for n in self.notes],
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> LineRow:
-        return cls(d["line"], d["text"], d["kind"], d.get("status"),
-                   tuple(FieldRef(f["field"], f["status"]) for f in d.get("fields", ())),
-                   tuple(Issue.from_json(n) for n in d.get("notes", ())))
+        return cls(
+            d["line"],
+            d["text"],
+            d["kind"],
+            d.get("status"),
+            tuple(FieldRef(f["field"], f["status"]) for f in d.get("fields", ())),
+            tuple(Issue.from_json(n) for n in d.get("notes", ())),
+        )
 
 
 @dataclass(frozen=True)
 class ScriptReport:
     """Everything the report says about one script."""
 
-    path: str                                   # relative to the repository root ('/' separated)
-    outcome: str                                # clean | warnings | errors
+    path: str  # relative to the repository root ('/' separated)
+    outcome: str  # clean | warnings | errors
     sbatch_accepts: bool
-    names: Tuple[str, ...] = ()                 # TrainJob metadata.name(s)
-    launcher: Optional[str] = None
-    runtime: Optional[str] = None
-    image: Optional[str] = None
-    nodes: int = 0                              # nodes requested (sum over emitted TrainJobs)
-    gpus: int = 0                               # GPUs requested in total (nodes x GPUs per node)
-    time_limit_seconds: Optional[int] = None    # None = no limit set (partition default applies)
+    names: tuple[str, ...] = ()  # TrainJob metadata.name(s)
+    launcher: str | None = None
+    runtime: str | None = None
+    image: str | None = None
+    nodes: int = 0  # nodes requested (sum over emitted TrainJobs)
+    gpus: int = 0  # GPUs requested in total (nodes x GPUs per node)
+    time_limit_seconds: int | None = None  # None = no limit set (partition default applies)
     node_hours: float = 0.0
     gpu_hours: float = 0.0
-    issues: Tuple[Issue, ...] = ()              # diagnostics + findings, in line order
-    rows: Tuple[LineRow, ...] = ()
-    decisions: Tuple[str, ...] = ()             # what the reviewer must decide
-    modules: Tuple[str, ...] = ()               # environment modules loaded
-    environments: Tuple[str, ...] = ()          # conda envs / virtualenvs activated
-    paths: Tuple[str, ...] = ()                 # path prefixes used that no volume mounts yet
-    yaml: str = ""                              # the emitted TrainJob YAML ('' when none)
-    outputs: Tuple[str, ...] = ()               # output files (relative to OUT) when migrated
-    simulation: Optional[dict] = None           # --simulate: verdict, differences, process counts
+    issues: tuple[Issue, ...] = ()  # diagnostics + findings, in line order
+    rows: tuple[LineRow, ...] = ()
+    decisions: tuple[str, ...] = ()  # what the reviewer must decide
+    modules: tuple[str, ...] = ()  # environment modules loaded
+    environments: tuple[str, ...] = ()  # conda envs / virtualenvs activated
+    paths: tuple[str, ...] = ()  # path prefixes used that no volume mounts yet
+    yaml: str = ""  # the emitted TrainJob YAML ('' when none)
+    outputs: tuple[str, ...] = ()  # output files (relative to OUT) when migrated
+    simulation: dict | None = None  # --simulate: verdict, differences, process counts
 
     @property
-    def codes(self) -> Tuple[str, ...]:
+    def codes(self) -> tuple[str, ...]:
         return tuple(sorted({i.code for i in self.issues}))
 
     @property
-    def blocking_codes(self) -> Tuple[str, ...]:
+    def blocking_codes(self) -> tuple[str, ...]:
         return tuple(sorted({i.code for i in self.issues if i.severity == "error"}))
 
     def to_json(self) -> dict:
@@ -135,31 +153,51 @@ class ScriptReport:
 
     def _to_json(self) -> dict:
         return {
-            "path": self.path, "outcome": self.outcome, "sbatch_accepts": self.sbatch_accepts,
-            "names": list(self.names), "launcher": self.launcher, "runtime": self.runtime,
-            "image": self.image, "nodes": self.nodes, "gpus": self.gpus,
+            "path": self.path,
+            "outcome": self.outcome,
+            "sbatch_accepts": self.sbatch_accepts,
+            "names": list(self.names),
+            "launcher": self.launcher,
+            "runtime": self.runtime,
+            "image": self.image,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
             "time_limit_seconds": self.time_limit_seconds,
-            "node_hours": self.node_hours, "gpu_hours": self.gpu_hours,
+            "node_hours": self.node_hours,
+            "gpu_hours": self.gpu_hours,
             "issues": [i.to_json() for i in self.issues],
             "rows": [r.to_json() for r in self.rows],
-            "decisions": list(self.decisions), "modules": list(self.modules),
-            "environments": list(self.environments), "paths": list(self.paths),
-            "yaml": self.yaml, "outputs": list(self.outputs),
+            "decisions": list(self.decisions),
+            "modules": list(self.modules),
+            "environments": list(self.environments),
+            "paths": list(self.paths),
+            "yaml": self.yaml,
+            "outputs": list(self.outputs),
         }
 
     @classmethod
     def from_json(cls, d: dict) -> ScriptReport:
         return cls(
-            path=d["path"], outcome=d["outcome"], sbatch_accepts=bool(d.get("sbatch_accepts")),
-            names=tuple(d.get("names", ())), launcher=d.get("launcher"), runtime=d.get("runtime"),
-            image=d.get("image"), nodes=int(d.get("nodes") or 0), gpus=int(d.get("gpus") or 0),
+            path=d["path"],
+            outcome=d["outcome"],
+            sbatch_accepts=bool(d.get("sbatch_accepts")),
+            names=tuple(d.get("names", ())),
+            launcher=d.get("launcher"),
+            runtime=d.get("runtime"),
+            image=d.get("image"),
+            nodes=int(d.get("nodes") or 0),
+            gpus=int(d.get("gpus") or 0),
             time_limit_seconds=d.get("time_limit_seconds"),
-            node_hours=float(d.get("node_hours") or 0.0), gpu_hours=float(d.get("gpu_hours") or 0.0),
+            node_hours=float(d.get("node_hours") or 0.0),
+            gpu_hours=float(d.get("gpu_hours") or 0.0),
             issues=tuple(Issue.from_json(i) for i in d.get("issues", ())),
             rows=tuple(LineRow.from_json(r) for r in d.get("rows", ())),
-            decisions=tuple(d.get("decisions", ())), modules=tuple(d.get("modules", ())),
-            environments=tuple(d.get("environments", ())), paths=tuple(d.get("paths", ())),
-            yaml=d.get("yaml", ""), outputs=tuple(d.get("outputs", ())),
+            decisions=tuple(d.get("decisions", ())),
+            modules=tuple(d.get("modules", ())),
+            environments=tuple(d.get("environments", ())),
+            paths=tuple(d.get("paths", ())),
+            yaml=d.get("yaml", ""),
+            outputs=tuple(d.get("outputs", ())),
             simulation=d.get("simulation"),
         )
 
@@ -187,45 +225,56 @@ class CodeCount:
     severity: str
     scripts: int
     example_message: str
-    affected: Tuple[str, ...]       # script paths (first few, sorted)
+    affected: tuple[str, ...]  # script paths (first few, sorted)
 
     def to_json(self) -> dict:
-        return {"code": self.code, "severity": self.severity, "scripts": self.scripts,
-                "example_message": self.example_message, "affected": list(self.affected)}
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "scripts": self.scripts,
+            "example_message": self.example_message,
+            "affected": list(self.affected),
+        }
 
 
 @dataclass(frozen=True)
 class RepoSummary:
     scripts: int
-    outcomes: Tuple[Tuple[str, int], ...]              # (clean|warnings|errors, count)
-    blockers: Tuple[CodeCount, ...]                    # error codes, most scripts first
-    warnings: Tuple[CodeCount, ...]                    # warning codes, most scripts first
-    launchers: Tuple[Tuple[str, int], ...]
-    runtimes: Tuple[Tuple[str, int], ...]
+    outcomes: tuple[tuple[str, int], ...]  # (clean|warnings|errors, count)
+    blockers: tuple[CodeCount, ...]  # error codes, most scripts first
+    warnings: tuple[CodeCount, ...]  # warning codes, most scripts first
+    launchers: tuple[tuple[str, int], ...]
+    runtimes: tuple[tuple[str, int], ...]
     gpus: int
     nodes: int
     gpu_hours: float
     node_hours: float
     scripts_without_time_limit: int
-    modules: Tuple[Tuple[str, int], ...]               # (name, scripts using it)
-    environments: Tuple[Tuple[str, int], ...]
-    paths: Tuple[Tuple[str, int], ...]
-    skipped: Tuple[Tuple[str, int], ...]               # (M6xx code, files)
+    modules: tuple[tuple[str, int], ...]  # (name, scripts using it)
+    environments: tuple[tuple[str, int], ...]
+    paths: tuple[tuple[str, int], ...]
+    skipped: tuple[tuple[str, int], ...]  # (M6xx code, files)
 
     def outcome(self, name: str) -> int:
         return dict(self.outcomes).get(name, 0)
 
     def to_json(self) -> dict:
         return {
-            "scripts": self.scripts, "outcomes": dict(self.outcomes),
+            "scripts": self.scripts,
+            "outcomes": dict(self.outcomes),
             "blockers": [c.to_json() for c in self.blockers],
             "warnings": [c.to_json() for c in self.warnings],
-            "launchers": dict(self.launchers), "runtimes": dict(self.runtimes),
-            "gpus": self.gpus, "nodes": self.nodes,
-            "gpu_hours": round(self.gpu_hours, 2), "node_hours": round(self.node_hours, 2),
+            "launchers": dict(self.launchers),
+            "runtimes": dict(self.runtimes),
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "gpu_hours": round(self.gpu_hours, 2),
+            "node_hours": round(self.node_hours, 2),
             "scripts_without_time_limit": self.scripts_without_time_limit,
-            "modules": dict(self.modules), "environments": dict(self.environments),
-            "paths": dict(self.paths), "skipped": dict(self.skipped),
+            "modules": dict(self.modules),
+            "environments": dict(self.environments),
+            "paths": dict(self.paths),
+            "skipped": dict(self.skipped),
         }
 
 
@@ -239,9 +288,9 @@ class SummaryBuilder:
         self.scripts = 0
         self.outcomes: Counter = Counter()
         self.code_scripts: Counter = Counter()
-        self.code_severity: Dict[str, str] = {}
-        self.code_message: Dict[str, str] = {}
-        self.code_affected: Dict[str, List[str]] = {}
+        self.code_severity: dict[str, str] = {}
+        self.code_message: dict[str, str] = {}
+        self.code_affected: dict[str, list[str]] = {}
         self.launchers: Counter = Counter()
         self.runtimes: Counter = Counter()
         self.gpus = 0
@@ -257,7 +306,7 @@ class SummaryBuilder:
     def add(self, s: ScriptReport) -> None:
         self.scripts += 1
         self.outcomes[s.outcome] += 1
-        worst: Dict[str, str] = {}
+        worst: dict[str, str] = {}
         for i in s.issues:
             if i.severity == "error" or (i.severity == "warning" and worst.get(i.code) != "error"):
                 worst[i.code] = i.severity
@@ -268,14 +317,14 @@ class SummaryBuilder:
                 self.code_severity[code] = sev
             aff = self.code_affected.setdefault(code, [])
             aff.append(s.path)
-            if len(aff) > 4 * AFFECTED_SHOWN:   # keep the smallest paths, bounded
+            if len(aff) > 4 * AFFECTED_SHOWN:  # keep the smallest paths, bounded
                 aff.sort()
                 del aff[AFFECTED_SHOWN:]
         if s.launcher:
             self.launchers[s.launcher] += 1
         if s.runtime:
             self.runtimes[s.runtime] += 1
-        if s.sbatch_accepts:      # totals of jobs Slurm would run; a refused script requests nothing
+        if s.sbatch_accepts:  # totals of jobs Slurm would run; a refused script requests nothing
             self.gpus += s.gpus
             self.nodes += s.nodes
             self.gpu_hours += s.gpu_hours
@@ -289,28 +338,42 @@ class SummaryBuilder:
     def add_skipped(self, f: SkippedFile) -> None:
         self.skipped[f.code] += 1
 
-    def _codes(self, severity: str) -> Tuple[CodeCount, ...]:
+    def _codes(self, severity: str) -> tuple[CodeCount, ...]:
         out = []
         for code, n in self.code_scripts.items():
             if self.code_severity.get(code) != severity:
                 continue
-            out.append(CodeCount(code, severity, n, self.code_message.get(code, ""),
-                                 tuple(sorted(self.code_affected.get(code, ()))[:AFFECTED_SHOWN])))
+            out.append(
+                CodeCount(
+                    code,
+                    severity,
+                    n,
+                    self.code_message.get(code, ""),
+                    tuple(sorted(self.code_affected.get(code, ()))[:AFFECTED_SHOWN]),
+                )
+            )
         out.sort(key=lambda c: (-c.scripts, c.code))
         return tuple(out)
 
     def build(self) -> RepoSummary:
-        def ranked(c: Counter) -> Tuple[Tuple[str, int], ...]:
+        def ranked(c: Counter) -> tuple[tuple[str, int], ...]:
             return tuple(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
         return RepoSummary(
             scripts=self.scripts,
             outcomes=tuple((o, self.outcomes.get(o, 0)) for o in OUTCOMES),
-            blockers=self._codes("error"), warnings=self._codes("warning"),
-            launchers=ranked(self.launchers), runtimes=ranked(self.runtimes),
-            gpus=self.gpus, nodes=self.nodes, gpu_hours=self.gpu_hours, node_hours=self.node_hours,
+            blockers=self._codes("error"),
+            warnings=self._codes("warning"),
+            launchers=ranked(self.launchers),
+            runtimes=ranked(self.runtimes),
+            gpus=self.gpus,
+            nodes=self.nodes,
+            gpu_hours=self.gpu_hours,
+            node_hours=self.node_hours,
             scripts_without_time_limit=self.no_limit,
-            modules=ranked(self.modules), environments=ranked(self.environments), paths=ranked(self.paths),
+            modules=ranked(self.modules),
+            environments=ranked(self.environments),
+            paths=ranked(self.paths),
             skipped=tuple(sorted(self.skipped.items())),
         )
 
@@ -323,18 +386,19 @@ class Report:
     source: str
     summary: RepoSummary
     scripts: Iterable[ScriptReport]
-    skipped: Tuple[SkippedFile, ...] = ()
-    extra: Dict[str, object] = field(default_factory=dict)   # e.g. migrate counts
-    index: Optional[List[ScriptReport]] = None  # the same scripts without rows/YAML (cheap to walk)
-    fragments: Optional[ScriptSpool] = None     # holds pre-rendered per-script text
+    skipped: tuple[SkippedFile, ...] = ()
+    extra: dict[str, object] = field(default_factory=dict)  # e.g. migrate counts
+    index: list[ScriptReport] | None = None  # the same scripts without rows/YAML (cheap to walk)
+    fragments: ScriptSpool | None = None  # holds pre-rendered per-script text
 
     def light(self) -> Iterable[ScriptReport]:
         """The scripts, sorted by path, possibly without their rows and YAML."""
         return self.index if self.index is not None else self.scripts
 
     @classmethod
-    def from_scripts(cls, title: str, source: str, scripts: List[ScriptReport],
-                     skipped: Iterable[SkippedFile] = ()) -> Report:
+    def from_scripts(
+        cls, title: str, source: str, scripts: list[ScriptReport], skipped: Iterable[SkippedFile] = ()
+    ) -> Report:
         b = SummaryBuilder()
         for s in scripts:
             b.add(s)
@@ -344,7 +408,7 @@ class Report:
         return cls(title, source, b.build(), scripts, skipped)
 
 
-def prerendered(report: Report, kind: str) -> Optional[ScriptSpool]:
+def prerendered(report: Report, kind: str) -> ScriptSpool | None:
     """The spool when it holds `kind` fragments for every script, else None."""
     f = report.fragments
     return f if f is not None and f.has(kind) else None

@@ -5,11 +5,12 @@ into the pods the Trainer and the kubelet would start, `pods_run` runs them) bot
 sandbox (`sandbox`) with recording stubs; `verdict` compares the two process lists. Records are plain
 dataclasses (`model`).
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from translator.simulate.model import Failure, SideResult, Verdict
 
@@ -29,8 +30,13 @@ def _read_text(path: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def slurm_of(path: str, settings, script_args: Sequence[str] = (), array_index: Optional[int] = None,
-             timeout: float = DEFAULT_TIMEOUT):
+def slurm_of(
+    path: str,
+    settings,
+    script_args: Sequence[str] = (),
+    array_index: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+):
     """(SideResult, job) of the Slurm side of `path`."""
     from translator.pipeline import read_and_resolve
     from translator.simulate import slurm_side
@@ -54,8 +60,9 @@ def kubeflow_of_trainjob(trainjob: dict, runtimes=None, timeout: float = DEFAULT
     try:
         pods = pods_from_trainjob(trainjob, runtimes)
     except TrainJobError as exc:
-        return SideResult("kubeflow", failures=(Failure("kubeflow", 0, f"TrainJob {name}",
-                                                        f"the Trainer would not start it: {exc}"),))
+        return SideResult(
+            "kubeflow", failures=(Failure("kubeflow", 0, f"TrainJob {name}", f"the Trainer would not start it: {exc}"),)
+        )
     return run_pods(pods, timeout=timeout)
 
 
@@ -63,12 +70,19 @@ def _verdict(path: str, slurm: SideResult, kube: SideResult) -> Verdict:
     from translator.simulate.verdict import compare
 
     diffs = tuple(compare(slurm, kube))
-    return Verdict(path=path, verdict="differs" if diffs else "equivalent", differences=diffs,
-                   slurm=slurm, kubeflow=kube)
+    return Verdict(
+        path=path, verdict="differs" if diffs else "equivalent", differences=diffs, slurm=slurm, kubeflow=kube
+    )
 
 
-def simulate_script(path: str, settings=None, script_args: Sequence[str] = (), array_index: Optional[int] = None,
-                    timeout: float = DEFAULT_TIMEOUT, runtimes=None) -> Verdict:
+def simulate_script(
+    path: str,
+    settings=None,
+    script_args: Sequence[str] = (),
+    array_index: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    runtimes=None,
+) -> Verdict:
     """Convert `path` as `convert` does and run both sides (the two sandboxes run at the same time)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -76,9 +90,9 @@ def simulate_script(path: str, settings=None, script_args: Sequence[str] = (), a
 
     settings = settings or _default_settings()
     if not script_args and getattr(settings, "script_args", None):
-        script_args = tuple(settings.script_args)          # `convert --simulate --script-args ...`
+        script_args = tuple(settings.script_args)  # `convert --simulate --script-args ...`
     if script_args and any(f.name == "script_args" for f in dataclasses.fields(settings)):
-        settings = dataclasses.replace(settings, script_args=tuple(script_args))   # the conversion sees them too
+        settings = dataclasses.replace(settings, script_args=tuple(script_args))  # the conversion sees them too
     _check_readable(path, settings)
     text = _read_text(path)
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -113,7 +127,7 @@ def _kube_of_script(path, text, settings, array_index, timeout, runtimes) -> Sid
         return SideResult("kubeflow", failures=(Failure("kubeflow", 0, "convert", "no TrainJob was produced"),))
     plan = plans[0]
     if len(plans) > 1 and array_index is not None:
-        for p in plans:                         # --array-mode=expand: the TrainJob of that index
+        for p in plans:  # --array-mode=expand: the TrainJob of that index
             if str(p.name).endswith(f"-{array_index}"):
                 plan = p
     kube = kubeflow_of_trainjob(trainjob_dict(plan), runtimes, timeout)
@@ -122,7 +136,7 @@ def _kube_of_script(path, text, settings, array_index, timeout, runtimes) -> Sid
     return kube
 
 
-def source_of_trainjob(trainjob: dict, trainjob_path: str) -> Optional[str]:
+def source_of_trainjob(trainjob: dict, trainjob_path: str) -> str | None:
     """The script named by the `slurm2kf.io/source` annotation, relative to the TrainJob file."""
     from translator.plan.naming import ANNOTATION_SOURCE
 
@@ -134,9 +148,15 @@ def source_of_trainjob(trainjob: dict, trainjob_path: str) -> Optional[str]:
     return os.path.join(os.path.dirname(os.path.abspath(trainjob_path)), ann)
 
 
-def simulate_trainjob(trainjob_path: str, script: Optional[str] = None, settings=None,
-                      script_args: Sequence[str] = (), array_index: Optional[int] = None,
-                      timeout: float = DEFAULT_TIMEOUT, runtimes=None) -> Sequence[Verdict]:
+def simulate_trainjob(
+    trainjob_path: str,
+    script: str | None = None,
+    settings=None,
+    script_args: Sequence[str] = (),
+    array_index: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    runtimes=None,
+) -> Sequence[Verdict]:
     """Compare an existing TrainJob file (each TrainJob in it) with its Slurm script."""
     from translator.pipeline import ConvertSettings
     from translator.simulate.kubeflow_pods import TrainJobError, read_trainjobs
@@ -150,8 +170,9 @@ def simulate_trainjob(trainjob_path: str, script: Optional[str] = None, settings
     for tj in jobs:
         src = script or source_of_trainjob(tj, trainjob_path)
         if not src:
-            raise SimulateError(f"{trainjob_path}: error: no Slurm script: give --script or the "
-                                "slurm2kf.io/source annotation")
+            raise SimulateError(
+                f"{trainjob_path}: error: no Slurm script: give --script or the slurm2kf.io/source annotation"
+            )
         _check_readable(src, settings)
         slurm, _ = slurm_of(src, settings, script_args, array_index, timeout)
         kube = kubeflow_of_trainjob(tj, runtimes, timeout)

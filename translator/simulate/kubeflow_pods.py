@@ -63,6 +63,7 @@ completion index, pod name, namespace, JobSet labels) or to a visible placeholde
 Not emulated (``TrainJobError``): flux and torchtune runtimes, non-OpenMPI MPI.  Initializer jobs
 (dataset/model) run no training and are left out of the result.
 """
+
 from __future__ import annotations
 
 import copy
@@ -70,7 +71,7 @@ import math
 import os
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from collections.abc import Mapping, Sequence
 
 from translator.jsondata import as_list
 from translator.simulate.kubelet import expand_argv, resolve_env
@@ -79,14 +80,18 @@ from translator.simulate.model import PodLaunch
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-TRAINER_PORT = 29500                       # trainer:pkg/constants ContainerTrainerPort
-MPI_HOSTFILE = "/etc/mpi/hostfile"         # constants MPIHostfileDir + MPIHostfileName
+TRAINER_PORT = 29500  # trainer:pkg/constants ContainerTrainerPort
+MPI_HOSTFILE = "/etc/mpi/hostfile"  # constants MPIHostfileDir + MPIHostfileName
 NODE = "node"
 LAUNCHER = "launcher"
 
 TORCH_RESERVED = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT")
-MPI_RESERVED = ("OMPI_MCA_orte_default_hostfile", "OMPI_MCA_orte_keep_fqdn_hostnames",
-                "OMPI_MCA_orte_set_default_slots", "OMPI_MCA_plm_rsh_args")
+MPI_RESERVED = (
+    "OMPI_MCA_orte_default_hostfile",
+    "OMPI_MCA_orte_keep_fqdn_hostnames",
+    "OMPI_MCA_orte_set_default_slots",
+    "OMPI_MCA_plm_rsh_args",
+)
 XGBOOST_RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
 # containers whose env a runtimePatch may not set (jobset plugin Validate)
 _ENV_PATCH_FORBIDDEN = ("node", "dataset-initializer", "model-initializer")
@@ -102,18 +107,19 @@ class TrainJobError(ValueError):
 
 # ---------------------------------------------------------------------------------------------- runtimes
 
-def load_runtimes(paths: Optional[Sequence[str]] = None) -> Dict[str, dict]:
+
+def load_runtimes(paths: Sequence[str] | None = None) -> dict[str, dict]:
     """The ClusterTrainingRuntimes by name: the shipped ones bundled with slurm2kf (copies of
     kubeflow/trainer manifests/base/runtimes), or the YAML files/folders in ``paths``."""
     import yaml
 
-    files: List[str] = []
-    for p in (paths if paths is not None else [_DATA_DIR]):
+    files: list[str] = []
+    for p in paths if paths is not None else [_DATA_DIR]:
         if os.path.isdir(p):
             files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith((".yaml", ".yml")))
         else:
             files.append(p)
-    out: Dict[str, dict] = {}
+    out: dict[str, dict] = {}
     for path in files:
         try:
             with open(path, encoding="utf-8") as fh:
@@ -123,7 +129,9 @@ def load_runtimes(paths: Optional[Sequence[str]] = None) -> Dict[str, dict]:
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark is not None else path
-            raise TrainJobError(f"{where}: not a valid runtime YAML file ({getattr(exc, 'problem', None) or exc})") from None
+            raise TrainJobError(
+                f"{where}: not a valid runtime YAML file ({getattr(exc, 'problem', None) or exc})"
+            ) from None
         for doc in docs:
             if isinstance(doc, dict) and doc.get("kind") in ("ClusterTrainingRuntime", "TrainingRuntime"):
                 rname = (doc.get("metadata") or {}).get("name")
@@ -133,10 +141,10 @@ def load_runtimes(paths: Optional[Sequence[str]] = None) -> Dict[str, dict]:
     return out
 
 
-_CACHE: Dict[str, Dict[str, dict]] = {}
+_CACHE: dict[str, dict[str, dict]] = {}
 
 
-def _shipped() -> Dict[str, dict]:
+def _shipped() -> dict[str, dict]:
     if "shipped" not in _CACHE:
         _CACHE["shipped"] = load_runtimes()
     return _CACHE["shipped"]
@@ -144,10 +152,22 @@ def _shipped() -> Dict[str, dict]:
 
 # ---------------------------------------------------------------------------------------------- quantities
 
-_SUFFIX: Dict[str, Union[int, Decimal]] = {
-    "": 1, "m": Decimal("0.001"), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
-    "P": 10 ** 15, "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
-    "Pi": 2 ** 50, "Ei": 2 ** 60}
+_SUFFIX: dict[str, int | Decimal] = {
+    "": 1,
+    "m": Decimal("0.001"),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
 _QTY = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?\s*$")
 
 
@@ -174,7 +194,7 @@ def _gpu_in(resources: Mapping) -> int:
     return 0
 
 
-def gpus_per_node(requirements: Optional[Mapping]) -> int:
+def gpus_per_node(requirements: Mapping | None) -> int:
     """runtime.go GetNumGPUPerNode: a "gpu" resource in requests, else in limits."""
     req = requirements or {}
     gpus = _gpu_in(req.get("requests") or {})
@@ -183,7 +203,7 @@ def gpus_per_node(requirements: Optional[Mapping]) -> int:
     return gpus
 
 
-def visible_gpus(requirements: Optional[Mapping]) -> int:
+def visible_gpus(requirements: Mapping | None) -> int:
     """GPU devices the container sees: every extended resource whose name contains "gpu"
     (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/...) plus NVIDIA MIG slices (nvidia.com/mig-<profile>,
     each one a CUDA device), from the limits (extended resources have requests == limits).  This is the
@@ -198,7 +218,7 @@ def visible_gpus(requirements: Optional[Mapping]) -> int:
     return total
 
 
-def _cpus_per_node(requirements: Optional[Mapping]) -> int:
+def _cpus_per_node(requirements: Mapping | None) -> int:
     """torch.go getNumCPUPerNode: the CPU request when non-zero, else the CPU limit, else 0."""
     req = requirements or {}
     request = (req.get("requests") or {}).get("cpu")
@@ -208,7 +228,7 @@ def _cpus_per_node(requirements: Optional[Mapping]) -> int:
     return quantity_value(limit) if limit is not None else 0
 
 
-def _merge_resources(base: Optional[Mapping], override: Optional[Mapping]) -> dict:
+def _merge_resources(base: Mapping | None, override: Mapping | None) -> dict:
     out = {"limits": dict((base or {}).get("limits") or {}), "requests": dict((base or {}).get("requests") or {})}
     for part in ("limits", "requests"):
         out[part].update((override or {}).get(part) or {})
@@ -217,7 +237,8 @@ def _merge_resources(base: Optional[Mapping], override: Optional[Mapping]) -> di
 
 # ---------------------------------------------------------------------------------------------- helpers
 
-def _env_list(items, where: str) -> List[dict]:
+
+def _env_list(items, where: str) -> list[dict]:
     if items is None:
         return []
     if not isinstance(items, list):
@@ -230,7 +251,7 @@ def _env_list(items, where: str) -> List[dict]:
     return out
 
 
-def _upsert(env: List[dict], new: Sequence[dict]) -> None:
+def _upsert(env: list[dict], new: Sequence[dict]) -> None:
     """apply.UpsertEnvVars: same name replaced in place, new names appended."""
     for e in new:
         for i, old in enumerate(env):
@@ -259,7 +280,7 @@ def _items(value, where: str) -> list:
     return value
 
 
-def _container(job: dict, name: str) -> Optional[dict]:
+def _container(job: dict, name: str) -> dict | None:
     for c in _dig(job, "template", "spec", "template", "spec").get("containers") or []:
         if isinstance(c, dict) and c.get("name") == name:
             return c
@@ -270,7 +291,7 @@ def _pod_spec(job: dict) -> dict:
     return _dig(job, "template", "spec", "template", "spec")
 
 
-def _ancestor(job: dict) -> Optional[str]:
+def _ancestor(job: dict) -> str | None:
     return _dig(job, "template", "metadata", "labels").get(ANCESTOR_LABEL)
 
 
@@ -281,14 +302,16 @@ def _policy(ml: Mapping) -> str:
     return "plain"
 
 
-def _apply_patches(trainjob_spec: Mapping, jobs: List[dict]) -> None:
+def _apply_patches(trainjob_spec: Mapping, jobs: list[dict]) -> None:
     """Merge spec.runtimePatches into the runtime's replicatedJobs (the subset PodSpecPatch allows that
     changes what runs: container env; other fields don't change the process and are ignored)."""
     by_name = {j.get("name"): j for j in jobs}
     for pi, patch in enumerate(trainjob_spec.get("runtimePatches") or []):
         where = f"spec.runtimePatches[{pi}]"
-        rjobs = _items(_dig(patch, "trainingRuntimeSpec", "template", "spec").get("replicatedJobs"),
-                       f"{where}.trainingRuntimeSpec.template.spec.replicatedJobs")
+        rjobs = _items(
+            _dig(patch, "trainingRuntimeSpec", "template", "spec").get("replicatedJobs"),
+            f"{where}.trainingRuntimeSpec.template.spec.replicatedJobs",
+        )
         for ri, rjob in enumerate(rjobs):
             rwhere = f"{where}.trainingRuntimeSpec.template.spec.replicatedJobs[{ri}]"
             if not isinstance(rjob, dict):
@@ -297,8 +320,10 @@ def _apply_patches(trainjob_spec: Mapping, jobs: List[dict]) -> None:
                 raise TrainJobError(f"{rwhere}.name must be a string (CRD schema)")
             job = by_name.get(rjob.get("name"))
             if job is None:
-                raise TrainJobError(f"{rwhere}: the runtime has no replicatedJob {rjob.get('name')!r} "
-                                    "(the Trainer webhook rejects the TrainJob)")
+                raise TrainJobError(
+                    f"{rwhere}: the runtime has no replicatedJob {rjob.get('name')!r} "
+                    "(the Trainer webhook rejects the TrainJob)"
+                )
             pod = _dig(rjob, "template", "spec", "template", "spec")
             for field in ("containers", "initContainers"):
                 for ci, cpatch in enumerate(_items(pod.get(field), f"{rwhere}...{field}")):
@@ -310,19 +335,24 @@ def _apply_patches(trainjob_spec: Mapping, jobs: List[dict]) -> None:
                         if c.get("name") == cname:
                             target = c
                     if target is None:
-                        raise TrainJobError(f"{rwhere}...{field}[{ci}]: the runtime's {rjob.get('name')!r} job has no "
-                                            f"container {cname!r} (the Trainer webhook rejects the TrainJob)")
+                        raise TrainJobError(
+                            f"{rwhere}...{field}[{ci}]: the runtime's {rjob.get('name')!r} job has no "
+                            f"container {cname!r} (the Trainer webhook rejects the TrainJob)"
+                        )
                     if cpatch.get("env"):
                         if cname in _ENV_PATCH_FORBIDDEN:
-                            raise TrainJobError(f"{rwhere}...{field}[{ci}]: env of container {cname!r} cannot be set by "
-                                                "a runtimePatch (the Trainer webhook rejects it; use spec.trainer.env)")
+                            raise TrainJobError(
+                                f"{rwhere}...{field}[{ci}]: env of container {cname!r} cannot be set by "
+                                "a runtimePatch (the Trainer webhook rejects it; use spec.trainer.env)"
+                            )
                         env = as_list(target.get("env"))
                         target["env"] = env
                         _upsert(env, _env_list(cpatch["env"], f"{rwhere}...{field}[{ci}].env"))
 
 
-def _check_shapes(spec: Mapping, trainer: Optional[Mapping]) -> None:
+def _check_shapes(spec: Mapping, trainer: Mapping | None) -> None:
     """The TrainJob fields this emulation reads have the CRD's types (the API server's schema check)."""
+
     def fail(path, what):
         raise TrainJobError(f"{path} must be {what} (CRD schema)")
 
@@ -351,7 +381,7 @@ def _check_shapes(spec: Mapping, trainer: Optional[Mapping]) -> None:
                 quantity_value(v)
     for i, e in enumerate(_items(trainer.get("env"), "spec.trainer.env")):
         if not isinstance(e, dict):
-            continue                                     # _env_list names it
+            continue  # _env_list names it
         if e.get("value") is not None and not isinstance(e["value"], str):
             fail(f"spec.trainer.env[{i}].value", "a string")
         if e.get("valueFrom") is not None and not isinstance(e["valueFrom"], dict):
@@ -361,9 +391,12 @@ def _check_shapes(spec: Mapping, trainer: Optional[Mapping]) -> None:
 def _check_runtime(rt, rname: str) -> None:
     """The runtime fields this emulation reads have the (Cluster)TrainingRuntime CRD's types, so a
     malformed site runtime is an error naming the field, not a crash."""
+
     def need(value, types, path, what):
-        if value is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in
-                                                                    (types if isinstance(types, tuple) else (types,)))):
+        if value is not None and (
+            not isinstance(value, types)
+            or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)))
+        ):
             raise TrainJobError(f"runtime {rname!r}: {path} must be {what}")
         return value
 
@@ -413,7 +446,9 @@ def _check_runtime(rt, rname: str) -> None:
                 for part in ("limits", "requests"):
                     for k, v in (need(res.get(part), dict, f"{cp}.resources.{part}", "a mapping") or {}).items():
                         if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                            raise TrainJobError(f"runtime {rname!r}: {cp}.resources.{part} must map names to quantities")
+                            raise TrainJobError(
+                                f"runtime {rname!r}: {cp}.resources.{part} must map names to quantities"
+                            )
                         quantity_value(v)
                 for ei, e in enumerate(need(c.get("env"), list, f"{cp}.env", "a list") or []):
                     if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not e["name"]:
@@ -425,11 +460,13 @@ def _check_runtime(rt, rname: str) -> None:
 def _check_reserved(env: Sequence[dict], reserved: Sequence[str], what: str) -> None:
     bad = sorted({e["name"] for e in env if e["name"] in reserved})
     if bad:
-        raise TrainJobError(f"spec.trainer.env sets {', '.join(bad)}, reserved by the {what} runtime "
-                            "(the Trainer webhook rejects the TrainJob)")
+        raise TrainJobError(
+            f"spec.trainer.env sets {', '.join(bad)}, reserved by the {what} runtime "
+            "(the Trainer webhook rejects the TrainJob)"
+        )
 
 
-def _int_field(trainer: Mapping, key: str, minimum: int) -> Optional[int]:
+def _int_field(trainer: Mapping, key: str, minimum: int) -> int | None:
     v = trainer.get(key)
     if v is None:
         return None
@@ -442,7 +479,8 @@ def _int_field(trainer: Mapping, key: str, minimum: int) -> Optional[int]:
 
 # ---------------------------------------------------------------------------------------------- main
 
-def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = None) -> List[PodLaunch]:
+
+def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = None) -> list[PodLaunch]:
     """The containers Kubeflow Trainer v2.3 + the kubelet start for ``trainjob`` (a TrainJob as a dict),
     in JobSet order (replicatedJobs of the runtime, pods by completion index)."""
     if not isinstance(trainjob, dict):
@@ -461,8 +499,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     if runtimes is None:
         runtimes = _shipped()
     if not isinstance(rname, str) or (runtime := runtimes.get(rname)) is None:
-        raise TrainJobError(f"spec.runtimeRef.name {rname!r} is not a runtime the simulation knows "
-                            f"({', '.join(sorted(runtimes))})")
+        raise TrainJobError(
+            f"spec.runtimeRef.name {rname!r} is not a runtime the simulation knows ({', '.join(sorted(runtimes))})"
+        )
     _check_runtime(runtime, rname)
     rspec = runtime.get("spec") or {}
     ml = rspec.get("mlPolicy") or {}
@@ -474,7 +513,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         raise TrainJobError("spec.trainer must be a mapping")
     tr = trainer or {}
     if tr.get("command") == ["tune", "run"] or _dig(runtime, "metadata", "labels").get(FRAMEWORK_LABEL) == "torchtune":
-        raise TrainJobError(f"runtime {rname!r} is a torchtune (BuiltinTrainer) runtime, which the simulation does not emulate")
+        raise TrainJobError(
+            f"runtime {rname!r} is a torchtune (BuiltinTrainer) runtime, which the simulation does not emulate"
+        )
     _check_shapes(spec, trainer)
     num_nodes = _int_field(tr, "numNodes", 0)
     nppn = _int_field(tr, "numProcPerNode", 1)
@@ -489,15 +530,16 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     elif policy == "xgboost":
         _check_reserved(trainer_env, XGBOOST_RESERVED, "XGBoost")
 
-    jobs: List[dict] = copy.deepcopy(_dig(rspec, "template", "spec").get("replicatedJobs") or [])
+    jobs: list[dict] = copy.deepcopy(_dig(rspec, "template", "spec").get("replicatedJobs") or [])
     if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
         raise TrainJobError(f"runtime {rname!r}: spec.template.spec.replicatedJobs is not a list of mappings")
     _apply_patches(spec, jobs)
     trainer_job = next((j for j in jobs if _ancestor(j) == "trainer"), None)
     trainer_node = _container(trainer_job, NODE) if trainer_job is not None else None
     if trainer_job is None or trainer_node is None:
-        raise TrainJobError(f"runtime {rname!r} has no replicatedJob labelled {ANCESTOR_LABEL}: trainer "
-                            "with a container named node")
+        raise TrainJobError(
+            f"runtime {rname!r} has no replicatedJob labelled {ANCESTOR_LABEL}: trainer with a container named node"
+        )
 
     # resources the plugins read: trainer.resourcesPerNode if set, else the runtime's trainer container
     runtime_res = copy.deepcopy(trainer_node.get("resources") or {})
@@ -505,7 +547,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     gpus_plugin = gpus_per_node(res_for_plugins)
 
     # --- pod counts
-    counts: Dict[Optional[str], int] = {}       # replicatedJob name (as written; None if missing) -> pods
+    counts: dict[str | None, int] = {}  # replicatedJob name (as written; None if missing) -> pods
     for j in jobs:
         if j is trainer_job:
             n_pods = int(ml.get("numNodes", 1) or 1)
@@ -519,7 +561,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     if policy == "mpi":
         impl = mpi.get("mpiImplementation") or "OpenMPI"
         if impl != "OpenMPI":
-            raise TrainJobError(f"runtime {rname!r} uses mpiImplementation {impl!r}; Trainer v2.3 supports OpenMPI only")
+            raise TrainJobError(
+                f"runtime {rname!r} uses mpiImplementation {impl!r}; Trainer v2.3 supports OpenMPI only"
+            )
         if num_nodes is not None and NODE in counts:
             counts[NODE] = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
 
@@ -531,7 +575,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         if nppn is None and slots == 1 and gpus_plugin > 1:
             slots = gpus_plugin
 
-    def plugin_env_for(job: dict) -> Tuple[List[dict], List[dict]]:
+    def plugin_env_for(job: dict) -> tuple[list[dict], list[dict]]:
         """(env before trainer.env, env after trainer.env) the ML plugin adds to this job's node container."""
         is_trainer = job is trainer_job
         if policy == "torch" and is_trainer and trainer is not None:
@@ -573,14 +617,14 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
     hostfile = ""
     if policy == "mpi":
         lines = []
-        for j in jobs:   # PodSets follow the runtime's replicatedJob order
+        for j in jobs:  # PodSets follow the runtime's replicatedJob order
             jname = j.get("name")
             if jname == NODE or (launcher_as_node and jname == LAUNCHER):
                 for i in range(counts[jname]):
                     lines.append(f"{name}-{jname}-0-{i}.{name} slots={slots}\n")
         hostfile = "".join(lines)
 
-    pods: List[PodLaunch] = []
+    pods: list[PodLaunch] = []
     for j in jobs:
         jname = str(j.get("name"))
         if _ancestor(j) in _INITIALIZERS or jname in _INITIALIZERS:
@@ -616,26 +660,38 @@ def pods_from_trainjob(trainjob: dict, runtimes: Optional[Mapping[str, dict]] = 
         # to every container of an Indexed Job's pods unless the container already defines it
         # (kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/); JobSet's Jobs are Indexed.
         if not any(e.get("name") == "JOB_COMPLETION_INDEX" for e in env):
-            env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}})
+            env.append(
+                {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}}
+            )
         gpus = visible_gpus(resources)
         for i in range(counts.get(jname, 1)):
             host = f"{name}-{jname}-0-{i}"
-            pod_ctx = {"index": i, "name": host, "namespace": namespace, "jobset": name, "rjob": jname,
-                       "gpus": gpus}
+            pod_ctx = {"index": i, "name": host, "namespace": namespace, "jobset": name, "rjob": jname, "gpus": gpus}
             entries = [_entry(e, pod_ctx, rname) for e in env]
             final_env = tuple(resolve_env(entries))
-            files: Tuple[Tuple[str, str], ...] = ()
+            files: tuple[tuple[str, str], ...] = ()
             if policy == "mpi" and jname == LAUNCHER:
                 files = ((MPI_HOSTFILE, hostfile),)
-            pods.append(PodLaunch(
-                name=host, role=LAUNCHER if jname == LAUNCHER else "node", node=i, hostname=host,
-                argv=expand_argv(command + args, final_env), env=final_env, gpus=gpus, files=files,
-                workdir=str(c.get("workingDir") or ""), image=image, fqdn=f"{host}.{name}",
-                image_entrypoint=not command))
+            pods.append(
+                PodLaunch(
+                    name=host,
+                    role=LAUNCHER if jname == LAUNCHER else "node",
+                    node=i,
+                    hostname=host,
+                    argv=expand_argv(command + args, final_env),
+                    env=final_env,
+                    gpus=gpus,
+                    files=files,
+                    workdir=str(c.get("workingDir") or ""),
+                    image=image,
+                    fqdn=f"{host}.{name}",
+                    image_entrypoint=not command,
+                )
+            )
     return pods
 
 
-def _entry(e: dict, pod: Mapping, rname: str) -> Tuple[str, str, bool]:
+def _entry(e: dict, pod: Mapping, rname: str) -> tuple[str, str, bool]:
     """(name, text, is_literal) for kubelet.resolve_env; valueFrom resolved from the pod's facts."""
     if "valueFrom" not in e or e.get("value") not in (None, ""):
         return e["name"], str(e.get("value") if e.get("value") is not None else ""), True
@@ -673,7 +729,7 @@ def _entry(e: dict, pod: Mapping, rname: str) -> Tuple[str, str, bool]:
     raise TrainJobError(f"env {e['name']}: valueFrom {sorted(src)} is not one the simulation resolves")
 
 
-def hostfile_of(pods: Sequence[PodLaunch]) -> Optional[str]:
+def hostfile_of(pods: Sequence[PodLaunch]) -> str | None:
     """The MPI hostfile mounted in the launcher pod, if any."""
     for p in pods:
         for path, content in p.files:
@@ -682,7 +738,7 @@ def hostfile_of(pods: Sequence[PodLaunch]) -> Optional[str]:
     return None
 
 
-def training_pods(pods: Sequence[PodLaunch]) -> Tuple[PodLaunch, ...]:
+def training_pods(pods: Sequence[PodLaunch]) -> tuple[PodLaunch, ...]:
     """The pods in training-node order: the MPI hostfile's line order when the job has one (OpenMPI
     fills slots host by host in that order, so rank 0 runs on the first line's pod), else the trainer
     pods by completion index."""
@@ -698,7 +754,7 @@ def training_pods(pods: Sequence[PodLaunch]) -> Tuple[PodLaunch, ...]:
     return tuple(out)
 
 
-def read_trainjobs(text: str, path: str = "<trainjob>") -> List[dict]:
+def read_trainjobs(text: str, path: str = "<trainjob>") -> list[dict]:
     """The TrainJob documents of a YAML file (``simulate --trainjob FILE``).  Bad YAML or a file with no
     TrainJob raises :class:`TrainJobError` naming the file and, for YAML errors, the line."""
     import yaml

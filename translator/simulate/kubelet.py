@@ -20,14 +20,15 @@ Facts emulated (Kubernetes core/v1, kubelet):
   $(VAR_NAME) are expanded using the container's environment. If a variable cannot be resolved, the
   reference in the input string will be unchanged. Double $$ are reduced to a single $".
 """
+
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-Lookup = Union[Mapping[str, str], Callable[[str], Optional[str]]]
+Lookup = Mapping[str, str] | Callable[[str], str | None]
 
 
-def _lookup_fn(env_lookup: Lookup) -> Callable[[str], Optional[str]]:
+def _lookup_fn(env_lookup: Lookup) -> Callable[[str], str | None]:
     if callable(env_lookup):
         return env_lookup
     return lambda name: env_lookup.get(name)
@@ -39,7 +40,7 @@ def expand(text: str, env_lookup: Lookup) -> str:
     lookup = _lookup_fn(env_lookup)
     if "$" not in text:
         return text
-    out: List[str] = []
+    out: list[str] = []
     checkpoint = 0
     cursor = 0
     n = len(text)
@@ -47,20 +48,20 @@ def expand(text: str, env_lookup: Lookup) -> str:
         if text[cursor] == "$" and cursor + 1 < n:
             out.append(text[checkpoint:cursor])
             nxt = text[cursor + 1]
-            if nxt == "$":                               # escaped operator: `$$` -> `$`
+            if nxt == "$":  # escaped operator: `$$` -> `$`
                 out.append("$")
                 advance = 1
             elif nxt == "(":
                 close = text.find(")", cursor + 2)
-                if close == -1:                          # incomplete reference: `$(` kept, go on after `(`
+                if close == -1:  # incomplete reference: `$(` kept, go on after `(`
                     out.append("$(")
                     advance = 1
                 else:
-                    name = text[cursor + 2:close]
+                    name = text[cursor + 2 : close]
                     value = lookup(name)
                     out.append(value if value is not None else "$(" + name + ")")
                     advance = close - cursor
-            else:                                        # `$x`: not a reference, both kept
+            else:  # `$x`: not a reference, both kept
                 out.append("$" + nxt)
                 advance = 1
             cursor += advance
@@ -70,7 +71,7 @@ def expand(text: str, env_lookup: Lookup) -> str:
     return "".join(out)
 
 
-def resolve_env(entries: Iterable[Tuple[str, str, bool]]) -> List[Tuple[str, str]]:
+def resolve_env(entries: Iterable[tuple[str, str, bool]]) -> list[tuple[str, str]]:
     """Resolve a container env list in order, as the kubelet does.
 
     ``entries`` are ``(name, text, is_literal)``: ``is_literal`` True for a ``value`` (expanded
@@ -78,8 +79,8 @@ def resolve_env(entries: Iterable[Tuple[str, str, bool]]) -> List[Tuple[str, str
     Returns ``(name, final_value)`` in list order; a repeated name appears once, at its first
     position, with its last value (what the process sees).
     """
-    seen: Dict[str, str] = {}
-    order: List[str] = []
+    seen: dict[str, str] = {}
+    order: list[str] = []
     for name, text, is_literal in entries:
         value = expand(text, seen) if is_literal else text
         if name not in seen:
@@ -88,7 +89,7 @@ def resolve_env(entries: Iterable[Tuple[str, str, bool]]) -> List[Tuple[str, str
     return [(name, seen[name]) for name in order]
 
 
-def expand_argv(argv: Sequence[str], env: Sequence[Tuple[str, str]]) -> Tuple[str, ...]:
+def expand_argv(argv: Sequence[str], env: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     """Container command + args after expansion against the container's final env."""
     table = dict(env)
     return tuple(expand(word, table) for word in argv)

@@ -3,30 +3,30 @@
 A *training process* is one process started by a launcher stub (torchrun's workers, each `python` task of
 srun, each mpirun rank, ...): what the user's program would see when it starts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 
 @dataclass(frozen=True)
 class Process:
-    side: str                                # "slurm" | "kubeflow"
-    node: int                                # node index in the allocation / pod index of the trainer job
-    host: str                                # hostname the process sees
-    program: str                             # the user's program: script path or module ("train.py", "-m pkg.main")
-    argv: Tuple[str, ...]                    # the program's own arguments (after the script/module)
-    interpreter: str = "python"              # python | python3 | a binary name, as the launcher exec'd it
-    launcher: str = ""                       # which stub started it: torchrun | srun | mpirun | deepspeed | accelerate | direct
-    rank: Optional[int] = None               # global rank the program can read (RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID / PMI_RANK)
-    local_rank: Optional[int] = None
-    world_size: Optional[int] = None
-    master_addr: Optional[str] = None
-    master_port: Optional[str] = None
-    gpus: int = 0                            # GPUs visible to the process (CUDA_VISIBLE_DEVICES, else all on the node)
-    env: Tuple[Tuple[str, str], ...] = ()    # the env the program was given (sorted; sandbox/stub variables removed)
-    cwd: str = ""                            # working directory the process started in
-    defaulted: Tuple[str, ...] = ()          # env names the launcher set by default (torchrun's OMP_NUM_THREADS=1)
+    side: str  # "slurm" | "kubeflow"
+    node: int  # node index in the allocation / pod index of the trainer job
+    host: str  # hostname the process sees
+    program: str  # the user's program: script path or module ("train.py", "-m pkg.main")
+    argv: tuple[str, ...]  # the program's own arguments (after the script/module)
+    interpreter: str = "python"  # python | python3 | a binary name, as the launcher exec'd it
+    launcher: str = ""  # which stub started it: torchrun | srun | mpirun | deepspeed | accelerate | direct
+    rank: int | None = None  # global rank the program can read (RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID / PMI_RANK)
+    local_rank: int | None = None
+    world_size: int | None = None
+    master_addr: str | None = None
+    master_port: str | None = None
+    gpus: int = 0  # GPUs visible to the process (CUDA_VISIBLE_DEVICES, else all on the node)
+    env: tuple[tuple[str, str], ...] = ()  # the env the program was given (sorted; sandbox/stub variables removed)
+    cwd: str = ""  # working directory the process started in
+    defaulted: tuple[str, ...] = ()  # env names the launcher set by default (torchrun's OMP_NUM_THREADS=1)
 
 
 @dataclass(frozen=True)
@@ -43,33 +43,33 @@ class Failure:
 class PodLaunch:
     """One container the Trainer + kubelet would start, ready to run in the sandbox."""
 
-    name: str                                # pod name, e.g. "<trainjob>-node-0-0"
-    role: str                                # "node" | "launcher"
-    node: int                                # index of the pod within its replicated job
-    hostname: str                            # what `hostname` prints in the pod
-    argv: Tuple[str, ...]                    # container command + args after the kubelet's $(VAR) expansion
-    env: Tuple[Tuple[str, str], ...]         # container env after expansion (runtime + plugin + trainer.env), in order
-    gpus: int = 0                            # GPU limit of the container
-    files: Tuple[Tuple[str, str], ...] = ()  # files mounted into the pod (path, content), e.g. the MPI hostfile
-    workdir: str = ""                        # container workingDir, "" = image default
-    image: str = ""                          # container image (MPI workers keep the runtime's image under v2.3)
-    fqdn: str = ""                           # "<hostname>.<trainjob>": the name other pods (hostfile, PET_MASTER_ADDR) use
-    image_entrypoint: bool = False           # no container command: the image's ENTRYPOINT runs, with `argv` as its args
+    name: str  # pod name, e.g. "<trainjob>-node-0-0"
+    role: str  # "node" | "launcher"
+    node: int  # index of the pod within its replicated job
+    hostname: str  # what `hostname` prints in the pod
+    argv: tuple[str, ...]  # container command + args after the kubelet's $(VAR) expansion
+    env: tuple[tuple[str, str], ...]  # container env after expansion (runtime + plugin + trainer.env), in order
+    gpus: int = 0  # GPU limit of the container
+    files: tuple[tuple[str, str], ...] = ()  # files mounted into the pod (path, content), e.g. the MPI hostfile
+    workdir: str = ""  # container workingDir, "" = image default
+    image: str = ""  # container image (MPI workers keep the runtime's image under v2.3)
+    fqdn: str = ""  # "<hostname>.<trainjob>": the name other pods (hostfile, PET_MASTER_ADDR) use
+    image_entrypoint: bool = False  # no container command: the image's ENTRYPOINT runs, with `argv` as its args
 
 
 @dataclass(frozen=True)
 class SideResult:
     side: str
-    processes: Tuple[Process, ...] = ()
-    failures: Tuple[Failure, ...] = ()
-    notes: Tuple[str, ...] = ()              # e.g. "isolation: user+mount+net namespaces"
-    hosts: Tuple[Tuple[str, int, str], ...] = ()   # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
+    processes: tuple[Process, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    notes: tuple[str, ...] = ()  # e.g. "isolation: user+mount+net namespaces"
+    hosts: tuple[tuple[str, int, str], ...] = ()  # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
 
 
 @dataclass(frozen=True)
 class Verdict:
     path: str
-    verdict: str                             # "equivalent" | "differs"
-    differences: Tuple[str, ...] = ()
+    verdict: str  # "equivalent" | "differs"
+    differences: tuple[str, ...] = ()
     slurm: SideResult = field(default_factory=lambda: SideResult("slurm"))
     kubeflow: SideResult = field(default_factory=lambda: SideResult("kubeflow"))

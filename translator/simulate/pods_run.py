@@ -5,16 +5,17 @@ mounted files (the MPI hostfile). Nodes are numbered in training order (`trainin
 hostfile's order for MPI, else the completion index), which is how ranks are compared with
 the Slurm allocation's nodes. Slurm's commands do not exist there: they are failures.
 """
+
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from collections.abc import Sequence
 
 from translator.simulate.model import PodLaunch, SideResult
 
 DEFAULT_WORKDIR = "/workspace"
 
 
-def host_table(pods: Sequence[PodLaunch]) -> List[Tuple[str, int, str, int]]:
+def host_table(pods: Sequence[PodLaunch]) -> list[tuple[str, int, str, int]]:
     from translator.simulate.kubeflow_pods import training_pods
 
     order = list(training_pods(pods))
@@ -38,22 +39,33 @@ def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0) -> SideResult:
     units, names, nodes, notes = [], [], [], []
     for p in pods:
         if getattr(p, "image_entrypoint", False):
-            notes.append(f"pod {p.name}: no container command, the image's entrypoint runs (not known here); "
-                         f"args: {' '.join(p.argv) or '(none)'}")
+            notes.append(
+                f"pod {p.name}: no container command, the image's entrypoint runs (not known here); "
+                f"args: {' '.join(p.argv) or '(none)'}"
+            )
             continue
         if not p.argv:
             notes.append(f"pod {p.name}: empty command")
             continue
-        env: Dict[str, str] = {}
+        env: dict[str, str] = {}
         for k, v in p.env:
             env[k] = v
-        units.append(sandbox.Unit(argv=list(p.argv), env=env, hostname=p.hostname, node=node_of[p.hostname],
-                                  cwd=p.workdir or DEFAULT_WORKDIR, files=list(p.files),
-                                  config={"gpus": p.gpus, "role": p.role, "pod": p.name},
-                                  programs=sandbox.program_paths([" ".join(p.argv[:1])] + list(p.argv[1:]))))
+        units.append(
+            sandbox.Unit(
+                argv=list(p.argv),
+                env=env,
+                hostname=p.hostname,
+                node=node_of[p.hostname],
+                cwd=p.workdir or DEFAULT_WORKDIR,
+                files=list(p.files),
+                config={"gpus": p.gpus, "role": p.role, "pod": p.name},
+                programs=sandbox.program_paths([" ".join(p.argv[:1])] + list(p.argv[1:])),
+            )
+        )
         names.append(f"pod {p.name}")
         nodes.append(node_of[p.hostname])
     res = sandbox.run_units(units, "kubeflow", table, timeout=timeout)
     out = side_result("kubeflow", res, names, nodes, notes)
     from dataclasses import replace
+
     return replace(out, hosts=tuple((h[0], h[1], h[2]) for h in table))

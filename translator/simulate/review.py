@@ -5,6 +5,7 @@ differ and the conversion carries an error or warning finding, or sbatch refuses
 *differs-silently* (they differ and nothing says so: the outcome a migration tool must never have).
 Used by benchmarks/bench_simulate.py and the corpus test.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +20,8 @@ SILENT = "differs-silently"
 @dataclass(frozen=True)
 class Review:
     path: str
-    kind: str                  # EQUIVALENT | FLAGGED | SILENT
-    accepted: bool             # sbatch accepts the script
+    kind: str  # EQUIVALENT | FLAGGED | SILENT
+    accepted: bool  # sbatch accepts the script
     verdict: Verdict
 
 
@@ -32,7 +33,8 @@ def review(path: str, settings=None) -> Review:
     settings = settings or ConvertSettings()
     conv = convert(path, settings=settings)
     v = simulate_script(path, settings)
-    flagged = any(f.severity in ("error", "warning") for f in conv.findings) or \
-        any(d.severity == "error" for d in conv.diagnostics)
+    flagged = any(f.severity in ("error", "warning") for f in conv.findings) or any(
+        d.severity == "error" for d in conv.diagnostics
+    )
     kind = EQUIVALENT if v.verdict == "equivalent" else FLAGGED if flagged else SILENT
     return Review(path, kind, conv.job is not None and conv.job.sbatch_accepts, v)

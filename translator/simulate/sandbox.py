@@ -14,6 +14,7 @@ by name or by absolute path, except an allow-list of pure text utilities. Isolat
   directory and the same limits apply, but the file system is NOT protected from a script that
   uses a shell builtin redirection outside it. Reported in every result.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,25 +25,80 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 STUB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stubs")
 BIN_DIRS = ("/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/games", "/usr/local/games")
 # Pure text utilities (and the shells/exec helpers, whose children are stubs again) that run for real.
 ALLOW = (
-    "bash", "sh", "echo", "printf", "seq", "expr", "basename", "dirname", "cut", "tr", "sed", "awk", "mawk",
-    "gawk", "head", "tail", "wc", "sort", "uniq", "cat", "grep", "egrep", "fgrep", "true", "false", "test", "[",
-    "xargs", "tee", "paste", "rev", "fold", "fmt", "nl", "tac", "comm", "join", "column", "printenv",
-    "id", "readlink", "realpath", "pwd", "mktemp", "nproc", "bc", "dc", "numfmt", "stat", "ls", "find",
-    "getconf", "od", "md5sum", "sha256sum", "base64", "which", "shuf", "yes", "jq",
+    "bash",
+    "sh",
+    "echo",
+    "printf",
+    "seq",
+    "expr",
+    "basename",
+    "dirname",
+    "cut",
+    "tr",
+    "sed",
+    "awk",
+    "mawk",
+    "gawk",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "cat",
+    "grep",
+    "egrep",
+    "fgrep",
+    "true",
+    "false",
+    "test",
+    "[",
+    "xargs",
+    "tee",
+    "paste",
+    "rev",
+    "fold",
+    "fmt",
+    "nl",
+    "tac",
+    "comm",
+    "join",
+    "column",
+    "printenv",
+    "id",
+    "readlink",
+    "realpath",
+    "pwd",
+    "mktemp",
+    "nproc",
+    "bc",
+    "dc",
+    "numfmt",
+    "stat",
+    "ls",
+    "find",
+    "getconf",
+    "od",
+    "md5sum",
+    "sha256sum",
+    "base64",
+    "which",
+    "shuf",
+    "yes",
+    "jq",
 )
 # Utilities that can write files or start programs by path are real only inside the namespace
 # sandbox, where every writable place is a throw-away tmpfs; in the weaker mode they are stubs.
 FILE_CHANGING = {"mktemp", "tee", "xargs", "find"}
 SIM_ENV = "SLURM2KF_SIM_"
 
-_NS_OK: Optional[bool] = None
-_HOST_NAMES: Optional[Dict[str, List[str]]] = None
+_NS_OK: bool | None = None
+_HOST_NAMES: dict[str, list[str]] | None = None
 
 
 @dataclass
@@ -50,18 +106,18 @@ class Unit:
     """One command to run: the batch step of node 0, or one pod's container."""
 
     argv: Sequence[str]
-    env: Dict[str, str]
+    env: dict[str, str]
     hostname: str
     node: int = 0
     cwd: str = "/home/user"
-    files: Sequence[Tuple[str, str]] = ()
-    config: Dict[str, object] = field(default_factory=dict)   # extra stub configuration
-    programs: Sequence[str] = ()     # the user's own programs run by path (./app): a recording stub each
+    files: Sequence[tuple[str, str]] = ()
+    config: dict[str, object] = field(default_factory=dict)  # extra stub configuration
+    programs: Sequence[str] = ()  # the user's own programs run by path (./app): a recording stub each
 
 
 @dataclass
 class UnitResult:
-    rc: Optional[int]
+    rc: int | None
     timed_out: bool
     stdout: str
     stderr: str
@@ -69,10 +125,10 @@ class UnitResult:
 
 @dataclass
 class SandboxResult:
-    units: List[UnitResult]
-    records: List[dict]
+    units: list[UnitResult]
+    records: list[dict]
     isolation: str
-    notes: List[str]
+    notes: list[str]
 
 
 def _python() -> str:
@@ -84,7 +140,7 @@ def _python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def _host_names() -> Dict[str, List[str]]:
+def _host_names() -> dict[str, list[str]]:
     global _HOST_NAMES
     if _HOST_NAMES is None:
         _HOST_NAMES = {}
@@ -96,7 +152,7 @@ def _host_names() -> Dict[str, List[str]]:
     return _HOST_NAMES
 
 
-def _allowed_real(ns: bool) -> Dict[str, str]:
+def _allowed_real(ns: bool) -> dict[str, str]:
     out = {}
     for name in ALLOW:
         if not ns and name in FILE_CHANGING:
@@ -109,11 +165,11 @@ def _allowed_real(ns: bool) -> Dict[str, str]:
     return out
 
 
-def _sandbox_ids() -> Tuple[Optional[int], Optional[int]]:
+def _sandbox_ids() -> tuple[int | None, int | None]:
     """As root, enter the namespaces as an unprivileged id of our own (the process limit counts
     per user, and root is exempt from it)."""
     if os.geteuid() != 0 or not _python().startswith("/usr/"):
-        return None, None          # (an interpreter only root can reach: stay root, pid namespace + time-out)
+        return None, None  # (an interpreter only root can reach: stay root, pid namespace + time-out)
     uid = 180000 + os.getpid() % 20000
     return uid, uid
 
@@ -121,15 +177,24 @@ def _sandbox_ids() -> Tuple[Optional[int], Optional[int]]:
 def namespaces_available() -> bool:
     global _NS_OK
     if _NS_OK is None:
-        if os.environ.get("SLURM2KF_SIM_FORCE_WEAK") == "1" or not shutil.which("unshare") \
-                or not sys.platform.startswith("linux"):
+        if (
+            os.environ.get("SLURM2KF_SIM_FORCE_WEAK") == "1"
+            or not shutil.which("unshare")
+            or not sys.platform.startswith("linux")
+        ):
             _NS_OK = False
         else:
             uid, gid = _sandbox_ids()
             try:
-                r = subprocess.run(["unshare", "-Urmnpf", "--kill-child", "true"], capture_output=True,
-                                   timeout=10, user=uid, group=gid, extra_groups=[] if uid is not None else None,
-                                   cwd="/")
+                r = subprocess.run(
+                    ["unshare", "-Urmnpf", "--kill-child", "true"],
+                    capture_output=True,
+                    timeout=10,
+                    user=uid,
+                    group=gid,
+                    extra_groups=[] if uid is not None else None,
+                    cwd="/",
+                )
                 _NS_OK = r.returncode == 0
             except (OSError, subprocess.SubprocessError):
                 _NS_OK = False
@@ -149,20 +214,77 @@ source() {{ if [ -f "$1" ] && [ -r "$1" ]; then builtin source "$@"; else SLURM2
 """
 
 
-STUB_NAMES = ("srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct", "scancel", "sattach", "sbcast",
-              "sstat", "module", "ml", "torchrun", "python", "python3", "pip", "pip3", "mpirun", "mpiexec",
-              "orterun", "prterun", "mpiexec.hydra", "deepspeed", "accelerate", "composer", "apptainer", "singularity",
-              "shifter", "podman-hpc", "enroot", "nvidia-smi", "conda", "mamba", "micromamba", "spack",
-              "hostname", "date", "sleep", "clear", "tput", "whoami", "ssh", "scp", "curl", "wget", "git", "rsync",
-              "wandb", "huggingface-cli", "nvcc", "lfs", "numactl", "taskset", "sshd", "docker", "podman",
-              "horovodrun", "poetry", "uv", "pipenv", "pixi")
+STUB_NAMES = (
+    "srun",
+    "sbatch",
+    "salloc",
+    "scontrol",
+    "sinfo",
+    "squeue",
+    "sacct",
+    "scancel",
+    "sattach",
+    "sbcast",
+    "sstat",
+    "module",
+    "ml",
+    "torchrun",
+    "python",
+    "python3",
+    "pip",
+    "pip3",
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "prterun",
+    "mpiexec.hydra",
+    "deepspeed",
+    "accelerate",
+    "composer",
+    "apptainer",
+    "singularity",
+    "shifter",
+    "podman-hpc",
+    "enroot",
+    "nvidia-smi",
+    "conda",
+    "mamba",
+    "micromamba",
+    "spack",
+    "hostname",
+    "date",
+    "sleep",
+    "clear",
+    "tput",
+    "whoami",
+    "ssh",
+    "scp",
+    "curl",
+    "wget",
+    "git",
+    "rsync",
+    "wandb",
+    "huggingface-cli",
+    "nvcc",
+    "lfs",
+    "numactl",
+    "taskset",
+    "sshd",
+    "docker",
+    "podman",
+    "horovodrun",
+    "poetry",
+    "uv",
+    "pipenv",
+    "pixi",
+)
 
 
-def _etc_files(units: Sequence[Unit]) -> Dict[str, str]:
+def _etc_files(units: Sequence[Unit]) -> dict[str, str]:
     hosts = "127.0.0.1 localhost\n"
     return {
         "passwd": "root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000:user:/home/user:/bin/bash\n"
-                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
         "group": "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
         "hosts": hosts,
         "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
@@ -172,15 +294,24 @@ def _etc_files(units: Sequence[Unit]) -> Dict[str, str]:
 def _clean_cwd(cwd: str) -> str:
     cwd = os.path.normpath(cwd or "/home/user")
     top = cwd.strip("/").split("/")[0]
-    if not cwd.startswith("/") or top in ("", "usr", "proc", "dev", ".sim", "etc", "bin", "sbin", "lib", "lib64",
-                                          "lib32", "libx32", "sys", "run") or ".." in cwd:
+    if (
+        not cwd.startswith("/")
+        or top
+        in ("", "usr", "proc", "dev", ".sim", "etc", "bin", "sbin", "lib", "lib64", "lib32", "libx32", "sys", "run")
+        or ".." in cwd
+    ):
         return "/home/user"
     return cwd
 
 
-def run_units(units: Sequence[Unit], side: str, hosts: Sequence[Tuple[str, int, str, int]],
-              timeout: float = 5.0, extra_stub_paths: Sequence[str] = (),
-              node_env: Optional[Dict[str, Dict[str, str]]] = None) -> SandboxResult:
+def run_units(
+    units: Sequence[Unit],
+    side: str,
+    hosts: Sequence[tuple[str, int, str, int]],
+    timeout: float = 5.0,
+    extra_stub_paths: Sequence[str] = (),
+    node_env: dict[str, dict[str, str]] | None = None,
+) -> SandboxResult:
     """Run units one after another in one sandbox. `hosts` = [(hostname, node, ip, gpus)] of the side."""
     tmp = tempfile.mkdtemp(prefix="slurm2kf-sim-")
     try:
@@ -193,16 +324,31 @@ def run_units(units: Sequence[Unit], side: str, hosts: Sequence[Tuple[str, int, 
 
 
 def _unit_config(u: Unit, i: int, side: str, hosts, node_env, rec: str) -> dict:
-    cfg = {"side": side, "unit": i, "node": u.node, "host": u.hostname, "hosts": [list(h) for h in hosts],
-           "rec": rec, "node_env": node_env, "slurm": side == "slurm",
-           "host_names": sorted({n for names in _host_names().values() for n in names})}
+    cfg = {
+        "side": side,
+        "unit": i,
+        "node": u.node,
+        "host": u.hostname,
+        "hosts": [list(h) for h in hosts],
+        "rec": rec,
+        "node_env": node_env,
+        "slurm": side == "slurm",
+        "host_names": sorted({n for names in _host_names().values() for n in names}),
+    }
     cfg.update(u.config)
     return cfg
 
 
-def _base_env(u: Unit, stubpath_env: Dict[str, str], cwd: str) -> Dict[str, str]:
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": cwd, "USER": "user",
-           "LOGNAME": "user", "SHELL": "/bin/bash", "LANG": "C.UTF-8", "HOSTNAME": u.hostname}
+def _base_env(u: Unit, stubpath_env: dict[str, str], cwd: str) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        "HOME": cwd,
+        "USER": "user",
+        "LOGNAME": "user",
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "HOSTNAME": u.hostname,
+    }
     env.update(u.env)
     env.update(stubpath_env)
     env[SIM_ENV + "NODE"] = str(u.node)
@@ -214,11 +360,11 @@ _SEP = re.compile(r"&&|\|\||[;|&(){}`]|\$\(|\b(?:then|do|else)\b")
 _PREFIX_WORDS = ("exec", "time", "nohup", "command", "builtin", "!")
 
 
-def program_paths(texts: Sequence[str]) -> List[str]:
+def program_paths(texts: Sequence[str]) -> list[str]:
     """Words in command position that name a program by path (`./app`, `bin/run.sh`, `/opt/x/bin/tool`):
     the user's own programs, which do not exist in the sandbox. Each gets a recording stub there, so that
     running it records a training process instead of failing with "No such file or directory"."""
-    out: List[str] = []
+    out: list[str] = []
     for text in texts:
         for line in text.splitlines():
             if line.lstrip().startswith("#"):
@@ -241,7 +387,7 @@ def program_paths(texts: Sequence[str]) -> List[str]:
     return out
 
 
-def _program_stub(path: str, stub: str) -> Optional[str]:
+def _program_stub(path: str, stub: str) -> str | None:
     """The file placed at a user's program path: None = a link to the stub (a known launcher or
     interpreter such as /opt/conda/bin/python), else a script recording a training process."""
     import shlex
@@ -249,8 +395,7 @@ def _program_stub(path: str, stub: str) -> Optional[str]:
     base = os.path.basename(path)
     if re.fullmatch(r"python[0-9.]*", base) or base in STUB_NAMES:
         return None
-    return (f"#!/bin/bash\nSLURM2KF_SIM_ARGV0={shlex.quote(path)} SLURM2KF_SIM_PROGRAM=1 "
-            f"exec {stub} \"$@\"\n")
+    return f'#!/bin/bash\nSLURM2KF_SIM_ARGV0={shlex.quote(path)} SLURM2KF_SIM_PROGRAM=1 exec {stub} "$@"\n'
 
 
 def _file_ok(p: str) -> bool:
@@ -258,29 +403,44 @@ def _file_ok(p: str) -> bool:
     if not p.startswith("/") or ".." in p.split("/"):
         return False
     top = p.strip("/").split("/")[0]
-    return top not in ("", "usr", "proc", "dev", ".sim", "bin", "sbin", "lib", "lib64", "lib32", "libx32", "sys",
-                       "run") and not p.startswith("/var/tmp")
+    return top not in (
+        "",
+        "usr",
+        "proc",
+        "dev",
+        ".sim",
+        "bin",
+        "sbin",
+        "lib",
+        "lib64",
+        "lib32",
+        "libx32",
+        "sys",
+        "run",
+    ) and not p.startswith("/var/tmp")
 
 
-_BYTECODE: Dict[str, Dict[str, bytes]] = {}
+_BYTECODE: dict[str, dict[str, bytes]] = {}
 
 
-def _stub_bytecode(py: str) -> Dict[str, bytes]:
+def _stub_bytecode(py: str) -> dict[str, bytes]:
     """The stubs compiled once per process by the sandbox's interpreter (unchecked hash-based .pyc, so
     copying the sources does not invalidate them). Empty if that fails: the stubs then compile in memory."""
     if py not in _BYTECODE:
-        out: Dict[str, bytes] = {}
+        out: dict[str, bytes] = {}
         tmp = tempfile.mkdtemp(prefix="slurm2kf-simc-")
         try:
             for f in os.listdir(STUB_DIR):
                 if f.endswith(".py"):
                     shutil.copy(os.path.join(STUB_DIR, f), tmp)
-            code = ("import py_compile,sys,os,importlib.util as u\n"
-                    "for f in os.listdir(sys.argv[1]):\n"
-                    " if f.endswith('.py'):\n"
-                    "  s=os.path.join(sys.argv[1],f)\n"
-                    "  py_compile.compile(s,cfile=u.cache_from_source(s),doraise=True,"
-                    "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n")
+            code = (
+                "import py_compile,sys,os,importlib.util as u\n"
+                "for f in os.listdir(sys.argv[1]):\n"
+                " if f.endswith('.py'):\n"
+                "  s=os.path.join(sys.argv[1],f)\n"
+                "  py_compile.compile(s,cfile=u.cache_from_source(s),doraise=True,"
+                "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
+            )
             subprocess.run([py, "-I", "-S", "-c", code, tmp], check=True, capture_output=True, timeout=30)
             cache = os.path.join(tmp, "__pycache__")
             for f in os.listdir(cache):
@@ -313,7 +473,7 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
     os.makedirs(os.path.join(tmp, "root"))
     allow = _allowed_real(ns=True)
     host_names = _host_names()
-    bin_dirs: Dict[str, Dict[str, str]] = {}
+    bin_dirs: dict[str, dict[str, str]] = {}
     for d in BIN_DIRS:
         if not os.path.isdir(d):
             continue
@@ -333,15 +493,16 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
             top_links[name] = os.readlink(p)
         elif os.path.isdir(p) and name.startswith("lib"):
             top_binds.append(p)
-        elif os.path.isdir(p):            # a real /bin or /sbin (not merged into /usr): stub dir
+        elif os.path.isdir(p):  # a real /bin or /sbin (not merged into /usr): stub dir
             bin_dirs[p] = {n: "/.sim/stub" for n in os.listdir(p)}
             for n in bin_dirs[p]:
                 if n in allow:
                     bin_dirs[p][n] = "/.sim/real" + allow[n]
-    stub_text = (f"#!/.sim/real{py} -IS\nimport sys\nsys.path.insert(0, '/.sim/stubs')\n"
-                 "import sim_stub\nsim_stub.main()\n")
+    stub_text = (
+        f"#!/.sim/real{py} -IS\nimport sys\nsys.path.insert(0, '/.sim/stubs')\nimport sim_stub\nsim_stub.main()\n"
+    )
     unit_specs = []
-    programs_abs: Dict[str, Optional[str]] = {}
+    programs_abs: dict[str, str | None] = {}
     for i, u in enumerate(units):
         cwd = _clean_cwd(u.cwd)
         env = _base_env(u, {"BASH_ENV": "/.sim/bashenv", SIM_ENV + "CONFIG": "/.sim/unit/config.json"}, cwd)
@@ -354,17 +515,35 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
                 files.append((os.path.join(cwd, p), content if content is not None else "@link"))
             elif _file_ok(p):
                 programs_abs[p] = _program_stub(p, "/.sim/stub")
-        unit_specs.append({"argv": list(u.argv), "env": env, "hostname": u.hostname, "cwd": cwd,
-                           "files": [list(f) for f in files],
-                           "config": _unit_config(u, i, side, hosts, node_env, "/.sim/rec/records.jsonl")})
+        unit_specs.append(
+            {
+                "argv": list(u.argv),
+                "env": env,
+                "hostname": u.hostname,
+                "cwd": cwd,
+                "files": [list(f) for f in files],
+                "config": _unit_config(u, i, side, hosts, node_env, "/.sim/rec/records.jsonl"),
+            }
+        )
     spec = {
-        "tmp": tmp, "top_links": top_links, "top_binds": top_binds, "bin_dirs": bin_dirs,
-        "extra_stub_paths": [p for p in extra_stub_paths if _file_ok(p) and not p.startswith(("/etc/", "/tmp/"))
-                             and p not in programs_abs],
+        "tmp": tmp,
+        "top_links": top_links,
+        "top_binds": top_binds,
+        "bin_dirs": bin_dirs,
+        "extra_stub_paths": [
+            p
+            for p in extra_stub_paths
+            if _file_ok(p) and not p.startswith(("/etc/", "/tmp/")) and p not in programs_abs
+        ],
         "program_files": programs_abs,
-        "stub_text": stub_text, "bashenv": _bashenv("/.sim/stub"), "etc_files": _etc_files(units),
-        "units": unit_specs, "timeout": timeout, "timeout_total": timeout * max(len(units), 1) + 1,
-        "output_cap": 64 * 1024, "record_cap": 8 * 1024 * 1024,
+        "stub_text": stub_text,
+        "bashenv": _bashenv("/.sim/stub"),
+        "etc_files": _etc_files(units),
+        "units": unit_specs,
+        "timeout": timeout,
+        "timeout_total": timeout * max(len(units), 1) + 1,
+        "output_cap": 64 * 1024,
+        "record_cap": 8 * 1024 * 1024,
         "limits": {"nproc": 256, "fsize": 16 * 1024 * 1024, "cpu": int(timeout) + 5},
     }
     with open(os.path.join(tmp, "spec.json"), "w") as fh:
@@ -374,13 +553,28 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
             os.chown(base, uid, gid)
             for nm in file_names:
                 os.chown(os.path.join(base, nm), uid, gid)
-    cmd = ["unshare", "-Urmnpf", "--kill-child", py, "-I", "-S", os.path.join(tmp, "stubs", "sim_init.py"),
-           os.path.join(tmp, "spec.json")]
+    cmd = [
+        "unshare",
+        "-Urmnpf",
+        "--kill-child",
+        py,
+        "-I",
+        "-S",
+        os.path.join(tmp, "stubs", "sim_init.py"),
+        os.path.join(tmp, "spec.json"),
+    ]
     notes = []
     try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=spec["timeout_total"] + 10, cwd="/",
-                              user=uid, group=gid, extra_groups=[] if uid is not None else None,
-                              env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            timeout=spec["timeout_total"] + 10,
+            cwd="/",
+            user=uid,
+            group=gid,
+            extra_groups=[] if uid is not None else None,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
         if proc.returncode != 0:
             notes.append("sandbox setup failed: " + proc.stderr.decode("utf-8", "replace")[-500:].strip())
     except subprocess.TimeoutExpired:
@@ -390,12 +584,17 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
             res = json.load(fh)
     except (OSError, ValueError):
         res = {"units": [], "records": [], "notes": []}
-    results = [UnitResult(r.get("rc"), bool(r.get("timed_out")), r.get("stdout", ""), r.get("stderr", ""))
-               for r in res["units"]]
+    results = [
+        UnitResult(r.get("rc"), bool(r.get("timed_out")), r.get("stdout", ""), r.get("stderr", ""))
+        for r in res["units"]
+    ]
     while len(results) < len(units):
         results.append(UnitResult(125, False, "", "the sandbox could not start: " + " ".join(notes)[-300:]))
-    iso = "namespaces (user+mount+net+pid; private read-only root, no network" + \
-          (f", unprivileged uid {uid}" if uid is not None else "") + ")"
+    iso = (
+        "namespaces (user+mount+net+pid; private read-only root, no network"
+        + (f", unprivileged uid {uid}" if uid is not None else "")
+        + ")"
+    )
     return SandboxResult(results, res["records"], iso, notes + list(res.get("notes", [])))
 
 
@@ -411,8 +610,10 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
     os.makedirs(os.path.join(tmp, "unit"))
     stub = os.path.join(tmp, "stub")
     with open(stub, "w") as fh:
-        fh.write(f"#!{py} -IS\nimport sys\nsys.path.insert(0, {os.path.join(tmp, 'stubs')!r})\n"
-                 "import sim_stub\nsim_stub.main()\n")
+        fh.write(
+            f"#!{py} -IS\nimport sys\nsys.path.insert(0, {os.path.join(tmp, 'stubs')!r})\n"
+            "import sim_stub\nsim_stub.main()\n"
+        )
     os.chmod(stub, 0o755)
     allow = _allowed_real(ns=False)
     names = {n for ns in _host_names().values() for n in ns} | set(STUB_NAMES)
@@ -429,12 +630,12 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
                 continue
             for prefix in (d, d.replace("/usr", "", 1) if d in ("/usr/bin", "/usr/sbin") else None):
                 if prefix:
-                    shadow.append(f"function {prefix}/{n} {{ SLURM2KF_SIM_ARGV0={n} {stub} \"$@\"; }}")
+                    shadow.append(f'function {prefix}/{n} {{ SLURM2KF_SIM_ARGV0={n} {stub} "$@"; }}')
     bashenv = os.path.join(tmp, "bashenv")
     with open(bashenv, "w") as fh:
         fh.write(_bashenv(stub) + "\n".join(shadow) + "\n")
-    results: List[UnitResult] = []
-    notes: List[str] = []
+    results: list[UnitResult] = []
+    notes: list[str] = []
     uid, gid = _sandbox_ids()
     for i, u in enumerate(units):
         work = os.path.join(tmp, f"work{i}")
@@ -473,16 +674,38 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
             resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
             resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
             resource.setrlimit(resource.RLIMIT_CPU, (int(timeout) + 5, int(timeout) + 5))
+
         try:
             placed = {path: os.path.join(work, path.lstrip("/")) for path, _ in u.files}
-            argv = [placed.get(a, a) for a in u.argv]      # files given by absolute path live under `work` here
-            p = subprocess.run(argv, env=env, cwd=work, capture_output=True, timeout=timeout,
-                               preexec_fn=limits, user=uid, group=gid, extra_groups=[] if uid is not None else None)
-            results.append(UnitResult(p.returncode, False, p.stdout.decode("utf-8", "replace")[:65536],
-                                      p.stderr.decode("utf-8", "replace")[:65536]))
+            argv = [placed.get(a, a) for a in u.argv]  # files given by absolute path live under `work` here
+            p = subprocess.run(
+                argv,
+                env=env,
+                cwd=work,
+                capture_output=True,
+                timeout=timeout,
+                preexec_fn=limits,
+                user=uid,
+                group=gid,
+                extra_groups=[] if uid is not None else None,
+            )
+            results.append(
+                UnitResult(
+                    p.returncode,
+                    False,
+                    p.stdout.decode("utf-8", "replace")[:65536],
+                    p.stderr.decode("utf-8", "replace")[:65536],
+                )
+            )
         except subprocess.TimeoutExpired as exc:
-            results.append(UnitResult(None, True, (exc.stdout or b"").decode("utf-8", "replace")[:65536],
-                                      (exc.stderr or b"").decode("utf-8", "replace")[:65536]))
+            results.append(
+                UnitResult(
+                    None,
+                    True,
+                    (exc.stdout or b"").decode("utf-8", "replace")[:65536],
+                    (exc.stderr or b"").decode("utf-8", "replace")[:65536],
+                )
+            )
         except OSError as exc:
             results.append(UnitResult(126, False, "", str(exc)))
     records = []
@@ -495,6 +718,8 @@ def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
                     pass
     except OSError:
         pass
-    iso = ("path-only (no user namespaces here: commands are stubs by name and by absolute path, but files "
-           "outside the temporary directory are NOT protected)")
+    iso = (
+        "path-only (no user namespaces here: commands are stubs by name and by absolute path, but files "
+        "outside the temporary directory are NOT protected)"
+    )
     return SandboxResult(results, records, iso, notes)

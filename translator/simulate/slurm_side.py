@@ -7,12 +7,13 @@ node's GPUs, array variables for one index, and SLURM_PROCID/LOCALID/NODEID = 0.
 is copied where slurmd keeps it (`/var/spool/slurmd/job<ID>/slurm_script`, which is what `$0` is)
 and run by its `#!` interpreter with the script arguments.
 """
+
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from translator.simulate.stubs import hostlist
 
@@ -24,9 +25,9 @@ CLUSTER = "cluster"
 
 @dataclass(frozen=True)
 class Allocation:
-    hosts: Tuple[str, ...]
+    hosts: tuple[str, ...]
     gpus_per_node: int
-    tasks_per_node: Tuple[int, ...]
+    tasks_per_node: tuple[int, ...]
     cpus_per_node: int
 
     def host_table(self):
@@ -34,7 +35,7 @@ class Allocation:
         return [(h, i, f"10.0.0.{i + 1}", self.gpus_per_node) for i, h in enumerate(self.hosts)]
 
 
-def _int(v) -> Optional[int]:
+def _int(v) -> int | None:
     try:
         return int(v)
     except (TypeError, ValueError):
@@ -73,7 +74,7 @@ def allocation(job) -> Allocation:
     return Allocation(names, int(gpn), tpn_list, cpus)
 
 
-def array_env(spec: Optional[str], index: Optional[int]) -> Tuple[Dict[str, str], Optional[str]]:
+def array_env(spec: str | None, index: int | None) -> tuple[dict[str, str], str | None]:
     """SLURM_ARRAY_* for one element (sbatch.1); returns (env, problem)."""
     if not spec:
         return {}, ("--array-index given but the job is not an array" if index is not None else None)
@@ -89,16 +90,19 @@ def array_env(spec: Optional[str], index: Optional[int]) -> Tuple[Dict[str, str]
         return {}, f"index {index} is not in the array {spec}"
     m = re.fullmatch(r"\s*\d+-\d+:(\d+)\s*", body)
     env = {
-        "SLURM_ARRAY_JOB_ID": str(JOB_ID), "SLURM_ARRAY_TASK_ID": str(index),
-        "SLURM_ARRAY_TASK_COUNT": str(len(idx)), "SLURM_ARRAY_TASK_MIN": str(idx[0]),
-        "SLURM_ARRAY_TASK_MAX": str(idx[-1]), "SLURM_ARRAY_TASK_STEP": m.group(1) if m else "1",
+        "SLURM_ARRAY_JOB_ID": str(JOB_ID),
+        "SLURM_ARRAY_TASK_ID": str(index),
+        "SLURM_ARRAY_TASK_COUNT": str(len(idx)),
+        "SLURM_ARRAY_TASK_MIN": str(idx[0]),
+        "SLURM_ARRAY_TASK_MAX": str(idx[-1]),
+        "SLURM_ARRAY_TASK_STEP": m.group(1) if m else "1",
     }
     return env, None
 
 
-def batch_env(job, alloc: Allocation, array_index: Optional[int] = None) -> Tuple[Dict[str, str], List[str]]:
+def batch_env(job, alloc: Allocation, array_index: int | None = None) -> tuple[dict[str, str], list[str]]:
     f = job.fields
-    notes: List[str] = []
+    notes: list[str] = []
     aenv, problem = array_env(f.array, array_index)
     if problem:
         notes.append(problem)
@@ -109,17 +113,32 @@ def batch_env(job, alloc: Allocation, array_index: Optional[int] = None) -> Tupl
     nodelist = hostlist.compress(list(alloc.hosts))
     name = f.job_name or os.path.basename(job.path) or "sbatch"
     env = {
-        "SLURM_JOB_ID": str(job_id), "SLURM_JOBID": str(job_id), "SLURM_JOB_NAME": name,
-        "SLURM_JOB_PARTITION": f.partition or "batch", "SLURM_CLUSTER_NAME": CLUSTER,
-        "SLURM_SUBMIT_DIR": SUBMIT_DIR, "SLURM_SUBMIT_HOST": SUBMIT_HOST, "SLURMD_NODENAME": alloc.hosts[0],
-        "ENVIRONMENT": "BATCH", "SLURM_JOB_NUM_NODES": str(n), "SLURM_NNODES": str(n),
-        "SLURM_JOB_NODELIST": nodelist, "SLURM_NODELIST": nodelist,
+        "SLURM_JOB_ID": str(job_id),
+        "SLURM_JOBID": str(job_id),
+        "SLURM_JOB_NAME": name,
+        "SLURM_JOB_PARTITION": f.partition or "batch",
+        "SLURM_CLUSTER_NAME": CLUSTER,
+        "SLURM_SUBMIT_DIR": SUBMIT_DIR,
+        "SLURM_SUBMIT_HOST": SUBMIT_HOST,
+        "SLURMD_NODENAME": alloc.hosts[0],
+        "ENVIRONMENT": "BATCH",
+        "SLURM_JOB_NUM_NODES": str(n),
+        "SLURM_NNODES": str(n),
+        "SLURM_JOB_NODELIST": nodelist,
+        "SLURM_NODELIST": nodelist,
         "SLURM_JOB_CPUS_PER_NODE": hostlist.counts_form([alloc.cpus_per_node] * n),
         "SLURM_CPUS_ON_NODE": str(alloc.cpus_per_node),
         "SLURM_TASKS_PER_NODE": hostlist.counts_form(list(alloc.tasks_per_node)),
-        "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_GTIDS": "0",
-        "SLURM_TASK_PID": "4000", "SLURM_TOPOLOGY_ADDR": alloc.hosts[0], "SLURM_JOB_USER": "user",
-        "SLURM_JOB_UID": "1000", "SLURM_JOB_GID": "1000", "SLURM_CONF": "/etc/slurm/slurm.conf",
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
+        "SLURM_NODEID": "0",
+        "SLURM_GTIDS": "0",
+        "SLURM_TASK_PID": "4000",
+        "SLURM_TOPOLOGY_ADDR": alloc.hosts[0],
+        "SLURM_JOB_USER": "user",
+        "SLURM_JOB_UID": "1000",
+        "SLURM_JOB_GID": "1000",
+        "SLURM_CONF": "/etc/slurm/slurm.conf",
     }
     if f.account:
         env["SLURM_JOB_ACCOUNT"] = f.account
@@ -153,13 +172,19 @@ def batch_env(job, alloc: Allocation, array_index: Optional[int] = None) -> Tupl
         env["SLURM_JOB_DEPENDENCY"] = f.dependency
     if alloc.gpus_per_node:
         devs = ",".join(str(i) for i in range(alloc.gpus_per_node))
-        env.update({"SLURM_GPUS_ON_NODE": str(alloc.gpus_per_node), "SLURM_JOB_GPUS": devs,
-                    "CUDA_VISIBLE_DEVICES": devs, "GPU_DEVICE_ORDINAL": devs})
+        env.update(
+            {
+                "SLURM_GPUS_ON_NODE": str(alloc.gpus_per_node),
+                "SLURM_JOB_GPUS": devs,
+                "CUDA_VISIBLE_DEVICES": devs,
+                "GPU_DEVICE_ORDINAL": devs,
+            }
+        )
     env.update(aenv)
     return env, notes
 
 
-def interpreter_argv(text: str, script_path: str) -> Tuple[List[str], Optional[str]]:
+def interpreter_argv(text: str, script_path: str) -> tuple[list[str], str | None]:
     """How slurmd (the kernel, via `#!`) runs the script. Any shell runs as bash --noprofile --norc."""
     first = text.split("\n", 1)[0]
     if not first.startswith("#!"):
@@ -167,13 +192,13 @@ def interpreter_argv(text: str, script_path: str) -> Tuple[List[str], Optional[s
     words = first[2:].strip().split(None, 1)
     interp = os.path.basename(words[0]) if words else "sh"
     arg = words[1].strip() if len(words) > 1 else ""
-    if interp == "env" and arg:          # `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e`
+    if interp == "env" and arg:  # `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e`
         parts = arg.split()
         if parts and parts[0] == "-S":
             parts = parts[1:]
         interp, arg = (os.path.basename(parts[0]), " ".join(parts[1:])) if parts else ("sh", "")
     if interp in ("bash", "sh", "dash", "ksh", "zsh"):
-        opts = [arg] if arg else []        # the kernel passes everything after the interpreter as one argument
+        opts = [arg] if arg else []  # the kernel passes everything after the interpreter as one argument
         return ["/bin/bash", "--noprofile", "--norc"] + opts + [script_path], None
     if re.fullmatch(r"python[0-9.]*", interp):
         return ["python3"] + ([arg] if arg else []) + [script_path], None
@@ -183,13 +208,12 @@ def interpreter_argv(text: str, script_path: str) -> Tuple[List[str], Optional[s
 _ABS_PROG = re.compile(r"(?<![\w$/.-])(/(?:[\w.+-]+/)+bin/[\w.+-]+)")
 
 
-def absolute_programs(text: str) -> List[str]:
+def absolute_programs(text: str) -> list[str]:
     """Absolute program paths written in the script (/opt/conda/bin/python): stubs are put there."""
     return sorted({m.group(1) for m in _ABS_PROG.finditer(text)})
 
 
-def run(job, text: str, script_args: Sequence[str] = (), array_index: Optional[int] = None,
-        timeout: float = 5.0):
+def run(job, text: str, script_args: Sequence[str] = (), array_index: int | None = None, timeout: float = 5.0):
     """Run the batch script in the sandbox; returns (SideResult, Allocation)."""
     from translator.simulate import sandbox
     from translator.simulate.collect import side_result
@@ -206,11 +230,21 @@ def run(job, text: str, script_args: Sequence[str] = (), array_index: Optional[i
         notes.append(f"--chdir={cwd} is a system directory here; the job runs in {SUBMIT_DIR}")
         cwd = SUBMIT_DIR
     env["PWD"] = cwd
-    unit = sandbox.Unit(argv=argv, env=env, hostname=alloc.hosts[0], node=0, cwd=cwd,
-                        files=[(spool, text)], config={"gpus": alloc.gpus_per_node},
-                        programs=sandbox.program_paths([text]))
-    res = sandbox.run_units([unit], "slurm", alloc.host_table(), timeout=timeout,
-                            extra_stub_paths=absolute_programs(text))
-    notes.append(f"allocation: {len(alloc.hosts)} node(s) {hostlist.compress(list(alloc.hosts))}, "
-                 f"{alloc.gpus_per_node} GPU(s) per node")
+    unit = sandbox.Unit(
+        argv=argv,
+        env=env,
+        hostname=alloc.hosts[0],
+        node=0,
+        cwd=cwd,
+        files=[(spool, text)],
+        config={"gpus": alloc.gpus_per_node},
+        programs=sandbox.program_paths([text]),
+    )
+    res = sandbox.run_units(
+        [unit], "slurm", alloc.host_table(), timeout=timeout, extra_stub_paths=absolute_programs(text)
+    )
+    notes.append(
+        f"allocation: {len(alloc.hosts)} node(s) {hostlist.compress(list(alloc.hosts))}, "
+        f"{alloc.gpus_per_node} GPU(s) per node"
+    )
     return side_result("slurm", res, ["batch script"], [0], notes), alloc

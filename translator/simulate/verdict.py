@@ -10,41 +10,93 @@ What must match (the program cannot tell the two platforms apart otherwise):
   TORCHELASTIC_*, OMPI_*, the rank variables themselves, which are compared as ranks) are not;
 - failures on either side (a Slurm command in a pod, a launcher error, a time-out).
 """
+
 from __future__ import annotations
 
 import os
 import re
 from collections import Counter, defaultdict
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from translator.simulate.model import Process, SideResult
 
-INTERNAL_PREFIXES = ("SLURM_", "SLURMD_", "PET_", "TORCHELASTIC_", "OMPI_", "PMIX_", "PMI_", "KUBERNETES_",
-                     "JAX_", "DMLC_", "SLURM2KF_SIM_", "MPI_LOCAL", "PRTE_", "OPAL_", "HYDRA_",
-                     "PIP_")    # package-install settings of a setup step, not read by the program
+INTERNAL_PREFIXES = (
+    "SLURM_",
+    "SLURMD_",
+    "PET_",
+    "TORCHELASTIC_",
+    "OMPI_",
+    "PMIX_",
+    "PMI_",
+    "KUBERNETES_",
+    "JAX_",
+    "DMLC_",
+    "SLURM2KF_SIM_",
+    "MPI_LOCAL",
+    "PRTE_",
+    "OPAL_",
+    "HYDRA_",
+    "PIP_",
+)  # package-install settings of a setup step, not read by the program
 INTERNAL_NAMES = {
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME",
-    "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CROSS_RANK", "CROSS_SIZE", "LOCAL_SIZE",
-    "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "NVIDIA_VISIBLE_DEVICES", "HOSTNAME", "HOME", "PATH", "PWD",
-    "OLDPWD", "SHLVL", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "ENVIRONMENT", "TMPDIR", "_", "BASH_ENV",
-    "JOB_COMPLETION_INDEX", "SSH_CONNECTION", "SSH_CLIENT", "MAIL", "LC_ALL", "PYTHONUNBUFFERED_",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_NAME",
+    "GROUP_WORLD_SIZE",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "CROSS_RANK",
+    "CROSS_SIZE",
+    "LOCAL_SIZE",
+    "CUDA_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "NVIDIA_VISIBLE_DEVICES",
+    "HOSTNAME",
+    "HOME",
+    "PATH",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "TERM",
+    "ENVIRONMENT",
+    "TMPDIR",
+    "_",
+    "BASH_ENV",
+    "JOB_COMPLETION_INDEX",
+    "SSH_CONNECTION",
+    "SSH_CLIENT",
+    "MAIL",
+    "LC_ALL",
+    "PYTHONUNBUFFERED_",
 }
 SIDE_NAME = {"slurm": "Slurm", "kubeflow": "Kubeflow"}
 MAX_LISTED = 4
 
 
-def user_env(p: Process) -> Dict[str, str]:
+def user_env(p: Process) -> dict[str, str]:
     jid = job_id_of(p)
-    return {k: _norm_jobid(v, jid) for k, v in p.env
-            if k not in INTERNAL_NAMES and not k.startswith(INTERNAL_PREFIXES) and k not in p.defaulted}
+    return {
+        k: _norm_jobid(v, jid)
+        for k, v in p.env
+        if k not in INTERNAL_NAMES and not k.startswith(INTERNAL_PREFIXES) and k not in p.defaulted
+    }
 
 
-def job_id_of(p: Process) -> Optional[str]:
+def job_id_of(p: Process) -> str | None:
     v = dict(p.env).get("SLURM_JOB_ID")
     return v if v and len(v) >= 3 else None
 
 
-def _norm_jobid(text: str, jid: Optional[str]) -> str:
+def _norm_jobid(text: str, jid: str | None) -> str:
     """A job id is different on every run: `results/4242/x` and `results/9134/x` are the same path."""
     return text.replace(jid, "$SLURM_JOB_ID") if jid else text
 
@@ -52,7 +104,7 @@ def _norm_jobid(text: str, jid: Optional[str]) -> str:
 def program_of(p: Process) -> str:
     prog = p.program
     if p.cwd and prog.startswith(p.cwd.rstrip("/") + "/"):
-        prog = prog[len(p.cwd.rstrip("/")) + 1:]
+        prog = prog[len(p.cwd.rstrip("/")) + 1 :]
     if prog.startswith("./") and not p.interpreter:
         prog = prog[2:]
     return prog
@@ -74,16 +126,16 @@ def _q(w: str) -> str:
     return w if re.fullmatch(r"[\w@%+=:,./-]+", w) else "'" + w.replace("'", "'\\''") + "'"
 
 
-def _key(p: Process) -> Tuple:
+def _key(p: Process) -> tuple:
     jid = job_id_of(p)
     return (interp_of(p), _norm_jobid(program_of(p), jid), tuple(_norm_jobid(a, jid) for a in p.argv))
 
 
-def _hosts_index(side: SideResult) -> List[Tuple[str, int, str]]:
+def _hosts_index(side: SideResult) -> list[tuple[str, int, str]]:
     return [tuple(h[:3]) for h in getattr(side, "hosts", ())]
 
 
-def endpoint_node(addr: Optional[str], p: Process, hosts: Sequence[Tuple[str, int, str]]) -> Optional[str]:
+def endpoint_node(addr: str | None, p: Process, hosts: Sequence[tuple[str, int, str]]) -> str | None:
     """Where MASTER_ADDR points: `node<k>` for an address of the side's nodes/pods, else the text."""
     if addr is None:
         return None
@@ -98,7 +150,7 @@ def endpoint_node(addr: Optional[str], p: Process, hosts: Sequence[Tuple[str, in
 
 def _fmt_counter(c: Counter, unit: str = "") -> str:
     parts = []
-    for value, n in sorted(c.items(), key=lambda kv: (str(kv[0]))):
+    for value, n in sorted(c.items(), key=lambda kv: str(kv[0])):
         v = "unset" if value is None else str(value)
         parts.append(f"{v}{unit}" + (f" ×{n}" if n > 1 and len(c) > 1 else ""))
     return ", ".join(parts) if parts else "none"
@@ -113,8 +165,9 @@ def _host_patterns(side: SideResult):
     pats = []
     for name, node, ip in sorted(_hosts_index(side), key=lambda h: -len(h[0])):
         if name:
-            pats.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?:\.[A-Za-z0-9-]+)*(?![\w-])"),
-                         f"<node{node}>"))
+            pats.append(
+                (re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?:\.[A-Za-z0-9-]+)*(?![\w-])"), f"<node{node}>")
+            )
         if ip:
             pats.append((re.compile(r"(?<![\d.])" + re.escape(ip) + r"(?![\d])"), f"<node{node}>"))
     return pats
@@ -128,7 +181,7 @@ def normalized(side: SideResult) -> SideResult:
 
     pats = _host_patterns(side)
 
-    def norm(text: str, jid: Optional[str]) -> str:
+    def norm(text: str, jid: str | None) -> str:
         text = _norm_jobid(text, jid)
         for rx, repl in pats:
             text = rx.sub(repl, text)
@@ -137,28 +190,28 @@ def normalized(side: SideResult) -> SideResult:
     procs = []
     for p in side.processes:
         jid = job_id_of(p)
-        env = tuple((k, v if k in INTERNAL_NAMES or k.startswith(INTERNAL_PREFIXES) else norm(v, jid))
-                    for k, v in p.env)
+        env = tuple(
+            (k, v if k in INTERNAL_NAMES or k.startswith(INTERNAL_PREFIXES) else norm(v, jid)) for k, v in p.env
+        )
         procs.append(replace(p, program=norm(p.program, jid), argv=tuple(norm(a, jid) for a in p.argv), env=env))
     return replace(side, processes=tuple(procs))
 
 
-def compare(slurm: SideResult, kube: SideResult) -> List[str]:
+def compare(slurm: SideResult, kube: SideResult) -> list[str]:
     slurm, kube = normalized(slurm), normalized(kube)
-    diffs: List[str] = []
+    diffs: list[str] = []
     for side in (slurm, kube):
         for f in side.failures:
             where = "pod" if side.side == "kubeflow" else "node"
             diffs.append(f"{SIDE_NAME[side.side]}: `{f.command}` fails on {where} {f.node}: {f.reason}")
     sp, kp = list(slurm.processes), list(kube.processes)
     sc, kc = Counter(_key(p) for p in sp), Counter(_key(p) for p in kp)
-    example: Dict[Tuple, Process] = {}       # one process per key, for naming the command
+    example: dict[tuple, Process] = {}  # one process per key, for naming the command
     for p in sp + kp:
         example.setdefault(_key(p), p)
     if sc != kc:
         if not sp and kp:
-            diffs.append("Slurm starts no training process; Kubeflow starts "
-                         f"{len(kp)} (`{command_of(kp[0])}`)")
+            diffs.append(f"Slurm starts no training process; Kubeflow starts {len(kp)} (`{command_of(kp[0])}`)")
         elif sp and not kp:
             diffs.append(f"Kubeflow starts no training process; Slurm starts {len(sp)} (`{command_of(sp[0])}`)")
         else:
@@ -185,7 +238,7 @@ def _world(ps) -> Counter:
     return Counter(p.world_size if p.world_size is not None else (1 if len(ps) == 1 else None) for p in ps)
 
 
-def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> List[str]:
+def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> list[str]:
     out = []
     sw, kw = _world(s_ps), _world(k_ps)
     if sw != kw:
@@ -198,8 +251,10 @@ def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> List[str]:
         if s_map is not None and k_map is not None and s_map != k_map:
             moved = [r for r in sorted(set(s_map) | set(k_map)) if s_map.get(r) != k_map.get(r)]
             r = moved[0]
-            out.append(f"{name}: rank -> node layout differs (rank {r} on Slurm node {_n(s_map.get(r))}, "
-                       f"on Kubeflow node {_n(k_map.get(r))}; {len(moved)} rank(s) differ)")
+            out.append(
+                f"{name}: rank -> node layout differs (rank {r} on Slurm node {_n(s_map.get(r))}, "
+                f"on Kubeflow node {_n(k_map.get(r))}; {len(moved)} rank(s) differ)"
+            )
     sg, kg = Counter(p.gpus for p in s_ps), Counter(p.gpus for p in k_ps)
     if sg != kg:
         out.append(f"{name}: GPUs visible per process on Slurm {_fmt_counter(sg)}, on Kubeflow {_fmt_counter(kg)}")
@@ -227,16 +282,16 @@ def _order(p: Process):
     return (p.rank if p.rank is not None else -1, p.node, p.local_rank if p.local_rank is not None else -1)
 
 
-def _rank_nodes(ps) -> Optional[Dict[int, int]]:
+def _rank_nodes(ps) -> dict[int, int] | None:
     if any(p.rank is None for p in ps):
         return None
-    m: Dict[int, int] = {}
+    m: dict[int, int] = {}
     for p in ps:
         m.setdefault(p.rank, p.node)
     return m
 
 
-def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> List[str]:
+def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> list[str]:
     """Within one side: all ranks of one training must agree on the rendezvous endpoint."""
     out = []
     groups = defaultdict(list)
@@ -245,12 +300,16 @@ def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> List[str]
     for g in groups.values():
         eps = {endpoint_node(p.master_addr, p, _hosts_index(res)) for p in g}
         if len(g) > 1 and len(eps) > 1:
-            out.append(f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_ADDR "
-                       f"({', '.join(sorted(_ep({e}) for e in eps))}): they would not form one training")
+            out.append(
+                f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_ADDR "
+                f"({', '.join(sorted(_ep({e}) for e in eps))}): they would not form one training"
+            )
         ports = {p.master_port for p in g}
         if len(g) > 1 and len(ports) > 1:
-            out.append(f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_PORT "
-                       f"({', '.join(sorted(str(x) for x in ports))})")
+            out.append(
+                f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_PORT "
+                f"({', '.join(sorted(str(x) for x in ports))})"
+            )
     return out
 
 

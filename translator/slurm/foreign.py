@@ -10,11 +10,12 @@ The result is a list of applications (canonical sbatch option, value) for the re
 problems sbatch reports. Only what sbatch itself translates is translated; the rest of the
 PBS/BSUB options are ignored by sbatch and reported as such.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from translator.slurm.values import _LOWER, _UPPER, is_digits as _is_digits, to_int
 
@@ -23,32 +24,32 @@ PBS, BSUB = "PBS", "BSUB"
 
 @dataclass(frozen=True)
 class Translated:
-    option: str              # canonical sbatch option
-    value: Optional[str]
+    option: str  # canonical sbatch option
+    value: str | None
     line: int
-    written: str             # the PBS/BSUB text it came from
-    validate: bool = True    # False: sbatch stores the value without its usual checks
-    append: bool = False     # append to the current value with "," (e.g. PBS -v, naccelerators)
+    written: str  # the PBS/BSUB text it came from
+    validate: bool = True  # False: sbatch stores the value without its usual checks
+    append: bool = False  # append to the current value with "," (e.g. PBS -v, naccelerators)
 
 
 @dataclass
 class Translation:
-    family: Optional[str] = None
-    applied: List[Translated] = field(default_factory=list)
-    errors: List[Tuple[int, str]] = field(default_factory=list)     # sbatch exits
-    ignored: List[Tuple[int, str]] = field(default_factory=list)    # options sbatch ignores
+    family: str | None = None
+    applied: list[Translated] = field(default_factory=list)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # sbatch exits
+    ignored: list[tuple[int, str]] = field(default_factory=list)  # options sbatch ignores
 
 
-def split_words(text: str) -> List[str]:
+def split_words(text: str) -> list[str]:
     """Words of a wrapper line, split as sbatch's get_argument splits `#SBATCH` lines."""
-    words: List[str] = []
+    words: list[str] = []
     i, n = 0, len(text)
     while i < n:
         while i < n and text[i].isspace():
             i += 1
         if i >= n:
             break
-        buf: List[str] = []
+        buf: list[str] = []
         quote = ""
         got = False
         while i < n and (quote or not text[i].isspace()):
@@ -79,7 +80,7 @@ def split_words(text: str) -> List[str]:
     return words
 
 
-def _getopt(words: Sequence[Tuple[str, int]], optstring: str, longs: dict):
+def _getopt(words: Sequence[tuple[str, int]], optstring: str, longs: dict):
     """Small getopt_long for the wrapper option sets (leading `+`: stop at a non-option)."""
     takes = {}
     i = 0
@@ -91,8 +92,8 @@ def _getopt(words: Sequence[Tuple[str, int]], optstring: str, longs: dict):
         else:
             takes[ch] = False
             i += 1
-    out: List[Tuple[str, Optional[str], int, str]] = []     # (option letter, value, line, as written)
-    errors: List[Tuple[int, str]] = []
+    out: list[tuple[str, str | None, int, str]] = []  # (option letter, value, line, as written)
+    errors: list[tuple[int, str]] = []
     k = 0
     while k < len(words):
         w, line = words[k]
@@ -133,7 +134,7 @@ def _getopt(words: Sequence[Tuple[str, int]], optstring: str, longs: dict):
                 j += 1
                 continue
             if takes[ch]:
-                rest = w[j + 1:]
+                rest = w[j + 1 :]
                 if rest:
                     out.append((ch, rest, line, w))
                 elif k + 1 < len(words):
@@ -149,24 +150,54 @@ def _getopt(words: Sequence[Tuple[str, int]], optstring: str, longs: dict):
 
 
 _PBS_OPTS = "a:A:c:C:e:hIj:J:k:l:m:M:N:o:p:q:r:S:t:u:v:VW:z"
-_PBS_LONG = {"start_time": "a", "account": "A", "checkpoint": "c", "working_dir": "C", "error": "e",
-             "hold": "h", "interactive": "I", "join": "j", "job_array": "J", "keep": "k",
-             "resource_list": "l", "mail_options": "m", "mail_user_list": "M", "job_name": "N",
-             "out": "o", "priority": "p", "destination": "q", "rerunable": "r", "script_path": "S",
-             "array": "t", "running_user": "u", "variable_list": "v", "all_env": "V", "attributes": "W",
-             "no_std": "z"}
+_PBS_LONG = {
+    "start_time": "a",
+    "account": "A",
+    "checkpoint": "c",
+    "working_dir": "C",
+    "error": "e",
+    "hold": "h",
+    "interactive": "I",
+    "join": "j",
+    "job_array": "J",
+    "keep": "k",
+    "resource_list": "l",
+    "mail_options": "m",
+    "mail_user_list": "M",
+    "job_name": "N",
+    "out": "o",
+    "priority": "p",
+    "destination": "q",
+    "rerunable": "r",
+    "script_path": "S",
+    "array": "t",
+    "running_user": "u",
+    "variable_list": "v",
+    "all_env": "V",
+    "attributes": "W",
+    "no_std": "z",
+}
 _BSUB_OPTS = "c:e:J:m:M:n:o:q:W:x"
-_BSUB_LONG = {"cwd": "c", "error_file": "e", "job_name": "J", "hostname": "m", "memory_limit": "M",
-              "output_file": "o", "queue_name": "q", "time": "W", "exclusive": "x"}
+_BSUB_LONG = {
+    "cwd": "c",
+    "error_file": "e",
+    "job_name": "J",
+    "hostname": "m",
+    "memory_limit": "M",
+    "output_file": "o",
+    "queue_name": "q",
+    "time": "W",
+    "exclusive": "x",
+}
 
 
-def translate(lines: Sequence[Tuple[int, str]], family: str) -> Translation:
+def translate(lines: Sequence[tuple[int, str]], family: str) -> Translation:
     """Translate the `#PBS` or `#BSUB` lines (line number, full text) of one family."""
     tr = Translation(family=family)
     magic = "#" + family
-    words: List[Tuple[str, int]] = []
+    words: list[tuple[str, int]] = []
     for number, text in lines:
-        for w in split_words(text[len(magic):]):
+        for w in split_words(text[len(magic) :]):
             if family == BSUB and w == "-cwd":
                 w = "-c"
             words.append((w, number))
@@ -183,11 +214,11 @@ def translate(lines: Sequence[Tuple[int, str]], family: str) -> Translation:
     return tr
 
 
-def _add(tr: Translation, option: str, value: Optional[str], line: int, written: str, **kw) -> None:
+def _add(tr: Translation, option: str, value: str | None, line: int, written: str, **kw) -> None:
     tr.applied.append(Translated(option, value, line, written, **kw))
 
 
-def _pbs_option(tr: Translation, ch: str, val: Optional[str], line: int, written: str) -> None:
+def _pbs_option(tr: Translation, ch: str, val: str | None, line: int, written: str) -> None:
     if ch == "a":
         _add(tr, "begin", val, line, written)
     elif ch == "A":
@@ -236,7 +267,7 @@ def _pbs_option(tr: Translation, ch: str, val: Optional[str], line: int, written
         tr.ignored.append((line, f"`{written}`: sbatch ignores this PBS option"))
 
 
-def _value(rl: str, i: int, sep: str) -> Tuple[str, int]:
+def _value(rl: str, i: int, sep: str) -> tuple[str, int]:
     j = i
     while j < len(rl) and rl[j] != sep:
         j += 1
@@ -260,7 +291,7 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
         low = rest.translate(_LOWER)
         if low.startswith("accelerator="):
             i += 12
-            if rl[i:i + 4].translate(_LOWER) == "true" and gpus < 1:
+            if rl[i : i + 4].translate(_LOWER) == "true" and gpus < 1:
                 gpus = 1
         elif rest.startswith(("cput=", "pcput=", "walltime=")):
             i += rest.index("=") + 1
@@ -310,8 +341,15 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
             i = _skip_option(rl, i + rest.index("=") + 1)
         else:
             i += 1
-    if pro_flag == 7 and ncpus and mpiprocs and _is_digits(ncpus) and _is_digits(mpiprocs) \
-            and to_int(mpiprocs) and to_int(ncpus) > to_int(mpiprocs):
+    if (
+        pro_flag == 7
+        and ncpus
+        and mpiprocs
+        and _is_digits(ncpus)
+        and _is_digits(mpiprocs)
+        and to_int(mpiprocs)
+        and to_int(ncpus) > to_int(mpiprocs)
+    ):
         _add(tr, "cpus-per-task", str(to_int(ncpus) // to_int(mpiprocs)), line, written)
     if gpus > 0:
         _add(tr, "gres", f"gpu:{gpus}", line, written, append=True)
@@ -319,16 +357,16 @@ def _pbs_resources(tr: Translation, rl: str, line: int, written: str) -> None:
 
 def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
     node_cnt = ppn = 0
-    hosts: List[str] = []
+    hosts: list[str] = []
     gpus = None
     for part in re.split(r"(?a)[+:]", spec):
         if part.startswith("ppn="):
             m = re.match(r"(?a)\d+", part[4:])
             ppn += to_int(m.group(0)) if m else 0
-        elif part.startswith("gpus="):             # Torque: GPUs per node
+        elif part.startswith("gpus="):  # Torque: GPUs per node
             m = re.match(r"(?a)\d+", part[5:])
             gpus = (gpus or 0) + (to_int(m.group(0)) if m else 0)
-        elif (m := re.match(r"(?a)\d+", part)) is not None:    # a count first: the node count
+        elif (m := re.match(r"(?a)\d+", part)) is not None:  # a count first: the node count
             node_cnt += to_int(m.group(0))
         elif part[:1].isascii() and part[:1].isalpha():
             hosts.append(part)
@@ -342,7 +380,7 @@ def _pbs_nodes(tr: Translation, spec: str, line: int, written: str) -> None:
         _add(tr, "gpus-per-node", str(gpus), line, written)
 
 
-def _bsub_option(tr: Translation, ch: str, val: Optional[str], line: int, written: str) -> None:
+def _bsub_option(tr: Translation, ch: str, val: str | None, line: int, written: str) -> None:
     if ch == "c":
         _add(tr, "chdir", val, line, written)
     elif ch in ("e", "o"):

@@ -7,28 +7,34 @@ wins; prefixes naming entries that differ are ambiguous; aliases with the same m
 Each word keeps the line it came from, so an option and its value may sit on different lines and
 every error names the line of the offending word.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from translator.records import FrozenRecord, _set
-from translator.slurm.options import (LONG_OPTIONS, NONE, OPTIONAL, REQUIRED, SHORT_OPTIONS,
-                                      SPANK_OPTIONS, OptionSpec)
+from translator.slurm.options import LONG_OPTIONS, NONE, OPTIONAL, REQUIRED, SHORT_OPTIONS, SPANK_OPTIONS, OptionSpec
 
 
 @dataclass(init=False, repr=False, eq=False)
 class ParsedOption(FrozenRecord):
     """One option occurrence as getopt returned it."""
 
-    spec: Optional[OptionSpec]   # None for a recognised SPANK plugin option
-    value: Optional[str]         # None when no argument was given
-    line: Optional[int]          # line of the option word
-    written: str                 # the option as written, value included ("-N2", "--nodes 2")
-    spank: Optional[Tuple[str, str]] = None   # (plugin, option name) for plugin options
+    spec: OptionSpec | None  # None for a recognised SPANK plugin option
+    value: str | None  # None when no argument was given
+    line: int | None  # line of the option word
+    written: str  # the option as written, value included ("-N2", "--nodes 2")
+    spank: tuple[str, str] | None = None  # (plugin, option name) for plugin options
 
-    def __init__(self, spec: Optional[OptionSpec], value: Optional[str], line: Optional[int], written: str,
-                 spank: Optional[Tuple[str, str]] = None):
+    def __init__(
+        self,
+        spec: OptionSpec | None,
+        value: str | None,
+        line: int | None,
+        written: str,
+        spank: tuple[str, str] | None = None,
+    ):
         _set(self, "spec", spec)
         _set(self, "value", value)
         _set(self, "line", line)
@@ -39,28 +45,28 @@ class ParsedOption(FrozenRecord):
     def key(self) -> str:
         if self.spec:
             return self.spec.key
-        assert self.spank is not None, self.written         # no spec: a SPANK plugin option
+        assert self.spank is not None, self.written  # no spec: a SPANK plugin option
         return self.spank[1]
 
 
 @dataclass(init=False, repr=False, eq=False)
 class GetoptError(FrozenRecord):
-    kind: str        # "unknown" | "ambiguous" | "missing-argument" | "unexpected-argument"
-                     # | "stray-word" | "spank"
-    message: str     # as sbatch prints it (without the program name)
-    line: Optional[int]
+    kind: str  # "unknown" | "ambiguous" | "missing-argument" | "unexpected-argument"
+    # | "stray-word" | "spank"
+    message: str  # as sbatch prints it (without the program name)
+    line: int | None
     word: str
-    spank: Optional[Tuple[str, str]] = None
+    spank: tuple[str, str] | None = None
 
 
 @dataclass(init=False, repr=False, eq=False)
 class GetoptResult(FrozenRecord):
-    options: Tuple[ParsedOption, ...]
-    errors: Tuple[GetoptError, ...]
-    rest: Tuple[Tuple[str, Optional[int]], ...]   # words left after parsing stopped
+    options: tuple[ParsedOption, ...]
+    errors: tuple[GetoptError, ...]
+    rest: tuple[tuple[str, int | None], ...]  # words left after parsing stopped
 
 
-def match_long(name: str) -> Tuple[Optional[OptionSpec], List[OptionSpec]]:
+def match_long(name: str) -> tuple[OptionSpec | None, list[OptionSpec]]:
     """(entry, candidates): exact match, else the unique prefix match; candidates when ambiguous."""
     exact = LONG_OPTIONS.get(name)
     if exact is not None:
@@ -76,17 +82,17 @@ def match_long(name: str) -> Tuple[Optional[OptionSpec], List[OptionSpec]]:
     return None, cands
 
 
-def _match_spank(name: str) -> Optional[str]:
+def _match_spank(name: str) -> str | None:
     if name in SPANK_OPTIONS:
         return name
     cands = [n for n in SPANK_OPTIONS if n.startswith(name)]
     return cands[0] if len(cands) == 1 else None
 
 
-def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
+def getopt_long(words: Sequence[tuple[str, int | None]]) -> GetoptResult:
     """Parse (word, line) pairs the way sbatch parses its directive argv."""
-    opts: List[ParsedOption] = []
-    errs: List[GetoptError] = []
+    opts: list[ParsedOption] = []
+    errs: list[GetoptError] = []
     i = 0
     n = len(words)
     while i < n:
@@ -103,8 +109,9 @@ def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
             if spec_ is None:
                 if cands:
                     poss = " ".join(f"'--{c.name}'" for c in cands)
-                    errs.append(GetoptError("ambiguous", f"option '--{name}' is ambiguous; possibilities: {poss}",
-                                            line, word))
+                    errs.append(
+                        GetoptError("ambiguous", f"option '--{name}' is ambiguous; possibilities: {poss}", line, word)
+                    )
                     i += 1
                     continue
                 sp = _match_spank(name)
@@ -125,8 +132,11 @@ def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
                 continue
             if spec_.arg == NONE:
                 if eq:
-                    errs.append(GetoptError("unexpected-argument",
-                                            f"option '--{spec_.name}' doesn't allow an argument", line, word))
+                    errs.append(
+                        GetoptError(
+                            "unexpected-argument", f"option '--{spec_.name}' doesn't allow an argument", line, word
+                        )
+                    )
                 else:
                     opts.append(ParsedOption(spec_, None, line, word))
                 i += 1
@@ -141,8 +151,9 @@ def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
                 i += 1
                 continue
             if i + 1 >= n:
-                errs.append(GetoptError("missing-argument", f"option '--{spec_.name}' requires an argument",
-                                        line, word))
+                errs.append(
+                    GetoptError("missing-argument", f"option '--{spec_.name}' requires an argument", line, word)
+                )
                 i += 1
                 continue
             value, vline = words[i + 1]
@@ -164,7 +175,7 @@ def getopt_long(words: Sequence[Tuple[str, Optional[int]]]) -> GetoptResult:
                 opts.append(ParsedOption(spec_, None, line, f"-{ch}"))
                 j += 1
                 continue
-            rest = word[j + 1:]
+            rest = word[j + 1 :]
             if rest:
                 opts.append(ParsedOption(spec_, rest, line, f"-{ch}{rest}"))
                 break

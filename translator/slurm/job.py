@@ -1,18 +1,43 @@
 """The Slurm job as sbatch resolves it, and its `inspect --json` contract form."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
 
 from translator.diagnostics import Diagnostic
 from translator.records import FrozenRecord, _set
 
 # The `job` keys of the `inspect --json` contract, in order.
 JOB_FIELDS = (
-    "job_name", "partition", "account", "qos", "nodes_min", "nodes_max", "ntasks", "ntasks_per_node",
-    "cpus_per_task", "gpus_per_node", "gpus_per_task", "gpus_total", "gpu_type", "mem_per_node_mb",
-    "mem_per_cpu_mb", "mem_per_gpu_mb", "time_limit_seconds", "array", "array_throttle", "dependency",
-    "exclusive", "constraint", "output", "error", "chdir", "requeue", "signal", "export", "comment",
+    "job_name",
+    "partition",
+    "account",
+    "qos",
+    "nodes_min",
+    "nodes_max",
+    "ntasks",
+    "ntasks_per_node",
+    "cpus_per_task",
+    "gpus_per_node",
+    "gpus_per_task",
+    "gpus_total",
+    "gpu_type",
+    "mem_per_node_mb",
+    "mem_per_cpu_mb",
+    "mem_per_gpu_mb",
+    "time_limit_seconds",
+    "array",
+    "array_throttle",
+    "dependency",
+    "exclusive",
+    "constraint",
+    "output",
+    "error",
+    "chdir",
+    "requeue",
+    "signal",
+    "export",
+    "comment",
 )
 
 
@@ -21,34 +46,34 @@ class JobFields(FrozenRecord):
     """Resolved values of one job component. None = not set by the script (job_name excepted)."""
 
     job_name: str = ""
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    nodes_min: Optional[int] = None
-    nodes_max: Optional[int] = None
-    ntasks: Optional[int] = None
-    ntasks_per_node: Optional[int] = None
-    cpus_per_task: Optional[int] = None
-    gpus_per_node: Optional[int] = None
-    gpus_per_task: Optional[int] = None
-    gpus_total: Optional[int] = None       # what --gpus/-G asked for (not derived)
-    gpu_type: Optional[str] = None
-    mem_per_node_mb: Optional[int] = None  # 0 = whole node
-    mem_per_cpu_mb: Optional[int] = None
-    mem_per_gpu_mb: Optional[int] = None
-    time_limit_seconds: Optional[int] = None  # 0 = explicitly unlimited; rounded up to minutes as sbatch
-    array: Optional[str] = None            # the spec before `%`
-    array_throttle: Optional[int] = None
-    dependency: Optional[str] = None
-    exclusive: Optional[bool] = None       # True for any --exclusive form
-    constraint: Optional[str] = None
-    output: Optional[str] = None           # raw pattern
-    error: Optional[str] = None            # raw pattern
-    chdir: Optional[str] = None
-    requeue: Optional[bool] = None
-    signal: Optional[str] = None
-    export: Optional[str] = None
-    comment: Optional[str] = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    nodes_min: int | None = None
+    nodes_max: int | None = None
+    ntasks: int | None = None
+    ntasks_per_node: int | None = None
+    cpus_per_task: int | None = None
+    gpus_per_node: int | None = None
+    gpus_per_task: int | None = None
+    gpus_total: int | None = None  # what --gpus/-G asked for (not derived)
+    gpu_type: str | None = None
+    mem_per_node_mb: int | None = None  # 0 = whole node
+    mem_per_cpu_mb: int | None = None
+    mem_per_gpu_mb: int | None = None
+    time_limit_seconds: int | None = None  # 0 = explicitly unlimited; rounded up to minutes as sbatch
+    array: str | None = None  # the spec before `%`
+    array_throttle: int | None = None
+    dependency: str | None = None
+    exclusive: bool | None = None  # True for any --exclusive form
+    constraint: str | None = None
+    output: str | None = None  # raw pattern
+    error: str | None = None  # raw pattern
+    chdir: str | None = None
+    requeue: bool | None = None
+    signal: str | None = None
+    export: str | None = None
+    comment: str | None = None
 
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in JOB_FIELDS}
@@ -58,13 +83,13 @@ class JobFields(FrozenRecord):
 class OptionSetting(FrozenRecord):
     """Where a merged option value came from (for the line-by-line explanation and the report)."""
 
-    name: str            # canonical long name
-    value: str           # value string as merged ("" for flags)
-    source: str          # "directive" | "env" | "cli"
-    line: Optional[int]  # directive line, when source == "directive"
-    written: str         # as written (e.g. "-N2", "--part=gpu", "SBATCH_PARTITION=gpu")
+    name: str  # canonical long name
+    value: str  # value string as merged ("" for flags)
+    source: str  # "directive" | "env" | "cli"
+    line: int | None  # directive line, when source == "directive"
+    written: str  # as written (e.g. "-N2", "--part=gpu", "SBATCH_PARTITION=gpu")
 
-    def __init__(self, name: str, value: str, source: str, line: Optional[int], written: str):
+    def __init__(self, name: str, value: str, source: str, line: int | None, written: str):
         _set(self, "name", name)
         _set(self, "value", value)
         _set(self, "source", source)
@@ -77,8 +102,8 @@ class JobComponent(FrozenRecord):
     """One hetjob component (a plain job has exactly one)."""
 
     index: int
-    options: Dict[str, str]                     # canonical long name -> merged value string
-    settings: Tuple[OptionSetting, ...]         # every application, in order (last wins)
+    options: dict[str, str]  # canonical long name -> merged value string
+    settings: tuple[OptionSetting, ...]  # every application, in order (last wins)
     fields: JobFields
 
 
@@ -87,10 +112,10 @@ class SlurmJob(FrozenRecord):
     """What sbatch would submit. `components[0]` is the job for non-het scripts."""
 
     path: str
-    components: Tuple[JobComponent, ...]
-    diagnostics: Tuple[Diagnostic, ...]         # reader + option diagnostics, in line order
+    components: tuple[JobComponent, ...]
+    diagnostics: tuple[Diagnostic, ...]  # reader + option diagnostics, in line order
     sbatch_accepts: bool
-    script_args: Tuple[str, ...] = ()           # arguments after the script on the sbatch command line
+    script_args: tuple[str, ...] = ()  # arguments after the script on the sbatch command line
 
     @property
     def main(self) -> JobComponent:
@@ -101,7 +126,7 @@ class SlurmJob(FrozenRecord):
         return self.components[0].fields
 
     @property
-    def options(self) -> Dict[str, str]:
+    def options(self) -> dict[str, str]:
         return self.components[0].options
 
     def to_json(self) -> dict:

@@ -8,15 +8,16 @@ reports a value sbatch accepts but ignores (O224).
 Adding a value kind: write its parser below, add it to `PARSERS`, and name the kind in the
 option's `_o(...)` entry in options.py (a test checks that every kind of the table has a parser).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from collections.abc import Callable
 
 from translator.slurm import values as V
 
-Parsed = Tuple[Optional[str], object]
+Parsed = tuple[str | None, object]
 Note = Callable[[str], None]
-ValueParser = Callable[[Optional[str], str, Note], Parsed]
+ValueParser = Callable[[str | None, str, Note], Parsed]
 
 
 def _as_written(value, name, note) -> Parsed:
@@ -25,16 +26,20 @@ def _as_written(value, name, note) -> Parsed:
 
 def _kept(parse):
     """A kind whose parsed value is also the recorded text."""
+
     def kept(value, name, note) -> Parsed:
         v = parse(value)
         return v, v
+
     return kept
 
 
 def _checked(parse):
     """A kind recorded as written once `parse` accepts it."""
+
     def checked(value, name, note) -> Parsed:
         return value, parse(value)
+
     return checked
 
 
@@ -91,16 +96,18 @@ def _no_kill(value, name, note) -> Parsed:
 
 def _number(parse):
     """A kind recorded as the number `parse` returns."""
+
     def number(value, name, note) -> Parsed:
         v = parse(value)
         return str(v), v
+
     return number
 
 
 def _extra_node_info(value, name, note) -> Parsed:
     counts = V.parse_extra_node_info(value)
     parts = (value or "").split(":")
-    if all(V._INT_RE.match(p) for p in parts):      # plain numbers read back as ints ("+4" -> 4)
+    if all(V._INT_RE.match(p) for p in parts):  # plain numbers read back as ints ("+4" -> 4)
         return ":".join(str(n) for n in counts), counts
     return value, counts
 
@@ -124,10 +131,10 @@ def _begin(value, name, note) -> Parsed:
 
 
 #: value kind (options.py) -> parser
-PARSERS: Dict[str, ValueParser] = {
+PARSERS: dict[str, ValueParser] = {
     "string": _as_written,
-    "array": _as_written,            # checked by slurmctld after submission (resolve.py, O209)
-    "dependency": _as_written,       # likewise
+    "array": _as_written,  # checked by slurmctld after submission (resolve.py, O209)
+    "dependency": _as_written,  # likewise
     "export": _as_written,
     "flag": _flag,
     "count": _count,
@@ -164,6 +171,6 @@ PARSERS: Dict[str, ValueParser] = {
 }
 
 
-def parse(kind: str, value: Optional[str], name: str, note: Note) -> Parsed:
+def parse(kind: str, value: str | None, name: str, note: Note) -> Parsed:
     """Validate `value` of option `--name` (value kind `kind`) as sbatch does: (text, parsed)."""
     return PARSERS[kind](value, name, note)

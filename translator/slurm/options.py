@@ -8,10 +8,10 @@ that prefix abbreviation is matched against exactly what getopt matches against.
 
 Optional-argument options only take a value written with `=` (getopt semantics).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
 
 from translator.records import FrozenRecord, _set
 
@@ -24,19 +24,28 @@ NONE = "none"
 class OptionSpec(FrozenRecord):
     """One getopt_long table entry (aliases are separate entries naming their canonical option)."""
 
-    name: str                   # long name as getopt matches it
-    arg: str                    # REQUIRED | OPTIONAL | NONE
-    short: Optional[str] = None
-    value: str = "string"       # value kind: its parser is kinds.PARSERS[value]
-    canonical: Optional[str] = None   # for aliases: the option it sets (same getopt `val`)
-    hidden: bool = False        # not in `sbatch --help`
+    name: str  # long name as getopt matches it
+    arg: str  # REQUIRED | OPTIONAL | NONE
+    short: str | None = None
+    value: str = "string"  # value kind: its parser is kinds.PARSERS[value]
+    canonical: str | None = None  # for aliases: the option it sets (same getopt `val`)
+    hidden: bool = False  # not in `sbatch --help`
     per_component: bool = True  # reset for each hetjob component (Slurm's reset_each_pass)
     summary: str = ""
-    early_pass: bool = False    # read only from the command line; sbatch skips it in #SBATCH lines
+    early_pass: bool = False  # read only from the command line; sbatch skips it in #SBATCH lines
 
-    def __init__(self, name: str, arg: str, short: Optional[str] = None, value: str = "string",
-                 canonical: Optional[str] = None, hidden: bool = False, per_component: bool = True,
-                 summary: str = "", early_pass: bool = False):
+    def __init__(
+        self,
+        name: str,
+        arg: str,
+        short: str | None = None,
+        value: str = "string",
+        canonical: str | None = None,
+        hidden: bool = False,
+        per_component: bool = True,
+        summary: str = "",
+        early_pass: bool = False,
+    ):
         _set(self, "name", name)
         _set(self, "arg", arg)
         _set(self, "short", short)
@@ -53,8 +62,9 @@ class OptionSpec(FrozenRecord):
         return self.canonical or self.name
 
 
-def _o(name, arg=REQUIRED, short=None, value="string", canonical=None, hidden=False, carried=False,
-       summary="", early=False):
+def _o(
+    name, arg=REQUIRED, short=None, value="string", canonical=None, hidden=False, carried=False, summary="", early=False
+):
     return OptionSpec(name, arg, short, value, canonical, hidden, not carried, summary, early)
 
 
@@ -120,8 +130,7 @@ _TABLE = (
     _o("mincpus", value="count", summary="minimum CPUs per node"),
     _o("network", summary="network specifications"),
     _o("nice", OPTIONAL, value="nice", carried=True, summary="decrease scheduling priority"),
-    _o("no-kill", OPTIONAL, short="k", value="no_kill", carried=True,
-       summary="do not kill the job on node failure"),
+    _o("no-kill", OPTIONAL, short="k", value="no_kill", carried=True, summary="do not kill the job on node failure"),
     _o("no-requeue", NONE, value="flag", carried=True, summary="do not permit requeue"),
     _o("nodefile", short="F", carried=True, summary="file of node names"),
     _o("nodelist", short="w", summary="nodes to use"),
@@ -171,11 +180,11 @@ _TABLE = (
 )
 
 #: getopt table entries by long name (aliases included)
-LONG_OPTIONS: Dict[str, OptionSpec] = {o.name: o for o in _TABLE}
+LONG_OPTIONS: dict[str, OptionSpec] = {o.name: o for o in _TABLE}
 #: short letter -> entry
-SHORT_OPTIONS: Dict[str, OptionSpec] = {o.short: o for o in _TABLE if o.short}
+SHORT_OPTIONS: dict[str, OptionSpec] = {o.short: o for o in _TABLE if o.short}
 #: canonical name -> entry (aliases excluded)
-CANONICAL: Dict[str, OptionSpec] = {o.name: o for o in _TABLE if o.canonical is None}
+CANONICAL: dict[str, OptionSpec] = {o.name: o for o in _TABLE if o.canonical is None}
 
 
 def spec(name: str) -> OptionSpec:
@@ -186,12 +195,26 @@ def spec(name: str) -> OptionSpec:
 # Options of well-known SPANK plugins. They are NOT part of sbatch's table without the plugin
 # (real 22.05 without plugstack rejects them as unrecognized); we recognise them to classify the
 # error instead of reporting a typo. (name -> (plugin, argument kind))
-_PYXIS = ("container-image", "container-mounts", "container-workdir", "container-name",
-          "container-save", "container-env", "container-entrypoint-log")
-_PYXIS_FLAGS = ("container-mount-home", "no-container-mount-home", "container-remap-root",
-                "no-container-remap-root", "container-entrypoint", "no-container-entrypoint",
-                "container-writable", "container-readonly")
-SPANK_OPTIONS: Dict[str, Tuple[str, str]] = {}
+_PYXIS = (
+    "container-image",
+    "container-mounts",
+    "container-workdir",
+    "container-name",
+    "container-save",
+    "container-env",
+    "container-entrypoint-log",
+)
+_PYXIS_FLAGS = (
+    "container-mount-home",
+    "no-container-mount-home",
+    "container-remap-root",
+    "no-container-remap-root",
+    "container-entrypoint",
+    "no-container-entrypoint",
+    "container-writable",
+    "container-readonly",
+)
+SPANK_OPTIONS: dict[str, tuple[str, str]] = {}
 for _n in _PYXIS:
     SPANK_OPTIONS[_n] = ("pyxis", REQUIRED)
 for _n in _PYXIS_FLAGS:
@@ -199,14 +222,23 @@ for _n in _PYXIS_FLAGS:
 for _n in ("image", "volume", "module"):
     SPANK_OPTIONS[_n] = ("shifter", REQUIRED)
 SPANK_OPTIONS["ccm"] = ("shifter", NONE)
-for _n in ("ear", "ear-policy", "ear-cpufreq", "ear-policy-th", "ear-user-db", "ear-verbose",
-           "ear-learning", "ear-tag", "ear-mpi-dist"):
+for _n in (
+    "ear",
+    "ear-policy",
+    "ear-cpufreq",
+    "ear-policy-th",
+    "ear-user-db",
+    "ear-verbose",
+    "ear-learning",
+    "ear-tag",
+    "ear-mpi-dist",
+):
     SPANK_OPTIONS[_n] = ("ear", OPTIONAL if _n == "ear" else REQUIRED)
 
 
 # SBATCH_* input environment variables of 22.05 (opt.c env_vars[]; names read from the sbatch
 # 22.05.8 binary), mapped to the canonical option they set.
-ENV_OPTIONS: Dict[str, str] = {
+ENV_OPTIONS: dict[str, str] = {
     "SBATCH_ACCOUNT": "account",
     "SBATCH_ACCTG_FREQ": "acctg-freq",
     "SBATCH_ARRAY_INX": "array",

@@ -9,11 +9,13 @@ between components (job name, time, output, ...) carry over to the next componen
 Every application is kept as an `OptionSetting` (source, line, as written) for the line-by-line
 explanation. Diagnostics use codes O2xx (documented in docs/codes.md, section codes-O).
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Script
@@ -22,7 +24,7 @@ from translator.slurm import values as V
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.kinds import parse as parse_kind
-from translator.slurm.options import (CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec)
+from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec
 
 if TYPE_CHECKING:
     from translator.slurm.foreign import Translation
@@ -55,27 +57,50 @@ O224_VALUE_IGNORED = "O224"
 O225_SUBMIT_HOST_DEPENDENT = "O225"
 
 CODES = {
-    O201_UNKNOWN_OPTION: ERROR, O202_AMBIGUOUS_OPTION: ERROR, O203_MISSING_ARGUMENT: ERROR,
-    O204_UNEXPECTED_ARGUMENT: ERROR, O205_STRAY_WORD: ERROR, O206_PLUGIN_OPTION: WARNING,
-    O207_INVALID_VALUE: ERROR, O208_CONFLICT: ERROR, O209_CONTROLLER_REJECTS: WARNING,
-    O210_ABBREVIATION: INFO, O211_ALIAS: INFO, O212_OVERRIDDEN: INFO, O213_NOT_EXPANDED: WARNING,
-    O214_UNKNOWN_ENV: WARNING, O215_SITE_GRES: WARNING, O216_DOUBLE_GPU_REQUEST: WARNING,
-    O217_SHARED_SETTING: INFO, O218_ENV_IGNORED: INFO, O219_MISSING_REQUIREMENT: ERROR,
-    O220_WRAPPER_TRANSLATED: WARNING, O221_WRAPPER_ERROR: ERROR, O222_WRAPPER_IGNORED: INFO,
-    O223_COMMAND_LINE_ONLY: WARNING, O224_VALUE_IGNORED: WARNING, O225_SUBMIT_HOST_DEPENDENT: WARNING,
+    O201_UNKNOWN_OPTION: ERROR,
+    O202_AMBIGUOUS_OPTION: ERROR,
+    O203_MISSING_ARGUMENT: ERROR,
+    O204_UNEXPECTED_ARGUMENT: ERROR,
+    O205_STRAY_WORD: ERROR,
+    O206_PLUGIN_OPTION: WARNING,
+    O207_INVALID_VALUE: ERROR,
+    O208_CONFLICT: ERROR,
+    O209_CONTROLLER_REJECTS: WARNING,
+    O210_ABBREVIATION: INFO,
+    O211_ALIAS: INFO,
+    O212_OVERRIDDEN: INFO,
+    O213_NOT_EXPANDED: WARNING,
+    O214_UNKNOWN_ENV: WARNING,
+    O215_SITE_GRES: WARNING,
+    O216_DOUBLE_GPU_REQUEST: WARNING,
+    O217_SHARED_SETTING: INFO,
+    O218_ENV_IGNORED: INFO,
+    O219_MISSING_REQUIREMENT: ERROR,
+    O220_WRAPPER_TRANSLATED: WARNING,
+    O221_WRAPPER_ERROR: ERROR,
+    O222_WRAPPER_IGNORED: INFO,
+    O223_COMMAND_LINE_ONLY: WARNING,
+    O224_VALUE_IGNORED: WARNING,
+    O225_SUBMIT_HOST_DEPENDENT: WARNING,
 }
 
 _GETOPT_CODES = {
-    "unknown": O201_UNKNOWN_OPTION, "ambiguous": O202_AMBIGUOUS_OPTION,
-    "missing-argument": O203_MISSING_ARGUMENT, "unexpected-argument": O204_UNEXPECTED_ARGUMENT,
-    "stray-word": O205_STRAY_WORD, "spank": O206_PLUGIN_OPTION,
+    "unknown": O201_UNKNOWN_OPTION,
+    "ambiguous": O202_AMBIGUOUS_OPTION,
+    "missing-argument": O203_MISSING_ARGUMENT,
+    "unexpected-argument": O204_UNEXPECTED_ARGUMENT,
+    "stray-word": O205_STRAY_WORD,
+    "spank": O206_PLUGIN_OPTION,
 }
 
 # Options that share one field in Slurm: setting one changes what the other reports.
 _SHARED = {
-    "exclusive": "share", "oversubscribe": "share",
-    "requeue": "requeue", "no-requeue": "requeue",
-    "core-spec": "spec", "thread-spec": "spec",
+    "exclusive": "share",
+    "oversubscribe": "share",
+    "requeue": "requeue",
+    "no-requeue": "requeue",
+    "core-spec": "spec",
+    "thread-spec": "spec",
 }
 
 DIRECTIVE, ENV, CLI = "directive", "env", "cli"
@@ -88,17 +113,17 @@ _CHECKED_AFTER_MERGE = ("gres", "gpus", "hint")
 class _Invalid(FrozenRecord):
     """A value sbatch refuses, kept as written."""
 
-    raw: Optional[str]
+    raw: str | None
 
 
 @dataclass(init=False, repr=False, eq=False)
 class _Value(Record):
-    value: Optional[str]     # merged value string (None for flags given without value)
-    parsed: Any              # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
+    value: str | None  # merged value string (None for flags given without value)
+    parsed: Any  # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
     source: str
-    line: Optional[int]
+    line: int | None
 
-    def __init__(self, value: Optional[str], parsed: Any, source: str, line: Optional[int]):
+    def __init__(self, value: str | None, parsed: Any, source: str, line: int | None):
         self.value = value
         self.parsed = parsed
         self.source = source
@@ -108,14 +133,14 @@ class _Value(Record):
 class _Component:
     """The option state of one hetjob component while it is being built."""
 
-    def __init__(self, index: int, carried: Optional[Dict[str, _Value]] = None):
+    def __init__(self, index: int, carried: dict[str, _Value] | None = None):
         self.index = index
-        self.state: Dict[str, _Value] = dict(carried or {})
-        self.order: Dict[str, int] = {}
-        self.settings: List[OptionSetting] = []
-        self.spank: Dict[str, Tuple[str, Optional[str]]] = {}
-        self.dropped: set = set()   # merged, then discarded by sbatch's final checks
-        self.history: Dict[str, List[Tuple[Optional[int], Optional[str]]]] = {}   # #SBATCH settings
+        self.state: dict[str, _Value] = dict(carried or {})
+        self.order: dict[str, int] = {}
+        self.settings: list[OptionSetting] = []
+        self.spank: dict[str, tuple[str, str | None]] = {}
+        self.dropped: set = set()  # merged, then discarded by sbatch's final checks
+        self.history: dict[str, list[tuple[int | None, str | None]]] = {}  # #SBATCH settings
         self.tick = 0
         for k in self.state:
             self.order[k] = 0
@@ -139,14 +164,14 @@ class _Component:
 
 class _Resolver:
     def __init__(self) -> None:
-        self.diags: List[Diagnostic] = []
+        self.diags: list[Diagnostic] = []
 
-    def diag(self, code: str, message: str, line: Optional[int], suggestion: Optional[str] = None) -> None:
+    def diag(self, code: str, message: str, line: int | None, suggestion: str | None = None) -> None:
         self.diags.append(Diagnostic(CODES[code], code, message, line, suggestion))
 
     # ---- parsing one option value --------------------------------------------------------
 
-    def parse_value(self, spec: OptionSpec, value: Optional[str]):
+    def parse_value(self, spec: OptionSpec, value: str | None):
         """Validate as sbatch does; returns (value string to record, parsed value). The parser is the
         one of the option's value kind (translator/slurm/kinds.py)."""
         return parse_kind(spec.value, value, spec.key, self._value_ignored)
@@ -156,10 +181,18 @@ class _Resolver:
 
     # ---- applying ------------------------------------------------------------------------
 
-    def apply(self, comp: _Component, spec: OptionSpec, value: Optional[str], source: str,
-              line: Optional[int], written: str, reset_flag: bool = False) -> None:
+    def apply(
+        self,
+        comp: _Component,
+        spec: OptionSpec,
+        value: str | None,
+        source: str,
+        line: int | None,
+        written: str,
+        reset_flag: bool = False,
+    ) -> None:
         name = spec.key
-        if reset_flag:   # an env flag with a false value resets the option
+        if reset_flag:  # an env flag with a false value resets the option
             comp.reset(name)
             comp.settings.append(OptionSetting(name, "unset", source, line, written))
             return
@@ -177,7 +210,7 @@ class _Resolver:
             parsed = tuple(dict.fromkeys(tuple(previous.parsed) + tuple(parsed)))
         if name in _SHARED:
             group = _SHARED[name]
-            if group == "spec":       # one field: the other option now reads as unset
+            if group == "spec":  # one field: the other option now reads as unset
                 shared_text, other_text = text, "unset"
             else:
                 shared_text = text if name == "exclusive" else name
@@ -200,14 +233,17 @@ class _Resolver:
                     comp.state[other] = _Value(str(part), part, o.source, o.line)
         comp.settings.append(OptionSetting(name, "" if text is None else text, source, line, written))
         if value and ("$" in value or value.startswith("~")) and source == DIRECTIVE:
-            self.diag(O213_NOT_EXPANDED, f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; "
-                      f"the value is used literally", line,
-                      "write the value out, or pass it on the sbatch command line where the shell expands it")
+            self.diag(
+                O213_NOT_EXPANDED,
+                f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; the value is used literally",
+                line,
+                "write the value out, or pass it on the sbatch command line where the shell expands it",
+            )
 
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
-            if po.spec is None:   # plugin option: recorded, not applied
-                assert po.spank is not None          # no spec: a SPANK plugin option
+            if po.spec is None:  # plugin option: recorded, not applied
+                assert po.spank is not None  # no spec: a SPANK plugin option
                 plugin, option = po.spank
                 comp.spank[option] = (plugin, po.value)
                 comp.settings.append(OptionSetting(option, po.value or "", source, po.line, po.written))
@@ -215,8 +251,13 @@ class _Resolver:
             self._note_spelling(po, source)
             if po.spec.early_pass and source == DIRECTIVE:
                 # sbatch reads these in its first pass over the command line only
-                self.diag(O223_COMMAND_LINE_ONLY, f"`{po.written}` has no effect in a #SBATCH line: sbatch reads "
-                          f"--{po.spec.key} only from its command line", po.line, "remove the line")
+                self.diag(
+                    O223_COMMAND_LINE_ONLY,
+                    f"`{po.written}` has no effect in a #SBATCH line: sbatch reads "
+                    f"--{po.spec.key} only from its command line",
+                    po.line,
+                    "remove the line",
+                )
                 continue
             self.apply(comp, po.spec, po.value, source, po.line, po.written)
 
@@ -226,8 +267,12 @@ class _Resolver:
             return
         typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
         if typed != po.spec.name:
-            self.diag(O210_ABBREVIATION, f"`--{typed}` is an abbreviation of `--{po.spec.name}` "
-                      f"(getopt accepts unique prefixes)", po.line, f"write `--{po.spec.key}` in full")
+            self.diag(
+                O210_ABBREVIATION,
+                f"`--{typed}` is an abbreviation of `--{po.spec.name}` (getopt accepts unique prefixes)",
+                po.line,
+                f"write `--{po.spec.key}` in full",
+            )
         if po.spec.canonical:
             self.diag(O211_ALIAS, f"`--{po.spec.name}` is a hidden alias of `--{po.spec.canonical}`", po.line)
 
@@ -236,14 +281,22 @@ class _Resolver:
             code = _GETOPT_CODES[e.kind]
             where = "" if source == DIRECTIVE else f" ({'command line' if source == CLI else 'environment'})"
             if e.kind == "spank":
-                assert e.spank is not None           # getopt names the plugin of every spank error
+                assert e.spank is not None  # getopt names the plugin of every spank error
                 plugin, name = e.spank
-                self.diag(code, f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
-                          f"sbatch 22.05 without that plugin refuses it ({e.message}){where}", e.line,
-                          "keep it only for sites that have this plugin")
+                self.diag(
+                    code,
+                    f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "
+                    f"sbatch 22.05 without that plugin refuses it ({e.message}){where}",
+                    e.line,
+                    "keep it only for sites that have this plugin",
+                )
             elif e.kind == "stray-word":
-                self.diag(code, f"{e.message}{where}: getopt stops at the first word that is not an option",
-                          e.line, "quote values that contain spaces; optional arguments need `=`")
+                self.diag(
+                    code,
+                    f"{e.message}{where}: getopt stops at the first word that is not an option",
+                    e.line,
+                    "quote values that contain spaces; optional arguments need `=`",
+                )
             elif e.kind == "ambiguous":
                 self.diag(code, f"{e.message}{where}", e.line, "write the option name in full")
             else:
@@ -261,9 +314,14 @@ class _Resolver:
                 value = f"{prev.value},{value}"
             self.apply(comp, spec, value, DIRECTIVE, t.line, t.written)
             if report:
-                self.diag(O220_WRAPPER_TRANSLATED, f"`{t.written}` is translated by sbatch to --{t.option}"
-                          + (f"={value}" if value else "") + " and overrides #SBATCH",
-                          t.line, "write it as an #SBATCH directive (or submit with --ignore-pbs)")
+                self.diag(
+                    O220_WRAPPER_TRANSLATED,
+                    f"`{t.written}` is translated by sbatch to --{t.option}"
+                    + (f"={value}" if value else "")
+                    + " and overrides #SBATCH",
+                    t.line,
+                    "write it as an #SBATCH directive (or submit with --ignore-pbs)",
+                )
         if report:
             for line, msg in tr.errors:
                 self.diag(O221_WRAPPER_ERROR, f"#{tr.family}: {msg}", line)
@@ -302,11 +360,21 @@ class _Resolver:
         st = comp.state
         ntasks, cpus = st.get("ntasks"), st.get("cpus-per-task")
         if ntasks is not None and isinstance(ntasks.parsed, int) and ntasks.parsed < 0:
-            self.diag(O207_INVALID_VALUE, f"invalid number of tasks (-n {ntasks.parsed}): the --ntasks value does not "
-                      "fit sbatch's 32-bit int and wraps around", ntasks.line, "give a count below 2147483648")
+            self.diag(
+                O207_INVALID_VALUE,
+                f"invalid number of tasks (-n {ntasks.parsed}): the --ntasks value does not "
+                "fit sbatch's 32-bit int and wraps around",
+                ntasks.line,
+                "give a count below 2147483648",
+            )
         if cpus is not None and isinstance(cpus.parsed, int) and cpus.parsed <= 0:
-            self.diag(O207_INVALID_VALUE, f"invalid number of cpus per task (-c {cpus.parsed}): the --cpus-per-task "
-                      "value does not fit sbatch's 32-bit int and wraps around", cpus.line, "give a count below 2147483648")
+            self.diag(
+                O207_INVALID_VALUE,
+                f"invalid number of cpus per task (-c {cpus.parsed}): the --cpus-per-task "
+                "value does not fit sbatch's 32-bit int and wraps around",
+                cpus.line,
+                "give a count below 2147483648",
+            )
 
     def _verify_gpus(self, comp: _Component) -> None:
         """The GPU request checks sbatch makes before submitting (gres_job_state_validate)."""
@@ -325,11 +393,16 @@ class _Resolver:
             per_node = count("gres")
         per_task = count("gpus-per-task")
         any_gpu = any(n in st for n in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")) or (
-            "gres" in st and count("gres") is not None)
-        gpu_items = [(name, item) for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
-                     if name in st and not isinstance(st[name].parsed, _Invalid) and st[name].parsed
-                     for item in st[name].parsed if item.name == "gpu"]
-        typed: List[str] = sorted({n for n, i in gpu_items if i.type})
+            "gres" in st and count("gres") is not None
+        )
+        gpu_items = [
+            (name, item)
+            for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
+            if name in st and not isinstance(st[name].parsed, _Invalid) and st[name].parsed
+            for item in st[name].parsed
+            if item.name == "gpu"
+        ]
+        typed: list[str] = sorted({n for n, i in gpu_items if i.type})
         untyped = sorted({n for n, i in gpu_items if not i.type})
         cpg = st.get("cpus-per-gpu")
         if gpu_items and cpg is not None and cpg.parsed == -1:
@@ -338,69 +411,119 @@ class _Resolver:
             typed = sorted(set(typed) | {"cpus-per-gpu"})
         # (a mix inside one option is already refused when its value is parsed)
         if typed and untyped and len(set(typed) | set(untyped)) > 1:
-            self.diag(O208_CONFLICT, "GPUs are asked both with a type (" + ", ".join("--" + n for n in typed)
-                      + ") and without one (" + ", ".join("--" + n for n in untyped) + "): sbatch refuses it "
-                      "(\"Invalid GRES specification (with and without type identification)\")",
-                      line_of(typed[0]), "give the GPU type in every GPU option, or in none")
+            self.diag(
+                O208_CONFLICT,
+                "GPUs are asked both with a type ("
+                + ", ".join("--" + n for n in typed)
+                + ") and without one ("
+                + ", ".join("--" + n for n in untyped)
+                + "): sbatch refuses it "
+                '("Invalid GRES specification (with and without type identification)")',
+                line_of(typed[0]),
+                "give the GPU type in every GPU option, or in none",
+            )
         if "cpus-per-task" in st and "cpus-per-gpu" in st:
-            self.diag(O208_CONFLICT, "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
-                      line_of("cpus-per-gpu"), "keep one of the two")
+            self.diag(
+                O208_CONFLICT,
+                "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+                line_of("cpus-per-gpu"),
+                "keep one of the two",
+            )
         if "mem-per-gpu" in st and not any_gpu:
-            self.diag(O219_MISSING_REQUIREMENT, "--mem-per-gpu without any GPU request: sbatch refuses it "
-                      "(\"did not request any GPU\")", line_of("mem-per-gpu"), "request GPUs, or use --mem")
-        if "ntasks-per-gpu" in st and _stored_u16(st["ntasks-per-gpu"].parsed) and not any_gpu \
-                and "nodes" not in st and "ntasks" not in st:     # a count that wraps to 0 (mod 2**16) is none
-            self.diag(O219_MISSING_REQUIREMENT, "--ntasks-per-gpu needs either a GPU request or a node/task count",
-                      line_of("ntasks-per-gpu"))
+            self.diag(
+                O219_MISSING_REQUIREMENT,
+                '--mem-per-gpu without any GPU request: sbatch refuses it ("did not request any GPU")',
+                line_of("mem-per-gpu"),
+                "request GPUs, or use --mem",
+            )
+        if (
+            "ntasks-per-gpu" in st
+            and _stored_u16(st["ntasks-per-gpu"].parsed)
+            and not any_gpu
+            and "nodes" not in st
+            and "ntasks" not in st
+        ):  # a count that wraps to 0 (mod 2**16) is none
+            self.diag(
+                O219_MISSING_REQUIREMENT,
+                "--ntasks-per-gpu needs either a GPU request or a node/task count",
+                line_of("ntasks-per-gpu"),
+            )
         per_socket = count("gpus-per-socket")
         if per_node and per_socket and per_socket > per_node:
-            self.diag(O208_CONFLICT, f"--gpus-per-socket={per_socket} is more than the {per_node} GPUs per node: sbatch "
-                      "refuses it", line_of("gpus-per-socket"))
+            self.diag(
+                O208_CONFLICT,
+                f"--gpus-per-socket={per_socket} is more than the {per_node} GPUs per node: sbatch refuses it",
+                line_of("gpus-per-socket"),
+            )
         if per_node and per_task:
             if per_node % per_task:
-                self.diag(O208_CONFLICT, f"the {per_node} GPUs per node are not a multiple of --gpus-per-task="
-                          f"{per_task}: sbatch refuses it", line_of("gpus-per-task"))
+                self.diag(
+                    O208_CONFLICT,
+                    f"the {per_node} GPUs per node are not a multiple of --gpus-per-task={per_task}: sbatch refuses it",
+                    line_of("gpus-per-task"),
+                )
             else:
                 tpn = st.get("ntasks-per-node")
                 if tpn is not None and not isinstance(tpn.parsed, _Invalid) and tpn.parsed != per_node // per_task:
-                    self.diag(O208_CONFLICT, f"{per_node} GPUs per node at --gpus-per-task={per_task} make "
-                              f"{per_node // per_task} tasks per node, not --ntasks-per-node={tpn.parsed}: sbatch "
-                              "refuses it", line_of("ntasks-per-node"))
+                    self.diag(
+                        O208_CONFLICT,
+                        f"{per_node} GPUs per node at --gpus-per-task={per_task} make "
+                        f"{per_node // per_task} tasks per node, not --ntasks-per-node={tpn.parsed}: sbatch "
+                        "refuses it",
+                        line_of("ntasks-per-node"),
+                    )
         if total is None:
             return
         if (per_node is not None and total < per_node) or (per_task is not None and total < per_task):
-            self.diag(O208_CONFLICT, f"--gpus={total} is less than the GPUs asked per node or per task; sbatch "
-                      "refuses it (\"Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket\")",
-                      line_of("gpus"))
+            self.diag(
+                O208_CONFLICT,
+                f"--gpus={total} is less than the GPUs asked per node or per task; sbatch "
+                'refuses it ("Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket")',
+                line_of("gpus"),
+            )
             return
         if per_node and total % per_node:
-            self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of the {per_node} GPUs per node",
-                      line_of("gpus"))
+            self.diag(
+                O208_CONFLICT, f"--gpus={total} is not a multiple of the {per_node} GPUs per node", line_of("gpus")
+            )
             return
         if per_task and total % per_task:
             self.diag(O208_CONFLICT, f"--gpus={total} is not a multiple of --gpus-per-task={per_task}", line_of("gpus"))
         elif per_task:
             nt = st.get("ntasks")
             if nt is not None and not isinstance(nt.parsed, _Invalid) and nt.parsed != total // per_task:
-                self.diag(O208_CONFLICT, f"--gpus={total} at --gpus-per-task={per_task} makes {total // per_task} "
-                          f"tasks, not -n {nt.parsed}: sbatch refuses it", line_of("ntasks"))
+                self.diag(
+                    O208_CONFLICT,
+                    f"--gpus={total} at --gpus-per-task={per_task} makes {total // per_task} "
+                    f"tasks, not -n {nt.parsed}: sbatch refuses it",
+                    line_of("ntasks"),
+                )
         nodes = _massaged_nodes(st)
         if nodes is None:
             return
         lo, hi = nodes
         if total < lo:
-            self.diag(O208_CONFLICT, f"--gpus={total} is less than the {lo} nodes: sbatch refuses it "
-                      "(\"--gpus < -N\"; every node needs at least one GPU)", line_of("gpus"))
+            self.diag(
+                O208_CONFLICT,
+                f"--gpus={total} is less than the {lo} nodes: sbatch refuses it "
+                '("--gpus < -N"; every node needs at least one GPU)',
+                line_of("gpus"),
+            )
         elif per_node and total % per_node == 0:
             need = total // per_node
             if need < lo or (hi and need > hi):
                 bounds = f"{lo}" if lo == hi else f"{lo}-{hi}"
-                self.diag(O208_CONFLICT, f"--gpus={total} at {per_node} per node needs {need} nodes, but the job "
-                          f"has {bounds} (after -n {st['ntasks'].parsed} limits the nodes)" if "ntasks" in st and
-                          not isinstance(st["ntasks"].parsed, _Invalid) and st["ntasks"].parsed < (st["nodes"].parsed[1]
-                                                                                                or 10 ** 9)
-                          else f"--gpus={total} at {per_node} per node needs {need} nodes, but the job has {bounds}",
-                          line_of("gpus"), "make --nodes, --ntasks and the GPU counts consistent")
+                self.diag(
+                    O208_CONFLICT,
+                    f"--gpus={total} at {per_node} per node needs {need} nodes, but the job "
+                    f"has {bounds} (after -n {st['ntasks'].parsed} limits the nodes)"
+                    if "ntasks" in st
+                    and not isinstance(st["ntasks"].parsed, _Invalid)
+                    and st["ntasks"].parsed < (st["nodes"].parsed[1] or 10**9)
+                    else f"--gpus={total} at {per_node} per node needs {need} nodes, but the job has {bounds}",
+                    line_of("gpus"),
+                    "make --nodes, --ntasks and the GPU counts consistent",
+                )
 
     def report_overrides(self, comp: _Component) -> None:
         """One O212 per option that #SBATCH lines set to different values (the last one wins)."""
@@ -410,8 +533,13 @@ class _Resolver:
             last_line, last_text = settings[-1]
             lines = [ln for ln, _ in settings]
             shown = ", ".join(str(ln) for ln in lines[:6]) + (", ..." if len(lines) > 6 else "")
-            self.diag(O212_OVERRIDDEN, f"--{name} is set {len(settings)} times by #SBATCH lines (lines {shown}); "
-                      f"the last one wins: --{name}={last_text}", last_line, "keep only the line you mean")
+            self.diag(
+                O212_OVERRIDDEN,
+                f"--{name} is set {len(settings)} times by #SBATCH lines (lines {shown}); "
+                f"the last one wins: --{name}={last_text}",
+                last_line,
+                "keep only the line you mean",
+            )
 
     def verify(self, comp: _Component) -> None:
         self.report_overrides(comp)
@@ -421,97 +549,165 @@ class _Resolver:
         mem = ("mem", "mem-per-cpu", "mem-per-gpu")
         cli = [m for m in mem if comp.by_cli(m)]
         if len(cli) > 1:
-            where = ", ".join(f"--{m}" + (f" (line {st[m].line})" if st[m].line is not None else f" ({st[m].source})")
-                              for m in cli)
-            het = " in this hetjob component (options such as --mem carry over from the previous one)" \
-                if comp.index else ""
-            self.diag(O208_CONFLICT, f"--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive{het}; "
-                      f"set: {where}", line_of(cli[-1]), "keep only one memory option")
+            where = ", ".join(
+                f"--{m}" + (f" (line {st[m].line})" if st[m].line is not None else f" ({st[m].source})") for m in cli
+            )
+            het = (
+                " in this hetjob component (options such as --mem carry over from the previous one)"
+                if comp.index
+                else ""
+            )
+            self.diag(
+                O208_CONFLICT,
+                f"--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive{het}; set: {where}",
+                line_of(cli[-1]),
+                "keep only one memory option",
+            )
         elif len(cli) == 1:
             for m in mem:
                 if m != cli[0] and comp.by_env(m):
                     comp.dropped.add(m)
-                    self.diag(O218_ENV_IGNORED, f"the environment's --{m} is ignored because --{cli[0]} is set",
-                              line_of(cli[0]))
+                    self.diag(
+                        O218_ENV_IGNORED,
+                        f"the environment's --{m} is ignored because --{cli[0]} is set",
+                        line_of(cli[0]),
+                    )
         elif sum(comp.by_env(m) for m in mem) > 1:
-            self.diag(O208_CONFLICT, "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually "
-                      "exclusive", None)
+            self.diag(
+                O208_CONFLICT,
+                "SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually exclusive",
+                None,
+            )
         if "ntasks-per-gpu" in st:
             for other in ("gpus-per-task", "gpus-per-socket", "ntasks-per-node"):
                 if other in st:
-                    self.diag(O208_CONFLICT, f"--{other} is mutually exclusive with --ntasks-per-gpu",
-                              line_of(other))
+                    self.diag(O208_CONFLICT, f"--{other} is mutually exclusive with --ntasks-per-gpu", line_of(other))
         if comp.by_cli("core-spec") and comp.by_cli("thread-spec"):
-            self.diag(O208_CONFLICT, "-S/--core-spec and --thread-spec options are mutually exclusive",
-                      line_of("thread-spec"))
+            self.diag(
+                O208_CONFLICT, "-S/--core-spec and --thread-spec options are mutually exclusive", line_of("thread-spec")
+            )
         self._verify_gpus(comp)
         # a zero GPU count is no request at all: slurmctld makes no per-task/per-socket check for it
         if "gpus-per-task" in st and _gpu_count(st, "gpus-per-task") != 0 and not _has_task_count(st):
-            self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-task used without either --gpus or -n/--ntasks is "
-                      "not allowed", line_of("gpus-per-task"), "add --ntasks (or --nodes with --ntasks-per-node)")
+            self.diag(
+                O219_MISSING_REQUIREMENT,
+                "--gpus-per-task used without either --gpus or -n/--ntasks is not allowed",
+                line_of("gpus-per-task"),
+                "add --ntasks (or --nodes with --ntasks-per-node)",
+            )
         if "gpus-per-socket" in st and _gpu_count(st, "gpus-per-socket") != 0 and "sockets-per-node" not in st:
-            self.diag(O219_MISSING_REQUIREMENT, "--gpus-per-socket option requires --sockets-per-node "
-                      "specification", line_of("gpus-per-socket"))
+            self.diag(
+                O219_MISSING_REQUIREMENT,
+                "--gpus-per-socket option requires --sockets-per-node specification",
+                line_of("gpus-per-socket"),
+            )
         if "gres" in st and not isinstance(st["gres"].parsed, _Invalid):
             items = st["gres"].parsed
             names = sorted({i.name for i in items if i.name != "gpu"})
             if names:
-                self.diag(O215_SITE_GRES, f"GRES {', '.join(names)} must be configured on the cluster "
-                          "(sbatch refuses GRES names the site does not define)", line_of("gres"))
+                self.diag(
+                    O215_SITE_GRES,
+                    f"GRES {', '.join(names)} must be configured on the cluster "
+                    "(sbatch refuses GRES names the site does not define)",
+                    line_of("gres"),
+                )
             if any(i.name == "gpu" for i in items) and "gpus-per-node" in st:
-                self.diag(O216_DOUBLE_GPU_REQUEST, "both --gres=gpu and --gpus-per-node ask for GPUs per node; "
-                          "Slurm 22.05 keeps both requests", line_of("gpus-per-node"), "keep one of the two")
+                self.diag(
+                    O216_DOUBLE_GPU_REQUEST,
+                    "both --gres=gpu and --gpus-per-node ask for GPUs per node; Slurm 22.05 keeps both requests",
+                    line_of("gpus-per-node"),
+                    "keep one of the two",
+                )
         if "exclusive" in st and "oversubscribe" in st:
-            winner = "exclusive" if comp.order.get("exclusive", 0) > comp.order.get("oversubscribe", 0) \
-                else "oversubscribe"
-            self.diag(O217_SHARED_SETTING, f"--exclusive and --oversubscribe set the same Slurm field; the later "
-                      f"one (--{winner}) wins", line_of(winner))
+            winner = (
+                "exclusive" if comp.order.get("exclusive", 0) > comp.order.get("oversubscribe", 0) else "oversubscribe"
+            )
+            self.diag(
+                O217_SHARED_SETTING,
+                f"--exclusive and --oversubscribe set the same Slurm field; the later one (--{winner}) wins",
+                line_of(winner),
+            )
         if "requeue" in st and "no-requeue" in st:
             winner = "requeue" if comp.order.get("requeue", 0) > comp.order.get("no-requeue", 0) else "no-requeue"
-            self.diag(O217_SHARED_SETTING, f"--requeue and --no-requeue set the same Slurm field; the later one "
-                      f"(--{winner}) wins", line_of(winner))
+            self.diag(
+                O217_SHARED_SETTING,
+                f"--requeue and --no-requeue set the same Slurm field; the later one (--{winner}) wins",
+                line_of(winner),
+            )
         dist = st.get("distribution")
         if dist is not None and isinstance(dist.parsed, str):
             if dist.parsed.startswith("arbitrary") and "nodelist" not in st:
-                self.diag(O219_MISSING_REQUIREMENT, "With Arbitrary distribution you need to specify a nodelist or "
-                          "hostfile with the -w option", dist.line, "add -w/--nodelist")
+                self.diag(
+                    O219_MISSING_REQUIREMENT,
+                    "With Arbitrary distribution you need to specify a nodelist or hostfile with the -w option",
+                    dist.line,
+                    "add -w/--nodelist",
+                )
             plane = V.plane_size(dist.parsed)
             if plane:
                 nt = st["ntasks"].parsed if "ntasks" in st and isinstance(st["ntasks"].parsed, int) else 1
                 nodes = st["nodes"].parsed[0] if "nodes" in st and isinstance(st["nodes"].parsed, tuple) else 1
                 if (nodes <= 0 or nt // plane < nodes) and (nodes - 1) * plane >= nt:
-                    self.diag(O208_CONFLICT, f"Too few processes for the requested {{plane,node}} distribution "
-                              f"(-n {nt} on {nodes} nodes with plane={plane})", dist.line)
+                    self.diag(
+                        O208_CONFLICT,
+                        f"Too few processes for the requested {{plane,node}} distribution "
+                        f"(-n {nt} on {nodes} nodes with plane={plane})",
+                        dist.line,
+                    )
         b, d = st.get("begin"), st.get("deadline")
         if b is not None and d is not None:
             bs, ds = V.relative_seconds(b.value or ""), V.relative_seconds(d.value or "")
             if bs is not None and ds is not None and ds < bs:
-                self.diag(O208_CONFLICT, "Incompatible begin and deadline time specification (the deadline is "
-                          "before the begin time)", d.line)
-        for name, what in (("nodefile", "reads the node file"), ("export-file", "reads the environment file"),
-                           ("bbf", "reads the burst buffer file")):
+                self.diag(
+                    O208_CONFLICT,
+                    "Incompatible begin and deadline time specification (the deadline is before the begin time)",
+                    d.line,
+                )
+        for name, what in (
+            ("nodefile", "reads the node file"),
+            ("export-file", "reads the environment file"),
+            ("bbf", "reads the burst buffer file"),
+        ):
             if name in st:
-                self.diag(O225_SUBMIT_HOST_DEPENDENT, f"--{name}={st[name].value}: sbatch {what} at submit time "
-                          "(relative to the submit directory) and refuses the job if it cannot", line_of(name))
+                self.diag(
+                    O225_SUBMIT_HOST_DEPENDENT,
+                    f"--{name}={st[name].value}: sbatch {what} at submit time "
+                    "(relative to the submit directory) and refuses the job if it cannot",
+                    line_of(name),
+                )
         if "nodelist" in st and "/" in (st["nodelist"].value or ""):
-            self.diag(O225_SUBMIT_HOST_DEPENDENT, f"--nodelist={st['nodelist'].value}: a value with `/` is a file "
-                      "of node names that sbatch reads at submit time; it refuses the job if it cannot",
-                      line_of("nodelist"))
+            self.diag(
+                O225_SUBMIT_HOST_DEPENDENT,
+                f"--nodelist={st['nodelist'].value}: a value with `/` is a file "
+                "of node names that sbatch reads at submit time; it refuses the job if it cannot",
+                line_of("nodelist"),
+            )
         for name in ("clusters", "uid", "gid"):
             if name in st:
-                self.diag(O225_SUBMIT_HOST_DEPENDENT, f"--{name}={st[name].value}: checked by sbatch against the "
-                          "submit host (cluster database, user and group names); not verifiable here",
-                          line_of(name))
+                self.diag(
+                    O225_SUBMIT_HOST_DEPENDENT,
+                    f"--{name}={st[name].value}: checked by sbatch against the "
+                    "submit host (cluster database, user and group names); not verifiable here",
+                    line_of(name),
+                )
         if "array" in st:
             spec, _thr = V.split_array(st["array"].value or "")
             _idx, problems = V.array_indexes(spec)
             for p in problems:
-                self.diag(O209_CONTROLLER_REJECTS, f"--array={V.clip_text(st['array'].value or '', 60)}: {p}; slurmctld refuses the job "
-                          f"(\"Invalid job array specification\")", line_of("array"))
+                self.diag(
+                    O209_CONTROLLER_REJECTS,
+                    f"--array={V.clip_text(st['array'].value or '', 60)}: {p}; slurmctld refuses the job "
+                    f'("Invalid job array specification")',
+                    line_of("array"),
+                )
         if "dependency" in st:
             for p in V.dependency_problems(st["dependency"].value or ""):
-                self.diag(O209_CONTROLLER_REJECTS, f"--dependency={V.clip_text(st['dependency'].value or '', 60)}: {p}; slurmctld refuses "
-                          f"the job (\"Job dependency problem\")", line_of("dependency"))
+                self.diag(
+                    O209_CONTROLLER_REJECTS,
+                    f"--dependency={V.clip_text(st['dependency'].value or '', 60)}: {p}; slurmctld refuses "
+                    f'the job ("Job dependency problem")',
+                    line_of("dependency"),
+                )
 
 
 def _nonzero_int(s: str) -> bool:
@@ -531,7 +727,7 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
-def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
+def _words_by_component(script: Script) -> dict[int, list[tuple[str, int]]]:
     """The argv sbatch builds from each component's directive lines, each word with its line, in one
     pass over the directives (a het job with thousands of components would otherwise rescan every
     directive for each one).
@@ -539,7 +735,7 @@ def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    out: Dict[int, List[Tuple[str, int]]] = {}
+    out: dict[int, list[tuple[str, int]]] = {}
     for d in script.directives:
         if _is_separator(d.words):
             continue
@@ -551,8 +747,8 @@ def _words_by_component(script: Script) -> Dict[int, List[Tuple[str, int]]]:
     return out
 
 
-def _split_cli_components(args: Sequence[str]) -> List[List[str]]:
-    comps: List[List[str]] = [[]]
+def _split_cli_components(args: Sequence[str]) -> list[list[str]]:
+    comps: list[list[str]] = [[]]
     for a in args:
         if a == ":":
             comps.append([])
@@ -568,23 +764,22 @@ def default_job_name(path: str) -> str:
     return os.path.basename(path)
 
 
-def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: Sequence[str] = ()) -> SlurmJob:
+def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequence[str] = ()) -> SlurmJob:
     """Resolve a read script into the job sbatch would submit (see module docstring)."""
     env = dict(env or {})
     r = _Resolver()
-    n_components = max(1, script.components,
-                       1 + max((d.component for d in script.directives), default=0))
+    n_components = max(1, script.components, 1 + max((d.component for d in script.directives), default=0))
     cli_components = _split_cli_components(cli_args)
     wrapper = None
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
-        from translator.slurm.foreign import BSUB, PBS, translate   # only scripts with #PBS/#BSUB lines
+        from translator.slurm.foreign import BSUB, PBS, translate  # only scripts with #PBS/#BSUB lines
 
         family = BSUB if any(f.family == BSUB for f in script.foreign) else PBS
         wrapper = translate([(f.line, f.text) for f in script.foreign if f.family == family], family)
         if any(_names_ignore_pbs(w) for d in script.directives for w in d.words):
-            wrapper = None   # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
-    components: List[JobComponent] = []
-    carried: Dict[str, _Value] = {}
+            wrapper = None  # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
+    components: list[JobComponent] = []
+    carried: dict[str, _Value] = {}
     by_component = _words_by_component(script)
     for index in range(n_components):
         first_diag = len(r.diags)
@@ -603,35 +798,42 @@ def resolve(script: Script, env: Optional[Mapping[str, str]] = None, cli_args: S
             r.apply_parsed(comp, cparsed.options, CLI)
         r.verify(comp)
         refused_here = script.sbatch_refuses or any(
-            d.severity == ERROR or d.code == O206_PLUGIN_OPTION for d in r.diags[first_diag:])
+            d.severity == ERROR or d.code == O206_PLUGIN_OPTION for d in r.diags[first_diag:]
+        )
         components.append(_finish(comp, script.path, submitted=not refused_here))
         carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
     # a hetjob reads the environment and carried options once per component: report each once
     diags = list(script.diagnostics) + list(dict.fromkeys(r.diags))
-    diags.sort(key=lambda d: (d.line if d.line is not None else 10 ** 9))
+    diags.sort(key=lambda d: d.line if d.line is not None else 10**9)
     refused = script.sbatch_refuses or any(
-        d.code.startswith("O") and (d.severity == ERROR or d.code == O206_PLUGIN_OPTION) for d in r.diags)
-    return SlurmJob(path=script.path, components=tuple(components), diagnostics=tuple(diags),
-                    sbatch_accepts=not refused)
+        d.code.startswith("O") and (d.severity == ERROR or d.code == O206_PLUGIN_OPTION) for d in r.diags
+    )
+    return SlurmJob(
+        path=script.path, components=tuple(components), diagnostics=tuple(diags), sbatch_accepts=not refused
+    )
 
 
 def _finish(comp: _Component, path: str, submitted: bool = True) -> JobComponent:
     st = comp.state
-    options: Dict[str, str] = {}
+    options: dict[str, str] = {}
     for name in sorted(st):
         v = st[name].value
         options[name] = "" if v is None else v
     for name, (_plugin, value) in comp.spank.items():
         options[name] = "" if value is None else value
-    return JobComponent(index=comp.index, options=options, settings=tuple(comp.settings),
-                        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path,
-                                          submitted))
+    return JobComponent(
+        index=comp.index,
+        options=options,
+        settings=tuple(comp.settings),
+        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path, submitted),
+    )
 
 
 def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> JobFields:
     """The contract fields. When sbatch submits the job (`submitted`), node counts are the ones
     slurmctld records (after `-n` and the GPU layout adjust them); when it refuses the job, they
     are the merged options as written."""
+
     def raw(name):
         v = st.get(name)
         return None if v is None else v.value
@@ -647,7 +849,9 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         if isinstance(v, _Invalid):
             raw_value = v.raw or ""
             if name == "gres":
-                items = [i for i in raw_value.split(",") if i.replace("gres:", "").replace("gres/", "").startswith("gpu")]
+                items = [
+                    i for i in raw_value.split(",") if i.replace("gres:", "").replace("gres/", "").startswith("gpu")
+                ]
                 if not items:
                     return None, None
                 raw_value = items[-1]
@@ -666,7 +870,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         gpu_type = gpu("gres")[1]
     mem_per_cpu = parsed("mem-per-cpu")
     mem_per_node = parsed("mem")
-    if mem_per_cpu == 0:        # Slurm stores --mem-per-cpu=0 as "all the memory of the node"
+    if mem_per_cpu == 0:  # Slurm stores --mem-per-cpu=0 as "all the memory of the node"
         mem_per_cpu = None
         if mem_per_node is None:
             mem_per_node = 0
@@ -682,12 +886,15 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
                 ntasks = per_gpu * gpn_count * max(nodes_min or 1, 1)
     else:
         nv = st.get("nodes")
-        nodes_min, nodes_max = (nv.parsed[0], nv.parsed[1] or None) if nv is not None and not isinstance(
-            nv.parsed, _Invalid) else (None, None)
+        nodes_min, nodes_max = (
+            (nv.parsed[0], nv.parsed[1] or None)
+            if nv is not None and not isinstance(nv.parsed, _Invalid)
+            else (None, None)
+        )
     array = throttle = None
     if raw("array"):
         array, throttle = V.split_array(raw("array") or "")
-        throttle = throttle or None          # %0 means no limit (Slurm stores no throttle)
+        throttle = throttle or None  # %0 means no limit (Slurm stores no throttle)
         array = V.c_strip(array)
         if array.startswith("[") and array.endswith("]"):
             array = array[1:-1]
@@ -699,25 +906,44 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         requeue = (raw("requeue") or raw("no-requeue")) == "requeue"
     job_name = raw("job-name") if "job-name" in st else default_job_name(path)
 
-    def nonempty(name):          # slurmctld stores an empty account/array/constraint/dependency as none
+    def nonempty(name):  # slurmctld stores an empty account/array/constraint/dependency as none
         v = raw(name)
         return v if v else None
+
     return JobFields(
         job_name=job_name,
-        partition=raw("partition"), account=nonempty("account"), qos=raw("qos"),
-        nodes_min=nodes_min, nodes_max=nodes_max,
-        ntasks=_refused_if(ntasks, lambda n: n < 0), ntasks_per_node=_stored_u16(parsed("ntasks-per-node")),
+        partition=raw("partition"),
+        account=nonempty("account"),
+        qos=raw("qos"),
+        nodes_min=nodes_min,
+        nodes_max=nodes_max,
+        ntasks=_refused_if(ntasks, lambda n: n < 0),
+        ntasks_per_node=_stored_u16(parsed("ntasks-per-node")),
         cpus_per_task=_refused_if(parsed("cpus-per-task"), lambda n: n < 0),
-        gpus_per_node=gpn_count, gpus_per_task=gpt_count, gpus_total=tot_count, gpu_type=gpu_type,
-        mem_per_node_mb=mem_per_node, mem_per_cpu_mb=mem_per_cpu, mem_per_gpu_mb=parsed("mem-per-gpu"),
+        gpus_per_node=gpn_count,
+        gpus_per_task=gpt_count,
+        gpus_total=tot_count,
+        gpu_type=gpu_type,
+        mem_per_node_mb=mem_per_node,
+        mem_per_cpu_mb=mem_per_cpu,
+        mem_per_gpu_mb=parsed("mem-per-gpu"),
         time_limit_seconds=parsed("time"),
-        array=array, array_throttle=throttle, dependency=V.normalise_dependency(raw("dependency")) if raw("dependency") else None, exclusive=exclusive,
-        constraint=nonempty("constraint"), output=raw("output"), error=raw("error"), chdir=raw("chdir"),
-        requeue=requeue, signal=raw("signal"), export=raw("export"), comment=raw("comment"),
+        array=array,
+        array_throttle=throttle,
+        dependency=V.normalise_dependency(raw("dependency")) if raw("dependency") else None,
+        exclusive=exclusive,
+        constraint=nonempty("constraint"),
+        output=raw("output"),
+        error=raw("error"),
+        chdir=raw("chdir"),
+        requeue=requeue,
+        signal=raw("signal"),
+        export=raw("export"),
+        comment=raw("comment"),
     )
 
 
-def _gpu_count(st, name: str) -> Optional[int]:
+def _gpu_count(st, name: str) -> int | None:
     """The GPU count an option asks for (None when unset, invalid or without a GPU item)."""
     v = st.get(name)
     if v is None or isinstance(v.parsed, _Invalid) or not v.parsed:
@@ -751,7 +977,7 @@ def _has_task_count(st) -> bool:
     return v is not None and not isinstance(v.parsed, _Invalid) and v.parsed[0] == v.parsed[1]
 
 
-def _massaged_nodes(st) -> Optional[Tuple[int, int]]:
+def _massaged_nodes(st) -> tuple[int, int] | None:
     """The node range sbatch submits: `-n` caps the maximum, and a task count below the minimum
     lowers both to it ("can't run N processes on M nodes"); (min, 0) means no maximum."""
     v = st.get("nodes")
@@ -768,7 +994,7 @@ def _massaged_nodes(st) -> Optional[Tuple[int, int]]:
     return lo, hi
 
 
-def _job_nodes(st, gpus_total, gpus_per_node) -> Tuple[Optional[int], Optional[int]]:
+def _job_nodes(st, gpus_total, gpus_per_node) -> tuple[int | None, int | None]:
     """(nodes_min, nodes_max) of the submitted job, as slurmctld records it."""
     nodes = _massaged_nodes(st)
     if nodes is None:
@@ -776,12 +1002,12 @@ def _job_nodes(st, gpus_total, gpus_per_node) -> Tuple[Optional[int], Optional[i
     lo, hi = nodes
     t = st.get("ntasks")
     if lo == 0 and t is not None and isinstance(t.parsed, int) and t.parsed > 0:
-        lo = 1                       # slurmctld: tasks need at least one node (`-N 0 -n 2` is 1 node)
+        lo = 1  # slurmctld: tasks need at least one node (`-N 0 -n 2` is 1 node)
     if gpus_total and gpus_per_node and gpus_total % gpus_per_node == 0:
         need = gpus_total // gpus_per_node
         if lo <= need and (not hi or need <= hi):
-            lo = hi = need           # the GPU layout fixes the node count inside the range
-    if hi and gpus_total and gpus_total < hi:   # a job cannot use more nodes than it asks GPUs
+            lo = hi = need  # the GPU layout fixes the node count inside the range
+    if hi and gpus_total and gpus_total < hi:  # a job cannot use more nodes than it asks GPUs
         hi = max(gpus_total, lo)
     return lo, (hi or None)
 

@@ -9,16 +9,16 @@ Checks that slurmctld (not sbatch) performs are separate `*_problems` helpers: t
 warnings, because sbatch itself accepts the script (e.g. `--array=0-1001` with the default
 MaxArraySize=1001, `--dependency=foo:1`).
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
 
 from translator.records import FrozenRecord
 
-NO_LIMIT = 0            # time_limit_seconds for an explicitly unlimited job
-MAX_ARRAY_SIZE = 1001   # slurm.conf MaxArraySize default
+NO_LIMIT = 0  # time_limit_seconds for an explicitly unlimited job
+MAX_ARRAY_SIZE = 1001  # slurm.conf MaxArraySize default
 
 
 class InvalidValue(ValueError):
@@ -53,7 +53,7 @@ def to_int(text: str) -> int:
     sign = -1 if s[:1] == "-" else 1
     digits = (s[1:] if s[:1] in "+-" else s).lstrip("0")
     if len(digits) > _MAX_SIGNIFICANT_DIGITS:
-        return sign * 10 ** _MAX_SIGNIFICANT_DIGITS
+        return sign * 10**_MAX_SIGNIFICANT_DIGITS
     return sign * int(digits or "0")
 
 
@@ -70,13 +70,13 @@ def c_lower(s: str) -> str:
 def wrap_long(n: int, clamp: bool = True) -> int:
     """A 64-bit C long: strtol clamps an out-of-range value; arithmetic on it wraps around."""
     if clamp:
-        return max(min(n, 2 ** 63 - 1), -2 ** 63)
-    return ((n + 2 ** 63) % 2 ** 64) - 2 ** 63
+        return max(min(n, 2**63 - 1), -(2**63))
+    return ((n + 2**63) % 2**64) - 2**63
 
 
 def wrap_int(n: int) -> int:
     """A value stored in a 32-bit C int (sbatch's option fields): 2**32 -> 0, 2**32 - 1 -> -1."""
-    return ((n + 2 ** 31) % 2 ** 32) - 2 ** 31
+    return ((n + 2**31) % 2**32) - 2**31
 
 
 _INT_RE = re.compile(r"^\s*[+-]?\d+\Z", re.ASCII)
@@ -91,18 +91,18 @@ def parse_count(value: str, option: str, allow_zero: bool = False) -> int:
     is refused ("Numeric argument (9223372036854775807) to big")."""
     if not _INT_RE.match(value or ""):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    n = wrap_long(to_int(value))                                    # strtol clamps
+    n = wrap_long(to_int(value))  # strtol clamps
     if n < 0 or (n == 0 and not allow_zero):
         raise InvalidValue(f'Invalid numeric value "{value}" for --{option}.')
-    if n == 2 ** 63 - 1:                                         # strtol's LONG_MAX: sbatch refuses
+    if n == 2**63 - 1:  # strtol's LONG_MAX: sbatch refuses
         raise InvalidValue(f"Numeric argument ({n}) to big for --{option}.")
     return wrap_int(n)
 
 
-NICE_LIMIT = 2 ** 31 - 3      # NICE_OFFSET - 3
+NICE_LIMIT = 2**31 - 3  # NICE_OFFSET - 3
 
 
-def parse_nice(value: Optional[str]) -> int:
+def parse_nice(value: str | None) -> int:
     """--nice[=adj]: no value means 100; the value is read with strtoll (garbage gives 0) and must
     stay within +/- 2147483645."""
     if value is None or value == "":
@@ -111,7 +111,7 @@ def parse_nice(value: Optional[str]) -> int:
     n = wrap_long(to_int(m.group(1))) if m else 0
     # llabs(LLONG_MIN) overflows and stays negative in C, so a value strtoll clamps to LLONG_MIN passes the
     # range check and is stored in an int as 0 (checked against real sbatch 22.05: --nice=-99…9 is nice 0)
-    if n != -2 ** 63 and abs(n) > NICE_LIMIT:
+    if n != -(2**63) and abs(n) > NICE_LIMIT:
         raise InvalidValue(f"Invalid --nice value, out of range (+/- {NICE_LIMIT})")
     return wrap_int(n)
 
@@ -121,7 +121,7 @@ def parse_priority(value: str) -> str:
     (4294967294); sbatch's merged options show it as a C int (2147483648 -> -2147483648)."""
     s = value or ""
     if not _INT_RE.match(s):
-        return s                      # TOP, or text strtoll reads as 0 (rendered as written)
+        return s  # TOP, or text strtoll reads as 0 (rendered as written)
     n = wrap_long(to_int(s))
     if n < 0:
         raise InvalidValue("Priority must be >= 0")
@@ -131,6 +131,7 @@ def parse_priority(value: str) -> str:
 
 
 # ---- time ------------------------------------------------------------------------------------
+
 
 def _valid_timespec(s: str) -> bool:
     dash = colon = 0
@@ -158,9 +159,10 @@ def _time_spec_seconds(s: str, option: str) -> int:
 
     Slurm computes in int, so huge fields wrap around (2147483647 minutes is -60 s)."""
     fields = s.partition("-")[2].split(":") if "-" in s else s.split(":")
-    if ("-" in s and s.partition("-")[2] and any(f == "" for f in fields)) or \
-            ("-" not in s and any(f == "" for f in fields)):
-        raise InvalidValue(f"Invalid --{option} specification")      # `1::0`, `:30`, `1:`, `1-2:`
+    if ("-" in s and s.partition("-")[2] and any(f == "" for f in fields)) or (
+        "-" not in s and any(f == "" for f in fields)
+    ):
+        raise InvalidValue(f"Invalid --{option} specification")  # `1::0`, `:30`, `1:`, `1-2:`
     days = hours = minutes = seconds = 0
     if "-" in s:
         d, _, rest = s.partition("-")
@@ -217,11 +219,11 @@ def parse_time(value: str, option: str = "time") -> int:
     else:
         secs = _time_spec_seconds(s, option)
     rounded = wrap_int(secs + 59)
-    minutes = (abs(rounded) // 60) * (1 if rounded >= 0 else -1)      # C division truncates
-    stored = minutes % 2 ** 32
-    if stored == 0xFFFFFFFE:                                          # NO_VAL
+    minutes = (abs(rounded) // 60) * (1 if rounded >= 0 else -1)  # C division truncates
+    stored = minutes % 2**32
+    if stored == 0xFFFFFFFE:  # NO_VAL
         raise InvalidValue(f"Invalid --{option} specification")
-    if stored == 0xFFFFFFFF:                                          # INFINITE
+    if stored == 0xFFFFFFFF:  # INFINITE
         return NO_LIMIT
     return stored * 60
 
@@ -250,7 +252,7 @@ def parse_mem(value: str, option: str = "mem") -> int:
     if not m or (m.group(3) and not m.group(2)):
         raise InvalidValue(f"Invalid --{option} specification")
     n = to_int(m.group(1))
-    if n >= 2 ** 63:                     # strtoll: ERANGE
+    if n >= 2**63:  # strtoll: ERANGE
         raise InvalidValue(f"Invalid --{option} specification")
     unit = m.group(2).translate(_UPPER)
     if unit == "K":
@@ -259,18 +261,19 @@ def parse_mem(value: str, option: str = "mem") -> int:
         n = wrap_long(n * 1024, clamp=False)
     elif unit == "T":
         n = wrap_long(n * 1024 * 1024, clamp=False)
-    return n % 2 ** 64                  # (uint64_t) result
+    return n % 2**64  # (uint64_t) result
 
 
 # ---- nodes -----------------------------------------------------------------------------------
 
-def _node_number(s: str) -> Tuple[int, str]:
+
+def _node_number(s: str) -> tuple[int, str]:
     """_str_to_nodes: strtol (clamped to the C long range), a k or m suffix multiplies (in a C long,
     which wraps), and the result is cast to a C int: 4294967296 -> 0, 3000000000 -> -1294967296."""
     m = _NODE_NUMBER_RE.match(s)
     if not m:
         return -1, c_strip(s)
-    n = wrap_long(to_int(m.group(1)))                  # strtol clamps
+    n = wrap_long(to_int(m.group(1)))  # strtol clamps
     if m.group(2) in ("k", "K"):
         n = wrap_long(n * 1024, clamp=False)
     elif m.group(2) in ("m", "M"):
@@ -278,7 +281,7 @@ def _node_number(s: str) -> Tuple[int, str]:
     return wrap_int(n), c_strip(m.group(3))
 
 
-def parse_nodes(value: str) -> Tuple[int, int]:
+def parse_nodes(value: str) -> tuple[int, int]:
     """verify_node_count: `N` or `min-max` (k/m suffixes); returns (min, max), max=min for N.
 
     22.05 has no node size lists (`1,2,4` and `1-4:2` are refused). An empty minimum (`-3`)
@@ -287,11 +290,11 @@ def parse_nodes(value: str) -> Tuple[int, int]:
     s = value or ""
     if "-" in s[1:] or (s.startswith("-") and s.count("-") == 1 and len(s) > 1):
         idx = s.index("-", 0)
-        lo_s, hi_s = s[:idx], s[idx + 1:]
+        lo_s, hi_s = s[:idx], s[idx + 1 :]
         lo, left = _node_number(lo_s) if c_strip(lo_s) else (-1, "")
         if left:
             raise InvalidValue(f'"{lo_s}" is not a valid node count')
-        lo = lo if lo >= 0 else 1          # an empty or negative minimum reads as 1 (before the check)
+        lo = lo if lo >= 0 else 1  # an empty or negative minimum reads as 1 (before the check)
         hi, left = _node_number(hi_s) if c_strip(hi_s) else (-1, "")
         if left:
             raise InvalidValue(f'"{hi_s}" is not a valid node count')
@@ -310,13 +313,13 @@ def format_nodes(lo: int, hi: int) -> str:
 
 # ---- GPUs and GRES ---------------------------------------------------------------------------
 
-_SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4, "p": 1024 ** 5}
+_SUFFIX = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 
 
 _GRES_COUNT_RE = re.compile(r"^[ \t\n\v\f\r]*([+-]?)(\d+)([kKmMgGtTpP]?)\Z", re.ASCII)
 
 
-def _gres_count(s: str) -> Optional[int]:
+def _gres_count(s: str) -> int | None:
     """A GRES count as Slurm reads it (strtoull, then an optional k/m/g/t/p suffix), or None when
     the text is not a count (it is then a type or a GRES name). strtoull skips leading blanks and
     takes a sign: " 4" and "+4" are 4, "-0" is 0, "-4" is 2**64 - 4; a trailing blank makes it a
@@ -325,35 +328,35 @@ def _gres_count(s: str) -> Optional[int]:
     if not m:
         return None
     n = to_int(m.group(2))
-    if n >= 2 ** 64:
-        return n                                 # beyond 64 bits: kept as written (slurmctld refuses the TRES)
+    if n >= 2**64:
+        return n  # beyond 64 bits: kept as written (slurmctld refuses the TRES)
     if m.group(1) == "-":
-        n = (2 ** 64 - n) % 2 ** 64              # strtoull negates in unsigned arithmetic
-    return (n * _SUFFIX.get(m.group(3).translate(_LOWER), 1)) % 2 ** 64
+        n = (2**64 - n) % 2**64  # strtoull negates in unsigned arithmetic
+    return (n * _SUFFIX.get(m.group(3).translate(_LOWER), 1)) % 2**64
 
 
 @dataclass(init=False, repr=False, eq=False)
 class GresItem(FrozenRecord):
     name: str
-    type: Optional[str]
+    type: str | None
     count: int
 
 
-def parse_gres(value: str) -> Tuple[GresItem, ...]:
+def parse_gres(value: str) -> tuple[GresItem, ...]:
     """`--gres=name[[:type]:count][,...]` per node; `none` = no GRES. Count suffixes k/m/g/t/p.
 
     22.05 refuses the `gres/` prefix and a name given both with and without a type.
     """
     s = value or ""
     if s.strip(C_SPACE).translate(_LOWER) == "none" or s == "":
-        return ()        # an empty --gres= passes sbatch (slurmctld then refuses the empty TRES)
-    items: List[GresItem] = []
+        return ()  # an empty --gres= passes sbatch (slurmctld then refuses the empty TRES)
+    items: list[GresItem] = []
     for part in s.split(","):
         if not part or "/" in part.split(":")[0]:
             raise InvalidValue("Invalid generic resource (gres) specification")
         fields = part.split(":")
         name = fields[0]
-        typ: Optional[str] = None
+        typ: str | None = None
         count = 1
         if len(fields) == 2:
             c = _gres_count(fields[1])
@@ -377,18 +380,18 @@ def parse_gres(value: str) -> Tuple[GresItem, ...]:
 
 
 def _check_typed_mix(items) -> None:
-    by_name: Dict[str, Set[bool]] = {}            # GRES name -> {written without a type?}
+    by_name: dict[str, set[bool]] = {}  # GRES name -> {written without a type?}
     for it in items:
         by_name.setdefault(it.name, set()).add(it.type is None)
     if any(len(v) > 1 for v in by_name.values()):
         raise InvalidValue("Invalid GRES specification (with and without type identification)")
 
 
-def parse_gpus(value: str) -> Tuple[GresItem, ...]:
+def parse_gpus(value: str) -> tuple[GresItem, ...]:
     """`--gpus`/`--gpus-per-*`: `[type:]N[,type:N...]`; a bare word is a type with count 1."""
-    items: List[GresItem] = []
+    items: list[GresItem] = []
     if not value:
-        return ()        # `--gpus=`: no GPU request (sbatch accepts it)
+        return ()  # `--gpus=`: no GPU request (sbatch accepts it)
     for part in value.split(","):
         fields = part.split(":")
         if not part or len(fields) > 2:
@@ -405,7 +408,7 @@ def parse_gpus(value: str) -> Tuple[GresItem, ...]:
     return tuple(items)
 
 
-def gpu_count_and_type(items) -> Tuple[Optional[int], Optional[str]]:
+def gpu_count_and_type(items) -> tuple[int | None, str | None]:
     """(count, type) of the first GPU item, as Slurm reports a multi-type request (per node 2 for
     `a100:2,v100:1`, type a100)."""
     gpus = [i for i in items if i.name == "gpu"]
@@ -414,13 +417,13 @@ def gpu_count_and_type(items) -> Tuple[Optional[int], Optional[str]]:
     return gpus[0].count, gpus[0].type
 
 
-def lenient_gpu_spec(value: str) -> Tuple[int, Optional[str]]:
+def lenient_gpu_spec(value: str) -> tuple[int, str | None]:
     """Best-effort (count, type) of a GPU request sbatch refuses, for reporting what was asked:
     the last `:` field is the count, what comes before (after `gres:`/`gpu:`) the type."""
     s = value or ""
     for prefix in ("gres:", "gres/", "gpu:"):
         if s.startswith(prefix):
-            s = s[len(prefix):]
+            s = s[len(prefix) :]
     head, colon, tail = s.rpartition(":")
     if colon:
         c = _gres_count(tail)
@@ -450,30 +453,31 @@ def format_time(seconds: int) -> str:
 
 # ---- arrays ----------------------------------------------------------------------------------
 
-def split_array(value: str) -> Tuple[str, Optional[int]]:
+
+def split_array(value: str) -> tuple[str, int | None]:
     """(spec before the first `%`, throttle after it or None). A trailing comma is tolerated."""
     spec, pct, thr = (value or "").partition("%")
     if not pct:
         return spec.rstrip(","), None
     m = re.match(r"(?a)^\s*([+-]?\d+)", thr)
-    rest = thr[m.end():] if m else thr
-    if rest.startswith(","):         # `1-3:2%1,5`: what follows the throttle still lists indexes
+    rest = thr[m.end() :] if m else thr
+    if rest.startswith(","):  # `1-3:2%1,5`: what follows the throttle still lists indexes
         spec += rest
     # strtol into a C int: a throttle that is not positive there (%-1, %2147483648) is no limit
     throttle = wrap_int(wrap_long(to_int(m.group(1)))) if m else 0
     return spec.rstrip(","), max(throttle, 0)
 
 
-MAX_REPORTED_PROBLEMS = 3     # a spec of thousands of bad items gets the first few and a count
+MAX_REPORTED_PROBLEMS = 3  # a spec of thousands of bad items gets the first few and a count
 
 
-def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int], List[str]]:
+def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[list[int], list[str]]:
     """Expand an array spec; (sorted unique indexes, problems slurmctld would refuse).
 
     Time and memory are linear in the length of the text: valid indexes are below `max_size`, so they
     are marked in a table of that size (ranges are never listed), and problems are summarised: the
     first MAX_REPORTED_PROBLEMS, then one "and N more" line."""
-    problems: List[str] = []
+    problems: list[str] = []
     more = 0
     seen = bytearray(max_size)
     s = spec.strip(C_SPACE)
@@ -504,11 +508,13 @@ def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> Tuple[List[int],
             problem(f"step of '{clip_text(tok)}' must be between 1 and {max_size - 1}")
             continue
         if hi >= max_size:
-            problem(f"index {clip_text(str(hi) if hi < 10 ** 40 else m.group(2))} is not below MaxArraySize={max_size} "
-                    "(Slurm default)")
+            problem(
+                f"index {clip_text(str(hi) if hi < 10**40 else m.group(2))} is not below MaxArraySize={max_size} "
+                "(Slurm default)"
+            )
             continue
         count = (hi - lo) // step + 1
-        seen[lo:hi + 1:step] = b"\x01" * count
+        seen[lo : hi + 1 : step] = b"\x01" * count
     if more:
         problems.append(f"and {more} more item(s) like these")
     return [i for i, flag in enumerate(seen) if flag], problems
@@ -523,15 +529,23 @@ def clip_text(text: str, limit: int = 40) -> str:
 
 # ---- dependency ------------------------------------------------------------------------------
 
-DEPENDENCY_TYPES = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok", "afterok",
-                    "singleton", "expand")
+DEPENDENCY_TYPES = (
+    "after",
+    "afterany",
+    "afterburstbuffer",
+    "aftercorr",
+    "afternotok",
+    "afterok",
+    "singleton",
+    "expand",
+)
 
 
-def dependency_problems(value: str) -> List[str]:
+def dependency_problems(value: str) -> list[str]:
     """What slurmctld would refuse in a dependency expression (sbatch itself accepts any text).
 
     Summarised like array problems: the first MAX_REPORTED_PROBLEMS (quoting clipped text), then a count."""
-    problems: List[str] = []
+    problems: list[str] = []
     more = 0
 
     def problem(text: str) -> None:
@@ -553,7 +567,7 @@ def dependency_problems(value: str) -> List[str]:
             continue
         if typ not in DEPENDENCY_TYPES or not colon:
             if _BARE_JOB_ID.fullmatch(clause):
-                continue   # a bare job id means afterany
+                continue  # a bare job id means afterany
             problem(f"'{clip_text(clause)}' is not type:jobid[:jobid...]")
             continue
         for jid in ids.split(":"):
@@ -570,18 +584,46 @@ _JOB_ID = re.compile(r"(?a)\d+(_(\d+|\*))?(\+\d+)?")
 
 # ---- signal ----------------------------------------------------------------------------------
 
-SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7, "FPE": 8,
-           "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15,
-           "STKFLT": 16, "CHLD": 17, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22,
-           "URG": 23, "XCPU": 24, "XFSZ": 25, "VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29,
-           "PWR": 30, "SYS": 31}
+SIGNALS = {
+    "HUP": 1,
+    "INT": 2,
+    "QUIT": 3,
+    "ILL": 4,
+    "TRAP": 5,
+    "ABRT": 6,
+    "BUS": 7,
+    "FPE": 8,
+    "KILL": 9,
+    "USR1": 10,
+    "SEGV": 11,
+    "USR2": 12,
+    "PIPE": 13,
+    "ALRM": 14,
+    "TERM": 15,
+    "STKFLT": 16,
+    "CHLD": 17,
+    "CONT": 18,
+    "STOP": 19,
+    "TSTP": 20,
+    "TTIN": 21,
+    "TTOU": 22,
+    "URG": 23,
+    "XCPU": 24,
+    "XFSZ": 25,
+    "VTALRM": 26,
+    "PROF": 27,
+    "WINCH": 28,
+    "IO": 29,
+    "PWR": 30,
+    "SYS": 31,
+}
 
 
 @dataclass(init=False, repr=False, eq=False)
 class SignalSpec(FrozenRecord):
-    flags: str          # "" or a combination of "R" and "B"
+    flags: str  # "" or a combination of "R" and "B"
     number: int
-    seconds: int        # default 60
+    seconds: int  # default 60
     flags_written: str = ""
 
     @property
@@ -603,7 +645,7 @@ def parse_signal(value: str) -> SignalSpec:
         written_flags = flags.translate(_UPPER)
         flags = "".join(sorted(set(written_flags), key="RB".index))
     sig, at, secs = s.partition("@")
-    if _INT_RE.match(sig):           # strtol: blanks and a sign allowed; kept in 16 bits (-1 is 65535)
+    if _INT_RE.match(sig):  # strtol: blanks and a sign allowed; kept in 16 bits (-1 is 65535)
         num = wrap_long(to_int(sig)) & 0xFFFF
     else:
         up = sig.translate(_UPPER)
@@ -622,15 +664,28 @@ def parse_signal(value: str) -> SignalSpec:
 
 # ---- enumerations ----------------------------------------------------------------------------
 
-MAIL_TYPES = ("NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT",
-              "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS")
+MAIL_TYPES = (
+    "NONE",
+    "BEGIN",
+    "END",
+    "FAIL",
+    "REQUEUE",
+    "ALL",
+    "INVALID_DEPEND",
+    "STAGE_OUT",
+    "TIME_LIMIT",
+    "TIME_LIMIT_90",
+    "TIME_LIMIT_80",
+    "TIME_LIMIT_50",
+    "ARRAY_TASKS",
+)
 MAIL_ALL = ("INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE", "STAGE_OUT")
 
 
-def parse_mail_type(value: str) -> Tuple[str, ...]:
+def parse_mail_type(value: str) -> tuple[str, ...]:
     """Comma list, case-insensitive. ALL expands. NONE makes the whole value empty and ends the
     reading of it (`ALL,NONE` and `NONE,bogus` are NONE). Across occurrences types accumulate."""
-    out: List[str] = []
+    out: list[str] = []
     for part in (value or "").split(","):
         up = part.strip(C_SPACE).translate(_UPPER)
         if up == "NONE":
@@ -644,7 +699,7 @@ def parse_mail_type(value: str) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def parse_exclusive(value: Optional[str]) -> str:
+def parse_exclusive(value: str | None) -> str:
     """--exclusive[=user|mcs]: "exclusive", "user" or "mcs" (22.05 has no `topo`)."""
     if value is None or value == "":
         return "exclusive"
@@ -670,7 +725,7 @@ def parse_yes_no(value: str, option: str) -> str:
     raise InvalidValue(f"Invalid --{option} specification")
 
 
-def parse_no_kill(value: Optional[str]) -> bool:
+def parse_no_kill(value: str | None) -> bool:
     if value is None or value.translate(_LOWER) == "set":
         return True
     if value.translate(_LOWER) in ("off", "no"):
@@ -726,20 +781,38 @@ def parse_distribution(value: str) -> str:
         return f"plane={size}" + (f",{flag}" if flag else "")
     if first not in _DIST_NODE or len(levels) > 3 or any(lv not in _DIST_SOCK for lv in levels[1:]):
         raise InvalidValue("Invalid --distribution specification")
-    return ":".join("block" if lv == "*" else lv for lv in levels) + (f",{flag}" if flag else "")   # `*` = default
+    return ":".join("block" if lv == "*" else lv for lv in levels) + (f",{flag}" if flag else "")  # `*` = default
 
 
-def plane_size(distribution: str) -> Optional[int]:
+def plane_size(distribution: str) -> int | None:
     m = re.match(r"(?a)plane=(\d+)", distribution or "")
     return to_int(m.group(1)) if m else None
 
 
-_UNIT_SECONDS = {"": 60, "s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
-                 "minutes": 60, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400,
-                 "days": 86400, "w": 604800, "week": 604800, "weeks": 604800}
+_UNIT_SECONDS = {
+    "": 60,
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "week": 604800,
+    "weeks": 604800,
+}
 
 
-def relative_seconds(value: str) -> Optional[int]:
+def relative_seconds(value: str) -> int | None:
     """Seconds from now of a `now[+N[unit]]` time (minutes when no unit), else None."""
     m = re.fullmatch(r"(?a)now(?:\+(\d+)([a-z]*))?", (value or "").strip(C_SPACE).translate(_LOWER))
     if not m or (m.group(2) or "") not in _UNIT_SECONDS:
@@ -747,13 +820,13 @@ def relative_seconds(value: str) -> Optional[int]:
     return to_int(m.group(1) or "0") * _UNIT_SECONDS[m.group(2) or ""]
 
 
-def parse_extra_node_info(value: str) -> Tuple[Optional[int], ...]:
+def parse_extra_node_info(value: str) -> tuple[int | None, ...]:
     """-B/--extra-node-info `S[:C[:T]]`: each part a count, `min-max` or `*` (the minimum counts)."""
     parts = (value or "").split(":")
     names = ("first", "second", "third")
     if len(parts) > 3:
         raise InvalidValue(f'Invalid numeric value "{value}" for -B.')
-    out: List[Optional[int]] = []
+    out: list[int | None] = []
     for i, part in enumerate(parts):
         if part == "*":
             out.append(None)
@@ -775,7 +848,7 @@ def _resource_range_min(part: str, what: str) -> int:
     n = wrap_long(n * {"": 1, "k": 1024, "m": 1048576}[m.group(2).translate(_LOWER)], clamp=False)
     if n < 0:
         raise InvalidValue(f'Invalid numeric value "{part}" for {what}.')
-    if n > 2 ** 31 - 1:
+    if n > 2**31 - 1:
         raise InvalidValue(f"Numeric argument ({n}) to big for {what}.")
     rest = m.group(3)[1:] if m.group(3) else None
     if rest is not None and rest != "*" and not re.fullmatch(r"(?a)\d+", rest):
@@ -784,6 +857,7 @@ def _resource_range_min(part: str, what: str) -> int:
 
 
 # ---- less common options, rendered as sbatch merges them ------------------------------------
+
 
 def parse_delay_boot(value: str) -> str:
     """--delay-boot: time_str2secs (time grammar, seconds kept, C int arithmetic), stored unsigned
@@ -794,10 +868,10 @@ def parse_delay_boot(value: str) -> str:
     if not s or not _valid_timespec(s):
         raise InvalidValue("Invalid --delay-boot specification")
     try:
-        if s.startswith("-"):      # -D days: seconds in C int arithmetic, stored unsigned (oracle: -2 is 49708-06:28:16)
-            stored = _negative_days_seconds(s[1:], "delay-boot") % 2 ** 32
+        if s.startswith("-"):  # -D days: seconds in C int arithmetic, stored unsigned (oracle: -2 is 49708-06:28:16)
+            stored = _negative_days_seconds(s[1:], "delay-boot") % 2**32
         else:
-            stored = _time_spec_seconds(s, "delay-boot") % 2 ** 32
+            stored = _time_spec_seconds(s, "delay-boot") % 2**32
     except InvalidValue:
         raise InvalidValue("Invalid --delay-boot specification") from None
     if stored == 0xFFFFFFFE:
@@ -813,7 +887,7 @@ def parse_profile(value: str) -> str:
     parts = [p.strip(C_SPACE).translate(_LOWER) for p in (value or "").split(",")]
     if parts == ["none"]:
         return "None"
-    chosen: Set[str] = set()
+    chosen: set[str] = set()
     for p in parts:
         if p == "all":
             chosen.update(_PROFILE)
@@ -825,12 +899,19 @@ def parse_profile(value: str) -> str:
 
 
 _CPU_FREQ = {"low": "Low", "medium": "Medium", "high": "High", "highm1": "HighM1"}
-_CPU_GOV = {"conservative": "Conservative", "ondemand": "OnDemand", "performance": "Performance",
-            "powersave": "PowerSave", "userspace": "UserSpace", "schedutil": "SchedUtil"}
+_CPU_GOV = {
+    "conservative": "Conservative",
+    "ondemand": "OnDemand",
+    "performance": "Performance",
+    "powersave": "PowerSave",
+    "userspace": "UserSpace",
+    "schedutil": "SchedUtil",
+}
 
 
 def parse_cpu_freq(value: str) -> str:
     """--cpu-freq=p1[-p2[:gov]] or a governor; rendered as Slurm names it."""
+
     def one(tok):
         low = tok.translate(_LOWER)
         if low in _CPU_FREQ:
@@ -838,6 +919,7 @@ def parse_cpu_freq(value: str) -> str:
         if is_digits(low):
             return tok
         raise InvalidValue(f'unrecognized --cpu-freq argument "{tok}"')
+
     s = value or ""
     if s.translate(_LOWER) in _CPU_GOV:
         return _CPU_GOV[s.translate(_LOWER)]
@@ -851,7 +933,7 @@ def parse_cpu_freq(value: str) -> str:
     return out
 
 
-def parse_power(value: str) -> Tuple[str, bool]:
+def parse_power(value: str) -> tuple[str, bool]:
     """--power=level: ("LEVEL", True); other words are ignored by sbatch with an error message."""
     if (value or "").strip(C_SPACE).translate(_LOWER) == "level":
         return "LEVEL", True
@@ -861,16 +943,15 @@ def parse_power(value: str) -> Tuple[str, bool]:
 def parse_switches(value: str) -> str:
     """--switches=count[@max-time]: rendered count@HH:MM:SS."""
     count, at, wait = (value or "").partition("@")
-    n = parse_count(count, "switches", allow_zero=True)         # a C int: 4294967296 is 0
-    text = "unset" if n == -1 else str(n)                        # -1 (4294967295) reads back as unset
+    n = parse_count(count, "switches", allow_zero=True)  # a C int: 4294967296 is 0
+    text = "unset" if n == -1 else str(n)  # -1 (4294967295) reads back as unset
     if not at:
         return text
     secs = parse_time(wait, "switches")
     return f"{text}@{format_time(secs) if secs else '00:00:00'}"
 
 
-_MEM_BIND_WORDS = ("none", "no", "local", "rank", "sort", "nosort", "prefer", "verbose", "v", "quiet", "q",
-                   "help")
+_MEM_BIND_WORDS = ("none", "no", "local", "rank", "sort", "nosort", "prefer", "verbose", "v", "quiet", "q", "help")
 
 
 def parse_mem_bind(value: str) -> str:
@@ -894,15 +975,36 @@ def parse_gpu_bind(value: str) -> str:
 def parse_acctg_freq(value: str) -> str:
     s = value or ""
     for tok in s.split(","):
-        if re.fullmatch(r"(?a)\d+", tok) or re.fullmatch(r"(?a)(task|energy|network|filesystem)=\d+", tok.translate(_LOWER)):
+        if re.fullmatch(r"(?a)\d+", tok) or re.fullmatch(
+            r"(?a)(task|energy|network|filesystem)=\d+", tok.translate(_LOWER)
+        ):
             continue
         raise InvalidValue(f"Invalid --acctg-freq specification: {s}")
     return s
 
 
 _BEGIN_WORDS = ("now", "today", "tomorrow", "midnight", "noon", "elevenses", "fika", "teatime")
-_BEGIN_UNITS = ("seconds", "minutes", "hours", "days", "weeks", "second", "minute", "hour", "day", "week",
-                "sec", "min", "hr", "s", "m", "h", "d", "w", "")
+_BEGIN_UNITS = (
+    "seconds",
+    "minutes",
+    "hours",
+    "days",
+    "weeks",
+    "second",
+    "minute",
+    "hour",
+    "day",
+    "week",
+    "sec",
+    "min",
+    "hr",
+    "s",
+    "m",
+    "h",
+    "d",
+    "w",
+    "",
+)
 
 
 def begin_is_valid(value: str) -> bool:

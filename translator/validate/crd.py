@@ -6,20 +6,24 @@ real cluster (the SDK sends no ``fieldValidation``), which is exactly how a tran
 here an unknown field is an error: ``additionalProperties: false`` is added to every object schema
 that lists ``properties`` and does not carry ``x-kubernetes-preserve-unknown-fields``.
 """
+
 from __future__ import annotations
 
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any
+from collections.abc import Iterator
 
 from translator.jsondata import as_dict
 
 BUNDLED_CRD = os.path.join(os.path.dirname(__file__), "data", "trainer.kubeflow.org_trainjobs.yaml")
 
-_RFC3339 = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
-            r"([Zz]|[+-][0-9]{2}:[0-9]{2})$")
-_INT_RANGES = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+_RFC3339 = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class CRDError(Exception):
@@ -30,12 +34,12 @@ class CRDError(Exception):
 class CRD:
     group: str
     kind: str
-    versions: Dict[str, dict]                        # version name -> openAPIV3Schema
+    versions: dict[str, dict]  # version name -> openAPIV3Schema
     source: str = ""
-    _strict: Dict[str, dict] = field(default_factory=dict)
-    _validators: Dict[str, Any] = field(default_factory=dict)
+    _strict: dict[str, dict] = field(default_factory=dict)
+    _validators: dict[str, Any] = field(default_factory=dict)
 
-    def schema(self, version: str) -> Optional[dict]:
+    def schema(self, version: str) -> dict | None:
         return self.versions.get(version)
 
     def validator(self, version: str):
@@ -49,10 +53,10 @@ class CRD:
         return self._validators[version]
 
 
-MAX_CRD_BYTES = 16 << 20     # the Trainer's TrainJob CRD is ~1 MB
+MAX_CRD_BYTES = 16 << 20  # the Trainer's TrainJob CRD is ~1 MB
 
 
-def load_crd(path: Optional[str] = None) -> CRD:
+def load_crd(path: str | None = None) -> CRD:
     """Read a CustomResourceDefinition manifest (the first CRD document of the file)."""
     import yaml
 
@@ -74,13 +78,17 @@ def load_crd(path: Optional[str] = None) -> CRD:
             spec = doc.get("spec") or {}
             versions = {}
             for v in spec.get("versions") or []:
-                schema = ((v.get("schema") or {}).get("openAPIV3Schema"))
+                schema = (v.get("schema") or {}).get("openAPIV3Schema")
                 if isinstance(schema, dict):
                     versions[str(v.get("name"))] = schema
             if not versions:
                 raise CRDError(f"CRD {path} has no openAPIV3Schema")
-            return CRD(group=str(spec.get("group", "")), kind=str((spec.get("names") or {}).get("kind", "")),
-                       versions=versions, source=path)
+            return CRD(
+                group=str(spec.get("group", "")),
+                kind=str((spec.get("names") or {}).get("kind", "")),
+                versions=versions,
+                source=path,
+            )
     raise CRDError(f"{path} holds no CustomResourceDefinition")
 
 
@@ -88,7 +96,7 @@ def strict_schema(node: dict) -> dict:
     """The OpenAPI v3 (structural) schema as JSON Schema, with unknown fields forbidden."""
     if not isinstance(node, dict):
         return node
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("description", "default", "example", "nullable", "externalDocs") or key.startswith("x-kubernetes-"):
             continue
@@ -117,15 +125,19 @@ def strict_schema(node: dict) -> dict:
         t = out.get("type")
         if isinstance(t, str):
             out["type"] = [t, "null"]
-    if "properties" in node and not node.get("x-kubernetes-preserve-unknown-fields") \
-            and "additionalProperties" not in node:
+    if (
+        "properties" in node
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+        and "additionalProperties" not in node
+    ):
         out["additionalProperties"] = False
     return out
 
 
 # --- walking the schema alongside a value ---------------------------------------------------------
 
-def _child_schema(schema: dict, key) -> Optional[dict]:
+
+def _child_schema(schema: dict, key) -> dict | None:
     if isinstance(key, int):
         items = schema.get("items")
         return items if isinstance(items, dict) else None
@@ -151,13 +163,17 @@ def apply_defaults(value: Any, schema: dict) -> Any:
     if isinstance(value, list):
         sub = schema.get("items") if isinstance(schema.get("items"), dict) else None
         return [apply_defaults(v, sub) if sub else copy.deepcopy(v) for v in value]
-    if isinstance(value, float) and not isinstance(value, bool) and value.is_integer() and \
-            (schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string")):
+    if (
+        isinstance(value, float)
+        and not isinstance(value, bool)
+        and value.is_integer()
+        and (schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string"))
+    ):
         return int(value)
     return value
 
 
-def drop_nulls(value: Any, schema: dict, path: Tuple = (), dropped: Optional[List[Tuple]] = None):
+def drop_nulls(value: Any, schema: dict, path: tuple = (), dropped: list[tuple] | None = None):
     """A copy of ``value`` without ``null`` values of non-nullable fields (the apiserver prunes them),
     and the list of their paths."""
     if dropped is None:
@@ -176,7 +192,7 @@ def drop_nulls(value: Any, schema: dict, path: Tuple = (), dropped: Optional[Lis
     return value, dropped
 
 
-def walk(value: Any, schema: dict, path: Tuple = ()) -> Iterator[Tuple[Tuple, Any, dict]]:
+def walk(value: Any, schema: dict, path: tuple = ()) -> Iterator[tuple[tuple, Any, dict]]:
     """(path, value, schema) for every value that has a schema, parents first."""
     if not isinstance(schema, dict):
         return
@@ -193,14 +209,14 @@ def walk(value: Any, schema: dict, path: Tuple = ()) -> Iterator[Tuple[Tuple, An
                 yield from walk(v, sub, path + (i,))
 
 
-def list_key_problems(value: Any, schema: dict) -> List[Tuple[Tuple, str]]:
+def list_key_problems(value: Any, schema: dict) -> list[tuple[tuple, str]]:
     """Duplicate keys in ``x-kubernetes-list-type: map`` lists and duplicates in ``set`` lists."""
     out = []
     for path, v, s in walk(value, schema):
         kind = s.get("x-kubernetes-list-type")
         if not isinstance(v, list) or kind not in ("map", "set"):
             continue
-        seen: Dict[Any, int] = {}
+        seen: dict[Any, int] = {}
         for i, item in enumerate(v):
             if kind == "map":
                 keys = s.get("x-kubernetes-list-map-keys") or []
@@ -212,8 +228,12 @@ def list_key_problems(value: Any, schema: dict) -> List[Tuple[Tuple, str]]:
                 key = _hashable(item)
                 shown = repr(item)
             if key in seen:
-                out.append((path + (i,), f"duplicate entry {shown} (also item {seen[key]}); "
-                                         "this list is keyed, entries must be unique"))
+                out.append(
+                    (
+                        path + (i,),
+                        f"duplicate entry {shown} (also item {seen[key]}); this list is keyed, entries must be unique",
+                    )
+                )
             else:
                 seen[key] = i
     return out
@@ -229,7 +249,7 @@ def _hashable(v):
 
 # --- CEL --------------------------------------------------------------------------------------------
 
-_PROGRAMS: Dict[str, Any] = {}
+_PROGRAMS: dict[str, Any] = {}
 
 
 def _program(rule: str):
@@ -243,14 +263,14 @@ def _program(rule: str):
 
 @dataclass
 class CelOutcome:
-    path: Tuple
+    path: tuple
     rule: str
     message: str
-    passed: Optional[bool]          # None: could not be evaluated
+    passed: bool | None  # None: could not be evaluated
     error: str = ""
 
 
-def evaluate_cel(value: Any, schema: dict) -> Tuple[List[CelOutcome], int, int]:
+def evaluate_cel(value: Any, schema: dict) -> tuple[list[CelOutcome], int, int]:
     """Evaluate every create-time ``x-kubernetes-validations`` rule on the defaulted ``value``.
 
     Returns (outcomes, evaluated, skipped_transition).  Rules mentioning ``oldSelf`` are
@@ -259,7 +279,7 @@ def evaluate_cel(value: Any, schema: dict) -> Tuple[List[CelOutcome], int, int]:
     """
     import celpy
 
-    outcomes: List[CelOutcome] = []
+    outcomes: list[CelOutcome] = []
     evaluated = skipped = 0
     for path, v, s in walk(value, schema):
         rules = s.get("x-kubernetes-validations") or []

@@ -6,17 +6,18 @@ follow YAML 1.1 (``on`` -> true, unquoted ``8`` -> 8).  Each document keeps a ma
 (tuple of keys/indexes) to the 1-based line where that field is written, built from the composed
 node marks, so a problem can name the line of the file.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
-Path = Tuple[Any, ...]
+Path = tuple[Any, ...]
 _MAX_NODES = 200_000
 
 
 class DecodeError(Exception):
-    def __init__(self, message: str, line: Optional[int] = None):
+    def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
         self.message = message
         self.line = line
@@ -24,14 +25,14 @@ class DecodeError(Exception):
 
 @dataclass
 class Document:
-    index: int                              # 0-based position in the file
+    index: int  # 0-based position in the file
     data: Any
-    lines: Dict[Path, int] = field(default_factory=dict)
-    start_line: Optional[int] = None
-    problems: List[Tuple[str, Path, int, str]] = field(default_factory=list)  # (code, path, line, msg)
+    lines: dict[Path, int] = field(default_factory=dict)
+    start_line: int | None = None
+    problems: list[tuple[str, Path, int, str]] = field(default_factory=list)  # (code, path, line, msg)
     node_count: int = 0
 
-    def line_of(self, path: Path) -> Optional[int]:
+    def line_of(self, path: Path) -> int | None:
         """The line of ``path``, or of its nearest written parent."""
         path = tuple(path)
         while True:
@@ -45,7 +46,7 @@ class Document:
 def _scalar(node, constructor):
     tag = node.tag
     if tag == "tag:yaml.org,2002:timestamp":
-        return node.value                       # Kubernetes keeps dates as strings
+        return node.value  # Kubernetes keeps dates as strings
     if tag in ("tag:yaml.org,2002:binary", "tag:yaml.org,2002:value", "tag:yaml.org,2002:merge"):
         return node.value
     return constructor.construct_object(node, deep=True)
@@ -57,9 +58,8 @@ def _convert(node, path: Path, doc: Document, constructor, depth: int = 0):
     if depth > 200:
         raise DecodeError("document nested too deeply", node.start_mark.line + 1)
     doc.node_count += 1
-    if doc.node_count > _MAX_NODES:     # alias bombs ("billion laughs") expand without bound
-        raise DecodeError(f"document has more than {_MAX_NODES} values (alias expansion?)",
-                          node.start_mark.line + 1)
+    if doc.node_count > _MAX_NODES:  # alias bombs ("billion laughs") expand without bound
+        raise DecodeError(f"document has more than {_MAX_NODES} values (alias expansion?)", node.start_mark.line + 1)
     doc.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out = {}
@@ -72,9 +72,14 @@ def _convert(node, path: Path, doc: Document, constructor, depth: int = 0):
             child = path + (key,)
             line = key_node.start_mark.line + 1
             if key in out:
-                doc.problems.append(("V713", child, line,
-                                     f"duplicate key {key!r} (first at line {doc.lines.get(child)}); "
-                                     "kubectl rejects the document"))
+                doc.problems.append(
+                    (
+                        "V713",
+                        child,
+                        line,
+                        f"duplicate key {key!r} (first at line {doc.lines.get(child)}); kubectl rejects the document",
+                    )
+                )
             doc.lines[child] = line
             out[key] = _convert(value_node, child, doc, constructor, depth + 1)
             doc.lines[child] = line
@@ -84,12 +89,12 @@ def _convert(node, path: Path, doc: Document, constructor, depth: int = 0):
     return _scalar(node, constructor)
 
 
-def load_documents(text: str) -> List[Document]:
+def load_documents(text: str) -> list[Document]:
     """All documents of ``text`` (empty documents skipped); raises DecodeError on YAML syntax errors."""
     import yaml
 
     constructor = yaml.constructor.SafeConstructor()
-    docs: List[Document] = []
+    docs: list[Document] = []
     try:
         for node in yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             if node is None:

@@ -6,16 +6,17 @@ decided from the document and the runtime's shape (policy, jobs, containers); ru
 the controller will build (resource names and quantities, env names) are included because a TrainJob
 that breaks them is accepted but never starts.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from translator.jsondata import as_dict, as_list
 from translator.validate.quantity import parse_quantity
 from translator.validate.runtimes import CONTROLLER_ENV, RESERVED_ENV, RuntimeInfo
 
-Problem = Tuple[str, str, Tuple, str]
+Problem = tuple[str, str, tuple, str]
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -24,17 +25,37 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _PATH_SEGMENT = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 
 _OBJECT_META_FIELDS = {
-    "name", "generateName", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences",
-    "finalizers", "managedFields", "selfLink",
+    "name",
+    "generateName",
+    "namespace",
+    "labels",
+    "annotations",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+    "selfLink",
 }
-_SERVER_SET = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-               "deletionGracePeriodSeconds", "managedFields", "selfLink")
+_SERVER_SET = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+)
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage")
 _NO_ENV_PATCH_CONTAINERS = ("node", "dataset-initializer", "model-initializer")
 
 
-def dns_subdomain_problem(value: str) -> Optional[str]:
+def dns_subdomain_problem(value: str) -> str | None:
     if len(value) > 253:
         return "must be no more than 253 characters"
     if not _DNS1123_SUBDOMAIN.match(value):
@@ -42,7 +63,7 @@ def dns_subdomain_problem(value: str) -> Optional[str]:
     return None
 
 
-def qualified_name_problem(key: str) -> Optional[str]:
+def qualified_name_problem(key: str) -> str | None:
     """Kubernetes 'qualified name': optional DNS-subdomain prefix + '/' + name of <= 63 chars."""
     prefix, slash, name = key.rpartition("/")
     if slash:
@@ -60,7 +81,7 @@ def qualified_name_problem(key: str) -> Optional[str]:
     return None
 
 
-def domain_prefixed_path_problem(value: str) -> Optional[str]:
+def domain_prefixed_path_problem(value: str) -> str | None:
     host, slash, path = value.partition("/")
     if not slash:
         return "must be a domain-prefixed path such as example.com/my-tool"
@@ -72,8 +93,8 @@ def domain_prefixed_path_problem(value: str) -> Optional[str]:
     return None
 
 
-def check_metadata(meta: Any) -> List[Problem]:
-    out: List[Problem] = []
+def check_metadata(meta: Any) -> list[Problem]:
+    out: list[Problem] = []
     base = ("metadata",)
     if not isinstance(meta, dict):
         return [("V730", "error", base, "metadata must be a mapping with at least a name")]
@@ -81,8 +102,9 @@ def check_metadata(meta: Any) -> List[Problem]:
         if key not in _OBJECT_META_FIELDS:
             out.append(("V710", "error", base + (key,), f"unknown field metadata.{key}"))
         elif key == "resourceVersion":
-            out.append(("V730", "error", base + (key,), "metadata.resourceVersion must not be set on an object "
-                                                       "to be created"))
+            out.append(
+                ("V730", "error", base + (key,), "metadata.resourceVersion must not be set on an object to be created")
+            )
         elif key in _SERVER_SET:
             out.append(("V730", "warning", base + (key,), f"metadata.{key} is set by the server; leave it out"))
     name, gen = meta.get("name"), meta.get("generateName")
@@ -102,8 +124,14 @@ def check_metadata(meta: Any) -> List[Problem]:
     ns = meta.get("namespace")
     if ns is not None:
         if not isinstance(ns, str) or len(ns) > 63 or not _DNS1123_LABEL.match(ns):
-            out.append(("V730", "error", base + ("namespace",),
-                        f"metadata.namespace {ns!r} must be a lowercase RFC 1123 label of at most 63 characters"))
+            out.append(
+                (
+                    "V730",
+                    "error",
+                    base + ("namespace",),
+                    f"metadata.namespace {ns!r} must be a lowercase RFC 1123 label of at most 63 characters",
+                )
+            )
     for kind in ("labels", "annotations"):
         m = meta.get(kind)
         if m is None:
@@ -120,24 +148,37 @@ def check_metadata(meta: Any) -> List[Problem]:
             if p:
                 out.append(("V730", "error", path, f"{kind[:-1]} key {k!r}: {p}"))
             if not isinstance(v, str):
-                out.append(("V730", "error", path, f"{kind[:-1]} {k!r}: value must be a string, not {type(v).__name__}"
-                                                   " (quote it)"))
+                out.append(
+                    (
+                        "V730",
+                        "error",
+                        path,
+                        f"{kind[:-1]} {k!r}: value must be a string, not {type(v).__name__} (quote it)",
+                    )
+                )
                 continue
             total += len(str(k)) + len(v)
             if kind == "labels" and (len(v) > 63 or not _LABEL_VALUE.match(v)):
-                out.append(("V730", "error", path, f"label {k!r}: value {v!r} must be at most 63 characters, "
-                                                   "alphanumeric, '-', '_' or '.', starting and ending alphanumeric"))
+                out.append(
+                    (
+                        "V730",
+                        "error",
+                        path,
+                        f"label {k!r}: value {v!r} must be at most 63 characters, "
+                        "alphanumeric, '-', '_' or '.', starting and ending alphanumeric",
+                    )
+                )
         if kind == "annotations" and total > 256 * 1024:
             out.append(("V730", "error", base + (kind,), "annotations total size must be at most 256 KiB"))
     return out
 
 
-def _env_list(value) -> List[Tuple[int, dict]]:
+def _env_list(value) -> list[tuple[int, dict]]:
     return [(i, e) for i, e in enumerate(value) if isinstance(e, dict)] if isinstance(value, list) else []
 
 
-def check_trainer(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
-    out: List[Problem] = []
+def check_trainer(spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
+    out: list[Problem] = []
     trainer = spec.get("trainer")
     if not isinstance(trainer, dict):
         return out
@@ -148,18 +189,24 @@ def check_trainer(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
         if not isinstance(name, str):
             continue
         if not name or "=" in name or not all(ch.isprintable() for ch in name):
-            out.append(("V747", "error", path, f"env name {name!r} is not valid for a container "
-                                               "(empty, '=' or non-printable)"))
+            out.append(
+                ("V747", "error", path, f"env name {name!r} is not valid for a container (empty, '=' or non-printable)")
+            )
         policies = [runtime.policy] if runtime else list(RESERVED_ENV)
         for policy in policies:
             if name in RESERVED_ENV.get(policy, ()):
                 sev = "error" if runtime else "warning"
-                why = (f"runtime {runtime.name} ({policy} policy)" if runtime
-                       else f"{policy} runtimes (runtime unknown)")
+                why = f"runtime {runtime.name} ({policy} policy)" if runtime else f"{policy} runtimes (runtime unknown)"
                 out.append(("V740", sev, path, f"env {name} is reserved: the controller sets it for {why}"))
             if name in CONTROLLER_ENV.get(policy, ()):
-                out.append(("V740", "warning", path, f"env {name} is set by the controller for the "
-                                                     f"{policy} policy; this value conflicts with it"))
+                out.append(
+                    (
+                        "V740",
+                        "warning",
+                        path,
+                        f"env {name} is set by the controller for the {policy} policy; this value conflicts with it",
+                    )
+                )
         if "value" in env and "valueFrom" in env:
             out.append(("V747", "error", base + ("env", i), f"env {name}: set either value or valueFrom, not both"))
     res = trainer.get("resourcesPerNode")
@@ -168,26 +215,28 @@ def check_trainer(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
     return out
 
 
-def namespace_problem(ns: str) -> Optional[str]:
+def namespace_problem(ns: str) -> str | None:
     """Why `ns` is not a namespace the API server accepts (V730), or None."""
     if len(ns) > 63 or not _DNS1123_LABEL.match(ns):
         return f"{ns!r} must be a lowercase RFC 1123 label of at most 63 characters"
     return None
 
 
-def resource_name_problem(k: str) -> Optional[str]:
+def resource_name_problem(k: str) -> str | None:
     """Why `k` is not a resource name the API server accepts in resources (V743), or None."""
     if k in _STANDARD_RESOURCES or k.startswith("hugepages-") or k.startswith("requests."):
         return None
     if "/" not in k:
-        return (f"resource name {k!r} is neither a standard resource (cpu, memory, ephemeral-storage, "
-                "hugepages-*) nor domain-qualified like nvidia.com/gpu")
+        return (
+            f"resource name {k!r} is neither a standard resource (cpu, memory, ephemeral-storage, "
+            "hugepages-*) nor domain-qualified like nvidia.com/gpu"
+        )
     p = qualified_name_problem(k)
     return f"resource name {k!r}: {p}" if p else None
 
 
-def check_resources(res: dict, base: Tuple) -> List[Problem]:
-    out: List[Problem] = []
+def check_resources(res: dict, base: tuple) -> list[Problem]:
+    out: list[Problem] = []
     requests = as_dict(res.get("requests"))
     limits = as_dict(res.get("limits"))
     for part, m in (("requests", requests), ("limits", limits)):
@@ -197,9 +246,16 @@ def check_resources(res: dict, base: Tuple) -> List[Problem]:
             standard = k in _STANDARD_RESOURCES or k.startswith("hugepages-") or k.startswith("requests.")
             if not standard:
                 if "/" not in k:
-                    out.append(("V743", "error", path, f"resource name {k!r} is neither a standard resource "
-                                                       "(cpu, memory, ephemeral-storage, hugepages-*) nor "
-                                                       "domain-qualified like nvidia.com/gpu"))
+                    out.append(
+                        (
+                            "V743",
+                            "error",
+                            path,
+                            f"resource name {k!r} is neither a standard resource "
+                            "(cpu, memory, ephemeral-storage, hugepages-*) nor "
+                            "domain-qualified like nvidia.com/gpu",
+                        )
+                    )
                     continue
                 p = qualified_name_problem(k)
                 if p:
@@ -218,27 +274,44 @@ def check_resources(res: dict, base: Tuple) -> List[Problem]:
             if r is not None and lm is not None:
                 extended = str(k) not in _STANDARD_RESOURCES and not str(k).startswith("hugepages-")
                 if extended and r != lm:
-                    out.append(("V743", "error", base + ("requests", k),
-                                f"{k}: extended resources need requests == limits ({requests[k]!r} vs {lim!r})"))
+                    out.append(
+                        (
+                            "V743",
+                            "error",
+                            base + ("requests", k),
+                            f"{k}: extended resources need requests == limits ({requests[k]!r} vs {lim!r})",
+                        )
+                    )
                 elif r > lm:
-                    out.append(("V743", "error", base + ("requests", k),
-                                f"{k}: request {requests[k]!r} is more than the limit {lim!r}"))
+                    out.append(
+                        (
+                            "V743",
+                            "error",
+                            base + ("requests", k),
+                            f"{k}: request {requests[k]!r} is more than the limit {lim!r}",
+                        )
+                    )
     for k in requests:
         ks = str(k)
-        if "/" in ks and not ks.startswith("kubernetes.io/") and k not in limits and \
-                not ks.startswith("hugepages-"):
-            out.append(("V743", "error", base + ("requests", k),
-                        f"{k}: an extended resource needs a limit equal to its request"))
+        if "/" in ks and not ks.startswith("kubernetes.io/") and k not in limits and not ks.startswith("hugepages-"):
+            out.append(
+                (
+                    "V743",
+                    "error",
+                    base + ("requests", k),
+                    f"{k}: an extended resource needs a limit equal to its request",
+                )
+            )
     return out
 
 
-def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
-    out: List[Problem] = []
+def check_patches(spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
+    out: list[Problem] = []
     patches = spec.get("runtimePatches")
     if not isinstance(patches, list):
         return out
-    patch_volumes: Dict[Any, set] = {}        # job -> volume names all patches add
-    mounts: List[Tuple[Any, Tuple, str]] = []  # (job, path, volume name)
+    patch_volumes: dict[Any, set] = {}  # job -> volume names all patches add
+    mounts: list[tuple[Any, tuple, str]] = []  # (job, path, volume name)
     for i, patch in enumerate(patches):
         if not isinstance(patch, dict):
             continue
@@ -248,8 +321,11 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             p = domain_prefixed_path_problem(manager)
             if p:
                 out.append(("V742", "error", base + ("manager",), f"manager {manager!r} {p}"))
-        jobs = (((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}) \
-            .get("replicatedJobs") if isinstance(patch.get("trainingRuntimeSpec"), dict) else None
+        jobs = (
+            (((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs")
+            if isinstance(patch.get("trainingRuntimeSpec"), dict)
+            else None
+        )
         if not isinstance(jobs, list):
             continue
         for j, rj in enumerate(jobs):
@@ -258,9 +334,15 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             jpath = base + ("trainingRuntimeSpec", "template", "spec", "replicatedJobs", j)
             jname = rj.get("name") if isinstance(rj.get("name"), str) else None
             if runtime is not None and runtime.jobs and jname not in runtime.jobs:
-                out.append(("V744", "error", jpath + ("name",),
-                            f"replicated job {jname!r} does not exist in runtime {runtime.name} "
-                            f"(it has: {', '.join(runtime.jobs)})"))
+                out.append(
+                    (
+                        "V744",
+                        "error",
+                        jpath + ("name",),
+                        f"replicated job {jname!r} does not exist in runtime {runtime.name} "
+                        f"(it has: {', '.join(runtime.jobs)})",
+                    )
+                )
             try:
                 pod = rj["template"]["spec"]["template"]["spec"]
             except (KeyError, TypeError):
@@ -271,8 +353,8 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
             for vol in as_list(pod.get("volumes")):
                 if isinstance(vol, dict) and isinstance(vol.get("name"), str):
                     patch_volumes.setdefault(jname, set()).add(vol["name"])
-            known_names: Tuple[Optional[Tuple[str, ...]], Optional[Tuple[str, ...]]] = (None, None)
-            if runtime is not None and jname is not None:     # the runtime's container names for this job
+            known_names: tuple[tuple[str, ...] | None, tuple[str, ...] | None] = (None, None)
+            if runtime is not None and jname is not None:  # the runtime's container names for this job
                 known_names = (runtime.jobs.get(jname), runtime.init_containers.get(jname))
             for field, known in zip(("containers", "initContainers"), known_names):
                 for c, cont in enumerate(as_list(pod.get(field))):
@@ -284,36 +366,73 @@ def check_patches(spec: dict, runtime: Optional[RuntimeInfo]) -> List[Problem]:
                         if isinstance(mount, dict) and isinstance(mount.get("name"), str):
                             mounts.append((jname, ppath + (field, c, "volumeMounts", m, "name"), mount["name"]))
                     if field == "containers" and cname in _NO_ENV_PATCH_CONTAINERS and cont.get("env"):
-                        out.append(("V741", "error", ppath + (field, c, "env"),
-                                    f"env in a runtime patch of container {cname!r} is rejected by the "
-                                    "webhook; use spec.trainer.env"))
+                        out.append(
+                            (
+                                "V741",
+                                "error",
+                                ppath + (field, c, "env"),
+                                f"env in a runtime patch of container {cname!r} is rejected by the "
+                                "webhook; use spec.trainer.env",
+                            )
+                        )
                     if runtime is not None and known is not None and runtime.jobs and cname not in known:
-                        out.append(("V744", "error", ppath + (field, c, "name"),
-                                    f"{field[:-1]} {cname!r} does not exist in job {jname!r} of runtime "
-                                    f"{runtime.name}"))
+                        out.append(
+                            (
+                                "V744",
+                                "error",
+                                ppath + (field, c, "name"),
+                                f"{field[:-1]} {cname!r} does not exist in job {jname!r} of runtime {runtime.name}",
+                            )
+                        )
     for jname, path, vol in mounts:
         if vol in patch_volumes.get(jname, set()):
             continue
         if runtime is not None and runtime.volumes is not None:
             if vol in runtime.volumes.get(jname, ()):
                 continue
-            out.append(("V746", "error", path, f"volumeMount {vol!r}: no volume of that name in job {jname!r} "
-                                               f"of runtime {runtime.name} or in the runtime patches"))
+            out.append(
+                (
+                    "V746",
+                    "error",
+                    path,
+                    f"volumeMount {vol!r}: no volume of that name in job {jname!r} "
+                    f"of runtime {runtime.name} or in the runtime patches",
+                )
+            )
         else:
-            out.append(("V746", "warning", path, f"volumeMount {vol!r}: no volume of that name in the runtime "
-                                                 "patches; it must come from the runtime"))
+            out.append(
+                (
+                    "V746",
+                    "warning",
+                    path,
+                    f"volumeMount {vol!r}: no volume of that name in the runtime "
+                    "patches; it must come from the runtime",
+                )
+            )
     return out
 
 
-def check_runtime_ref(spec: dict) -> List[Problem]:
+def check_runtime_ref(spec: dict) -> list[Problem]:
     ref = spec.get("runtimeRef")
     if not isinstance(ref, dict):
         return []
-    out: List[Problem] = []
+    out: list[Problem] = []
     if ref.get("apiGroup") not in (None, "trainer.kubeflow.org"):
-        out.append(("V744", "error", ("spec", "runtimeRef", "apiGroup"),
-                    f"unsupported runtime apiGroup {ref.get('apiGroup')!r} (must be trainer.kubeflow.org)"))
+        out.append(
+            (
+                "V744",
+                "error",
+                ("spec", "runtimeRef", "apiGroup"),
+                f"unsupported runtime apiGroup {ref.get('apiGroup')!r} (must be trainer.kubeflow.org)",
+            )
+        )
     if ref.get("kind") not in (None, "ClusterTrainingRuntime", "TrainingRuntime"):
-        out.append(("V744", "error", ("spec", "runtimeRef", "kind"),
-                    f"unsupported runtime kind {ref.get('kind')!r} (ClusterTrainingRuntime or TrainingRuntime)"))
+        out.append(
+            (
+                "V744",
+                "error",
+                ("spec", "runtimeRef", "kind"),
+                f"unsupported runtime kind {ref.get('kind')!r} (ClusterTrainingRuntime or TrainingRuntime)",
+            )
+        )
     return out

@@ -4,18 +4,22 @@ The shipped ClusterTrainingRuntimes of Kubeflow Trainer v2.3.0 are described her
 their manifests: policy, replicated jobs, container names); more can be read from
 (Cluster)TrainingRuntime manifests given on the command line or placed in the same file.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
 
 from translator.jsondata import as_dict
 
 # Env names the controller sets for a policy; the trainer webhook rejects them in spec.trainer.env.
 RESERVED_ENV = {
     "torch": ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
-    "mpi": ("OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",
-            "OMPI_MCA_orte_set_default_slots"),
+    "mpi": (
+        "OMPI_MCA_orte_default_hostfile",
+        "OMPI_MCA_plm_rsh_args",
+        "OMPI_MCA_orte_keep_fqdn_hostnames",
+        "OMPI_MCA_orte_set_default_slots",
+    ),
     "xgboost": ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
 }
 # Set by the JAX plugin (not webhook-checked, but a value given here would fight the controller).
@@ -27,27 +31,34 @@ CONTROLLER_ENV = {
 @dataclass(frozen=True)
 class RuntimeInfo:
     name: str
-    policy: str                                        # torch | mpi | jax | xgboost | flux | plain
-    jobs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)       # job -> containers
-    init_containers: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    policy: str  # torch | mpi | jax | xgboost | flux | plain
+    jobs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job -> containers
+    init_containers: dict[str, tuple[str, ...]] = field(default_factory=dict)
     kind: str = "ClusterTrainingRuntime"
     # job -> volume names the pods get from the runtime; None when the controller or the runtime may add
     # volumes this description does not know (MPI ssh/hostfile, volumeClaimPolicies)
-    volumes: Optional[Dict[str, Tuple[str, ...]]] = None
+    volumes: dict[str, tuple[str, ...]] | None = None
 
 
-_NODE: Dict[str, Tuple[str, ...]] = {"node": ("node",)}
+_NODE: dict[str, tuple[str, ...]] = {"node": ("node",)}
 # volumes the MPI plugin adds: the SSH key Secret on every pod, the hostfile ConfigMap on the launcher
-_MPI_VOLUMES: Dict[str, Tuple[str, ...]] = {"node": ("mpi-ssh-auth",), "launcher": ("mpi-ssh-auth", "mpi-hostfile")}
-_MPI: Dict[str, Tuple[str, ...]] = {"node": ("node",), "launcher": ("node",)}
-_TORCHTUNE: Dict[str, Tuple[str, ...]] = {"dataset-initializer": ("dataset-initializer",),
-                                          "model-initializer": ("model-initializer",), "node": ("node",)}
+_MPI_VOLUMES: dict[str, tuple[str, ...]] = {"node": ("mpi-ssh-auth",), "launcher": ("mpi-ssh-auth", "mpi-hostfile")}
+_MPI: dict[str, tuple[str, ...]] = {"node": ("node",), "launcher": ("node",)}
+_TORCHTUNE: dict[str, tuple[str, ...]] = {
+    "dataset-initializer": ("dataset-initializer",),
+    "model-initializer": ("model-initializer",),
+    "node": ("node",),
+}
 
 SHIPPED = {
-    r.name: r for r in (
+    r.name: r
+    for r in (
         RuntimeInfo("torch-distributed", "torch", _NODE, volumes={"node": ()}),
-        RuntimeInfo("torch-distributed-with-cache", "torch",
-                    {"dataset-initializer": ("dataset-initializer",), "node": ("node",)}),
+        RuntimeInfo(
+            "torch-distributed-with-cache",
+            "torch",
+            {"dataset-initializer": ("dataset-initializer",), "node": ("node",)},
+        ),
         RuntimeInfo("deepspeed-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES),
         RuntimeInfo("mlx-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES),
         RuntimeInfo("jax-distributed", "jax", _NODE, volumes={"node": ()}),
@@ -59,7 +70,7 @@ SHIPPED = {
 }
 
 
-def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
+def runtime_from_manifest(doc) -> RuntimeInfo | None:
     """RuntimeInfo of a (Cluster)TrainingRuntime manifest, or None if ``doc`` is not one."""
     if not isinstance(doc, dict) or doc.get("kind") not in ("ClusterTrainingRuntime", "TrainingRuntime"):
         return None
@@ -67,20 +78,23 @@ def runtime_from_manifest(doc) -> Optional[RuntimeInfo]:
     spec = as_dict(doc.get("spec"))
     ml = as_dict(spec.get("mlPolicy"))
     policy = next((p for p in ("torch", "mpi", "jax", "xgboost", "flux") if p in ml), "plain")
-    jobs: Dict[str, Tuple[str, ...]] = {}
-    inits: Dict[str, Tuple[str, ...]] = {}
-    volumes: Dict[str, Tuple[str, ...]] = {}
+    jobs: dict[str, tuple[str, ...]] = {}
+    inits: dict[str, tuple[str, ...]] = {}
+    volumes: dict[str, tuple[str, ...]] = {}
     tmpl = as_dict(spec.get("template"))
-    for rj in ((tmpl.get("spec") or {}).get("replicatedJobs") or []):
+    for rj in (tmpl.get("spec") or {}).get("replicatedJobs") or []:
         if not isinstance(rj, dict):
             continue
         pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-        jobs[str(rj.get("name"))] = tuple(str(c.get("name")) for c in pod.get("containers") or []
-                                          if isinstance(c, dict))
-        inits[str(rj.get("name"))] = tuple(str(c.get("name")) for c in pod.get("initContainers") or []
-                                           if isinstance(c, dict))
-        volumes[str(rj.get("name"))] = tuple(str(v.get("name")) for v in pod.get("volumes") or []
-                                             if isinstance(v, dict))
+        jobs[str(rj.get("name"))] = tuple(
+            str(c.get("name")) for c in pod.get("containers") or [] if isinstance(c, dict)
+        )
+        inits[str(rj.get("name"))] = tuple(
+            str(c.get("name")) for c in pod.get("initContainers") or [] if isinstance(c, dict)
+        )
+        volumes[str(rj.get("name"))] = tuple(
+            str(v.get("name")) for v in pod.get("volumes") or [] if isinstance(v, dict)
+        )
     if policy == "mpi":
         for job, extra in _MPI_VOLUMES.items():
             if job in volumes:

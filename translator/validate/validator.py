@@ -4,15 +4,17 @@ Layers, in apiserver order: YAML decoding (duplicate keys) -> ObjectMeta -> CRD 
 OpenAPI schema (unknown fields are errors) -> list-map keys -> CEL rules that apply at create ->
 Trainer webhook rules (and the pod rules that decide whether the TrainJob can ever start).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
+from collections.abc import Sequence
 
 from translator.jsondata import as_dict
 from translator.validate.crd import _RFC3339
 from translator.validate.documents import DecodeError, Document, json_path, load_documents
-from translator.validate.rules import (check_metadata, check_patches, check_runtime_ref, check_trainer)
+from translator.validate.rules import check_metadata, check_patches, check_runtime_ref, check_trainer
 from translator.validate.runtimes import SHIPPED, RuntimeInfo, runtime_from_manifest
 
 _QUANTITY_PATTERN_START = "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)"
@@ -21,32 +23,37 @@ _QUANTITY_PATTERN_START = "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)"
 @dataclass(frozen=True)
 class Problem:
     code: str
-    severity: str                 # "error" | "warning"
-    path: str                     # JSON path inside the document
-    line: Optional[int]           # 1-based line in the file, when known
+    severity: str  # "error" | "warning"
+    path: str  # JSON path inside the document
+    line: int | None  # 1-based line in the file, when known
     message: str
 
     def to_json(self) -> dict:
-        return {"code": self.code, "severity": self.severity, "path": self.path, "line": self.line,
-                "message": self.message}
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+        }
 
 
 @dataclass
 class Result:
     file: str
-    index: Optional[int]                      # document index in the file (0-based); None: whole file
-    name: Optional[str]
-    problems: List[Problem] = field(default_factory=list)
+    index: int | None  # document index in the file (0-based); None: whole file
+    name: str | None
+    problems: list[Problem] = field(default_factory=list)
     cel_evaluated: int = 0
     cel_skipped_transition: int = 0
-    skipped: bool = False                     # not a TrainJob (a note, not a verdict)
+    skipped: bool = False  # not a TrainJob (a note, not a verdict)
 
     @property
-    def errors(self) -> List[Problem]:
+    def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
 
     @property
-    def warnings(self) -> List[Problem]:
+    def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity != "error"]
 
     @property
@@ -54,10 +61,15 @@ class Result:
         return not self.errors
 
     def to_json(self) -> dict:
-        return {"file": self.file, "index": self.index, "name": self.name, "valid": self.valid,
-                "errors": [p.to_json() for p in self.errors],
-                "warnings": [p.to_json() for p in self.warnings],
-                "cel": {"evaluated": self.cel_evaluated, "skipped_transition": self.cel_skipped_transition}}
+        return {
+            "file": self.file,
+            "index": self.index,
+            "name": self.name,
+            "valid": self.valid,
+            "errors": [p.to_json() for p in self.errors],
+            "warnings": [p.to_json() for p in self.warnings],
+            "cel": {"evaluated": self.cel_evaluated, "skipped_transition": self.cel_skipped_transition},
+        }
 
 
 def _describe(value: Any) -> str:
@@ -65,11 +77,18 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_JSON_TYPES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
-               "object": "a mapping", "array": "a list", "null": "null"}
+_JSON_TYPES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
 
 
-def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tuple, str]]:
+def _schema_problems(data: dict, crd, version: str) -> list[tuple[str, str, tuple, str]]:
     out = []
     validator = crd.validator(version)
     for err in validator.iter_errors(data):
@@ -80,8 +99,14 @@ def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tupl
             known = set((err.schema.get("properties") or {}).keys())
             for key in err.instance:
                 if key not in known:
-                    out.append(("V710", "error", path + (key,),
-                                f"unknown field {json_path(path + (key,))}: the API server would silently drop it"))
+                    out.append(
+                        (
+                            "V710",
+                            "error",
+                            path + (key,),
+                            f"unknown field {json_path(path + (key,))}: the API server would silently drop it",
+                        )
+                    )
             continue
         if kind == "type":
             want = err.validator_value
@@ -97,8 +122,21 @@ def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tupl
             msg = f"{where} must be an integer or a string, not {_describe(err.instance)}"
         elif kind == "required":
             msg = f"{where or 'document'}: {err.message}"
-        elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-                      "maxItems", "minItems", "minProperties", "maxProperties", "enum", "pattern", "const"):
+        elif kind in (
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "minLength",
+            "maxLength",
+            "maxItems",
+            "minItems",
+            "minProperties",
+            "maxProperties",
+            "enum",
+            "pattern",
+            "const",
+        ):
             msg = f"{where}: {_describe(err.instance)} violates {kind} {_describe(err.validator_value)}"
         else:
             msg = f"{where}: {err.message}"
@@ -106,14 +144,15 @@ def _schema_problems(data: dict, crd, version: str) -> List[Tuple[str, str, Tupl
     return out
 
 
-def _runtime_for(spec: dict, runtimes: Dict[str, RuntimeInfo]) -> Optional[RuntimeInfo]:
+def _runtime_for(spec: dict, runtimes: dict[str, RuntimeInfo]) -> RuntimeInfo | None:
     ref = as_dict(spec.get("runtimeRef"))
     name = ref.get("name")
     return runtimes.get(name) if isinstance(name, str) else None
 
 
-def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
-                       runtimes: Optional[Dict[str, RuntimeInfo]] = None) -> List[Result]:
+def validate_documents(
+    docs: Sequence, crd=None, *, file: str = "-", runtimes: dict[str, RuntimeInfo] | None = None
+) -> list[Result]:
     """One Result per TrainJob document (plus a skipped Result per other document).
 
     ``docs``: :class:`Document` objects (from :func:`load_documents`, with lines) or plain dicts.
@@ -132,7 +171,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         if info is not None and info.name:
             known[info.name] = info
 
-    results: List[Result] = []
+    results: list[Result] = []
     for doc in documents:
         data = doc.data
         api = data.get("apiVersion") if isinstance(data, dict) else None
@@ -147,7 +186,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         result = Result(file, doc.index, name)
         results.append(result)
 
-        def add(code, severity, path, message, result=result, doc=doc):   # this document's result and lines
+        def add(code, severity, path, message, result=result, doc=doc):  # this document's result and lines
             result.problems.append(Problem(code, severity, json_path(path), doc.line_of(path), message))
 
         for code, path, line, message in doc.problems:
@@ -158,13 +197,21 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         group, _, version = str(api or "").rpartition("/")
         if kind != crd.kind or group != crd.group:
             result.skipped = True
-            add("V702", "warning", (), f"not a {crd.kind} ({crd.group}) document: apiVersion {api!r}, kind "
-                                      f"{kind!r}; skipped")
+            add(
+                "V702",
+                "warning",
+                (),
+                f"not a {crd.kind} ({crd.group}) document: apiVersion {api!r}, kind {kind!r}; skipped",
+            )
             continue
         schema = crd.schema(version)
         if schema is None:
-            add("V711", "error", ("apiVersion",), f"version {version!r} is not served by this CRD "
-                                                  f"(served: {', '.join(crd.versions)})")
+            add(
+                "V711",
+                "error",
+                ("apiVersion",),
+                f"version {version!r} is not served by this CRD (served: {', '.join(crd.versions)})",
+            )
             continue
 
         # ObjectMeta (the CRD schema only says `type: object`)
@@ -180,8 +227,13 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         if "spec" not in pruned:
             # the CRD does not require spec (the API server stores a TrainJob without one); the
             # Trainer webhook rejects it: no runtimeRef, no runtime
-            add("V744", "error", ("spec",), "spec is missing: the API server stores it, but the Trainer "
-                                          "webhook rejects a TrainJob without spec.runtimeRef (the runtime)")
+            add(
+                "V744",
+                "error",
+                ("spec",),
+                "spec is missing: the API server stores it, but the Trainer "
+                "webhook rejects a TrainJob without spec.runtimeRef (the runtime)",
+            )
         defaulted = apply_defaults(pruned, schema)
         defaulted.pop("status", None)
         for code, sev, path, msg in _schema_problems(defaulted, crd, version):
@@ -194,7 +246,7 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
         cel_subject = defaulted
         if not isinstance(meta.get("name"), str):
             gen = meta.get("generateName")
-            if isinstance(gen, str):   # the apiserver generates the name before validating
+            if isinstance(gen, str):  # the apiserver generates the name before validating
                 cel_subject = dict(defaulted)
                 cel_subject["metadata"] = dict(meta, name=gen[:58] + "abcde")
         if isinstance(cel_subject.get("metadata"), dict) and isinstance(cel_subject["metadata"].get("name"), str):
@@ -202,38 +254,54 @@ def validate_documents(docs: Sequence, crd=None, *, file: str = "-",
             result.cel_evaluated, result.cel_skipped_transition = evaluated, skipped
             for o in outcomes:
                 if o.path == () and "metadata.name" in o.rule:
-                    o.path = ("metadata", "name")       # root rules about the name: point at it
+                    o.path = ("metadata", "name")  # root rules about the name: point at it
                 if o.passed is False:
                     add("V720", "error", o.path, f"{json_path(o.path)}: {o.message} (CEL: {o.rule})")
                 elif o.passed is None:
-                    add("V721", "warning", o.path, f"{json_path(o.path)}: CEL rule could not be evaluated "
-                                                   f"({o.error}): {o.rule}")
+                    add(
+                        "V721",
+                        "warning",
+                        o.path,
+                        f"{json_path(o.path)}: CEL rule could not be evaluated ({o.error}): {o.rule}",
+                    )
 
         # webhook (needs the runtime's shape)
         spec = as_dict(defaulted.get("spec"))
         runtime = _runtime_for(spec, known)
         ref = as_dict(spec.get("runtimeRef"))
         if runtime is None and isinstance(ref.get("name"), str):
-            add("V745", "warning", ("spec", "runtimeRef", "name"),
+            add(
+                "V745",
+                "warning",
+                ("spec", "runtimeRef", "name"),
                 f"runtime {ref.get('name')!r} is not a shipped runtime and no manifest for it was given "
-                "(--runtimes); runtime-specific checks were relaxed")
-        for check, args in ((check_runtime_ref, (spec,)), (check_trainer, (spec, runtime)),
-                            (check_patches, (spec, runtime))):
+                "(--runtimes); runtime-specific checks were relaxed",
+            )
+        for check, args in (
+            (check_runtime_ref, (spec,)),
+            (check_trainer, (spec, runtime)),
+            (check_patches, (spec, runtime)),
+        ):
             try:
                 found = check(*args)
             except Exception as exc:  # noqa: BLE001 - a malformed shape the schema errors already name
                 if not result.errors:
-                    add("V799", "error", ("spec",), f"internal error in {check.__name__} on this document "
-                                                    f"({type(exc).__name__}: {exc}); please report it")
+                    add(
+                        "V799",
+                        "error",
+                        ("spec",),
+                        f"internal error in {check.__name__} on this document "
+                        f"({type(exc).__name__}: {exc}); please report it",
+                    )
                 continue
             for code, sev, path, msg in found:
                 add(code, sev, path, msg)
     return results
 
 
-def _expand_lists(docs: List[Document]) -> List[Document]:
+def _expand_lists(docs: list[Document]) -> list[Document]:
     """``kind: List`` documents (``kubectl get -o yaml``) become one document per item, lines kept."""
-    out: List[Document] = []
+    out: list[Document] = []
     for doc in docs:
         data = doc.data
         if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
@@ -241,16 +309,18 @@ def _expand_lists(docs: List[Document]) -> List[Document]:
                 prefix = ("items", i)
                 lines = {path[2:]: line for path, line in doc.lines.items() if path[:2] == prefix}
                 problems = [(c, p[2:], ln, m) for c, p, ln, m in doc.problems if p[:2] == prefix]
-                out.append(Document(index=len(out), data=item, lines=lines, start_line=lines.get(()),
-                                    problems=problems))
+                out.append(
+                    Document(index=len(out), data=item, lines=lines, start_line=lines.get(()), problems=problems)
+                )
         else:
             doc.index = len(out)
             out.append(doc)
     return out
 
 
-def validate_text(text: str, crd=None, *, file: str = "-",
-                  runtimes: Optional[Dict[str, RuntimeInfo]] = None) -> List[Result]:
+def validate_text(
+    text: str, crd=None, *, file: str = "-", runtimes: dict[str, RuntimeInfo] | None = None
+) -> list[Result]:
     """Validate YAML/JSON text; a file that does not decode gives one invalid Result (V701)."""
     try:
         docs = load_documents(text)
@@ -258,6 +328,12 @@ def validate_text(text: str, crd=None, *, file: str = "-",
         return [Result(file, None, None, problems=[Problem("V701", "error", "<file>", exc.line, exc.message)])]
     results = validate_documents(_expand_lists(docs), crd, file=file, runtimes=runtimes)
     if not any(not r.skipped for r in results):
-        results.append(Result(file, None, None, problems=[
-            Problem("V703", "error", "<file>", None, "no TrainJob document in this file")]))
+        results.append(
+            Result(
+                file,
+                None,
+                None,
+                problems=[Problem("V703", "error", "<file>", None, "no TrainJob document in this file")],
+            )
+        )
     return results

@@ -4,21 +4,21 @@ Expansion follows `scontrol show hostnames` (src/common/hostlist.c): a bracket h
 numbers or ranges; a range keeps the zero padding of its lower bound. Compression groups names that
 share a prefix and a numeric suffix width, in order, as `scontrol show hostlist` does.
 """
+
 from __future__ import annotations
 
 import re
-from typing import List
 
 
 class HostlistError(ValueError):
     pass
 
 
-def _split_top(text: str) -> List[str]:
+def _split_top(text: str) -> list[str]:
     """Split at commas that are not inside brackets."""
-    parts: List[str] = []
+    parts: list[str] = []
     depth = 0
-    cur: List[str] = []
+    cur: list[str] = []
     for ch in text:
         if ch == "[":
             depth += 1
@@ -37,12 +37,12 @@ def _split_top(text: str) -> List[str]:
     return [p for p in (x.strip() for x in parts) if p]
 
 
-def _expand_one(item: str) -> List[str]:
+def _expand_one(item: str) -> list[str]:
     m = re.search(r"\[([^\[\]]*)\]", item)
     if not m:
         return [item]
-    prefix, inner, suffix = item[:m.start()], m.group(1), item[m.end():]
-    out: List[str] = []
+    prefix, inner, suffix = item[: m.start()], m.group(1), item[m.end() :]
+    out: list[str] = []
     for rng in inner.split(","):
         rng = rng.strip()
         if not rng:
@@ -60,17 +60,17 @@ def _expand_one(item: str) -> List[str]:
     return out
 
 
-def expand(text: str) -> List[str]:
+def expand(text: str) -> list[str]:
     """`node[01-03],gpu5` -> ['node01', 'node02', 'node03', 'gpu5'] (duplicates kept, as scontrol does)."""
-    names: List[str] = []
+    names: list[str] = []
     for item in _split_top(text.replace(" ", ",")):
         names.extend(_expand_one(item))
     return names
 
 
-def compress(names: List[str]) -> str:
+def compress(names: list[str]) -> str:
     """['node01', 'node02', 'node04'] -> 'node[01-02,04]'."""
-    groups: List[list] = []          # [prefix, width, [numbers]] or [name, None, None]
+    groups: list[list] = []  # [prefix, width, [numbers]] or [name, None, None]
     for name in names:
         m = re.match(r"^(.*?)(\d+)$", name)
         if not m:
@@ -102,7 +102,7 @@ def compress(names: List[str]) -> str:
     return ",".join(out)
 
 
-def counts_form(counts: List[int]) -> str:
+def counts_form(counts: list[int]) -> str:
     """Per-node counts in Slurm's `2(x3),1` form (SLURM_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE)."""
     out, i = [], 0
     while i < len(counts):
@@ -115,8 +115,8 @@ def counts_form(counts: List[int]) -> str:
     return ",".join(out)
 
 
-def parse_counts_form(text: str) -> List[int]:
-    out: List[int] = []
+def parse_counts_form(text: str) -> list[int]:
+    out: list[int] = []
     for part in text.split(","):
         m = re.match(r"^\s*(\d+)(?:\(x(\d+)\))?\s*$", part)
         if not m:

@@ -10,6 +10,7 @@ bounded records and outputs to the host directory.
 
 Usage: python -I -S sim_init.py SPEC.json
 """
+
 import ctypes
 import json
 import os
@@ -66,8 +67,21 @@ def main():
     notes = []
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     tmpfs(R, size="32m", inodes=65536)
-    for d in ("usr", "etc", "tmp", "proc", "dev", "run", "var", "home", ".sim/real/usr", ".sim/rec", ".sim/unit",
-              ".sim/stubs", ".sim/oldroot"):
+    for d in (
+        "usr",
+        "etc",
+        "tmp",
+        "proc",
+        "dev",
+        "run",
+        "var",
+        "home",
+        ".sim/real/usr",
+        ".sim/rec",
+        ".sim/unit",
+        ".sim/stubs",
+        ".sim/oldroot",
+    ):
         os.makedirs(os.path.join(R, d), exist_ok=True)
     os.symlink("/tmp", os.path.join(R, "var/tmp"))
     for name, target in spec["top_links"].items():
@@ -116,8 +130,12 @@ def main():
             mount("/dev/" + dev, p, None, MS_BIND)
         except OSError as exc:
             notes.append(str(exc))
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, os.path.join(R, "dev", name))
     os.makedirs(R + "/dev/shm")
     have_proc = True
@@ -257,8 +275,12 @@ def child(spec, R, u, outfd, errfd, have_proc):
                     pass
     os.chdir(cwd)
     lim = spec["limits"]
-    for res_name, value in (("RLIMIT_NPROC", lim["nproc"]), ("RLIMIT_FSIZE", lim["fsize"]),
-                            ("RLIMIT_CPU", lim["cpu"]), ("RLIMIT_CORE", 0)):
+    for res_name, value in (
+        ("RLIMIT_NPROC", lim["nproc"]),
+        ("RLIMIT_FSIZE", lim["fsize"]),
+        ("RLIMIT_CPU", lim["cpu"]),
+        ("RLIMIT_CORE", 0),
+    ):
         try:
             resource.setrlimit(getattr(resource, res_name), (value, value))
         except (ValueError, OSError):

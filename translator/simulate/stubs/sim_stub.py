@@ -9,6 +9,7 @@ recorded (`call`) and succeeds without doing anything.
 
 Records are JSON lines appended to the unit's record file (see `_config`).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,15 +26,47 @@ _CFG = None
 
 # Commands that exist only where Slurm (or an environment-module system) is installed.
 SLURM_ONLY = {
-    "srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct", "scancel", "sattach", "sbcast",
-    "sstat", "sprio", "sshare", "sreport", "sacctmgr", "sdiag", "strigger", "module", "ml",
+    "srun",
+    "sbatch",
+    "salloc",
+    "scontrol",
+    "sinfo",
+    "squeue",
+    "sacct",
+    "scancel",
+    "sattach",
+    "sbcast",
+    "sstat",
+    "sprio",
+    "sshare",
+    "sreport",
+    "sacctmgr",
+    "sdiag",
+    "strigger",
+    "module",
+    "ml",
 }
 # Programs whose launch is not a training process (utilities, package managers, setup commands).
-PY_NON_TRAINING_MODULES = {"pip", "venv", "ensurepip", "site", "json.tool", "http.server", "compileall",
-                           "pip3", "pytest", "unittest", "timeit", "py_compile", "sysconfig", "platform"}
+PY_NON_TRAINING_MODULES = {
+    "pip",
+    "venv",
+    "ensurepip",
+    "site",
+    "json.tool",
+    "http.server",
+    "compileall",
+    "pip3",
+    "pytest",
+    "unittest",
+    "timeit",
+    "py_compile",
+    "sysconfig",
+    "platform",
+}
 
 
 # ---------------------------------------------------------------- configuration and records
+
 
 def _config() -> dict:
     global _CFG
@@ -119,6 +152,7 @@ def fail(name: str, argv, reason: str, code: int = 1, message: str = "") -> int:
 
 # ---------------------------------------------------------------- the training process record
 
+
 def _first_int(env, *names):
     for n in names:
         v = env.get(n)
@@ -144,20 +178,34 @@ def record_process(program: str, argv, interpreter: str, env=None) -> None:
     in_step = True
     slurm_rank = ("SLURM_PROCID",)
     record(
-        "process", program=program, argv=list(argv), interpreter=interpreter,
+        "process",
+        program=program,
+        argv=list(argv),
+        interpreter=interpreter,
         launcher=env.get(SIM_PREFIX + "LAUNCHER", "direct"),
         rank=_first_int(env, "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "JAX_PROCESS_ID", *slurm_rank),
-        local_rank=_first_int(env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                              *(("SLURM_LOCALID",) if in_step else ())),
-        world_size=_first_int(env, "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "JAX_NUM_PROCESSES",
-                              *(("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS") if in_step else ())),
-        master_addr=env.get("MASTER_ADDR"), master_port=env.get("MASTER_PORT"),
-        gpus=visible_gpus(env), env=clean_env(env), cwd=os.getcwd(),
+        local_rank=_first_int(
+            env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", *(("SLURM_LOCALID",) if in_step else ())
+        ),
+        world_size=_first_int(
+            env,
+            "WORLD_SIZE",
+            "OMPI_COMM_WORLD_SIZE",
+            "PMI_SIZE",
+            "JAX_NUM_PROCESSES",
+            *(("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS") if in_step else ()),
+        ),
+        master_addr=env.get("MASTER_ADDR"),
+        master_port=env.get("MASTER_PORT"),
+        gpus=visible_gpus(env),
+        env=clean_env(env),
+        cwd=os.getcwd(),
         defaulted=[n for n in env.get(SIM_PREFIX + "DEFAULTED", "").split(",") if n],
     )
 
 
 # ---------------------------------------------------------------- starting child commands
+
 
 def _which(name: str, env) -> str:
     if "/" in name:
@@ -213,11 +261,12 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
             os.environ.update(env)
             name = os.path.basename(argv[0])
             path = _which(argv[0], env)
-            if (path and _is_stub(path)) or (not path and "/" not in argv[0]
-                                                  and (handler_for(name) or name in KNOWN_NAMES)):
+            if (path and _is_stub(path)) or (
+                not path and "/" not in argv[0] and (handler_for(name) or name in KNOWN_NAMES)
+            ):
                 code = dispatch(name, list(argv[1:]), training_if_unknown=True)
             elif path and _is_program_stub(path):
-                record_process(argv[0], argv[1:], "", env)     # what the stub script would record
+                record_process(argv[0], argv[1:], "", env)  # what the stub script would record
                 code = 0
             elif path:
                 try:
@@ -245,6 +294,7 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
 
 # ---------------------------------------------------------------- option scanning helper
 
+
 def take_opts(args, with_value, flags, stop_at_positional=True, aliases=None):
     """Generic GNU-style scan. Returns (opts dict name->value/True, rest). Long names are given
     with `--`; `_` and `-` are the same in long names. Unknown `--x` options take no value
@@ -262,7 +312,7 @@ def take_opts(args, with_value, flags, stop_at_positional=True, aliases=None):
     while i < len(args):
         a = args[i]
         if a == "--":
-            rest.extend(args[i + 1:])
+            rest.extend(args[i + 1 :])
             break
         whole = norm(a.partition("=")[0]) if a.startswith("-") and not a.startswith("--") and len(a) > 2 else None
         if whole is not None and (whole in wv or whole in fl):
@@ -299,7 +349,7 @@ def take_opts(args, with_value, flags, stop_at_positional=True, aliases=None):
                 while j < len(a):
                     n = norm("-" + a[j])
                     if n in wv:
-                        rest_val = a[j + 1:]
+                        rest_val = a[j + 1 :]
                         if rest_val:
                             opts[n] = rest_val.lstrip("=")
                         elif i + 1 < len(args):
@@ -326,28 +376,162 @@ def _int(v, default=None):
 
 # ---------------------------------------------------------------- Slurm: srun, scontrol, ...
 
-SRUN_VALUE = ["-A", "--account", "-c", "--cpus-per-task", "-C", "--constraint", "-D", "--chdir", "-d",
-              "--dependency", "-e", "--error", "-G", "--gpus", "-i", "--input", "-J", "--job-name", "-L",
-              "--licenses", "-m", "--distribution", "-N", "--nodes", "-n", "--ntasks", "-o", "--output", "-p",
-              "--partition", "-q", "--qos", "-r", "--relative", "-S", "--core-spec", "-T", "--threads", "-t",
-              "--time", "-w", "--nodelist", "-W", "--wait", "-x", "--exclude", "-B", "--extra-node-info",
-              "--ntasks-per-node", "--gpus-per-task", "--gpus-per-node", "--gres", "--mem", "--mem-per-cpu",
-              "--mem-per-gpu", "--cpus-per-gpu", "--mpi", "--export", "--cpu-bind", "--gpu-bind", "--mem-bind",
-              "--container-image", "--container-mounts", "--container-workdir", "--container-name",
-              "--container-env", "--container-save", "--kill-on-bad-exit", "-K", "--signal", "--time-min",
-              "--network", "--tres-per-task", "--ntasks-per-gpu", "--ntasks-per-socket", "--ntasks-per-core",
-              "--het-group", "--jobid", "--task-epilog", "--task-prolog", "--epilog", "--prolog", "--comment",
-              "--hint", "--open-mode", "--propagate", "--reservation", "--begin", "--deadline", "--nice",
-              "--gres-flags", "--cores-per-socket", "--sockets-per-node", "--threads-per-core", "--switches",
-              "--wckey", "--uid", "--gid", "--tmp", "--mincpus", "--profile", "--slurmd-debug", "--cpu-freq",
-              "--accel-bind", "--bcast", "--compress", "--resv-ports", "--tres-bind", "--container",
-              "--container-id", "-F", "--nodefile", "--exact-cpus"]
-SRUN_FLAGS = ["-l", "--label", "-u", "--unbuffered", "-v", "--verbose", "-Q", "--quiet", "-E", "--preserve-env",
-              "-k", "--no-kill", "-O", "--overcommit", "-s", "--oversubscribe", "--exclusive", "--overlap",
-              "--exact", "-X", "--disable-status", "-Z", "--no-allocate", "-I", "--immediate", "-H", "--hold",
-              "--pty", "--multi-prog", "--no-container-mount-home", "--container-writable",
-              "--container-remap-root", "--no-container-remap-root", "--container-mount-home", "--test-only",
-              "--spread-job", "--use-min-nodes", "--contiguous", "--quit-on-interrupt"]
+SRUN_VALUE = [
+    "-A",
+    "--account",
+    "-c",
+    "--cpus-per-task",
+    "-C",
+    "--constraint",
+    "-D",
+    "--chdir",
+    "-d",
+    "--dependency",
+    "-e",
+    "--error",
+    "-G",
+    "--gpus",
+    "-i",
+    "--input",
+    "-J",
+    "--job-name",
+    "-L",
+    "--licenses",
+    "-m",
+    "--distribution",
+    "-N",
+    "--nodes",
+    "-n",
+    "--ntasks",
+    "-o",
+    "--output",
+    "-p",
+    "--partition",
+    "-q",
+    "--qos",
+    "-r",
+    "--relative",
+    "-S",
+    "--core-spec",
+    "-T",
+    "--threads",
+    "-t",
+    "--time",
+    "-w",
+    "--nodelist",
+    "-W",
+    "--wait",
+    "-x",
+    "--exclude",
+    "-B",
+    "--extra-node-info",
+    "--ntasks-per-node",
+    "--gpus-per-task",
+    "--gpus-per-node",
+    "--gres",
+    "--mem",
+    "--mem-per-cpu",
+    "--mem-per-gpu",
+    "--cpus-per-gpu",
+    "--mpi",
+    "--export",
+    "--cpu-bind",
+    "--gpu-bind",
+    "--mem-bind",
+    "--container-image",
+    "--container-mounts",
+    "--container-workdir",
+    "--container-name",
+    "--container-env",
+    "--container-save",
+    "--kill-on-bad-exit",
+    "-K",
+    "--signal",
+    "--time-min",
+    "--network",
+    "--tres-per-task",
+    "--ntasks-per-gpu",
+    "--ntasks-per-socket",
+    "--ntasks-per-core",
+    "--het-group",
+    "--jobid",
+    "--task-epilog",
+    "--task-prolog",
+    "--epilog",
+    "--prolog",
+    "--comment",
+    "--hint",
+    "--open-mode",
+    "--propagate",
+    "--reservation",
+    "--begin",
+    "--deadline",
+    "--nice",
+    "--gres-flags",
+    "--cores-per-socket",
+    "--sockets-per-node",
+    "--threads-per-core",
+    "--switches",
+    "--wckey",
+    "--uid",
+    "--gid",
+    "--tmp",
+    "--mincpus",
+    "--profile",
+    "--slurmd-debug",
+    "--cpu-freq",
+    "--accel-bind",
+    "--bcast",
+    "--compress",
+    "--resv-ports",
+    "--tres-bind",
+    "--container",
+    "--container-id",
+    "-F",
+    "--nodefile",
+    "--exact-cpus",
+]
+SRUN_FLAGS = [
+    "-l",
+    "--label",
+    "-u",
+    "--unbuffered",
+    "-v",
+    "--verbose",
+    "-Q",
+    "--quiet",
+    "-E",
+    "--preserve-env",
+    "-k",
+    "--no-kill",
+    "-O",
+    "--overcommit",
+    "-s",
+    "--oversubscribe",
+    "--exclusive",
+    "--overlap",
+    "--exact",
+    "-X",
+    "--disable-status",
+    "-Z",
+    "--no-allocate",
+    "-I",
+    "--immediate",
+    "-H",
+    "--hold",
+    "--pty",
+    "--multi-prog",
+    "--no-container-mount-home",
+    "--container-writable",
+    "--container-remap-root",
+    "--no-container-remap-root",
+    "--container-mount-home",
+    "--test-only",
+    "--spread-job",
+    "--use-min-nodes",
+    "--contiguous",
+    "--quit-on-interrupt",
+]
 
 
 def _gpu_count(spec):
@@ -379,9 +563,8 @@ def srun(args) -> int:
     tpn = _int(opts.get("--ntasks-per-node") or env.get("SLURM_NTASKS_PER_NODE"))
     ntasks = t_cli if t_cli is not None else _int(env.get("SLURM_NTASKS") or env.get("SLURM_NPROCS"))
     if ntasks is not None and t_cli is None and opts.get("--ntasks-per-node") and n_cli:
-        ntasks = None       # explicit -N/--ntasks-per-node on srun: the inherited -n does not bind
-    nnodes = n_cli if n_cli is not None else _int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES"),
-                                                  n_alloc)
+        ntasks = None  # explicit -N/--ntasks-per-node on srun: the inherited -n does not bind
+    nnodes = n_cli if n_cli is not None else _int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES"), n_alloc)
     wlist = opts.get("-w") or opts.get("--nodelist")
     relative = _int(opts.get("-r") or opts.get("--relative"), 0)
     if wlist:
@@ -391,8 +574,13 @@ def srun(args) -> int:
             return fail("srun", args, f"invalid node list: {exc}", 1)
         bad = [w for w in wanted if w not in alloc]
         if bad:
-            return fail("srun", args, f"requested node {bad[0]} is not in the allocation", 1,
-                        f"srun: error: Requested node configuration is not available ({bad[0]})")
+            return fail(
+                "srun",
+                args,
+                f"requested node {bad[0]} is not in the allocation",
+                1,
+                f"srun: error: Requested node configuration is not available ({bad[0]})",
+            )
         pool = [w for w in alloc if w in wanted] + [w for w in alloc if w not in wanted]
         if n_cli is None:
             nnodes = max(len(wanted), 1)
@@ -401,17 +589,22 @@ def srun(args) -> int:
             return fail("srun", args, f"--relative={relative} is beyond the {n_alloc} allocated nodes", 1)
         pool = alloc[relative:]
     if ntasks is not None and ntasks < nnodes:
-        nnodes = max(ntasks, 1)      # "can't run N processes on M nodes, setting nnodes to N"
+        nnodes = max(ntasks, 1)  # "can't run N processes on M nodes, setting nnodes to N"
     if ntasks is None:
         ntasks = nnodes * (tpn or 1)
     if tpn and t_cli is not None and n_cli is None and not wlist:
         nnodes = min(nnodes, max(1, -(-ntasks // tpn))) if ntasks >= tpn else nnodes
     if nnodes > len(pool):
-        return fail("srun", args, f"{nnodes} nodes asked for, only {len(pool)} allocated", 1,
-                    f"srun: error: Only allocated {len(pool)} nodes asked for {nnodes}")
+        return fail(
+            "srun",
+            args,
+            f"{nnodes} nodes asked for, only {len(pool)} allocated",
+            1,
+            f"srun: error: Only allocated {len(pool)} nodes asked for {nnodes}",
+        )
     step_nodes = pool[:nnodes]
     if wlist:
-        step_nodes = [w for w in alloc if w in step_nodes]   # the step's nodes keep allocation order
+        step_nodes = [w for w in alloc if w in step_nodes]  # the step's nodes keep allocation order
     # Block distribution (slurm_step_layout.c _task_layout_block): task counts per node handed out
     # round-robin, capped by --ntasks-per-node, then consecutive task ids node by node.
     counts = [0] * nnodes
@@ -430,12 +623,19 @@ def srun(args) -> int:
             if opts.get("-O") or opts.get("--overcommit"):
                 capped = True
                 continue
-            return fail("srun", args, f"{ntasks} tasks do not fit {nnodes} nodes x {tpn} tasks per node", 1,
-                        "srun: error: Unable to create step for job: More processors requested than permitted")
+            return fail(
+                "srun",
+                args,
+                f"{ntasks} tasks do not fit {nnodes} nodes x {tpn} tasks per node",
+                1,
+                "srun: error: Unable to create step for job: More processors requested than permitted",
+            )
     step_id = _next_step_id()
     gpt = _gpu_count(opts.get("--gpus-per-task") or env.get("SLURM_GPUS_PER_TASK"))
-    gpn_step = _gpu_count(opts.get("--gpus-per-node") or (
-        opts.get("--gres") if opts.get("--gres") and "gpu" in str(opts.get("--gres")) else None))
+    gpn_step = _gpu_count(
+        opts.get("--gpus-per-node")
+        or (opts.get("--gres") if opts.get("--gres") and "gpu" in str(opts.get("--gres")) else None)
+    )
     cpt = opts.get("-c") or opts.get("--cpus-per-task")
     label = bool(opts.get("-l") or opts.get("--label"))
     step_list = hostlist.compress(step_nodes)
@@ -451,19 +651,31 @@ def srun(args) -> int:
         ngpu = node_gpus(node)
         for local in range(counts[nid]):
             tenv = dict(env)
-            tenv.update({
-                "SLURM_PROCID": str(tid), "SLURM_LOCALID": str(local), "SLURM_NODEID": str(nid),
-                "SLURM_STEP_ID": str(step_id), "SLURM_STEPID": str(step_id),
-                "SLURM_STEP_NODELIST": step_list, "SLURM_NODELIST": step_list,
-                "SLURM_STEP_NUM_NODES": str(nnodes), "SLURM_NNODES": str(nnodes),
-                "SLURM_STEP_NUM_TASKS": str(ntasks), "SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks),
-                "SLURM_STEP_TASKS_PER_NODE": hostlist.counts_form(counts),
-                "SLURM_TASKS_PER_NODE": hostlist.counts_form(counts),
-                "SLURM_GTIDS": ",".join(map(str, gtids_all[nid])),
-                "SLURM_LAUNCH_NODE_IPADDR": ips.get(alloc[0], "10.0.0.1"),
-                "SLURMD_NODENAME": host, "SLURM_TOPOLOGY_ADDR": host, "SLURM_TASK_PID": str(4000 + tid),
-                "SLURM_CPU_BIND": "quiet,mask_cpu:0x1", "SLURM_DISTRIBUTION": "block",
-            })
+            tenv.update(
+                {
+                    "SLURM_PROCID": str(tid),
+                    "SLURM_LOCALID": str(local),
+                    "SLURM_NODEID": str(nid),
+                    "SLURM_STEP_ID": str(step_id),
+                    "SLURM_STEPID": str(step_id),
+                    "SLURM_STEP_NODELIST": step_list,
+                    "SLURM_NODELIST": step_list,
+                    "SLURM_STEP_NUM_NODES": str(nnodes),
+                    "SLURM_NNODES": str(nnodes),
+                    "SLURM_STEP_NUM_TASKS": str(ntasks),
+                    "SLURM_NTASKS": str(ntasks),
+                    "SLURM_NPROCS": str(ntasks),
+                    "SLURM_STEP_TASKS_PER_NODE": hostlist.counts_form(counts),
+                    "SLURM_TASKS_PER_NODE": hostlist.counts_form(counts),
+                    "SLURM_GTIDS": ",".join(map(str, gtids_all[nid])),
+                    "SLURM_LAUNCH_NODE_IPADDR": ips.get(alloc[0], "10.0.0.1"),
+                    "SLURMD_NODENAME": host,
+                    "SLURM_TOPOLOGY_ADDR": host,
+                    "SLURM_TASK_PID": str(4000 + tid),
+                    "SLURM_CPU_BIND": "quiet,mask_cpu:0x1",
+                    "SLURM_DISTRIBUTION": "block",
+                }
+            )
             if cpt:
                 tenv["SLURM_CPUS_PER_TASK"] = str(cpt)
             export = opts.get("--export")
@@ -473,9 +685,11 @@ def srun(args) -> int:
                 items = str(export).split(",")
                 keep_all = "ALL" in items
                 if not keep_all:
-                    tenv = {k: v for k, v in tenv.items() if k.startswith(("SLURM_", SIM_PREFIX))
-                            or k in ("PATH", "HOME", "HOSTNAME")
-                            or k in items}
+                    tenv = {
+                        k: v
+                        for k, v in tenv.items()
+                        if k.startswith(("SLURM_", SIM_PREFIX)) or k in ("PATH", "HOME", "HOSTNAME") or k in items
+                    }
                 for it in items:
                     k, eq, v = it.partition("=")
                     if eq:
@@ -523,8 +737,10 @@ def srun(args) -> int:
 
 
 def _next_step_id() -> int:
-    path = os.path.join(os.path.dirname(_config().get("rec") or os.path.join(_simdir(), "rec", "x")),
-                        f"steps.{_config().get('unit', 0)}")
+    path = os.path.join(
+        os.path.dirname(_config().get("rec") or os.path.join(_simdir(), "rec", "x")),
+        f"steps.{_config().get('unit', 0)}",
+    )
     n = 0
     try:
         with open(path) as fh:
@@ -558,8 +774,10 @@ def scontrol(args) -> int:
         return 0
     if len(words) >= 2 and words[0] == "show" and words[1] == "job":
         e = os.environ
-        print(f"JobId={e.get('SLURM_JOB_ID', '')} JobName={e.get('SLURM_JOB_NAME', '')}\n"
-              f"   NumNodes={e.get('SLURM_JOB_NUM_NODES', '')} NodeList={e.get('SLURM_JOB_NODELIST', '')}")
+        print(
+            f"JobId={e.get('SLURM_JOB_ID', '')} JobName={e.get('SLURM_JOB_NAME', '')}\n"
+            f"   NumNodes={e.get('SLURM_JOB_NUM_NODES', '')} NodeList={e.get('SLURM_JOB_NODELIST', '')}"
+        )
         return 0
     return 0
 
@@ -588,7 +806,9 @@ def nvidia_smi(args) -> int:
         return 9
     if any(a in ("-L", "--list-gpus") for a in args):
         for i, d in enumerate(ids):
-            print(f"GPU {i}: NVIDIA A100-SXM4-80GB (UUID: GPU-00000000-0000-0000-0000-{int(d) if d.isdigit() else i:012d})")
+            print(
+                f"GPU {i}: NVIDIA A100-SXM4-80GB (UUID: GPU-00000000-0000-0000-0000-{int(d) if d.isdigit() else i:012d})"
+            )
         return 0
     q = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
     if q is not None:
@@ -596,8 +816,15 @@ def nvidia_smi(args) -> int:
             vals = []
             for f in q.split(","):
                 f = f.strip()
-                vals.append({"index": str(i), "name": "NVIDIA A100-SXM4-80GB", "count": str(n),
-                             "memory.total": "81920 MiB", "uuid": f"GPU-{i:08d}"}.get(f, "N/A"))
+                vals.append(
+                    {
+                        "index": str(i),
+                        "name": "NVIDIA A100-SXM4-80GB",
+                        "count": str(n),
+                        "memory.total": "81920 MiB",
+                        "uuid": f"GPU-{i:08d}",
+                    }.get(f, "N/A")
+                )
             print(", ".join(vals))
         return 0
     print(f"(simulated nvidia-smi: {n} GPU(s) visible)")
@@ -605,6 +832,7 @@ def nvidia_smi(args) -> int:
 
 
 # ---------------------------------------------------------------- python and torchrun
+
 
 def python(name, args) -> int:
     i, code, module = 0, None, None
@@ -615,7 +843,7 @@ def python(name, args) -> int:
             break
         if not a.startswith("-") or a == "-":
             break
-        if a.startswith("--"):          # --version, --help, --check-hash-based-pycs x
+        if a.startswith("--"):  # --version, --help, --check-hash-based-pycs x
             if a == "--check-hash-based-pycs":
                 i += 1
             i += 1
@@ -628,8 +856,8 @@ def python(name, args) -> int:
         while j < len(a):
             ch = a[j]
             if ch in "cm":
-                val = a[j + 1:] or (args[i + 1] if i + 1 < len(args) else "")
-                if not a[j + 1:]:
+                val = a[j + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+                if not a[j + 1 :]:
                     i += 1
                 if ch == "c":
                     code = val
@@ -638,7 +866,7 @@ def python(name, args) -> int:
                 stop = True
                 break
             if ch in "WXQ":
-                if not a[j + 1:]:
+                if not a[j + 1 :]:
                     i += 1
                 break
             if ch == "V":
@@ -688,28 +916,69 @@ def _interp(name: str) -> str:
     return "python" if re.fullmatch(r"python[0-9.]*", name) else name
 
 
-TORCHRUN_VALUE = ["--nnodes", "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--rdzv-conf",
-                  "--max-restarts", "--monitor-interval", "--start-method", "--role", "--node-rank", "--master-addr",
-                  "--master-port", "--local-addr", "--log-dir", "-r", "--redirects", "-t", "--tee",
-                  "--local-ranks-filter", "--logs-specs", "--numa-binding", "--event-log-handler",
-                  "--signals-to-handle", "--virtual-local-rank-rank"]
-TORCHRUN_FLAGS = ["--standalone", "-m", "--module", "--no-python", "--run-path", "--use-env",
-                  "--virtual-local-rank", "--duplicate-stdout-filters"]
+TORCHRUN_VALUE = [
+    "--nnodes",
+    "--nproc-per-node",
+    "--rdzv-backend",
+    "--rdzv-endpoint",
+    "--rdzv-id",
+    "--rdzv-conf",
+    "--max-restarts",
+    "--monitor-interval",
+    "--start-method",
+    "--role",
+    "--node-rank",
+    "--master-addr",
+    "--master-port",
+    "--local-addr",
+    "--log-dir",
+    "-r",
+    "--redirects",
+    "-t",
+    "--tee",
+    "--local-ranks-filter",
+    "--logs-specs",
+    "--numa-binding",
+    "--event-log-handler",
+    "--signals-to-handle",
+    "--virtual-local-rank-rank",
+]
+TORCHRUN_FLAGS = [
+    "--standalone",
+    "-m",
+    "--module",
+    "--no-python",
+    "--run-path",
+    "--use-env",
+    "--virtual-local-rank",
+    "--duplicate-stdout-filters",
+]
 
 
 def torchrun(args, legacy_launch=False) -> int:
-    opts, rest = take_opts(args, TORCHRUN_VALUE, TORCHRUN_FLAGS,
-                           aliases={"--nproc_per_node": "--nproc-per-node", "--local_rank": "--local-rank"})
+    opts, rest = take_opts(
+        args,
+        TORCHRUN_VALUE,
+        TORCHRUN_FLAGS,
+        aliases={"--nproc_per_node": "--nproc-per-node", "--local_rank": "--local-rank"},
+    )
     env = dict(os.environ)
+
     # torch/distributed/argparse_util.py `env`: every option defaults to $PET_<DEST>.
     def opt(name, default=None):
         if name in opts:
             return opts[name]
         pet = "PET_" + name.lstrip("-").replace("-", "_").upper()
         return env.get(pet, default)
+
     if not rest:
-        return fail("torchrun", args, "no training script given", 2,
-                    "torchrun: error: the following arguments are required: training_script")
+        return fail(
+            "torchrun",
+            args,
+            "no training script given",
+            2,
+            "torchrun: error: the following arguments are required: training_script",
+        )
     script, sargs = rest[0], rest[1:]
     nnodes_s = str(opt("--nnodes", "1:1"))
     nnodes = _int(nnodes_s.split(":")[-1], 1)
@@ -722,8 +991,9 @@ def torchrun(args, legacy_launch=False) -> int:
     gpus = visible_gpus(env)
     if nproc_s in ("gpu",):
         if not gpus:
-            return fail("torchrun", args, "--nproc-per-node=gpu but no GPU is visible", 1,
-                        "ValueError: Cuda is not available.")
+            return fail(
+                "torchrun", args, "--nproc-per-node=gpu but no GPU is visible", 1, "ValueError: Cuda is not available."
+            )
         nproc = gpus
     elif nproc_s == "auto":
         nproc = gpus or 1
@@ -751,20 +1021,30 @@ def torchrun(args, legacy_launch=False) -> int:
     module = opts.get("-m") is True or opts.get("--module") is True or env.get("PET_MODULE") in ("1", "True")
     nopy = opts.get("--no-python") is True or env.get("PET_NO_PYTHON") in ("1", "True")
     use_env = opts.get("--use-env") is True or not legacy_launch
-    record("call", name="torchrun", argv=list(args), nnodes=nnodes, nproc=nproc, node_rank=node_rank,
-           backend=backend)
+    record("call", name="torchrun", argv=list(args), nnodes=nnodes, nproc=nproc, node_rank=node_rank, backend=backend)
     rc = 0
     for local in range(nproc):
         wenv = dict(env)
         rank = node_rank * nproc + local
-        wenv.update({
-            "LOCAL_RANK": str(local), "RANK": str(rank), "GROUP_RANK": str(node_rank), "ROLE_RANK": str(rank),
-            "ROLE_NAME": "default", "LOCAL_WORLD_SIZE": str(nproc), "WORLD_SIZE": str(world),
-            "GROUP_WORLD_SIZE": str(nnodes), "ROLE_WORLD_SIZE": str(world), "MASTER_ADDR": maddr,
-            "MASTER_PORT": mport, "TORCHELASTIC_RESTART_COUNT": "0",
-            "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
-            "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")), "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
-        })
+        wenv.update(
+            {
+                "LOCAL_RANK": str(local),
+                "RANK": str(rank),
+                "GROUP_RANK": str(node_rank),
+                "ROLE_RANK": str(rank),
+                "ROLE_NAME": "default",
+                "LOCAL_WORLD_SIZE": str(nproc),
+                "WORLD_SIZE": str(world),
+                "GROUP_WORLD_SIZE": str(nnodes),
+                "ROLE_WORLD_SIZE": str(world),
+                "MASTER_ADDR": maddr,
+                "MASTER_PORT": mport,
+                "TORCHELASTIC_RESTART_COUNT": "0",
+                "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
+                "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")),
+                "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
+            }
+        )
         defaulted = []
         for var, val, when in (("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", True), ("OMP_NUM_THREADS", "1", nproc > 1)):
             if when and var not in wenv:
@@ -786,8 +1066,17 @@ def torchrun(args, legacy_launch=False) -> int:
 # composer/cli/launcher.py (MosaicML Composer): -n/--nproc processes on this node; --world_size,
 # --base_rank, --node_rank, --master_addr, --master_port default to WORLD_SIZE, BASE_RANK, NODE_RANK,
 # MASTER_ADDR, MASTER_PORT; several nodes when world_size > nproc.
-COMPOSER_VALUE = ["-n", "--nproc", "--stdout", "--stderr", "--world-size", "--base-rank", "--node-rank",
-                  "--master-addr", "--master-port"]
+COMPOSER_VALUE = [
+    "-n",
+    "--nproc",
+    "--stdout",
+    "--stderr",
+    "--world-size",
+    "--base-rank",
+    "--node-rank",
+    "--master-addr",
+    "--master-port",
+]
 COMPOSER_FLAGS = ["-v", "--verbose", "-m", "--module-mode", "-c", "--command-mode"]
 
 
@@ -797,9 +1086,15 @@ def composer(args) -> int:
 
     def opt(name, var):
         return opts[name] if name in opts else env.get(var)
+
     if not rest:
-        return fail("composer", args, "no training script given", 2,
-                    "composer: error: the following arguments are required: training_script")
+        return fail(
+            "composer",
+            args,
+            "no training script given",
+            2,
+            "composer: error: the following arguments are required: training_script",
+        )
     script, sargs = rest[0], rest[1:]
     nproc = _int(opt("-n", "LOCAL_WORLD_SIZE"))
     if nproc is None:
@@ -811,13 +1106,18 @@ def composer(args) -> int:
         return fail("composer", args, f"world_size({world}) cannot be less than nproc({nproc})", 1)
     if world > nproc:
         if base is None and node_rank is None:
-            return fail("composer", args, "In a multi-node environment, at least one of node_rank and base_rank "
-                                          "must be provided.", 1)
+            return fail(
+                "composer",
+                args,
+                "In a multi-node environment, at least one of node_rank and base_rank must be provided.",
+                1,
+            )
         node_rank = base // nproc if node_rank is None else node_rank
         base = node_rank * nproc if base is None else base
         if base + nproc > world or maddr is None or mport is None:
-            return fail("composer", args, "multi-node composer needs ranks below world_size, master_addr and "
-                                          "master_port", 1)
+            return fail(
+                "composer", args, "multi-node composer needs ranks below world_size, master_addr and master_port", 1
+            )
     else:
         base, node_rank = 0, 0
         maddr, mport = maddr or "127.0.0.1", mport or "29500"
@@ -825,9 +1125,19 @@ def composer(args) -> int:
     rc = 0
     for local in range(nproc):
         wenv = dict(env)
-        wenv.update({"RANK": str(base + local), "WORLD_SIZE": str(world), "LOCAL_RANK": str(local),
-                     "LOCAL_WORLD_SIZE": str(nproc), "NODE_RANK": str(node_rank), "MASTER_ADDR": str(maddr),
-                     "MASTER_PORT": str(mport), "PYTHONUNBUFFERED": "1", "NCCL_ASYNC_ERROR_HANDLING": "1"})
+        wenv.update(
+            {
+                "RANK": str(base + local),
+                "WORLD_SIZE": str(world),
+                "LOCAL_RANK": str(local),
+                "LOCAL_WORLD_SIZE": str(nproc),
+                "NODE_RANK": str(node_rank),
+                "MASTER_ADDR": str(maddr),
+                "MASTER_PORT": str(mport),
+                "PYTHONUNBUFFERED": "1",
+                "NCCL_ASYNC_ERROR_HANDLING": "1",
+            }
+        )
         if opts.get("-c") is True or opts.get("--command-mode") is True:
             argv = [script] + sargs
         elif opts.get("-m") is True or opts.get("--module-mode") is True:
@@ -840,18 +1150,92 @@ def composer(args) -> int:
 
 # ---------------------------------------------------------------- MPI
 
-MPIRUN_VALUE = ["-n", "-np", "-c", "--np", "-N", "--npernode", "-npernode", "-ppn", "--ppn", "-H", "--host", "-host",
-                "-hosts", "--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "-x", "--mca", "-mca",
-                "--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-rank-by", "-wdir", "--wdir", "-wd",
-                "--prefix", "-output-filename", "--output-filename", "-genv", "-env", "--launch-agent",
-                "--report-bindings-file", "--cpus-per-proc", "--cpus-per-rank", "-bootstrap", "--bootstrap",
-                "-iface", "-genvlist", "--personality", "--output", "--display", "--runtime-options",
-                "--pmixmca", "--gmca", "--am", "--tune", "--path", "-path", "-launcher", "-rmk", "-env-file"]
-MPIRUN_FLAGS = ["--oversubscribe", "-oversubscribe", "--allow-run-as-root", "--tag-output", "-tag-output",
-                "--display-map", "-display-map", "--report-bindings", "-report-bindings", "-q", "--quiet", "-v",
-                "--verbose", "--timestamp-output", "-genvall", "-genvnone", "--bind-to-core", "--bind-to-socket",
-                "-l", "-prepend-rank", "--noprefix", "--nolocal", "-nolocal", "--use-hwthread-cpus",
-                "--display-allocation", "-print-rank-map"]
+MPIRUN_VALUE = [
+    "-n",
+    "-np",
+    "-c",
+    "--np",
+    "-N",
+    "--npernode",
+    "-npernode",
+    "-ppn",
+    "--ppn",
+    "-H",
+    "--host",
+    "-host",
+    "-hosts",
+    "--hostfile",
+    "-hostfile",
+    "--machinefile",
+    "-machinefile",
+    "-f",
+    "-x",
+    "--mca",
+    "-mca",
+    "--bind-to",
+    "-bind-to",
+    "--map-by",
+    "-map-by",
+    "--rank-by",
+    "-rank-by",
+    "-wdir",
+    "--wdir",
+    "-wd",
+    "--prefix",
+    "-output-filename",
+    "--output-filename",
+    "-genv",
+    "-env",
+    "--launch-agent",
+    "--report-bindings-file",
+    "--cpus-per-proc",
+    "--cpus-per-rank",
+    "-bootstrap",
+    "--bootstrap",
+    "-iface",
+    "-genvlist",
+    "--personality",
+    "--output",
+    "--display",
+    "--runtime-options",
+    "--pmixmca",
+    "--gmca",
+    "--am",
+    "--tune",
+    "--path",
+    "-path",
+    "-launcher",
+    "-rmk",
+    "-env-file",
+]
+MPIRUN_FLAGS = [
+    "--oversubscribe",
+    "-oversubscribe",
+    "--allow-run-as-root",
+    "--tag-output",
+    "-tag-output",
+    "--display-map",
+    "-display-map",
+    "--report-bindings",
+    "-report-bindings",
+    "-q",
+    "--quiet",
+    "-v",
+    "--verbose",
+    "--timestamp-output",
+    "-genvall",
+    "-genvnone",
+    "--bind-to-core",
+    "--bind-to-socket",
+    "-l",
+    "-prepend-rank",
+    "--noprefix",
+    "--nolocal",
+    "-nolocal",
+    "--use-hwthread-cpus",
+    "--display-allocation",
+    "-print-rank-map",
+]
 
 
 def _three_arg(args):
@@ -859,8 +1243,11 @@ def _three_arg(args):
     out, i = [], 0
     while i < len(args):
         a = args[i]
-        if a in ("-genv", "-env", "--mca", "-mca", "--gmca", "--pmixmca") and i + 2 < len(args) \
-                and "=" not in args[i + 1]:
+        if (
+            a in ("-genv", "-env", "--mca", "-mca", "--gmca", "--pmixmca")
+            and i + 2 < len(args)
+            and "=" not in args[i + 1]
+        ):
             out += [a, args[i + 1] + "=" + args[i + 2]]
             i += 3
             continue
@@ -906,24 +1293,31 @@ def _multi_opts(args, names):
 def mpirun(name, args) -> int:
     args = _three_arg(args)
     opts, cmd = take_opts(args, MPIRUN_VALUE, MPIRUN_FLAGS)
-    head = args[:len(args) - len(cmd)]
+    head = args[: len(args) - len(cmd)]
     env = dict(os.environ)
     if not cmd:
         return fail(name, args, "no program given", 1)
     np_ = _int(opts.get("-n") or opts.get("-np") or opts.get("--np") or opts.get("-c"))
-    ppn = _int(opts.get("-N") or opts.get("--npernode") or opts.get("-npernode") or opts.get("-ppn")
-               or opts.get("--ppn"))
+    ppn = _int(
+        opts.get("-N") or opts.get("--npernode") or opts.get("-npernode") or opts.get("-ppn") or opts.get("--ppn")
+    )
     mapby = str(opts.get("--map-by") or opts.get("-map-by") or "")
     m = re.match(r"ppr:(\d+):node", mapby)
     if m:
         ppn = int(m.group(1))
-    hostfile = (opts.get("--hostfile") or opts.get("-hostfile") or opts.get("--machinefile")
-                or opts.get("-machinefile") or opts.get("-f")
-                or env.get("OMPI_MCA_orte_default_hostfile") or env.get("OMPI_MCA_rmaps_base_default_hostfile")
-                or env.get("PRTE_MCA_prte_default_hostfile"))
+    hostfile = (
+        opts.get("--hostfile")
+        or opts.get("-hostfile")
+        or opts.get("--machinefile")
+        or opts.get("-machinefile")
+        or opts.get("-f")
+        or env.get("OMPI_MCA_orte_default_hostfile")
+        or env.get("OMPI_MCA_rmaps_base_default_hostfile")
+        or env.get("PRTE_MCA_prte_default_hostfile")
+    )
     hlist = opts.get("-H") or opts.get("--host") or opts.get("-host") or opts.get("-hosts")
-    slots = []                # [(host, slots)]
-    remote_env = side() != "slurm"    # ssh (pods) vs Slurm's own launcher (srun) for remote daemons
+    slots = []  # [(host, slots)]
+    remote_env = side() != "slurm"  # ssh (pods) vs Slurm's own launcher (srun) for remote daemons
     if hlist:
         for item in str(hlist).split(","):
             h, _, s = item.partition(":")
@@ -932,8 +1326,9 @@ def mpirun(name, args) -> int:
         try:
             slots = read_hostfile(hostfile)
         except OSError as exc:
-            return fail(name, args, f"hostfile {hostfile}: {exc.strerror}", 1,
-                        f"{name}: cannot open hostfile {hostfile}")
+            return fail(
+                name, args, f"hostfile {hostfile}: {exc.strerror}", 1, f"{name}: cannot open hostfile {hostfile}"
+            )
         for s in slots:
             if s[1] is None:
                 s[1] = 1
@@ -962,9 +1357,14 @@ def mpirun(name, args) -> int:
         if np_ is None:
             np_ = total
         if np_ > total and not (opts.get("--oversubscribe") or opts.get("-oversubscribe")):
-            return fail(name, args, f"{np_} ranks but only {total} slots", 1,
-                        f"There are not enough slots available in the system to satisfy the {np_} slots "
-                        f"that were requested by the application")
+            return fail(
+                name,
+                args,
+                f"{np_} ranks but only {total} slots",
+                1,
+                f"There are not enough slots available in the system to satisfy the {np_} slots "
+                f"that were requested by the application",
+            )
         layout = [(h, s) for h, s in slots]
     # Placement: by slot (fill each host's slots in order), or round-robin with --map-by node.
     placement: list[str] = []
@@ -1002,20 +1402,29 @@ def mpirun(name, args) -> int:
         local_counts[h] = lr + 1
         is_local = info[0] == this_host()
         if remote_env and not is_local:
-            renv = dict(node_envs.get(info[0], {"PATH": env.get("PATH", "/usr/bin:/bin"), "HOME": env.get("HOME", "/")}))
+            renv = dict(
+                node_envs.get(info[0], {"PATH": env.get("PATH", "/usr/bin:/bin"), "HOME": env.get("HOME", "/")})
+            )
             renv.update(exported)
-            for k, v in env.items():          # Open MPI forwards its own MCA settings
+            for k, v in env.items():  # Open MPI forwards its own MCA settings
                 if k.startswith("OMPI_MCA_"):
                     renv.setdefault(k, v)
         else:
             renv = dict(env)
             renv.update(exported)
-        renv.update({
-            "OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(np_),
-            "OMPI_COMM_WORLD_LOCAL_RANK": str(lr), "OMPI_COMM_WORLD_LOCAL_SIZE": str(placement.count(h)),
-            "OMPI_COMM_WORLD_NODE_RANK": str(order.index(h)), "OMPI_UNIVERSE_SIZE": str(np_),
-            "PMIX_RANK": str(rank), "PMI_RANK": str(rank), "PMI_SIZE": str(np_),
-        })
+        renv.update(
+            {
+                "OMPI_COMM_WORLD_RANK": str(rank),
+                "OMPI_COMM_WORLD_SIZE": str(np_),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(lr),
+                "OMPI_COMM_WORLD_LOCAL_SIZE": str(placement.count(h)),
+                "OMPI_COMM_WORLD_NODE_RANK": str(order.index(h)),
+                "OMPI_UNIVERSE_SIZE": str(np_),
+                "PMIX_RANK": str(rank),
+                "PMI_RANK": str(rank),
+                "PMI_SIZE": str(np_),
+            }
+        )
         for k in list(renv):
             if k.startswith(SIM_PREFIX):
                 renv[k] = env.get(k, renv[k])
@@ -1025,12 +1434,44 @@ def mpirun(name, args) -> int:
 
 # ---------------------------------------------------------------- DeepSpeed and Accelerate
 
-DS_VALUE = ["-H", "--hostfile", "-i", "--include", "-e", "--exclude", "--num_nodes", "--num-nodes", "--num_gpus",
-            "--num-gpus", "--num_accelerators", "--master_port", "--master_addr", "--launcher", "--launcher_args",
-            "--module", "--elastic_training", "--min_elastic_nodes", "--max_elastic_nodes", "--ssh_port",
-            "--comment", "--venv_script", "--autotuning", "--bind_core_list", "--save_pid", "--node_rank"]
-DS_FLAGS = ["--no_ssh_check", "--force_multi", "--no_python", "--no_local_rank", "--no_ssh",
-            "--enable_each_rank_log", "--bind_cores_to_rank", "--use_env"]
+DS_VALUE = [
+    "-H",
+    "--hostfile",
+    "-i",
+    "--include",
+    "-e",
+    "--exclude",
+    "--num_nodes",
+    "--num-nodes",
+    "--num_gpus",
+    "--num-gpus",
+    "--num_accelerators",
+    "--master_port",
+    "--master_addr",
+    "--launcher",
+    "--launcher_args",
+    "--module",
+    "--elastic_training",
+    "--min_elastic_nodes",
+    "--max_elastic_nodes",
+    "--ssh_port",
+    "--comment",
+    "--venv_script",
+    "--autotuning",
+    "--bind_core_list",
+    "--save_pid",
+    "--node_rank",
+]
+DS_FLAGS = [
+    "--no_ssh_check",
+    "--force_multi",
+    "--no_python",
+    "--no_local_rank",
+    "--no_ssh",
+    "--enable_each_rank_log",
+    "--bind_cores_to_rank",
+    "--use_env",
+]
 # deepspeed/launcher/constants.py: variables the multi-node runner exports to every node.
 DS_EXPORT_PREFIXES = ("MLFLOW", "NCCL", "PYTHON", "MV2", "UCX")
 
@@ -1038,8 +1479,9 @@ DS_EXPORT_PREFIXES = ("MLFLOW", "NCCL", "PYTHON", "MV2", "UCX")
 def deepspeed(args) -> int:
     # `--module` is a flag in DeepSpeed; keep it out of the value list.
     vals = [v for v in DS_VALUE if v != "--module"]
-    opts, rest = take_opts(args, vals, DS_FLAGS + ["--module"],
-                           aliases={"--num-nodes": "--num-nodes", "--num-gpus": "--num-gpus"})
+    opts, rest = take_opts(
+        args, vals, DS_FLAGS + ["--module"], aliases={"--num-nodes": "--num-nodes", "--num-gpus": "--num-gpus"}
+    )
 
     def g(*names):
         return next((opts[n] for n in names if n in opts), None)
@@ -1071,9 +1513,14 @@ def deepspeed(args) -> int:
         if multi:
             first = host_info(pool[0][0])
             if first is None:
-                return fail("deepspeed", args, f"host {pool[0][0]} does not resolve", 1,
-                            f"ssh: Could not resolve hostname {pool[0][0]}")
-            maddr = first[2]          # runner.py: `ssh <first host> hostname -I`, first address
+                return fail(
+                    "deepspeed",
+                    args,
+                    f"host {pool[0][0]} does not resolve",
+                    1,
+                    f"ssh: Could not resolve hostname {pool[0][0]}",
+                )
+            maddr = first[2]  # runner.py: `ssh <first host> hostname -I`, first address
         else:
             maddr = "127.0.0.1"
     record("call", name="deepspeed", argv=list(args), hosts=[h for h, _ in pool], world=world)
@@ -1103,10 +1550,19 @@ def deepspeed(args) -> int:
             base = dict(env)
         for local in range(n):
             wenv = dict(base)
-            wenv.update({"RANK": str(rank), "LOCAL_RANK": str(local), "WORLD_SIZE": str(world),
-                         "LOCAL_SIZE": str(n), "MASTER_ADDR": str(maddr), "MASTER_PORT": mport,
-                         "CROSS_RANK": str(node_rank), "CROSS_SIZE": str(len(pool)),
-                         "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(n))})
+            wenv.update(
+                {
+                    "RANK": str(rank),
+                    "LOCAL_RANK": str(local),
+                    "WORLD_SIZE": str(world),
+                    "LOCAL_SIZE": str(n),
+                    "MASTER_ADDR": str(maddr),
+                    "MASTER_PORT": mport,
+                    "CROSS_RANK": str(node_rank),
+                    "CROSS_SIZE": str(len(pool)),
+                    "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(n)),
+                }
+            )
             extra = [] if opts.get("--no-local-rank") is True else [f"--local_rank={local}"]
             if opts.get("--no-python") is True:
                 argv = [script] + extra + sargs
@@ -1119,11 +1575,34 @@ def deepspeed(args) -> int:
     return rc
 
 
-ACC_FLAGS = ["--multi_gpu", "--cpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--use_xpu", "--tpu",
-             "-m", "--module", "--no_python", "--debug", "-q", "--quiet", "--same_network", "--downcast_bf16",
-             "--tpu_use_cluster", "--tpu_use_sudo", "--enable_cpu_affinity", "--ipex", "--use_cpu",
-             "--fsdp_use_orig_params", "--fsdp_sync_module_states", "--fsdp_cpu_ram_efficient_loading",
-             "--fsdp_offload_params", "--deepspeed_moe_layer_cls_names", "--monitor_interval"]
+ACC_FLAGS = [
+    "--multi_gpu",
+    "--cpu",
+    "--use_deepspeed",
+    "--use_fsdp",
+    "--use_megatron_lm",
+    "--use_xpu",
+    "--tpu",
+    "-m",
+    "--module",
+    "--no_python",
+    "--debug",
+    "-q",
+    "--quiet",
+    "--same_network",
+    "--downcast_bf16",
+    "--tpu_use_cluster",
+    "--tpu_use_sudo",
+    "--enable_cpu_affinity",
+    "--ipex",
+    "--use_cpu",
+    "--fsdp_use_orig_params",
+    "--fsdp_sync_module_states",
+    "--fsdp_cpu_ram_efficient_loading",
+    "--fsdp_offload_params",
+    "--deepspeed_moe_layer_cls_names",
+    "--monitor_interval",
+]
 
 
 def accelerate(args) -> int:
@@ -1167,13 +1646,25 @@ def accelerate(args) -> int:
         env2["ACCELERATE_USE_FSDP"] = "true"
     record("call", name="accelerate", argv=["launch"] + list(args), num_processes=nproc_total, machines=machines)
     if nproc_total <= 1 and machines <= 1 and not opts.get("--multi_gpu"):
-        argv = ([script] if opts.get("--no_python") else
-                ["python", "-m", script] if opts.get("-m") or opts.get("--module") else ["python", script]) + sargs
+        argv = (
+            [script]
+            if opts.get("--no_python")
+            else ["python", "-m", script]
+            if opts.get("-m") or opts.get("--module")
+            else ["python", script]
+        ) + sargs
         return run_command(argv, env2, "accelerate")
     # accelerate/commands/launch.py multi_gpu_launcher -> torch.distributed.run with these values.
-    targs = ["--nnodes", str(machines), "--nproc-per-node", str(max(nproc_total // machines, 1)),
-             "--node-rank", str(opts.get("--machine_rank", "0")),
-             "--rdzv-backend", str(opts.get("--rdzv_backend", "static"))]
+    targs = [
+        "--nnodes",
+        str(machines),
+        "--nproc-per-node",
+        str(max(nproc_total // machines, 1)),
+        "--node-rank",
+        str(opts.get("--machine_rank", "0")),
+        "--rdzv-backend",
+        str(opts.get("--rdzv_backend", "static")),
+    ]
     ip, port = opts.get("--main_process_ip"), str(opts.get("--main_process_port", "29500"))
     if ip:
         targs += ["--master-addr", str(ip)]
@@ -1191,9 +1682,33 @@ def accelerate(args) -> int:
 
 # ---------------------------------------------------------------- containers and environments
 
-APPTAINER_VALUE = ["-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir", "--overlay",
-                   "--network", "--network-args", "--security", "-S", "--scratch", "--app", "--mount", "--apply-cgroups",
-                   "--dns", "--hostname", "--add-caps", "--drop-caps", "--fusemount", "--keep-privs", "-o"]
+APPTAINER_VALUE = [
+    "-B",
+    "--bind",
+    "--env",
+    "--env-file",
+    "-H",
+    "--home",
+    "--pwd",
+    "-W",
+    "--workdir",
+    "--overlay",
+    "--network",
+    "--network-args",
+    "--security",
+    "-S",
+    "--scratch",
+    "--app",
+    "--mount",
+    "--apply-cgroups",
+    "--dns",
+    "--hostname",
+    "--add-caps",
+    "--drop-caps",
+    "--fusemount",
+    "--keep-privs",
+    "-o",
+]
 
 
 def container(name, args) -> int:
@@ -1215,13 +1730,16 @@ def container(name, args) -> int:
         inner = dict(env)
         if opts.get("-e") or opts.get("--cleanenv") or opts.get("-C") or opts.get("--containall"):
             keep = {k: v for k, v in env.items() if k.startswith(SIM_PREFIX)}
-            inner = {"PATH": env.get("PATH", "/usr/bin:/bin"), "HOME": env.get("HOME", "/"),
-                     "HOSTNAME": env.get("HOSTNAME", this_host())}
+            inner = {
+                "PATH": env.get("PATH", "/usr/bin:/bin"),
+                "HOME": env.get("HOME", "/"),
+                "HOSTNAME": env.get("HOSTNAME", this_host()),
+            }
             inner.update(keep)
         for pre in ("APPTAINERENV_", "SINGULARITYENV_"):
             for k, v in env.items():
                 if k.startswith(pre):
-                    inner[k[len(pre):]] = v
+                    inner[k[len(pre) :]] = v
         for e in _multi_opts(args[1:], ["--env"]):
             for item in e.split(","):
                 k, eq, v = item.partition("=")
@@ -1232,20 +1750,73 @@ def container(name, args) -> int:
         record("call", name=name, argv=list(args), image=image)
         return _exec_inner(cmd, inner, name)
     if name == "shifter":
-        opts, rest = take_opts(args, ["--image", "--volume", "-V", "--module", "-m", "--workdir", "-w",
-                                      "--env", "-e", "--env-file", "--entrypoint"], ["--clearenv", "-E"])
+        opts, rest = take_opts(
+            args,
+            [
+                "--image",
+                "--volume",
+                "-V",
+                "--module",
+                "-m",
+                "--workdir",
+                "-w",
+                "--env",
+                "-e",
+                "--env-file",
+                "--entrypoint",
+            ],
+            ["--clearenv", "-E"],
+        )
         record("call", name=name, argv=list(args), image=opts.get("--image"))
         return _exec_inner(rest, env, name)
     if name in ("podman-hpc", "podman", "docker"):
         if not args or args[0] not in ("run", "exec"):
             record("call", name=name, argv=list(args))
             return 0
-        opts, rest = take_opts(args[1:], ["-v", "--volume", "-e", "--env", "-w", "--workdir", "--net", "--network",
-                                          "--ipc", "--shm-size", "--name", "--entrypoint", "-u", "--user",
-                                          "--gpus", "--device", "--mount", "--env-file", "--hostname",
-                                          "--cap-add", "--security-opt", "--ulimit", "--pid", "--userns"],
-                               ["--rm", "-it", "-i", "-t", "--gpu", "--mpi", "--openmpi-pmi2", "--openmpi-pmix",
-                                "--cuda-mpi", "-d", "--privileged", "--init", "--nccl"])
+        opts, rest = take_opts(
+            args[1:],
+            [
+                "-v",
+                "--volume",
+                "-e",
+                "--env",
+                "-w",
+                "--workdir",
+                "--net",
+                "--network",
+                "--ipc",
+                "--shm-size",
+                "--name",
+                "--entrypoint",
+                "-u",
+                "--user",
+                "--gpus",
+                "--device",
+                "--mount",
+                "--env-file",
+                "--hostname",
+                "--cap-add",
+                "--security-opt",
+                "--ulimit",
+                "--pid",
+                "--userns",
+            ],
+            [
+                "--rm",
+                "-it",
+                "-i",
+                "-t",
+                "--gpu",
+                "--mpi",
+                "--openmpi-pmi2",
+                "--openmpi-pmix",
+                "--cuda-mpi",
+                "-d",
+                "--privileged",
+                "--init",
+                "--nccl",
+            ],
+        )
         if not rest:
             return fail(name, args, "no image given", 125)
         inner = {"PATH": env.get("PATH", "/usr/bin:/bin"), "HOME": env.get("HOME", "/")}
@@ -1259,8 +1830,9 @@ def container(name, args) -> int:
         if not args or args[0] not in ("start", "exec"):
             record("call", name=name, argv=list(args))
             return 0
-        opts, rest = take_opts(args[1:], ["-m", "--mount", "-e", "--env", "-c", "--conf"],
-                               ["-r", "--root", "-w", "--rw"])
+        opts, rest = take_opts(
+            args[1:], ["-m", "--mount", "-e", "--env", "-c", "--conf"], ["-r", "--root", "-w", "--rw"]
+        )
         record("call", name=name, argv=list(args))
         return _exec_inner(rest[1:], env, name)
     record("call", name=name, argv=list(args))
@@ -1282,8 +1854,11 @@ def _exec_inner(cmd, env, wrapper) -> int:
 def conda(name, args) -> int:
     record("call", name=name, argv=list(args))
     if args and args[0] == "run":
-        opts, rest = take_opts(args[1:], ["-n", "--name", "-p", "--prefix", "--cwd"],
-                               ["--no-capture-output", "--live-stream", "-v", "--debug"])
+        opts, rest = take_opts(
+            args[1:],
+            ["-n", "--name", "-p", "--prefix", "--cwd"],
+            ["--no-capture-output", "--live-stream", "-v", "--debug"],
+        )
         env = dict(os.environ)
         return run_command(rest, env, env.get(SIM_PREFIX + "LAUNCHER", "direct"))
     return 0
@@ -1292,6 +1867,7 @@ def conda(name, args) -> int:
 def date_cmd(args) -> int:
     """A fixed clock, the same on both sides (a job's start time is not part of the launch)."""
     import time
+
     fmt = next((a[1:] for a in args if a.startswith("+")), "%a %b %d %H:%M:%S UTC %Y")
     if any(a in ("-d", "--date", "-r", "--reference") or a.startswith("--date=") for a in args):
         record("call", name="date", argv=list(args))
@@ -1352,7 +1928,7 @@ def exec_wrapper(name, args) -> int:
                 i += 1
             elif a in ("-S", "--split-string") and i + 1 < len(args):
                 i += 1
-                args = args[:i] + args[i].split() + args[i + 1:]
+                args = args[:i] + args[i].split() + args[i + 1 :]
                 continue
             elif "=" in a and not a.startswith("-") and not a.startswith("="):
                 k, _, v = a.partition("=")
@@ -1370,8 +1946,9 @@ def exec_wrapper(name, args) -> int:
                 print(f"{k}={v}")
             return 0
     elif name == "timeout":
-        opts, rest = take_opts(args, ["-s", "--signal", "-k", "--kill-after"], ["--preserve-status", "--foreground",
-                                                                               "-v", "--verbose"])
+        opts, rest = take_opts(
+            args, ["-s", "--signal", "-k", "--kill-after"], ["--preserve-status", "--foreground", "-v", "--verbose"]
+        )
         rest = rest[1:]
     elif name == "nice":
         opts, rest = take_opts(args, ["-n", "--adjustment"], [])
@@ -1381,10 +1958,23 @@ def exec_wrapper(name, args) -> int:
         opts, rest = take_opts(args, ["--cpu-list"], ["-c", "-a", "--all-tasks", "-p", "--pid"])
         rest = rest[1:] if rest and not opts.get("--cpu-list") else rest
     elif name == "numactl":
-        opts, rest = take_opts(args, ["-C", "--physcpubind", "-N", "--cpunodebind", "-m", "--membind",
-                                      "-p", "--preferred", "-i", "--interleave"], ["-l", "--localalloc", "-H",
-                                                                                  "--hardware", "-s", "--show"])
-    else:   # nohup
+        opts, rest = take_opts(
+            args,
+            [
+                "-C",
+                "--physcpubind",
+                "-N",
+                "--cpunodebind",
+                "-m",
+                "--membind",
+                "-p",
+                "--preferred",
+                "-i",
+                "--interleave",
+            ],
+            ["-l", "--localalloc", "-H", "--hardware", "-s", "--show"],
+        )
+    else:  # nohup
         rest = list(args)
     record("call", name=name, argv=list(args))
     if not rest:
@@ -1397,10 +1987,34 @@ def env_runner(name, args) -> int:
     if not args or args[0] != "run":
         record("call", name=name, argv=list(args))
         return 0
-    opts, rest = take_opts(args[1:], ["--with", "--python", "-p", "--directory", "--project", "--env-file",
-                                      "--extra", "--group", "--package", "--environment", "-e", "--manifest-path"],
-                           ["--no-sync", "--frozen", "--locked", "--isolated", "--all-extras", "-q", "--quiet",
-                            "--no-project", "--active"])
+    opts, rest = take_opts(
+        args[1:],
+        [
+            "--with",
+            "--python",
+            "-p",
+            "--directory",
+            "--project",
+            "--env-file",
+            "--extra",
+            "--group",
+            "--package",
+            "--environment",
+            "-e",
+            "--manifest-path",
+        ],
+        [
+            "--no-sync",
+            "--frozen",
+            "--locked",
+            "--isolated",
+            "--all-extras",
+            "-q",
+            "--quiet",
+            "--no-project",
+            "--active",
+        ],
+    )
     record("call", name=name, argv=list(args))
     return run_command(rest, dict(os.environ), os.environ.get(SIM_PREFIX + "LAUNCHER", "direct"))
 
@@ -1408,10 +2022,27 @@ def env_runner(name, args) -> int:
 def uname(args) -> int:
     """The node's name for -n (each srun task's node), fixed values otherwise."""
     import platform
-    vals = {"s": "Linux", "n": this_host(), "r": "5.15.0", "v": "#1 SMP", "m": platform.machine() or "x86_64",
-            "p": platform.machine() or "x86_64", "i": platform.machine() or "x86_64", "o": "GNU/Linux"}
-    longs = {"--kernel-name": "s", "--nodename": "n", "--kernel-release": "r", "--kernel-version": "v",
-             "--machine": "m", "--processor": "p", "--hardware-platform": "i", "--operating-system": "o"}
+
+    vals = {
+        "s": "Linux",
+        "n": this_host(),
+        "r": "5.15.0",
+        "v": "#1 SMP",
+        "m": platform.machine() or "x86_64",
+        "p": platform.machine() or "x86_64",
+        "i": platform.machine() or "x86_64",
+        "o": "GNU/Linux",
+    }
+    longs = {
+        "--kernel-name": "s",
+        "--nodename": "n",
+        "--kernel-release": "r",
+        "--kernel-version": "v",
+        "--machine": "m",
+        "--processor": "p",
+        "--hardware-platform": "i",
+        "--operating-system": "o",
+    }
     want = []
     for a in args:
         if a in ("-a", "--all"):
@@ -1431,20 +2062,33 @@ def whoami(name, args) -> int:
 
 # ---------------------------------------------------------------- dispatch
 
+
 def handler_for(name: str):
     if re.fullmatch(r"python[0-9.]*", name):
         return lambda a: python(name, a)
     table = {
-        "srun": srun, "scontrol": scontrol, "hostname": hostname_cmd, "nvidia-smi": nvidia_smi,
-        "torchrun": torchrun, "mpirun": lambda a: mpirun("mpirun", a), "mpiexec": lambda a: mpirun("mpiexec", a),
-        "orterun": lambda a: mpirun("orterun", a), "prterun": lambda a: mpirun("prterun", a),
+        "srun": srun,
+        "scontrol": scontrol,
+        "hostname": hostname_cmd,
+        "nvidia-smi": nvidia_smi,
+        "torchrun": torchrun,
+        "mpirun": lambda a: mpirun("mpirun", a),
+        "mpiexec": lambda a: mpirun("mpiexec", a),
+        "orterun": lambda a: mpirun("orterun", a),
+        "prterun": lambda a: mpirun("prterun", a),
         # horovodrun takes mpirun's -np/-H host:slots/--hostfile and places ranks the same way
         "horovodrun": lambda a: mpirun("horovodrun", a),
         "mpiexec.hydra": lambda a: mpirun("mpiexec.hydra", a),
-        "deepspeed": deepspeed, "accelerate": accelerate, "composer": composer,
-        "date": date_cmd, "clear": lambda a: needs_terminal("clear", a), "tput": lambda a: needs_terminal("tput", a),
-        "whoami": lambda a: whoami("whoami", a), "uname": uname,
-        "mkdir": lambda a: make_paths("mkdir", a), "touch": lambda a: make_paths("touch", a),
+        "deepspeed": deepspeed,
+        "accelerate": accelerate,
+        "composer": composer,
+        "date": date_cmd,
+        "clear": lambda a: needs_terminal("clear", a),
+        "tput": lambda a: needs_terminal("tput", a),
+        "whoami": lambda a: whoami("whoami", a),
+        "uname": uname,
+        "mkdir": lambda a: make_paths("mkdir", a),
+        "touch": lambda a: make_paths("touch", a),
     }
     if name in ("env", "timeout", "nohup", "nice", "stdbuf", "numactl", "taskset"):
         return lambda a: exec_wrapper(name, a)
@@ -1459,13 +2103,74 @@ def handler_for(name: str):
     return None
 
 
-KNOWN_NAMES = {"srun", "sbatch", "salloc", "scontrol", "sinfo", "squeue", "sacct", "scancel", "sattach", "sbcast",
-               "sstat", "module", "ml", "torchrun", "python", "python3", "pip", "pip3", "mpirun", "mpiexec",
-               "orterun", "deepspeed", "accelerate", "composer", "apptainer", "singularity", "shifter", "podman-hpc", "enroot",
-               "nvidia-smi", "conda", "mamba", "micromamba", "spack", "hostname", "date", "sleep", "clear", "tput",
-               "whoami", "ssh", "scp", "curl", "wget", "git", "rm", "mkdir", "touch", "cp", "mv", "ln", "chmod",
-               "rsync", "wandb", "huggingface-cli", "nvcc", "ulimit", "lfs", "numactl", "taskset", "sshd",
-               "horovodrun", "poetry", "uv", "pipenv", "pixi"}
+KNOWN_NAMES = {
+    "srun",
+    "sbatch",
+    "salloc",
+    "scontrol",
+    "sinfo",
+    "squeue",
+    "sacct",
+    "scancel",
+    "sattach",
+    "sbcast",
+    "sstat",
+    "module",
+    "ml",
+    "torchrun",
+    "python",
+    "python3",
+    "pip",
+    "pip3",
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "deepspeed",
+    "accelerate",
+    "composer",
+    "apptainer",
+    "singularity",
+    "shifter",
+    "podman-hpc",
+    "enroot",
+    "nvidia-smi",
+    "conda",
+    "mamba",
+    "micromamba",
+    "spack",
+    "hostname",
+    "date",
+    "sleep",
+    "clear",
+    "tput",
+    "whoami",
+    "ssh",
+    "scp",
+    "curl",
+    "wget",
+    "git",
+    "rm",
+    "mkdir",
+    "touch",
+    "cp",
+    "mv",
+    "ln",
+    "chmod",
+    "rsync",
+    "wandb",
+    "huggingface-cli",
+    "nvcc",
+    "ulimit",
+    "lfs",
+    "numactl",
+    "taskset",
+    "sshd",
+    "horovodrun",
+    "poetry",
+    "uv",
+    "pipenv",
+    "pixi",
+}
 
 
 def dispatch(name: str, args, training_if_unknown=False) -> int:
@@ -1491,7 +2196,7 @@ def _on_host(name: str) -> bool:
 
 def main() -> None:
     name = os.environ.pop(SIM_PREFIX + "ARGV0", "") or os.path.basename(sys.argv[0])
-    if os.environ.pop(SIM_PREFIX + "PROGRAM", "") == "1":      # the user's own program, run by path
+    if os.environ.pop(SIM_PREFIX + "PROGRAM", "") == "1":  # the user's own program, run by path
         record_process(name, sys.argv[1:], "")
         sys.exit(0)
     try:
