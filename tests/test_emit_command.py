@@ -140,7 +140,15 @@ _spec = _word.filter(
     packages=st.lists(_spec, min_size=1, max_size=3), urls=st.lists(_word, max_size=2), args=st.lists(_word, max_size=4)
 )
 def test_any_text_reaches_pip_and_the_launcher_verbatim(tmp_path, packages, urls, args):
-    p = plan(command=("printf",), args=("<%s>", *args), packages=tuple(packages), pip_index_urls=tuple(urls))
+    # a plan's args are already escaped for the kubelet (plan/build.py); packages and URLs are escaped by the emitter
+    from translator.plan.kube import escape
+
+    p = plan(
+        command=("printf",),
+        args=("<%s>", *map(escape, args)),
+        packages=tuple(packages),
+        pip_index_urls=tuple(urls),
+    )
     proc, calls = _run(*container_command(p), tmp_path)
     (tmp_path / "pip.log").unlink(missing_ok=True)
     assert proc.returncode == 0, proc.stderr

@@ -81,8 +81,6 @@ def render(grammar_text: str | None = None) -> str:
         "Regenerate after changing the grammar: python tools/gen_block_table.py",
         "(tests/test_read_block_parser.py fails while this file is out of date).",
         '"""',
-        "from typing import Dict, Tuple",
-        "",
         "TERMINALS = %r" % (tuple(terminals),),
         "",
         "# (left-hand side, length of the right-hand side, whether it makes a tree node: rules named",
@@ -96,7 +94,7 @@ def render(grammar_text: str | None = None) -> str:
         "",
         "# One dict per state: symbol -> n. For a terminal, n >= 0 shifts and goes to state n, n < 0",
         "# reduces by RULES[-1 - n]. For a rule name, n is the state to go to after reducing to it.",
-        "ACTIONS: Tuple[Dict[str, int], ...] = (",
+        "ACTIONS: tuple[dict[str, int], ...] = (",
     ]
     for i, row in enumerate(actions):
         out.append("    {%s},  # %d" % (", ".join("%r: %d" % kv for kv in row.items()), i))

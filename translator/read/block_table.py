@@ -3,7 +3,6 @@
 Regenerate after changing the grammar: python tools/gen_block_table.py
 (tests/test_read_block_parser.py fails while this file is out of date).
 """
-
 TERMINALS = ('$END', 'CASE', 'CMD', 'COMMENT', 'DO', 'DONE', 'DSEMI', 'ELIF', 'ELSE', 'ESAC', 'FI', 'FUNC', 'IF', 'LBRACE', 'LOOP', 'LPAREN', 'PATTERN', 'RBRACE', 'RPAREN', 'THEN')
 
 # (left-hand side, length of the right-hand side, whether it makes a tree node: rules named
