@@ -1040,6 +1040,9 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
     texts += [("the command", w, intent.line) for w in tuple(command) + tuple(args)]
     seen = set()
     for where, text, line in texts:
+        # both patterns need a digit-dot-digit address or one of the endpoint prefixes: most texts have neither
+        if "." not in text and "://" not in text and "MASTER_ADDR=" not in text and "--" not in text:
+            continue
         hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
         hits += [
             m.group(1)

@@ -72,15 +72,29 @@ def _per_node(value: int, nodes: int) -> str:
     return f"{value}(x{nodes})" if nodes > 1 else str(value)
 
 
+_TABLE_MEMO: list = [None, None, None]   # (job, shape, table) of the last call: callers ask for many names in turn
+
+
 def static_value(name: str, job, shape) -> str | None:
     """The value Slurm gives `name` in this job when it follows from the options alone, else None."""
+    if _TABLE_MEMO[0] is job and _TABLE_MEMO[1] is shape:
+        value = _TABLE_MEMO[2].get(name)
+        return None if value is None else str(value)
+    table = _static_table(job, shape)
+    _TABLE_MEMO[:] = [job, shape, table]
+    value = table.get(name)
+    return None if value is None else str(value)
+
+
+def _static_table(job, shape) -> dict:
     f = job.fields
+    job_id = job_id_number(job)
     tpn = shape.tasks_per_node
     cpus_node = (shape.cpus_per_task or 1) * tpn
-    table = {
+    return {
         "SLURM_JOB_NAME": f.job_name or None,
-        "SLURM_JOB_ID": job_id_number(job),
-        "SLURM_JOBID": job_id_number(job),
+        "SLURM_JOB_ID": job_id,
+        "SLURM_JOBID": job_id,
         "SLURM_NNODES": str(shape.nodes),
         "SLURM_JOB_NUM_NODES": str(shape.nodes),
         "SLURM_STEP_NUM_NODES": str(shape.nodes),
@@ -108,8 +122,6 @@ def static_value(name: str, job, shape) -> str | None:
         "SLURM_STEP_ID": "0",
         "SLURM_STEPID": "0",
     }
-    value = table.get(name)
-    return None if value is None else str(value)
 
 
 def definition(name: str, job, shape) -> str | None:
