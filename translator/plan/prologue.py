@@ -72,7 +72,7 @@ def _per_node(value: int, nodes: int) -> str:
     return f"{value}(x{nodes})" if nodes > 1 else str(value)
 
 
-_TABLE_MEMO: list = [None, None, None]   # (job, shape, table) of the last call: callers ask for many names in turn
+_TABLE_MEMO: list = [None, None, None]  # (job, shape, table) of the last call: callers ask for many names in turn
 
 
 def static_value(name: str, job, shape) -> str | None:
