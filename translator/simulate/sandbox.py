@@ -17,6 +17,7 @@ by name or by absolute path, except an allow-list of pure text utilities. Isolat
 
 from __future__ import annotations
 
+from translator.simulate.stubs.names import COMMON_NAMES
 import json
 import os
 import re
@@ -214,70 +215,7 @@ source() {{ if [ -f "$1" ] && [ -r "$1" ]; then builtin source "$@"; else SLURM2
 """
 
 
-STUB_NAMES = (
-    "srun",
-    "sbatch",
-    "salloc",
-    "scontrol",
-    "sinfo",
-    "squeue",
-    "sacct",
-    "scancel",
-    "sattach",
-    "sbcast",
-    "sstat",
-    "module",
-    "ml",
-    "torchrun",
-    "python",
-    "python3",
-    "pip",
-    "pip3",
-    "mpirun",
-    "mpiexec",
-    "orterun",
-    "prterun",
-    "mpiexec.hydra",
-    "deepspeed",
-    "accelerate",
-    "composer",
-    "apptainer",
-    "singularity",
-    "shifter",
-    "podman-hpc",
-    "enroot",
-    "nvidia-smi",
-    "conda",
-    "mamba",
-    "micromamba",
-    "spack",
-    "hostname",
-    "date",
-    "sleep",
-    "clear",
-    "tput",
-    "whoami",
-    "ssh",
-    "scp",
-    "curl",
-    "wget",
-    "git",
-    "rsync",
-    "wandb",
-    "huggingface-cli",
-    "nvcc",
-    "lfs",
-    "numactl",
-    "taskset",
-    "sshd",
-    "docker",
-    "podman",
-    "horovodrun",
-    "poetry",
-    "uv",
-    "pipenv",
-    "pixi",
-)
+STUB_NAMES = COMMON_NAMES + ("prterun", "mpiexec.hydra", "docker", "podman")
 
 
 def _etc_files(units: Sequence[Unit]) -> dict[str, str]:

@@ -20,6 +20,7 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostlist  # noqa: E402
+import names  # noqa: E402
 
 SIM_PREFIX = "SLURM2KF_SIM_"
 _CFG = None
@@ -2103,74 +2104,7 @@ def handler_for(name: str):
     return None
 
 
-KNOWN_NAMES = {
-    "srun",
-    "sbatch",
-    "salloc",
-    "scontrol",
-    "sinfo",
-    "squeue",
-    "sacct",
-    "scancel",
-    "sattach",
-    "sbcast",
-    "sstat",
-    "module",
-    "ml",
-    "torchrun",
-    "python",
-    "python3",
-    "pip",
-    "pip3",
-    "mpirun",
-    "mpiexec",
-    "orterun",
-    "deepspeed",
-    "accelerate",
-    "composer",
-    "apptainer",
-    "singularity",
-    "shifter",
-    "podman-hpc",
-    "enroot",
-    "nvidia-smi",
-    "conda",
-    "mamba",
-    "micromamba",
-    "spack",
-    "hostname",
-    "date",
-    "sleep",
-    "clear",
-    "tput",
-    "whoami",
-    "ssh",
-    "scp",
-    "curl",
-    "wget",
-    "git",
-    "rm",
-    "mkdir",
-    "touch",
-    "cp",
-    "mv",
-    "ln",
-    "chmod",
-    "rsync",
-    "wandb",
-    "huggingface-cli",
-    "nvcc",
-    "ulimit",
-    "lfs",
-    "numactl",
-    "taskset",
-    "sshd",
-    "horovodrun",
-    "poetry",
-    "uv",
-    "pipenv",
-    "pixi",
-}
+KNOWN_NAMES = set(names.COMMON_NAMES) | {"chmod", "cp", "ln", "mkdir", "mv", "rm", "touch", "ulimit"}
 
 
 def dispatch(name: str, args, training_if_unknown=False) -> int:
