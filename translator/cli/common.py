@@ -94,3 +94,42 @@ def parse_script_args(text):
         return tuple(shlex.split(text))
     except ValueError as exc:
         raise click.UsageError(f"--script-args: {exc}")
+
+
+def conversion_options(profile_help: str):
+    """The conversion options every converting command takes (`convert`, `submit`, `migrate`, `report`):
+    --runtime, --image, --gpu-resource, --array-mode, --profile (its help says where each command looks for
+    the default profile) and --sbatch-env."""
+    opts = [
+        click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice)."),
+        click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers)."),
+        click.option(
+            "--gpu-resource",
+            default="nvidia.com/gpu",
+            show_default=True,
+            metavar="NAME",
+            help="Kubernetes resource name for GPUs.",
+        ),
+        click.option(
+            "--array-mode",
+            type=click.Choice(["finding", "expand"]),
+            default="finding",
+            show_default=True,
+            help="Job arrays: one TrainJob and a finding, or one TrainJob per index.",
+        ),
+        click.option("--profile", "profile_path", metavar="FILE", help=profile_help),
+        click.option(
+            "--sbatch-env",
+            "sbatch_env",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
+        ),
+    ]
+
+    def apply(f):
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return apply

@@ -17,6 +17,7 @@ from translator.cli.common import (
     SbatchArgsCommand,
     TableChoice,
     check_kube_options,
+    conversion_options,
     echo_user,
     parse_env_items,
     parse_script_args,
@@ -66,37 +67,9 @@ def _to_help() -> str:
 @click.argument("script", metavar="SCRIPT|-")
 @click.option("--to", "to", type=TableChoice(WRITERS), default=DEFAULT_FORMAT, show_default=True, help=_to_help())
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
-@click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
-@click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
+@conversion_options(f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
 @click.option("--namespace", metavar="NS", help="metadata.namespace of the TrainJob.")
-@click.option(
-    "--gpu-resource",
-    default="nvidia.com/gpu",
-    show_default=True,
-    metavar="NAME",
-    help="Kubernetes resource name for GPUs.",
-)
-@click.option(
-    "--array-mode",
-    type=click.Choice(["finding", "expand"]),
-    default="finding",
-    show_default=True,
-    help="Job arrays: one TrainJob and a finding, or one TrainJob per index.",
-)
-@click.option(
-    "--profile",
-    "profile_path",
-    metavar="FILE",
-    help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).",
-)
 @click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
-@click.option(
-    "--sbatch-env",
-    "sbatch_env",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
-)
 @click.option(
     "--simulate",
     "simulate",

@@ -7,41 +7,18 @@ import sys
 
 import click
 
-from translator.cli.common import TableChoice, echo_user
+from translator.cli.common import TableChoice, conversion_options, echo_user
 from translator.report import REPORT_WRITERS
 
 
 def convert_options(f):
     """The conversion options `migrate` and `report` share with `convert`."""
     opts = [
-        click.option("--runtime", default=None, help="Runtime name (overrides the launcher's choice)."),
-        click.option("--image", default=None, help="Container image for every TrainJob."),
+        conversion_options(
+            "Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest slurm2kf.yaml above "
+            "each script)."
+        ),
         click.option("--namespace", default=None, help="Namespace of the TrainJobs."),
-        click.option(
-            "--gpu-resource", default="nvidia.com/gpu", show_default=True, help="Kubernetes resource name for GPUs."
-        ),
-        click.option(
-            "--array-mode",
-            type=click.Choice(["finding", "expand"]),
-            default="finding",
-            show_default=True,
-            help="Array jobs: a finding, or one TrainJob per index.",
-        ),
-        click.option(
-            "--profile",
-            "profile_path",
-            default=None,
-            metavar="FILE",
-            help="Site profile for every script (default: $SLURM2KF_PROFILE, else the nearest "
-            "slurm2kf.yaml above each script).",
-        ),
-        click.option(
-            "--sbatch-env",
-            "sbatch_env",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
-        ),
         click.option(
             "--simulate",
             "simulate",

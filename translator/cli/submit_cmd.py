@@ -13,7 +13,7 @@ import sys
 import click
 
 from translator.cli.cluster_common import cluster_options, connect_or_exit, echo_rejection
-from translator.cli.common import SbatchArgsCommand, parse_env_items
+from translator.cli.common import SbatchArgsCommand, conversion_options, parse_env_items
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -38,35 +38,7 @@ from translator.profile.lookup import PROFILE_ENV
     help="Let the server add a unique 5-character suffix to each name (like a new sbatch job id).",
 )
 @click.option("--force", is_flag=True, help="Submit even when the conversion has error findings.")
-@click.option("--runtime", metavar="NAME", help="Runtime name (overrides the launcher's choice).")
-@click.option("--image", metavar="IMG", help="Container image (overrides the runtime's image and wrappers).")
-@click.option(
-    "--gpu-resource",
-    default="nvidia.com/gpu",
-    show_default=True,
-    metavar="NAME",
-    help="Kubernetes resource name for GPUs.",
-)
-@click.option(
-    "--array-mode",
-    type=click.Choice(["finding", "expand"]),
-    default="finding",
-    show_default=True,
-    help="Job arrays: one TrainJob and a finding, or one TrainJob per index.",
-)
-@click.option(
-    "--profile",
-    "profile_path",
-    metavar="FILE",
-    help=f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).",
-)
-@click.option(
-    "--sbatch-env",
-    "sbatch_env",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="An SBATCH_* input variable as if set when sbatch runs (repeatable).",
-)
+@conversion_options(f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems (no `Submitted` lines).")
 @click.pass_context
 def command(
