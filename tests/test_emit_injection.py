@@ -16,7 +16,7 @@ from kf_helpers import oracle_compare, plan, write_outputs
 from translator.diagnostics import Finding
 from translator.emit import plan_json, sdk_python, trainjob_yaml
 from translator.emit.command import container_command
-from translator.emit.trainjob import env_map
+from translator.emit.trainjob import env_map, resource_name
 from translator.plan.model import EnvVar, PodPatch
 
 NASTY = [
@@ -94,7 +94,10 @@ def hostile_plans(draw):
         pip_index_urls=tuple(draw(st.lists(nonempty, max_size=2))),
         env=env,
         num_nodes=draw(st.integers(1, 64)),
-        resources_per_node=tuple((draw(nonempty), draw(nonempty)) for _ in range(draw(st.integers(0, 2)))),
+        # distinct resource names, as the plan builder gives them (one quantity per resource of the node)
+        resources_per_node=tuple(
+            draw(st.lists(st.tuples(nonempty, nonempty), max_size=2, unique_by=lambda kv: resource_name(kv[0])))
+        ),
         active_deadline_seconds=draw(st.none() | st.integers(1, 10**9)),
         patches=(
             PodPatch(
