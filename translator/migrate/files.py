@@ -160,6 +160,32 @@ def _read_existing(dfd: int, name: str, rel: str, limit: int) -> bytes | None:
         raise OutEntryRefused(rel, f"{rel} in the output folder: {exc.message}") from None
 
 
+def _digest_existing(dfd: int, name: str, rel: str) -> str | None:
+    """sha256 of an existing regular OUT file, read in 1 MiB pieces (a report of hundreds of MB is never held
+    whole in memory); None when absent or larger than COMPARE_MAX_BYTES."""
+    if not _check_regular(dfd, name, rel):
+        return None
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dfd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OutEntryRefused(rel, f"{rel} in the output folder: cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutEntryRefused(rel, f"{rel} in the output folder is {kind_of_mode(st.st_mode)}, not a regular file")
+        if st.st_size > COMPARE_MAX_BYTES:
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
+
+
 def out_read(root: str, rel: str, limit: int) -> bytes | None:
     """Read a regular file inside OUT (None when absent or larger than `limit`)."""
     parts = out_parts(rel)
@@ -172,8 +198,12 @@ def out_read(root: str, rel: str, limit: int) -> bytes | None:
 
 def out_sha256(root: str, rel: str) -> str | None:
     """sha256 of a regular file inside OUT; None when absent or not comparable."""
-    data = out_read(root, rel, COMPARE_MAX_BYTES)
-    return None if data is None else sha256_bytes(data)
+    parts = out_parts(rel)
+    d = open_out_dir(root, parts[:-1], create=False, rel=rel)
+    if d is None:
+        return None
+    with d as dfd:
+        return _digest_existing(dfd, parts[-1], rel)
 
 
 def out_write(root: str, rel: str, data: bytes, check: bool = False) -> str:
@@ -251,8 +281,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
             finally:
                 os.close(fd)
             digest = holder["digest"]
-            old = _read_existing(dfd, parts[-1], rel, COMPARE_MAX_BYTES)
-            if old is not None and sha256_bytes(old) == digest:
+            if _digest_existing(dfd, parts[-1], rel) == digest:
                 os.unlink(tmp, dir_fd=dfd)
                 return UNCHANGED, digest
             os.replace(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -273,10 +302,10 @@ def out_remove(root: str, rel: str, digest: str) -> str:
     if d is None:
         return "absent"
     with d as dfd:
-        data = _read_existing(dfd, parts[-1], rel, COMPARE_MAX_BYTES)
-        if data is None:
+        found = _digest_existing(dfd, parts[-1], rel)
+        if found is None:
             return "absent" if _entry_mode(dfd, parts[-1]) is None else "edited"
-        if sha256_bytes(data) != digest:
+        if found != digest:
             return "edited"
         os.unlink(parts[-1], dir_fd=dfd)
     # prune the folders left empty, deepest first (rmdir never removes a link or a non-empty folder)
