@@ -99,15 +99,7 @@ def build(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int)
                     line,
                     "start it on every node with `srun accelerate launch …`",
                 )
-            step = common.Shape(
-                nodes=1,
-                tasks_per_node=step.tasks_per_node,
-                total_tasks=step.tasks_per_node,
-                gpus_per_node=step.gpus_per_node,
-                cpus_per_task=step.cpus_per_task,
-                nodes_given=step.nodes_given,
-                tasks_given=step.tasks_given,
-            )
+            step = step.batch_node_only()
         else:
             ctx.add(
                 WARNING,

@@ -91,6 +91,18 @@ class Shape:
     tasks_given: bool = False  # -n or --ntasks-per-node given (Slurm then sets SLURM_NTASKS)
     gpus_uneven: bool = False  # --gpus total not divisible by the node count
 
+    def batch_node_only(self) -> Shape:
+        """The layout of a launcher started in the batch step (no srun): node 0 only, its own tasks."""
+        return Shape(
+            nodes=1,
+            tasks_per_node=self.tasks_per_node,
+            total_tasks=self.tasks_per_node,
+            gpus_per_node=self.gpus_per_node,
+            cpus_per_task=self.cpus_per_task,
+            nodes_given=self.nodes_given,
+            tasks_given=self.tasks_given,
+        )
+
 
 def job_shape(fields) -> Shape:
     """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules')."""

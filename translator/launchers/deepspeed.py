@@ -103,15 +103,7 @@ def build(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int)
             line,
             "to train on every node, write a hostfile from the node list and pass --hostfile",
         )
-        step = common.Shape(
-            nodes=1,
-            tasks_per_node=step.tasks_per_node,
-            total_tasks=step.tasks_per_node,
-            gpus_per_node=step.gpus_per_node,
-            cpus_per_task=step.cpus_per_task,
-            nodes_given=step.nodes_given,
-            tasks_given=step.tasks_given,
-        )
+        step = step.batch_node_only()
     multi = step.nodes > 1 or had_hostfile
     if multi:
         head = [Tok.gen(w) for w in ("deepspeed", "--hostfile", HOSTFILE, "--launcher", "openmpi")]
