@@ -75,6 +75,51 @@ def basename(word: str) -> str:
     return word[word.rfind("/") + 1 :] if word else word  # os.path.basename for a str, without its checks
 
 
+# ---- whole-word searches over long shell text ---------------------------------------------------------
+#
+# A pattern that starts with `\b` (or a look-behind) has no literal prefix, so the regex engine tries it at
+# every character of a script body. These helpers search for the literal part (which the engine, or
+# str.find, skips to directly) and check the character before it by hand; they give exactly what the
+# `\b…\b` pattern gives (`\b` is Unicode-aware: a word character is one for which str.isalnum() holds,
+# or `_`).
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch == "_" or ch.isalnum()
+
+
+def has_word(text: str, word: str) -> bool:
+    r"""`re.search(rf"\b{word}\b", text)` for a `word` of word characters."""
+    n = len(word)
+    i = text.find(word)
+    while i >= 0:
+        end = i + n
+        if (i == 0 or not _is_word_char(text[i - 1])) and (end == len(text) or not _is_word_char(text[end])):
+            return True
+        i = text.find(word, i + 1)
+    return False
+
+
+_SLURM_NAME_TAIL = re.compile(r"SLURMD?_[A-Z0-9_]+\b")
+
+
+def slurm_names(text: str) -> list[str]:
+    r"""The names matched by `\b(SLURMD?_[A-Z0-9_]+)\b` in `text`, in order of first use, no duplicates."""
+    names: dict[str, None] = {}
+    if "SLURM" not in text:
+        return []
+    search = _SLURM_NAME_TAIL.search
+    pos = 0
+    while (m := search(text, pos)) is not None:
+        start = m.start()
+        if start and _is_word_char(text[start - 1]):
+            pos = start + 1  # `XSLURM_A`: no word boundary before; the pattern tries the next position
+            continue
+        names[m.group()] = None
+        pos = m.end()
+    return list(names)
+
+
 # ---- the job's shape ---------------------------------------------------------------------------
 
 
@@ -505,12 +550,24 @@ def word_text(ctx: LaunchContext, t: Tok) -> str:
 
 
 _POSITIONAL = re.compile(r"(?<!\$)\$(?:\{#?[0-9@*#]|[0-9@*#])")
+_POSITIONAL_TAIL = re.compile(r"\$(?:\{#?[0-9@*#]|[0-9@*#])")  # _POSITIONAL without its look-behind
 BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 
 
 def uses_positional(text: str) -> bool:
-    """`$1`, `${2}`, `$@`, `$*`, `$#` in shell text: the batch script's arguments."""
-    return bool(_POSITIONAL.search(text))
+    """`$1`, `${2}`, `$@`, `$*`, `$#` in shell text: the batch script's arguments.
+
+    Same answer as `_POSITIONAL.search(text)`; the look-behind is checked by hand so that the engine can
+    skip to each `$` (a pattern starting with a look-behind is tried at every character)."""
+    search = _POSITIONAL_TAIL.search
+    pos = 0
+    while (m := search(text, pos)) is not None:
+        start = m.start()
+        if start and text[start - 1] == "$":
+            pos = start + 1
+            continue
+        return True
+    return False
 
 
 def script_args_tail(ctx: LaunchContext, user_text: str, line: int | None) -> tuple[str, ...]:

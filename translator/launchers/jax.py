@@ -18,6 +18,7 @@ from translator.launchers.intent import JAX, LaunchIntent
 
 _JAX_TEXT = re.compile(r"\bjax\.distributed\.initialize\b|\bimport jax\b|\bfrom jax\b")
 _MAX_READ = 1 << 20
+_JAX_SCRIPT = re.compile(r"jax\.distributed|\bimport jax\b|\bJAX_|\bXLA_")
 
 
 def _program_file(ctx: LaunchContext, toks: list[Tok]) -> str | None:
@@ -30,7 +31,8 @@ def _program_file(ctx: LaunchContext, toks: list[Tok]) -> str | None:
 def uses_jax(ctx: LaunchContext, toks: list[Tok]) -> bool:
     """JAX when the program file (read next to the script, if present) or the script itself uses jax."""
     script_text = getattr(ctx.script, "text", "") or ""
-    if re.search(r"jax\.distributed|\bimport jax\b|\bJAX_|\bXLA_", script_text):
+    # (the substring test first: the pattern has no literal prefix, so the engine tries every character)
+    if ("jax" in script_text or "JAX_" in script_text or "XLA_" in script_text) and _JAX_SCRIPT.search(script_text):
         return True
     name = _program_file(ctx, toks)
     if name:

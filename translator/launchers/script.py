@@ -17,7 +17,13 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
 
-_SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")
+_SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")  # what common.slurm_names finds
+# `set -e` / `set -o errexit` at the start of a line (after blanks): `(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)`,
+# searched from its literal part (see _sets_errexit)
+_SET_ERREXIT = re.compile(r"set\s+(?:-[a-zA-Z]*e|-o\s+errexit)")
+_TTY = re.compile(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)")
+_SHIFT = re.compile(r"(^|[;&|\s])shift(\s|;|$)")
+_ENV_TOOLS = re.compile(r"\b(module|ml|conda)\b")
 BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 
 _STUBS = [
@@ -42,10 +48,10 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
 
     script, job = ctx.script, ctx.job
     body = body_text(script)
-    names: list[str] = list(dict.fromkeys(m.group(1) for m in _SLURM_NAME.finditer(body)))
-    functions = [f for f in ("srun", "scontrol", "sbatch") if re.search(rf"\b{f}\b", body)]
+    names: list[str] = common.slurm_names(body)
+    functions = [f for f in ("srun", "scontrol", "sbatch") if common.has_word(body, f)]
     pro = prologue.prologue_lines(names, job, ctx.shape, export=True, functions=functions)
-    uses_env_tools = re.search(r"\b(module|ml|conda)\b", body) is not None
+    uses_env_tools = _ENV_TOOLS.search(body) is not None
     text_lines = pro + (_STUBS if uses_env_tools else [])
     end = script.line_count
     if not body.strip():
@@ -72,11 +78,9 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
         text_lines.append("set " + " ".join(opts) + "  # slurm2kf: options of the #! line")
         ctx.add(INFO, "L344", f"the options of the #! line ({' '.join(opts)}) are kept with `set`", 1)
     errexit = (
-        any(o.startswith("-") and "e" in o and o != "-o" for o in opts)
-        or ("errexit" in opts)
-        or re.search(r"(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)", body) is not None
+        any(o.startswith("-") and "e" in o and o != "-o" for o in opts) or ("errexit" in opts) or _sets_errexit(body)
     )
-    tty = sorted({m.group(2) for m in re.finditer(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)", body)})
+    tty = _tty_commands(body)
     if tty and errexit:
         text_lines.append("clear() { :; }; tput() { :; }; reset() { :; }  # slurm2kf: no terminal in a pod")
         ctx.add(
@@ -102,8 +106,9 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
                 break
     text_lines.append(f"# ---- batch script body, lines {script.body_start_line}-{end} ----")
     text = "\n".join(text_lines) + "\n" + body + ("\n" if body and not body.endswith("\n") else "")
-    defined = [n for n in names if prologue.definition(n, job, ctx.shape) is not None]
-    undefined = [n for n in names if prologue.definition(n, job, ctx.shape) is None]
+    has_definition = [prologue.definition(n, job, ctx.shape) is not None for n in names]
+    defined = [n for n, known in zip(names, has_definition) if known]
+    undefined = [n for n, known in zip(names, has_definition) if not known]
     why = "; ".join(reasons) if reasons else "no launch line of a known family"
     ctx.add(
         WARNING,
@@ -138,7 +143,7 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
             "rewrite the body for bash",
         )
     given = tuple(getattr(job, "script_args", ()) or ())
-    if common.uses_positional(body) or re.search(r"(^|[;&|\s])shift(\s|;|$)", body):
+    if common.uses_positional(body) or ("shift" in body and _SHIFT.search(body)):
         if given:
             ctx.add(
                 INFO,
@@ -167,6 +172,27 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
         num_nodes=ctx.shape.nodes,
         uses_shell=True,
     )
+
+
+def _sets_errexit(body: str) -> bool:
+    r"""`(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)` found in `body`: a `set` turning on errexit with only
+    blanks before it on its line. The engine skips to each `set`; the start of its line is checked here."""
+    search = _SET_ERREXIT.search
+    pos = 0
+    while (m := search(body, pos)) is not None:
+        start = m.start()
+        head = body[body.rfind("\n", 0, start) + 1 : start]
+        if not head or head.isspace():  # \s is str.isspace() for a str pattern
+            return True
+        pos = start + 1
+    return False
+
+
+def _tty_commands(body: str) -> list[str]:
+    """The terminal commands (clear, tput, reset) used as words in `body`, sorted."""
+    if "clear" not in body and "tput" not in body and "reset" not in body:
+        return []
+    return sorted({m.group(2) for m in _TTY.finditer(body)})
 
 
 def _shebang_options(script) -> list[str]:

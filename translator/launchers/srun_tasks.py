@@ -10,7 +10,6 @@ needs the shell, in which case it is the script's own text).
 
 from __future__ import annotations
 
-import re
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
@@ -85,11 +84,7 @@ def matches(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None) -> bool:
 
 def _slurm_names(ctx: LaunchContext) -> list[str]:
     """The SLURM_*/SLURMD_* names the script text mentions (the shim sets each of them)."""
-    return list(
-        dict.fromkeys(
-            m.group(1) for m in re.finditer(r"\b(SLURMD?_[A-Z0-9_]+)\b", getattr(ctx.script, "text", "") or "")
-        )
-    )
+    return common.slurm_names(getattr(ctx.script, "text", "") or "")
 
 
 def build(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int) -> LaunchIntent:
