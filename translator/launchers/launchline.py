@@ -41,15 +41,41 @@ AUX_PROGRAMS = {
 
 def _walk(statements, block: str | None = None):
     """Yield (statement, enclosing block kind or None) for commands and assignments, in order."""
+    return iter(entries(statements) if block is None else _collect(statements, block, []))
+
+
+def _collect(statements, block: str | None, out: list) -> list:
     for st in statements:
         if isinstance(st, Block):
             kind = block or st.kind
-            if st.command is not None:
-                # a command reading a here-document keeps its input: it counts as a block of its own
-                yield st.command, kind if st.kind != "heredoc" else (block or "here-document")
-            yield from _walk(st.children, kind if st.kind != "heredoc" else block)
+            if st.kind == "heredoc":
+                if st.command is not None:
+                    # a command reading a here-document keeps its input: it counts as a block of its own
+                    out.append((st.command, block or "here-document"))
+                if st.children:
+                    _collect(st.children, block, out)
+            else:
+                if st.command is not None:
+                    out.append((st.command, kind))
+                if st.children:
+                    _collect(st.children, kind, out)
         else:
-            yield st, block
+            out.append((st, block))
+    return out
+
+
+_ENTRIES_MEMO: list = [None, ()]  # (statements, their entries) of the last call: detect, the script fallback
+# and the plan builder each walk the same body in turn
+
+
+def entries(statements) -> tuple:
+    """The (statement, enclosing block kind or None) pairs of _walk(statements), as a tuple (the last body's
+    is kept: the records are frozen, and the memo holds the body, so its identity cannot be reused)."""
+    if _ENTRIES_MEMO[0] is statements:
+        return _ENTRIES_MEMO[1]
+    out = tuple(_collect(statements, None, []))
+    _ENTRIES_MEMO[:] = [statements, out]
+    return out
 
 
 _ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
@@ -62,10 +88,14 @@ def is_env_setup(cmd: Command) -> bool:
 
 
 def is_launch(cmd: Command) -> bool:
-    if not cmd.words or cmd.kind == PIP or is_env_setup(cmd):
+    words = cmd.words
+    if not words or cmd.kind == PIP:
         return False
-    w0 = common.basename(cmd.words[0].value)
-    return cmd.kind == LAUNCH or w0 in LAUNCHERS or common.is_python(w0)
+    w0 = common.basename(words[0].value)
+    if w0.startswith("python") and common.is_python(w0):
+        # is_env_setup, which only a python command can be
+        return not (len(words) >= 3 and words[1].value == "-m" and words[2].value in _ENV_MODULES)
+    return cmd.kind == LAUNCH or w0 in LAUNCHERS
 
 
 def is_aux(cmd: Command) -> bool:
@@ -322,22 +352,27 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     return dispatch(ctx, common.toks_of(words), None, line)
 
 
-def _assignment_lines(ctx: LaunchContext, cmd: Command) -> tuple[int, ...]:
-    """Lines of the top-level assignments the launch line refers to, directly or through other variables."""
-    last = {}
-    for a in ctx.assignments:
-        last[a.name] = a
-    lines, seen = [], set()
+def _launch_closure(ctx: LaunchContext, cmd: Command) -> tuple[list[str], tuple[int, ...]]:
+    """What the launch line reads, directly or through the top-level assignments before it: (the variables
+    no such assignment defines, in the order they are met; the lines of the assignments it reads, sorted)."""
     pending = common.var_refs(cmd.text)
-    while pending:
-        name = pending.pop(0)
-        if name in seen or name not in last:
+    seen: set[str] = set()
+    names: list[str] = []
+    lines: set[int] = set()
+    i = 0
+    while i < len(pending):
+        n = pending[i]
+        i += 1
+        if n in seen:
             continue
-        seen.add(name)
-        a = last[name]
-        lines.append(a.line)
-        pending.extend(common.var_refs(a.value.raw))
-    return tuple(sorted(set(lines)))
+        seen.add(n)
+        a = ctx.last_assignment(n)
+        if a is not None:
+            lines.add(a.line)
+            pending.extend(common.var_refs(a.value.raw))
+        else:
+            names.append(n)
+    return names, tuple(sorted(lines))
 
 
 _REF_WORD = re.compile(r'^"?\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"?$')
@@ -350,15 +385,16 @@ def _first_word_of(text: str) -> str:
 
 def _indirect_launch(cmd: Command, assigned) -> bool:
     """`$CMD args`, `eval "$CMD"`, `eval torchrun …` where the command text names a launcher."""
-    if not cmd.words:
+    words = cmd.words
+    if not words:
         return False
-    words = list(cmd.words)
-    if words[0].value == "eval" and len(words) > 1:
-        words = words[1:]
-        if words[0].literal:
-            first = _first_word_of(words[0].value)
+    w0 = words[0]
+    if w0.value == "eval" and len(words) > 1:
+        w0 = words[1]
+        if w0.literal:
+            first = _first_word_of(w0.value)
             return _names_launcher(first)
-    m = None if words[0].literal else _REF_WORD.match(words[0].raw)
+    m = None if w0.literal else _REF_WORD.match(w0.raw)
     if not m:
         return False
     found = [a for a in assigned.get(m.group(1) or m.group(2), ()) if a.line < cmd.line]
@@ -381,7 +417,7 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
     import shlex as _shlex
     from translator.read.ast import Word
 
-    lines = (script.text or "").split("\n")  # bash ends lines at \n only
+    lines: list[str] | None = None  # the script's lines, split when first needed
     out: list[Assignment] = []
     last: dict = {}  # name -> its latest assignment in `out`
     for st, block in entries:
@@ -392,9 +428,11 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
         if block is not None:
             continue
         if isinstance(st, Assignment):
-            src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
             prev = last.get(st.name)
-            if prev is not None and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+            if prev is not None and lines is None:
+                lines = (script.text or "").split("\n")  # bash ends lines at \n only
+            src = (lines[st.line - 1] if 0 < st.line <= len(lines) else "") if lines is not None else ""
+            if prev is not None and st.name + "+=" in src and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
                 p, v = prev.value, st.value
                 if p.raw.startswith("(") and v.raw.startswith("("):  # array append
                     val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:], literal=False)
@@ -461,29 +499,18 @@ _SETTERS = (
     ".",
     "export",
 )
+# first words of the commands before the launch that detect() looks at again: the setters above, and
+# `shift`/`set --`, which change the script's arguments
+_BEFORE_LAUNCH = frozenset(_SETTERS) | {"shift", "set"}
 
 
-def _launch_refs(ctx: LaunchContext, cmd: Command) -> list[str]:
-    """Variables the launch line reads that no top-level assignment before it defines (transitively)."""
-    last = {a.name: a for a in ctx.assignments}
-    pending = common.var_refs(cmd.text)
-    seen, names = set(), []
-    while pending:
-        n = pending.pop(0)
-        if n in seen:
-            continue
-        seen.add(n)
-        if n in last:
-            pending.extend(common.var_refs(last[n].value.raw))
-        else:
-            names.append(n)
-    return names
+def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command, refs: list[str]) -> str | None:
+    """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value.
 
-
-def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> str | None:
-    """`$X (set inside a case block)` / `$X (set by read …)` when the launch needs such a value."""
+    `refs`: the variables the launch reads that no top-level assignment defines (_launch_closure); `entries`
+    the walk of the body up to the launch (or the commands of it that may set a variable, and the launch)."""
     setters = None  # the setting commands before the launch, found once (not per name)
-    for n in _launch_refs(ctx, cmd):
+    for n in refs:
         if n.startswith(("SLURM", "PET_", "_s2k")) or n in _SHELL_NAMES:
             continue
         if n in ctx.block_assigned:
@@ -506,28 +533,15 @@ def _set_by_shell_logic(ctx: LaunchContext, entries, cmd: Command) -> str | None
     return None
 
 
-def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str) -> None:
+def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str, refs: list[str]) -> None:
     """Variables the launch line reads that have no value the conversion can carry: set by a command
-    (`read`, `let`, a loop), or taken from the submission environment."""
+    (`read`, `let`, a loop), or taken from the submission environment. `refs` and `entries` as for
+    _set_by_shell_logic."""
     from translator.plan.env import RENDEZVOUS
 
-    known = {a.name for a in ctx.assignments}
-    pending = common.var_refs(cmd.text)
-    last = {a.name: a for a in ctx.assignments}
-    seen = set()
-    names = []
-    while pending:
-        n = pending.pop(0)
-        if n in seen:
-            continue
-        seen.add(n)
-        if n in last:
-            pending.extend(common.var_refs(last[n].value.raw))
-        else:
-            names.append(n)
-    for n in names:
+    for n in refs:
         if (
-            n in known
+            ctx.last_assignment(n) is not None
             or n.startswith(("SLURM", "PET_", "OMPI_", "PMI", "_s2k"))
             or n in _SHELL_NAMES
             or n in RENDEZVOUS
@@ -573,28 +587,50 @@ def detect(script, job) -> LaunchIntent:
     from translator.launchers import script as script_family
 
     shape = common.job_shape(job.fields)
-    entries = list(_walk(script.body))
-    launches: list[tuple[Command, str | None]] = []
+    walk = entries(script.body)
+    launches: list[tuple[Command, str | None, int]] = []  # (command, enclosing block, index in walk)
     aux: list[Command] = []
     assigned: dict[str, list[Assignment]] = {}
-    for st, block in entries:
-        if isinstance(st, Assignment) and block is None:
-            assigned.setdefault(st.name, []).append(st)
-    for st, block in entries:
-        if isinstance(st, Command) and (is_launch(st) or _indirect_launch(st, assigned)):
+    block_names: set[str] = set()
+    # the few statements the later steps look at, with their index in the walk: the top-level assignments
+    # and `unset`s (_top_assignments), the commands that may set a variable or the arguments (_SETTERS,
+    # `shift`, `set --`)
+    top_items: list[tuple[int, tuple]] = []
+    special: list[tuple[int, tuple]] = []
+    commands: list[tuple[int, tuple]] = []
+    for i, entry in enumerate(walk):
+        st, block = entry
+        if isinstance(st, Assignment):
+            if block is None:
+                assigned.setdefault(st.name, []).append(st)
+                top_items.append((i, entry))
+            else:
+                block_names.add(st.name)
+        elif isinstance(st, Command):
+            commands.append((i, entry))
+            words = st.words
+            if words and words[0].value in _BEFORE_LAUNCH:
+                special.append((i, entry))
+                if block is None and words[0].value == "unset":
+                    top_items.append((i, entry))
+    for i, (st, block) in commands:
+        if is_launch(st) or _indirect_launch(st, assigned):
             if is_aux(st):
                 aux.append(st)
             else:
-                launches.append((st, block))
-    block_assigned = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+                launches.append((st, block, i))
+    block_assigned = frozenset(block_names)
 
-    def context_for(line: int, launch: Command | None = None) -> LaunchContext:
-        top = _top_assignments(script, entries, line, launch)
+    def context_for(line: int, launch: Command | None = None, index: int = 0) -> LaunchContext:
+        if launch is None:
+            top = _top_assignments(script, walk, line, None)
+        else:  # _top_assignments reads only the top-level assignments and unsets before the launch
+            top = _top_assignments(script, [e for i, e in top_items if i < index] + [walk[index]], line, launch)
         return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
 
     reasons: list[str] = []
     if len(launches) == 1:
-        cmd, block = launches[0]
+        cmd, block, _ = launches[0]
         if block is not None:
             reasons.append(f"the launch on line {cmd.line} is inside a {block} block")
         elif cmd.background:
@@ -602,19 +638,21 @@ def detect(script, job) -> LaunchIntent:
         elif cmd.connector in ("&&", "||", "|"):
             reasons.append(f"the launch on line {cmd.line} is part of a `{cmd.connector}` list")
     elif len(launches) > 1:
-        reasons.append("launch lines " + ", ".join(str(c.line) for c, _ in launches) + " run as several steps")
+        reasons.append("launch lines " + ", ".join(str(c[0].line) for c in launches) + " run as several steps")
     if len(launches) != 1 or reasons:
         ctx = context_for(launches[0][0].line if launches else (script.body_start_line or 1))
         if not launches:
             reasons.append("no launch line (srun, torchrun, mpirun, deepspeed, accelerate, python) was found")
         intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
-    cmd, _ = launches[0]
-    ctx = context_for(cmd.line, cmd)
+    cmd, _, index = launches[0]
+    ctx = context_for(cmd.line, cmd, index)
     ctx.launch_line = cmd.line
     positional = list(getattr(job, "script_args", ()) or ())
     replayed = True
-    for st, block in entries:
+    # the walk up to the launch, reduced to what the steps below look at (they stop at the launch)
+    before = [e for i, e in special if i < index] + [walk[index]]
+    for st, block in before:
         if st is cmd:
             break
         if not (
@@ -646,7 +684,8 @@ def detect(script, job) -> LaunchIntent:
         )
     if replayed and positional != list(getattr(job, "script_args", ()) or ()):
         ctx.positional = tuple(positional)
-    state = _set_by_shell_logic(ctx, entries, cmd)
+    refs, read_lines = _launch_closure(ctx, cmd)
+    state = _set_by_shell_logic(ctx, before, cmd, refs)
     if state:
         # the launch reads a value that only running the script's logic gives (a `read`, a `case`, a
         # loop): the body runs as it is, where bash computes it
@@ -654,7 +693,7 @@ def detect(script, job) -> LaunchIntent:
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     intent = _dispatch_top(ctx, cmd)
     if intent.family != "script":
-        _unset_variables(ctx, entries, cmd, " ".join(tuple(intent.command) + tuple(intent.args)))
+        _unset_variables(ctx, before, cmd, " ".join(tuple(intent.command) + tuple(intent.args)), refs)
     redirs = [r for r in cmd.redirections if not r.startswith("<<")]
     if redirs and intent.family != "script":
         ctx.add(
@@ -668,5 +707,5 @@ def detect(script, job) -> LaunchIntent:
         return dataclasses.replace(intent, findings=tuple(ctx.findings))
     for a in aux:
         ctx.add(INFO, "L326", f"informational step `{a.text.strip()}` is not part of the TrainJob", a.line)
-    consumed = tuple(sorted(set(range(cmd.line, (cmd.end_line or cmd.line) + 1)) | set(_assignment_lines(ctx, cmd))))
+    consumed = tuple(sorted(set(range(cmd.line, (cmd.end_line or cmd.line) + 1)) | set(read_lines)))
     return dataclasses.replace(intent, findings=tuple(ctx.findings), consumed_lines=consumed)
