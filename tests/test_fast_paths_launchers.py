@@ -82,3 +82,209 @@ def test_fast_paths_on_large_bodies():
     assert not common.uses_positional(body) and common.uses_positional(body + " $2")
     assert not common.uses_positional("$$$2") and not common._POSITIONAL.search("$$$2")
     assert common.slurm_names("") == [] and not common.has_word("", "srun") and not script._sets_errexit("")
+
+
+# ---- common._unquoted_text: runs of ordinary characters and "…" bodies are skipped by a pattern ---------
+
+
+def _reference_unquoted_text(raw: str) -> str:
+    """The character-by-character reading _unquoted_text replaced."""
+    from translator.read.words import _expansion
+
+    out = []
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if c == "\\":
+            out.append(" ")
+            i += 2
+        elif c == "'":
+            k = raw.find("'", i + 1)
+            i = n if k < 0 else k + 1
+            out.append(" ")
+        elif c == '"':
+            k = i + 1
+            while k < n and raw[k] != '"':
+                k += 2 if raw[k] == "\\" else 1
+            i = k + 1
+            out.append(" ")
+        elif c == "$" or c == "`":
+            end, _ = _expansion(raw, i)
+            i = max(end, i + 1)
+            out.append(" ")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+@settings(max_examples=2000)
+@given(st.text(alphabet="ab $'\"\\`(){}*?[]~,\n é=-x#@", max_size=40))
+def test_unquoted_text_matches_character_by_character_reading(raw):
+    assert common._unquoted_text(raw) == _reference_unquoted_text(raw)
+
+
+def test_unquoted_text_on_tricky_and_huge_words():
+    for raw in ["", "\\", '"', '"\\', '"a\\"b"c', "'", "$", "$'a'b", 'x"$(a)"y', "a" * 10000 + '"' + "b\\" * 5000]:
+        assert common._unquoted_text(raw) == _reference_unquoted_text(raw)
+
+
+# ---- launchline: the walk, the launch candidates and the findings' de-duplication ---------------------
+
+
+def _reference_walk(statements, block=None):
+    """The recursive generator `_walk` was."""
+    from translator.read.ast import Block
+
+    for st_ in statements:
+        if isinstance(st_, Block):
+            kind = block or st_.kind
+            if st_.command is not None:
+                yield st_.command, kind if st_.kind != "heredoc" else (block or "here-document")
+            yield from _reference_walk(st_.children, kind if st_.kind != "heredoc" else block)
+        else:
+            yield st_, block
+
+
+def _reference_is_env_setup(cmd) -> bool:
+    from translator.launchers.launchline import _ENV_MODULES
+
+    words = [w.value for w in cmd.words]
+    return len(words) >= 3 and common.is_python(words[0]) and words[1] == "-m" and words[2] in _ENV_MODULES
+
+
+def _reference_is_launch(cmd) -> bool:
+    from translator.launchers.launchline import LAUNCHERS
+    from translator.read.ast import LAUNCH, PIP
+
+    if not cmd.words or cmd.kind == PIP or _reference_is_env_setup(cmd):
+        return False
+    w0 = common.basename(cmd.words[0].value)
+    return cmd.kind == LAUNCH or w0 in LAUNCHERS or common.is_python(w0)
+
+
+def _reference_indirect_launch(cmd, assigned) -> bool:
+    from translator.launchers.launchline import _REF_WORD, _first_word_of, _names_launcher
+
+    if not cmd.words:
+        return False
+    words = list(cmd.words)
+    if words[0].value == "eval" and len(words) > 1:
+        words = words[1:]
+        if words[0].literal:
+            return _names_launcher(_first_word_of(words[0].value))
+    m = None if words[0].literal else _REF_WORD.match(words[0].raw)
+    if not m:
+        return False
+    found = [a for a in assigned.get(m.group(1) or m.group(2), ()) if a.line < cmd.line]
+    if not found:
+        return False
+    a = found[-1]
+    return _names_launcher(_first_word_of(a.value.value if a.value.literal else a.value.raw))
+
+
+_EXTRA_LINES = [
+    "python -m venv /tmp/v",
+    "python3.11 -m pip install x",
+    "/usr/bin/python3 -c 'print(1)'",
+    "python --version",
+    "python2 -V",
+    "srun hostname",
+    "srun env",
+    "srun -n 2 time nvidia-smi",
+    "srun --export=ALL,A=1 python train.py",
+    "CMD='torchrun --nproc-per-node 2 t.py'",
+    "$CMD --epochs 3",
+    'eval "$CMD"',
+    "eval torchrun t.py",
+    "eval",
+    "unset CMD",
+    "shift 2",
+    "set -- a b",
+    "read -r X",
+    "cat <<EOF\nsrun python a.py\nEOF",
+    "for i in 1 2; do srun python b.py; A=$i; done",
+    "f() { deepspeed x.py; }",
+    "accelerate launch x.py & wait",
+    "mpirun -np 4 ./a.out",
+    "composer install",
+    "apptainer exec img.sif python x.py",
+]
+
+
+@st.composite
+def _scripts(draw):
+    import strategies as S
+
+    text = draw(S.script_text())
+    extra = draw(st.lists(st.sampled_from(_EXTRA_LINES), max_size=8))
+    return text + "\n" + "\n".join(extra) + "\n"
+
+
+def _fuzz(n):
+    import strategies as S
+
+    return S.fuzz_settings(n)
+
+
+@_fuzz(300)
+@given(_scripts())
+def test_walk_and_launch_candidates_match_the_reference(text):
+    from translator.launchers import launchline
+    from translator.read import read_script
+    from translator.read.ast import Assignment, Command
+
+    script_ = read_script(text.encode("utf-8", "surrogatepass"), "job.sbatch")
+    want = list(_reference_walk(script_.body))
+    assert list(launchline._walk(script_.body)) == want
+    assert list(launchline.entries(script_.body)) == want  # twice: the memo gives the same walk
+    assert list(launchline.entries(list(script_.body))) == want  # a list is walked, not remembered
+    assigned: dict = {}
+    for st_, block in want:
+        if isinstance(st_, Assignment) and block is None:
+            assigned.setdefault(st_.name, []).append(st_)
+    for st_, _ in want:
+        if isinstance(st_, Command):
+            assert launchline.is_env_setup(st_) == _reference_is_env_setup(st_)
+            assert launchline.is_launch(st_) == _reference_is_launch(st_)
+            assert launchline._indirect_launch(st_, assigned) == _reference_indirect_launch(st_, assigned)
+            if st_.words and launchline.is_launch(st_):
+                launchline.is_aux(st_)  # (compared through the conversions in the output digests)
+
+
+def test_findings_are_added_once_whatever_their_spelling():
+    from translator.diagnostics import Finding
+    from translator.launchers.common import LaunchContext, Shape
+
+    ctx = LaunchContext(script=None, job=None, shape=Shape())  # type: ignore[arg-type]
+    ctx.add("warning", "L300", "m", 3, "s")
+    ctx.add("warning", "L300", "m", 3, "s")
+    ctx.add("warning", "L300", "m", 3)
+    ctx.findings.append(Finding("info", "L301", "direct", None))  # appended directly, then added again
+    ctx.add("info", "L301", "direct", None)
+    ctx.add("info", "L301", "direct", 1)
+    assert ctx.findings == [
+        Finding("warning", "L300", "m", 3, "s"),
+        Finding("warning", "L300", "m", 3),
+        Finding("info", "L301", "direct", None),
+        Finding("info", "L301", "direct", 1),
+    ]
+
+
+def test_job_shape_memo_follows_the_fields():
+    from types import SimpleNamespace
+
+    from translator.read import read_script
+    from translator.slurm.resolve import resolve
+
+    shapes = []
+    for text in ["#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gpus-per-node=4\nsrun x\n", "#!/bin/bash\n#SBATCH -n 3\nx\n"]:
+        job = resolve(read_script(text.encode(), "j.sbatch"), env={}, cli_args=())
+        shapes.append(common.job_shape(job.fields))
+        assert common.job_shape(job.fields) == common._job_shape(job.fields)
+    assert shapes[0].nodes == 2 and shapes[0].gpus_per_node == 4 and shapes[1].total_tasks == 3
+    fields = SimpleNamespace(**{n: getattr(job.fields, n) for n in ("nodes_min", "ntasks_per_node", "ntasks")})
+    fields.__dict__.update(gpus_per_node=0, gpus_per_task=0, gpus_total=0, cpus_per_task=None)
+    assert common.job_shape(fields).total_tasks == 3
+    fields.ntasks = 5  # a mutable stand-in is not remembered
+    assert common.job_shape(fields).total_tasks == 5

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.read.ast import Assignment, Word
+from translator.records import FrozenRecord
 from translator.slurm.values import to_int
 
 if TYPE_CHECKING:
@@ -149,8 +150,25 @@ class Shape:
         )
 
 
+_SHAPE_MEMO: list = [
+    None,
+    None,
+]  # (fields, shape) of the last call: the launch detector and the plan builder ask in turn
+
+
 def job_shape(fields) -> Shape:
-    """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules')."""
+    """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules').
+
+    JobFields and Shape are frozen, so the last answer is reused for the same fields."""
+    if _SHAPE_MEMO[0] is fields:
+        return _SHAPE_MEMO[1]
+    shape = _job_shape(fields)
+    if isinstance(fields, FrozenRecord):  # (not a mutable stand-in a caller may change between calls)
+        _SHAPE_MEMO[:] = [fields, shape]
+    return shape
+
+
+def _job_shape(fields) -> Shape:
     nodes = fields.nodes_min or None  # 0 is refused by sbatch; never divide by it here
     tpn = fields.ntasks_per_node or None
     ntasks = fields.ntasks or None
@@ -380,7 +398,8 @@ class LaunchContext:
     findings: list[Finding] = field(default_factory=list)
     nesting: int = 0  # containers inside containers (launchers/container.py)
     _last: dict[str, Assignment] | None = field(default=None, repr=False, compare=False)
-    _seen: set[Finding] | None = field(default=None, repr=False, compare=False)
+    # the fields of the findings, which equal Findings have (a tuple hashes without a Python-level __hash__)
+    _seen: set[tuple] | None = field(default=None, repr=False, compare=False)
 
     def last_assignment(self, name: str) -> Assignment | None:
         """The last top-level assignment of `name` before the launch line (an index built once: a script with
@@ -401,12 +420,13 @@ class LaunchContext:
         return job_plugin_option(self.job, "container-image") is not None
 
     def add(self, severity: str, code: str, message: str, line: int | None, suggestion: str | None = None):
-        f = Finding(severity=severity, code=code, message=message, line=line, suggestion=suggestion)
-        if self._seen is None or len(self._seen) != len(self.findings):
-            self._seen = set(self.findings)  # (findings may also be appended directly)
-        if f not in self._seen:
-            self._seen.add(f)
-            self.findings.append(f)
+        key = (severity, code, message, line, suggestion)
+        seen = self._seen
+        if seen is None or len(seen) != len(self.findings):  # (findings may also be appended directly)
+            seen = self._seen = {(f.severity, f.code, f.message, f.line, f.suggestion) for f in self.findings}
+        if key not in seen:
+            seen.add(key)
+            self.findings.append(Finding(severity, code, message, line, suggestion))
 
 
 # Slurm variables that differ per task; the batch shell expands them to the batch task's values.
@@ -872,12 +892,18 @@ def brace_expand(word: str) -> list[str]:
     return [word]
 
 
+_PLAIN_RUN = re.compile(r"[^\\'\"$`]+")  # characters _unquoted_text copies as they are
+_DQ_REST = re.compile(r'(?:[^"\\]+|\\[\s\S])*')  # the inside of "…" after its opening quote (escapes skip two)
+
+
 def _unquoted_text(raw: str) -> str:
-    """The characters of `raw` that are outside quotes, escapes and `$`/backquote expansions."""
+    """The characters of `raw` that are outside quotes, escapes and `$`/backquote expansions (each quoted
+    part, escape or expansion becomes one blank)."""
     from translator.read.words import _expansion
 
     out = []
     i, n = 0, len(raw)
+    plain, dq_rest = _PLAIN_RUN.match, _DQ_REST.match
     while i < n:
         c = raw[i]
         if c == "\\":
@@ -888,18 +914,19 @@ def _unquoted_text(raw: str) -> str:
             i = n if k < 0 else k + 1
             out.append(" ")
         elif c == '"':
-            k = i + 1
-            while k < n and raw[k] != '"':
-                k += 2 if raw[k] == "\\" else 1
-            i = k + 1
+            m = dq_rest(raw, i + 1)  # (always matches) up to the closing quote, the end or a final lone backslash
+            k = m.end() if m else n
+            i = k + 1 if k < n and raw[k] == '"' else n
             out.append(" ")
         elif c == "$" or c == "`":
             end, _ = _expansion(raw, i)
             i = max(end, i + 1)
             out.append(" ")
         else:
-            out.append(c)
-            i += 1
+            m = plain(raw, i)  # c is none of the characters the run stops at: a run of at least c
+            end = m.end() if m else i + 1
+            out.append(raw[i:end])
+            i = end
     return "".join(out)
 
 

@@ -74,7 +74,8 @@ def entries(statements) -> tuple:
     if _ENTRIES_MEMO[0] is statements:
         return _ENTRIES_MEMO[1]
     out = tuple(_collect(statements, None, []))
-    _ENTRIES_MEMO[:] = [statements, out]
+    if type(statements) is tuple:  # (a list could change between calls)
+        _ENTRIES_MEMO[:] = [statements, out]
     return out
 
 
@@ -83,8 +84,13 @@ _ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
 
 def is_env_setup(cmd: Command) -> bool:
     """`python -m venv DIR` and friends: creating the software environment, not a launch."""
-    words = [w.value for w in cmd.words]
-    return len(words) >= 3 and common.is_python(words[0]) and words[1] == "-m" and words[2] in _ENV_MODULES
+    words = cmd.words
+    return (
+        len(words) >= 3
+        and words[1].value == "-m"
+        and words[2].value in _ENV_MODULES
+        and common.is_python(words[0].value)
+    )
 
 
 def is_launch(cmd: Command) -> bool:
@@ -99,10 +105,11 @@ def is_launch(cmd: Command) -> bool:
 
 
 def is_aux(cmd: Command) -> bool:
-    words = [w.value for w in cmd.words]
-    if common.is_python(words[0]) and len(words) > 1 and words[1] in ("-c", "--version", "-V"):
+    words = cmd.words
+    w0 = common.basename(words[0].value)
+    if len(words) > 1 and words[1].value in ("-c", "--version", "-V") and common.is_python(w0):
         return True
-    if common.basename(words[0]) == "srun":
+    if w0 == "srun":
         inner = common.parse_srun(cmd.words).command
         if not inner:
             return False
@@ -342,9 +349,8 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
         common.check_inherited_ntasks(ctx, call, line)
-        inner = common.toks_of(call.command)
         if call.options.get("container-image") or ctx.job_image_option:
-            return container.pyxis(ctx, call, inner, line, dispatch)
+            return container.pyxis(ctx, call, common.toks_of(call.command), line, dispatch)
         inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
         intent = dispatch(ctx, common.toks_of(inner_words), call, line)
         wrapper_env = list(wrapper_env) + _srun_step_options(ctx, call, line)

@@ -29,6 +29,9 @@ from collections.abc import Mapping
 from translator.launchers.intent import ACCELERATE, COMPOSER, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS, TORCHRUN
 
 
+_LOADED: dict = {}  # Family.module -> the imported module (import_module costs a lookup on every call)
+
+
 class Except(frozenset):
     """Every subcommand but these (a program name shared with an unrelated tool)."""
 
@@ -84,7 +87,10 @@ class Family:
     programs: Mapping[str, Subcommands] = field(default_factory=dict)  # first words it recognises
 
     def load(self):
-        return importlib.import_module("translator.launchers." + self.module)
+        module = _LOADED.get(self.module)
+        if module is None:
+            module = _LOADED[self.module] = importlib.import_module("translator.launchers." + self.module)
+        return module
 
     def matches(self, ctx, toks, srun) -> bool:
         return self.load().matches(ctx, toks, srun)

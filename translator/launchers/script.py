@@ -214,10 +214,10 @@ def _shebang_options(script) -> list[str]:
 
 
 def _srun_calls(script):
-    from translator.launchers import _walk, common
+    from translator.launchers.launchline import entries
     from translator.read.ast import Command
 
-    for st, _ in _walk(script.body):
+    for st, _ in entries(script.body):
         if isinstance(st, Command) and st.words and common.basename(st.words[0].value) == "srun":
             yield common.parse_srun(st.words), st.line
 
