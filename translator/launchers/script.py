@@ -21,7 +21,9 @@ _SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")  # what common.slurm_names
 # `set -e` / `set -o errexit` at the start of a line (after blanks): `(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)`,
 # searched from its literal part (see _sets_errexit)
 _SET_ERREXIT = re.compile(r"set\s+(?:-[a-zA-Z]*e|-o\s+errexit)")
-_TTY = re.compile(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)")
+_TTY = re.compile(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)")  # what _tty_commands finds
+_TTY_BEFORE = frozenset(";&|(`")
+_TTY_AFTER = frozenset(";&|)`")
 _SHIFT = re.compile(r"(^|[;&|\s])shift(\s|;|$)")
 _ENV_TOOLS = re.compile(r"\b(module|ml|conda)\b")
 BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
@@ -189,10 +191,24 @@ def _sets_errexit(body: str) -> bool:
 
 
 def _tty_commands(body: str) -> list[str]:
-    """The terminal commands (clear, tput, reset) used as words in `body`, sorted."""
-    if "clear" not in body and "tput" not in body and "reset" not in body:
-        return []
-    return sorted({m.group(2) for m in _TTY.finditer(body)})
+    """The terminal commands (clear, tput, reset) used as words in `body`, sorted: the names _TTY finds.
+
+    Each name is found by str.find and the characters around it checked here: before it a blank, `;&|(`, a
+    backquote or the start; after it a blank, `;&|)`, a backquote or the end. (_TTY consumes the character
+    before a name, never the one after, so its matches cannot hide one another.)"""
+    found = []
+    end_of_body = len(body)
+    for name in ("clear", "reset", "tput"):  # (sorted)
+        i = body.find(name)
+        while i >= 0:
+            end = i + len(name)
+            if (i == 0 or body[i - 1] in _TTY_BEFORE or body[i - 1].isspace()) and (
+                end == end_of_body or body[end] in _TTY_AFTER or body[end].isspace()
+            ):
+                found.append(name)
+                break
+            i = body.find(name, i + 1)
+    return found
 
 
 def _shebang_options(script) -> list[str]:
