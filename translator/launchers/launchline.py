@@ -603,7 +603,9 @@ def detect(script, job) -> LaunchIntent:
     # `shift`, `set --`)
     top_items: list[tuple[int, tuple]] = []
     special: list[tuple[int, tuple]] = []
-    commands: list[tuple[int, tuple]] = []
+    # the commands that may be launches: is_launch, or a first word _indirect_launch looks through (a
+    # variable, `eval …`), which is decided once every top-level assignment is known
+    maybe: list[tuple[int, tuple]] = []
     for i, entry in enumerate(walk):
         st, block = entry
         if isinstance(st, Assignment):
@@ -613,13 +615,17 @@ def detect(script, job) -> LaunchIntent:
             else:
                 block_names.add(st.name)
         elif isinstance(st, Command):
-            commands.append((i, entry))
             words = st.words
-            if words and words[0].value in _BEFORE_LAUNCH:
+            if not words:
+                continue
+            w0 = words[0]
+            if not w0.literal or w0.value == "eval" or is_launch(st):
+                maybe.append((i, entry))
+            if w0.value in _BEFORE_LAUNCH:
                 special.append((i, entry))
-                if block is None and words[0].value == "unset":
+                if block is None and w0.value == "unset":
                     top_items.append((i, entry))
-    for i, (st, block) in commands:
+    for i, (st, block) in maybe:
         if is_launch(st) or _indirect_launch(st, assigned):
             if is_aux(st):
                 aux.append(st)
