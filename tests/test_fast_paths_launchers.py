@@ -288,3 +288,28 @@ def test_job_shape_memo_follows_the_fields():
     assert common.job_shape(fields).total_tasks == 3
     fields.ntasks = 5  # a mutable stand-in is not remembered
     assert common.job_shape(fields).total_tasks == 5
+
+
+def test_intent_replace_is_dataclasses_replace():
+    import dataclasses
+
+    import pytest
+
+    from translator.diagnostics import Finding
+    from translator.launchers.intent import LaunchIntent, replace
+
+    base = LaunchIntent("torchrun", "torch", ("torchrun",), ("t.py",), 3, env=(("A", "1"),), num_nodes=2)
+    for changes in (
+        {},
+        {"findings": (Finding("info", "L301", "m", 3),)},
+        {"env": (("B", "é"),), "consumed_lines": (3, 4), "uses_shell": True},
+        {"command": (), "args": ("x",), "image": "img", "mounts": (("/a", "/b"),)},
+    ):
+        got, want = replace(base, **changes), dataclasses.replace(base, **changes)
+        assert got == want and repr(got) == repr(want) and hash(got) == hash(want)
+        assert type(got) is LaunchIntent and got is not base
+    assert base.findings == () and base.env == (("A", "1"),)  # the original is unchanged
+    with pytest.raises(TypeError):
+        replace(base, no_such_field=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        replace(base, line=4).line = 5  # type: ignore[misc]

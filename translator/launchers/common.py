@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from translator.diagnostics import Finding, INFO, WARNING
 from translator.read.ast import Assignment, Word
+from translator.read.words import _expansion
 from translator.records import FrozenRecord
 from translator.slurm.values import to_int
 
@@ -899,8 +900,6 @@ _DQ_REST = re.compile(r'(?:[^"\\]+|\\[\s\S])*')  # the inside of "…" after its
 def _unquoted_text(raw: str) -> str:
     """The characters of `raw` that are outside quotes, escapes and `$`/backquote expansions (each quoted
     part, escape or expansion becomes one blank)."""
-    from translator.read.words import _expansion
-
     out = []
     i, n = 0, len(raw)
     plain, dq_rest = _PLAIN_RUN.match, _DQ_REST.match

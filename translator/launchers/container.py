@@ -10,13 +10,13 @@ registry image (or `--image`). Binds become a finding listing the volumes the Tr
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from translator.diagnostics import ERROR, INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
+from translator.launchers.intent import replace as intent_replace
 
 APPTAINER = ("apptainer", "singularity")
 # Other container exec wrappers of HPC sites: Shifter (NERSC; image from `--image=` or the job's
@@ -174,7 +174,7 @@ def _finish(ctx: LaunchContext, inner: LaunchIntent, image_tok: Tok, mounts, lin
             line,
             "add the volumes with a site profile (`slurm2kf profile`)",
         )
-    return dataclasses.replace(inner, image=pulled, mounts=tuple(mounts))
+    return intent_replace(inner, image=pulled, mounts=tuple(mounts))
 
 
 def apptainer(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int, dispatch) -> LaunchIntent:
@@ -217,7 +217,7 @@ def apptainer(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: 
             line,
         )
         base = dispatch(ctx, [Tok.gen("true")], srun, line)
-        intent = dataclasses.replace(base, command=(), args=tuple(t.value for t in inner))
+        intent = intent_replace(base, command=(), args=tuple(t.value for t in inner))
     elif ctx.nesting >= MAX_NESTED_CONTAINERS:
         from translator.launchers import script
 

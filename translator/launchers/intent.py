@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from translator.diagnostics import Finding
 
@@ -35,3 +35,19 @@ class LaunchIntent:
     num_nodes: int | None = None  # node count the launch implies when it differs from the job's
     mounts: tuple[tuple[str, str], ...] = ()  # container binds (host path, container path) to map to volumes
     uses_shell: bool = False  # command is `bash -c` around text taken from the script
+
+
+_FIELDS = frozenset(f.name for f in fields(LaunchIntent))
+
+
+def replace(intent: LaunchIntent, **changes) -> LaunchIntent:
+    """`dataclasses.replace(intent, **changes)` without its generic walk over the fields (a quarter of the
+    time): LaunchIntent has no __post_init__ and no init-only fields, so the new instance is the old one's
+    fields with the changes."""
+    if not changes.keys() <= _FIELDS:
+        raise TypeError(f"LaunchIntent has no field {sorted(changes.keys() - _FIELDS)[0]!r}")
+    new = object.__new__(intent.__class__)
+    values = new.__dict__  # (a frozen dataclass refuses attribute assignment, not its instance dict)
+    values.update(intent.__dict__)
+    values.update(changes)
+    return new

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from translator.diagnostics import INFO, WARNING
 from translator.launchers import common, registry
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
+from translator.launchers.intent import replace as intent_replace
 from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
 from translator.slurm.values import to_int
 
@@ -144,7 +144,7 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
         words, wenv = _strip_env_toks(ctx, toks, line)
         if words and words != list(toks):
             intent = dispatch(ctx, words, srun, line)
-            return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
+            return intent_replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
     if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
         from translator.launchers import indirect
 
@@ -322,7 +322,7 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
     words, wrapper_env = strip_wrappers(ctx, indirect.expand(ctx, toks), cmd.line)
     intent = _dispatch_words(ctx, words, cmd.line) if words else dispatch(ctx, [], None, cmd.line)
     extra = tuple(intent_env + wrapper_env)
-    return dataclasses.replace(intent, env=tuple(intent.env) + extra) if extra else intent
+    return intent_replace(intent, env=tuple(intent.env) + extra) if extra else intent
 
 
 def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
@@ -354,7 +354,7 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
         inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
         intent = dispatch(ctx, common.toks_of(inner_words), call, line)
         wrapper_env = list(wrapper_env) + _srun_step_options(ctx, call, line)
-        return dataclasses.replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
+        return intent_replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
     return dispatch(ctx, common.toks_of(words), None, line)
 
 
@@ -656,7 +656,7 @@ def detect(script, job) -> LaunchIntent:
         if not launches:
             reasons.append("no launch line (srun, torchrun, mpirun, deepspeed, accelerate, python) was found")
         intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
-        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+        return intent_replace(intent, findings=tuple(ctx.findings))
     cmd, _, index = launches[0]
     ctx = context_for(cmd.line, cmd, index)
     ctx.launch_line = cmd.line
@@ -702,7 +702,7 @@ def detect(script, job) -> LaunchIntent:
         # the launch reads a value that only running the script's logic gives (a `read`, a `case`, a
         # loop): the body runs as it is, where bash computes it
         intent = script_family.build(ctx, cmd.line, [f"the launch on line {cmd.line} uses {state}"])
-        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+        return intent_replace(intent, findings=tuple(ctx.findings))
     intent = _dispatch_top(ctx, cmd)
     if intent.family != "script":
         _unset_variables(ctx, before, cmd, " ".join(tuple(intent.command) + tuple(intent.args)), refs)
@@ -716,8 +716,8 @@ def detect(script, job) -> LaunchIntent:
             cmd.line,
         )
     if intent.family == "script":
-        return dataclasses.replace(intent, findings=tuple(ctx.findings))
+        return intent_replace(intent, findings=tuple(ctx.findings))
     for a in aux:
         ctx.add(INFO, "L326", f"informational step `{a.text.strip()}` is not part of the TrainJob", a.line)
     consumed = tuple(sorted(set(range(cmd.line, (cmd.end_line or cmd.line) + 1)) | set(read_lines)))
-    return dataclasses.replace(intent, findings=tuple(ctx.findings), consumed_lines=consumed)
+    return intent_replace(intent, findings=tuple(ctx.findings), consumed_lines=consumed)

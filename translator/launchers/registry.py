@@ -23,13 +23,11 @@ site profile's `runtimes[].launchers` accepts).
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 
 from translator.launchers.intent import ACCELERATE, COMPOSER, DEEPSPEED, JAX, MPI, PYTHON, SCRIPT, SRUN_TASKS, TORCHRUN
-
-
-_LOADED: dict = {}  # Family.module -> the imported module (import_module costs a lookup on every call)
 
 
 class Except(frozenset):
@@ -87,10 +85,9 @@ class Family:
     programs: Mapping[str, Subcommands] = field(default_factory=dict)  # first words it recognises
 
     def load(self):
-        module = _LOADED.get(self.module)
-        if module is None:
-            module = _LOADED[self.module] = importlib.import_module("translator.launchers." + self.module)
-        return module
+        name = "translator.launchers." + self.module
+        # an imported module is taken from sys.modules directly (import_module costs a Python-level lookup)
+        return sys.modules.get(name) or importlib.import_module(name)
 
     def matches(self, ctx, toks, srun) -> bool:
         return self.load().matches(ctx, toks, srun)
