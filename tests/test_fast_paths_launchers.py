@@ -313,3 +313,13 @@ def test_intent_replace_is_dataclasses_replace():
         replace(base, no_such_field=1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         replace(base, line=4).line = 5  # type: ignore[misc]
+
+
+@settings(max_examples=1000)
+@given(st.text(alphabet="a \n\r\x0c\u2028\u0085é", max_size=30), st.integers(0, 12))
+def test_body_text_is_the_lines_from_the_body_start(text, start):
+    from types import SimpleNamespace
+
+    fake = SimpleNamespace(text=text, body_start_line=start)
+    want = "\n".join(text.split("\n")[start - 1 :]) if start else ""
+    assert script.body_text(fake) == want

@@ -107,18 +107,15 @@ _SLURM_NAME_TAIL = re.compile(r"SLURMD?_[A-Z0-9_]+\b")
 
 def slurm_names(text: str) -> list[str]:
     r"""The names matched by `\b(SLURMD?_[A-Z0-9_]+)\b` in `text`, in order of first use, no duplicates."""
-    names: dict[str, None] = {}
     if "SLURM" not in text:
         return []
-    search = _SLURM_NAME_TAIL.search
-    pos = 0
-    while (m := search(text, pos)) is not None:
+    names: dict[str, None] = {}
+    for m in _SLURM_NAME_TAIL.finditer(text):
         start = m.start()
-        if start and _is_word_char(text[start - 1]):
-            pos = start + 1  # `XSLURM_A`: no word boundary before; the pattern tries the next position
-            continue
-        names[m.group()] = None
-        pos = m.end()
+        # `XSLURM_A`: no word boundary before it. (No match of the full pattern can start inside a refused
+        # one: every character there is a word character.)
+        if not start or not _is_word_char(text[start - 1]):
+            names[m.group()] = None
     return list(names)
 
 

@@ -40,9 +40,15 @@ def body_text(script) -> str:
     start = script.body_start_line
     if not start:
         return ""
-    # bash ends lines at `\n` only (not at form feed, NEL, U+2028...): str.splitlines() would cut there
-    lines = (script.text or "").split("\n")
-    return "\n".join(lines[start - 1 :])
+    # bash ends lines at `\n` only (not at form feed, NEL, U+2028...): str.splitlines() would cut there.
+    # The text after the (start-1)th `\n` ("\n".join of the lines from `start` on), found without splitting.
+    text = script.text or ""
+    pos = 0
+    for _ in range(start - 1):
+        pos = text.find("\n", pos) + 1
+        if not pos:
+            return ""  # fewer lines than that
+    return text[pos:]
 
 
 def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
@@ -247,6 +253,7 @@ def _batch_once_body(ctx, script, body: str):
     lines = body.split("\n")
     start = script.body_start_line
     helpers = set()
+    changed = False
     for st in script.body:
         if not isinstance(st, Assignment) or st.value.literal:
             continue
@@ -256,6 +263,7 @@ def _batch_once_body(ctx, script, body: str):
         new, need, unfixable = prologue.batch_once(st.value.raw)
         if need:
             lines[i] = lines[i].replace(st.value.raw, new, 1)
+            changed = True
             helpers |= need
             ctx.add(
                 INFO,
@@ -279,4 +287,4 @@ def _batch_once_body(ctx, script, body: str):
                 f"compute {st.name} from something all pods share (the job name, SLURM_JOB_ID), or write it on "
                 "rank 0 only",
             )
-    return "\n".join(lines), helpers
+    return ("\n".join(lines) if changed else body), helpers
