@@ -21,6 +21,7 @@ from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import COMPOSER, LaunchIntent
+from translator.launchers.registry import PHP_COMPOSER, accepts
 
 # composer/cli/launcher.py _get_parser: store_true options; every other option takes one value.
 _FLAGS = {"-v", "--verbose", "-m", "--module_mode", "-c", "--command_mode", "--version", "-h", "--help"}
@@ -31,8 +32,6 @@ PET_FLAGS = '--node_rank "$PET_NODE_RANK" --master_addr "$PET_MASTER_ADDR" --mas
 
 def matches(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None) -> bool:
     """`composer …`, but not PHP's `composer install` and its other commands."""
-    from translator.launchers.registry import PHP_COMPOSER, accepts
-
     return common.basename(toks[0].value) == "composer" and accepts(
         PHP_COMPOSER, toks[1].value if len(toks) > 1 else ""
     )

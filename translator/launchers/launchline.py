@@ -97,7 +97,8 @@ def is_launch(cmd: Command) -> bool:
     words = cmd.words
     if not words or cmd.kind == PIP:
         return False
-    w0 = common.basename(words[0].value)
+    v0 = words[0].value
+    w0 = v0[v0.rfind("/") + 1 :]  # common.basename (called for every command of the body)
     if w0.startswith("python") and common.is_python(w0):
         # is_env_setup, which only a python command can be
         return not (len(words) >= 3 and words[1].value == "-m" and words[2].value in _ENV_MODULES)
