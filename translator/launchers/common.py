@@ -148,21 +148,22 @@ class Shape:
         )
 
 
-_SHAPE_MEMO: list = [
-    None,
-    None,
-]  # (fields, shape) of the last call: the launch detector and the plan builder ask in turn
+# (fields, shape) of the last call: the launch detector and the plan builder ask in turn (one tuple, read and
+# replaced whole)
+_SHAPE_MEMO: tuple = (None, None)
 
 
 def job_shape(fields) -> Shape:
     """Derive the layout from resolved JobFields (sbatch-semantics §6 'Derived shape rules').
 
     JobFields and Shape are frozen, so the last answer is reused for the same fields."""
-    if _SHAPE_MEMO[0] is fields:
-        return _SHAPE_MEMO[1]
+    global _SHAPE_MEMO
+    memo = _SHAPE_MEMO
+    if memo[0] is fields:
+        return memo[1]
     shape = _job_shape(fields)
     if isinstance(fields, FrozenRecord):  # (not a mutable stand-in a caller may change between calls)
-        _SHAPE_MEMO[:] = [fields, shape]
+        _SHAPE_MEMO = (fields, shape)
     return shape
 
 

@@ -64,18 +64,20 @@ def _collect(statements, block: str | None, out: list) -> list:
     return out
 
 
-_ENTRIES_MEMO: list = [None, ()]  # (statements, their entries) of the last call: detect, the script fallback
-# and the plan builder each walk the same body in turn
+_ENTRIES_MEMO: tuple = (None, ())  # (statements, their entries) of the last call: detect, the script
+# fallback and the plan builder each walk the same body in turn (one tuple, read and replaced whole)
 
 
 def entries(statements) -> tuple:
     """The (statement, enclosing block kind or None) pairs of _walk(statements), as a tuple (the last body's
     is kept: the records are frozen, and the memo holds the body, so its identity cannot be reused)."""
-    if _ENTRIES_MEMO[0] is statements:
-        return _ENTRIES_MEMO[1]
+    global _ENTRIES_MEMO
+    memo = _ENTRIES_MEMO
+    if memo[0] is statements:
+        return memo[1]
     out = tuple(_collect(statements, None, []))
     if type(statements) is tuple:  # (a list could change between calls)
-        _ENTRIES_MEMO[:] = [statements, out]
+        _ENTRIES_MEMO = (statements, out)
     return out
 
 
