@@ -82,6 +82,10 @@ def test_fast_paths_on_large_bodies():
     assert not common.uses_positional(body) and common.uses_positional(body + " $2")
     assert not common.uses_positional("$$$2") and not common._POSITIONAL.search("$$$2")
     assert common.slurm_names("") == [] and not common.has_word("", "srun") and not script._sets_errexit("")
+    # one long line of `set -e` after other words (each is checked back to the previous word only), then blanks
+    long_line = "x set -e " * 50000
+    assert not script._sets_errexit(long_line) and script._sets_errexit(long_line + "\n \t set -e")
+    assert script._sets_errexit(" " * 100000 + "set -o errexit") and not script._sets_errexit(" " * 100000 + "set -o")
 
 
 # ---- common._unquoted_text: runs of ordinary characters and "…" bodies are skipped by a pattern ---------

@@ -184,14 +184,22 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
 
 def _sets_errexit(body: str) -> bool:
     r"""`(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)` found in `body`: a `set` turning on errexit with only
-    blanks before it on its line. The engine skips to each `set`; the start of its line is checked here."""
+    blanks before it on its line. The engine skips to each `set`; the blanks before it are checked here,
+    back to a newline or the start (each run of blanks is read once: linear in the body)."""
     search = _SET_ERREXIT.search
     pos = 0
     while (m := search(body, pos)) is not None:
         start = m.start()
-        head = body[body.rfind("\n", 0, start) + 1 : start]
-        if not head or head.isspace():  # \s is str.isspace() for a str pattern
-            return True
+        k = start - 1
+        while k >= 0:
+            ch = body[k]
+            if ch == "\n":
+                return True
+            if not ch.isspace():  # \s is str.isspace() for a str pattern
+                break
+            k -= 1
+        else:
+            return True  # only blanks back to the start of the body
         pos = start + 1
     return False
 
