@@ -327,3 +327,24 @@ def test_body_text_is_the_lines_from_the_body_start(text, start):
     fake = SimpleNamespace(text=text, body_start_line=start)
     want = "\n".join(text.split("\n")[start - 1 :]) if start else ""
     assert script.body_text(fake) == want
+
+
+def test_as_toks_is_toks_of():
+    from translator.launchers.common import Tok, toks_of
+    from translator.launchers.launchline import _as_toks
+    from translator.read.words import make_word
+
+    words = [make_word(r) for r in ("srun", "-n2", '"$X"', "a\\ b", "$'\\t'")]
+    toks = toks_of(words)
+    for words_in in (
+        words,
+        toks,
+        tuple(toks),
+        toks[:2] + words[2:],
+        [Tok("a", "a", True, True)],
+        [Tok("a", "a", 1)],
+        [],
+    ):
+        got = _as_toks(words_in)
+        assert got == toks_of(words_in) and [t.deferred for t in got] == [False] * len(got)
+        assert all(type(t) is Tok and type(t.literal) is bool for t in got)

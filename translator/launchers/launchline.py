@@ -346,6 +346,16 @@ def _eval_text(ctx: LaunchContext, tok: Tok) -> str:
     return tok.raw
 
 
+def _as_toks(words) -> list[Tok]:
+    """common.toks_of(words), without copying words that are already such Toks (the words _dispatch_top
+    passes on are: toks_of would only make equal copies of them)."""
+    out = list(words)
+    for w in out:
+        if w.__class__ is not Tok or w.deferred or w.literal.__class__ is not bool:
+            return common.toks_of(out)
+    return out
+
+
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     from translator.launchers import container
 
@@ -353,12 +363,12 @@ def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
         call = common.parse_srun(words)
         common.check_inherited_ntasks(ctx, call, line)
         if call.options.get("container-image") or ctx.job_image_option:
-            return container.pyxis(ctx, call, common.toks_of(call.command), line, dispatch)
+            return container.pyxis(ctx, call, _as_toks(call.command), line, dispatch)
         inner_words, wrapper_env = strip_wrappers(ctx, call.command, line)
-        intent = dispatch(ctx, common.toks_of(inner_words), call, line)
+        intent = dispatch(ctx, _as_toks(inner_words), call, line)
         wrapper_env = list(wrapper_env) + _srun_step_options(ctx, call, line)
         return intent_replace(intent, env=tuple(intent.env) + tuple(wrapper_env)) if wrapper_env else intent
-    return dispatch(ctx, common.toks_of(words), None, line)
+    return dispatch(ctx, _as_toks(words), None, line)
 
 
 def _launch_closure(ctx: LaunchContext, cmd: Command) -> tuple[list[str], tuple[int, ...]]:
