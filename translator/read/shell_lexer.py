@@ -44,6 +44,23 @@ _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 
 _CONTINUATION = re.compile(r"[ \t]*\\\n[ \t]*")
 
+# Fast paths of the main scan (ShellLexer.run). A word made only of pieces whose extent the general
+# scan finds without recursion: runs of ordinary characters, '...', an escaped character (not a
+# newline), ${...} with nothing special inside, a `$` that starts no nested expansion, and "..." made of
+# the same pieces. Each alternative is chosen by its first character, so there is one way to match.
+_DQ_SIMPLE = r"\$\{[^{}'\"\\`$]*\}|\$(?![({'\"])"
+_WORD_PIECES = (
+    r"(?:[^ \t\n'\"\\`$;&|<>()]+|'[^']*'|\\[^\n]|" + _DQ_SIMPLE + r"|\"(?:[^\"\\`$]|\\[\s\S]|" + _DQ_SIMPLE + r")*\")+"
+)
+_FAST_WORD = re.compile(_WORD_PIECES)
+# a whole simple command up to the end of its line: such words separated by blanks, no operator,
+# redirection or comment (the line ends at a newline or at the end of the text). Ordinary characters
+# are matched one at a time here: a run (`[...]+`) inside the repeated group would make a failing
+# match backtrack exponentially.
+_LINE_WORD = _WORD_PIECES.replace("(?:[^ \\t\\n'\\\"\\\\`$;&|<>()]+|", "(?:[^ \\t\\n'\\\"\\\\`$;&|<>()]|", 1)
+assert _LINE_WORD != _WORD_PIECES
+_FAST_LINE = re.compile(r"(?!#)" + _LINE_WORD + r"(?:[ \t]+(?!#)" + _LINE_WORD + r")*[ \t]*(?=\n|\Z)")
+
 
 def _join_continuations(text: str) -> str:
     """Command text with `\\`-newline continuations joined by one blank."""
@@ -55,6 +72,10 @@ def _join_continuations(text: str) -> str:
 OPENERS_THEN_CMD = {"if": "IF", "elif": "ELIF", "while": "LOOP", "until": "LOOP"}
 SIMPLE_KEYWORDS = {"then": "THEN", "else": "ELSE", "do": "DO", "{": "LBRACE"}
 CLOSERS = {"fi": "FI", "done": "DONE", "esac": "ESAC", "}": "RBRACE"}
+# first words of a command that the general scan treats specially (reserved words, `!`, `[[`)
+_SPECIAL_FIRST = frozenset(
+    (*OPENERS_THEN_CMD, *SIMPLE_KEYWORDS, *CLOSERS, "for", "select", "case", "function", "!", "[[")
+)
 
 
 @dataclass(**_SLOTS)
@@ -103,8 +124,9 @@ class _Frame:
 
 
 class ShellLexer:
-    def __init__(self, text: str, first_line: int = 1):
+    def __init__(self, text: str, first_line: int = 1, fast: bool = True):
         self.text = text
+        self.fast = fast  # the fast paths of `run` (False: the general scan only, for tests)
         self.n = len(text)
         self.first_line = first_line
         self.newlines = [m.start() for m in re.finditer("\n", text)] if "\n" in text else []
@@ -514,26 +536,69 @@ class ShellLexer:
         handlers = {c: getattr(self, name) for chars, name in _DISPATCH for c in chars}
         plain = self._on_plain
         frames = self.frames
+        fast = self.fast
         i = 0
         while i < n:
             if self._resume > i:
                 i = self._resume
                 continue
-            if (
-                self._seg is None
-                and self._word < 0
-                and frames
-                and frames[-1].kind == "case"
-                and frames[-1].phase == "pattern"
-            ):
-                i = self._case_pattern(i)
+            if self._seg is None and self._word < 0:
+                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    i = self._case_pattern(i)
+                    continue
+                if fast and self._mode == "cmd" and text[i] not in " \t\n#":
+                    end = self._fast_line(i)
+                    if end >= 0:
+                        i = end
+                        continue
+            handler = handlers.get(text[i])
+            if handler is None and fast:
+                # ordinary character: the whole word, or as much of it as needs no recursion
+                start = self._word if self._word >= 0 else i
+                end = _FAST_WORD.match(text, i).end()  # type: ignore[union-attr]  # text[i] is ordinary
+                if text.startswith("[[", start):
+                    i = plain(i)  # perhaps `[[ ... ]]`: the general scan decides
+                    continue
+                if self._word < 0:
+                    self._word = i
+                    if self._seg is None:
+                        self._seg = self._new_segment(i)
+                i = end
                 continue
-            i = handlers.get(text[i], plain)(i)
+            i = (handler or plain)(i)
         self._end_segment(n, "")
         if self.pending_heredocs:
             self.read_heredoc_bodies(n)
         self.finish()
         return self
+
+    def _fast_line(self, i: int) -> int:
+        """At the start of a command: when the rest of the line is a simple command the fast word pattern
+        reads whole (no operator, redirection, comment, reserved word or nested expansion), emit it as
+        the general scan would and return the offset after its line (its newline read); else -1."""
+        text = self.text
+        m = _FAST_LINE.match(text, i)
+        if m is None:
+            return -1
+        end = m.end()
+        words = _FAST_WORD.findall(text, i, end)
+        if words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
+            return -1
+        first = self.first_line
+        newlines = self.newlines
+        line = first + bisect.bisect_left(newlines, i)
+        raw = text[i:end]
+        end_line = first + bisect.bisect_left(newlines, end - 1) if "\n" in raw else line
+        raw = _join_continuations(raw)
+        seg = Segment(i, end, words, [], [], self._connector, False, line, end_line, raw)
+        self.emit(LexToken("CMD", line, end_line, raw, seg))
+        self._connector = ""
+        if end >= self.n:
+            return end
+        end += 1
+        if self.pending_heredocs:
+            end = self.read_heredoc_bodies(end)
+        return end
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:

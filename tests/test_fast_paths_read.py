@@ -1,0 +1,170 @@
+"""The fast paths of the reader give exactly what its general paths give (issue 13).
+
+The shell lexer reads a simple command line, or a word, with one regular expression when it can
+(`ShellLexer(fast=True)`, the default); `fast=False` runs the general character-class scan only. Both must
+produce the same tokens, segments, here-documents, diagnostics and line numbers on any text, in particular
+on the quotes, `$'...'`, backslashes, non-ASCII blanks and comments where the fast patterns stop.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from translator.read.shell_lexer import ShellLexer
+
+# fragments chosen to hit the borders of the fast patterns: every quote and expansion form, escapes at
+# ends of words and lines, operators, reserved words, `#` inside and at the start of words, whitespace
+# that is a blank for str.split but not for the shell, heredocs and blocks
+_FRAGMENTS = [
+    "echo",
+    "export",
+    "srun",
+    "A=1",
+    "x",
+    "é",
+    "[[",
+    "]]",
+    "[",
+    "]",
+    "!",
+    "{",
+    "}",
+    "if",
+    "then",
+    "elif",
+    "else",
+    "fi",
+    "for",
+    "in",
+    "do",
+    "done",
+    "while",
+    "case",
+    "esac",
+    "function",
+    "f()",
+    "(",
+    ")",
+    "((",
+    "))",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\n",
+    "\n",
+    "\r",
+    "\x0b",
+    "\xa0",
+    "\u2003",
+    "#",
+    "#c",
+    "a#b",
+    "'",
+    "'a b'",
+    "''",
+    '"',
+    '"a b"',
+    '"$x"',
+    '"${x}"',
+    '"${x:-"y"}"',
+    '"$(date)"',
+    '"\\""',
+    '"a\\\nb"',
+    '"$"',
+    "$",
+    "$x",
+    "${x}",
+    "${x",
+    "${a{b}}",
+    "$'a\\'b'",
+    "$'",
+    '$"t"',
+    "$(",
+    "$(cmd)",
+    "$((1+2))",
+    "`date`",
+    "`",
+    "\\",
+    "\\\n",
+    "\\ ",
+    "\\'",
+    "\\$",
+    ";",
+    ";;",
+    "&",
+    "&&",
+    "||",
+    "|",
+    "|&",
+    ">",
+    ">out",
+    "2>&1",
+    "<<EOF",
+    "<<-'E'",
+    "EOF",
+    "E",
+    "\tE",
+    "&>log",
+    "<(x)",
+]
+
+
+def _lex(text: str, fast: bool):
+    lx = ShellLexer(text, 3, fast=fast).run()
+    return lx.tokens, lx.diagnostics, lx.heredoc_lines, lx.max_depth
+
+
+def _same(text: str) -> None:
+    assert _lex(text, True) == _lex(text, False), repr(text)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join))
+def test_lexer_fast_paths_match_the_general_scan_on_fragments(text):
+    _same(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=" \t\n\\'\"$`{}()[]#;&|<>!=ax\xa0é", max_size=60))
+def test_lexer_fast_paths_match_the_general_scan_on_any_text(text):
+    _same(text)
+
+
+def test_lexer_fast_paths_on_chosen_cases():
+    for text in [
+        "",
+        "\n",
+        "echo hi",
+        "echo hi\n",
+        "echo hi   \n\n",
+        "  echo  a\tb  ",
+        "echo a #c\n",
+        "echo a#b\n",
+        "echo 'a\nb' c\nls\n",
+        'echo "a\\\nb"\nls\n',
+        "echo a\\\nb\n",
+        "echo a \\\n b\n",
+        "cat <<EOF; echo x\nbody\nEOF\necho after\n",
+        "cat <<EOF\nbody\nEOF",
+        "[[ -n $x ]] && echo y\n",
+        "[[x y\n",
+        "! true\n",
+        "{ echo; }\n",
+        "f() { echo; }\n",
+        "f () { echo; }\nf\n",
+        "function g { echo; }\n",
+        "case $x in a) echo a ;; *) echo b ;; esac\n",
+        "for i in 1 2; do echo $i; done\n",
+        "if true; then echo; elif false; then :; else :; fi\n",
+        "echo \xa0x\u2003y\r\n",
+        "echo ${x\n",
+        'echo "unterminated\n',
+        "echo 'unterminated\n",
+        "echo $\n",
+        "echo \\",
+        "x" * 5000 + " " + "'y'" * 500 + "\n",
+        "echo " + "a b " * 2000 + "#\n",
+        'echo "' + "a b " * 2000 + "\n",
+    ]:
+        _same(text)
