@@ -53,13 +53,14 @@ _WORD_PIECES = (
     r"(?:[^ \t\n'\"\\`$;&|<>()]+|'[^']*'|\\[^\n]|" + _DQ_SIMPLE + r"|\"(?:[^\"\\`$]|\\[\s\S]|" + _DQ_SIMPLE + r")*\")+"
 )
 _FAST_WORD = re.compile(_WORD_PIECES)
-# a whole simple command up to the end of its line: such words separated by blanks, no operator,
-# redirection or comment (the line ends at a newline or at the end of the text). Ordinary characters
-# are matched one at a time here: a run (`[...]+`) inside the repeated group would make a failing
-# match backtrack exponentially.
-_LINE_WORD = _WORD_PIECES.replace("(?:[^ \\t\\n'\\\"\\\\`$;&|<>()]+|", "(?:[^ \\t\\n'\\\"\\\\`$;&|<>()]|", 1)
-assert _LINE_WORD != _WORD_PIECES
-_FAST_LINE = re.compile(r"(?!#)" + _LINE_WORD + r"(?:[ \t]+(?!#)" + _LINE_WORD + r")*[ \t]*(?=\n|\Z)")
+# A line is a simple command split at its blanks when it has none of these characters (operators,
+# redirections, escapes, substitutions, blanks that str.split splits at and the shell does not) ...
+_LINE_SPECIAL = re.compile("[`\\\\;&|<>()\r\x0b\x0c\x1c-\x1f]")
+# ... it has quotes of one kind only, an even number of them (its words are then these patterns' matches),
+# and each `${` is closed before any blank or quote
+_DQ_WORDS = re.compile(r'(?:[^ \t"]+|"[^"]*")+')
+_SQ_WORDS = re.compile(r"(?:[^ \t']+|'[^']*')+")
+_COMPLEX_BRACE = re.compile(r"\$\{(?![^{}'\"`$\\ \t]*\})")
 
 
 def _join_continuations(text: str) -> str:
@@ -491,7 +492,17 @@ class ShellLexer:
             hd.body_start = self.line_at(i)
             start = i
             found = False
-            while i < n:
+            if self.fast and i < n and hd.delimiter and "\n" not in hd.delimiter:
+                # the first line that is the delimiter (after leading tabs for <<-); i is a line start
+                m = _delimiter_line(hd.delimiter, hd.strip_tabs).search(text, i)
+                if m is not None:
+                    hd.body = text[start : m.start()]
+                    hd.end_line = self.line_at(m.start())
+                    i = m.end() + 1 if m.end() < n else n
+                    found = True
+                else:
+                    i = n
+            while not found and i < n:
                 k = text.find("\n", i)
                 end = n if k < 0 else k
                 line = text[i:end]
@@ -516,8 +527,7 @@ class ShellLexer:
                         hd.line,
                     )
                 )
-            for ln in range(hd.body_start, hd.end_line + (0 if found else 1)):
-                self.heredoc_lines.add(ln)
+            self.heredoc_lines.update(range(hd.body_start, hd.end_line + (0 if found else 1)))
         self.pending_heredocs = []
         return min(i, n)
 
@@ -546,9 +556,9 @@ class ShellLexer:
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
                     i = self._case_pattern(i)
                     continue
-                if fast and self._mode == "cmd" and text[i] not in " \t\n#":
-                    end = self._fast_line(i)
-                    if end >= 0:
+                if fast and self._mode == "cmd":
+                    end = self._fast_lines(i)
+                    if end > i:
                         i = end
                         continue
             handler = handlers.get(text[i])
@@ -572,33 +582,79 @@ class ShellLexer:
         self.finish()
         return self
 
-    def _fast_line(self, i: int) -> int:
-        """At the start of a command: when the rest of the line is a simple command the fast word pattern
-        reads whole (no operator, redirection, comment, reserved word or nested expansion), emit it as
-        the general scan would and return the offset after its line (its newline read); else -1."""
-        text = self.text
-        m = _FAST_LINE.match(text, i)
-        if m is None:
-            return -1
-        end = m.end()
-        words = _FAST_WORD.findall(text, i, end)
-        if words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
-            return -1
+    def _fast_lines(self, i: int) -> int:
+        """At the start of a command: read blanks, empty lines, comments and simple command lines (those
+        the fast word pattern reads whole: no operator, redirection, reserved word or nested expansion)
+        as the general scan would; return the offset where the general scan must take over (i if none)."""
+        text, n = self.text, self.n
         first = self.first_line
         newlines = self.newlines
-        line = first + bisect.bisect_left(newlines, i)
-        raw = text[i:end]
-        end_line = first + bisect.bisect_left(newlines, end - 1) if "\n" in raw else line
-        raw = _join_continuations(raw)
-        seg = Segment(i, end, words, [], [], self._connector, False, line, end_line, raw)
-        self.emit(LexToken("CMD", line, end_line, raw, seg))
-        self._connector = ""
-        if end >= self.n:
-            return end
-        end += 1
-        if self.pending_heredocs:
-            end = self.read_heredoc_bodies(end)
-        return end
+        tokens = self.tokens
+        special = _LINE_SPECIAL.search
+        dq_words = _DQ_WORDS.findall
+        sq_words = _SQ_WORDS.findall
+        frames = self.frames
+        complex_brace = _COMPLEX_BRACE.search
+        while i < n:
+            c = text[i]
+            if c == "\n":
+                if self.pending_heredocs:
+                    break
+                self._connector = ""
+                i += 1
+                continue
+            if c == " " or c == "\t":
+                i = _BLANKS.match(text, i).end()  # type: ignore[union-attr]  # text[i] is a blank
+                continue
+            if c == "#":
+                k = text.find("\n", i)
+                k = n if k < 0 else k
+                line = first + bisect.bisect_left(newlines, i)
+                tok = LexToken("COMMENT", line, line, text[i:k])
+                if self.pending_func is None:
+                    tokens.append(tok)
+                else:
+                    self._push(tok)
+                i = k
+                continue
+            k = text.find("\n", i)
+            end = n if k < 0 else k
+            raw = text[i:end]
+            if special(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
+                break
+            if "${" in raw and complex_brace(raw):
+                break
+            if '"' in raw:
+                if "'" in raw or '$"' in raw or raw.count('"') % 2:
+                    break
+                words = dq_words(raw)
+            elif "'" in raw:
+                if raw.count("'") % 2:
+                    break
+                words = sq_words(raw)
+            else:
+                words = raw.split()
+            line = first + bisect.bisect_left(newlines, i)
+            if words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
+                if len(words) == 1 and (words[0] in SIMPLE_KEYWORDS or words[0] in CLOSERS):
+                    # a reserved word alone on its line (then, do, else, {, fi, done, esac, })
+                    word = words[0]
+                    self.emit(LexToken(SIMPLE_KEYWORDS.get(word) or CLOSERS[word], line, line, word))
+                    i = end
+                    if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                        break
+                    continue
+                break
+            raw = raw.rstrip(" \t")
+            seg = Segment(i, end, words, [], [], self._connector, False, line, line, raw)
+            tok = LexToken("CMD", line, line, raw, seg)
+            if self.pending_func is None:
+                tokens.append(tok)
+            else:
+                self._push(tok)
+            self._connector = ""
+            i = end
+        return i
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:
@@ -991,6 +1047,21 @@ class ShellLexer:
     def _emit_func(self, name: str, start: int, end: int) -> None:
         ln = self.line_at(start)
         self.emit(LexToken("FUNC", ln, ln, self.text[start:end].strip() or name))
+
+
+_DELIMITER_LINES: dict = {}
+
+
+def _delimiter_line(delimiter: str, strip_tabs: bool) -> re.Pattern:
+    """The pattern of a here-document's closing line (a delimiter without newline), cached per process."""
+    key = (delimiter, strip_tabs)
+    pattern = _DELIMITER_LINES.get(key)
+    if pattern is None:
+        if len(_DELIMITER_LINES) >= 4096:
+            _DELIMITER_LINES.clear()
+        tabs = "\t*" if strip_tabs else ""
+        pattern = _DELIMITER_LINES[key] = re.compile(f"^{tabs}{re.escape(delimiter)}$", re.MULTILINE)
+    return pattern
 
 
 # the method of ShellLexer that reads each special character (all others: `_on_plain`)
