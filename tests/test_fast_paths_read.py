@@ -181,3 +181,50 @@ def test_lexer_fast_paths_on_chosen_cases():
         'echo "' + "a b " * 2000 + "\n",
     ]:
         _same(text)
+
+
+# ---- read/classify.py: the kinds of argvs seen before come from a per-process table ----------------------
+
+_ARGV_WORDS = st.sampled_from(
+    ["python", "python3", "-m", "pip", "install", "srun", "torchrun", "conda", "run", "-n", "env", "A=1", "time"]
+    + ["-u", "module", "load", "source", "bin/activate", "uv", "accelerate", "launch", "config", "x.py", "--", ""]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_ARGV_WORDS, max_size=8))
+def test_classify_table_gives_what_classification_gives(argv):
+    from translator.read.classify import _classify_argv, classify
+
+    want = _classify_argv(list(argv))
+    assert classify(argv) == want
+    assert classify(list(argv)) == want  # now from the table
+
+
+def test_classify_table_skips_long_argvs():
+    from translator.read.classify import _KINDS, classify
+
+    argv = ["srun", "python", "train.py"] + [f"--opt{i}" for i in range(40)]
+    assert classify(argv) == "launch"
+    assert tuple(argv) not in _KINDS
+
+
+# ---- read/block_parser.py: a long run of statements splices its children in place -----------------------
+
+
+def test_block_parser_long_sequences_keep_every_token_in_order():
+    from translator.read.block_parser import parse
+
+    types = ["CMD", "IF", "CMD", "THEN", "CMD", "FI"] * 300 + ["COMMENT"] * 50
+    tree = parse(types)
+    seen: list[int] = []
+
+    def walk(node):
+        for ch in node.children:
+            if isinstance(ch, int):
+                seen.append(ch)
+            else:
+                walk(ch)
+
+    walk(tree)
+    assert seen == list(range(len(types)))
