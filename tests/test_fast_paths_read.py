@@ -228,3 +228,42 @@ def test_block_parser_long_sequences_keep_every_token_in_order():
 
     walk(tree)
     assert seen == list(range(len(types)))
+
+
+# ---- slurm/kinds.py: accepted option values are parsed once per process ---------------------------------
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.sampled_from(["count", "time", "mem", "nodes", "gres", "gpus", "signal", "mail_type", "exclusive", "string"]),
+    st.sampled_from(["1", "4", "0", "-1", "1-2", "2:00:00", "1-00:00:00", "64G", "gpu:4", "gpu:a100:2", "B:USR1@120"])
+    | st.text(alphabet="0123456789:-,gpuGMBALnoe@", max_size=10),
+)
+def test_parsed_value_table_gives_what_the_parser_gives(kind, value):
+    from translator.slurm import values as V
+    from translator.slurm.kinds import PARSERS, parse
+
+    def run(f):
+        try:
+            return f()
+        except V.InvalidValue as exc:
+            return ("refused", str(exc))
+
+    want = run(lambda: PARSERS[kind](value, "opt", lambda m: None))
+    assert run(lambda: parse(kind, value, "opt", lambda m: None)) == want
+    assert run(lambda: parse(kind, value, "opt", lambda m: None)) == want  # second time: from the table
+
+
+def test_parsed_value_table_keeps_notes_and_refusals():
+    import pytest
+
+    from translator.slurm import values as V
+    from translator.slurm.kinds import parse
+
+    notes: list[str] = []
+    for _ in range(2):
+        parse("power", "bogus", "power", notes.append)
+    assert len(notes) == 2  # reported each time
+    for _ in range(2):
+        with pytest.raises(V.InvalidValue):
+            parse("count", "x", "nodes", notes.append)

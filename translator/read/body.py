@@ -309,6 +309,25 @@ def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
     return out
 
 
+# Block trees by token-type sequence: the tree depends on the types only (tokens appear as their indices)
+# and is only read, and scripts of a repository share their shapes. Bounded, per process.
+_TREES: dict[tuple[str, ...], object] = {}
+_TREES_LIMIT = 2048
+
+
+def _parse_blocks(types: tuple[str, ...]):
+    tree = _TREES.get(types)
+    if tree is None:
+        from translator.read.block_parser import parse  # only scripts with blocks pay for it
+
+        tree = parse(types)
+        if len(types) <= 4096:
+            if len(_TREES) >= _TREES_LIMIT:
+                _TREES.clear()
+            _TREES[types] = tree
+    return tree
+
+
 def _csh_statements(lines: Sequence[str], start: int) -> list[ast.Statement]:
     """csh/tcsh: one opaque command per logical line (`\\` continuations joined), classified by program.
 
@@ -382,9 +401,7 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
             statements = _flat_fallback(tokens)  # no compound command: nothing for the grammar to do
         else:
             runs = _compress_runs(tokens)
-            from translator.read.block_parser import parse as parse_blocks  # only scripts with blocks pay for it
-
-            tree = parse_blocks([t.type for t in runs])
+            tree = _parse_blocks(tuple([t.type for t in runs]))
             statements = _build(tree, runs, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(
