@@ -14,7 +14,7 @@ from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
 from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
-from translator.read.words import make_assignment, make_word
+from translator.read.words import _CACHE as _WORDS, make_assignment, make_word
 from translator.records import Record
 
 R144_CSH_BODY = "R144"
@@ -45,20 +45,24 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
     words = seg.words
     line = seg.line
     prefix: list[ast.Assignment] = []
-    i = 0
-    while i < len(words):
-        a = make_assignment(words[i], line, False) if "=" in words[i] else None
-        if a is None:
-            break
-        prefix.append(a)
-        i += 1
-    rest = words[i:]
-    if not rest:
-        if prefix and not seg.redirections:
-            return list(prefix)
-        if not prefix and not seg.redirections:
-            return []
-    word_objs = tuple(map(make_word, rest))
+    if words and "=" not in words[0]:
+        rest = words  # the common case: no `NAME=value` prefix
+    else:
+        i = 0
+        while i < len(words):
+            a = make_assignment(words[i], line, False) if "=" in words[i] else None
+            if a is None:
+                break
+            prefix.append(a)
+            i += 1
+        rest = words[i:]
+        if not rest:
+            if prefix and not seg.redirections:
+                return list(prefix)
+            if not prefix and not seg.redirections:
+                return []
+    known = _WORDS.get
+    word_objs = tuple([known(w) or make_word(w) for w in rest])
     argv = [w.value for w in word_objs]
     prog = argv[0] if argv else ""
     if prog in ("export", "declare", "typeset", "readonly", "local") and not seg.redirections and not seg.heredocs:
