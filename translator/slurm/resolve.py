@@ -196,6 +196,8 @@ class _Resolver:
             comp.reset(name)
             comp.settings.append(OptionSetting(name, "unset", source, line, written))
             return
+        text: Any
+        parsed: Any
         try:
             text, parsed = parse_kind(spec.value, value, name, self._value_ignored)
         except V.InvalidValue as exc:
