@@ -267,3 +267,11 @@ def test_parsed_value_table_keeps_notes_and_refusals():
     for _ in range(2):
         with pytest.raises(V.InvalidValue):
             parse("count", "x", "nodes", notes.append)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="a\nb \t\r", max_size=40))
+def test_newline_offsets(text):
+    from translator.read.shell_lexer import _newline_offsets
+
+    assert _newline_offsets(text) == [i for i, c in enumerate(text) if c == "\n"]

@@ -14,6 +14,8 @@ the file, and a closing word without its opener is kept as an ordinary command.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import re
 import sys
 from dataclasses import dataclass, field
@@ -61,6 +63,15 @@ _LINE_SPECIAL = re.compile("[`\\\\;&|<>()\r\x0b\x0c\x1c-\x1f]")
 _DQ_WORDS = re.compile(r'(?:[^ \t"]+|"[^"]*")+')
 _SQ_WORDS = re.compile(r"(?:[^ \t']+|'[^']*')+")
 _COMPLEX_BRACE = re.compile(r"\$\{(?![^{}'\"`$\\ \t]*\})")
+
+
+def _newline_offsets(text: str) -> list[int]:
+    """Offsets of the newlines of text: the k-th is the length of the k+1 first lines plus k."""
+    if "\n" not in text:
+        return []
+    lines = text.split("\n")
+    lines.pop()
+    return list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count()))
 
 
 def _join_continuations(text: str) -> str:
@@ -130,7 +141,7 @@ class ShellLexer:
         self.fast = fast  # the fast paths of `run` (False: the general scan only, for tests)
         self.n = len(text)
         self.first_line = first_line
-        self.newlines = [m.start() for m in re.finditer("\n", text)] if "\n" in text else []
+        self.newlines = _newline_offsets(text)
         self.tokens: list[LexToken] = []
         self.diagnostics: list[Diagnostic] = []
         self.frames: list[_Frame] = []
