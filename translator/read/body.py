@@ -306,9 +306,12 @@ def _compress_runs(tokens: Sequence[LexToken]) -> list:
 def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
     out: list[ast.Statement] = []
     for tok in tokens:
-        if tok.type == "CMD" and tok.segment is not None:
-            out.extend(_segment_statements(tok.segment))
-        elif tok.type == "COMMENT":
+        kind = tok.type
+        if kind == "CMD":
+            seg = tok.segment
+            if seg is not None:
+                out.extend(_segment_statements(seg) if seg.heredocs else _command_from_segment(seg))
+        elif kind == "COMMENT":
             out.append(ast.Comment(tok.line, tok.text))
     return out
 
