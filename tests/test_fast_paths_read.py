@@ -275,3 +275,19 @@ def test_newline_offsets(text):
     from translator.read.shell_lexer import _newline_offsets
 
     assert _newline_offsets(text) == [i for i, c in enumerate(text) if c == "\n"]
+
+
+# ---- read/body.py: block trees are kept per token-type sequence ------------------------------------------
+
+
+def test_block_tree_table_gives_each_script_its_own_statements():
+    from translator.read import body, read_script
+
+    a = "#!/bin/bash\nif true; then\n  echo a\nfi\nfor i in 1 2; do\n  srun x $i\ndone\n"
+    b = "#!/bin/bash\nif false; then\n  A=1 python t.py\nfi\nwhile read l; do\n  export B=$l\ndone\n"
+    first = [read_script(t.encode(), "s.sbatch").body for t in (a, b, a)]
+    body._TREES.clear()
+    again = [read_script(t.encode(), "s.sbatch").body for t in (b, a)]
+    assert first[0] == first[2] == again[1]
+    assert first[1] == again[0]
+    assert first[0] != first[1]
