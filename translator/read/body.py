@@ -317,9 +317,10 @@ def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
 
 
 # Block trees by token-type sequence: the tree depends on the types only (tokens appear as their indices)
-# and is only read, and scripts of a repository share their shapes. Bounded, per process.
+# and is only read, and scripts of a repository share their shapes. Per process, bounded (256 sequences
+# of at most 128 types: a few MB at most).
 _TREES: dict[tuple[str, ...], object] = {}
-_TREES_LIMIT = 2048
+_TREES_LIMIT = 256
 
 
 def _parse_blocks(types: tuple[str, ...]):
@@ -328,7 +329,7 @@ def _parse_blocks(types: tuple[str, ...]):
         from translator.read.block_parser import parse  # only scripts with blocks pay for it
 
         tree = parse(types)
-        if len(types) <= 4096:
+        if len(types) <= 128:
             if len(_TREES) >= _TREES_LIMIT:
                 _TREES.clear()
             _TREES[types] = tree

@@ -116,7 +116,7 @@ def _python_kind(args: Sequence[str]) -> str:
 # classify() is a pure function of argv and scripts repeat their commands (`module load`, `echo`, `srun`...):
 # the kinds of recent argvs are kept per process (bounded; argvs with a long word are not kept)
 _KINDS: dict[tuple[str, ...], str] = {}
-_KINDS_LIMIT = 16384
+_KINDS_LIMIT = 8192
 
 
 def classify(argv: Sequence[str]) -> str:
