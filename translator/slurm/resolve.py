@@ -530,7 +530,7 @@ class _Resolver:
     def report_overrides(self, comp: _Component) -> None:
         """One O212 per option that #SBATCH lines set to different values (the last one wins)."""
         for name, settings in comp.history.items():
-            if len({text for _, text in settings}) < 2:
+            if len(settings) < 2 or len({text for _, text in settings}) < 2:
                 continue
             last_line, last_text = settings[-1]
             lines = [ln for ln, _ in settings]
