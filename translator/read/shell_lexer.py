@@ -554,8 +554,8 @@ class ShellLexer:
     #   _resume         an offset the scan must jump ahead to (after the `()` of `function f()`)
     def run(self) -> ShellLexer:
         text, n = self.text, self.n
-        handlers = {c: getattr(self, name) for chars, name in _DISPATCH for c in chars}
-        plain = self._on_plain
+        handlers = _HANDLERS  # character -> ShellLexer method (a plain function: called with self)
+        plain = ShellLexer._on_plain
         frames = self.frames
         fast = self.fast
         i = 0
@@ -578,7 +578,7 @@ class ShellLexer:
                 start = self._word if self._word >= 0 else i
                 end = _FAST_WORD.match(text, i).end()  # type: ignore[union-attr]  # text[i] is ordinary
                 if text.startswith("[[", start):
-                    i = plain(i)  # perhaps `[[ ... ]]`: the general scan decides
+                    i = plain(self, i)  # perhaps `[[ ... ]]`: the general scan decides
                     continue
                 if self._word < 0:
                     self._word = i
@@ -586,7 +586,7 @@ class ShellLexer:
                         self._seg = self._new_segment(i)
                 i = end
                 continue
-            i = (handler or plain)(i)
+            i = (handler or plain)(self, i)
         self._end_segment(n, "")
         if self.pending_heredocs:
             self.read_heredoc_bodies(n)
@@ -1092,3 +1092,4 @@ _DISPATCH = (
     ("(", "_on_open_paren"),
     (")", "_on_close_paren"),
 )
+_HANDLERS = {c: getattr(ShellLexer, name) for chars, name in _DISPATCH for c in chars}
