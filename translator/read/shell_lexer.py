@@ -594,9 +594,10 @@ class ShellLexer:
         return self
 
     def _fast_lines(self, i: int) -> int:
-        """At the start of a command: read blanks, empty lines, comments and simple command lines (those
-        the fast word pattern reads whole: no operator, redirection, reserved word or nested expansion)
-        as the general scan would; return the offset where the general scan must take over (i if none)."""
+        """At the start of a command: read blanks, empty lines, comments, reserved words alone on their line,
+        and simple command lines (no operator, redirection, escape, substitution, comment or reserved
+        word; see _LINE_SPECIAL) as the general scan would; return the offset where the general scan
+        must take over (i if none)."""
         text, n = self.text, self.n
         first = self.first_line
         newlines = self.newlines
