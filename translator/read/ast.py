@@ -226,6 +226,40 @@ class Script(FrozenRecord):
     hetjob_separator_lines: tuple[int, ...] = ()  # lines of `#SBATCH hetjob`/`packjob` separators (not Directives)
     latin1_lines: tuple[int, ...] = ()  # lines that were not valid UTF-8 and were decoded as Latin-1
 
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        line_count: int,
+        shebang: str | None,
+        shell: str,
+        directives: tuple[Directive, ...],
+        ignored: tuple[IgnoredLine, ...],
+        foreign: tuple[ForeignDirective, ...],
+        body: tuple[Statement, ...],
+        body_start_line: int | None,
+        components: int,
+        diagnostics: tuple[Diagnostic, ...] = (),
+        sbatch_refuses: bool = False,
+        hetjob_separator_lines: tuple[int, ...] = (),
+        latin1_lines: tuple[int, ...] = (),
+    ):
+        _set(self, "path", path)
+        _set(self, "text", text)
+        _set(self, "line_count", line_count)
+        _set(self, "shebang", shebang)
+        _set(self, "shell", shell)
+        _set(self, "directives", directives)
+        _set(self, "ignored", ignored)
+        _set(self, "foreign", foreign)
+        _set(self, "body", body)
+        _set(self, "body_start_line", body_start_line)
+        _set(self, "components", components)
+        _set(self, "diagnostics", diagnostics)
+        _set(self, "sbatch_refuses", sbatch_refuses)
+        _set(self, "hetjob_separator_lines", hetjob_separator_lines)
+        _set(self, "latin1_lines", latin1_lines)
+
 
 def iter_commands(statements):
     """Yield every Command in statements, descending into blocks (heredoc readers included)."""

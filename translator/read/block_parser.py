@@ -56,18 +56,22 @@ def parse(types: Sequence[str]) -> Node:
             i += 1
             continue
         name, size, keep = RULES[-1 - action]  # reduce
+        children: list
         if size:
             parts = values[-size:]
             del states[-size:]
             del values[-size:]
+            # a spliced rule's children list is referenced by the value stack only: extend it in place
+            # (copying it at each step made long `x*` sequences quadratic)
+            first = parts[0]
+            children = first if isinstance(first, list) else [first]
+            for part in parts[1:]:
+                if isinstance(part, list):
+                    children.extend(part)
+                else:
+                    children.append(part)
         else:
-            parts = []
-        children: list = []
-        for part in parts:
-            if isinstance(part, list):  # a spliced rule's children
-                children.extend(part)
-            else:
-                children.append(part)
+            children = []
         states.append(ACTIONS[states[-1]][name])
         values.append(Node(name, children) if keep else children)
         if token == "$END" and states[-1] == END_STATE:

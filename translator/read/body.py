@@ -14,7 +14,7 @@ from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
 from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
-from translator.read.words import make_assignment, make_word
+from translator.read.words import _CACHE as _WORDS, make_assignment, make_word
 from translator.records import Record
 
 R144_CSH_BODY = "R144"
@@ -45,20 +45,24 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
     words = seg.words
     line = seg.line
     prefix: list[ast.Assignment] = []
-    i = 0
-    while i < len(words):
-        a = make_assignment(words[i], line, False) if "=" in words[i] else None
-        if a is None:
-            break
-        prefix.append(a)
-        i += 1
-    rest = words[i:]
-    if not rest:
-        if prefix and not seg.redirections:
-            return list(prefix)
-        if not prefix and not seg.redirections:
-            return []
-    word_objs = tuple(map(make_word, rest))
+    if words and "=" not in words[0]:
+        rest = words  # the common case: no `NAME=value` prefix
+    else:
+        i = 0
+        while i < len(words):
+            a = make_assignment(words[i], line, False) if "=" in words[i] else None
+            if a is None:
+                break
+            prefix.append(a)
+            i += 1
+        rest = words[i:]
+        if not rest:
+            if prefix and not seg.redirections:
+                return list(prefix)
+            if not prefix and not seg.redirections:
+                return []
+    known = _WORDS.get
+    word_objs = tuple([known(w) or make_word(w) for w in rest])
     argv = [w.value for w in word_objs]
     prog = argv[0] if argv else ""
     if prog in ("export", "declare", "typeset", "readonly", "local") and not seg.redirections and not seg.heredocs:
@@ -302,11 +306,34 @@ def _compress_runs(tokens: Sequence[LexToken]) -> list:
 def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
     out: list[ast.Statement] = []
     for tok in tokens:
-        if tok.type == "CMD" and tok.segment is not None:
-            out.extend(_segment_statements(tok.segment))
-        elif tok.type == "COMMENT":
+        kind = tok.type
+        if kind == "CMD":
+            seg = tok.segment
+            if seg is not None:
+                out.extend(_segment_statements(seg) if seg.heredocs else _command_from_segment(seg))
+        elif kind == "COMMENT":
             out.append(ast.Comment(tok.line, tok.text))
     return out
+
+
+# Block trees by token-type sequence: the tree depends on the types only (tokens appear as their indices)
+# and is only read, and scripts of a repository share their shapes. Per process, bounded (256 sequences
+# of at most 128 types: a few MB at most).
+_TREES: dict[tuple[str, ...], object] = {}
+_TREES_LIMIT = 256
+
+
+def _parse_blocks(types: tuple[str, ...]):
+    tree = _TREES.get(types)
+    if tree is None:
+        from translator.read.block_parser import parse  # only scripts with blocks pay for it
+
+        tree = parse(types)
+        if len(types) <= 128:
+            if len(_TREES) >= _TREES_LIMIT:
+                _TREES.clear()
+            _TREES[types] = tree
+    return tree
 
 
 def _csh_statements(lines: Sequence[str], start: int) -> list[ast.Statement]:
@@ -382,9 +409,7 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
             statements = _flat_fallback(tokens)  # no compound command: nothing for the grammar to do
         else:
             runs = _compress_runs(tokens)
-            from translator.read.block_parser import parse as parse_blocks  # only scripts with blocks pay for it
-
-            tree = parse_blocks([t.type for t in runs])
+            tree = _parse_blocks(tuple([t.type for t in runs]))
             statements = _build(tree, runs, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(

@@ -113,7 +113,26 @@ def _python_kind(args: Sequence[str]) -> str:
     return ast.OTHER
 
 
+# classify() is a pure function of argv and scripts repeat their commands (`module load`, `echo`, `srun`...):
+# the kinds of recent argvs are kept per process (bounded; argvs with a long word are not kept)
+_KINDS: dict[tuple[str, ...], str] = {}
+_KINDS_LIMIT = 8192
+
+
 def classify(argv: Sequence[str]) -> str:
+    """The kind of a command (see _classify_argv), cached per process."""
+    key = tuple(argv)
+    kind = _KINDS.get(key)
+    if kind is None:
+        kind = _classify_argv(key)
+        if len(key) <= 16 and sum(map(len, key)) <= 512:
+            if len(_KINDS) >= _KINDS_LIMIT:
+                _KINDS.clear()
+            _KINDS[key] = kind
+    return kind
+
+
+def _classify_argv(argv: Sequence[str]) -> str:
     """The kind of a command. Wrappers (`conda run`, `uv run`, `poetry run`...) are unwrapped in a loop,
     not by recursion, so `conda run conda run ... python` any number of times is fine."""
     outer_fallback = None

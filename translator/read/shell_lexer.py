@@ -14,6 +14,8 @@ the file, and a closing word without its opener is kept as an ordinary command.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import re
 import sys
 from dataclasses import dataclass, field
@@ -44,6 +46,33 @@ _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 
 _CONTINUATION = re.compile(r"[ \t]*\\\n[ \t]*")
 
+# Fast paths of the main scan (ShellLexer.run). A word made only of pieces whose extent the general
+# scan finds without recursion: runs of ordinary characters, '...', an escaped character (not a
+# newline), ${...} with nothing special inside, a `$` that starts no nested expansion, and "..." made of
+# the same pieces. Each alternative is chosen by its first character, so there is one way to match.
+_DQ_SIMPLE = r"\$\{[^{}'\"\\`$]*\}|\$(?![({'\"])"
+_WORD_PIECES = (
+    r"(?:[^ \t\n'\"\\`$;&|<>()]+|'[^']*'|\\[^\n]|" + _DQ_SIMPLE + r"|\"(?:[^\"\\`$]|\\[\s\S]|" + _DQ_SIMPLE + r")*\")+"
+)
+_FAST_WORD = re.compile(_WORD_PIECES)
+# A line is a simple command split at its blanks when it has none of these characters (operators,
+# redirections, escapes, substitutions, blanks that str.split splits at and the shell does not) ...
+_LINE_SPECIAL = re.compile("[`\\\\;&|<>()\r\x0b\x0c\x1c-\x1f]")
+# ... it has quotes of one kind only, an even number of them (its words are then these patterns' matches),
+# and each `${` is closed before any blank or quote
+_DQ_WORDS = re.compile(r'(?:[^ \t"]+|"[^"]*")+')
+_SQ_WORDS = re.compile(r"(?:[^ \t']+|'[^']*')+")
+_COMPLEX_BRACE = re.compile(r"\$\{(?![^{}'\"`$\\ \t]*\})")
+
+
+def _newline_offsets(text: str) -> list[int]:
+    """Offsets of the newlines of text: the k-th is the length of the k+1 first lines plus k."""
+    if "\n" not in text:
+        return []
+    lines = text.split("\n")
+    lines.pop()
+    return list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count()))
+
 
 def _join_continuations(text: str) -> str:
     """Command text with `\\`-newline continuations joined by one blank."""
@@ -55,6 +84,10 @@ def _join_continuations(text: str) -> str:
 OPENERS_THEN_CMD = {"if": "IF", "elif": "ELIF", "while": "LOOP", "until": "LOOP"}
 SIMPLE_KEYWORDS = {"then": "THEN", "else": "ELSE", "do": "DO", "{": "LBRACE"}
 CLOSERS = {"fi": "FI", "done": "DONE", "esac": "ESAC", "}": "RBRACE"}
+# first words of a command that the general scan treats specially (reserved words, `!`, `[[`)
+_SPECIAL_FIRST = frozenset(
+    (*OPENERS_THEN_CMD, *SIMPLE_KEYWORDS, *CLOSERS, "for", "select", "case", "function", "!", "[[")
+)
 
 
 @dataclass(**_SLOTS)
@@ -103,11 +136,12 @@ class _Frame:
 
 
 class ShellLexer:
-    def __init__(self, text: str, first_line: int = 1):
+    def __init__(self, text: str, first_line: int = 1, fast: bool = True):
         self.text = text
+        self.fast = fast  # the fast paths of `run` (False: the general scan only, for tests)
         self.n = len(text)
         self.first_line = first_line
-        self.newlines = [m.start() for m in re.finditer("\n", text)] if "\n" in text else []
+        self.newlines = _newline_offsets(text)
         self.tokens: list[LexToken] = []
         self.diagnostics: list[Diagnostic] = []
         self.frames: list[_Frame] = []
@@ -469,7 +503,17 @@ class ShellLexer:
             hd.body_start = self.line_at(i)
             start = i
             found = False
-            while i < n:
+            if self.fast and i < n and hd.delimiter and "\n" not in hd.delimiter:
+                # the first line that is the delimiter (after leading tabs for <<-); i is a line start
+                m = _delimiter_line(hd.delimiter, hd.strip_tabs).search(text, i)
+                if m is not None:
+                    hd.body = text[start : m.start()]
+                    hd.end_line = self.line_at(m.start())
+                    i = m.end() + 1 if m.end() < n else n
+                    found = True
+                else:
+                    i = n
+            while not found and i < n:
                 k = text.find("\n", i)
                 end = n if k < 0 else k
                 line = text[i:end]
@@ -494,8 +538,7 @@ class ShellLexer:
                         hd.line,
                     )
                 )
-            for ln in range(hd.body_start, hd.end_line + (0 if found else 1)):
-                self.heredoc_lines.add(ln)
+            self.heredoc_lines.update(range(hd.body_start, hd.end_line + (0 if found else 1)))
         self.pending_heredocs = []
         return min(i, n)
 
@@ -511,29 +554,119 @@ class ShellLexer:
     #   _resume         an offset the scan must jump ahead to (after the `()` of `function f()`)
     def run(self) -> ShellLexer:
         text, n = self.text, self.n
-        handlers = {c: getattr(self, name) for chars, name in _DISPATCH for c in chars}
-        plain = self._on_plain
+        handlers = _HANDLERS  # character -> ShellLexer method (a plain function: called with self)
+        plain = ShellLexer._on_plain
         frames = self.frames
+        fast = self.fast
         i = 0
         while i < n:
             if self._resume > i:
                 i = self._resume
                 continue
-            if (
-                self._seg is None
-                and self._word < 0
-                and frames
-                and frames[-1].kind == "case"
-                and frames[-1].phase == "pattern"
-            ):
-                i = self._case_pattern(i)
+            if self._seg is None and self._word < 0:
+                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    i = self._case_pattern(i)
+                    continue
+                if fast and self._mode == "cmd":
+                    end = self._fast_lines(i)
+                    if end > i:
+                        i = end
+                        continue
+            handler = handlers.get(text[i])
+            if handler is None and fast:
+                # ordinary character: the whole word, or as much of it as needs no recursion
+                start = self._word if self._word >= 0 else i
+                end = _FAST_WORD.match(text, i).end()  # type: ignore[union-attr]  # text[i] is ordinary
+                if text.startswith("[[", start):
+                    i = plain(self, i)  # perhaps `[[ ... ]]`: the general scan decides
+                    continue
+                if self._word < 0:
+                    self._word = i
+                    if self._seg is None:
+                        self._seg = self._new_segment(i)
+                i = end
                 continue
-            i = handlers.get(text[i], plain)(i)
+            i = (handler or plain)(self, i)
         self._end_segment(n, "")
         if self.pending_heredocs:
             self.read_heredoc_bodies(n)
         self.finish()
         return self
+
+    def _fast_lines(self, i: int) -> int:
+        """At the start of a command: read blanks, empty lines, comments, reserved words alone on their line,
+        and simple command lines (no operator, redirection, escape, substitution, comment or reserved
+        word; see _LINE_SPECIAL) as the general scan would; return the offset where the general scan
+        must take over (i if none)."""
+        text, n = self.text, self.n
+        first = self.first_line
+        newlines = self.newlines
+        tokens = self.tokens
+        special = _LINE_SPECIAL.search
+        dq_words = _DQ_WORDS.findall
+        sq_words = _SQ_WORDS.findall
+        frames = self.frames
+        complex_brace = _COMPLEX_BRACE.search
+        while i < n:
+            c = text[i]
+            if c == "\n":
+                if self.pending_heredocs:
+                    break
+                self._connector = ""
+                i += 1
+                continue
+            if c == " " or c == "\t":
+                i = _BLANKS.match(text, i).end()  # type: ignore[union-attr]  # text[i] is a blank
+                continue
+            if c == "#":
+                k = text.find("\n", i)
+                k = n if k < 0 else k
+                line = first + bisect.bisect_left(newlines, i)
+                tok = LexToken("COMMENT", line, line, text[i:k])
+                if self.pending_func is None:
+                    tokens.append(tok)
+                else:
+                    self._push(tok)
+                i = k
+                continue
+            k = text.find("\n", i)
+            end = n if k < 0 else k
+            raw = text[i:end]
+            if special(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
+                break
+            if "${" in raw and complex_brace(raw):
+                break
+            if '"' in raw:
+                if "'" in raw or '$"' in raw or raw.count('"') % 2:
+                    break
+                words = dq_words(raw)
+            elif "'" in raw:
+                if raw.count("'") % 2:
+                    break
+                words = sq_words(raw)
+            else:
+                words = raw.split()
+            line = first + bisect.bisect_left(newlines, i)
+            if words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
+                if len(words) == 1 and (words[0] in SIMPLE_KEYWORDS or words[0] in CLOSERS):
+                    # a reserved word alone on its line (then, do, else, {, fi, done, esac, })
+                    word = words[0]
+                    self.emit(LexToken(SIMPLE_KEYWORDS.get(word) or CLOSERS[word], line, line, word))
+                    i = end
+                    if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                        break
+                    continue
+                break
+            raw = raw.rstrip(" \t")
+            seg = Segment(i, end, words, [], [], self._connector, False, line, line, raw)
+            tok = LexToken("CMD", line, line, raw, seg)
+            if self.pending_func is None:
+                tokens.append(tok)
+            else:
+                self._push(tok)
+            self._connector = ""
+            i = end
+        return i
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:
@@ -928,6 +1061,21 @@ class ShellLexer:
         self.emit(LexToken("FUNC", ln, ln, self.text[start:end].strip() or name))
 
 
+_DELIMITER_LINES: dict = {}
+
+
+def _delimiter_line(delimiter: str, strip_tabs: bool) -> re.Pattern:
+    """The pattern of a here-document's closing line (a delimiter without newline), cached per process."""
+    key = (delimiter, strip_tabs)
+    pattern = _DELIMITER_LINES.get(key)
+    if pattern is None:
+        if len(_DELIMITER_LINES) >= 4096:
+            _DELIMITER_LINES.clear()
+        tabs = "\t*" if strip_tabs else ""
+        pattern = _DELIMITER_LINES[key] = re.compile(f"^{tabs}{re.escape(delimiter)}$", re.MULTILINE)
+    return pattern
+
+
 # the method of ShellLexer that reads each special character (all others: `_on_plain`)
 _DISPATCH = (
     (" \t", "_on_blank"),
@@ -945,3 +1093,4 @@ _DISPATCH = (
     ("(", "_on_open_paren"),
     (")", "_on_close_paren"),
 )
+_HANDLERS = {c: getattr(ShellLexer, name) for chars, name in _DISPATCH for c in chars}

@@ -65,6 +65,16 @@ class GetoptResult(FrozenRecord):
     errors: tuple[GetoptError, ...]
     rest: tuple[tuple[str, int | None], ...]  # words left after parsing stopped
 
+    def __init__(
+        self,
+        options: tuple[ParsedOption, ...],
+        errors: tuple[GetoptError, ...],
+        rest: tuple[tuple[str, int | None], ...],
+    ):
+        _set(self, "options", options)
+        _set(self, "errors", errors)
+        _set(self, "rest", rest)
+
 
 def match_long(name: str) -> tuple[OptionSpec | None, list[OptionSpec]]:
     """(entry, candidates): exact match, else the unique prefix match; candidates when ambiguous."""

@@ -75,6 +75,68 @@ class JobFields(FrozenRecord):
     export: str | None = None
     comment: str | None = None
 
+    def __init__(
+        self,
+        job_name: str = "",
+        partition: str | None = None,
+        account: str | None = None,
+        qos: str | None = None,
+        nodes_min: int | None = None,
+        nodes_max: int | None = None,
+        ntasks: int | None = None,
+        ntasks_per_node: int | None = None,
+        cpus_per_task: int | None = None,
+        gpus_per_node: int | None = None,
+        gpus_per_task: int | None = None,
+        gpus_total: int | None = None,
+        gpu_type: str | None = None,
+        mem_per_node_mb: int | None = None,
+        mem_per_cpu_mb: int | None = None,
+        mem_per_gpu_mb: int | None = None,
+        time_limit_seconds: int | None = None,
+        array: str | None = None,
+        array_throttle: int | None = None,
+        dependency: str | None = None,
+        exclusive: bool | None = None,
+        constraint: str | None = None,
+        output: str | None = None,
+        error: str | None = None,
+        chdir: str | None = None,
+        requeue: bool | None = None,
+        signal: str | None = None,
+        export: str | None = None,
+        comment: str | None = None,
+    ):
+        _set(self, "job_name", job_name)
+        _set(self, "partition", partition)
+        _set(self, "account", account)
+        _set(self, "qos", qos)
+        _set(self, "nodes_min", nodes_min)
+        _set(self, "nodes_max", nodes_max)
+        _set(self, "ntasks", ntasks)
+        _set(self, "ntasks_per_node", ntasks_per_node)
+        _set(self, "cpus_per_task", cpus_per_task)
+        _set(self, "gpus_per_node", gpus_per_node)
+        _set(self, "gpus_per_task", gpus_per_task)
+        _set(self, "gpus_total", gpus_total)
+        _set(self, "gpu_type", gpu_type)
+        _set(self, "mem_per_node_mb", mem_per_node_mb)
+        _set(self, "mem_per_cpu_mb", mem_per_cpu_mb)
+        _set(self, "mem_per_gpu_mb", mem_per_gpu_mb)
+        _set(self, "time_limit_seconds", time_limit_seconds)
+        _set(self, "array", array)
+        _set(self, "array_throttle", array_throttle)
+        _set(self, "dependency", dependency)
+        _set(self, "exclusive", exclusive)
+        _set(self, "constraint", constraint)
+        _set(self, "output", output)
+        _set(self, "error", error)
+        _set(self, "chdir", chdir)
+        _set(self, "requeue", requeue)
+        _set(self, "signal", signal)
+        _set(self, "export", export)
+        _set(self, "comment", comment)
+
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in JOB_FIELDS}
 
@@ -106,6 +168,12 @@ class JobComponent(FrozenRecord):
     settings: tuple[OptionSetting, ...]  # every application, in order (last wins)
     fields: JobFields
 
+    def __init__(self, index: int, options: dict[str, str], settings: tuple[OptionSetting, ...], fields: JobFields):
+        _set(self, "index", index)
+        _set(self, "options", options)
+        _set(self, "settings", settings)
+        _set(self, "fields", fields)
+
 
 @dataclass(init=False, repr=False, eq=False)
 class SlurmJob(FrozenRecord):
@@ -116,6 +184,20 @@ class SlurmJob(FrozenRecord):
     diagnostics: tuple[Diagnostic, ...]  # reader + option diagnostics, in line order
     sbatch_accepts: bool
     script_args: tuple[str, ...] = ()  # arguments after the script on the sbatch command line
+
+    def __init__(
+        self,
+        path: str,
+        components: tuple[JobComponent, ...],
+        diagnostics: tuple[Diagnostic, ...],
+        sbatch_accepts: bool,
+        script_args: tuple[str, ...] = (),
+    ):
+        _set(self, "path", path)
+        _set(self, "components", components)
+        _set(self, "diagnostics", diagnostics)
+        _set(self, "sbatch_accepts", sbatch_accepts)
+        _set(self, "script_args", script_args)
 
     @property
     def main(self) -> JobComponent:

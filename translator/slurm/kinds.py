@@ -7,6 +7,8 @@ reports a value sbatch accepts but ignores (O224).
 
 Adding a value kind: write its parser below, add it to `PARSERS`, and name the kind in the
 option's `_o(...)` entry in options.py (a test checks that every kind of the table has a parser).
+A parser that calls `note` must also be named in `_NOTING_KINDS` (accepted values are cached per
+process, and a cached value would not report again).
 """
 
 from __future__ import annotations
@@ -171,6 +173,23 @@ PARSERS: dict[str, ValueParser] = {
 }
 
 
+# Parsers are pure functions of (value, name) and their results immutable (str, int, tuples, frozen records),
+# and scripts repeat the same option values (`--nodes=1`, `--gres=gpu:4`): accepted values are kept per
+# process (bounded). Not kept: refused values (the exception is raised each time) and the kinds that report
+# through `note`.
+_NOTING_KINDS = frozenset(("power",))
+_PARSED: dict[tuple[str, str | None, str], Parsed] = {}
+_PARSED_LIMIT = 8192
+
+
 def parse(kind: str, value: str | None, name: str, note: Note) -> Parsed:
     """Validate `value` of option `--name` (value kind `kind`) as sbatch does: (text, parsed)."""
-    return PARSERS[kind](value, name, note)
+    key = (kind, value, name)
+    got = _PARSED.get(key)
+    if got is None:
+        got = PARSERS[kind](value, name, note)
+        if kind not in _NOTING_KINDS and (value is None or len(value) <= 256):
+            if len(_PARSED) >= _PARSED_LIMIT:
+                _PARSED.clear()
+            _PARSED[key] = got
+    return got

@@ -196,8 +196,10 @@ class _Resolver:
             comp.reset(name)
             comp.settings.append(OptionSetting(name, "unset", source, line, written))
             return
+        text: Any
+        parsed: Any
         try:
-            text, parsed = self.parse_value(spec, value)
+            text, parsed = parse_kind(spec.value, value, name, self._value_ignored)
         except V.InvalidValue as exc:
             self.diag(O207_INVALID_VALUE, f"{exc} (in `{written}`)", line)
             if spec.value not in _CHECKED_AFTER_MERGE:
@@ -528,7 +530,7 @@ class _Resolver:
     def report_overrides(self, comp: _Component) -> None:
         """One O212 per option that #SBATCH lines set to different values (the last one wins)."""
         for name, settings in comp.history.items():
-            if len({text for _, text in settings}) < 2:
+            if len(settings) < 2 or len({text for _, text in settings}) < 2:
                 continue
             last_line, last_text = settings[-1]
             lines = [ln for ln, _ in settings]
@@ -724,7 +726,8 @@ def _names_ignore_pbs(word: str) -> bool:
 
 
 def _is_separator(words: Sequence[str]) -> bool:
-    return bool(words) and V.c_lower(words[0]) in ("hetjob", "packjob")
+    # c_lower keeps the length: only 6- and 7-character words can be `hetjob`/`packjob`
+    return bool(words) and len(words[0]) in (6, 7) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
 def _words_by_component(script: Script) -> dict[int, list[tuple[str, int]]]:

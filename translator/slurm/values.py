@@ -12,6 +12,7 @@ MaxArraySize=1001, `--dependency=foo:1`).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -517,7 +518,7 @@ def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[list[int],
         seen[lo : hi + 1 : step] = b"\x01" * count
     if more:
         problems.append(f"and {more} more item(s) like these")
-    return [i for i, flag in enumerate(seen) if flag], problems
+    return list(itertools.compress(range(len(seen)), seen)), problems
 
 
 _ARRAY_ITEM = re.compile(r"(?a)(\d+)(?:-(\d+)(?::(\d+))?)?")

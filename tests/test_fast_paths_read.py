@@ -1,0 +1,293 @@
+"""The fast paths of the reader give exactly what its general paths give (issue 13).
+
+The shell lexer reads a simple command line, or a word, with one regular expression when it can
+(`ShellLexer(fast=True)`, the default); `fast=False` runs the general character-class scan only. Both must
+produce the same tokens, segments, here-documents, diagnostics and line numbers on any text, in particular
+on the quotes, `$'...'`, backslashes, non-ASCII blanks and comments where the fast patterns stop.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from translator.read.shell_lexer import ShellLexer
+
+# fragments chosen to hit the borders of the fast patterns: every quote and expansion form, escapes at
+# ends of words and lines, operators, reserved words, `#` inside and at the start of words, whitespace
+# that is a blank for str.split but not for the shell, heredocs and blocks
+_FRAGMENTS = [
+    "echo",
+    "export",
+    "srun",
+    "A=1",
+    "x",
+    "é",
+    "[[",
+    "]]",
+    "[",
+    "]",
+    "!",
+    "{",
+    "}",
+    "if",
+    "then",
+    "elif",
+    "else",
+    "fi",
+    "for",
+    "in",
+    "do",
+    "done",
+    "while",
+    "case",
+    "esac",
+    "function",
+    "f()",
+    "(",
+    ")",
+    "((",
+    "))",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\n",
+    "\n",
+    "\r",
+    "\x0b",
+    "\xa0",
+    "\u2003",
+    "#",
+    "#c",
+    "a#b",
+    "'",
+    "'a b'",
+    "''",
+    '"',
+    '"a b"',
+    '"$x"',
+    '"${x}"',
+    '"${x:-"y"}"',
+    '"$(date)"',
+    '"\\""',
+    '"a\\\nb"',
+    '"$"',
+    "$",
+    "$x",
+    "${x}",
+    "${x",
+    "${a{b}}",
+    "$'a\\'b'",
+    "$'",
+    '$"t"',
+    "$(",
+    "$(cmd)",
+    "$((1+2))",
+    "`date`",
+    "`",
+    "\\",
+    "\\\n",
+    "\\ ",
+    "\\'",
+    "\\$",
+    ";",
+    ";;",
+    "&",
+    "&&",
+    "||",
+    "|",
+    "|&",
+    ">",
+    ">out",
+    "2>&1",
+    "<<EOF",
+    "<<-'E'",
+    "<<''",
+    "<<E",
+    "EOF",
+    "E",
+    "\tE",
+    "&>log",
+    "<(x)",
+]
+
+
+def _lex(text: str, fast: bool):
+    lx = ShellLexer(text, 3, fast=fast).run()
+    return lx.tokens, lx.diagnostics, lx.heredoc_lines, lx.max_depth
+
+
+def _same(text: str) -> None:
+    assert _lex(text, True) == _lex(text, False), repr(text)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join))
+def test_lexer_fast_paths_match_the_general_scan_on_fragments(text):
+    _same(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=" \t\n\\'\"$`{}()[]#;&|<>!=ax\xa0é", max_size=60))
+def test_lexer_fast_paths_match_the_general_scan_on_any_text(text):
+    _same(text)
+
+
+def test_lexer_fast_paths_on_chosen_cases():
+    for text in [
+        "",
+        "\n",
+        "echo hi",
+        "echo hi\n",
+        "echo hi   \n\n",
+        "  echo  a\tb  ",
+        "echo a #c\n",
+        "echo a#b\n",
+        "echo 'a\nb' c\nls\n",
+        'echo "a\\\nb"\nls\n',
+        "echo a\\\nb\n",
+        "echo a \\\n b\n",
+        "cat <<EOF; echo x\nbody\nEOF\necho after\n",
+        "cat <<EOF\nbody\nEOF",
+        "cat <<E\nE",
+        "cat <<E\n",
+        "cat <<E",
+        "cat <<E\nxE\n E\nE \nE\nafter\n",
+        "cat <<-E\n\t\tE\nafter\n",
+        "cat <<''\nx\n\nafter\n",
+        "cat <<''\nx\n",
+        "cat <<'a.*b'\naxxb\na.*b\n",
+        "cat <<A <<-B\na\nA\n\tb\n\tB\nx\n",
+        "then\nfi\n{\n}\ndone\nesac\nelse\ndo\n",
+        "case x in\na) if y; then\nz\nfi\n;;\nb) echo\nesac\n",
+        "[[ -n $x ]] && echo y\n",
+        "[[x y\n",
+        "! true\n",
+        "{ echo; }\n",
+        "f() { echo; }\n",
+        "f () { echo; }\nf\n",
+        "function g { echo; }\n",
+        "case $x in a) echo a ;; *) echo b ;; esac\n",
+        "for i in 1 2; do echo $i; done\n",
+        "if true; then echo; elif false; then :; else :; fi\n",
+        "echo \xa0x\u2003y\r\n",
+        "echo ${x\n",
+        'echo "unterminated\n',
+        "echo 'unterminated\n",
+        "echo $\n",
+        "echo \\",
+        "x" * 5000 + " " + "'y'" * 500 + "\n",
+        "echo " + "a b " * 2000 + "#\n",
+        'echo "' + "a b " * 2000 + "\n",
+    ]:
+        _same(text)
+
+
+# ---- read/classify.py: the kinds of argvs seen before come from a per-process table ----------------------
+
+_ARGV_WORDS = st.sampled_from(
+    ["python", "python3", "-m", "pip", "install", "srun", "torchrun", "conda", "run", "-n", "env", "A=1", "time"]
+    + ["-u", "module", "load", "source", "bin/activate", "uv", "accelerate", "launch", "config", "x.py", "--", ""]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_ARGV_WORDS, max_size=8))
+def test_classify_table_gives_what_classification_gives(argv):
+    from translator.read.classify import _classify_argv, classify
+
+    want = _classify_argv(list(argv))
+    assert classify(argv) == want
+    assert classify(list(argv)) == want  # now from the table
+
+
+def test_classify_table_skips_long_argvs():
+    from translator.read.classify import _KINDS, classify
+
+    argv = ["srun", "python", "train.py"] + [f"--opt{i}" for i in range(40)]
+    assert classify(argv) == "launch"
+    assert tuple(argv) not in _KINDS
+
+
+# ---- read/block_parser.py: a long run of statements splices its children in place -----------------------
+
+
+def test_block_parser_long_sequences_keep_every_token_in_order():
+    from translator.read.block_parser import parse
+
+    types = ["CMD", "IF", "CMD", "THEN", "CMD", "FI"] * 300 + ["COMMENT"] * 50
+    tree = parse(types)
+    seen: list[int] = []
+
+    def walk(node):
+        for ch in node.children:
+            if isinstance(ch, int):
+                seen.append(ch)
+            else:
+                walk(ch)
+
+    walk(tree)
+    assert seen == list(range(len(types)))
+
+
+# ---- slurm/kinds.py: accepted option values are parsed once per process ---------------------------------
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.sampled_from(["count", "time", "mem", "nodes", "gres", "gpus", "signal", "mail_type", "exclusive", "string"]),
+    st.sampled_from(["1", "4", "0", "-1", "1-2", "2:00:00", "1-00:00:00", "64G", "gpu:4", "gpu:a100:2", "B:USR1@120"])
+    | st.text(alphabet="0123456789:-,gpuGMBALnoe@", max_size=10),
+)
+def test_parsed_value_table_gives_what_the_parser_gives(kind, value):
+    from translator.slurm import values as V
+    from translator.slurm.kinds import PARSERS, parse
+
+    def run(f):
+        try:
+            return f()
+        except V.InvalidValue as exc:
+            return ("refused", str(exc))
+
+    want = run(lambda: PARSERS[kind](value, "opt", lambda m: None))
+    assert run(lambda: parse(kind, value, "opt", lambda m: None)) == want
+    assert run(lambda: parse(kind, value, "opt", lambda m: None)) == want  # second time: from the table
+
+
+def test_parsed_value_table_keeps_notes_and_refusals():
+    import pytest
+
+    from translator.slurm import values as V
+    from translator.slurm.kinds import parse
+
+    notes: list[str] = []
+    for _ in range(2):
+        parse("power", "bogus", "power", notes.append)
+    assert len(notes) == 2  # reported each time
+    for _ in range(2):
+        with pytest.raises(V.InvalidValue):
+            parse("count", "x", "nodes", notes.append)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="a\nb \t\r", max_size=40))
+def test_newline_offsets(text):
+    from translator.read.shell_lexer import _newline_offsets
+
+    assert _newline_offsets(text) == [i for i, c in enumerate(text) if c == "\n"]
+
+
+# ---- read/body.py: block trees are kept per token-type sequence ------------------------------------------
+
+
+def test_block_tree_table_gives_each_script_its_own_statements():
+    from translator.read import body, read_script
+
+    a = "#!/bin/bash\nif true; then\n  echo a\nfi\nfor i in 1 2; do\n  srun x $i\ndone\n"
+    b = "#!/bin/bash\nif false; then\n  A=1 python t.py\nfi\nwhile read l; do\n  export B=$l\ndone\n"
+    first = [read_script(t.encode(), "s.sbatch").body for t in (a, b, a)]
+    body._TREES.clear()
+    again = [read_script(t.encode(), "s.sbatch").body for t in (b, a)]
+    assert first[0] == first[2] == again[1]
+    assert first[1] == again[0]
+    assert first[0] != first[1]
