@@ -908,18 +908,35 @@ def _escape_word(text: str) -> str:
     return kube.escape(text)
 
 
+_SECRET_MEMO: list = [None, ()]  # (script, its secret assignments) of the last call: _secrets and _redact ask
+
+
+def _secret_assignments(script) -> tuple:
+    """((Assignment, why), ...): the script's literal assignments whose name or value says secret."""
+    if _SECRET_MEMO[0] is script:
+        return _SECRET_MEMO[1]
+    from translator.plan import secrets
+    from translator.read.ast import iter_assignments
+
+    looks_secret = secrets.looks_secret
+    out = []
+    for a in iter_assignments(script.body):
+        if a.value.literal:
+            why = looks_secret(a.name, a.value.value)
+            if why:
+                out.append((a, why))
+    _SECRET_MEMO[:] = [script, tuple(out)]
+    return _SECRET_MEMO[1]
+
+
 def _secrets(script, env, intent, command, args, trainjob_name):
     """Move secret values out of env and command text into one Secret. Returns
     (env, command, args, findings)."""
     from translator.plan import secrets
-    from translator.read.ast import iter_assignments
 
     found = {}  # name -> (value, line, why)
-    for a in iter_assignments(script.body):
-        if a.value.literal:
-            why = secrets.looks_secret(a.name, a.value.value)
-            if why:
-                found[a.name] = (a.value.value, a.line, why)
+    for a, why in _secret_assignments(script):
+        found[a.name] = (a.value.value, a.line, why)
     for name, value in intent.env:
         why = secrets.looks_secret(name, value)
         if why:
@@ -1013,11 +1030,27 @@ def _secrets(script, env, intent, command, args, trainjob_name):
     return tuple(out_env), new_command, new_args, findings
 
 
-_IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1?\d?\d)"
+# An IPv4 address as a whole token: the text between non-[\w.] characters is exactly the address.
+_IPV4 = re.compile(r"(?<![\w.])(" + _OCTET + r"(?:\." + _OCTET + r"){3})(?![\w.])")
+# The same matches found faster: a match of _IPV4 is a whole maximal run of [\w.] characters, made of
+# digits and dots, 7 to 15 long and starting with a digit; _IPV4_RUN finds exactly those runs (its first
+# item is a digit, so the regex engine skips to digits instead of trying the lookbehind everywhere) and
+# _IPV4_BODY keeps the ones that are an address. tests/test_plan_fast_paths.py checks both agree.
+_IPV4_RUN = re.compile(r"\d(?<![\w.]\d)[\d.]{6,14}(?![\w.])")
+_IPV4_BODY = re.compile(_OCTET + r"(?:\." + _OCTET + r"){3}")
+# `\bMASTER_ADDR=` is spelled `M(?<!\wM)ASTER_ADDR=`: every alternative then starts with a literal
+# character, which lets the regex engine skip to the positions where one can start.
 _ENDPOINT = re.compile(
     r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
-    r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|\bMASTER_ADDR=)([^\s'\";]+)"
+    r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|M(?<!\wM)ASTER_ADDR=)([^\s'\";]+)"
 )
+
+
+def _ipv4_addresses(text: str) -> list[str]:
+    """The group(1) of every _IPV4 match in `text`, in order."""
+    fullmatch = _IPV4_BODY.fullmatch
+    return [run for run in _IPV4_RUN.findall(text) if fullmatch(run)]
 
 
 def _node_specific(env, command, args, intent) -> list[Finding]:
@@ -1043,13 +1076,13 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
         # both patterns need a digit-dot-digit address or one of the endpoint prefixes: most texts have neither
         if "." not in text and "://" not in text and "MASTER_ADDR=" not in text and "--" not in text:
             continue
-        hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
+        hits = [h for h in _ipv4_addresses(text) if not h.startswith(("127.", "0."))]
         hits += [
-            m.group(1)
-            for m in _ENDPOINT.finditer(text)
-            if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
-            and "_s2k" not in m.group(1)
-            and "://" not in m.group(1)
+            h
+            for h in _ENDPOINT.findall(text)
+            if not h.startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
+            and "_s2k" not in h
+            and "://" not in h
         ]
         for h in hits:
             if (where, h) in seen or any(o != h and o in h for o in hits):
@@ -1074,18 +1107,14 @@ def _redact(findings, script, env) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
     (they are printed, and become comments of the YAML and the Python file)."""
     from translator.plan import secrets
-    from translator.read.ast import iter_assignments
 
-    values = {
-        a.value.value
-        for a in iter_assignments(script.body)
-        if a.value.literal and secrets.looks_secret(a.name, a.value.value) and len(a.value.value) >= 4
-    }
+    values = {a.value.value for a, _ in _secret_assignments(script) if len(a.value.value) >= 4}
+    longest_first = sorted(values, key=len, reverse=True)
 
     def clean(text):
         if not text:
             return text
-        for v in sorted(values, key=len, reverse=True):
+        for v in longest_first:
             text = text.replace(v, "<secret>")
         for t in secrets.embedded_tokens(text):
             text = text.replace(t, "<secret>")
@@ -1164,6 +1193,22 @@ def _static_resolver(script, job, shape, launch_line):
     return lambda text: static_text(ctx, text)
 
 
+# `\bSLURM_…` spelled with the word boundary after the first letter (a literal first character is faster)
+_JOB_ID_USE = re.compile(r"S(?<!\wS)LURM_(?:JOB_?ID|ARRAY_JOB_ID)\b")
+_SLURM_DEFINITION = re.compile(r"\s*(export\s+)?SLURM_\w+=")
+
+
+def _used_outside_definitions(pattern: re.Pattern, body: str) -> bool:
+    """Whether `pattern` (which never matches a line break) matches in a line of `body` that is not a
+    definition line (_SLURM_DEFINITION): the same as searching the body with those lines removed."""
+    for m in pattern.finditer(body):
+        start = body.rfind("\n", 0, m.start()) + 1
+        end = body.find("\n", m.end())
+        if not _SLURM_DEFINITION.match(body, start, len(body) if end < 0 else end):
+            return True
+    return False
+
+
 def _job_id_use(job, command, args, intent) -> list[Finding]:
     """SLURM_JOB_ID reaching the command: a TrainJob has no job number, so a fixed stand-in (one per script,
     translator/plan/prologue.py) is used, where Slurm gave every submission a new one."""
@@ -1172,9 +1217,11 @@ def _job_id_use(job, command, args, intent) -> list[Finding]:
     text = "\n".join(tuple(command) + tuple(args))
     stand_in = prologue.job_id_number(job)
     body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
-    # the definitions the prologue/shim make are not uses
-    body = "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", ln))
-    if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
+    # the definitions the prologue/shim make (`export SLURM_JOB_ID=…` lines) are not uses
+    if not (
+        _used_outside_definitions(_JOB_ID_USE, body)
+        or (stand_in in body and _used_outside_definitions(re.compile(rf"(?<!\d){stand_in}(?!\d)"), body))
+    ):
         return []
     return [
         Finding(
