@@ -823,11 +823,19 @@ def _arrays(b: _Build, base: TrainerPlan) -> list[TrainerPlan]:
 
 
 def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, ...]:
-    findings = _redact(b.findings, b.script, env)
+    findings = _dedupe(_redact(b.findings, b.script, env))  # the same for every plan of the job
+    source_map = tuple(b.smap)
     settings = b.settings
     out = []
     for p in plans:
-        p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(b.smap))
+        if settings.profile is None and b.shape.gpus_per_node and not p.patches:
+            # what the general path below makes of a plan without patches, in one replace
+            p = dataclasses.replace(
+                p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_shm_patches(rt)
+            )
+            out.append(p)
+            continue
+        p = dataclasses.replace(p, findings=findings, source_map=source_map)
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
 
@@ -839,6 +847,25 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
 
 
 SHM_VOLUME = "dshm"
+_SHM_NOTE = Finding(
+    INFO,
+    "P442",
+    "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
+    "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
+    None,
+    "size it with `defaults.shmSize` in a site profile",
+)
+
+
+def _shm_patches(rt) -> tuple[PodPatch, ...]:
+    """The /dev/shm volume and mount, one patch per node/launcher job of the runtime."""
+    jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
+    volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
+    mount = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
+    return tuple(
+        PodPatch(job=j, container=rt.container if rt else "node", volumes=(volume,), volume_mounts=(mount,))
+        for j in jobs
+    )
 
 
 def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
@@ -848,22 +875,8 @@ def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
         return plan
     if any(v.get("name") == SHM_VOLUME for p in plan.patches for v in p.volumes):
         return plan
-    jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
-    volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
-    mount = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
-    patches = tuple(plan.patches) + tuple(
-        PodPatch(job=j, container=rt.container if rt else "node", volumes=(volume,), volume_mounts=(mount,))
-        for j in jobs
-    )
-    note = Finding(
-        INFO,
-        "P442",
-        "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
-        "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
-        None,
-        "size it with `defaults.shmSize` in a site profile",
-    )
-    return dataclasses.replace(plan, patches=patches, findings=tuple(plan.findings) + (note,))
+    patches = tuple(plan.patches) + _shm_patches(rt)
+    return dataclasses.replace(plan, patches=patches, findings=tuple(plan.findings) + (_SHM_NOTE,))
 
 
 def _with_env(env, name, value) -> tuple[EnvVar, ...]:
@@ -895,8 +908,16 @@ def _one_line(f: Finding) -> Finding:
 
 
 def _dedupe(findings) -> tuple[Finding, ...]:
-    out = dict.fromkeys(map(_one_line, findings))  # first occurrence kept, in order
-    return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))
+    # first occurrence kept, in order; equal findings are those of one class with equal fields (the
+    # records' own equality), compared here as a tuple, which is faster than the records' __hash__
+    out: dict = {}
+    for f in map(_one_line, findings):
+        out.setdefault((f.__class__, f.severity, f.code, f.message, f.line, f.suggestion), f)
+    return tuple(sorted(out.values(), key=_line_order))
+
+
+def _line_order(f: Finding) -> tuple:
+    return (f.line is None, f.line or 0)
 
 
 _ESCAPED = "\0s2k-escaped\0"  # marks a word that is already in kubelet form (holds $(NAME) references)
