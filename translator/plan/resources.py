@@ -16,12 +16,27 @@ def mib_quantity(mib: int) -> str:
     return f"{mib}Mi"
 
 
+_LINES_MEMO: list = [None, {}]  # (job component, {option name: [(index, line), ...]}) of the last call
+
+
 def _lines(job, *names) -> tuple[int, ...]:
-    out: dict[int, None] = {}  # an ordered set of lines
-    for s in job.main.settings:
-        if s.name in names and s.line is not None:
-            out.setdefault(s.line, None)
-    return tuple(out)
+    """The lines that set any of `names`, in the order of the settings, each once."""
+    main = job.main
+    if _LINES_MEMO[0] is main:  # callers ask about one job many times in a row: index its settings once
+        index = _LINES_MEMO[1]
+    else:
+        index = {}
+        for i, s in enumerate(main.settings):
+            if s.line is not None:
+                index.setdefault(s.name, []).append((i, s.line))
+        _LINES_MEMO[:] = [main, index]
+    if len(names) == 1:
+        hits = index.get(names[0])
+    else:
+        hits = sorted(h for name in dict.fromkeys(names) for h in index.get(name, ()))
+    if not hits:
+        return ()
+    return tuple(dict.fromkeys([line for _, line in hits]))  # an ordered set of lines
 
 
 def _first_line(job, *names) -> int | None:
