@@ -272,3 +272,75 @@ def test_lines_match_a_scan_of_the_settings(settings_, queries):
     other = _Job(tuple(_Setting(n, 1) for n, _ in settings_))  # another job: a new index
     for names in queries:
         assert resources._lines(other, *names) == _reference_lines(other, *names)
+
+
+# ---- findings printed on one line: texts already on one line are kept as they are ---------------
+
+_spaced = st.lists(
+    st.one_of(
+        st.sampled_from([" ", "  ", "\n", "\t", "\r\n", "\x0b", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000"]),
+        st.text(alphabet="ab-é.", min_size=1, max_size=6),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400)
+@given(_spaced, st.one_of(st.none(), _spaced))
+def test_one_line_matches_split_and_join(message, suggestion):
+    f = Finding(WARNING, "P435", message, 3, suggestion)
+    got = build._one_line(f)
+    assert got.message == " ".join(message.split())
+    assert got.suggestion == (" ".join(suggestion.split()) if suggestion else suggestion)
+    if (got.message, got.suggestion) == (message, suggestion):
+        assert got is f
+
+
+# ---- plans copied with new findings without re-running the dataclass __init__ ------------------
+
+
+def test_replace_matches_dataclasses_replace():
+    import dataclasses
+
+    from translator.pipeline import convert
+
+    script = (
+        b"#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=4\nexport NCCL_DEBUG=INFO\nsrun python train.py\n"
+    )
+    (plan,) = convert("job.sbatch", script).plans
+    note = Finding(INFO, "P442", "x")
+    want = dataclasses.replace(plan, findings=(note,), source_map=(), patches=())
+    got = build._replace(plan, findings=(note,), source_map=(), patches=())
+    assert got == want and repr(got) == repr(want) and hash(got) == hash(want)
+    assert got.__dict__ == want.__dict__
+    assert plan.findings != (note,)  # the original is left as it was
+    try:
+        build._replace(plan, no_such_field=1)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("an unknown field is refused, as dataclasses.replace refuses it")
+
+
+# ---- findings redacted only when something could need it ---------------------------------------
+
+
+class _Script:
+    body = ()  # no assignments: only the token shapes can redact
+
+
+@settings(max_examples=150)
+@given(st.lists(st.tuples(_texts, st.one_of(st.none(), _texts)), max_size=6))
+def test_redact_matches_cleaning_every_text(pairs):
+    findings = [Finding(WARNING, "P436", m, 1, s) for m, s in pairs]
+
+    def clean(text):
+        if not text:
+            return text
+        for t in _reference_embedded_tokens(text):
+            text = text.replace(t, "<secret>")
+        return text
+
+    want = [(clean(f.message), clean(f.suggestion)) for f in findings]
+    got = build._redact(findings, _Script(), ())
+    assert [(f.message, f.suggestion) for f in got] == want

@@ -411,7 +411,10 @@ def _software_environment(b: _Build) -> _Packages:
     for cmd, _depth in _commands(b.script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
-        elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
+        elif cmd.kind in (CONDA, VENV) or (
+            # is_env_setup needs `PYTHON -m MODULE`: most commands have no `-m` second word
+            cmd.kind != PIP and len(cmd.words) >= 3 and cmd.words[1].value == "-m" and is_env_setup(cmd)
+        ):
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             named, index_url, ex, extra, fnd = pipmod.parse(cmd)
@@ -830,12 +833,9 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
     for p in plans:
         if settings.profile is None and b.shape.gpus_per_node and not p.patches:
             # what the general path below makes of a plan without patches, in one replace
-            p = dataclasses.replace(
-                p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_shm_patches(rt)
-            )
-            out.append(p)
+            out.append(_replace(p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_shm_patches(rt)))
             continue
-        p = dataclasses.replace(p, findings=findings, source_map=source_map)
+        p = _replace(p, findings=findings, source_map=source_map)
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
 
@@ -844,6 +844,20 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
             p = with_shared_memory(p, rt)
         out.append(p)
     return tuple(out)
+
+
+def _replace(plan: TrainerPlan, **changes) -> TrainerPlan:
+    """dataclasses.replace(plan, **changes) for a TrainerPlan, without re-running the generated __init__
+    over its 27 fields (it has no __post_init__ and no init=False field; tests/test_plan_fast_paths.py
+    compares the two)."""
+    new = object.__new__(TrainerPlan)
+    state = new.__dict__
+    state.update(plan.__dict__)
+    for name, value in changes.items():
+        if name not in state:
+            raise TypeError(f"TrainerPlan has no field {name!r}")
+        state[name] = value
+    return new
 
 
 SHM_VOLUME = "dshm"
@@ -898,10 +912,14 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
     )
 
 
+# What `" ".join(text.split())` changes: whitespace other than a space, two spaces, a space at either end.
+_RESPACED = re.compile(r"[^\S ]|  |\A | \Z")
+
+
 def _one_line(f: Finding) -> Finding:
     """Findings print as one `path:line: …` line: script text quoted in them loses its line breaks."""
-    message = " ".join(f.message.split())
-    suggestion = " ".join(f.suggestion.split()) if f.suggestion else f.suggestion
+    message = " ".join(f.message.split()) if _RESPACED.search(f.message) else f.message
+    suggestion = " ".join(f.suggestion.split()) if f.suggestion and _RESPACED.search(f.suggestion) else f.suggestion
     if message == f.message and suggestion == f.suggestion:
         return f
     return dataclasses.replace(f, message=message, suggestion=suggestion)
@@ -968,7 +986,8 @@ def _secrets(script, env, intent, command, args, trainjob_name):
             if why:
                 found[e.name] = (e.value, e.line, why)
     known = {v for v, _, _ in found.values()}
-    for word in tuple(command) + tuple(args):
+    words = tuple(command) + tuple(args)
+    for word in words if secrets.has_token_start("\0".join(words)) else ():
         for token in secrets.embedded_tokens(word):
             if token not in known and not any(token in v for v in known):
                 known.add(token)
@@ -1136,6 +1155,10 @@ def _redact(findings, script, env) -> list[Finding]:
     from translator.plan import secrets
 
     values = {a.value.value for a, _ in _secret_assignments(script) if len(a.value.value) >= 4}
+    if not values and not secrets.has_token_start(
+        "\0".join(t for f in findings for t in (f.message, f.suggestion) if t)
+    ):
+        return list(findings)  # nothing to hide in any of them (the common case)
     longest_first = sorted(values, key=len, reverse=True)
 
     def clean(text):
@@ -1209,15 +1232,21 @@ def _static_resolver(script, job, shape, launch_line):
     from translator.launchers.common import LaunchContext, static_text
     from translator.read.ast import Assignment
 
-    entries = list(_walk(script.body))
-    top = tuple(
-        st
-        for st, block in entries
-        if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
-    )
-    blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
-    ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks)
-    return lambda text: static_text(ctx, text)
+    made: list = []  # the context, built on the first call: most scripts export only literal values
+
+    def resolve(text):
+        if not made:
+            entries = list(_walk(script.body))
+            top = tuple(
+                st
+                for st, block in entries
+                if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
+            )
+            blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+            made.append(LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks))
+        return static_text(made[0], text)
+
+    return resolve
 
 
 # `\bSLURM_…` spelled with the word boundary after the first letter (a literal first character is faster)

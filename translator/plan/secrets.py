@@ -70,6 +70,11 @@ def secret_name(trainjob_name: str) -> str:
     return f"{trainjob_name}-env"
 
 
+def has_token_start(text: str) -> bool:
+    """False when `text` cannot hold an embedded token (embedded_tokens(text) is then empty)."""
+    return _TOKEN_START.search(text) is not None
+
+
 def embedded_tokens(text: str):
     """Substrings of `text` with the unmistakable shape of a token (hf_…, ghp_…, sk-…, AKIA…, xox…)."""
     if not _TOKEN_START.search(text):  # the common case: nothing token-like at all
