@@ -344,3 +344,18 @@ def test_redact_matches_cleaning_every_text(pairs):
     want = [(clean(f.message), clean(f.suggestion)) for f in findings]
     got = build._redact(findings, _Script(), ())
     assert [(f.message, f.suggestion) for f in got] == want
+
+
+def test_every_whitespace_but_the_space_is_unprintable():
+    import sys
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert " " in spaces and "\u3000" in spaces
+    assert [c for c in spaces if c != " " and c.isprintable()] == []
+
+
+@settings(max_examples=400)
+@given(_spaced)
+def test_spaced_once_never_claims_a_text_split_and_join_would_change(text):
+    if build._spaced_once(text):
+        assert " ".join(text.split()) == text

@@ -912,14 +912,17 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
     )
 
 
-# What `" ".join(text.split())` changes: whitespace other than a space, two spaces, a space at either end.
-_RESPACED = re.compile(r"[^\S ]|  |\A | \Z")
+def _spaced_once(text: str) -> bool:
+    """True when `" ".join(text.split())` is `text`: a printable text (every whitespace character but the
+    space is unprintable, tests/test_plan_fast_paths.py checks all of Unicode) with no two spaces in a
+    row and none at either end. False means "maybe not"."""
+    return text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
 
 
 def _one_line(f: Finding) -> Finding:
     """Findings print as one `path:line: …` line: script text quoted in them loses its line breaks."""
-    message = " ".join(f.message.split()) if _RESPACED.search(f.message) else f.message
-    suggestion = " ".join(f.suggestion.split()) if f.suggestion and _RESPACED.search(f.suggestion) else f.suggestion
+    message = f.message if _spaced_once(f.message) else " ".join(f.message.split())
+    suggestion = " ".join(f.suggestion.split()) if f.suggestion and not _spaced_once(f.suggestion) else f.suggestion
     if message == f.message and suggestion == f.suggestion:
         return f
     return dataclasses.replace(f, message=message, suggestion=suggestion)
