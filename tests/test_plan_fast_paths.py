@@ -15,6 +15,8 @@ from hypothesis import given, settings, strategies as st
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.plan import build, resources, secrets
 
+from strategies import script_text
+
 # ---- pieces the generated texts are made of ------------------------------------------------------
 
 _FRAGMENTS = [
@@ -359,3 +361,33 @@ def test_every_whitespace_but_the_space_is_unprintable():
 def test_spaced_once_never_claims_a_text_split_and_join_would_change(text):
     if build._spaced_once(text):
         assert " ".join(text.split()) == text
+
+
+# ---- the script walked into lists once: same order as the generators of translator/read/ast.py ----
+
+
+def _reference_commands(statements, depth=0):
+    from translator.read.ast import Block, Command
+
+    for stmt in statements:
+        if isinstance(stmt, Command):
+            yield stmt, depth
+        elif isinstance(stmt, Block):
+            if stmt.command is not None:
+                yield stmt.command, depth + 1
+            yield from _reference_commands(stmt.children, depth + 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(script_text())
+def test_walks_match_the_generators(text):
+    from translator.plan import env as envmod
+    from translator.read import read_script
+    from translator.read.ast import iter_assignments
+
+    script = read_script(text.encode("utf-8", "surrogatepass"), "t.sbatch")
+    want = tuple(iter_assignments(script.body))
+    assert envmod.script_assignments(script) == want
+    assert envmod.script_assignments(script) == want  # asked again: the kept list
+    assert all(a is b for a, b in zip(envmod.script_assignments(script), want))
+    assert build._commands(script.body) == list(_reference_commands(script.body))

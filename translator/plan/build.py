@@ -87,14 +87,21 @@ def array_indices(spec: str) -> list[int] | None:
     return out
 
 
-def _commands(statements, depth=0):
-    for st in statements:
-        if isinstance(st, Command):
-            yield st, depth
-        elif isinstance(st, Block):
-            if st.command is not None:
-                yield st.command, depth + 1
-            yield from _commands(st.children, depth + 1)
+def _commands(statements, depth=0) -> list:
+    """[(command, depth)] of every command, blocks' own commands included, in order."""
+    out: list = []
+
+    def walk(statements, depth):
+        for st in statements:
+            if isinstance(st, Command):
+                out.append((st, depth))
+            elif isinstance(st, Block):
+                if st.command is not None:
+                    out.append((st.command, depth + 1))
+                walk(st.children, depth + 1)
+
+    walk(statements, depth)
+    return out
 
 
 def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
@@ -958,11 +965,10 @@ def _secret_assignments(script) -> tuple:
     if _SECRET_MEMO[0] is script:
         return _SECRET_MEMO[1]
     from translator.plan import secrets
-    from translator.read.ast import iter_assignments
 
     looks_secret = secrets.looks_secret
     out = []
-    for a in iter_assignments(script.body):
+    for a in envmod.script_assignments(script):
         if a.value.literal:
             why = looks_secret(a.name, a.value.value)
             if why:

@@ -16,27 +16,32 @@ def mib_quantity(mib: int) -> str:
     return f"{mib}Mi"
 
 
-_LINES_MEMO: list = [None, {}]  # (job component, {option name: [(index, line), ...]}) of the last call
+# (job component, {option name: [(index, line), ...]}, {names: answer}) of the last call: callers ask about
+# one job many times in a row, so its settings are indexed once and each answer is kept
+_LINES_MEMO: list = [None, {}, {}]
 
 
 def _lines(job, *names) -> tuple[int, ...]:
     """The lines that set any of `names`, in the order of the settings, each once."""
     main = job.main
-    if _LINES_MEMO[0] is main:  # callers ask about one job many times in a row: index its settings once
+    if _LINES_MEMO[0] is main:
+        answer = _LINES_MEMO[2].get(names)
+        if answer is not None:
+            return answer
         index = _LINES_MEMO[1]
     else:
         index = {}
         for i, s in enumerate(main.settings):
             if s.line is not None:
                 index.setdefault(s.name, []).append((i, s.line))
-        _LINES_MEMO[:] = [main, index]
+        _LINES_MEMO[:] = [main, index, {}]
     if len(names) == 1:
         hits = index.get(names[0])
     else:
         hits = sorted(h for name in dict.fromkeys(names) for h in index.get(name, ()))
-    if not hits:
-        return ()
-    return tuple(dict.fromkeys([line for _, line in hits]))  # an ordered set of lines
+    answer = tuple(dict.fromkeys([line for _, line in hits])) if hits else ()  # an ordered set of lines
+    _LINES_MEMO[2][names] = answer
+    return answer
 
 
 def _first_line(job, *names) -> int | None:

@@ -35,8 +35,26 @@ _TOKEN_START = re.compile(r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|xox[abposr]-")
 _WHOLE_MIN = 32
 
 
+_MEMO: dict = {}  # (name, value) -> answer: the same exports recur across the scripts of a repository
+_MEMO_SIZE = 16384
+
+
 def looks_secret(name: str, value: str) -> str | None:
     """Why `name=value` is treated as a secret ("by name"/"by shape"), or None."""
+    if len(value) > 200:  # long values are rarely repeated: not worth keeping
+        return _looks_secret(name, value)
+    key = (name, value)
+    try:
+        return _MEMO[key]
+    except KeyError:
+        pass
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    answer = _MEMO[key] = _looks_secret(name, value)
+    return answer
+
+
+def _looks_secret(name: str, value: str) -> str | None:
     v = value.strip()
     if not v:
         return None
