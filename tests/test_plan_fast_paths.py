@@ -391,3 +391,79 @@ def test_walks_match_the_generators(text):
     assert envmod.script_assignments(script) == want  # asked again: the kept list
     assert all(a is b for a, b in zip(envmod.script_assignments(script), want))
     assert build._commands(script.body) == list(_reference_commands(script.body))
+
+
+# ---- prologue: batch-once rewriting pre-tested, definitions kept per job ------------------------
+
+
+def _reference_batch_once(text: str):
+    from translator.plan import prologue as P
+
+    helpers = set()
+    for pattern, repl in P._HOST_FORMS:
+        new = pattern.sub(repl.replace("\\", "\\\\"), text)
+        if new != text:
+            helpers.add("batch_host")
+            text = new
+    new = P._RANDOM.sub("${_s2k_random}", text)
+    if "((" in new:
+        new = re.sub(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])", "_s2k_random", new)
+    if new != text:
+        helpers.add("random")
+        text = new
+    unfixable = sorted({m.group(0).strip() for m in P._PER_RUN.finditer(text)})
+    return text, helpers, unfixable
+
+
+_shell_pieces = st.one_of(
+    st.sampled_from(
+        [
+            "$(hostname)",
+            "$( hostname -s )",
+            "`hostname -f`",
+            "${HOSTNAME}",
+            "$HOSTNAME",
+            "$HOSTNAMEX",
+            "hostname",
+            "$RANDOM",
+            "${SRANDOM}",
+            "$((RANDOM % 4))",
+            "RANDOM",
+            "((",
+            "$(date +%s)",
+            "`date`",
+            "$$",
+            "$BASHPID",
+            "$(mktemp -d)",
+            "$(openssl rand -hex 4)",
+            "$",
+            "`",
+            "\\",
+        ]
+    ),
+    st.text(alphabet="ab $`(){}\n\\'\"é", max_size=6),
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(_shell_pieces, max_size=15).map("".join))
+def test_batch_once_matches_running_every_pattern(text):
+    from translator.plan import prologue
+
+    assert prologue.batch_once(text) == _reference_batch_once(text)
+
+
+def test_definitions_kept_per_job_match_the_plain_lookup():
+    from translator.launchers.common import job_shape
+    from translator.pipeline import read_and_resolve
+    from translator.plan import prologue
+
+    names = list(prologue.TASK_ENV) + list(prologue._DYNAMIC) + list(prologue._FROM_ENV) + ["NOT_SLURM", "SLURM_X"]
+    for text in (
+        b"#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gpus-per-node=8\n#SBATCH -J 'it''s'\nsrun x\n",
+        b"#!/bin/bash\n#SBATCH --ntasks=3\n#SBATCH --mem=4G\n#SBATCH -p gpu\nsrun y\n",
+    ):
+        _, job, _ = read_and_resolve("a.sbatch", text)
+        shape = job_shape(job.fields)
+        for name in names + names:  # asked twice: the kept answer
+            assert prologue.definition(name, job, shape) == prologue._definition(name, job, shape)

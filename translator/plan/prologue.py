@@ -124,8 +124,24 @@ def _static_table(job, shape) -> dict:
     }
 
 
+_DEFINITION_MEMO: list = [None, None, {}]  # (job, shape, {name: source}) of the last call
+
+
 def definition(name: str, job, shape) -> str | None:
     """Shell source for the value of `name` on a node, or None when the job leaves it unset."""
+    if _DEFINITION_MEMO[0] is job and _DEFINITION_MEMO[1] is shape:
+        known = _DEFINITION_MEMO[2]
+    else:
+        known = {}
+        _DEFINITION_MEMO[:] = [job, shape, known]
+    try:
+        return known[name]
+    except KeyError:
+        source = known[name] = _definition(name, job, shape)
+        return source
+
+
+def _definition(name: str, job, shape) -> str | None:
     if name in _FROM_ENV:
         return f'"${{{name}:-}}"'
     value = static_value(name, job, shape)
@@ -300,6 +316,7 @@ _HOST_FORMS = [
     ),
 ]
 _RANDOM = re.compile(r"\$\{?S?RANDOM\}?(?![A-Za-z0-9_])")
+_BARE_RANDOM = re.compile(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])")
 _PER_RUN = re.compile(
     r"\$\(\s*(date|uuidgen|mktemp|od|openssl\s+rand)\b|`\s*(date|uuidgen|mktemp)\b|\$\$|"
     r"\$\{?BASHPID\}?"
@@ -324,17 +341,21 @@ def batch_once(text: str):
     `$(hostname)` -> the rank-0 pod's name; `$RANDOM` -> one fixed number for the job; `$(date …)`, `$$`,
     `$(mktemp)`, `$(uuidgen)` differ per pod and are reported."""
     helpers = set()
-    for pattern, repl in _HOST_FORMS:
-        new = pattern.sub(repl.replace("\\", "\\\\"), text)
+    if "hostname" in text or "HOSTNAME" in text:  # every host form names it
+        for pattern, repl in _HOST_FORMS:
+            new = pattern.sub(repl.replace("\\", "\\\\"), text)
+            if new != text:
+                helpers.add("batch_host")
+                text = new
+    if "RANDOM" in text:  # both RANDOM forms name it
+        new = _RANDOM.sub("${_s2k_random}", text)
+        if "((" in new:  # arithmetic reads RANDOM without `$`
+            new = _BARE_RANDOM.sub("_s2k_random", new)
         if new != text:
-            helpers.add("batch_host")
+            helpers.add("random")
             text = new
-    new = _RANDOM.sub("${_s2k_random}", text)
-    if "((" in new:  # arithmetic reads RANDOM without `$`
-        new = re.sub(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])", "_s2k_random", new)
-    if new != text:
-        helpers.add("random")
-        text = new
+    if "$" not in text and "`" not in text:  # every per-run form starts with one of them
+        return text, helpers, []
     unfixable = sorted({m.group(0).strip() for m in _PER_RUN.finditer(text)})
     return text, helpers, unfixable
 
