@@ -38,8 +38,15 @@ def _lines(job, *names) -> tuple[int, ...]:
     if len(names) == 1:
         hits = index.get(names[0])
     else:
-        hits = sorted(h for name in dict.fromkeys(names) for h in index.get(name, ()))
-    answer = tuple(dict.fromkeys([line for _, line in hits])) if hits else ()  # an ordered set of lines
+        found = [index[name] for name in names if name in index]
+        # (a name given twice repeats its lines, which the ordered set below drops again)
+        hits = found[0] if len(found) == 1 else sorted([h for lines in found for h in lines])
+    if not hits:
+        answer = ()
+    elif len(hits) == 1:
+        answer = (hits[0][1],)
+    else:
+        answer = tuple(dict.fromkeys([line for _, line in hits]))  # an ordered set of lines
     _LINES_MEMO[2][names] = answer
     return answer
 
