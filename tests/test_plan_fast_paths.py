@@ -454,6 +454,8 @@ def test_batch_once_matches_running_every_pattern(text):
 
 
 def test_definitions_kept_per_job_match_the_plain_lookup():
+    import dataclasses
+
     from translator.launchers.common import job_shape
     from translator.pipeline import read_and_resolve
     from translator.plan import prologue
@@ -467,3 +469,11 @@ def test_definitions_kept_per_job_match_the_plain_lookup():
         shape = job_shape(job.fields)
         for name in names + names:  # asked twice: the kept answer
             assert prologue.definition(name, job, shape) == prologue._definition(name, job, shape)
+        again = job_shape(job.fields)  # an equal Shape, another object: the kept table applies
+        assert again == shape and again is not shape
+        step = dataclasses.replace(shape, nodes=shape.nodes + 1, tasks_per_node=3)  # another shape: a new table
+        for sh in (again, step, shape):
+            for name in names:
+                assert prologue.static_value(name, job, sh) == prologue._static_table(job, sh).get(name)
+                assert prologue.definition(name, job, sh) == prologue._definition(name, job, sh)
+        assert prologue.job_id_number(job) == prologue.job_id_number(dataclasses.replace(job))
