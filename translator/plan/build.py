@@ -1080,12 +1080,12 @@ def _secrets(script, env, intent, command, args, trainjob_name):
 
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1?\d?\d)"
-# An IPv4 address as a whole token: the text between non-[\w.] characters is exactly the address.
-_IPV4 = re.compile(r"(?<![\w.])(" + _OCTET + r"(?:\." + _OCTET + r"){3})(?![\w.])")
-# The same matches found faster: a match of _IPV4 is a whole maximal run of [\w.] characters, made of
-# digits and dots, 7 to 15 long and starting with a digit; _IPV4_RUN finds exactly those runs (its first
-# item is a digit, so the regex engine skips to digits instead of trying the lookbehind everywhere) and
-# _IPV4_BODY keeps the ones that are an address. tests/test_plan_fast_paths.py checks both agree.
+# An IPv4 address as a whole token: `(?<![\w.])(OCTET(\.OCTET){3})(?![\w.])`, the text between
+# non-[\w.] characters is exactly the address. Such a match is a whole maximal run of [\w.] characters,
+# made of digits and dots, 7 to 15 long and starting with a digit: _IPV4_RUN finds exactly those runs
+# (its first item is a digit, so the regex engine skips to digits instead of trying the lookbehind at
+# every position) and _IPV4_BODY keeps the ones that are an address. tests/test_plan_fast_paths.py
+# checks this against the one-pattern form.
 _IPV4_RUN = re.compile(r"\d(?<![\w.]\d)[\d.]{6,14}(?![\w.])")
 _IPV4_BODY = re.compile(_OCTET + r"(?:\." + _OCTET + r"){3}")
 # `\bMASTER_ADDR=` is spelled `M(?<!\wM)ASTER_ADDR=`: every alternative then starts with a literal
@@ -1101,7 +1101,7 @@ _IPV4_HINT = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d")
 
 
 def _ipv4_addresses(text: str) -> list[str]:
-    """The group(1) of every _IPV4 match in `text`, in order."""
+    """Every IPv4 address of `text` that stands as a whole token, in order."""
     if not _IPV4_HINT.search(text):
         return []
     fullmatch = _IPV4_BODY.fullmatch

@@ -147,11 +147,10 @@ def definition(name: str, job, shape) -> str | None:
     else:
         known = {}
         _DEFINITION_MEMO[:] = [job, shape, known]
-    try:
+    if name in known:
         return known[name]
-    except KeyError:
-        source = known[name] = _definition(name, job, shape)
-        return source
+    source = known[name] = _definition(name, job, shape)
+    return source
 
 
 def _definition(name: str, job, shape) -> str | None:

@@ -41,13 +41,11 @@ _MEMO_SIZE = 16384
 
 def looks_secret(name: str, value: str) -> str | None:
     """Why `name=value` is treated as a secret ("by name"/"by shape"), or None."""
-    if len(value) > 200:  # long values are rarely repeated: not worth keeping
+    if len(value) + len(name) > 200:  # long ones are rarely repeated: not worth keeping
         return _looks_secret(name, value)
     key = (name, value)
-    try:
+    if key in _MEMO:
         return _MEMO[key]
-    except KeyError:
-        pass
     if len(_MEMO) >= _MEMO_SIZE:
         _MEMO.clear()
     answer = _MEMO[key] = _looks_secret(name, value)
@@ -78,7 +76,7 @@ def _secret_name(name: str) -> bool:
     if known is None:
         upper = name.upper()
         known = bool(_NAME.search(upper)) and not _NOT_SECRET_NAME.match(upper)
-        if len(_NAME_MEMO) < 65536:
+        if len(_NAME_MEMO) < 16384 and len(name) <= 100:
             _NAME_MEMO[name] = known
     return known
 
