@@ -87,14 +87,21 @@ def array_indices(spec: str) -> list[int] | None:
     return out
 
 
-def _commands(statements, depth=0):
-    for st in statements:
-        if isinstance(st, Command):
-            yield st, depth
-        elif isinstance(st, Block):
-            if st.command is not None:
-                yield st.command, depth + 1
-            yield from _commands(st.children, depth + 1)
+def _commands(statements, depth=0) -> list:
+    """[(command, depth)] of every command, blocks' own commands included, in order."""
+    out: list = []
+
+    def walk(statements, depth):
+        for st in statements:
+            if isinstance(st, Command):
+                out.append((st, depth))
+            elif isinstance(st, Block):
+                if st.command is not None:
+                    out.append((st.command, depth + 1))
+                walk(st.children, depth + 1)
+
+    walk(statements, depth)
+    return out
 
 
 def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
@@ -411,7 +418,10 @@ def _software_environment(b: _Build) -> _Packages:
     for cmd, _depth in _commands(b.script.body):
         if cmd.kind == MODULE:
             modules.append(cmd)
-        elif cmd.kind in (CONDA, VENV) or (cmd.kind != PIP and is_env_setup(cmd)):
+        elif cmd.kind in (CONDA, VENV) or (
+            # is_env_setup needs `PYTHON -m MODULE`: most commands have no `-m` second word
+            cmd.kind != PIP and len(cmd.words) >= 3 and cmd.words[1].value == "-m" and is_env_setup(cmd)
+        ):
             envs.append(cmd)
         elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             named, index_url, ex, extra, fnd = pipmod.parse(cmd)
@@ -823,11 +833,16 @@ def _arrays(b: _Build, base: TrainerPlan) -> list[TrainerPlan]:
 
 
 def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, ...]:
-    findings = _redact(b.findings, b.script, env)
+    findings = _dedupe(_redact(b.findings, b.script, env))  # the same for every plan of the job
+    source_map = tuple(b.smap)
     settings = b.settings
     out = []
     for p in plans:
-        p = dataclasses.replace(p, findings=_dedupe(findings), source_map=tuple(b.smap))
+        if settings.profile is None and b.shape.gpus_per_node and not p.patches:
+            # what the general path below makes of a plan without patches, in one replace
+            out.append(_replace(p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_shm_patches(rt)))
+            continue
+        p = _replace(p, findings=findings, source_map=source_map)
         if settings.profile is not None:
             from translator.profile.apply import apply_profile
 
@@ -838,7 +853,40 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
     return tuple(out)
 
 
+def _replace(plan: TrainerPlan, **changes) -> TrainerPlan:
+    """dataclasses.replace(plan, **changes) for a TrainerPlan, without re-running the generated __init__
+    over its 27 fields (it has no __post_init__ and no init=False field; tests/test_plan_fast_paths.py
+    compares the two)."""
+    new = object.__new__(TrainerPlan)
+    state = new.__dict__
+    state.update(plan.__dict__)
+    for name, value in changes.items():
+        if name not in state:
+            raise TypeError(f"TrainerPlan has no field {name!r}")
+        state[name] = value
+    return new
+
+
 SHM_VOLUME = "dshm"
+_SHM_NOTE = Finding(
+    INFO,
+    "P442",
+    "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
+    "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
+    None,
+    "size it with `defaults.shmSize` in a site profile",
+)
+
+
+def _shm_patches(rt) -> tuple[PodPatch, ...]:
+    """The /dev/shm volume and mount, one patch per node/launcher job of the runtime."""
+    jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
+    volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
+    mount = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
+    return tuple(
+        PodPatch(job=j, container=rt.container if rt else "node", volumes=(volume,), volume_mounts=(mount,))
+        for j in jobs
+    )
 
 
 def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
@@ -848,22 +896,8 @@ def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
         return plan
     if any(v.get("name") == SHM_VOLUME for p in plan.patches for v in p.volumes):
         return plan
-    jobs = [j for j in (rt.jobs if rt is not None else ("node",)) if j in ("node", "launcher")] or ["node"]
-    volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
-    mount = {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
-    patches = tuple(plan.patches) + tuple(
-        PodPatch(job=j, container=rt.container if rt else "node", volumes=(volume,), volume_mounts=(mount,))
-        for j in jobs
-    )
-    note = Finding(
-        INFO,
-        "P442",
-        "/dev/shm is mounted as a memory-backed emptyDir on every pod (a container's "
-        "default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory limit",
-        None,
-        "size it with `defaults.shmSize` in a site profile",
-    )
-    return dataclasses.replace(plan, patches=patches, findings=tuple(plan.findings) + (note,))
+    patches = tuple(plan.patches) + _shm_patches(rt)
+    return dataclasses.replace(plan, patches=patches, findings=tuple(plan.findings) + (_SHM_NOTE,))
 
 
 def _with_env(env, name, value) -> tuple[EnvVar, ...]:
@@ -885,18 +919,33 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
     )
 
 
+def _spaced_once(text: str) -> bool:
+    """True when `" ".join(text.split())` is `text`: a printable text (every whitespace character but the
+    space is unprintable, tests/test_plan_fast_paths.py checks all of Unicode) with no two spaces in a
+    row and none at either end. False means "maybe not"."""
+    return text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
+
+
 def _one_line(f: Finding) -> Finding:
     """Findings print as one `path:line: …` line: script text quoted in them loses its line breaks."""
-    message = " ".join(f.message.split())
-    suggestion = " ".join(f.suggestion.split()) if f.suggestion else f.suggestion
+    message = f.message if _spaced_once(f.message) else " ".join(f.message.split())
+    suggestion = " ".join(f.suggestion.split()) if f.suggestion and not _spaced_once(f.suggestion) else f.suggestion
     if message == f.message and suggestion == f.suggestion:
         return f
     return dataclasses.replace(f, message=message, suggestion=suggestion)
 
 
 def _dedupe(findings) -> tuple[Finding, ...]:
-    out = dict.fromkeys(map(_one_line, findings))  # first occurrence kept, in order
-    return tuple(sorted(out, key=lambda f: (f.line is None, f.line or 0)))
+    # first occurrence kept, in order; equal findings are those of one class with equal fields (the
+    # records' own equality), compared here as a tuple, which is faster than the records' __hash__
+    out: dict = {}
+    for f in map(_one_line, findings):
+        out.setdefault((f.__class__, f.severity, f.code, f.message, f.line, f.suggestion), f)
+    return tuple(sorted(out.values(), key=_line_order))
+
+
+def _line_order(f: Finding) -> tuple:
+    return (f.line is None, f.line or 0)
 
 
 _ESCAPED = "\0s2k-escaped\0"  # marks a word that is already in kubelet form (holds $(NAME) references)
@@ -908,18 +957,34 @@ def _escape_word(text: str) -> str:
     return kube.escape(text)
 
 
+_SECRET_MEMO: list = [None, ()]  # (script, its secret assignments) of the last call: _secrets and _redact ask
+
+
+def _secret_assignments(script) -> tuple:
+    """((Assignment, why), ...): the script's literal assignments whose name or value says secret."""
+    if _SECRET_MEMO[0] is script:
+        return _SECRET_MEMO[1]
+    from translator.plan import secrets
+
+    looks_secret = secrets.looks_secret
+    out = []
+    for a in envmod.script_assignments(script):
+        if a.value.literal:
+            why = looks_secret(a.name, a.value.value)
+            if why:
+                out.append((a, why))
+    _SECRET_MEMO[:] = [script, tuple(out)]
+    return _SECRET_MEMO[1]
+
+
 def _secrets(script, env, intent, command, args, trainjob_name):
     """Move secret values out of env and command text into one Secret. Returns
     (env, command, args, findings)."""
     from translator.plan import secrets
-    from translator.read.ast import iter_assignments
 
     found = {}  # name -> (value, line, why)
-    for a in iter_assignments(script.body):
-        if a.value.literal:
-            why = secrets.looks_secret(a.name, a.value.value)
-            if why:
-                found[a.name] = (a.value.value, a.line, why)
+    for a, why in _secret_assignments(script):
+        found[a.name] = (a.value.value, a.line, why)
     for name, value in intent.env:
         why = secrets.looks_secret(name, value)
         if why:
@@ -930,7 +995,8 @@ def _secrets(script, env, intent, command, args, trainjob_name):
             if why:
                 found[e.name] = (e.value, e.line, why)
     known = {v for v, _, _ in found.values()}
-    for word in tuple(command) + tuple(args):
+    words = tuple(command) + tuple(args)
+    for word in words if secrets.has_token_start("\0".join(words)) else ():
         for token in secrets.embedded_tokens(word):
             if token not in known and not any(token in v for v in known):
                 known.add(token)
@@ -1013,11 +1079,33 @@ def _secrets(script, env, intent, command, args, trainjob_name):
     return tuple(out_env), new_command, new_args, findings
 
 
-_IPV4 = re.compile(r"(?<![\w.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\w.])")
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1?\d?\d)"
+# An IPv4 address as a whole token: `(?<![\w.])(OCTET(\.OCTET){3})(?![\w.])`, the text between
+# non-[\w.] characters is exactly the address. Such a match is a whole maximal run of [\w.] characters,
+# made of digits and dots, 7 to 15 long and starting with a digit: _IPV4_RUN finds exactly those runs
+# (its first item is a digit, so the regex engine skips to digits instead of trying the lookbehind at
+# every position) and _IPV4_BODY keeps the ones that are an address. tests/test_plan_fast_paths.py
+# checks this against the one-pattern form.
+_IPV4_RUN = re.compile(r"\d(?<![\w.]\d)[\d.]{6,14}(?![\w.])")
+_IPV4_BODY = re.compile(_OCTET + r"(?:\." + _OCTET + r"){3}")
+# `\bMASTER_ADDR=` is spelled `M(?<!\wM)ASTER_ADDR=`: every alternative then starts with a literal
+# character, which lets the regex engine skip to the positions where one can start.
 _ENDPOINT = re.compile(
     r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
-    r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|\bMASTER_ADDR=)([^\s'\";]+)"
+    r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|M(?<!\wM)ASTER_ADDR=)([^\s'\";]+)"
 )
+
+
+# Every address holds `.D.D.D` (D a digit); searching for that skips from dot to dot, and few texts pass.
+_IPV4_HINT = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d")
+
+
+def _ipv4_addresses(text: str) -> list[str]:
+    """Every IPv4 address of `text` that stands as a whole token, in order."""
+    if not _IPV4_HINT.search(text):
+        return []
+    fullmatch = _IPV4_BODY.fullmatch
+    return [run for run in _IPV4_RUN.findall(text) if fullmatch(run)]
 
 
 def _node_specific(env, command, args, intent) -> list[Finding]:
@@ -1043,13 +1131,13 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
         # both patterns need a digit-dot-digit address or one of the endpoint prefixes: most texts have neither
         if "." not in text and "://" not in text and "MASTER_ADDR=" not in text and "--" not in text:
             continue
-        hits = [m.group(1) for m in _IPV4.finditer(text) if not m.group(1).startswith(("127.", "0."))]
+        hits = [h for h in _ipv4_addresses(text) if not h.startswith(("127.", "0."))]
         hits += [
-            m.group(1)
-            for m in _ENDPOINT.finditer(text)
-            if not m.group(1).startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
-            and "_s2k" not in m.group(1)
-            and "://" not in m.group(1)
+            h
+            for h in _ENDPOINT.findall(text)
+            if not h.startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
+            and "_s2k" not in h
+            and "://" not in h
         ]
         for h in hits:
             if (where, h) in seen or any(o != h and o in h for o in hits):
@@ -1074,18 +1162,18 @@ def _redact(findings, script, env) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
     (they are printed, and become comments of the YAML and the Python file)."""
     from translator.plan import secrets
-    from translator.read.ast import iter_assignments
 
-    values = {
-        a.value.value
-        for a in iter_assignments(script.body)
-        if a.value.literal and secrets.looks_secret(a.name, a.value.value) and len(a.value.value) >= 4
-    }
+    values = {a.value.value for a, _ in _secret_assignments(script) if len(a.value.value) >= 4}
+    if not values and not secrets.has_token_start(
+        "\0".join(t for f in findings for t in (f.message, f.suggestion) if t)
+    ):
+        return list(findings)  # nothing to hide in any of them (the common case)
+    longest_first = sorted(values, key=len, reverse=True)
 
     def clean(text):
         if not text:
             return text
-        for v in sorted(values, key=len, reverse=True):
+        for v in longest_first:
             text = text.replace(v, "<secret>")
         for t in secrets.embedded_tokens(text):
             text = text.replace(t, "<secret>")
@@ -1153,15 +1241,37 @@ def _static_resolver(script, job, shape, launch_line):
     from translator.launchers.common import LaunchContext, static_text
     from translator.read.ast import Assignment
 
-    entries = list(_walk(script.body))
-    top = tuple(
-        st
-        for st, block in entries
-        if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
-    )
-    blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
-    ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks)
-    return lambda text: static_text(ctx, text)
+    made: list = []  # the context, built on the first call: most scripts export only literal values
+
+    def resolve(text):
+        if not made:
+            entries = list(_walk(script.body))
+            top = tuple(
+                st
+                for st, block in entries
+                if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
+            )
+            blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
+            made.append(LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks))
+        return static_text(made[0], text)
+
+    return resolve
+
+
+# `\bSLURM_…` spelled with the word boundary after the first letter (a literal first character is faster)
+_JOB_ID_USE = re.compile(r"S(?<!\wS)LURM_(?:JOB_?ID|ARRAY_JOB_ID)\b")
+_SLURM_DEFINITION = re.compile(r"\s*(export\s+)?SLURM_\w+=")
+
+
+def _used_outside_definitions(pattern: re.Pattern, body: str) -> bool:
+    """Whether `pattern` (which never matches a line break) matches in a line of `body` that is not a
+    definition line (_SLURM_DEFINITION): the same as searching the body with those lines removed."""
+    for m in pattern.finditer(body):
+        start = body.rfind("\n", 0, m.start()) + 1
+        end = body.find("\n", m.end())
+        if not _SLURM_DEFINITION.match(body, start, len(body) if end < 0 else end):
+            return True
+    return False
 
 
 def _job_id_use(job, command, args, intent) -> list[Finding]:
@@ -1172,9 +1282,11 @@ def _job_id_use(job, command, args, intent) -> list[Finding]:
     text = "\n".join(tuple(command) + tuple(args))
     stand_in = prologue.job_id_number(job)
     body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
-    # the definitions the prologue/shim make are not uses
-    body = "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*(export\s+)?SLURM_\w+=", ln))
-    if not (re.search(r"\bSLURM_(JOB_?ID|ARRAY_JOB_ID)\b", body) or re.search(rf"(?<!\d){stand_in}(?!\d)", body)):
+    # the definitions the prologue/shim make (`export SLURM_JOB_ID=…` lines) are not uses
+    if not (
+        _used_outside_definitions(_JOB_ID_USE, body)
+        or (stand_in in body and _used_outside_definitions(re.compile(rf"(?<!\d){stand_in}(?!\d)"), body))
+    ):
         return []
     return [
         Finding(

@@ -41,12 +41,38 @@ CLUSTER_SPECIFIC = re.compile(
 )
 
 
+_ASSIGNMENTS_MEMO: list = [None, ()]  # (script body, its assignments) of the last call: several checks ask
+
+
+def script_assignments(script) -> tuple:
+    """The script's assignments in order, as translator.read.ast.iter_assignments gives them, listed once
+    per script (the body is an immutable tuple of immutable statements)."""
+    body = script.body
+    if _ASSIGNMENTS_MEMO[0] is body:
+        return _ASSIGNMENTS_MEMO[1]
+    from translator.read.ast import Assignment, Block, Command
+
+    out: list = []
+
+    def walk(statements):
+        for st in statements:
+            if isinstance(st, Assignment):
+                out.append(st)
+            elif isinstance(st, Command):
+                out.extend(st.prefix_assignments)
+            elif isinstance(st, Block):
+                walk(st.children)
+
+    walk(body)
+    if type(body) is tuple:
+        _ASSIGNMENTS_MEMO[:] = [body, tuple(out)]
+    return tuple(out)
+
+
 def collect(
     script, launch_line, policy: str, escape, consumed=(), resolve=None
 ) -> tuple[tuple[EnvVar, ...], list[Finding], list[SourceMap]]:
     """Env from top-level exports before `launch_line`; `consumed` are lines folded into the command."""
-    from translator.read.ast import iter_assignments
-
     env: dict[str, EnvVar] = {}  # by name; a later export moves the name to the end (last one wins)
     consumed = frozenset(consumed)
     findings: list[Finding] = []
@@ -54,7 +80,7 @@ def collect(
     lines_dropped: list[int] = []
     reserved = RESERVED_BY_POLICY.get(policy, ())
     cluster: list[str] = []
-    for a in iter_assignments(script.body):
+    for a in script_assignments(script):
         if not a.exported or (launch_line is not None and a.line >= launch_line):
             continue
         name = a.name

@@ -62,10 +62,23 @@ def from_env(name: str) -> bool:
     return name in _FROM_ENV
 
 
+_JOB_ID_MEMO: list = [None, ""]  # (job, number) of the last call: the launchers and the plan all ask
+
+
 def job_id_number(job) -> str:
     """A stable stand-in for SLURM_JOB_ID (numeric, as scripts do arithmetic on it)."""
+    if _JOB_ID_MEMO[0] is job:
+        return _JOB_ID_MEMO[1]
     seed = f"{job.path}\0{job.fields.job_name}".encode("utf-8", "surrogatepass")
-    return str(100000 + int(hashlib.sha256(seed).hexdigest()[:8], 16) % 900000)
+    number = str(100000 + int(hashlib.sha256(seed).hexdigest()[:8], 16) % 900000)
+    _JOB_ID_MEMO[:] = [job, number]
+    return number
+
+
+def _same_job(memo: list, job, shape) -> bool:
+    """Whether `memo` was filled for this job and shape: the same job object, and the same shape object or
+    an equal one (the launchers build the job's Shape afresh each time; a Shape is a frozen record of ints)."""
+    return memo[0] is job and (memo[1] is shape or memo[1] == shape)
 
 
 def _per_node(value: int, nodes: int) -> str:
@@ -77,7 +90,7 @@ _TABLE_MEMO: list = [None, None, None]  # (job, shape, table) of the last call: 
 
 def static_value(name: str, job, shape) -> str | None:
     """The value Slurm gives `name` in this job when it follows from the options alone, else None."""
-    if _TABLE_MEMO[0] is job and _TABLE_MEMO[1] is shape:
+    if _same_job(_TABLE_MEMO, job, shape):
         value = _TABLE_MEMO[2].get(name)
         return None if value is None else str(value)
     table = _static_table(job, shape)
@@ -124,8 +137,23 @@ def _static_table(job, shape) -> dict:
     }
 
 
+_DEFINITION_MEMO: list = [None, None, {}]  # (job, shape, {name: source}) of the last call
+
+
 def definition(name: str, job, shape) -> str | None:
     """Shell source for the value of `name` on a node, or None when the job leaves it unset."""
+    if _same_job(_DEFINITION_MEMO, job, shape):
+        known = _DEFINITION_MEMO[2]
+    else:
+        known = {}
+        _DEFINITION_MEMO[:] = [job, shape, known]
+    if name in known:
+        return known[name]
+    source = known[name] = _definition(name, job, shape)
+    return source
+
+
+def _definition(name: str, job, shape) -> str | None:
     if name in _FROM_ENV:
         return f'"${{{name}:-}}"'
     value = static_value(name, job, shape)
@@ -300,6 +328,7 @@ _HOST_FORMS = [
     ),
 ]
 _RANDOM = re.compile(r"\$\{?S?RANDOM\}?(?![A-Za-z0-9_])")
+_BARE_RANDOM = re.compile(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])")
 _PER_RUN = re.compile(
     r"\$\(\s*(date|uuidgen|mktemp|od|openssl\s+rand)\b|`\s*(date|uuidgen|mktemp)\b|\$\$|"
     r"\$\{?BASHPID\}?"
@@ -324,17 +353,21 @@ def batch_once(text: str):
     `$(hostname)` -> the rank-0 pod's name; `$RANDOM` -> one fixed number for the job; `$(date …)`, `$$`,
     `$(mktemp)`, `$(uuidgen)` differ per pod and are reported."""
     helpers = set()
-    for pattern, repl in _HOST_FORMS:
-        new = pattern.sub(repl.replace("\\", "\\\\"), text)
+    if "hostname" in text or "HOSTNAME" in text:  # every host form names it
+        for pattern, repl in _HOST_FORMS:
+            new = pattern.sub(repl.replace("\\", "\\\\"), text)
+            if new != text:
+                helpers.add("batch_host")
+                text = new
+    if "RANDOM" in text:  # both RANDOM forms name it
+        new = _RANDOM.sub("${_s2k_random}", text)
+        if "((" in new:  # arithmetic reads RANDOM without `$`
+            new = _BARE_RANDOM.sub("_s2k_random", new)
         if new != text:
-            helpers.add("batch_host")
+            helpers.add("random")
             text = new
-    new = _RANDOM.sub("${_s2k_random}", text)
-    if "((" in new:  # arithmetic reads RANDOM without `$`
-        new = re.sub(r"(?<![A-Za-z0-9_${])S?RANDOM(?![A-Za-z0-9_])", "_s2k_random", new)
-    if new != text:
-        helpers.add("random")
-        text = new
+    if "$" not in text and "`" not in text:  # every per-run form starts with one of them
+        return text, helpers, []
     unfixable = sorted({m.group(0).strip() for m in _PER_RUN.finditer(text)})
     return text, helpers, unfixable
 

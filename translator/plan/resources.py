@@ -16,12 +16,39 @@ def mib_quantity(mib: int) -> str:
     return f"{mib}Mi"
 
 
+# (job component, {option name: [(index, line), ...]}, {names: answer}) of the last call: callers ask about
+# one job many times in a row, so its settings are indexed once and each answer is kept
+_LINES_MEMO: list = [None, {}, {}]
+
+
 def _lines(job, *names) -> tuple[int, ...]:
-    out: dict[int, None] = {}  # an ordered set of lines
-    for s in job.main.settings:
-        if s.name in names and s.line is not None:
-            out.setdefault(s.line, None)
-    return tuple(out)
+    """The lines that set any of `names`, in the order of the settings, each once."""
+    main = job.main
+    if _LINES_MEMO[0] is main:
+        answer = _LINES_MEMO[2].get(names)
+        if answer is not None:
+            return answer
+        index = _LINES_MEMO[1]
+    else:
+        index = {}
+        for i, s in enumerate(main.settings):
+            if s.line is not None:
+                index.setdefault(s.name, []).append((i, s.line))
+        _LINES_MEMO[:] = [main, index, {}]
+    if len(names) == 1:
+        hits = index.get(names[0])
+    else:
+        found = [index[name] for name in names if name in index]
+        # (a name given twice repeats its lines, which the ordered set below drops again)
+        hits = found[0] if len(found) == 1 else sorted([h for lines in found for h in lines])
+    if not hits:
+        answer = ()
+    elif len(hits) == 1:
+        answer = (hits[0][1],)
+    else:
+        answer = tuple(dict.fromkeys([line for _, line in hits]))  # an ordered set of lines
+    _LINES_MEMO[2][names] = answer
+    return answer
 
 
 def _first_line(job, *names) -> int | None:

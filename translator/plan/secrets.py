@@ -29,19 +29,56 @@ _SHAPES = (
 )
 
 
+# Every match of _SHAPES[:5] starts with one of these: a text without any has no embedded token.
+_TOKEN_START = re.compile(r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|xox[abposr]-")
+# The two whole-value shapes need at least this many characters.
+_WHOLE_MIN = 32
+
+
+_MEMO: dict = {}  # (name, value) -> answer: the same exports recur across the scripts of a repository
+_MEMO_SIZE = 16384
+
+
 def looks_secret(name: str, value: str) -> str | None:
     """Why `name=value` is treated as a secret ("by name"/"by shape"), or None."""
+    if len(value) + len(name) > 200:  # long ones are rarely repeated: not worth keeping
+        return _looks_secret(name, value)
+    key = (name, value)
+    if key in _MEMO:
+        return _MEMO[key]
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    answer = _MEMO[key] = _looks_secret(name, value)
+    return answer
+
+
+def _looks_secret(name: str, value: str) -> str | None:
     v = value.strip()
     if not v:
         return None
-    for shape in _SHAPES:
-        if shape.search(v):
-            return "its value has the shape of a token or key"
-    if _NAME.search(name.upper()) and not _NOT_SECRET_NAME.match(name.upper()):
+    if len(v) >= _WHOLE_MIN or _TOKEN_START.search(v):
+        for shape in _SHAPES:
+            if shape.search(v):
+                return "its value has the shape of a token or key"
+    if _secret_name(name):
         if v.startswith(("/", "~", "./", "../", "$")) or v.lower() in ("true", "false", "none", "null"):
             return None  # a path to a key file, or a switch: not the secret itself
         return "its name says it holds a secret"
     return None
+
+
+_NAME_MEMO: dict[str, bool] = {}  # variable names repeat across scripts: the two regexes run once per name
+
+
+def _secret_name(name: str) -> bool:
+    """Whether the variable name says it holds a secret."""
+    known = _NAME_MEMO.get(name)
+    if known is None:
+        upper = name.upper()
+        known = bool(_NAME.search(upper)) and not _NOT_SECRET_NAME.match(upper)
+        if len(_NAME_MEMO) < 16384 and len(name) <= 100:
+            _NAME_MEMO[name] = known
+    return known
 
 
 def secret_name(trainjob_name: str) -> str:
@@ -49,8 +86,15 @@ def secret_name(trainjob_name: str) -> str:
     return f"{trainjob_name}-env"
 
 
+def has_token_start(text: str) -> bool:
+    """False when `text` cannot hold an embedded token (embedded_tokens(text) is then empty)."""
+    return _TOKEN_START.search(text) is not None
+
+
 def embedded_tokens(text: str):
     """Substrings of `text` with the unmistakable shape of a token (hf_…, ghp_…, sk-…, AKIA…, xox…)."""
+    if not _TOKEN_START.search(text):  # the common case: nothing token-like at all
+        return []
     out = []
     for shape in _SHAPES[:5]:
         for m in shape.finditer(text):
