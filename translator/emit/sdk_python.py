@@ -29,6 +29,22 @@ _INDENT = "    "
 
 def _lit(value) -> str:
     """A Python literal for a str/int/bool/None or a dict/list of them, one line."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:  # exact types: repr is the literal
+        return repr(value)
+    if t is list and all(type(v) is str for v in value):
+        return "[" + ", ".join([repr(v) for v in value]) + "]"
+    if t is dict:
+        return "{" + ", ".join([_key_lit(k) + ": " + _lit(v) for k, v in value.items()]) + "}"
+    return _lit_any(value)
+
+
+def _key_lit(key) -> str:
+    return repr(key) if type(key) is str else _lit(str(key))
+
+
+def _lit_any(value) -> str:
+    """`_lit` for any value: subclasses (enums, str subclasses) are written as their base type."""
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):
@@ -124,16 +140,31 @@ def _where(plan, field: str) -> str:
     return f"  # {word} {', '.join(str(n) for n in lines)}"
 
 
+_PAD = tuple(_INDENT * depth for depth in range(32))  # the indentation of each depth, built once
+
+
 class _Writer:
+    """The lines of the file; an entry may hold several lines (the text is the entries joined by `\\n`)."""
+
+    __slots__ = ("lines",)
+
     def __init__(self) -> None:
         self.lines: list[str] = []
 
     def add(self, depth: int, text: str) -> None:
-        self.lines.append(_INDENT * depth + text if text else "")
+        self.lines.append(((_PAD[depth] if depth < 32 else _INDENT * depth) + text) if text else "")
+
+
+# a str item of a list longer than this and holding a line break is written one line per literal
+_SCRIPT_ITEM = 60
+_LINE_PIECES = re.compile(r"[^\n]*\n|[^\n]+")  # split after `\n` only, as bash reads lines
 
 
 def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
     """``head[...]tail`` on one line when it fits, else one item per line."""
+    if type(items) is list and all(type(x) is str for x in items):
+        _str_list_block(w, depth, head, items, tail)
+        return
     # a literal is at least as long as its strings: a longer list never fits, skip writing it out
     if sum(len(x) for x in items if isinstance(x, str)) <= 100:
         lit = _lit(list(items))
@@ -143,15 +174,39 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
             return
     w.add(depth, f"{head}[")
     for item in items:
-        if isinstance(item, str) and "\n" in item and len(item) > 60:
+        if isinstance(item, str) and "\n" in item and len(item) > _SCRIPT_ITEM:
             # a script: one literal per line, joined by Python's implicit concatenation
             w.add(depth + 1, "(")
-            for piece in re.findall(r"[^\n]*\n|[^\n]+", item):  # split after `\n` only, as bash reads lines
+            for piece in _LINE_PIECES.findall(item):
                 w.add(depth + 2, _lit(piece))
             w.add(depth + 1, "),")
         else:
             w.add(depth + 1, f"{_lit(item)},")
     w.add(depth, f"]{tail}")
+
+
+def _str_list_block(w: _Writer, depth: int, head: str, items: list[str], tail: str) -> None:
+    """`_list_block` for a list of exact strs: each literal is written once."""
+    reprs = [repr(x) for x in items]
+    pad = _PAD[depth] if depth < 32 else _INDENT * depth
+    if sum(map(len, items)) <= 100:
+        lit = "[" + ", ".join(reprs) + "]"
+        cut = tail.find("  #")
+        shown = tail if cut < 0 else tail[:cut]  # the line's length is checked without its comment
+        if len(pad) + len(head) + len(lit) + len(shown) <= 100 and "\n" not in head and "\n" not in shown:
+            w.lines.append(pad + head + lit + tail)
+            return
+    inner = pad + _INDENT
+    out = [pad + head + "["]
+    for item, r in zip(items, reprs):
+        if len(item) > _SCRIPT_ITEM and "\n" in item:
+            piece_pad = "\n" + inner + _INDENT
+            out.append(inner + "(" + piece_pad + piece_pad.join([repr(x) for x in _LINE_PIECES.findall(item)]))
+            out.append(inner + "),")
+        else:
+            out.append(inner + r + ",")
+    out.append(pad + "]" + tail)
+    w.lines.append("\n".join(out))
 
 
 def _dict_call(w: _Writer, depth: int, func: str, mapping: dict[str, str]) -> None:
@@ -165,34 +220,65 @@ def _dict_call(w: _Writer, depth: int, func: str, mapping: dict[str, str]) -> No
     w.add(depth, "}),")
 
 
+_PATCH_CLASSES = frozenset(
+    {
+        "RuntimePatch",
+        "TrainingRuntimeSpecPatch",
+        "JobSetTemplatePatch",
+        "JobSetSpecPatch",
+        "ReplicatedJobPatch",
+        "JobTemplatePatch",
+        "JobSpecPatch",
+        "PodTemplatePatch",
+        "PodSpecPatch",
+    }
+)
+_PATCH_FRAMES: dict[int, tuple[str, str, str, str, str]] = {}
+
+
+def _patch_frame(d: int) -> tuple[str, str, str, str, str]:
+    """The fixed lines of a RuntimePatch at depth ``d``: (its opening, a job's first line, the lines between
+    a job's name and its PodSpecPatch fields, a job's closing, the patch's closing), each built once."""
+    frame = _PATCH_FRAMES.get(d)
+    if frame is None:
+
+        def block(*lines: tuple[int, str]) -> str:
+            return "\n".join(_INDENT * depth + text for depth, text in lines)
+
+        b = d + 5
+        frame = (
+            block(
+                (d, "RuntimePatch("),
+                (d + 1, "training_runtime_spec=TrainingRuntimeSpecPatch("),
+                (d + 2, "template=JobSetTemplatePatch("),
+                (d + 3, "spec=JobSetSpecPatch("),
+                (d + 4, "replicated_jobs=["),
+            ),
+            block((b, "ReplicatedJobPatch(")),
+            block(
+                (b + 1, "template=JobTemplatePatch("),
+                (b + 2, "spec=JobSpecPatch("),
+                (b + 3, "template=PodTemplatePatch("),
+                (b + 4, "spec=PodSpecPatch("),
+            ),
+            block((b + 4, "),"), (b + 3, "),"), (b + 2, "),"), (b + 1, "),"), (b, "),")),
+            block((d + 4, "],"), (d + 3, "),"), (d + 2, "),"), (d + 1, "),"), (d, "),")),
+        )
+        _PATCH_FRAMES[d] = frame
+    return frame
+
+
 def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> None:
-    used.update(
-        {
-            "RuntimePatch",
-            "TrainingRuntimeSpecPatch",
-            "JobSetTemplatePatch",
-            "JobSetSpecPatch",
-            "ReplicatedJobPatch",
-            "JobTemplatePatch",
-            "JobSpecPatch",
-            "PodTemplatePatch",
-            "PodSpecPatch",
-        }
-    )
+    used.update(_PATCH_CLASSES)
     d = depth
-    w.add(d, "RuntimePatch(")
-    w.add(d + 1, "training_runtime_spec=TrainingRuntimeSpecPatch(")
-    w.add(d + 2, "template=JobSetTemplatePatch(")
-    w.add(d + 3, "spec=JobSetSpecPatch(")
-    w.add(d + 4, "replicated_jobs=[")
+    opening, job_head, job_body, job_tail, closing = _patch_frame(d)
+    lines = w.lines
+    lines.append(opening)
     for job, spec in jobs.items():
         b = d + 5
-        w.add(b, "ReplicatedJobPatch(")
+        lines.append(job_head)
         w.add(b + 1, f"name={_lit(job)},")
-        w.add(b + 1, "template=JobTemplatePatch(")
-        w.add(b + 2, "spec=JobSpecPatch(")
-        w.add(b + 3, "template=PodTemplatePatch(")
-        w.add(b + 4, "spec=PodSpecPatch(")
+        lines.append(job_body)
         s = b + 5
         if "serviceAccountName" in spec:
             w.add(s, f"service_account_name={_lit(spec['serviceAccountName'])},")
@@ -215,16 +301,8 @@ def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> 
             w.add(s, f"affinity={_lit(spec['affinity'])},")
         if "tolerations" in spec:
             _list_block(w, s, "tolerations=", spec["tolerations"])
-        w.add(b + 4, "),")
-        w.add(b + 3, "),")
-        w.add(b + 2, "),")
-        w.add(b + 1, "),")
-        w.add(b, "),")
-    w.add(d + 4, "],")
-    w.add(d + 3, "),")
-    w.add(d + 2, "),")
-    w.add(d + 1, "),")
-    w.add(d, "),")
+        lines.append(job_tail)
+    lines.append(closing)
 
 
 def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client: bool) -> None:
