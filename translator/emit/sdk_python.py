@@ -69,6 +69,22 @@ def _comment_lines(text: str, width: int = 96) -> list[str]:
     return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
 
+_COMMENT_BLOCKS: dict[tuple[str, int], str] = {}  # (text, depth) -> its comment lines, indented, joined
+
+
+def _comment_block(text: str, depth: int) -> str:
+    """`_comment_lines(text)` at ``depth``, as one text (the same findings recur across scripts)."""
+    key = (text, depth)
+    block = _COMMENT_BLOCKS.get(key)
+    if block is None:
+        pad = _INDENT * depth
+        block = "\n".join([pad + line for line in _comment_lines(text)])
+        if len(_COMMENT_BLOCKS) >= 4096:
+            _COMMENT_BLOCKS.clear()
+        _COMMENT_BLOCKS[key] = block
+    return block
+
+
 def _wrap(text: str, width: int, indent: str) -> list[str]:
     """Greedy word wrap of a sanitized comment (its only blank is the space), as
     `textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
@@ -80,6 +96,8 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
     n = len(text)
     if n <= width and (not n or text[-1] != " "):
         return [text] if text else []
+    if text[0] != " " and text[-1] != " " and "  " not in text:
+        return _wrap_words(text, width, indent)
     lines: list[str] = []
     pos = 0
     while pos < n:
@@ -112,32 +130,71 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
     return lines
 
 
+def _wrap_words(text: str, width: int, indent: str) -> list[str]:
+    """`_wrap` of a text of words between single spaces (no space at either end): each line ends at
+    the last space that keeps it within the width, or after its first word when that alone is longer."""
+    n = len(text)
+    lines: list[str] = []
+    pos = 0
+    room = width
+    while n - pos > room:
+        cut = text.rfind(" ", pos, pos + room + 1)
+        if cut < 0:  # the word alone is longer than the line
+            cut = text.find(" ", pos + room)
+            if cut < 0:
+                break
+        lines.append(indent + text[pos:cut] if lines else text[pos:cut])
+        pos = cut + 1
+        room = width - len(indent)
+    lines.append(indent + text[pos:] if lines else text[pos:])
+    return lines
+
+
 _FIELD_LINES: list = [None, None]  # [plan, {field or parent field: lines}] of the last plan asked about
+
+
+def _line_index(plan) -> dict[str, list[int]]:
+    """field and each of its parent fields -> the source lines recorded for it (unsorted, repeats)."""
+    groups: dict[str, list] = {}  # field -> the line tuples of its entries
+    for sm in getattr(plan, "source_map", ()) or ():
+        got = groups.get(sm.field)
+        if got is None:
+            groups[sm.field] = [sm.lines]
+        else:
+            got.append(sm.lines)
+    index: dict[str, list[int]] = {}
+    for name, group in groups.items():
+        lines = [int(n) for ns in group for n in ns if isinstance(n, int)]
+        own = True
+        while True:  # the field, then every parent field: `a.b` for `a.b.c`, then `a`
+            got = index.get(name)
+            if got is None:
+                index[name] = lines if own else list(lines)
+            else:
+                got.extend(lines)
+            own = False
+            dot = name.rfind(".")
+            if dot <= 0:
+                break
+            name = name[:dot]
+    return index
 
 
 def _lines_of(plan, field: str) -> tuple:
     """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
     if _FIELD_LINES[0] is not plan:  # index the source map once per plan, not once per field
-        index: dict[str, set] = {}
-        for sm in getattr(plan, "source_map", ()) or ():
-            lines = [int(n) for n in sm.lines if isinstance(n, int)]
-            name = sm.field
-            index.setdefault(name, set()).update(lines)
-            dot = name.rfind(".")
-            while dot > 0:  # every parent field: `a.b` for `a.b.c`, then `a`
-                name = name[:dot]
-                index.setdefault(name, set()).update(lines)
-                dot = name.rfind(".")
-        _FIELD_LINES[:] = [plan, index]
-    return tuple(sorted(_FIELD_LINES[1].get(field, ())))
+        _FIELD_LINES[:] = [plan, _line_index(plan)]
+    got = _FIELD_LINES[1].get(field)
+    return tuple(sorted(set(got))) if got else ()
 
 
 def _where(plan, field: str) -> str:
     lines = _lines_of(plan, field)
     if not lines:
         return ""
-    word = "line" if len(lines) == 1 else "lines"
-    return f"  # {word} {', '.join(str(n) for n in lines)}"
+    if len(lines) == 1:
+        return f"  # line {lines[0]}"
+    return "  # lines " + ", ".join(map(str, lines))
 
 
 _PAD = tuple(_INDENT * depth for depth in range(32))  # the indentation of each depth, built once
@@ -185,12 +242,44 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
     w.add(depth, f"]{tail}")
 
 
+def _line_literals(text: str, sep: str) -> str:
+    """``repr`` of each line of ``text`` (each piece of `_LINE_PIECES`, its `\\n` included), joined by
+    ``sep``. In a printable text, a run of lines without `'` or `\\` is written in one step: each of its
+    lines in single quotes is what repr gives it; the lines with one go through repr."""
+    if not text.replace("\n", "").isprintable():
+        return sep.join([repr(piece) for piece in _LINE_PIECES.findall(text)])
+    inner = "\\n'" + sep + "'"
+    out = []
+    n = len(text)
+    pos = 0
+    quote = text.find("'")
+    backslash = text.find("\\")
+    while quote >= 0 or backslash >= 0:
+        k = quote if backslash < 0 or 0 <= quote < backslash else backslash
+        start = text.rfind("\n", pos, k) + 1 or pos  # the line holding it
+        end = text.find("\n", k) + 1 or n
+        if start > pos:  # whole lines before it, each ending with `\n`
+            out.append("'" + text[pos : start - 1].replace("\n", inner) + "\\n'")
+        out.append(repr(text[start:end]))
+        pos = end
+        if quote >= 0 and quote < pos:
+            quote = text.find("'", pos)
+        if backslash >= 0 and backslash < pos:
+            backslash = text.find("\\", pos)
+    if pos < n:
+        rest = text[pos:]
+        if rest[-1] == "\n":
+            out.append("'" + rest[:-1].replace("\n", inner) + "\\n'")
+        else:
+            out.append("'" + rest.replace("\n", inner) + "'")
+    return sep.join(out)
+
+
 def _str_list_block(w: _Writer, depth: int, head: str, items: list[str], tail: str) -> None:
-    """`_list_block` for a list of exact strs: each literal is written once."""
-    reprs = [repr(x) for x in items]
+    """`_list_block` for a list of exact strs."""
     pad = _PAD[depth] if depth < 32 else _INDENT * depth
     if sum(map(len, items)) <= 100:
-        lit = "[" + ", ".join(reprs) + "]"
+        lit = "[" + ", ".join([repr(x) for x in items]) + "]"
         cut = tail.find("  #")
         shown = tail if cut < 0 else tail[:cut]  # the line's length is checked without its comment
         if len(pad) + len(head) + len(lit) + len(shown) <= 100 and "\n" not in head and "\n" not in shown:
@@ -198,13 +287,13 @@ def _str_list_block(w: _Writer, depth: int, head: str, items: list[str], tail: s
             return
     inner = pad + _INDENT
     out = [pad + head + "["]
-    for item, r in zip(items, reprs):
+    for item in items:
         if len(item) > _SCRIPT_ITEM and "\n" in item:
             piece_pad = "\n" + inner + _INDENT
-            out.append(inner + "(" + piece_pad + piece_pad.join([repr(x) for x in _LINE_PIECES.findall(item)]))
+            out.append(inner + "(" + piece_pad + _line_literals(item, piece_pad))
             out.append(inner + "),")
         else:
-            out.append(inner + r + ",")
+            out.append(inner + repr(item) + ",")
     out.append(pad + "]" + tail)
     w.lines.append("\n".join(out))
 
@@ -319,8 +408,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         text = f"{f.code} {f.severity} {where}: {f.message}"
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
-        for comment in _comment_lines(text):
-            w.add(d, comment)
+        w.lines.append(_comment_block(text, d))
     if own_client:  # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")
