@@ -77,8 +77,8 @@ def _comment_block(text: str, depth: int) -> str:
     key = (text, depth)
     block = _COMMENT_BLOCKS.get(key)
     if block is None:
-        pad = _INDENT * depth
-        block = "\n".join([pad + line for line in _comment_lines(text)])
+        prefix = _INDENT * depth + "# "
+        block = prefix + ("\n" + prefix).join(_wrap(sanitize_comment(text), 96, "  ") or [""])
         if len(_COMMENT_BLOCKS) >= 4096:
             _COMMENT_BLOCKS.clear()
         _COMMENT_BLOCKS[key] = block
@@ -153,30 +153,25 @@ def _wrap_words(text: str, width: int, indent: str) -> list[str]:
 _FIELD_LINES: list = [None, None]  # [plan, {field or parent field: lines}] of the last plan asked about
 
 
-def _line_index(plan) -> dict[str, list[int]]:
-    """field and each of its parent fields -> the source lines recorded for it (unsorted, repeats)."""
-    groups: dict[str, list] = {}  # field -> the line tuples of its entries
+def _line_index(plan) -> dict[str, list]:
+    """field and each of its parent fields -> the line tuples of the source map entries for it."""
+    index: dict[str, list] = {}
     for sm in getattr(plan, "source_map", ()) or ():
-        got = groups.get(sm.field)
+        name = sm.field
+        got = index.get(name)
         if got is None:
-            groups[sm.field] = [sm.lines]
+            index[name] = [sm.lines]
         else:
             got.append(sm.lines)
-    index: dict[str, list[int]] = {}
-    for name, group in groups.items():
-        lines = [int(n) for ns in group for n in ns if isinstance(n, int)]
-        own = True
-        while True:  # the field, then every parent field: `a.b` for `a.b.c`, then `a`
+        dot = name.rfind(".")
+        while dot > 0:  # every parent field: `a.b` for `a.b.c`, then `a`
+            name = name[:dot]
             got = index.get(name)
             if got is None:
-                index[name] = lines if own else list(lines)
+                index[name] = [sm.lines]
             else:
-                got.extend(lines)
-            own = False
+                got.append(sm.lines)
             dot = name.rfind(".")
-            if dot <= 0:
-                break
-            name = name[:dot]
     return index
 
 
@@ -185,7 +180,9 @@ def _lines_of(plan, field: str) -> tuple:
     if _FIELD_LINES[0] is not plan:  # index the source map once per plan, not once per field
         _FIELD_LINES[:] = [plan, _line_index(plan)]
     got = _FIELD_LINES[1].get(field)
-    return tuple(sorted(set(got))) if got else ()
+    if not got:
+        return ()
+    return tuple(sorted({int(n) for lines in got for n in lines if isinstance(n, int)}))
 
 
 def _where(plan, field: str) -> str:
@@ -520,6 +517,26 @@ _OPTION_ORDER = (
 )
 
 
+_IMPORTS: dict[tuple, str] = {}
+
+
+def _imports(top: tuple[str, ...], opts: tuple[str, ...]) -> str:
+    """The import lines (and the two blank lines after them), built once per set of names."""
+    key = (top, opts)
+    text = _IMPORTS.get(key)
+    if text is None:
+        lines = [f"from kubeflow.trainer import {', '.join(top)}"]
+        if opts:
+            lines.append("from kubeflow.trainer.options import (")
+            lines.extend(f"{_INDENT}{name}," for name in opts)
+            lines.append(")")
+        lines += ["", ""]
+        if len(_IMPORTS) > 256:
+            _IMPORTS.clear()
+        text = _IMPORTS[key] = "\n".join(lines)
+    return text
+
+
 def render(plans: Sequence) -> str:
     """A runnable Python file submitting one TrainJob per plan with ``kubeflow==0.5.0``."""
     plans = list(plans)
@@ -546,15 +563,7 @@ def render(plans: Sequence) -> str:
     if "_from_submit_env" in used:
         out.add(0, "import os")
         out.add(0, "")
-    out.add(0, f"from kubeflow.trainer import {', '.join(top)}")
-    opts = [name for name in _OPTION_ORDER if name in used]
-    if opts:
-        out.add(0, "from kubeflow.trainer.options import (")
-        for name in opts:
-            out.add(1, f"{name},")
-        out.add(0, ")")
-    out.add(0, "")
-    out.add(0, "")
+    out.lines.append(_imports(tuple(top), tuple(name for name in _OPTION_ORDER if name in used)))
     if "_from_submit_env" in used:
         out.lines.extend(_FROM_SUBMIT_ENV)
         out.add(0, "")
