@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from translator.emit.command import container_command
 from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
-from translator.emit.trainjob_yaml import sanitize_comment
+from translator.emit.trainjob_yaml import ascii_printable_lines, sanitize_comment
 
 _INDENT = "    "
 
@@ -32,8 +32,8 @@ def _lit(value) -> str:
     t = type(value)
     if t is str or t is int or t is bool or value is None:  # exact types: repr is the literal
         return repr(value)
-    if t is list and all(type(v) is str for v in value):
-        return "[" + ", ".join([repr(v) for v in value]) + "]"
+    if t is list:
+        return "[" + ", ".join([repr(v) if type(v) is str else _lit(v) for v in value]) + "]"
     if t is dict:
         return "{" + ", ".join([_key_lit(k) + ": " + _lit(v) for k, v in value.items()]) + "}"
     return _lit_any(value)
@@ -243,7 +243,7 @@ def _line_literals(text: str, sep: str) -> str:
     """``repr`` of each line of ``text`` (each piece of `_LINE_PIECES`, its `\\n` included), joined by
     ``sep``. In a printable text, a run of lines without `'` or `\\` is written in one step: each of its
     lines in single quotes is what repr gives it; the lines with one go through repr."""
-    if not text.replace("\n", "").isprintable():
+    if not (ascii_printable_lines(text) or text.replace("\n", "").isprintable()):
         return sep.join([repr(piece) for piece in _LINE_PIECES.findall(text)])
     inner = "\\n'" + sep + "'"
     out = []
@@ -412,9 +412,10 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             w.add(d, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
         else:
             w.add(d, "client = TrainerClient()")
-    w.add(d, "job_name = client.train(")
-    w.add(d + 1, f"runtime={_lit(str(plan.runtime))},")
-    w.add(d + 1, "trainer=CustomTrainerContainer(")
+    w.lines.append(
+        f"{_PAD[d]}job_name = client.train(\n{_PAD[d + 1]}runtime={_lit(str(plan.runtime))},\n"
+        f"{_PAD[d + 1]}trainer=CustomTrainerContainer("
+    )
     t = d + 2
     w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
@@ -435,6 +436,8 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         lines_by_name = {}
         for var in plan.env:
             lines_by_name[str(var.name)] = var.line
+        pad = _PAD[t + 1]
+        entries = []
         for entry in env:
             k = entry["name"]
             line = lines_by_name.get(k)
@@ -442,12 +445,12 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             if "valueFrom" in entry:
                 ref = entry["valueFrom"]["secretKeyRef"]
                 used.add("_from_submit_env")
-                w.add(t + 1, f"{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
+                entries.append(f"{pad}{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
             else:
-                w.add(t + 1, f"{_lit(k)}: {_lit(entry['value'])},{where}")
-        w.add(t, "},")
-    w.add(d + 1, "),")
-    w.add(d + 1, "options=[")
+                entries.append(f"{pad}{_lit(k)}: {_lit(entry['value'])},{where}")
+        entries.append(_PAD[t] + "},")
+        w.lines.append("\n".join(entries))
+    w.lines.append(_PAD[d + 1] + "),\n" + _PAD[d + 1] + "options=[")
     o = d + 2
     used.add("Name")
     w.add(o, f"Name({_lit(str(plan.name))}),{_where(plan, 'metadata.name')}")

@@ -290,9 +290,18 @@ def _scalar(value, col: int, indent: int) -> str:
     raise _Fallback
 
 
+_ASCII_PRINTABLE_NL = bytes(range(0x20, 0x7F)) + b"\n"
+
+
+def ascii_printable_lines(text: str) -> bool:
+    """Whether ``text`` is printable ASCII and line feeds only: ``text.isascii() and
+    text.replace("\\n", "").isprintable()``, by deleting those bytes (several times faster on a script)."""
+    return text.isascii() and not text.encode("ascii").translate(None, _ASCII_PRINTABLE_NL)
+
+
 def _literal(value: str, indent: int) -> str:
     """A multi-line printable-ASCII string as a literal block (`|` or `|-`)."""
-    if not value.isascii() or "\n" not in value or not value.replace("\n", "").isprintable():
+    if "\n" not in value or not ascii_printable_lines(value):
         raise _Fallback
     if value[0] in " \n" or value[-1] == " " or value.endswith("\n\n") or " \n" in value:
         raise _Fallback  # an indentation indicator, `|+`, or no block allowed: PyYAML decides
