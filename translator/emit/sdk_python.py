@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from translator.emit.command import container_command
 from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
-from translator.emit.trainjob_yaml import ascii_printable_lines, sanitize_comment
+from translator.emit.trainjob_yaml import ascii_printable_lines, finding_texts, sanitize_comment
 
 _INDENT = "    "
 
@@ -400,12 +400,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     w.add(d, _comment(f"{title}, converted from {src}"))
     if plan.findings:
         w.add(d, _comment("Findings (review these before submitting):"))
-    for f in plan.findings:
-        where = f"line {f.line}" if f.line is not None else "script"
-        text = f"{f.code} {f.severity} {where}: {f.message}"
-        if f.suggestion:
-            text += f" (fix: {f.suggestion})"
-        w.lines.append(_comment_block(text, d))
+        w.lines.extend([_comment_block(text, d) for text in finding_texts(plan.findings)])
     if own_client:  # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")

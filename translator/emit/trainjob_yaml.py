@@ -121,16 +121,30 @@ def sanitize_comment(text: str) -> str:
     return "".join(ch if (ch.isprintable() or ch == "\t") else " " for ch in text).replace("\t", " ")
 
 
-def findings_comment_lines(plan) -> list:
-    lines = []
-    if plan.findings:
-        lines.append(sanitize_comment(f"slurm2kf findings for {plan.source_path}:"))
-    for f in plan.findings:
+_FINDING_TEXTS: list = [None, []]  # [the findings tuple last asked about, their texts]
+
+
+def finding_texts(findings) -> list[str]:
+    """One line of text per finding (``P405 info line 8: message (fix: suggestion)``), not sanitized. Both
+    emitters write them, one after the other for the same plan: the texts of the last tuple are kept."""
+    if _FINDING_TEXTS[0] is findings and type(findings) is tuple:
+        return _FINDING_TEXTS[1]
+    texts = []
+    for f in findings:
         where = f"line {f.line}" if f.line is not None else "script"
         text = f"{f.code} {f.severity} {where}: {f.message}"
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
-        lines.append(sanitize_comment(text))
+        texts.append(text)
+    _FINDING_TEXTS[:] = [findings, texts]
+    return texts
+
+
+def findings_comment_lines(plan) -> list:
+    if not plan.findings:
+        return []
+    lines = [sanitize_comment(f"slurm2kf findings for {plan.source_path}:")]
+    lines += [sanitize_comment(text) for text in finding_texts(plan.findings)]
     return ["# " + line if line else "#" for line in lines]
 
 
@@ -310,7 +324,9 @@ def _literal(value: str, indent: int) -> str:
     else:
         head = " |-"
     pad = "\n" + " " * indent
-    return head + "".join(pad + line if line else "\n" for line in value.split("\n"))
+    if "\n\n" not in value:  # no empty line: every line is indented
+        return head + pad + value.replace("\n", pad)
+    return head + "".join([pad + line if line else "\n" for line in value.split("\n")])
 
 
 def _mapping(d: dict, indent: int, out: list, first: str) -> None:
