@@ -35,8 +35,27 @@ def _lit(value) -> str:
     if t is list:
         return "[" + ", ".join([repr(v) if type(v) is str else _lit(v) for v in value]) + "]"
     if t is dict:
+        if _plain_tree(value):  # then the literal is the dict's repr
+            return repr(value)
         return "{" + ", ".join([_key_lit(k) + ": " + _lit(v) for k, v in value.items()]) + "}"
     return _lit_any(value)
+
+
+def _plain_tree(value) -> bool:
+    """Whether ``value`` is made of dicts with str keys, lists, and exact str/int/bool/None only: then
+    ``repr(value)`` is what `_lit` writes (same brackets, `: ` and `, ` separators, str/int repr)."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or not (type(v) is str or _plain_tree(v)):
+                return False
+        return True
+    if t is list:
+        for v in value:
+            if not (type(v) is str or _plain_tree(v)):
+                return False
+        return True
+    return t is str or t is int or t is bool or value is None
 
 
 def _key_lit(key) -> str:
@@ -157,20 +176,20 @@ def _line_index(plan) -> dict[str, list]:
     """field and each of its parent fields -> the line tuples of the source map entries for it."""
     index: dict[str, list] = {}
     for sm in getattr(plan, "source_map", ()) or ():
-        name = sm.field
-        got = index.get(name)
+        got = index.get(sm.field)
         if got is None:
-            index[name] = [sm.lines]
+            index[sm.field] = [sm.lines]
         else:
             got.append(sm.lines)
+    for name, own in list(index.items()):
         dot = name.rfind(".")
         while dot > 0:  # every parent field: `a.b` for `a.b.c`, then `a`
             name = name[:dot]
             got = index.get(name)
             if got is None:
-                index[name] = [sm.lines]
+                index[name] = list(own)
             else:
-                got.append(sm.lines)
+                got.extend(own)
             dot = name.rfind(".")
     return index
 
@@ -182,7 +201,12 @@ def _lines_of(plan, field: str) -> tuple:
     got = _FIELD_LINES[1].get(field)
     if not got:
         return ()
-    return tuple(sorted({int(n) for lines in got for n in lines if isinstance(n, int)}))
+    nums = set().union(*got)
+    for n in nums:
+        if type(n) is not int:  # recorded lines are ints; anything else is left out, as ever
+            nums = {int(n) for n in nums if isinstance(n, int)}
+            break
+    return tuple(sorted(nums))
 
 
 def _where(plan, field: str) -> str:
