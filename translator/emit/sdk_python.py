@@ -18,6 +18,7 @@ needs a live cluster); it prints the job name.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from translator.emit.command import container_command
@@ -169,39 +170,32 @@ def _wrap_words(text: str, width: int, indent: str) -> list[str]:
     return lines
 
 
-_FIELD_LINES: list = [None, None]  # [plan, {field or parent field: lines}] of the last plan asked about
-
-
-def _line_index(plan) -> dict[str, list]:
-    """field and each of its parent fields -> the line tuples of the source map entries for it."""
-    index: dict[str, list] = {}
-    for sm in getattr(plan, "source_map", ()) or ():
-        got = index.get(sm.field)
-        if got is None:
-            index[sm.field] = [sm.lines]
-        else:
-            got.append(sm.lines)
-    for name, own in list(index.items()):
-        dot = name.rfind(".")
-        while dot > 0:  # every parent field: `a.b` for `a.b.c`, then `a`
-            name = name[:dot]
-            got = index.get(name)
-            if got is None:
-                index[name] = list(own)
-            else:
-                got.extend(own)
-            dot = name.rfind(".")
-    return index
+_FIELD_LINES: list = [None, None, ()]  # [plan, {field: its entries' line tuples}, the fields sorted]
 
 
 def _lines_of(plan, field: str) -> tuple:
-    """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
-    if _FIELD_LINES[0] is not plan:  # index the source map once per plan, not once per field
-        _FIELD_LINES[:] = [plan, _line_index(plan)]
-    got = _FIELD_LINES[1].get(field)
-    if not got:
+    """All source lines recorded for ``field`` or for its sub-fields (``field.x``: the parents of a field
+    are its prefixes up to a dot that is not its first character)."""
+    if _FIELD_LINES[0] is not plan:  # group the source map once per plan, not once per field
+        groups: dict[str, list] = {}
+        for sm in getattr(plan, "source_map", ()) or ():
+            got = groups.get(sm.field)
+            if got is None:
+                groups[sm.field] = [sm.lines]
+            else:
+                got.append(sm.lines)
+        _FIELD_LINES[:] = [plan, groups, sorted(groups)]
+    groups, names = _FIELD_LINES[1], _FIELD_LINES[2]
+    found = list(groups.get(field, ()))
+    if field:
+        prefix = field + "."
+        i = bisect_left(names, prefix)  # the sub-fields sort together, right after `prefix`
+        while i < len(names) and names[i].startswith(prefix):
+            found += groups[names[i]]
+            i += 1
+    if not found:
         return ()
-    nums = set().union(*got)
+    nums = set().union(*found)
     for n in nums:
         if type(n) is not int:  # recorded lines are ints; anything else is left out, as ever
             nums = {int(n) for n in nums if isinstance(n, int)}
