@@ -191,13 +191,18 @@ def _lines_of(plan, field: str) -> tuple:
                 got.append(sm.lines)
         _FIELD_LINES[:] = [plan, groups, sorted(groups)]
     groups, names = _FIELD_LINES[1], _FIELD_LINES[2]
-    found = list(groups.get(field, ()))
+    own = groups.get(field)
+    found = list(own) if own else []
     if field:
         prefix = field + "."
         i = bisect_left(names, prefix)  # the sub-fields sort together, right after `prefix`
         while i < len(names) and names[i].startswith(prefix):
             found += groups[names[i]]
             i += 1
+    if len(found) == 1:
+        [lines] = found
+        if type(lines) is tuple and len(lines) == 1 and type(lines[0]) is int:  # one entry, one line: common
+            return lines
     if not found:
         return ()
     nums = set().union(*found)
