@@ -92,18 +92,18 @@ def _comment_lines(text: str, width: int = 96) -> list[str]:
 _COMMENT_BLOCKS: dict[tuple[str, int], str] = {}  # (text, depth) -> its comment lines, indented, joined
 
 
-def _comment_text(text: str, depth: int) -> str:
-    """`_comment_lines(text)` at ``depth``, as one text."""
+def _comment_text(text: str, depth: int, clean: bool = False) -> str:
+    """`_comment_lines(text)` at ``depth``, as one text (``clean``: ``text`` is sanitized already)."""
     prefix = _INDENT * depth + "# "
-    return prefix + ("\n" + prefix).join(_wrap(sanitize_comment(text), 96, "  ") or [""])
+    return prefix + ("\n" + prefix).join(_wrap(text if clean else sanitize_comment(text), 96, "  ") or [""])
 
 
 def _comment_block(text: str, depth: int) -> str:
-    """`_comment_lines(text)` at ``depth``, as one text (the same findings recur across scripts)."""
+    """`_comment_text` of a sanitized ``text`` (the same findings recur across scripts)."""
     key = (text, depth)
     block = _COMMENT_BLOCKS.get(key)
     if block is None:
-        block = _comment_text(text, depth)
+        block = _comment_text(text, depth, clean=True)
         if len(_COMMENT_BLOCKS) >= 4096:
             _COMMENT_BLOCKS.clear()
         _COMMENT_BLOCKS[key] = block

@@ -125,7 +125,7 @@ _FINDING_TEXTS: list = [None, []]  # [the findings tuple last asked about, their
 
 
 def finding_texts(findings) -> list[str]:
-    """One line of text per finding (``P405 info line 8: message (fix: suggestion)``), not sanitized. Both
+    """One comment line per finding (``P405 info line 8: message (fix: suggestion)``), sanitized. Both
     emitters write them, one after the other for the same plan: the texts of the last tuple are kept."""
     if _FINDING_TEXTS[0] is findings and type(findings) is tuple:
         return _FINDING_TEXTS[1]
@@ -135,7 +135,7 @@ def finding_texts(findings) -> list[str]:
         text = f"{f.code} {f.severity} {where}: {f.message}"
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
-        texts.append(text)
+        texts.append(sanitize_comment(text))
     _FINDING_TEXTS[:] = [findings, texts]
     return texts
 
@@ -144,7 +144,7 @@ def findings_comment_lines(plan) -> list:
     if not plan.findings:
         return []
     lines = [sanitize_comment(f"slurm2kf findings for {plan.source_path}:")]
-    lines += [sanitize_comment(text) for text in finding_texts(plan.findings)]
+    lines += finding_texts(plan.findings)
     return ["# " + line if line else "#" for line in lines]
 
 
