@@ -1,7 +1,9 @@
 """TrainJob YAML: one document per plan, ``---`` between them.
 
 Safe by construction: the object is plain dicts/lists/str/int (:mod:`translator.emit.trainjob`) and
-is written by PyYAML's safe dumper, so every string is a scalar that loads back to itself.  On top of
+is written as PyYAML's safe dumper writes it, so every string is a scalar that loads back to itself
+(`dump`: a direct writer for the TrainJob shape, PyYAML itself for anything that writer cannot prove
+it renders byte for byte the same; see "The direct writer" below).  On top of
 PyYAML's own quoting, strings that a Kubernetes YAML decoder (sigs.k8s.io/yaml, YAML 1.1 rules plus
 Go's number syntax) would not read as strings are single-quoted: ``y``/``n``, ``0o17``, ``1_000``,
 ``.5``... Multi-line strings (the package-install script) are written as literal blocks when YAML
