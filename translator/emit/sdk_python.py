@@ -89,7 +89,7 @@ def _comment_lines(text: str, width: int = 96) -> list[str]:
     return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
 
-_COMMENT_BLOCKS: dict[tuple[str, int], str] = {}  # (text, depth) -> its comment lines, indented, joined
+_FINDING_BLOCKS: dict[str, str] = {}  # sanitized finding text -> its comment lines in main(), joined
 
 
 def _comment_text(text: str, depth: int, clean: bool = False) -> str:
@@ -98,15 +98,14 @@ def _comment_text(text: str, depth: int, clean: bool = False) -> str:
     return prefix + ("\n" + prefix).join(_wrap(text if clean else sanitize_comment(text), 96, "  ") or [""])
 
 
-def _comment_block(text: str, depth: int) -> str:
-    """`_comment_text` of a sanitized ``text`` (the same findings recur across scripts)."""
-    key = (text, depth)
-    block = _COMMENT_BLOCKS.get(key)
+def _finding_block(text: str) -> str:
+    """`_comment_text` of a sanitized finding text inside main() (the same findings recur across scripts)."""
+    block = _FINDING_BLOCKS.get(text)
     if block is None:
-        block = _comment_text(text, depth, clean=True)
-        if len(_COMMENT_BLOCKS) >= 4096:
-            _COMMENT_BLOCKS.clear()
-        _COMMENT_BLOCKS[key] = block
+        block = _comment_text(text, 1, clean=True)
+        if len(_FINDING_BLOCKS) >= 4096:
+            _FINDING_BLOCKS.clear()
+        _FINDING_BLOCKS[text] = block
     return block
 
 
@@ -423,7 +422,7 @@ _CALL_END = "\n".join([_PAD[2] + "],", _PAD[1] + ")", _PAD[1] + 'print(f"submitt
 
 
 def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client: bool) -> None:
-    d = 1  # inside main(); _CALL_END is written for this depth
+    d = 1  # inside main(); _CALL_END and _finding_block are written for this depth
     title = f"TrainJob {index + 1} of {total}" if total > 1 else "The TrainJob"
     src = sanitize_comment(plan.source_path)
     if plan.array_index is not None:
@@ -431,7 +430,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     w.add(d, _comment(f"{title}, converted from {src}"))
     if plan.findings:
         w.lines.append(_PAD[d] + "# Findings (review these before submitting):")
-        w.lines.extend([_comment_block(text, d) for text in finding_texts(plan.findings)])
+        w.lines.extend([_finding_block(text) for text in finding_texts(plan.findings)])
     if own_client:  # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")
