@@ -180,16 +180,17 @@ _FIELD_LINES: list = [None, None, ()]  # [plan, {field: its entries' line tuples
 def _lines_of(plan, field: str) -> tuple:
     """All source lines recorded for ``field`` or for its sub-fields (``field.x``: the parents of a field
     are its prefixes up to a dot that is not its first character)."""
-    if _FIELD_LINES[0] is not plan:  # group the source map once per plan, not once per field
-        groups: dict[str, list] = {}
+    last, groups, names = _FIELD_LINES  # read at once
+    if last is not plan:  # group the source map once per plan, not once per field
+        groups = {}
         for sm in getattr(plan, "source_map", ()) or ():
             got = groups.get(sm.field)
             if got is None:
                 groups[sm.field] = [sm.lines]
             else:
                 got.append(sm.lines)
-        _FIELD_LINES[:] = [plan, groups, sorted(groups)]
-    groups, names = _FIELD_LINES[1], _FIELD_LINES[2]
+        names = sorted(groups)
+        _FIELD_LINES[:] = [plan, groups, names]
     own = groups.get(field)
     found = list(own) if own else []
     if field:

@@ -123,14 +123,15 @@ def sanitize_comment(text: str) -> str:
     return "".join(ch if (ch.isprintable() or ch == "\t") else " " for ch in text).replace("\t", " ")
 
 
-_FINDING_TEXTS: list = [None, []]  # [the findings tuple last asked about, their texts]
+_FINDING_TEXTS: list = [(None, [])]  # [(the findings tuple last asked about, their texts)], read at once
 
 
 def finding_texts(findings) -> list[str]:
     """One comment line per finding (``P405 info line 8: message (fix: suggestion)``), sanitized. Both
     emitters write them, one after the other for the same plan: the texts of the last tuple are kept."""
-    if _FINDING_TEXTS[0] is findings and type(findings) is tuple:
-        return _FINDING_TEXTS[1]
+    last, last_texts = _FINDING_TEXTS[0]
+    if last is findings and type(findings) is tuple:
+        return last_texts
     texts = []
     for f in findings:
         where = f"line {f.line}" if f.line is not None else "script"
@@ -138,7 +139,7 @@ def finding_texts(findings) -> list[str]:
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
         texts.append(sanitize_comment(text))
-    _FINDING_TEXTS[:] = [findings, texts]
+    _FINDING_TEXTS[0] = (findings, texts)
     return texts
 
 
