@@ -18,17 +18,53 @@ needs a live cluster); it prints the job name.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from translator.emit.command import container_command
 from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
-from translator.emit.trainjob_yaml import sanitize_comment
+from translator.emit.trainjob_yaml import ascii_printable_lines, finding_texts, sanitize_comment
 
 _INDENT = "    "
 
 
 def _lit(value) -> str:
     """A Python literal for a str/int/bool/None or a dict/list of them, one line."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:  # exact types: repr is the literal
+        return repr(value)
+    if t is list:
+        return "[" + ", ".join([repr(v) if type(v) is str else _lit(v) for v in value]) + "]"
+    if t is dict:
+        if _plain_tree(value):  # then the literal is the dict's repr
+            return repr(value)
+        return "{" + ", ".join([_key_lit(k) + ": " + _lit(v) for k, v in value.items()]) + "}"
+    return _lit_any(value)
+
+
+def _plain_tree(value) -> bool:
+    """Whether ``value`` is made of dicts with str keys, lists, and exact str/int/bool/None only: then
+    ``repr(value)`` is what `_lit` writes (same brackets, `: ` and `, ` separators, str/int repr)."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or not (type(v) is str or _plain_tree(v)):
+                return False
+        return True
+    if t is list:
+        for v in value:
+            if not (type(v) is str or _plain_tree(v)):
+                return False
+        return True
+    return t is str or t is int or t is bool or value is None
+
+
+def _key_lit(key) -> str:
+    return repr(key) if type(key) is str else _lit(str(key))
+
+
+def _lit_any(value) -> str:
+    """`_lit` for any value: subclasses (enums, str subclasses) are written as their base type."""
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):
@@ -53,6 +89,26 @@ def _comment_lines(text: str, width: int = 96) -> list[str]:
     return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
 
+_FINDING_BLOCKS: dict[str, str] = {}  # sanitized finding text -> its comment lines in main(), joined
+
+
+def _comment_text(text: str, depth: int, clean: bool = False) -> str:
+    """`_comment_lines(text)` at ``depth``, as one text (``clean``: ``text`` is sanitized already)."""
+    prefix = _INDENT * depth + "# "
+    return prefix + ("\n" + prefix).join(_wrap(text if clean else sanitize_comment(text), 96, "  ") or [""])
+
+
+def _finding_block(text: str) -> str:
+    """`_comment_text` of a sanitized finding text inside main() (the same findings recur across scripts)."""
+    block = _FINDING_BLOCKS.get(text)
+    if block is None:
+        block = _comment_text(text, 1, clean=True)
+        if len(_FINDING_BLOCKS) >= 4096:
+            _FINDING_BLOCKS.clear()
+        _FINDING_BLOCKS[text] = block
+    return block
+
+
 def _wrap(text: str, width: int, indent: str) -> list[str]:
     """Greedy word wrap of a sanitized comment (its only blank is the space), as
     `textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
@@ -64,6 +120,8 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
     n = len(text)
     if n <= width and (not n or text[-1] != " "):
         return [text] if text else []
+    if text[0] != " " and text[-1] != " " and "  " not in text:
+        return _wrap_words(text, width, indent)
     lines: list[str] = []
     pos = 0
     while pos < n:
@@ -96,44 +154,99 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
     return lines
 
 
-_FIELD_LINES: list = [None, None]  # [plan, {field or parent field: lines}] of the last plan asked about
+def _wrap_words(text: str, width: int, indent: str) -> list[str]:
+    """`_wrap` of a text of words between single spaces (no space at either end): each line ends at
+    the last space that keeps it within the width, or after its first word when that alone is longer."""
+    n = len(text)
+    lines: list[str] = []
+    pos = 0
+    room = width
+    while n - pos > room:
+        cut = text.rfind(" ", pos, pos + room + 1)
+        if cut < 0:  # the word alone is longer than the line
+            cut = text.find(" ", pos + room)
+            if cut < 0:
+                break
+        lines.append(indent + text[pos:cut] if lines else text[pos:cut])
+        pos = cut + 1
+        room = width - len(indent)
+    lines.append(indent + text[pos:] if lines else text[pos:])
+    return lines
+
+
+_FIELD_LINES: list = [None, None, ()]  # [plan, {field: its entries' line tuples}, the fields sorted]
 
 
 def _lines_of(plan, field: str) -> tuple:
-    """All source lines recorded for ``field`` or for its sub-fields (``field.x``)."""
-    if _FIELD_LINES[0] is not plan:  # index the source map once per plan, not once per field
-        index: dict[str, set] = {}
+    """All source lines recorded for ``field`` or for its sub-fields (``field.x``: the parents of a field
+    are its prefixes up to a dot that is not its first character)."""
+    last, groups, names = _FIELD_LINES  # read at once
+    if last is not plan:  # group the source map once per plan, not once per field
+        groups = {}
         for sm in getattr(plan, "source_map", ()) or ():
-            lines = [int(n) for n in sm.lines if isinstance(n, int)]
-            name = sm.field
-            index.setdefault(name, set()).update(lines)
-            dot = name.rfind(".")
-            while dot > 0:  # every parent field: `a.b` for `a.b.c`, then `a`
-                name = name[:dot]
-                index.setdefault(name, set()).update(lines)
-                dot = name.rfind(".")
-        _FIELD_LINES[:] = [plan, index]
-    return tuple(sorted(_FIELD_LINES[1].get(field, ())))
+            got = groups.get(sm.field)
+            if got is None:
+                groups[sm.field] = [sm.lines]
+            else:
+                got.append(sm.lines)
+        names = sorted(groups)
+        _FIELD_LINES[:] = [plan, groups, names]
+    own = groups.get(field)
+    found = list(own) if own else []
+    if field:
+        prefix = field + "."
+        i = bisect_left(names, prefix)  # the sub-fields sort together, right after `prefix`
+        while i < len(names) and names[i].startswith(prefix):
+            found += groups[names[i]]
+            i += 1
+    if len(found) == 1:
+        [lines] = found
+        if type(lines) is tuple and len(lines) == 1 and type(lines[0]) is int:  # one entry, one line: common
+            return lines
+    if not found:
+        return ()
+    nums = set().union(*found)
+    for n in nums:
+        if type(n) is not int:  # recorded lines are ints; anything else is left out, as ever
+            nums = {int(n) for n in nums if isinstance(n, int)}
+            break
+    return tuple(sorted(nums))
 
 
 def _where(plan, field: str) -> str:
     lines = _lines_of(plan, field)
     if not lines:
         return ""
-    word = "line" if len(lines) == 1 else "lines"
-    return f"  # {word} {', '.join(str(n) for n in lines)}"
+    if len(lines) == 1:
+        return f"  # line {lines[0]}"
+    return "  # lines " + ", ".join(map(str, lines))
+
+
+_PAD = tuple(_INDENT * depth for depth in range(32))  # the indentation of each depth, built once
 
 
 class _Writer:
+    """The lines of the file; an entry may hold several lines (the text is the entries joined by `\\n`)."""
+
+    __slots__ = ("lines",)
+
     def __init__(self) -> None:
         self.lines: list[str] = []
 
     def add(self, depth: int, text: str) -> None:
-        self.lines.append(_INDENT * depth + text if text else "")
+        self.lines.append(((_PAD[depth] if depth < 32 else _INDENT * depth) + text) if text else "")
+
+
+# a str item of a list longer than this and holding a line break is written one line per literal
+_SCRIPT_ITEM = 60
+_LINE_PIECES = re.compile(r"[^\n]*\n|[^\n]+")  # split after `\n` only, as bash reads lines
 
 
 def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = ",") -> None:
     """``head[...]tail`` on one line when it fits, else one item per line."""
+    if type(items) is list and all(type(x) is str for x in items):
+        _str_list_block(w, depth, head, items, tail)
+        return
     # a literal is at least as long as its strings: a longer list never fits, skip writing it out
     if sum(len(x) for x in items if isinstance(x, str)) <= 100:
         lit = _lit(list(items))
@@ -143,15 +256,71 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
             return
     w.add(depth, f"{head}[")
     for item in items:
-        if isinstance(item, str) and "\n" in item and len(item) > 60:
+        if isinstance(item, str) and "\n" in item and len(item) > _SCRIPT_ITEM:
             # a script: one literal per line, joined by Python's implicit concatenation
             w.add(depth + 1, "(")
-            for piece in re.findall(r"[^\n]*\n|[^\n]+", item):  # split after `\n` only, as bash reads lines
+            for piece in _LINE_PIECES.findall(item):
                 w.add(depth + 2, _lit(piece))
             w.add(depth + 1, "),")
         else:
             w.add(depth + 1, f"{_lit(item)},")
     w.add(depth, f"]{tail}")
+
+
+def _line_literals(text: str, sep: str) -> str:
+    """``repr`` of each line of ``text`` (each piece of `_LINE_PIECES`, its `\\n` included), joined by
+    ``sep``. In a printable text, a run of lines without `'` or `\\` is written in one step: each of its
+    lines in single quotes is what repr gives it; the lines with one go through repr."""
+    if not (ascii_printable_lines(text) or text.replace("\n", "").isprintable()):
+        return sep.join([repr(piece) for piece in _LINE_PIECES.findall(text)])
+    inner = "\\n'" + sep + "'"
+    out = []
+    n = len(text)
+    pos = 0
+    quote = text.find("'")
+    backslash = text.find("\\")
+    while quote >= 0 or backslash >= 0:
+        k = quote if backslash < 0 or 0 <= quote < backslash else backslash
+        start = text.rfind("\n", pos, k) + 1 or pos  # the line holding it
+        end = text.find("\n", k) + 1 or n
+        if start > pos:  # whole lines before it, each ending with `\n`
+            out.append("'" + text[pos : start - 1].replace("\n", inner) + "\\n'")
+        out.append(repr(text[start:end]))
+        pos = end
+        if quote >= 0 and quote < pos:
+            quote = text.find("'", pos)
+        if backslash >= 0 and backslash < pos:
+            backslash = text.find("\\", pos)
+    if pos < n:
+        rest = text[pos:]
+        if rest[-1] == "\n":
+            out.append("'" + rest[:-1].replace("\n", inner) + "\\n'")
+        else:
+            out.append("'" + rest.replace("\n", inner) + "'")
+    return sep.join(out)
+
+
+def _str_list_block(w: _Writer, depth: int, head: str, items: list[str], tail: str) -> None:
+    """`_list_block` for a list of exact strs."""
+    pad = _PAD[depth] if depth < 32 else _INDENT * depth
+    if sum(map(len, items)) <= 100:
+        lit = "[" + ", ".join([repr(x) for x in items]) + "]"
+        cut = tail.find("  #")
+        shown = tail if cut < 0 else tail[:cut]  # the line's length is checked without its comment
+        if len(pad) + len(head) + len(lit) + len(shown) <= 100 and "\n" not in head and "\n" not in shown:
+            w.lines.append(pad + head + lit + tail)
+            return
+    inner = pad + _INDENT
+    out = [pad + head + "["]
+    for item in items:
+        if len(item) > _SCRIPT_ITEM and "\n" in item:
+            piece_pad = "\n" + inner + _INDENT
+            out.append(inner + "(" + piece_pad + _line_literals(item, piece_pad))
+            out.append(inner + "),")
+        else:
+            out.append(inner + repr(item) + ",")
+    out.append(pad + "]" + tail)
+    w.lines.append("\n".join(out))
 
 
 def _dict_call(w: _Writer, depth: int, func: str, mapping: dict[str, str]) -> None:
@@ -165,34 +334,65 @@ def _dict_call(w: _Writer, depth: int, func: str, mapping: dict[str, str]) -> No
     w.add(depth, "}),")
 
 
+_PATCH_CLASSES = frozenset(
+    {
+        "RuntimePatch",
+        "TrainingRuntimeSpecPatch",
+        "JobSetTemplatePatch",
+        "JobSetSpecPatch",
+        "ReplicatedJobPatch",
+        "JobTemplatePatch",
+        "JobSpecPatch",
+        "PodTemplatePatch",
+        "PodSpecPatch",
+    }
+)
+_PATCH_FRAMES: dict[int, tuple[str, str, str, str, str]] = {}
+
+
+def _patch_frame(d: int) -> tuple[str, str, str, str, str]:
+    """The fixed lines of a RuntimePatch at depth ``d``: (its opening, a job's first line, the lines between
+    a job's name and its PodSpecPatch fields, a job's closing, the patch's closing), each built once."""
+    frame = _PATCH_FRAMES.get(d)
+    if frame is None:
+
+        def block(*lines: tuple[int, str]) -> str:
+            return "\n".join(_INDENT * depth + text for depth, text in lines)
+
+        b = d + 5
+        frame = (
+            block(
+                (d, "RuntimePatch("),
+                (d + 1, "training_runtime_spec=TrainingRuntimeSpecPatch("),
+                (d + 2, "template=JobSetTemplatePatch("),
+                (d + 3, "spec=JobSetSpecPatch("),
+                (d + 4, "replicated_jobs=["),
+            ),
+            block((b, "ReplicatedJobPatch(")),
+            block(
+                (b + 1, "template=JobTemplatePatch("),
+                (b + 2, "spec=JobSpecPatch("),
+                (b + 3, "template=PodTemplatePatch("),
+                (b + 4, "spec=PodSpecPatch("),
+            ),
+            block((b + 4, "),"), (b + 3, "),"), (b + 2, "),"), (b + 1, "),"), (b, "),")),
+            block((d + 4, "],"), (d + 3, "),"), (d + 2, "),"), (d + 1, "),"), (d, "),")),
+        )
+        _PATCH_FRAMES[d] = frame
+    return frame
+
+
 def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> None:
-    used.update(
-        {
-            "RuntimePatch",
-            "TrainingRuntimeSpecPatch",
-            "JobSetTemplatePatch",
-            "JobSetSpecPatch",
-            "ReplicatedJobPatch",
-            "JobTemplatePatch",
-            "JobSpecPatch",
-            "PodTemplatePatch",
-            "PodSpecPatch",
-        }
-    )
+    used.update(_PATCH_CLASSES)
     d = depth
-    w.add(d, "RuntimePatch(")
-    w.add(d + 1, "training_runtime_spec=TrainingRuntimeSpecPatch(")
-    w.add(d + 2, "template=JobSetTemplatePatch(")
-    w.add(d + 3, "spec=JobSetSpecPatch(")
-    w.add(d + 4, "replicated_jobs=[")
+    opening, job_head, job_body, job_tail, closing = _patch_frame(d)
+    lines = w.lines
+    lines.append(opening)
     for job, spec in jobs.items():
         b = d + 5
-        w.add(b, "ReplicatedJobPatch(")
+        lines.append(job_head)
         w.add(b + 1, f"name={_lit(job)},")
-        w.add(b + 1, "template=JobTemplatePatch(")
-        w.add(b + 2, "spec=JobSpecPatch(")
-        w.add(b + 3, "template=PodTemplatePatch(")
-        w.add(b + 4, "spec=PodSpecPatch(")
+        lines.append(job_body)
         s = b + 5
         if "serviceAccountName" in spec:
             w.add(s, f"service_account_name={_lit(spec['serviceAccountName'])},")
@@ -215,43 +415,33 @@ def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> 
             w.add(s, f"affinity={_lit(spec['affinity'])},")
         if "tolerations" in spec:
             _list_block(w, s, "tolerations=", spec["tolerations"])
-        w.add(b + 4, "),")
-        w.add(b + 3, "),")
-        w.add(b + 2, "),")
-        w.add(b + 1, "),")
-        w.add(b, "),")
-    w.add(d + 4, "],")
-    w.add(d + 3, "),")
-    w.add(d + 2, "),")
-    w.add(d + 1, "),")
-    w.add(d, "),")
+        lines.append(job_tail)
+    lines.append(closing)
+
+
+_CALL_END = "\n".join([_PAD[2] + "],", _PAD[1] + ")", _PAD[1] + 'print(f"submitted TrainJob {job_name}")'])
 
 
 def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client: bool) -> None:
-    d = 1
+    d = 1  # inside main(); _CALL_END and _finding_block are written for this depth
     title = f"TrainJob {index + 1} of {total}" if total > 1 else "The TrainJob"
     src = sanitize_comment(plan.source_path)
     if plan.array_index is not None:
         title += f" (array index {plan.array_index})"
     w.add(d, _comment(f"{title}, converted from {src}"))
     if plan.findings:
-        w.add(d, _comment("Findings (review these before submitting):"))
-    for f in plan.findings:
-        where = f"line {f.line}" if f.line is not None else "script"
-        text = f"{f.code} {f.severity} {where}: {f.message}"
-        if f.suggestion:
-            text += f" (fix: {f.suggestion})"
-        for comment in _comment_lines(text):
-            w.add(d, comment)
+        w.lines.append(_PAD[d] + "# Findings (review these before submitting):")
+        w.lines.extend([_finding_block(text) for text in finding_texts(plan.findings)])
     if own_client:  # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")
             w.add(d, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
         else:
             w.add(d, "client = TrainerClient()")
-    w.add(d, "job_name = client.train(")
-    w.add(d + 1, f"runtime={_lit(str(plan.runtime))},")
-    w.add(d + 1, "trainer=CustomTrainerContainer(")
+    w.lines.append(
+        f"{_PAD[d]}job_name = client.train(\n{_PAD[d + 1]}runtime={_lit(str(plan.runtime))},\n"
+        f"{_PAD[d + 1]}trainer=CustomTrainerContainer("
+    )
     t = d + 2
     w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
@@ -272,6 +462,8 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         lines_by_name = {}
         for var in plan.env:
             lines_by_name[str(var.name)] = var.line
+        pad = _PAD[t + 1]
+        entries = []
         for entry in env:
             k = entry["name"]
             line = lines_by_name.get(k)
@@ -279,12 +471,12 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             if "valueFrom" in entry:
                 ref = entry["valueFrom"]["secretKeyRef"]
                 used.add("_from_submit_env")
-                w.add(t + 1, f"{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
+                entries.append(f"{pad}{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
             else:
-                w.add(t + 1, f"{_lit(k)}: {_lit(entry['value'])},{where}")
-        w.add(t, "},")
-    w.add(d + 1, "),")
-    w.add(d + 1, "options=[")
+                entries.append(f"{pad}{_lit(k)}: {_lit(entry['value'])},{where}")
+        entries.append(_PAD[t] + "},")
+        w.lines.append("\n".join(entries))
+    w.lines.append(_PAD[d + 1] + "),\n" + _PAD[d + 1] + "options=[")
     o = d + 2
     used.add("Name")
     w.add(o, f"Name({_lit(str(plan.name))}),{_where(plan, 'metadata.name')}")
@@ -316,9 +508,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     jobs = patches_by_job(plan)
     if jobs:
         _runtime_patch(w, o, jobs, used)
-    w.add(d + 1, "],")
-    w.add(d, ")")
-    w.add(d, 'print(f"submitted TrainJob {job_name}")')
+    w.lines.append(_CALL_END)
 
 
 # Secrets: the YAML refers to a Secret key (valueFrom.secretKeyRef). SDK 0.5 cannot: CustomTrainerContainer's
@@ -354,6 +544,33 @@ _OPTION_ORDER = (
 )
 
 
+_IMPORTS: dict[tuple, str] = {}
+
+
+def _imports(top: tuple[str, ...], opts: tuple[str, ...]) -> str:
+    """The import lines (and the two blank lines after them), built once per set of names."""
+    key = (top, opts)
+    text = _IMPORTS.get(key)
+    if text is None:
+        lines = [f"from kubeflow.trainer import {', '.join(top)}"]
+        if opts:
+            lines.append("from kubeflow.trainer.options import (")
+            lines.extend(f"{_INDENT}{name}," for name in opts)
+            lines.append(")")
+        lines += ["", ""]
+        if len(_IMPORTS) > 256:
+            _IMPORTS.clear()
+        text = _IMPORTS[key] = "\n".join(lines)
+    return text
+
+
+_HEADER = (
+    "# Generated by slurm2kf: submits the converted TrainJob(s) with the Kubeflow SDK.\n"
+    "# Needs: pip install 'kubeflow==0.5.0'. Uses the cluster of the current kubeconfig context."
+)
+_FOOTER = '\n\nif __name__ == "__main__":\n' + _INDENT + "main()\n"
+
+
 def render(plans: Sequence) -> str:
     """A runnable Python file submitting one TrainJob per plan with ``kubeflow==0.5.0``."""
     plans = list(plans)
@@ -370,25 +587,15 @@ def render(plans: Sequence) -> str:
     out = _Writer()
     sources = sorted({sanitize_comment(p.source_path) for p in plans})
     # Lines 1-2 hold no user text: Python reads an encoding declaration ("coding: utf-7") there.
-    out.add(0, "# Generated by slurm2kf: submits the converted TrainJob(s) with the Kubeflow SDK.")
-    out.add(0, "# Needs: pip install 'kubeflow==0.5.0'. Uses the cluster of the current kubeconfig context.")
-    for line in _comment_lines("Converted from " + ", ".join(sources)):
-        out.add(0, line)
+    out.lines.append(_HEADER)
+    out.lines.append(_comment_text("Converted from " + ", ".join(sources), 0))
     top = ["CustomTrainerContainer", "TrainerClient"]
     if namespace or "KubernetesBackendConfig" in used:
         top.insert(1, "KubernetesBackendConfig")
     if "_from_submit_env" in used:
         out.add(0, "import os")
         out.add(0, "")
-    out.add(0, f"from kubeflow.trainer import {', '.join(top)}")
-    opts = [name for name in _OPTION_ORDER if name in used]
-    if opts:
-        out.add(0, "from kubeflow.trainer.options import (")
-        for name in opts:
-            out.add(1, f"{name},")
-        out.add(0, ")")
-    out.add(0, "")
-    out.add(0, "")
+    out.lines.append(_imports(tuple(top), tuple(name for name in _OPTION_ORDER if name in used)))
     if "_from_submit_env" in used:
         out.lines.extend(_FROM_SUBMIT_ENV)
         out.add(0, "")
@@ -399,8 +606,5 @@ def render(plans: Sequence) -> str:
     elif shared_client:
         out.add(1, "client = TrainerClient()")
     out.lines.extend(body.lines)
-    out.add(0, "")
-    out.add(0, "")
-    out.add(0, 'if __name__ == "__main__":')
-    out.add(1, "main()")
-    return "\n".join(out.lines) + "\n"
+    out.lines.append(_FOOTER)
+    return "\n".join(out.lines)

@@ -32,8 +32,21 @@ _RESOURCE_ALIASES = {"gpu": "nvidia.com/gpu", "storage": "ephemeral-storage"}
 _CONTAINER_NODE = "node"
 
 
+_RESOURCE_NAMES: dict[str, str] = {}  # key -> resource_name(key): a handful of keys recur in every plan
+
+
 def resource_name(key: str) -> str:
     """The resource name SDK 0.5's ``get_resources_per_node`` turns ``key`` into."""
+    name = _RESOURCE_NAMES.get(key)
+    if name is None:
+        name = _resource_name(key)
+        if len(_RESOURCE_NAMES) > 1024:
+            _RESOURCE_NAMES.clear()
+        _RESOURCE_NAMES[key] = name
+    return name
+
+
+def _resource_name(key: str) -> str:
     low = key.lower()
     name = low if (low in _STANDARD_RESOURCES or low.startswith("mig-")) else key
     name = _RESOURCE_ALIASES.get(name, name)

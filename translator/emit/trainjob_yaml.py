@@ -1,7 +1,9 @@
 """TrainJob YAML: one document per plan, ``---`` between them.
 
 Safe by construction: the object is plain dicts/lists/str/int (:mod:`translator.emit.trainjob`) and
-is written by PyYAML's safe dumper, so every string is a scalar that loads back to itself.  On top of
+is written as PyYAML's safe dumper writes it, so every string is a scalar that loads back to itself
+(`dump`: a direct writer for the TrainJob shape, PyYAML itself for anything that writer cannot prove
+it renders byte for byte the same; see "The direct writer" below).  On top of
 PyYAML's own quoting, strings that a Kubernetes YAML decoder (sigs.k8s.io/yaml, YAML 1.1 rules plus
 Go's number syntax) would not read as strings are single-quoted: ``y``/``n``, ``0o17``, ``1_000``,
 ``.5``... Multi-line strings (the package-install script) are written as literal blocks when YAML
@@ -121,20 +123,36 @@ def sanitize_comment(text: str) -> str:
     return "".join(ch if (ch.isprintable() or ch == "\t") else " " for ch in text).replace("\t", " ")
 
 
-def findings_comment_lines(plan) -> list:
-    lines = []
-    if plan.findings:
-        lines.append(sanitize_comment(f"slurm2kf findings for {plan.source_path}:"))
-    for f in plan.findings:
+_FINDING_TEXTS: list = [(None, [])]  # [(the findings tuple last asked about, their texts)], read at once
+
+
+def finding_texts(findings) -> list[str]:
+    """One comment line per finding (``P405 info line 8: message (fix: suggestion)``), sanitized. Both
+    emitters write them, one after the other for the same plan: the texts of the last tuple are kept."""
+    last, last_texts = _FINDING_TEXTS[0]
+    if last is findings and type(findings) is tuple:
+        return last_texts
+    texts = []
+    for f in findings:
         where = f"line {f.line}" if f.line is not None else "script"
         text = f"{f.code} {f.severity} {where}: {f.message}"
         if f.suggestion:
             text += f" (fix: {f.suggestion})"
-        lines.append(sanitize_comment(text))
+        texts.append(sanitize_comment(text))
+    _FINDING_TEXTS[0] = (findings, texts)
+    return texts
+
+
+def findings_comment_lines(plan) -> list:
+    if not plan.findings:
+        return []
+    lines = [sanitize_comment(f"slurm2kf findings for {plan.source_path}:")]
+    lines += finding_texts(plan.findings)
     return ["# " + line if line else "#" for line in lines]
 
 
-def dump(obj) -> str:
+def pyyaml_dump(obj) -> str:
+    """``obj`` as PyYAML writes it with the Dumper above: the reference :func:`dump` must match."""
     import yaml
 
     options: dict[str, Any] = dict(sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
@@ -142,6 +160,237 @@ def dump(obj) -> str:
         return yaml.dump(obj, Dumper=_dumper(True), **options)
     except UnicodeEncodeError:
         return yaml.dump(obj, Dumper=_dumper(False), **options)
+
+
+# --- The direct writer -------------------------------------------------------------------------------
+# A TrainJob is a block mapping of str keys whose values are str/int/bool/None scalars, mappings and
+# sequences of mappings or scalars. For that shape, with every string in printable ASCII (plus line
+# breaks in literal blocks), the bytes PyYAML/libyaml write follow from a few rules, applied below:
+#
+# * a mapping's keys start at its indent; a nested mapping is indented by 2; a sequence in a mapping is
+#   not indented (`- ` at the key's column); a mapping in a sequence starts on the `- ` line; empty
+#   collections are `{}` / `[]`;
+# * a string is plain unless YAML gives it another meaning (the resolver reads it as a bool, number,
+#   null..., it starts with an indicator, has `: ` or ` #`, ends with `:` or a space, starts with a
+#   space); then single-quoted (`'` doubled). `_str_style` adds the Go-numberish strings;
+# * plain and single-quoted scalars are folded at a lone space (not the first or the last character)
+#   once the column before it passes the width (100); the continuation is indented by 2 from the node;
+# * a multi-line string is a literal block (`|`, `|-` when it has no final line break), its lines
+#   indented by 2 from the node, empty lines left empty.
+#
+# Anything else (other characters, keys that are not simple, `|+`/indentation indicators, sequences
+# in sequences, other types) raises _Fallback and the whole document goes through PyYAML.
+# tests/test_emit_yaml_direct.py compares the two writers byte for byte.
+
+_WIDTH = 100
+
+
+class _Fallback(Exception):
+    """The direct writer cannot prove it writes this document as PyYAML does."""
+
+
+_SPACE_RUN = re.compile(" +")
+# first characters that make a string non-plain in block context (PyYAML `analyze_scalar`)
+_INDICATOR_FIRST = frozenset("#,[]{}&*!|>'\"%@`")
+_RESOLVED: dict[str, bool] = {}  # string -> read back as a str when written plain (resolver result)
+_RESOLVER: list = []  # [(PyYAML's Resolver, the first characters it has implicit resolvers for)]
+
+
+def _resolver():
+    if not _RESOLVER:
+        from yaml.resolver import Resolver
+
+        _RESOLVER.append((Resolver(), frozenset(k for k in Resolver.yaml_implicit_resolvers if k)))
+    return _RESOLVER[0]
+
+
+def _plain_is_str(value: str) -> bool:
+    """Whether the plain scalar ``value`` reads back as a string (YAML 1.1 implicit resolvers)."""
+    ok = _RESOLVED.get(value)
+    if ok is None:
+        from yaml.nodes import ScalarNode
+
+        ok = _resolver()[0].resolve(ScalarNode, value, (True, False)) == _STR
+        if len(_RESOLVED) > 65536:
+            _RESOLVED.clear()
+        _RESOLVED[value] = ok
+    return ok
+
+
+def _quoted(value: str) -> bool:
+    """For a non-empty single-line printable-ASCII string: True when it must be single-quoted."""
+    first = value[0]
+    if first in _INDICATOR_FIRST or first == " " or value[-1] in ": " or ": " in value or " #" in value:
+        return True
+    if first in "-?:" and (len(value) == 1 or value[1] == " "):
+        return True
+    if first in "-." and (value.startswith("---") or value.startswith("...")):
+        return True
+    if first in _RESOLVER[0][1] and not _plain_is_str(value):
+        return True
+    return bool(first in "-+0123456789._yYnN" and (_GO_NUMBERISH.match(value) or value in _GO_BOOLISH))
+
+
+def _fold(text: str, col: int, indent: int) -> str:
+    """``text`` (already quoted/escaped) starting at column ``col``, folded as PyYAML folds it."""
+    n = len(text)
+    if col + n <= _WIDTH + 1:
+        return text
+    pieces = []
+    seg = 0
+    for m in _SPACE_RUN.finditer(text):
+        st, en = m.span()
+        if en - st == 1 and col + st - seg > _WIDTH and st and en != n:
+            pieces.append(text[seg:st])
+            seg = en
+            col = indent
+    if not pieces:
+        return text
+    pieces.append(text[seg:])
+    return ("\n" + " " * indent).join(pieces)
+
+
+_KEYS: dict[str, str] = {}
+
+
+def _key(key) -> str:
+    """A mapping key as written (a simple key: plain or single-quoted, never folded)."""
+    out = _KEYS.get(key)
+    if out is None:
+        if type(key) is not str or not key or len(key) > 100 or not (key.isascii() and key.isprintable()):
+            raise _Fallback
+        out = "'" + key.replace("'", "''") + "'" if _quoted(key) else key
+        if len(_KEYS) > 4096:
+            _KEYS.clear()
+        _KEYS[key] = out
+    return out
+
+
+_SCALARS: dict[str, str] = {}  # string -> ` value` unfolded (valid where it fits on the line)
+
+
+def _string(value: str, col: int, indent: int) -> str:
+    """`` value`` (with its leading space) as the scalar after a `key:` or `-` ending at column ``col``;
+    ``indent``: the column of continuation lines."""
+    if not value:
+        return " ''"
+    if value.isascii() and value.isprintable():
+        if _quoted(value):
+            text = value.replace("'", "''")
+            out = " '" + _fold(text, col + 2, indent) + "'"
+            short = len(text) + 3
+        else:
+            out = " " + _fold(value, col + 1, indent)
+            short = len(value) + 1
+        if short == len(out) and short <= 60:  # not folded: the same text wherever it fits
+            if len(_SCALARS) > 65536:
+                _SCALARS.clear()
+            _SCALARS[value] = out
+        return out
+    return _literal(value, indent)
+
+
+def _scalar(value, col: int, indent: int) -> str:
+    """`` value`` for an int/bool/None/str (see `_string`)."""
+    t = type(value)
+    if t is str:
+        out = _SCALARS.get(value)
+        if out is not None and col + len(out) <= _WIDTH + 1:
+            return out
+        return _string(value, col, indent)
+    if t is int:
+        return " " + str(value)
+    if t is bool:
+        return " true" if value else " false"
+    if value is None:
+        return " null"
+    raise _Fallback
+
+
+_ASCII_PRINTABLE_NL = bytes(range(0x20, 0x7F)) + b"\n"
+
+
+def ascii_printable_lines(text: str) -> bool:
+    """Whether ``text`` is printable ASCII and line feeds only: ``text.isascii() and
+    text.replace("\\n", "").isprintable()``, by deleting those bytes (several times faster on a script)."""
+    return text.isascii() and not text.encode("ascii").translate(None, _ASCII_PRINTABLE_NL)
+
+
+def _literal(value: str, indent: int) -> str:
+    """A multi-line printable-ASCII string as a literal block (`|` or `|-`)."""
+    if "\n" not in value or not ascii_printable_lines(value):
+        raise _Fallback
+    if value[0] in " \n" or value[-1] == " " or value.endswith("\n\n") or " \n" in value:
+        raise _Fallback  # an indentation indicator, `|+`, or no block allowed: PyYAML decides
+    if value[-1] == "\n":
+        head, value = " |", value[:-1]
+    else:
+        head = " |-"
+    pad = "\n" + " " * indent
+    if "\n\n" not in value:  # no empty line: every line is indented
+        return head + pad + value.replace("\n", pad)
+    return head + "".join([pad + line if line else "\n" for line in value.split("\n")])
+
+
+def _mapping(d: dict, indent: int, out: list, first: str) -> None:
+    """The entries of a non-empty mapping at ``indent``; ``first``: the text before its first key."""
+    pad = " " * indent
+    for k, v in d.items():
+        head = first + (_KEYS.get(k) or _key(k)) + ":"
+        first = pad
+        t = type(v)
+        if t is str:
+            r = _SCALARS.get(v)
+            if r is None or len(head) + len(r) > _WIDTH + 1:
+                r = _string(v, len(head), indent + 2)
+            out.append(head + r + "\n")
+        elif t is dict:
+            if v:
+                out.append(head + "\n")
+                _mapping(v, indent + 2, out, pad + "  ")
+            else:
+                out.append(head + " {}\n")
+        elif t is list:
+            if v:
+                out.append(head + "\n")
+                _sequence(v, indent, out)
+            else:
+                out.append(head + " []\n")
+        else:
+            out.append(head + _scalar(v, len(head), indent + 2) + "\n")
+
+
+def _sequence(items: list, indent: int, out: list) -> None:
+    """A non-empty block sequence with its `-` at column ``indent``."""
+    dash = " " * indent + "-"
+    for v in items:
+        t = type(v)
+        if t is dict:
+            if v:
+                _mapping(v, indent + 2, out, dash + " ")
+            else:
+                out.append(dash + " {}\n")
+        elif t is list:
+            if v:
+                raise _Fallback  # a sequence in a sequence
+            out.append(dash + " []\n")
+        else:
+            out.append(dash + _scalar(v, indent + 1, indent + 2) + "\n")
+
+
+def dump(obj) -> str:
+    """One TrainJob document: what :func:`pyyaml_dump` writes, by the direct writer when it can."""
+    if type(obj) is dict and obj:
+        if not _RESOLVER:
+            _resolver()
+        out: list[str] = []
+        try:
+            _mapping(obj, 0, out, "")
+        except _Fallback:
+            pass
+        else:
+            return "".join(out)
+    return pyyaml_dump(obj)
 
 
 def render(plans: Sequence, *, findings_comment: bool = False) -> str:

@@ -1,0 +1,302 @@
+"""The direct TrainJob YAML writer writes exactly what PyYAML writes.
+
+`trainjob_yaml.dump` writes the TrainJob shape itself and hands anything it cannot prove to PyYAML
+(`pyyaml_dump`, the Dumper with `_str_style`). Here both writers get the same objects (generated
+strings full of YAML's special cases, generated TrainJob-shaped trees, and the TrainJobs of the fixture
+corpus) and must give the same bytes; the text must load back to the object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from kf_helpers import sample_plans
+from translator.emit import trainjob_yaml
+from translator.emit.trainjob import trainjob_dict
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _direct(obj) -> str | None:
+    """The direct writer's text, or None when it hands the document to PyYAML."""
+    trainjob_yaml._resolver()
+    out: list[str] = []
+    try:
+        trainjob_yaml._mapping(obj, 0, out, "")
+    except trainjob_yaml._Fallback:
+        return None
+    return "".join(out)
+
+
+def _same(obj) -> str:
+    want = trainjob_yaml.pyyaml_dump(obj)
+    got = trainjob_yaml.dump(obj)
+    assert got == want
+    direct = _direct(obj)
+    assert direct is None or direct == want
+    return got
+
+
+def _round_trips(obj, text: str) -> None:
+    assert yaml.safe_load(text) == obj
+
+
+# YAML's special cases, as pieces to glue together
+_TOKENS = [
+    ": ",
+    ":",
+    " #",
+    "#",
+    "- ",
+    "-",
+    "--- ",
+    "---",
+    "...",
+    "? ",
+    "?",
+    "'",
+    '"',
+    "''",
+    "\\",
+    "|",
+    ">",
+    "!",
+    "&a",
+    "*a",
+    "%",
+    "@",
+    "`",
+    ",",
+    "[",
+    "]",
+    "{",
+    "}",
+    "~",
+    "null",
+    "Null",
+    "NULL",
+    "yes",
+    "No",
+    "ON",
+    "off",
+    "y",
+    "n",
+    "Y",
+    "N",
+    "true",
+    "False",
+    "0o17",
+    "0x1F",
+    "0b101",
+    "017",
+    "1_000",
+    "1e3",
+    "1E+3",
+    ".5",
+    "5.",
+    ".inf",
+    "-.inf",
+    ".NaN",
+    "+1",
+    "-0",
+    "1:30",
+    "190:20:30",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "<<",
+    "=",
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\t",
+    "\r",
+    "\r\n",
+    "\x85",
+    "\u2028",
+    "\u2029",
+    "\ufeff",
+    "\x00",
+    "\x7f",
+    "\x1b",
+    "é",
+    "…",
+    "×",
+    "\U0001f600",
+    "\ud800",
+    "\udcff",
+    "$(NAME)",
+    "$$",
+    "${A:-b}",
+    "w" * 40,
+    "x" * 99,
+    " " * 3,
+]
+_piece = st.one_of(
+    st.sampled_from(_TOKENS),
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12),
+    st.text(alphabet=st.characters(exclude_categories=()), max_size=6),  # all of unicode, surrogates too
+)
+tricky = st.lists(_piece, max_size=12).map("".join)
+# the same, in the characters the direct writer takes (printable ASCII and line breaks)
+_ascii_piece = st.one_of(
+    st.sampled_from([t for t in _TOKENS if t.isascii() and t.replace("\n", "").isprintable()]),
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12),
+)
+ascii_tricky = st.lists(_ascii_piece, max_size=12).map("".join)
+# long texts of words and lone spaces: the folding at the width
+words = st.lists(
+    st.one_of(st.text(alphabet="ab'#:-", min_size=1, max_size=30), st.sampled_from([" ", "  ", ": ", "\n"])),
+    min_size=1,
+    max_size=40,
+).map(lambda xs: "w " + " ".join(xs))
+strings = st.one_of(ascii_tricky, words, tricky, st.text(max_size=30))
+
+scalars = st.one_of(strings, st.integers(-(10**20), 10**20), st.booleans(), st.none())
+keys = st.one_of(
+    ascii_tricky.filter(lambda k: "\n" not in k),
+    strings,
+    st.sampled_from(["name", "value", "image", "y", "on", "1", "a b", "'", "- x"]),
+)
+ascii_keys = st.one_of(ascii_tricky.filter(lambda k: k and "\n" not in k), st.sampled_from(["name", "value", "y", "1"]))
+ascii_scalars = st.one_of(ascii_tricky, words, st.integers(), st.booleans(), st.none())
+trees = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(keys, inner, max_size=4),
+        st.lists(st.dictionaries(keys, inner, min_size=1, max_size=3), max_size=3),  # TrainJob-like lists
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.dictionaries(keys, scalars, min_size=1, max_size=3))
+def test_scalars_as_pyyaml_writes_them(doc):
+    text = _same(doc)
+    _round_trips(doc, text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(strings, min_size=1, max_size=3), st.integers(0, 12))
+def test_strings_in_sequences_at_every_depth(items, depth):
+    doc: dict = {"k": items}
+    for i in range(depth):
+        doc = {f"level{i}": doc} if i % 2 else {"list": [doc]}
+    _round_trips(doc, _same(doc))
+
+
+ascii_trees = st.recursive(
+    ascii_scalars,
+    lambda inner: st.one_of(
+        st.dictionaries(ascii_keys, inner, max_size=4),
+        st.lists(st.one_of(ascii_scalars, st.dictionaries(ascii_keys, inner, max_size=3)), max_size=3),
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.dictionaries(keys, trees, min_size=1, max_size=4))
+def test_trees_as_pyyaml_writes_them(doc):
+    _round_trips(doc, _same(doc))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.dictionaries(ascii_keys, ascii_trees, min_size=1, max_size=4))
+def test_ascii_trees_as_pyyaml_writes_them(doc):
+    """Trees the direct writer mostly takes itself."""
+    _round_trips(doc, _same(doc))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "",
+        "a b",
+        "a  b",
+        "y",
+        "yes",
+        "0o17",
+        "1_000",
+        ".5",
+        "~",
+        "null",
+        "- x",
+        "-x",
+        "a: b",
+        "a:b",
+        "a #b",
+        "a#b",
+        "it's",
+        "'",
+        "x" * 150,
+        "w " * 80,
+        "w  " * 60,
+        ("word " * 30).strip(),
+        ("'q' " * 40).strip(),
+        "y " + "z " * 60 + "y",
+        "a\nb",
+        "a\nb\n",
+        "a\n\nb\n",
+        "a\n  b\n",
+        'set -e\nexec "$@"\n',
+        " a\nb",
+        "a\nb\n\n",
+        "a \nb",
+        "a\nb ",
+        "\n",
+        "é",
+        "a\tb",
+        "\ud800",
+        "\u2028",
+    ],
+)
+def test_known_cases(value):
+    for doc in (
+        {"k": value},
+        {"spec": {"trainer": {"args": [value, "x"], "env": [{"name": "A", "value": value}]}}},
+        {"list": [{"k": value}]},
+    ):
+        _round_trips(doc, _same(doc))
+    if "\n" not in value and 0 < len(value) <= 100 and value.isascii() and value.isprintable():
+        doc = {value: value}
+        _round_trips(doc, _same(doc))
+
+
+def test_the_direct_writer_takes_the_common_documents():
+    """The fast path is the one taken: every sample TrainJob (scripts, env, patches) goes through it."""
+    for name, plan in sample_plans().items():
+        obj = trainjob_dict(plan)
+        assert _direct(obj) == trainjob_yaml.pyyaml_dump(obj), name
+
+
+def test_fixture_corpus_trainjobs_byte_for_byte():
+    from translator.pipeline import ConvertSettings
+    from translator.plan.build import build_plans
+    from translator.read import read_script
+    from translator.slurm.resolve import resolve
+
+    paths = sorted((FIXTURES / "sbatch").rglob("*.sbatch"))
+    assert paths
+    checked = 0
+    for path in paths:
+        script = read_script(path.read_bytes(), path.name)
+        for plan in build_plans(script, resolve(script, env={}, cli_args=()), ConvertSettings()):
+            obj = trainjob_dict(plan)
+            text = _same(obj)
+            assert yaml.safe_load(text) == obj
+            checked += 1
+    assert checked > 20
+
+
+def test_non_trainjob_shapes_fall_back():
+    for doc in ({1: "a"}, {"a": 1.5}, {"a": [[1]]}, {"": 1}, {"k" * 200: 1}, {"a\nb": 1}, {"a": ("t",)}):
+        assert _direct(doc) is None
+        assert trainjob_yaml.dump(doc) == trainjob_yaml.pyyaml_dump(doc)
