@@ -39,7 +39,7 @@ def write(report: Report, out: IO[str]) -> None:
 
 def record_text(s: ScriptReport) -> str:
     """One script's record as it appears in the report (also what migrate workers pre-render)."""
-    return json.dumps(s.to_json(), sort_keys=False, ensure_ascii=False, separators=(",", ":"))
+    return s.record_json()
 
 
 def render(report: Report) -> str:

@@ -9,8 +9,11 @@ The three writers (markdown.py, html.py, json_report.py) render a `Report` and n
 
 from __future__ import annotations
 
+import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _str_json
 from typing import TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
@@ -151,6 +154,40 @@ class ScriptReport:
             out["simulation"] = dict(self.simulation)
         return out
 
+    def light_json(self) -> dict:
+        """`to_json()` without "rows" and "yaml" (what the summaries and the index read)."""
+        out = {
+            "path": self.path,
+            "outcome": self.outcome,
+            "sbatch_accepts": self.sbatch_accepts,
+            "names": list(self.names),
+            "launcher": self.launcher,
+            "runtime": self.runtime,
+            "image": self.image,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "time_limit_seconds": self.time_limit_seconds,
+            "node_hours": self.node_hours,
+            "gpu_hours": self.gpu_hours,
+            "issues": [i.to_json() for i in self.issues],
+            "decisions": list(self.decisions),
+            "modules": list(self.modules),
+            "environments": list(self.environments),
+            "paths": list(self.paths),
+            "outputs": list(self.outputs),
+        }
+        if self.simulation is not None:
+            out["simulation"] = dict(self.simulation)
+        return out
+
+    def record_json(self) -> str:
+        """`json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))`, the record as the JSON
+        report holds it, built from pre-encoded pieces (each issue encoded once, also where a row cites it)."""
+        try:
+            return _record_json(self)
+        except TypeError:  # a value of an unexpected type (a record read back from a file): the general path
+            return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+
     def _to_json(self) -> dict:
         return {
             "path": self.path,
@@ -200,6 +237,116 @@ class ScriptReport:
             outputs=tuple(d.get("outputs", ())),
             simulation=d.get("simulation"),
         )
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _scalar(v) -> str:
+    """JSON of one value as json.dumps writes it (strings, None and plain ints without a call into json)."""
+    t = type(v)
+    if t is str:
+        return _str_json(v)
+    if v is None:
+        return "null"
+    if t is int:
+        return int.__repr__(v)
+    if t is float and math.isfinite(v):
+        return float.__repr__(v)
+    return _dumps(v)
+
+
+def _strs(xs) -> str:
+    """JSON list of strings (TypeError on anything else, which sends the record to the general path)."""
+    return "[" + ",".join([_str_json(x) for x in xs]) + "]" if xs else "[]"
+
+
+def _issue_json(i: Issue) -> str:
+    line = i.line
+    sug = i.suggestion
+    ls = "null" if line is None else int.__repr__(line) if type(line) is int else _dumps(line)
+    ss = "null" if sug is None else _str_json(sug)
+    return (
+        f'{{"severity":{_str_json(i.severity)},"code":{_str_json(i.code)},"line":{ls},'
+        f'"message":{_str_json(i.message)},"suggestion":{ss}}}'
+    )
+
+
+_FIELD_JSON: dict[tuple[str, str], str] = {}  # (field, status) -> its JSON (a few hundred distinct pairs)
+
+
+def _record_json(sr: ScriptReport) -> str:
+    issues = {id(i): _issue_json(i) for i in sr.issues}
+    rows = []
+    ra = rows.append
+    fjson = _FIELD_JSON
+    for r in sr.rows:
+        fs = []
+        for f in r.fields:
+            key = (f.field, f.status)
+            fj = fjson.get(key)
+            if fj is None:
+                fj = '{"field":' + _str_json(f.field) + ',"status":' + _str_json(f.status) + "}"
+                if len(fjson) < 4096:
+                    fjson[key] = fj
+            fs.append(fj)
+        line = r.line
+        st = r.status
+        ls = int.__repr__(line) if type(line) is int else _dumps(line)
+        ss = "null" if st is None else _str_json(st)
+        ns = ",".join([issues.get(id(n)) or _issue_json(n) for n in r.notes]) if r.notes else ""
+        ra(
+            f'{{"line":{ls},"text":{_str_json(r.text)},"kind":{_str_json(r.kind)},"status":{ss},'
+            f'"fields":[{",".join(fs)}],"notes":[{ns}]}}'
+        )
+    sba = sr.sbatch_accepts
+    parts = [
+        '{"path":',
+        _str_json(sr.path),
+        ',"outcome":',
+        _str_json(sr.outcome),
+        ',"sbatch_accepts":',
+        ("true" if sba else "false") if type(sba) is bool else _dumps(sba),
+        ',"names":',
+        _strs(sr.names),
+        ',"launcher":',
+        _scalar(sr.launcher),
+        ',"runtime":',
+        _scalar(sr.runtime),
+        ',"image":',
+        _scalar(sr.image),
+        ',"nodes":',
+        _scalar(sr.nodes),
+        ',"gpus":',
+        _scalar(sr.gpus),
+        ',"time_limit_seconds":',
+        _scalar(sr.time_limit_seconds),
+        ',"node_hours":',
+        _scalar(sr.node_hours),
+        ',"gpu_hours":',
+        _scalar(sr.gpu_hours),
+        ',"issues":[',
+        ",".join(issues.values()) if len(issues) == len(sr.issues) else ",".join(map(_issue_json, sr.issues)),
+        '],"rows":[',
+        ",".join(rows),
+        '],"decisions":',
+        _strs(sr.decisions),
+        ',"modules":',
+        _strs(sr.modules),
+        ',"environments":',
+        _strs(sr.environments),
+        ',"paths":',
+        _strs(sr.paths),
+        ',"yaml":',
+        _str_json(sr.yaml),
+        ',"outputs":',
+        _strs(sr.outputs),
+    ]
+    if sr.simulation is not None:
+        parts.append(',"simulation":')
+        parts.append(_dumps(dict(sr.simulation)))
+    parts.append("}")
+    return "".join(parts)
 
 
 @dataclass(frozen=True)
