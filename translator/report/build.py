@@ -22,6 +22,7 @@ from translator.report.model import (
     Issue,
     LineRow,
     ScriptReport,
+    field_ref,
     new_issue,
     new_row,
     worst_status,
@@ -144,18 +145,6 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
     return tuple(dict.fromkeys(modules)), tuple(dict.fromkeys(envs)), tuple(sorted(set(paths)))
 
 
-_FIELD_REFS: dict[tuple[str, str], FieldRef] = {}  # (field, status) -> one shared FieldRef (immutable)
-
-
-def _field_ref(key: tuple[str, str]) -> FieldRef:
-    ref = _FIELD_REFS.get(key)
-    if ref is None:
-        ref = FieldRef(*key)
-        if len(_FIELD_REFS) < 4096:
-            _FIELD_REFS[key] = ref
-    return ref
-
-
 def _rows(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
     """The side-by-side rows: the header lines, and every line a field, finding or diagnostic points at.
     `issues` are distinct (script_report dedupes them); `_rows_general` takes any list."""
@@ -177,7 +166,7 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
                     at = fields[ln] = {}
                 elif key in at:
                     continue
-                at[key] = ref or (ref := _field_ref(key))
+                at[key] = ref or (ref := field_ref(*key))
     notes: dict[int, list[Issue]] = {}
     for i in issues:
         if i.line is not None:

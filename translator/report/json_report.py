@@ -8,12 +8,24 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from translator.report.model import REPORT_FORMAT_VERSION, Report, ScriptReport, SkippedFile, prerendered
+from translator.report.model import (
+    REPORT_FORMAT_VERSION,
+    Report,
+    ScriptReport,
+    SkippedFile,
+    TextBuffer,
+    prerendered,
+)
 
 FORMAT_NAME = "slurm2kf-report"
 
 
 def write(report: Report, out: IO[str]) -> None:
+    with TextBuffer(out, background=True) as buf:
+        _write(report, buf)
+
+
+def _write(report: Report, out: TextBuffer) -> None:
     head = {
         "format": FORMAT_NAME,
         "version": REPORT_FORMAT_VERSION,

@@ -12,7 +12,7 @@ import html
 import re
 from typing import IO
 
-from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, prerendered
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, TextBuffer, prerendered
 
 # Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
 DETAILED_SCRIPTS = 200
@@ -176,6 +176,11 @@ def _script(sr: ScriptReport, w) -> None:
 
 
 def write(report: Report, out: IO[str]) -> None:
+    with TextBuffer(out) as buf:
+        _write(report, buf)
+
+
+def _write(report: Report, out: TextBuffer) -> None:
     w = out.write
     _summary(report, w)
     detailed: list[str] = []

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+import queue
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _str_json
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
 if TYPE_CHECKING:  # (spool.py imports this module)
@@ -67,7 +69,7 @@ class Issue:
 
     @classmethod
     def from_json(cls, d: dict) -> Issue:
-        return cls(d["severity"], d["code"], d["message"], d.get("line"), d.get("suggestion"))
+        return new_issue(d["severity"], d["code"], d["message"], d.get("line"), d.get("suggestion"))
 
 
 @dataclass(frozen=True)
@@ -104,14 +106,35 @@ class LineRow:
 
     @classmethod
     def from_json(cls, d: dict) -> LineRow:
-        return cls(
+        return new_row(
             d["line"],
             d["text"],
             d["kind"],
             d.get("status"),
-            tuple(FieldRef(f["field"], f["status"]) for f in d.get("fields", ())),
-            tuple(Issue.from_json(n) for n in d.get("notes", ())),
+            tuple([_field_ref_json(f) for f in d.get("fields", ())]),
+            tuple([Issue.from_json(n) for n in d.get("notes", ())]),
         )
+
+
+_FIELD_REFS: dict[tuple[str, str], FieldRef] = {}  # (field, status) -> one shared FieldRef (immutable)
+
+
+def field_ref(field: str, status: str) -> FieldRef:
+    """`FieldRef(field, status)`, shared: a few hundred distinct pairs recur in every script."""
+    key = (field, status)
+    try:
+        ref = _FIELD_REFS.get(key)
+    except TypeError:  # not hashable (a record read back from a file)
+        return FieldRef(field, status)
+    if ref is None:
+        ref = FieldRef(field, status)
+        if len(_FIELD_REFS) < 4096:
+            _FIELD_REFS[key] = ref
+    return ref
+
+
+def _field_ref_json(f: dict) -> FieldRef:
+    return field_ref(f["field"], f["status"])
 
 
 def new_issue(severity: str, code: str, message: str, line: int | None, suggestion: str | None) -> Issue:
@@ -306,7 +329,7 @@ _FIELD_JSON: dict[tuple[str, str], str] = {}  # (field, status) -> its JSON (a f
 
 def _record_json(sr: ScriptReport) -> str:
     issues = {id(i): _issue_json(i) for i in sr.issues}
-    rows = []
+    rows: list[str] = []
     ra = rows.append
     fjson = _FIELD_JSON
     for r in sr.rows:
@@ -582,6 +605,87 @@ class Report:
         for f in skipped:
             b.add_skipped(f)
         return cls(title, source, b.build(), scripts, skipped)
+
+
+class TextBuffer:
+    """A text stream that passes its writes on joined, in pieces of about `size` characters (64 K: larger
+    strings cost page faults): a writer's sink may pay a system call, a hash update and an encoding per
+    write, so the writers make fewer, larger ones.
+
+    `background=True`: once a first piece is full, the pieces go to `out` from a second thread, so the sink's
+    hashing and file writes (which release the GIL) overlap with the rendering; a small report is written in
+    one piece from the calling thread. Use as a context manager: on a clean exit everything is written (an
+    error of the sink is raised here), on an error nothing more is.
+    """
+
+    def __init__(self, out: IO[str], size: int = 1 << 16, background: bool = False) -> None:
+        self._out = out
+        self._parts: list[str] = []
+        self._n = 0
+        self._size = size
+        self._background = background
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._error: list[BaseException] = []
+        self._cancelled = False
+
+    def write(self, s: str) -> int:
+        self._parts.append(s)
+        self._n += len(s)
+        if self._n >= self._size:
+            self._pass_on()
+        return len(s)
+
+    def _pass_on(self) -> None:
+        if not self._parts:
+            return
+        chunk = "".join(self._parts)
+        self._parts = []
+        self._n = 0
+        if not self._background:
+            self._out.write(chunk)
+            return
+        if self._queue is None:
+            self._queue = queue.Queue(maxsize=16)
+            self._thread = threading.Thread(target=self._pump, name="report-writer", daemon=True)
+            self._thread.start()
+        if self._error:
+            raise self._error[0]
+        self._queue.put(chunk)
+
+    def _pump(self) -> None:
+        assert self._queue is not None
+        while True:
+            chunk = self._queue.get()
+            if chunk is None:
+                return
+            if not self._error and not self._cancelled:
+                try:
+                    self._out.write(chunk)
+                except BaseException as exc:  # handed to the calling thread
+                    self._error.append(exc)
+
+    def _stop(self) -> None:
+        if self._thread is not None:
+            assert self._queue is not None
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> TextBuffer:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._cancelled = exc_type is not None
+        try:
+            if exc_type is None:
+                if self._thread is None:  # everything is still here: one write from this thread
+                    self._background = False
+                self._pass_on()
+        finally:
+            self._stop()
+        if exc_type is None and self._error:
+            raise self._error[0]
 
 
 def prerendered(report: Report, kind: str) -> ScriptSpool | None:
