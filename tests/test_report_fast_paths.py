@@ -305,3 +305,36 @@ def test_json_report_is_the_same_written_whole_or_through_the_buffer():
     assert [json.dumps(s, ensure_ascii=False, separators=(",", ":")) for s in loaded["scripts"]] == [
         s.record_json() for s in scripts
     ]
+
+
+def _md_text_reference(s) -> str:
+    from translator.report.markdown import _MD_SPECIAL, _defang
+
+    s = _MD_SPECIAL.sub(r"\\\1", str(s))
+    s = html.escape(s, quote=False)
+    return _defang(s).replace("\r", " ").replace("\n", " ")
+
+
+def _md_code_reference(s) -> str:
+    from translator.report.markdown import _defang
+
+    s = html.escape(str(s), quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
+    s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
+    s = _defang(s)
+    return f"<code>{s}</code>" if s else ""
+
+
+md_texts = st.one_of(
+    texts,
+    st.text(alphabet="\\`*_[]|~&<>()!@:/wW.\r\n\"' a", max_size=30),
+    st.sampled_from(("www.x", "WwW.x", "http://x", "a@b", "![i](u)", "team3/job_01.sbatch", "P450", 7, None)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(md_texts)
+def test_markdown_plain_text_shortcut_matches_the_full_escape(s):
+    from translator.report import markdown
+
+    assert markdown.text(s) == _md_text_reference(s)
+    assert markdown.code(s) == _md_code_reference(s)

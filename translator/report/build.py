@@ -139,7 +139,9 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
         if top in SYSTEM_DIRS or top in covered or any(m == top or m.startswith(top + "/") for m in mounts):
             continue
         paths.append(top)
-    for var, _t in variable_prefixes(texts, assigned_names(script)):
+    # the script's own variables only filter `$VAR` prefixes: no `$` in any text, no need to list them
+    assigned = assigned_names(script) if any("$" in t.value for t in texts) else ()
+    for var, _t in variable_prefixes(texts, assigned):
         if var not in covered and var != "$HOME":
             paths.append(var)
     return tuple(dict.fromkeys(modules)), tuple(dict.fromkeys(envs)), tuple(sorted(set(paths)))
