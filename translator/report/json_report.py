@@ -21,7 +21,7 @@ FORMAT_NAME = "slurm2kf-report"
 
 
 def write(report: Report, out: IO[str]) -> None:
-    with TextBuffer(out, background=True) as buf:
+    with TextBuffer(out) as buf:
         _write(report, buf)
 
 
