@@ -110,7 +110,7 @@ class LineRow:
             d["kind"],
             d.get("status"),
             tuple([_field_ref_json(f) for f in d.get("fields", ())]),
-            tuple([Issue.from_json(n) for n in d.get("notes", ())]),
+            tuple([_issue_from_json(n) for n in d.get("notes", ())]),
         )
 
 
@@ -133,6 +133,10 @@ def field_ref(field: str, status: str) -> FieldRef:
 
 def _field_ref_json(f: dict) -> FieldRef:
     return field_ref(f["field"], f["status"])
+
+
+def _issue_from_json(d: dict) -> Issue:
+    return new_issue(d["severity"], d["code"], d["message"], d.get("line"), d.get("suggestion"))
 
 
 def new_issue(severity: str, code: str, message: str, line: int | None, suggestion: str | None) -> Issue:
@@ -277,8 +281,8 @@ class ScriptReport:
             time_limit_seconds=d.get("time_limit_seconds"),
             node_hours=float(d.get("node_hours") or 0.0),
             gpu_hours=float(d.get("gpu_hours") or 0.0),
-            issues=tuple(Issue.from_json(i) for i in d.get("issues", ())),
-            rows=tuple(LineRow.from_json(r) for r in d.get("rows", ())),
+            issues=tuple([_issue_from_json(i) for i in d.get("issues", ())]),
+            rows=tuple([LineRow.from_json(r) for r in d.get("rows", ())]),
             decisions=tuple(d.get("decisions", ())),
             modules=tuple(d.get("modules", ())),
             environments=tuple(d.get("environments", ())),
