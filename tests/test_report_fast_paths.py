@@ -313,3 +313,34 @@ def test_markdown_plain_text_shortcut_matches_the_full_escape(s):
 
     assert markdown.text(s) == _md_text_reference(s)
     assert markdown.code(s) == _md_code_reference(s)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reports, st.booleans())
+def test_sections_rendered_from_records_match_the_records_read_back(sr, inline):
+    """The parent renders the detailed HTML sections straight from the spooled JSON records."""
+    d = json.loads(sr.record_json())
+    _same_or_same_error(
+        lambda: html_writer.record_section(json.loads(sr.record_json()), inline),
+        lambda: html_writer.script_section(ScriptReport.from_json(d), inline),
+    )
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"rows": [{"line": 1, "text": "x", "status": "mapped", "fields": [], "notes": []}]},  # no "kind"
+        {"rows": [{"line": 1, "text": "x", "kind": "body", "fields": [{"field": "a"}], "notes": []}]},
+        {"names": None},
+        {"nodes": "3"},
+        {"outputs": ["a.yaml", 7]},
+        {"issues": [{"severity": "error", "code": "E", "message": 5}]},
+    ],
+)
+def test_sections_from_odd_records_fail_or_render_as_before(odd):
+    d = {"path": "a.sbatch", "outcome": "errors", "sbatch_accepts": False, "yaml": "y: 1\n", **odd}
+    for inline in (True, False):
+        _same_or_same_error(
+            lambda inline=inline: html_writer.record_section(dict(d), inline),
+            lambda inline=inline: html_writer.script_section(ScriptReport.from_json(dict(d)), inline),
+        )

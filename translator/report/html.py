@@ -9,6 +9,7 @@ never user text.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from html import escape
 from typing import IO
@@ -368,6 +369,158 @@ def _script_fast(sr: ScriptReport, sid: str) -> str:
     return "".join(out)
 
 
+def _script_record(d: dict, sid: str) -> str:
+    """`_script(ScriptReport.from_json(d), sid)` read straight from the record's JSON form (the parent renders
+    the detailed sections from the spooled records: no objects built per row). Same bytes; any record that
+    does not have the expected shape takes the `from_json` path."""
+    try:
+        return _script_record_fast(d, sid)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return _script(ScriptReport.from_json(d), sid)
+
+
+def _script_record_fast(d: dict, sid: str) -> str:
+    m: list[str] = []
+    u: list = []
+    ma = m.append
+    ua = u.append
+    oc = d["outcome"]
+    ma(f'<section class="script" id="{sid}" data-outcome="')
+    ua(oc)
+    ma('"><h3><span class="badge oc-')
+    ua(oc)
+    ma('">')
+    ua(oc)
+    ma("</span> <code>")
+    ua(d["path"])
+    t = '</code></h3><p class="muted">'
+    names = tuple(d.get("names", ()))
+    if names:
+        t += "TrainJob <code>"
+        for k, name in enumerate(names):
+            ma(t if k == 0 else "</code>, <code>")
+            ua(name)
+        t = "</code>"
+    else:
+        t += "no TrainJob emitted"
+    launcher = d.get("launcher")
+    if launcher:
+        ma(t + " · launcher <b>")
+        ua(launcher)
+        t = "</b>"
+    runtime = d.get("runtime")
+    if runtime:
+        ma(t + " · runtime <code>")
+        ua(runtime)
+        t = "</code>"
+    image = d.get("image")
+    if image:
+        ma(t + " · image <code>")
+        ua(image)
+        t = "</code>"
+    t += f" · {int(d.get('nodes') or 0)} node(s), {int(d.get('gpus') or 0)} GPU(s)"
+    sim = d.get("simulation")
+    if sim:
+        ma(t + " · launch <b>")
+        ua(sim.get("verdict", ""))
+        t = "</b>"
+    limit = d.get("time_limit_seconds")
+    if limit:
+        t += f" · time limit {limit // 60} min"
+    t += "</p>"
+    if sim and sim.get("differences"):
+        ma(t + '<div class="decide"><b>Launch simulation: ')
+        ua(sim.get("verdict", ""))
+        t = "</b><ul>"
+        for x in sim["differences"]:
+            ma(t + "<li>")
+            ua(x)
+            t = "</li>"
+        t += "</ul></div>"
+    decisions = tuple(d.get("decisions", ()))
+    if decisions:
+        t += '<div class="decide"><b>Reviewer must decide</b><ul>'
+        for x in decisions:
+            ma(t + "<li>")
+            ua(x)
+            t = "</li>"
+        t += "</ul></div>"
+    rows = d.get("rows", ())
+    if rows:
+        t += (
+            '<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
+            '<col style="width:112px"><col style="width:24%"><col></colgroup>'
+            "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
+            "<th>why</th></tr></thead><tbody>"
+        )
+        for r in rows:
+            r["kind"]  # (a record without it is malformed: from_json refuses it)
+            st = r.get("status") or ""
+            line = r["line"]
+            opening = _ROW_OPEN.get(st)
+            if opening is not None:
+                ma(f'{t}{opening}{line}</td><td class="src">')
+                ua(r["text"])
+                ma(_BADGE[st])
+            else:
+                ma(t + '<tr class="row-')
+                ua(st)
+                ma(f'"><td class="ln">{line}</td><td class="src">')
+                ua(r["text"])
+                ma('</td><td><span class="badge st-')
+                ua(st)
+                ma('">')
+                ua(_STATUS_LABEL.get(st, st))
+                ma('</span></td><td class="fld">')
+            fs = r.get("fields", ())
+            if len(fs) == 1:
+                f = fs[0]
+                fst = f["status"]
+                ua(f["field"] if fst == st else f"{f['field']} ({fst})")
+            else:
+                ua("\n".join([f["field"] if f["status"] == st else f"{f['field']} ({f['status']})" for f in fs]))
+            t = "</td><td>"
+            for n in r.get("notes", ()):
+                ma(t + '<p class="note"><span class="sev-')
+                ua(n["severity"])
+                ma('">')
+                ua(n["code"])
+                ma("</span> ")
+                ua(n["message"])
+                sug = n.get("suggestion")
+                if sug:
+                    ma(' <span class="fix">fix: ')
+                    ua(sug)
+                    t = "</span></p>"
+                else:
+                    t = "</p>"
+            t += "</td></tr>"
+        t += "</tbody></table>"
+    general = [i for i in d.get("issues", ()) if i.get("line") is None]
+    if general:
+        t += "<ul>"
+        for i in general:
+            ma(t + '<li class="note"><span class="sev-')
+            ua(i["severity"])
+            ma('">')
+            ua(i["code"])
+            ma("</span> ")
+            ua(i["message"])
+            sug = i.get("suggestion")
+            if sug:
+                ma(' <span class="fix">fix: ')
+                ua(sug)
+                t = "</span></li>"
+            else:
+                t = "</li>"
+        t += "</ul>"
+    ma(t)
+    out: list = [None] * (len(m) + len(u))
+    out[0::2] = m
+    out[1::2] = _escape_all(u)
+    return "".join(out)
+
+
 def _script_general(sr: ScriptReport, sid: str) -> str:
     """The section markup, escaping each text on its own (the reference for `_script`, which gives the same
     text; also the path for records holding values that are not strings)."""
@@ -430,19 +583,38 @@ def _script_general(sr: ScriptReport, sid: str) -> str:
 
 
 def _yaml_block(sr: ScriptReport) -> str:
-    if not sr.yaml:
+    return _yaml_block_of(sr.yaml)
+
+
+def _yaml_block_of(yaml) -> str:
+    if not yaml:
         return ""
-    return f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(sr.yaml)}</pre></details>'
+    return f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(yaml)}</pre></details>'
 
 
 def _yaml_link(sr: ScriptReport) -> str:
     """A link to the emitted YAML next to the report (migrate output), instead of an inline copy."""
+    return _yaml_link_of(sr.outputs, sr.yaml)
+
+
+def _yaml_link_of(outputs, yaml) -> str:
     from urllib.parse import quote
 
-    target = next((o for o in sr.outputs if o.endswith(".yaml")), None)
+    target = next((o for o in outputs if o.endswith(".yaml")), None)
     if target is None:
-        return _yaml_block(sr)
+        return _yaml_block_of(yaml)
     return f'<p><a href="{e(quote(target))}">TrainJob YAML: <code>{e(target)}</code></a></p>'
+
+
+def record_section(d: dict, inline_yaml: bool = True) -> str:
+    """`script_section(ScriptReport.from_json(d), inline_yaml)` from the record's JSON form."""
+    try:
+        path = d["path"]
+        yaml = d.get("yaml", "")
+        tail = _yaml_block_of(yaml) if inline_yaml else _yaml_link_of(tuple(d.get("outputs", ())), yaml)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return script_section(ScriptReport.from_json(d), inline_yaml)
+    return _script_record(d, section_id(path)) + tail + _END
 
 
 _END = "</section>\n"
@@ -584,8 +756,12 @@ def _write(report: Report, out: TextBuffer) -> None:
             head, block, link = text.split(_PART)
             w(head + (block if inline else link) + _END)
     else:
+        records = prerendered(report, "json")
         get = getattr(report.scripts, "get", None)
-        if callable(get):  # a spool: read back only the records that get a section
+        if records is not None:  # a spool: render the sections straight from the records that get one
+            for _p, text in records.raw("json", [p for p in ids if p in detailed]):
+                w(record_section(json.loads(text), inline))
+        elif callable(get):  # read back only the records that get a section
             for p in ids:
                 if p in detailed:
                     w(script_section(get(p), inline))
