@@ -344,3 +344,13 @@ def test_sections_from_odd_records_fail_or_render_as_before(odd):
             lambda inline=inline: html_writer.record_section(dict(d), inline),
             lambda inline=inline: html_writer.script_section(ScriptReport.from_json(dict(d)), inline),
         )
+
+
+def test_text_buffer_passes_a_large_write_on_as_it_is_after_the_pending_ones():
+    sink = _Sink()
+    big = "y" * 10000
+    with TextBuffer(sink, size=1000) as buf:
+        buf.write("a")
+        buf.write(big)
+        buf.write("b")
+    assert sink.parts == ["a", big, "b"] and sink.parts[1] is big

@@ -13,7 +13,6 @@ from translator.report.model import (
     Report,
     ScriptReport,
     SkippedFile,
-    TextBuffer,
     prerendered,
 )
 
@@ -21,11 +20,6 @@ FORMAT_NAME = "slurm2kf-report"
 
 
 def write(report: Report, out: IO[str]) -> None:
-    with TextBuffer(out) as buf:
-        _write(report, buf)
-
-
-def _write(report: Report, out: TextBuffer) -> None:
     head = {
         "format": FORMAT_NAME,
         "version": REPORT_FORMAT_VERSION,
