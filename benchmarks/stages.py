@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import random
 import sys
 import time
@@ -83,8 +82,8 @@ def measure(items, clock=time.process_time):
         sr = script_report(
             conv, name, yaml_text, ["x.trainjob.yaml", "x.trainjob.py"] if plans else [], settings=settings
         )
-        full = sr.to_json()
-        json.dumps(full, ensure_ascii=False, separators=(",", ":"))
+        sr.light_json()  # what the migrate worker sends back (translator/migrate/worker.py:_result)
+        sr.record_json()
         html._PART.join(html.script_parts(sr))
         t.append(clock())
         for k, stage in enumerate(STAGES):

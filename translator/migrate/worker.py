@@ -329,7 +329,4 @@ def _result(rel: str, sr, **kw) -> FileResult:
 
     The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
     the parent renders at the end from their records (rendering and sending one for every script cost more)."""
-    full = sr.to_json()
-    record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":"))
-    del full["rows"], full["yaml"]
-    return FileResult(rel, "script", record=full, record_json=record_json, **kw)
+    return FileResult(rel, "script", record=sr.light_json(), record_json=sr.record_json(), **kw)

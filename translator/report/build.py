@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
+from translator.diagnostics import Diagnostic
 from translator.report.model import (
     APPROXIMATED,
     CLEAN,
@@ -21,6 +22,9 @@ from translator.report.model import (
     Issue,
     LineRow,
     ScriptReport,
+    field_ref,
+    new_issue,
+    new_row,
     worst_status,
 )
 
@@ -38,6 +42,21 @@ def _issue(d) -> Issue:
         line=getattr(d, "line", None),
         suggestion=getattr(d, "suggestion", None),
     )
+
+
+def _issues(raw) -> list[Issue]:
+    """The distinct issues of these diagnostics/findings (first occurrence kept), sorted by `_issue_key`;
+    deduplicated and sorted as tuples, the same order as `sorted(dict.fromkeys(map(_issue, raw)), key=_issue_key)`."""
+    seen: dict[tuple, None] = {}
+    for d in raw:
+        if type(d) is Diagnostic:
+            seen[(str(d.severity), str(d.code), str(d.message), d.line, d.suggestion)] = None
+        else:
+            i = _issue(d)
+            seen[(i.severity, i.code, i.message, i.line, i.suggestion)] = None
+    order = _SEVERITY_ORDER
+    keyed = sorted(seen, key=lambda t: (t[3] if t[3] is not None else 0, order.get(t[0], 3), t[1], t[2]))
+    return [new_issue(*t) for t in keyed]
 
 
 def _issue_key(i: Issue):
@@ -120,13 +139,85 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
         if top in SYSTEM_DIRS or top in covered or any(m == top or m.startswith(top + "/") for m in mounts):
             continue
         paths.append(top)
-    for var, _t in variable_prefixes(texts, assigned_names(script)):
+    # the script's own variables only filter `$VAR` prefixes: no `$` in any text, no need to list them
+    assigned = assigned_names(script) if any("$" in t.value for t in texts) else ()
+    for var, _t in variable_prefixes(texts, assigned):
         if var not in covered and var != "$HOME":
             paths.append(var)
     return tuple(dict.fromkeys(modules)), tuple(dict.fromkeys(envs)), tuple(sorted(set(paths)))
 
 
 def _rows(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
+    """The side-by-side rows: the header lines, and every line a field, finding or diagnostic points at.
+    `issues` are distinct (script_report dedupes them); `_rows_general` takes any list."""
+    text = getattr(script, "text", "")
+    lines = text.split("\n") if text else []  # `\n` only, as sbatch and bash
+    nlines = len(lines)
+
+    fields: dict[int, dict[tuple[str, str], FieldRef]] = {}  # line -> distinct refs, first seen first
+    for plan in plans:
+        for sm in getattr(plan, "source_map", ()) or ():
+            if not sm.lines:
+                continue
+            key = (str(sm.field), str(sm.status))
+            ref = None
+            for ln in sm.lines:
+                ln = int(ln)
+                at = fields.get(ln)
+                if at is None:
+                    at = fields[ln] = {}
+                elif key in at:
+                    continue
+                at[key] = ref or (ref := field_ref(*key))
+    notes: dict[int, list[Issue]] = {}
+    for i in issues:
+        if i.line is not None:
+            ln = int(i.line)
+            at_line = notes.get(ln)
+            if at_line is None:
+                notes[ln] = [i]
+            else:
+                at_line.append(i)
+
+    kinds: dict[int, str] = {}
+    if getattr(script, "shebang", None) is not None:
+        kinds[1] = "shebang"
+    for d in getattr(script, "directives", ()) or ():
+        kinds[d.line] = "directive"
+    ignored: dict[int, IgnoredLine] = {}
+    for ig in getattr(script, "ignored", ()) or ():
+        kinds[ig.line] = "ignored"
+        ignored[ig.line] = ig
+    for fd in getattr(script, "foreign", ()) or ():
+        kinds.setdefault(fd.line, "directive")
+
+    rows = []
+    for n in sorted({*kinds, *fields, *notes}):
+        status: str | None
+        kind = kinds.get(n, "body")
+        at = fields.get(n)
+        f = tuple(at.values()) if at else ()
+        ns = notes.get(n) or ()
+        if kind == "ignored":
+            ig = ignored[n]
+            status = IGNORED
+            expl = Issue("info", str(ig.reason), str(ig.explanation), n, None)
+            if not any(x.code == expl.code for x in ns):
+                ns = [expl, *ns]
+        elif f:
+            status = f[0].status if len(f) == 1 else worst_status(x.status for x in f)
+        elif kind == "directive":
+            status = UNSUPPORTED if any(x.severity == "error" for x in ns) else DROPPED
+        elif any(x.severity == "error" for x in ns):
+            status = UNSUPPORTED
+        else:
+            status = None
+        rows.append(new_row(n, lines[n - 1] if 0 < n <= nlines else "", kind, status, f, tuple(ns)))
+    return tuple(rows)
+
+
+def _rows_general(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
+    """`_rows` as first written (any issues, repeats allowed): the reference the tests compare `_rows` with."""
     lines = script.text.split("\n") if getattr(script, "text", "") else []  # `\n` only, as sbatch and bash
 
     def text_of(n: int) -> str:
@@ -249,8 +340,7 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
     plans = tuple(getattr(conv, "plans", ()) or ())
     for p in plans:
         raw.extend(p.findings)
-    issues: list[Issue] = list(dict.fromkeys(_issue(d) for d in raw))  # first occurrence kept, in order
-    issues.sort(key=_issue_key)
+    issues = _issues(raw)
     sbatch_accepts = bool(job.sbatch_accepts) if job is not None else False
     if script is not None and getattr(script, "sbatch_refuses", False):
         sbatch_accepts = False

@@ -9,11 +9,12 @@ never user text.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from html import escape
 from typing import IO
 
-from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, prerendered
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, TextBuffer, prerendered
 
 _CSS = """
 *{box-sizing:border-box}
@@ -116,7 +117,30 @@ def e(s) -> str:
     s = str(s)
     if _MARKUP.search(s) is None:  # most texts: nothing to escape
         return s
-    return escape(s, quote=True).replace("\x00", "\ufffd")
+    return _escape_text(s)
+
+
+# Escaping a text that is not ASCII goes through its UTF-8 bytes: `bytes.replace` is about twice as fast as
+# `str.replace` on such text, and an ASCII character's byte never occurs inside another character's bytes.
+_BYTE_ESCAPES = (
+    (b"&", b"&amp;"),
+    (b"<", b"&lt;"),
+    (b">", b"&gt;"),
+    (b'"', b"&quot;"),
+    (b"'", b"&#x27;"),
+    (b"\x00", "\ufffd".encode()),
+)
+
+
+def _escape_text(s: str) -> str:
+    """`html.escape(s, quote=True)` with NUL as U+FFFD (the same text, the faster way for long texts)."""
+    if s.isascii():
+        s = escape(s, quote=True)
+        return s.replace("\x00", "\ufffd") if "\x00" in s else s
+    b = s.encode("utf-8", "surrogatepass")  # lone surrogates survive the round trip unchanged
+    for a, r in _BYTE_ESCAPES:
+        b = b.replace(a, r)
+    return b.decode("utf-8", "surrogatepass")
 
 
 def _card(label: str, value, cls: str = "") -> str:
@@ -183,7 +207,323 @@ def script_section(sr: ScriptReport, inline_yaml: bool = True) -> str:
     return head + (block if inline_yaml else link) + _END
 
 
+_SEP = "\x1f"  # joins the texts of a section for one escape pass; a text holding it takes the other path
+
+
+def _escape_all(texts: list) -> list:
+    """`[e(t) for t in texts]` in one pass over the joined texts (escaping is per character, so escaping the
+    joined texts and splitting again gives the same strings when no text holds the separator)."""
+    joined = _SEP.join(texts)  # TypeError when a text is not a string: the caller takes the general path
+    if _MARKUP.search(joined) is None:
+        return texts
+    parts = _escape_text(joined).split(_SEP)
+    return parts if len(parts) == len(texts) else [e(t) for t in texts]
+
+
+# Row openings and badges of the known statuses (their escaped form is themselves).
+_ROW_OPEN = {st: f'<tr class="row-{st}"><td class="ln">' for st in _STATUS_LABEL}
+_ROW_OPEN[""] = '<tr class="row-context"><td class="ln">'
+_BADGE = {
+    st: f'</td><td><span class="badge st-{st}">{label}</span></td><td class="fld">'
+    for st, label in _STATUS_LABEL.items()
+}
+_BADGE[""] = '</td><td></td><td class="fld">'
+
+
 def _script(sr: ScriptReport, sid: str) -> str:
+    """The section without its YAML. Markup and texts are collected apart (`m[0] u[0] m[1] u[1] ... m[-1]`),
+    then every text is escaped in one pass; the same bytes as `_script_general`."""
+    try:
+        return _script_fast(sr, sid)
+    except TypeError:  # a record read back from a JSON file may hold values that are not strings
+        return _script_general(sr, sid)
+
+
+def _script_fast(sr: ScriptReport, sid: str) -> str:
+    m: list[str] = []
+    u: list = []
+    ma = m.append
+    ua = u.append
+    oc = sr.outcome
+    ma(f'<section class="script" id="{sid}" data-outcome="')
+    ua(oc)
+    ma('"><h3><span class="badge oc-')
+    ua(oc)
+    ma('">')
+    ua(oc)
+    ma("</span> <code>")
+    ua(sr.path)
+    t = '</code></h3><p class="muted">'
+    if sr.names:
+        t += "TrainJob <code>"
+        for k, name in enumerate(sr.names):
+            ma(t if k == 0 else "</code>, <code>")
+            ua(name)
+        t = "</code>"
+    else:
+        t += "no TrainJob emitted"
+    if sr.launcher:
+        ma(t + " · launcher <b>")
+        ua(sr.launcher)
+        t = "</b>"
+    if sr.runtime:
+        ma(t + " · runtime <code>")
+        ua(sr.runtime)
+        t = "</code>"
+    if sr.image:
+        ma(t + " · image <code>")
+        ua(sr.image)
+        t = "</code>"
+    t += f" · {sr.nodes} node(s), {sr.gpus} GPU(s)"
+    sim = sr.simulation
+    if sim:
+        ma(t + " · launch <b>")
+        ua(sim.get("verdict", ""))
+        t = "</b>"
+    if sr.time_limit_seconds:
+        t += f" · time limit {sr.time_limit_seconds // 60} min"
+    t += "</p>"
+    if sim and sim.get("differences"):
+        ma(t + '<div class="decide"><b>Launch simulation: ')
+        ua(sim.get("verdict", ""))
+        t = "</b><ul>"
+        for d in sim["differences"]:
+            ma(t + "<li>")
+            ua(d)
+            t = "</li>"
+        t += "</ul></div>"
+    if sr.decisions:
+        t += '<div class="decide"><b>Reviewer must decide</b><ul>'
+        for d in sr.decisions:
+            ma(t + "<li>")
+            ua(d)
+            t = "</li>"
+        t += "</ul></div>"
+    if sr.rows:
+        t += (
+            '<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
+            '<col style="width:112px"><col style="width:24%"><col></colgroup>'
+            "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
+            "<th>why</th></tr></thead><tbody>"
+        )
+        for r in sr.rows:
+            st = r.status or ""
+            opening = _ROW_OPEN.get(st)
+            if opening is not None:
+                ma(f'{t}{opening}{r.line}</td><td class="src">')
+                ua(r.text)
+                ma(_BADGE[st])
+            else:  # a status this version does not know (a report read back from a file)
+                ma(t + '<tr class="row-')
+                ua(st)
+                ma(f'"><td class="ln">{r.line}</td><td class="src">')
+                ua(r.text)
+                ma('</td><td><span class="badge st-')
+                ua(st)
+                ma('">')
+                ua(_STATUS_LABEL.get(st, st))
+                ma('</span></td><td class="fld">')
+            fs = r.fields
+            if len(fs) == 1:
+                f = fs[0]
+                ua(f.field if f.status == st else f"{f.field} ({f.status})")
+            else:
+                ua("\n".join([f.field if f.status == st else f"{f.field} ({f.status})" for f in fs]))
+            t = "</td><td>"
+            for n in r.notes:
+                ma(t + '<p class="note"><span class="sev-')
+                ua(n.severity)
+                ma('">')
+                ua(n.code)
+                ma("</span> ")
+                ua(n.message)
+                if n.suggestion:
+                    ma(' <span class="fix">fix: ')
+                    ua(n.suggestion)
+                    t = "</span></p>"
+                else:
+                    t = "</p>"
+            t += "</td></tr>"
+        t += "</tbody></table>"
+    general = [i for i in sr.issues if i.line is None]
+    if general:
+        t += "<ul>"
+        for i in general:
+            ma(t + '<li class="note"><span class="sev-')
+            ua(i.severity)
+            ma('">')
+            ua(i.code)
+            ma("</span> ")
+            ua(i.message)
+            if i.suggestion:
+                ma(' <span class="fix">fix: ')
+                ua(i.suggestion)
+                t = "</span></li>"
+            else:
+                t = "</li>"
+        t += "</ul>"
+    ma(t)
+    out: list = [None] * (len(m) + len(u))
+    out[0::2] = m
+    out[1::2] = _escape_all(u)
+    return "".join(out)
+
+
+def _script_record(d: dict, sid: str) -> str:
+    """`_script(ScriptReport.from_json(d), sid)` read straight from the record's JSON form (the parent renders
+    the detailed sections from the spooled records: no objects built per row). Same bytes; any record that
+    does not have the expected shape takes the `from_json` path."""
+    try:
+        return _script_record_fast(d, sid)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return _script(ScriptReport.from_json(d), sid)
+
+
+def _script_record_fast(d: dict, sid: str) -> str:
+    m: list[str] = []
+    u: list = []
+    ma = m.append
+    ua = u.append
+    oc = d["outcome"]
+    ma(f'<section class="script" id="{sid}" data-outcome="')
+    ua(oc)
+    ma('"><h3><span class="badge oc-')
+    ua(oc)
+    ma('">')
+    ua(oc)
+    ma("</span> <code>")
+    ua(d["path"])
+    t = '</code></h3><p class="muted">'
+    names = tuple(d.get("names", ()))
+    if names:
+        t += "TrainJob <code>"
+        for k, name in enumerate(names):
+            ma(t if k == 0 else "</code>, <code>")
+            ua(name)
+        t = "</code>"
+    else:
+        t += "no TrainJob emitted"
+    launcher = d.get("launcher")
+    if launcher:
+        ma(t + " · launcher <b>")
+        ua(launcher)
+        t = "</b>"
+    runtime = d.get("runtime")
+    if runtime:
+        ma(t + " · runtime <code>")
+        ua(runtime)
+        t = "</code>"
+    image = d.get("image")
+    if image:
+        ma(t + " · image <code>")
+        ua(image)
+        t = "</code>"
+    t += f" · {int(d.get('nodes') or 0)} node(s), {int(d.get('gpus') or 0)} GPU(s)"
+    sim = d.get("simulation")
+    if sim:
+        ma(t + " · launch <b>")
+        ua(sim.get("verdict", ""))
+        t = "</b>"
+    limit = d.get("time_limit_seconds")
+    if limit:
+        t += f" · time limit {limit // 60} min"
+    t += "</p>"
+    if sim and sim.get("differences"):
+        ma(t + '<div class="decide"><b>Launch simulation: ')
+        ua(sim.get("verdict", ""))
+        t = "</b><ul>"
+        for x in sim["differences"]:
+            ma(t + "<li>")
+            ua(x)
+            t = "</li>"
+        t += "</ul></div>"
+    decisions = tuple(d.get("decisions", ()))
+    if decisions:
+        t += '<div class="decide"><b>Reviewer must decide</b><ul>'
+        for x in decisions:
+            ma(t + "<li>")
+            ua(x)
+            t = "</li>"
+        t += "</ul></div>"
+    rows = d.get("rows", ())
+    if rows:
+        t += (
+            '<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
+            '<col style="width:112px"><col style="width:24%"><col></colgroup>'
+            "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
+            "<th>why</th></tr></thead><tbody>"
+        )
+        for r in rows:
+            r["kind"]  # (a record without it is malformed: from_json refuses it)
+            st = r.get("status") or ""
+            line = r["line"]
+            opening = _ROW_OPEN.get(st)
+            if opening is not None:
+                ma(f'{t}{opening}{line}</td><td class="src">')
+                ua(r["text"])
+                ma(_BADGE[st])
+            else:
+                ma(t + '<tr class="row-')
+                ua(st)
+                ma(f'"><td class="ln">{line}</td><td class="src">')
+                ua(r["text"])
+                ma('</td><td><span class="badge st-')
+                ua(st)
+                ma('">')
+                ua(_STATUS_LABEL.get(st, st))
+                ma('</span></td><td class="fld">')
+            fs = r.get("fields", ())
+            if len(fs) == 1:
+                f = fs[0]
+                fst = f["status"]
+                ua(f["field"] if fst == st else f"{f['field']} ({fst})")
+            else:
+                ua("\n".join([f["field"] if f["status"] == st else f"{f['field']} ({f['status']})" for f in fs]))
+            t = "</td><td>"
+            for n in r.get("notes", ()):
+                ma(t + '<p class="note"><span class="sev-')
+                ua(n["severity"])
+                ma('">')
+                ua(n["code"])
+                ma("</span> ")
+                ua(n["message"])
+                sug = n.get("suggestion")
+                if sug:
+                    ma(' <span class="fix">fix: ')
+                    ua(sug)
+                    t = "</span></p>"
+                else:
+                    t = "</p>"
+            t += "</td></tr>"
+        t += "</tbody></table>"
+    general = [i for i in d.get("issues", ()) if i.get("line") is None]
+    if general:
+        t += "<ul>"
+        for i in general:
+            ma(t + '<li class="note"><span class="sev-')
+            ua(i["severity"])
+            ma('">')
+            ua(i["code"])
+            ma("</span> ")
+            ua(i["message"])
+            sug = i.get("suggestion")
+            if sug:
+                ma(' <span class="fix">fix: ')
+                ua(sug)
+                t = "</span></li>"
+            else:
+                t = "</li>"
+        t += "</ul>"
+    ma(t)
+    out: list = [None] * (len(m) + len(u))
+    out[0::2] = m
+    out[1::2] = _escape_all(u)
+    return "".join(out)
+
+
+def _script_general(sr: ScriptReport, sid: str) -> str:
+    """The section markup, escaping each text on its own (the reference for `_script`, which gives the same
+    text; also the path for records holding values that are not strings)."""
     out = [
         f'<section class="script" id="{sid}" data-outcome="{e(sr.outcome)}">',
         f'<h3><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}</span> <code>{e(sr.path)}</code></h3>',
@@ -243,25 +583,104 @@ def _script(sr: ScriptReport, sid: str) -> str:
 
 
 def _yaml_block(sr: ScriptReport) -> str:
-    if not sr.yaml:
+    return _yaml_block_of(sr.yaml)
+
+
+def _yaml_block_of(yaml) -> str:
+    if not yaml:
         return ""
-    return f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(sr.yaml)}</pre></details>'
+    return f'<details><summary>TrainJob YAML</summary><pre class="yaml">{e(yaml)}</pre></details>'
 
 
 def _yaml_link(sr: ScriptReport) -> str:
     """A link to the emitted YAML next to the report (migrate output), instead of an inline copy."""
+    return _yaml_link_of(sr.outputs, sr.yaml)
+
+
+def _yaml_link_of(outputs, yaml) -> str:
     from urllib.parse import quote
 
-    target = next((o for o in sr.outputs if o.endswith(".yaml")), None)
+    target = next((o for o in outputs if o.endswith(".yaml")), None)
     if target is None:
-        return _yaml_block(sr)
+        return _yaml_block_of(yaml)
     return f'<p><a href="{e(quote(target))}">TrainJob YAML: <code>{e(target)}</code></a></p>'
+
+
+def record_section(d: dict, inline_yaml: bool = True) -> str:
+    """`script_section(ScriptReport.from_json(d), inline_yaml)` from the record's JSON form."""
+    try:
+        path = d["path"]
+        yaml = d.get("yaml", "")
+        tail = _yaml_block_of(yaml) if inline_yaml else _yaml_link_of(tuple(d.get("outputs", ())), yaml)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return script_section(ScriptReport.from_json(d), inline_yaml)
+    return _script_record(d, section_id(path)) + tail + _END
 
 
 _END = "</section>\n"
 
 
+_INDEX_CHUNK = 2000  # index rows escaped and written together
+
+
+def _index_row_general(sr: ScriptReport, sid: str, detailed) -> str:
+    """One row of the script index, each text escaped on its own (the reference for `_index_rows`)."""
+    codes = " ".join(sr.codes)
+    return (
+        f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
+        + (f'<td><a href="#{sid}">{e(sr.path)}</a></td>' if sr.path in detailed else f"<td>{e(sr.path)}</td>")
+        + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
+        f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
+        f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>"
+    )
+
+
+def _index_rows(light, ids, detailed) -> str:
+    """Rows of the script index, their texts escaped in one pass (the bytes of `_index_row_general`)."""
+    m: list[str] = []
+    u: list = []
+    ma = m.append
+    ua = u.append
+    t = ""
+    for sr in light:
+        path = sr.path
+        sid = ids[path]
+        oc = sr.outcome
+        ma(t + '<tr data-outcome="')
+        ua(oc)
+        ma('" data-path="')
+        ua(path)
+        if path in detailed:
+            ma(f'" data-target="{sid}"><td><a href="#{sid}">')
+            ua(path)
+            ma('</a></td><td><span class="badge oc-')
+        else:
+            ma(f'" data-target="{sid}"><td>')
+            ua(path)
+            ma('</td><td><span class="badge oc-')
+        ua(oc)
+        ma('">')
+        ua(oc)
+        ma("</span></td><td>")
+        ua(sr.launcher or "")
+        ma("</td><td>")
+        ua(sr.runtime or "")
+        ma(f"</td><td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>")
+        ua(" ".join(sr.codes))
+        t = "</code></td></tr>"
+    ma(t)
+    out: list = [None] * (len(m) + len(u))
+    out[0::2] = m
+    out[1::2] = _escape_all(u)
+    return "".join(out)
+
+
 def write(report: Report, out: IO[str]) -> None:
+    with TextBuffer(out) as buf:
+        _write(report, buf)
+
+
+def _write(report: Report, out: TextBuffer) -> None:
     s = report.summary
     w = out.write
     w(
@@ -316,16 +735,13 @@ def write(report: Report, out: IO[str]) -> None:
         '</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th><th>launcher</th>'
         "<th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>"
     )
-    for sr in light:
-        sid = ids[sr.path]
-        codes = " ".join(sr.codes)
-        w(
-            f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
-            + (f'<td><a href="#{sid}">{e(sr.path)}</a></td>' if sr.path in detailed else f"<td>{e(sr.path)}</td>")
-            + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
-            f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
-            f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>"
-        )
+    for k in range(0, len(light), _INDEX_CHUNK):
+        chunk = light[k : k + _INDEX_CHUNK]
+        try:
+            w(_index_rows(chunk, ids, detailed))
+        except TypeError:  # a record read back from a JSON file may hold values that are not strings
+            for sr in chunk:
+                w(_index_row_general(sr, ids[sr.path], detailed))
     w("</tbody></table>\n")
     if len(detailed) < len(ids):
         w(
@@ -340,8 +756,12 @@ def write(report: Report, out: IO[str]) -> None:
             head, block, link = text.split(_PART)
             w(head + (block if inline else link) + _END)
     else:
+        records = prerendered(report, "json")
         get = getattr(report.scripts, "get", None)
-        if callable(get):  # a spool: read back only the records that get a section
+        if records is not None:  # a spool: render the sections straight from the records that get one
+            for _p, text in records.raw("json", [p for p in ids if p in detailed]):
+                w(record_section(json.loads(text), inline))
+        elif callable(get):  # read back only the records that get a section
             for p in ids:
                 if p in detailed:
                     w(script_section(get(p), inline))

@@ -8,7 +8,13 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from translator.report.model import REPORT_FORMAT_VERSION, Report, ScriptReport, SkippedFile, prerendered
+from translator.report.model import (
+    REPORT_FORMAT_VERSION,
+    Report,
+    ScriptReport,
+    SkippedFile,
+    prerendered,
+)
 
 FORMAT_NAME = "slurm2kf-report"
 
@@ -39,7 +45,7 @@ def write(report: Report, out: IO[str]) -> None:
 
 def record_text(s: ScriptReport) -> str:
     """One script's record as it appears in the report (also what migrate workers pre-render)."""
-    return json.dumps(s.to_json(), sort_keys=False, ensure_ascii=False, separators=(",", ":"))
+    return s.record_json()
 
 
 def render(report: Report) -> str:

@@ -12,11 +12,12 @@ import html
 import re
 from typing import IO
 
-from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, prerendered
+from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, TextBuffer, prerendered
 
 # Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
 DETAILED_SCRIPTS = 200
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_SPECIAL_CHARS = "\\`*_[]|~"  # the same characters, the backslash first
 _STATUS_MARK = {
     "mapped": "✅ mapped",
     "approximated": "≈ approximated",
@@ -41,16 +42,30 @@ def _defang(s: str) -> str:
     return _WWW.sub(r"\1&#46;", s)
 
 
+# Texts with none of these need no escaping at all (most names and paths): `text` and `code` return them as
+# they are (code() wrapped). Every character or sequence either function rewrites is listed.
+_PLAIN_TEXT = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.")
+_PLAIN_CODE = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.")
+
+
 def text(s) -> str:
     """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks."""
-    s = _MD_SPECIAL.sub(r"\\\1", str(s))
+    s = str(s)
+    if _PLAIN_TEXT.search(s) is None:
+        return s
+    for ch in _MD_SPECIAL_CHARS:  # `_MD_SPECIAL.sub(r"\\\1", s)`, without a template expanded per match
+        if ch in s:
+            s = s.replace(ch, "\\" + ch)
     s = html.escape(s, quote=False)  # < > & : no raw HTML (and no <autolink>) reaches the renderer
     return _defang(s).replace("\r", " ").replace("\n", " ")
 
 
 def code(s) -> str:
     """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped, no links)."""
-    s = html.escape(str(s), quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
+    s = str(s)
+    if _PLAIN_CODE.search(s) is None:
+        return f"<code>{s}</code>" if s else ""
+    s = html.escape(s, quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
     s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
     s = _defang(s)
     return f"<code>{s}</code>" if s else ""
@@ -176,6 +191,11 @@ def _script(sr: ScriptReport, w) -> None:
 
 
 def write(report: Report, out: IO[str]) -> None:
+    with TextBuffer(out) as buf:
+        _write(report, buf)
+
+
+def _write(report: Report, out: TextBuffer) -> None:
     w = out.write
     _summary(report, w)
     detailed: list[str] = []
