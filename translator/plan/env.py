@@ -41,32 +41,12 @@ CLUSTER_SPECIFIC = re.compile(
 )
 
 
-_ASSIGNMENTS_MEMO: list = [None, ()]  # (script body, its assignments) of the last call: several checks ask
-
-
 def script_assignments(script) -> tuple:
     """The script's assignments in order, as translator.read.ast.iter_assignments gives them, listed once
-    per script (the body is an immutable tuple of immutable statements)."""
-    body = script.body
-    if _ASSIGNMENTS_MEMO[0] is body:
-        return _ASSIGNMENTS_MEMO[1]
-    from translator.read.ast import Assignment, Block, Command
+    per script (translator/read/walk.py)."""
+    from translator.read.walk import assignments_in
 
-    out: list = []
-
-    def walk(statements):
-        for st in statements:
-            if isinstance(st, Assignment):
-                out.append(st)
-            elif isinstance(st, Command):
-                out.extend(st.prefix_assignments)
-            elif isinstance(st, Block):
-                walk(st.children)
-
-    walk(body)
-    if type(body) is tuple:
-        _ASSIGNMENTS_MEMO[:] = [body, tuple(out)]
-    return tuple(out)
+    return assignments_in(script.body)
 
 
 def collect(

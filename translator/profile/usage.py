@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from collections.abc import Iterable
 
-from translator.read.ast import CONDA, MODULE, VENV, Block, Script, iter_assignments, iter_commands
+from translator.read.ast import CONDA, MODULE, VENV, Block, Script
+from translator.read.walk import assignments_in, commands_in
 from translator.slurm.job import SlurmJob
 
 # Module subcommands (Lmod and Environment Modules) that load the modules named after them.
@@ -192,6 +193,17 @@ def _venv_path(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+def _may_name_container(argv: tuple[str, ...]) -> bool:
+    """False when _containers(argv) is surely empty: not a container tool, no `--container-image` and no
+    word ending in an image suffix (one search over the joined words instead of a loop per word)."""
+    if not argv:
+        return False
+    if argv[0].rsplit("/", 1)[-1] in _CONTAINER_TOOLS:
+        return True
+    joined = "\0".join(argv) + "\0"
+    return "--container-image" in joined or any(s + "\0" in joined for s in _CONTAINER_SUFFIXES)
+
+
 def _containers(argv: tuple[str, ...]) -> list[str]:
     found: list[str] = []
     tool = argv[0].rsplit("/", 1)[-1] if argv else ""
@@ -232,7 +244,7 @@ def environment_items(script: Script) -> list[EnvItem]:
             seen.add((kind, name))
             items.append(EnvItem(kind, name, line))
 
-    for cmd in iter_commands(script.body):
+    for cmd in commands_in(script.body):
         argv = cmd.argv
         if cmd.kind == MODULE or (argv and argv[0] in ("module", "ml")):
             for name in _module_names(argv):
@@ -241,8 +253,9 @@ def environment_items(script: Script) -> list[EnvItem]:
             add("conda", _conda_env(argv), cmd.line)
         elif cmd.kind == VENV:
             add("venv", _venv_path(argv), cmd.line)
-        for ref in _containers(argv):
-            add("container", ref, cmd.line)
+        if _may_name_container(argv):
+            for ref in _containers(argv):
+                add("container", ref, cmd.line)
     return items
 
 
@@ -264,7 +277,7 @@ def script_texts(script: Script, job: SlurmJob | None, containing: str = "") -> 
     bodies, and the --chdir/--output/--error directive values. `containing`: only the strings that
     contain it (e.g. "/" for callers that look for paths only)."""
     out: list[Text] = []
-    for cmd in iter_commands(script.body):
+    for cmd in commands_in(script.body):
         for w in cmd.words:
             if containing in w.value:
                 out.append(Text(w.value, cmd.line))
@@ -272,7 +285,7 @@ def script_texts(script: Script, job: SlurmJob | None, containing: str = "") -> 
             r = r.lstrip("0123456789<>&|")
             if containing in r:
                 out.append(Text(r, cmd.line))
-    for a in iter_assignments(script.body):
+    for a in assignments_in(script.body):
         if containing in a.value.value:
             out.append(Text(a.value.value, a.line))
 
@@ -337,7 +350,7 @@ def variable_prefixes(texts: Iterable[Text], assigned: Iterable[str] = ()) -> li
 
 
 def assigned_names(script: Script) -> list[str]:
-    return [a.name for a in iter_assignments(script.body)]
+    return [a.name for a in assignments_in(script.body)]
 
 
 def constraint_features(expr: str | None) -> tuple[tuple[str, ...], bool]:

@@ -1,0 +1,59 @@
+"""Flat views of a script body, listed once per body.
+
+Several later stages (the plan's environment, the site-profile scan, the review report) each walk the
+same body for its commands or its assignments. The body is an immutable tuple of immutable statements,
+so the flat tuples of the last body seen are kept (one entry each, keyed by the body's identity; the
+entry holds the body, so the identity cannot be reused while it is kept). A list body is walked every
+time (a list could change between calls).
+"""
+
+from __future__ import annotations
+
+from translator.read.ast import Assignment, Block, Command
+
+_COMMANDS: list = [None, ()]
+_ASSIGNMENTS: list = [None, ()]
+
+
+def _commands(statements, out: list) -> None:
+    for st in statements:
+        if isinstance(st, Command):
+            out.append(st)
+        elif isinstance(st, Block):
+            if st.command is not None:
+                out.append(st.command)
+            _commands(st.children, out)
+
+
+def _assignments(statements, out: list) -> None:
+    for st in statements:
+        if isinstance(st, Assignment):
+            out.append(st)
+        elif isinstance(st, Command):
+            out.extend(st.prefix_assignments)
+        elif isinstance(st, Block):
+            _assignments(st.children, out)
+
+
+def commands_in(body) -> tuple:
+    """Every Command of `body` in order, descending into blocks: what ast.iter_commands yields."""
+    if _COMMANDS[0] is body:
+        return _COMMANDS[1]
+    out: list = []
+    _commands(body, out)
+    found = tuple(out)
+    if type(body) is tuple:
+        _COMMANDS[:] = [body, found]
+    return found
+
+
+def assignments_in(body) -> tuple:
+    """Every assignment of `body` in order (prefix assignments included): what ast.iter_assignments yields."""
+    if _ASSIGNMENTS[0] is body:
+        return _ASSIGNMENTS[1]
+    out: list = []
+    _assignments(body, out)
+    found = tuple(out)
+    if type(body) is tuple:
+        _ASSIGNMENTS[:] = [body, found]
+    return found
