@@ -101,22 +101,27 @@ def read_fd_regular(fd: int, path: str, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_user_file(path: str, limit: int, *, follow_symlinks: bool = True, dir_fd: int | None = None) -> bytes:
+def read_user_file(
+    path: str, limit: int, *, follow_symlinks: bool = True, dir_fd: int | None = None, checked: bool = False
+) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; UserFileError otherwise. Never blocks on a
-    FIFO, never reads a device, never reads past `limit`."""
+    FIFO, never reads a device, never reads past `limit`. `checked`: the caller has just seen, with a
+    stat of the same path and link rule, that it is a regular file (the stat before the open is skipped;
+    the open descriptor is still checked)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     # A device is refused before it is even opened (opening some devices has effects, e.g. a tape
     # rewinds); the type is checked again on the open descriptor below, which closes the race.
     try:
-        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-            raise UserFileError(
-                SPECIAL, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is not read"
-            )
-        if stat.S_ISLNK(st.st_mode):
-            raise UserFileError(SYMLINK, path, f"{path} is a symbolic link; it is not followed")
+        if not checked:
+            st = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+                raise UserFileError(
+                    SPECIAL, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is not read"
+                )
+            if stat.S_ISLNK(st.st_mode):
+                raise UserFileError(SYMLINK, path, f"{path} is a symbolic link; it is not followed")
     except OSError:
         pass  # the open below reports missing files, permissions, loops
     try:
