@@ -15,6 +15,7 @@ the new content. `write_atomic` is the rename step alone (also used by `migrate`
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import IO
 from collections.abc import Callable, Iterable
@@ -339,12 +340,20 @@ _TERMINAL_UNSAFE = {
 }
 
 
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def has_escaped_bytes(text: str) -> bool:
+    """Whether `text` holds surrogate escapes (bytes that were not UTF-8, as os.listdir returns them)."""
+    return not text.isascii() and _ESCAPED_BYTE.search(text) is not None
+
+
 def terminal_safe(text: str) -> str:
     """User text made inert for a terminal: ESC (and so every CSI/OSC sequence), other control
     characters, C1 controls and bidi overrides become visible escapes such as `\\x1b`. Tabs and
     newlines stay. Undecodable file-name bytes (surrogate escapes) are shown as `\\xNN` too."""
     out = text.translate(_TERMINAL_UNSAFE)
-    if any("\udc80" <= ch <= "\udcff" for ch in out):
+    if has_escaped_bytes(out):
         out = "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in out)
     return out
 
@@ -353,7 +362,7 @@ def display_name(name: str) -> str:
     """A file name as text that can be encoded (UTF-8) in reports and records: bytes that are not UTF-8
     (surrogate escapes, as os.listdir returns them) are shown as `\\xNN`. Other characters stay; each
     output format escapes them (and terminal output goes through terminal_safe)."""
-    if not any("\udc80" <= ch <= "\udcff" for ch in name):
+    if not has_escaped_bytes(name):
         return name
     return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
 

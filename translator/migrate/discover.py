@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
 
+from translator.fsio import has_escaped_bytes
 from translator.report.model import SkippedFile
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})
@@ -106,7 +107,7 @@ def safe_component(name: str, room: int = 0) -> str:
     are not UTF-8 (surrogate escapes) become `%XX`, and a name too long for the file system (with
     `room` bytes for a suffix) is cut and gets a hash of the full name. Other characters (newlines,
     controls) stay: the kustomization quotes them (files.yaml_quote)."""
-    if any("\udc80" <= ch <= "\udcff" for ch in name):
+    if has_escaped_bytes(name):
         safe = "".join(f"%{ord(ch) - 0xDC00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
     else:
         safe = name
