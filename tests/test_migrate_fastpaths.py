@@ -230,3 +230,28 @@ def test_read_user_file_checked_reads_what_the_full_path_reads(tmp_path, data):
             assert results[0] == results[1]
     finally:
         os.close(fd)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet=st.sampled_from("a\u00e9\u2603\ud83d\ude00\udc80\n"), max_size=9), max_size=12))
+def test_streamed_reports_are_the_bytes_of_each_write_encoded_alone(tmp_path_factory, pieces):
+    import hashlib
+
+    expected = b"".join(p.encode("utf-8", "backslashreplace") for p in pieces)
+    root = tmp_path_factory.mktemp("s")
+
+    def produce(out):
+        for p in pieces:
+            out.write(p)
+
+    old = F._HashingText.FLUSH_AT
+    F._HashingText.FLUSH_AT = 5  # several flushes, pieces split anywhere
+    try:
+        status, digest = F.out_write_stream(str(root), "r.json", produce)
+        assert (root / "r.json").read_bytes() == expected
+        assert digest == hashlib.sha256(expected).hexdigest() and status == F.WRITTEN
+        assert F.out_write_stream(str(root), "r.json", produce) == (F.UNCHANGED, digest)
+        assert F.out_write_stream(str(root), "r.json", produce, check=True) == (F.UNCHANGED, digest)
+    finally:
+        F._HashingText.FLUSH_AT = old
+    shutil.rmtree(root)

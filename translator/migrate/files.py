@@ -296,18 +296,35 @@ def out_write_many(root: str, items: list[tuple[str, bytes]], check: bool = Fals
 
 
 class _HashingText:
-    """A text sink that hashes (and optionally forwards encoded bytes)."""
+    """A text sink that hashes (and optionally forwards encoded bytes). Text is gathered and encoded,
+    hashed and forwarded in pieces of about FLUSH_AT characters (few large writes instead of one per
+    call); `flush` sends the rest. Encoding the joined text gives the same bytes as encoding each part:
+    the UTF-8 codec never pairs surrogates across parts, each lone one is escaped the same way."""
+
+    FLUSH_AT = 1 << 18
 
     def __init__(self, put: Callable[[bytes], None] | None = None) -> None:
         self.h = hashlib.sha256()
         self.put = put
+        self._parts: list[str] = []
+        self._size = 0
 
     def write(self, s: str) -> int:
-        b = s.encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
+        self._parts.append(s)
+        self._size += len(s)
+        if self._size >= self.FLUSH_AT:
+            self.flush()
+        return len(s)
+
+    def flush(self) -> None:
+        if not self._parts:
+            return
+        b = "".join(self._parts).encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
+        self._parts.clear()
+        self._size = 0
         self.h.update(b)
         if self.put is not None:
             self.put(b)
-        return len(s)
 
 
 def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], check: bool = False) -> tuple[str, str]:
@@ -319,6 +336,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
     if check:
         sink = _HashingText()
         produce(cast(IO[str], sink))  # write-only: the report writers only call write()
+        sink.flush()
         digest = sink.h.hexdigest()
         return (UNCHANGED if out_sha256(root, rel) == digest else WRITTEN), digest
     d = open_out_dir(root, parts[:-1], create=True, rel=rel)
@@ -330,6 +348,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
         def content(put):
             sink = _HashingText(put)
             produce(cast(IO[str], sink))
+            sink.flush()
             holder["digest"] = sink.h.hexdigest()
 
         # Write a new temporary file, then keep the old file when the content did not change.
