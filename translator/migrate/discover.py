@@ -27,6 +27,8 @@ SCRIPT_EXTENSIONS = (".sbatch", ".slurm", ".sh", ".bash", ".job", ".batch", ".su
 
 # A directive-looking line in the header (`# SBATCH` too: the converter then says sbatch ignores it).
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(?:SBATCH|SLURM)\b", re.M)
+# The first line that is neither blank nor a comment (the end of the header).
+_COMMAND_LINE = re.compile(rb"^[ \t]*[^#\s\r\n][^\n]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,9 @@ def is_job_script(data: bytes) -> bool:
     head = data[:65536]
     end = len(head)
     # The header ends at the first line that is neither blank nor a comment.
-    for m in re.finditer(rb"^[ \t]*[^#\s\r\n][^\n]*$", head, re.M):
+    m = _COMMAND_LINE.search(head)
+    if m is not None:
         end = m.start()
-        break
     return _DIRECTIVE.search(head, 0, end) is not None
 
 

@@ -52,6 +52,8 @@ class FileResult:
 
 
 _CTX: WorkContext | None = None
+# json.dumps(record, ensure_ascii=False, separators=(",", ":")), as json_report.record_text writes it
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _PROFILES: dict = {}  # profile path -> (Profile | None, load diagnostics), per process
 _FOLDER_PROFILE: dict = {}  # script folder (as discovery spells it) -> profile path (or None), per process
 _WRITER: list = []  # this process's RecordWriter (at most one; a forked child makes its own)
@@ -404,6 +406,6 @@ def _result(rel: str, sr: ScriptReport, **kw) -> FileResult:
     The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
     the parent renders at the end from their records (rendering and sending one for every script cost more)."""
     full = sr.to_json()
-    record_json = json.dumps(full, sort_keys=False, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    record_json = _RECORD_JSON.encode(full).encode("utf-8")
     del full["rows"], full["yaml"]
     return FileResult(rel, "script", light=ScriptReport.from_json(full), record_json=record_json, **kw)
