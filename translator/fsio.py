@@ -15,6 +15,7 @@ the new content. `write_atomic` is the rename step alone (also used by `migrate`
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import IO
 from collections.abc import Callable, Iterable
@@ -101,22 +102,27 @@ def read_fd_regular(fd: int, path: str, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_user_file(path: str, limit: int, *, follow_symlinks: bool = True, dir_fd: int | None = None) -> bytes:
+def read_user_file(
+    path: str, limit: int, *, follow_symlinks: bool = True, dir_fd: int | None = None, checked: bool = False
+) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; UserFileError otherwise. Never blocks on a
-    FIFO, never reads a device, never reads past `limit`."""
+    FIFO, never reads a device, never reads past `limit`. `checked`: the caller has just seen, with a
+    stat of the same path and link rule, that it is a regular file (the stat before the open is skipped;
+    the open descriptor is still checked)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     # A device is refused before it is even opened (opening some devices has effects, e.g. a tape
     # rewinds); the type is checked again on the open descriptor below, which closes the race.
     try:
-        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-            raise UserFileError(
-                SPECIAL, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is not read"
-            )
-        if stat.S_ISLNK(st.st_mode):
-            raise UserFileError(SYMLINK, path, f"{path} is a symbolic link; it is not followed")
+        if not checked:
+            st = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+                raise UserFileError(
+                    SPECIAL, path, f"{path} is {kind_of_mode(st.st_mode)}, not a regular file; it is not read"
+                )
+            if stat.S_ISLNK(st.st_mode):
+                raise UserFileError(SYMLINK, path, f"{path} is a symbolic link; it is not followed")
     except OSError:
         pass  # the open below reports missing files, permissions, loops
     try:
@@ -334,12 +340,20 @@ _TERMINAL_UNSAFE = {
 }
 
 
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def has_escaped_bytes(text: str) -> bool:
+    """Whether `text` holds surrogate escapes (bytes that were not UTF-8, as os.listdir returns them)."""
+    return not text.isascii() and _ESCAPED_BYTE.search(text) is not None
+
+
 def terminal_safe(text: str) -> str:
     """User text made inert for a terminal: ESC (and so every CSI/OSC sequence), other control
     characters, C1 controls and bidi overrides become visible escapes such as `\\x1b`. Tabs and
     newlines stay. Undecodable file-name bytes (surrogate escapes) are shown as `\\xNN` too."""
     out = text.translate(_TERMINAL_UNSAFE)
-    if any("\udc80" <= ch <= "\udcff" for ch in out):
+    if has_escaped_bytes(out):
         out = "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in out)
     return out
 
@@ -348,7 +362,7 @@ def display_name(name: str) -> str:
     """A file name as text that can be encoded (UTF-8) in reports and records: bytes that are not UTF-8
     (surrogate escapes, as os.listdir returns them) are shown as `\\xNN`. Other characters stay; each
     output format escapes them (and terminal output goes through terminal_safe)."""
-    if not any("\udc80" <= ch <= "\udcff" for ch in name):
+    if not has_escaped_bytes(name):
         return name
     return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
 

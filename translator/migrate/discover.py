@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
 
+from translator.fsio import has_escaped_bytes
 from translator.report.model import SkippedFile
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})
@@ -26,6 +27,8 @@ SCRIPT_EXTENSIONS = (".sbatch", ".slurm", ".sh", ".bash", ".job", ".batch", ".su
 
 # A directive-looking line in the header (`# SBATCH` too: the converter then says sbatch ignores it).
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(?:SBATCH|SLURM)\b", re.M)
+# The first line that is neither blank nor a comment (the end of the header).
+_COMMAND_LINE = re.compile(rb"^[ \t]*[^#\s\r\n][^\n]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -47,9 +50,9 @@ def is_job_script(data: bytes) -> bool:
     head = data[:65536]
     end = len(head)
     # The header ends at the first line that is neither blank nor a comment.
-    for m in re.finditer(rb"^[ \t]*[^#\s\r\n][^\n]*$", head, re.M):
+    m = _COMMAND_LINE.search(head)
+    if m is not None:
         end = m.start()
-        break
     return _DIRECTIVE.search(head, 0, end) is not None
 
 
@@ -106,7 +109,7 @@ def safe_component(name: str, room: int = 0) -> str:
     are not UTF-8 (surrogate escapes) become `%XX`, and a name too long for the file system (with
     `room` bytes for a suffix) is cut and gets a hash of the full name. Other characters (newlines,
     controls) stay: the kustomization quotes them (files.yaml_quote)."""
-    if any("\udc80" <= ch <= "\udcff" for ch in name):
+    if has_escaped_bytes(name):
         safe = "".join(f"%{ord(ch) - 0xDC00:02X}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
     else:
         safe = name

@@ -226,19 +226,105 @@ def out_write(root: str, rel: str, data: bytes, check: bool = False) -> str:
     return WRITTEN
 
 
+def _holds(dfd: int, name: str, rel: str, data: bytes) -> bool:
+    """Whether the OUT file `name` (in the folder open as `dfd`) already holds exactly `data`: as
+    `_read_existing(...) == data`, with one stat (the file's own check) instead of two."""
+    try:
+        mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(mode):
+        raise OutEntryRefused(
+            rel,
+            f"{rel} in the output folder is {kind_of_mode(mode)}, not a regular file; "
+            "migrate does not read, follow or replace it",
+        )
+    try:
+        old = read_user_file(name, len(data), follow_symlinks=False, dir_fd=dfd, checked=True)
+    except UserFileError as exc:
+        if exc.kind in ("too_large", "missing"):
+            return False
+        raise OutEntryRefused(rel, f"{rel} in the output folder: {exc.message}") from None
+    return old == data
+
+
+def out_write_many(root: str, items: list[tuple[str, bytes]], check: bool = False) -> list[str | OSError]:
+    """out_write for each (rel, data), in order: its status (WRITTEN/UNCHANGED), or the OSError
+    (OutEntryRefused...) that out_write would raise for it. Outputs of one folder (a script's outputs)
+    share one descent from OUT; when that descent fails, each output is written on its own by
+    out_write, so every output gets exactly the answer out_write gives."""
+    results: list[str | OSError] = []
+    i, n = 0, len(items)
+    while i < n:
+        rel = items[i][0]
+        folder = rel.rpartition("/")[0]
+        j = i + 1
+        while j < n and items[j][0].rpartition("/")[0] == folder:
+            j += 1
+        group = items[i:j]
+        i = j
+        try:
+            parts = out_parts(rel)
+            d = open_out_dir(root, parts[:-1], create=not check, rel=rel)
+        except OSError:
+            d = None
+            parts = []
+        if not parts:  # the general path, one output at a time
+            for rel_i, data in group:
+                try:
+                    results.append(out_write(root, rel_i, data, check))
+                except OSError as exc:
+                    results.append(exc)
+            continue
+        if d is None:  # check mode, folder missing
+            results.extend(WRITTEN for _ in group)
+            continue
+        with d as dfd:
+            for rel_i, data in group:
+                try:
+                    name = out_parts(rel_i)[-1]
+                    if _holds(dfd, name, rel_i, data):
+                        results.append(UNCHANGED)
+                    elif check:
+                        results.append(WRITTEN)
+                    else:
+                        write_atomic(dfd, name, data)
+                        results.append(WRITTEN)
+                except OSError as exc:
+                    results.append(exc)
+    return results
+
+
 class _HashingText:
-    """A text sink that hashes (and optionally forwards encoded bytes)."""
+    """A text sink that hashes (and optionally forwards encoded bytes). Text is gathered and encoded,
+    hashed and forwarded in pieces of about FLUSH_AT characters (few large writes instead of one per
+    call); `flush` sends the rest. Encoding the joined text gives the same bytes as encoding each part:
+    the UTF-8 codec never pairs surrogates across parts, each lone one is escaped the same way."""
+
+    FLUSH_AT = 1 << 18
 
     def __init__(self, put: Callable[[bytes], None] | None = None) -> None:
         self.h = hashlib.sha256()
         self.put = put
+        self._parts: list[str] = []
+        self._size = 0
 
     def write(self, s: str) -> int:
-        b = s.encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
+        self._parts.append(s)
+        self._size += len(s)
+        if self._size >= self.FLUSH_AT:
+            self.flush()
+        return len(s)
+
+    def flush(self) -> None:
+        if not self._parts:
+            return
+        b = "".join(self._parts).encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
+        self._parts.clear()
+        self._size = 0
         self.h.update(b)
         if self.put is not None:
             self.put(b)
-        return len(s)
 
 
 def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], check: bool = False) -> tuple[str, str]:
@@ -250,6 +336,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
     if check:
         sink = _HashingText()
         produce(cast(IO[str], sink))  # write-only: the report writers only call write()
+        sink.flush()
         digest = sink.h.hexdigest()
         return (UNCHANGED if out_sha256(root, rel) == digest else WRITTEN), digest
     d = open_out_dir(root, parts[:-1], create=True, rel=rel)
@@ -261,6 +348,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
         def content(put):
             sink = _HashingText(put)
             produce(cast(IO[str], sink))
+            sink.flush()
             holder["digest"] = sink.h.hexdigest()
 
         # Write a new temporary file, then keep the old file when the content did not change.

@@ -166,9 +166,14 @@ def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callabl
     its process is recorded against itself (M616) and the run goes on with a fresh pool.
     """
     if jobs <= 1:
+        from translator.migrate.worker import close_writer
+
         init(ctx)
-        for b in batches:
-            on_results(run_batch(b))
+        try:
+            for b in batches:
+                on_results(run_batch(b))
+        finally:
+            close_writer()
         return
     import multiprocessing
 
@@ -299,15 +304,20 @@ class MigrationRun:
 
         t0 = time.perf_counter()
         self.prepare()
+        self.spool = ScriptSpool()
         self.ctx = WorkContext(
             out_dir=self.out if self.write_outputs else None,
             settings=self.settings,
             check=self.opts.check,
             max_size=self.opts.max_size,
             timeout=self.opts.timeout,
+            spool_dir=self.spool.folder,
         )
-        self.progress = _Progress(self.opts.progress, self.opts.echo)
-        self.spool = ScriptSpool()
+        try:
+            self.progress = _Progress(self.opts.progress, self.opts.echo)
+        except BaseException:
+            self.spool.close()
+            raise
         try:
             try:
                 self.convert_all()
@@ -546,9 +556,12 @@ class MigrationRun:
         if r.kind == "unreadable" and r.skipped:
             self.skipped.append(SkippedFile.from_json(r.skipped))
             return 0
-        if r.kind != "script" or r.record is None:
+        if r.kind != "script" or r.light is None:
             return 0
-        self.spool.add_rendered(r.rel, r.record_json, r.record, dict(r.fragments))
+        if r.record_at is not None:
+            self.spool.add_written(r.rel, r.record_at, r.light)
+        else:
+            self.spool.add_text(r.rel, r.record_json, r.light)
         if r.suffixed:
             self.suffixed.add(r.rel)
         else:

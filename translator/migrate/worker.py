@@ -2,21 +2,24 @@
 
 Runs in pool workers (and inline for `--jobs 1`). The pipeline and emitters are imported once per
 process (`init`), and each call handles a batch of files to keep inter-process traffic low. A
-failure on one file is caught and recorded (M606); it never stops the batch.
+failure on one file is caught and recorded (M606); it never stops the batch. Each process appends
+the full report records to a file of its own in the run's spool folder (`RecordWriter`) and sends
+back only where they are, with the light record the summaries need.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
+import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
-from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write, sha256_bytes
+from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write_many, sha256_bytes
+from translator.report.model import ScriptReport
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class WorkContext:
     max_size: int = 1 << 20
     source_label: str = ""  # prefix for the source path recorded in annotations ("" = relative)
     timeout: float = 60.0  # seconds one script may take (0 = no limit); over it: M615
+    spool_dir: str | None = None  # the run's ScriptSpool folder: records are written there (None: sent back)
 
 
 @dataclass
@@ -35,9 +39,9 @@ class FileResult:
 
     rel: str
     kind: str  # "script" | "other" | "binary" | "unreadable"
-    record: dict | None = None  # light ScriptReport.to_json() (no rows, no YAML)
-    record_json: str = ""  # the full record as the JSON report holds it
-    fragments: tuple[tuple[str, str], ...] = ()  # pre-rendered report parts: ("html", ...), ("md", ...)
+    light: ScriptReport | None = None  # the record without rows and YAML (what summaries read)
+    record_json: bytes = b""  # the full record as the JSON report holds it (UTF-8), when not spooled
+    record_at: tuple[str, int, int] | None = None  # where a RecordWriter put the full record
     outputs: tuple[tuple[str, str, str], ...] = ()  # (rel OUT path, sha256, WRITTEN|UNCHANGED)
     names: tuple[str, ...] = ()  # TrainJob names as emitted
     base_names: tuple[str, ...] = ()  # TrainJob names before any clash suffix
@@ -48,7 +52,9 @@ class FileResult:
 
 _CTX: WorkContext | None = None
 _PROFILES: dict = {}  # profile path -> (Profile | None, load diagnostics), per process
-_FOLDER_PROFILE: dict = {}  # script folder -> profile path (or None), per process
+_FOLDER_PROFILE: dict = {}  # script folder (as discovery spells it) -> profile path (or None), per process
+_WRITER: list = []  # this process's RecordWriter (at most one; a forked child makes its own)
+_ALARM_PID = [0]  # the process whose SIGALRM handler pool_init set for good (its deadlines only arm a timer)
 
 if TYPE_CHECKING:  # (the pipeline is imported by warm_up, in each worker)
     from translator.pipeline import ConvertSettings
@@ -61,10 +67,11 @@ def _settings_for(c: Candidate, ctx: WorkContext):
         return settings, ()
     from translator.profile.load import ProfileError, find_profile, load_profile
 
-    folder = os.path.dirname(os.path.abspath(c.path))
-    if folder not in _FOLDER_PROFILE:
-        _FOLDER_PROFILE[folder] = find_profile(os.path.join(folder, "x"))
-    path = _FOLDER_PROFILE[folder]
+    key = os.path.dirname(c.path)
+    path = _FOLDER_PROFILE.get(key, "")
+    if path == "":
+        folder = os.path.dirname(os.path.abspath(c.path))
+        path = _FOLDER_PROFILE[key] = find_profile(os.path.join(folder, "x"))
     if not path:
         return settings, ()
     if path not in _PROFILES:
@@ -92,8 +99,6 @@ def pool_init(ctx: WorkContext, parent_pid: int) -> None:
     """Pool initializer: die with the migrate process. The kernel sends SIGKILL to this worker when
     its parent dies (prctl PR_SET_PDEATHSIG), whatever killed the parent (SIGTERM, SIGKILL, a crash);
     a parent that died before the prctl call is caught by comparing the parent pid."""
-    import signal
-
     try:
         import ctypes
 
@@ -106,6 +111,9 @@ def pool_init(ctx: WorkContext, parent_pid: int) -> None:
     # SIGINT goes to the whole foreground process group: the parent handles Ctrl-C, workers just die
     # with it instead of printing tracebacks of their own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "setitimer"):  # the per-script deadline's handler, set once for this process
+        signal.signal(signal.SIGALRM, _on_alarm)
+        _ALARM_PID[0] = os.getpid()
     init(ctx)
 
 
@@ -127,9 +135,48 @@ def warm_up() -> None:
 
 
 def run_batch(batch: Sequence[tuple[Candidate, str | None]]) -> list[FileResult]:
-    """Process (candidate, rename_suffix) pairs with the process-wide context."""
+    """Process (candidate, rename_suffix) pairs with the process-wide context. With a spool folder,
+    the full records go to this process's record file (flushed before the results are returned)."""
     assert _CTX is not None, "worker.init() was not called"
-    return [process(c, _CTX, suffix) for c, suffix in batch]
+    results = [process(c, _CTX, suffix) for c, suffix in batch]
+    if _CTX.spool_dir:
+        writer = _writer(_CTX.spool_dir)
+        try:
+            for r in results:
+                if r.record_json:
+                    r.record_at = writer.put(r.record_json)
+                    r.record_json = b""
+            writer.flush()
+        except BaseException:
+            close_writer()  # a half-written file is never appended to again
+            raise
+    return results
+
+
+def _writer(folder: str):
+    from translator.report.spool import RecordWriter
+
+    if _WRITER:
+        w = _WRITER[0]
+        if w.pid == os.getpid() and w.folder == folder:
+            return w
+        if w.pid == os.getpid():
+            w.close()
+        _WRITER.clear()  # (a writer inherited through fork stays the parent's)
+    w = RecordWriter(folder)
+    _WRITER.append(w)
+    return w
+
+
+def close_writer() -> None:
+    """Close this process's record file (inline runs call it when the run's batches are done)."""
+    if _WRITER:
+        w = _WRITER.pop()
+        if w.pid == os.getpid():
+            try:
+                w.close()
+            except OSError:
+                pass
 
 
 def renamed(name: str, suffix: str) -> str:
@@ -166,36 +213,58 @@ def process(c: Candidate, ctx: WorkContext, suffix: str | None = None) -> FileRe
     try:
         # Only the conversion runs under the deadline; the outputs are written after it, so a timeout
         # never leaves written files that the result (and so the manifest) does not list.
-        result, blobs = _with_deadline(ctx.timeout, _convert, c, data, ctx, suffix)
+        done = _with_deadline(ctx.timeout, _convert, c, data, ctx, suffix)
     except ScriptTimeout:
         return failed_result(c.rel, "M615", f"conversion took longer than {ctx.timeout:g} s (--timeout); stopped")
     except Exception as exc:  # a bug in a stage must not stop the run: record it against the script
         return failed_result(c.rel, "M606", f"internal error while converting ({type(exc).__name__}: {exc})")
-    return _write_outputs(result, blobs, ctx)
+    return _write_outputs(done, ctx)
 
 
-def _write_outputs(result: FileResult, blobs: list[tuple[str, bytes]], ctx: WorkContext) -> FileResult:
-    """Write the script's outputs into OUT (or compare them, in check mode). An entry of OUT that is a
-    symbolic link or a special file is never replaced: the script gets an error (M618)."""
+@dataclass
+class Converted:
+    """A converted script, before its outputs are written: the record and the rendered outputs."""
+
+    rel: str
+    sr: ScriptReport
+    blobs: list[tuple[str, bytes, str]]  # (rel OUT path, content, sha256)
+    names: tuple[str, ...] = ()
+    base_names: tuple[str, ...] = ()
+    suffixed: bool = False
+    runnable: bool = False
+
+
+def _write_outputs(done: Converted, ctx: WorkContext) -> FileResult:
+    """Write the script's outputs into OUT (or compare them, in check mode), then serialise its record.
+    An entry of OUT that is a symbolic link or a special file is never replaced: the script gets an
+    error (M618)."""
     outputs: list[tuple[str, str, str]] = []
     refused: list[tuple[str, str]] = []  # (code, message)
-    for rel_out, blob in blobs:
-        status = UNCHANGED
-        if ctx.out_dir is not None:
-            try:
-                status = out_write(ctx.out_dir, rel_out, blob, ctx.check)
-            except OutEntryRefused as exc:
-                refused.append(("M618", exc.message))
-                continue
-            except OSError as exc:  # this script's output only (a name the file system refuses...)
-                refused.append(("M610", f"cannot write {rel_out}: {exc.strerror or exc}"))
-                continue
-        outputs.append((rel_out, sha256_bytes(blob), status))
+    blobs = done.blobs
+    if ctx.out_dir is None:
+        outputs = [(rel_out, digest, UNCHANGED) for rel_out, _b, digest in blobs]
+    elif blobs:
+        statuses = out_write_many(ctx.out_dir, [(rel_out, blob) for rel_out, blob, _d in blobs], ctx.check)
+        for (rel_out, _blob, digest), status in zip(blobs, statuses):
+            if isinstance(status, str):
+                outputs.append((rel_out, digest, status))
+            elif isinstance(status, OutEntryRefused):
+                refused.append(("M618", status.message))
+            else:  # this script's output only (a name the file system refuses...)
+                refused.append(("M610", f"cannot write {rel_out}: {status.strerror or status}"))
     if not refused:
-        return dataclasses.replace(result, outputs=tuple(outputs))
-    from translator.report.model import ERRORS, Issue, ScriptReport
+        return _result(
+            done.rel,
+            done.sr,
+            outputs=tuple(outputs),
+            names=done.names,
+            base_names=done.base_names,
+            suffixed=done.suffixed,
+            runnable=done.runnable,
+        )
+    from translator.report.model import ERRORS, Issue
 
-    sr = ScriptReport.from_json(json.loads(result.record_json))
+    sr = ScriptReport.from_json(done.sr.to_json())  # (as the record reads back)
     code = refused[0][0]
     issue = Issue(
         "error",
@@ -207,34 +276,42 @@ def _write_outputs(result: FileResult, blobs: list[tuple[str, bytes]], ctx: Work
         else "fix the output location (space, permissions), then re-run migrate",
     )
     sr = dataclasses.replace(sr, outcome=ERRORS, issues=sr.issues + (issue,))
-    again = _result(
-        result.rel, sr, names=result.names, base_names=result.base_names, suffixed=result.suffixed, runnable=False
+    return _result(
+        done.rel,
+        sr,
+        outputs=tuple(outputs),
+        names=done.names,
+        base_names=done.base_names,
+        suffixed=done.suffixed,
+        runnable=False,
     )
-    return dataclasses.replace(again, outputs=tuple(outputs))
 
 
 class ScriptTimeout(Exception):
     """One script took longer than WorkContext.timeout."""
 
 
+def _on_alarm(signum, frame):
+    raise ScriptTimeout()
+
+
 def _with_deadline(seconds: float, fn, *args):
     """fn(*args), interrupted by ScriptTimeout after `seconds` (a SIGALRM timer; main thread only,
-    which is where pool workers and inline runs call it)."""
-    import signal
+    which is where pool workers and inline runs call it). A pool worker's handler is set once
+    (pool_init); elsewhere it is set for the call and the previous one restored."""
+    if not seconds or seconds <= 0 or not hasattr(signal, "setitimer"):
+        return fn(*args)
+    if _ALARM_PID[0] == os.getpid():
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return fn(*args)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
     import threading
 
-    if (
-        not seconds
-        or seconds <= 0
-        or threading.current_thread() is not threading.main_thread()
-        or not hasattr(signal, "setitimer")
-    ):
+    if threading.current_thread() is not threading.main_thread():
         return fn(*args)
-
-    def on_alarm(signum, frame):
-        raise ScriptTimeout()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         return fn(*args)
@@ -258,9 +335,7 @@ def failed_result(rel: str, code: str, message: str) -> FileResult:
     return _result(rel, sr)
 
 
-def _convert(
-    c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None
-) -> tuple[FileResult, list[tuple[str, bytes]]]:
+def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None) -> Converted:
     from translator.pipeline import convert
     from translator.report.build import script_report
 
@@ -272,8 +347,7 @@ def _convert(
         plans = tuple(dataclasses.replace(p, name=renamed(p.name, suffix)) for p in plans)
         conv = dataclasses.replace(conv, plans=plans)
     yaml_text = ""
-    outputs: list[tuple[str, str, str]] = []
-    blobs: list[tuple[str, bytes]] = []
+    blobs: list[tuple[str, bytes, str]] = []
     if plans:
         from translator.emit import migrate_writers, render
 
@@ -281,11 +355,9 @@ def _convert(
             text = render(plans, w.name, findings_comment=True)
             if w.name == "yaml":
                 yaml_text = text  # the report shows the TrainJob YAML
-            rel_out = c.out_stem + w.suffix
             blob = text.encode("utf-8")
-            blobs.append((rel_out, blob))
-            outputs.append((rel_out, sha256_bytes(blob), UNCHANGED))
-    sr = script_report(conv, c.rel, yaml_text, [o[0] for o in outputs], settings=settings)
+            blobs.append((c.out_stem + w.suffix, blob, sha256_bytes(blob)))
+    sr = script_report(conv, c.rel, yaml_text, [b[0] for b in blobs], settings=settings)
     if getattr(settings, "simulate", False):
         from translator.report.build import with_simulation
 
@@ -313,20 +385,22 @@ def _convert(
             sr,
             issues=sr.issues + (Issue("info", "M617", c.name_note, None, "rename the file to choose the output name"),),
         )
-    return _result(
+    return Converted(
         c.rel,
         sr,
-        outputs=tuple(outputs),
+        blobs,
         names=sr.names,
         base_names=base_names,
         suffixed=bool(suffix and plans),
         runnable=bool(plans) and sr.outcome != "errors",
-    ), blobs
+    )
 
 
-def _result(rel: str, sr, **kw) -> FileResult:
-    """Serialise the record here, in the worker, in parallel.
+def _result(rel: str, sr: ScriptReport, **kw) -> FileResult:
+    """Serialise the record here, in the worker, in parallel: the full record as the JSON report holds
+    it, and the light record (as it reads back from JSON, without rows and YAML) for the summaries.
 
     The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
     the parent renders at the end from their records (rendering and sending one for every script cost more)."""
-    return FileResult(rel, "script", record=sr.light_json(), record_json=sr.record_json(), **kw)
+    record_json = sr.record_json().encode("utf-8")
+    return FileResult(rel, "script", light=ScriptReport.from_json(sr.light_json()), record_json=record_json, **kw)
