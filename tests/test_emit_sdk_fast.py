@@ -12,7 +12,9 @@ import ast
 import enum
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
+
+import strategies as S
 
 from kf_helpers import plan
 from translator.diagnostics import Finding
@@ -72,7 +74,7 @@ trees = st.recursive(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@S.fuzz_settings(375)
 @given(trees)
 def test_lit_is_the_reference_literal(value):
     assert _lit(value) == _reference_lit(value)
@@ -85,7 +87,7 @@ plain_trees = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(plain_trees)
 def test_lit_of_a_plain_tree_reads_back(value):
     assert ast.literal_eval(_lit(value)) == value
@@ -103,7 +105,7 @@ script_lines = st.lists(
 scripts = st.tuples(script_lines, st.booleans()).map(lambda x: "\n".join(x[0]) + ("\n" if x[1] else ""))
 
 
-@settings(max_examples=2000, deadline=None)
+@S.fuzz_settings(500)
 @given(st.one_of(scripts, texts))
 def test_line_literals_are_the_repr_of_each_line(text):
     sep = "\n" + " " * 12
@@ -111,7 +113,7 @@ def test_line_literals_are_the_repr_of_each_line(text):
     assert _line_literals(text, sep) == want
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(st.lists(st.one_of(scripts, texts, st.sampled_from(["bash", "-c", "x" * 70, "x\n" * 40])), max_size=5))
 def test_string_lists_as_the_general_block_writes_them(items):
     """`_list_block` takes its str-list path for a list, its general path for the same items in a tuple."""
@@ -122,7 +124,7 @@ def test_string_lists_as_the_general_block_writes_them(items):
         assert "\n".join(fast.lines) == "\n".join(general.lines)
 
 
-@settings(max_examples=2000, deadline=None)
+@S.fuzz_settings(500)
 @given(st.one_of(scripts, texts))
 def test_ascii_printable_lines(text):
     assert ascii_printable_lines(text) == (text.isascii() and text.replace("\n", "").isprintable())
@@ -153,7 +155,7 @@ source_maps = st.lists(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(source_maps)
 def test_lines_of_matches_a_scan_of_the_source_map(source_map):
     p = plan(source_map=tuple(source_map))

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
+
+import strategies as S
 
 from kf_helpers import sample_plans
 from translator.emit import trainjob_yaml
@@ -175,14 +177,14 @@ trees = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(st.dictionaries(keys, scalars, min_size=1, max_size=3))
 def test_scalars_as_pyyaml_writes_them(doc):
     text = _same(doc)
     _round_trips(doc, text)
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(st.lists(strings, min_size=1, max_size=3), st.integers(0, 12))
 def test_strings_in_sequences_at_every_depth(items, depth):
     doc: dict = {"k": items}
@@ -201,13 +203,13 @@ ascii_trees = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(st.dictionaries(keys, trees, min_size=1, max_size=4))
 def test_trees_as_pyyaml_writes_them(doc):
     _round_trips(doc, _same(doc))
 
 
-@settings(max_examples=1000, deadline=None)
+@S.fuzz_settings(250)
 @given(st.dictionaries(ascii_keys, ascii_trees, min_size=1, max_size=4))
 def test_ascii_trees_as_pyyaml_writes_them(doc):
     """Trees the direct writer mostly takes itself."""

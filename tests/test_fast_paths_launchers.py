@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from translator.launchers import common, script
+
+import strategies as S
 
 # pieces that sit at the edges of the searched words
 _EDGES = ["", " ", "\n", "\t", "\r", "\x0b", "\x85", "\u2028", "\u00a0", "_", "x", "Z", "9", "é", "٣", "²", "$", "$$"]
@@ -27,7 +29,7 @@ def _text(words):
 _WORDS = ["srun", "scontrol", "sbatch", "sru", "srunx", "module", "ml", "conda"]
 
 
-@settings(max_examples=1000)
+@S.fuzz_settings(250)
 @given(_text(_WORDS), st.sampled_from(_WORDS))
 def test_has_word_matches_the_word_boundary_pattern(text, word):
     assert common.has_word(text, word) == (re.search(rf"\b{word}\b", text) is not None)
@@ -37,7 +39,7 @@ _SLURM_PIECES = ["SLURM_", "SLURMD_", "SLURM", "SLURM_JOB_ID", "SLURMD_NODENAME"
 _SLURM_PIECES += ["SLURM__", "xSLURM_B", "SLURM_9", "ID", "A", "_"]
 
 
-@settings(max_examples=1000)
+@S.fuzz_settings(250)
 @given(_text(_SLURM_PIECES))
 def test_slurm_names_match_the_finditer_of_the_pattern(text):
     want = list(dict.fromkeys(m.group(1) for m in script._SLURM_NAME.finditer(text)))
@@ -47,7 +49,7 @@ def test_slurm_names_match_the_finditer_of_the_pattern(text):
 _POS_PIECES = ["$1", "${2}", "$@", "$*", "$#", "${#}", "${#1}", "$$1", "$$$1", "${", "$", "$x", "\\$1"]
 
 
-@settings(max_examples=1000)
+@S.fuzz_settings(250)
 @given(_text(_POS_PIECES))
 def test_uses_positional_matches_the_look_behind_pattern(text):
     assert common.uses_positional(text) == bool(common._POSITIONAL.search(text))
@@ -57,7 +59,7 @@ _SET_PIECES = ["set -e", "set -euo pipefail", "set -o errexit", "set  -o \n erre
 _SET_PIECES += ["reset -e", "set -o", "errexit", "set\n-e", "  set -e", "\n  set -ex", "echo; set -e", "setx -e"]
 
 
-@settings(max_examples=1000)
+@S.fuzz_settings(250)
 @given(_text(_SET_PIECES))
 def test_sets_errexit_matches_the_line_start_pattern(body):
     want = re.search(r"(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)", body) is not None
@@ -67,7 +69,7 @@ def test_sets_errexit_matches_the_line_start_pattern(body):
 _TTY_PIECES = ["clear", "tput", "reset", "tput setaf 1", "clearx", "xreset", "reset;", "(clear)", "`tput`"]
 
 
-@settings(max_examples=1000)
+@S.fuzz_settings(250)
 @given(_text(_TTY_PIECES))
 def test_tty_commands_match_the_finditer_of_the_pattern(body):
     want = sorted({m.group(2) for m in re.finditer(r"(^|[\s;&|(`])(clear|tput|reset)(?=[\s;&|)`]|$)", body)})
@@ -122,7 +124,7 @@ def _reference_unquoted_text(raw: str) -> str:
     return "".join(out)
 
 
-@settings(max_examples=2000)
+@S.fuzz_settings(500)
 @given(st.text(alphabet="ab $'\"\\`(){}*?[]~,\n é=-x#@", max_size=40))
 def test_unquoted_text_matches_character_by_character_reading(raw):
     assert common._unquoted_text(raw) == _reference_unquoted_text(raw)
@@ -319,7 +321,7 @@ def test_intent_replace_is_dataclasses_replace():
         replace(base, line=4).line = 5  # type: ignore[misc]
 
 
-@settings(max_examples=1000)
+@S.fuzz_settings(250)
 @given(st.text(alphabet="a \n\r\x0c\u2028\u0085é", max_size=30), st.integers(0, 12))
 def test_body_text_is_the_lines_from_the_body_start(text, start):
     from types import SimpleNamespace

@@ -15,7 +15,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
+
+import strategies as S
 
 from translator.fsio import has_escaped_bytes, read_user_file
 from translator.migrate import files as F
@@ -117,7 +119,7 @@ def test_out_write_many_in_check_mode_with_no_output_folder(tmp_path):
 _names = st.sampled_from(["a", "b", "\u00e9t\u00e9", "x y", "n\u2603"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@S.fuzz_settings(60)
 @given(
     st.lists(
         st.tuples(
@@ -232,7 +234,7 @@ def test_read_user_file_checked_reads_what_the_full_path_reads(tmp_path, data):
         os.close(fd)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@S.fuzz_settings(40)
 @given(st.lists(st.text(alphabet=st.sampled_from("a\u00e9\u2603\ud83d\ude00\udc80\n"), max_size=9), max_size=12))
 def test_streamed_reports_are_the_bytes_of_each_write_encoded_alone(tmp_path_factory, pieces):
     import hashlib

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.plan import build, resources, secrets
 
+import strategies as S
 from strategies import script_text
 
 # ---- pieces the generated texts are made of ------------------------------------------------------
@@ -110,13 +111,13 @@ _REFERENCE_ENDPOINT = re.compile(
 )
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(_texts)
 def test_ipv4_scan_matches_the_plain_pattern(text):
     assert build._ipv4_addresses(text) == [m.group(1) for m in _REFERENCE_IPV4.finditer(text)]
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(_texts)
 def test_endpoint_pattern_matches_the_plain_pattern(text):
     assert build._ENDPOINT.findall(text) == [m.group(1) for m in _REFERENCE_ENDPOINT.finditer(text)]
@@ -155,7 +156,7 @@ def _fast_uses(body: str, stand_in: str) -> bool:
     )
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(
     st.lists(
         st.one_of(_piece, st.sampled_from(["123456", "1234567", "x123456", "\nexport SLURM_JOB_ID=123456\n"])),
@@ -200,13 +201,13 @@ _names = st.one_of(
 )
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(_names, _texts)
 def test_looks_secret_matches_the_plain_checks(name, value):
     assert secrets.looks_secret(name, value) == _reference_looks_secret(name, value)
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(_texts)
 def test_embedded_tokens_match_the_plain_scan(text):
     assert secrets.embedded_tokens(text) == _reference_embedded_tokens(text)
@@ -224,7 +225,7 @@ _findings = st.builds(
 )
 
 
-@settings(max_examples=300)
+@S.fuzz_settings(75)
 @given(st.lists(_findings, max_size=30))
 def test_dedupe_matches_the_records_equality(findings):
     want = tuple(sorted(dict.fromkeys(map(build._one_line, findings)), key=lambda f: (f.line is None, f.line or 0)))
@@ -262,7 +263,7 @@ def _reference_lines(job, *names):
 _option_names = st.sampled_from(["nodes", "ntasks", "time", "gres", "mem"])
 
 
-@settings(max_examples=300)
+@S.fuzz_settings(75)
 @given(
     st.lists(st.tuples(_option_names, st.one_of(st.none(), st.integers(1, 9))), max_size=12),
     st.lists(st.lists(_option_names, max_size=4), min_size=1, max_size=5),
@@ -287,7 +288,7 @@ _spaced = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(_spaced, st.one_of(st.none(), _spaced))
 def test_one_line_matches_split_and_join(message, suggestion):
     f = Finding(WARNING, "P435", message, 3, suggestion)
@@ -331,7 +332,7 @@ class _Script:
     body = ()  # no assignments: only the token shapes can redact
 
 
-@settings(max_examples=150)
+@S.fuzz_settings(40)
 @given(st.lists(st.tuples(_texts, st.one_of(st.none(), _texts)), max_size=6))
 def test_redact_matches_cleaning_every_text(pairs):
     findings = [Finding(WARNING, "P436", m, 1, s) for m, s in pairs]
@@ -356,7 +357,7 @@ def test_every_whitespace_but_the_space_is_unprintable():
     assert [c for c in spaces if c != " " and c.isprintable()] == []
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(_spaced)
 def test_spaced_once_never_claims_a_text_split_and_join_would_change(text):
     if build._spaced_once(text):
@@ -378,7 +379,7 @@ def _reference_commands(statements, depth=0):
             yield from _reference_commands(stmt.children, depth + 1)
 
 
-@settings(max_examples=150, deadline=None)
+@S.fuzz_settings(40)
 @given(script_text())
 def test_walks_match_the_generators(text):
     from translator.plan import env as envmod
@@ -445,7 +446,7 @@ _shell_pieces = st.one_of(
 )
 
 
-@settings(max_examples=400)
+@S.fuzz_settings(100)
 @given(st.lists(_shell_pieces, max_size=15).map("".join))
 def test_batch_once_matches_running_every_pattern(text):
     from translator.plan import prologue
@@ -469,7 +470,7 @@ def test_definitions_kept_per_job_match_the_plain_lookup():
         shape = job_shape(job.fields)
         for name in names + names:  # asked twice: the kept answer
             assert prologue.definition(name, job, shape) == prologue._definition(name, job, shape)
-        again = job_shape(job.fields)  # an equal Shape, another object: the kept table applies
+        again = dataclasses.replace(job_shape(job.fields))  # an equal Shape, another object: the kept table applies
         assert again == shape and again is not shape
         step = dataclasses.replace(shape, nodes=shape.nodes + 1, tasks_per_node=3)  # another shape: a new table
         for sh in (again, step, shape):

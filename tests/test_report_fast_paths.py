@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
+
+import strategies as S
 
 from translator.pipeline import ConvertSettings, convert
 from translator.report import build, html as html_writer
@@ -122,7 +124,7 @@ def _same_or_same_error(fast, general):
     assert fast() == want
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@S.fuzz_settings(75)
 @given(reports)
 def test_fast_paths_agree_with_the_general_paths(sr):
     assert sr.record_json() == _dumps(sr)
@@ -135,7 +137,7 @@ def test_fast_paths_agree_with_the_general_paths(sr):
         assert html_writer._index_rows([sr], ids, detailed) == html_writer._index_row_general(sr, "s-1", detailed)
 
 
-@settings(max_examples=300, deadline=None)
+@S.fuzz_settings(75)
 @given(texts)
 def test_escape_text_is_html_escape(s):
     assert html_writer._escape_text(s) == html.escape(s, quote=True).replace("\x00", "\ufffd")
@@ -306,7 +308,7 @@ md_texts = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@S.fuzz_settings(100)
 @given(md_texts)
 def test_markdown_plain_text_shortcut_matches_the_full_escape(s):
     from translator.report import markdown
@@ -315,7 +317,7 @@ def test_markdown_plain_text_shortcut_matches_the_full_escape(s):
     assert markdown.code(s) == _md_code_reference(s)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@S.fuzz_settings(75)
 @given(reports, st.booleans())
 def test_sections_rendered_from_records_match_the_records_read_back(sr, inline):
     """The parent renders the detailed HTML sections straight from the spooled JSON records."""
