@@ -250,8 +250,9 @@ def run_set(kind: str, args, base: Path) -> dict:
         f"({args.scripts / floor:,.0f} scripts/s)"
     )
 
+    per_file = create_cost(base / kind)
     print(
-        f"file creation under {base / kind}: {create_cost(base / kind):.3f} ms of kernel CPU per new file "
+        f"file creation under {base / kind}: {per_file:.3f} ms of kernel CPU per new file "
         "(2,000 files; every output is a new file)"
     )
     load = os.getloadavg()[0]
@@ -262,6 +263,12 @@ def run_set(kind: str, args, base: Path) -> dict:
         f"({1000 * first['cpu'] / args.scripts:.2f} ms CPU/script), exit {first['rc']} (load before: {load:.1f})"
     )
     print(f"        {first['summary']}")
+    outputs = sum(len(f) for _d, _s, f in os.walk(out))
+    print(
+        f"        of which creating its {outputs:,} output files: about {outputs * per_file / 1000:.1f}s of "
+        f"kernel CPU at the rate above ({100 * outputs * per_file / 1000 / max(first['cpu'], 1e-9):.0f}% of "
+        "the run's CPU; the rate depends on the folder and the file system's state: compare with --dir)"
+    )
     if not args.no_rerun:
         second = timed_migrate(src, out, args.jobs)
         print(
