@@ -291,3 +291,113 @@ def test_block_tree_table_gives_each_script_its_own_statements():
     assert first[0] == first[2] == again[1]
     assert first[1] == again[0]
     assert first[0] != first[1]
+
+
+# ---- read/shell_lexer.py: whole lines with operators, $(...), [[ ]], headers and function definitions -----
+
+_LINE_FRAGMENTS = [
+    "echo",
+    "x",
+    "A=$(hostname)",
+    '"$x"',
+    '"${x:-a}"',
+    "${x}",
+    "$(date +%s)",
+    '"[$(date +%H:%M:%S)] $*"',
+    '$(scontrol show hostnames "$L" | head -n 1)',
+    "$((N * 4))",
+    "$((a) + 1)",
+    "$( (x) )",
+    "$(a #b)",
+    "$(a 'b)')",
+    '$(a "$(b)")',
+    "$(cat <<E",
+    "`d`",
+    "$'a\\'b'",
+    "\\x",
+    "[[",
+    "]]",
+    "]]]",
+    "[",
+    "]",
+    "-n",
+    "==",
+    "'a;b'",
+    '"a|b"',
+    "if",
+    "elif",
+    "then",
+    "while",
+    "until",
+    "do",
+    "else",
+    "fi",
+    "done",
+    "esac",
+    "for",
+    "select",
+    "in",
+    "case",
+    "function",
+    "f()",
+    "()",
+    "(",
+    ")",
+    "{",
+    "}",
+    "!",
+    "#c",
+    ";",
+    ";;",
+    ";&",
+    "&&",
+    "||",
+    "|",
+    "|&",
+    "&",
+    "&>x",
+    ">x",
+    "\n",
+    "é",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_LINE_FRAGMENTS), st.sampled_from([" ", " ", "", "\t", "\n"])), max_size=24))
+def test_lexer_line_fast_path_matches_the_general_scan(parts):
+    _same("".join(f + sep for f, sep in parts))
+
+
+def test_lexer_line_fast_path_on_chosen_cases():
+    for text in [
+        "if [ $? -ne 0 ]; then\n  echo failed\nfi\n",
+        'if [[ "$P" == "debug" ]]; then\n  x\nelif [[ -n "${R:-}" ]]; then\n  y\nfi\n',
+        "[[ a && b ]] || echo no\n",
+        "[[ $x =~ ^(a|b)$ ]] && echo y\n",
+        "[[ x ]]) y\n",
+        "[[ x\n",
+        "for seed in 98 37; do\n  srun t --seed $seed &\ndone\nwait\n",
+        "select x in a b; do break; done\n",
+        'case "${ID:-0}" in\n  0) C=a ;;\n  *) C=b ;;\nesac\n',
+        "case x in a) echo ;; esac\n",
+        "case x\nin\na) y;;\nesac\n",
+        'log() {\n  echo "[$(date +%H:%M:%S)] $*"\n}\n',
+        "log () { echo; }\n",
+        "if() { echo; }\n",
+        "function check_gpu {\n  nvidia-smi || exit 1\n}\n",
+        "function f () { :; }\n",
+        "function f() { :; }\n",
+        "function\n",
+        'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n',
+        "accelerate launch --num_processes $((SLURM_NNODES * 4)) train.py\n",
+        'rm -rf "${TMPDIR:?}"/* || true\n',
+        "a & b && c || d | e ; f\n",
+        "a &| b\n",
+        "then echo x; fi; done\n",
+        "fi x y; echo z\n",
+        "echo a; #c\n",
+        "x=$(a 'b') y=\"$(c)\" z\n",
+        "echo é; echo ü\n",
+        "echo a\\ \n",
+    ]:
+        _same(text)
