@@ -401,3 +401,110 @@ def test_lexer_line_fast_path_on_chosen_cases():
         "echo a\\ \n",
     ]:
         _same(text)
+
+
+# ---- read/body.py: top-level statements parsed one at a time, commands' words and kinds kept per process -----
+
+_BLOCK_FRAGMENTS = [
+    "if true; then\n",
+    "elif x; then\n",
+    "else\n",
+    "fi\n",
+    "for i in 1 2; do\n",
+    "while read l; do\n",
+    "done\n",
+    "case $x in\n",
+    "a) echo a ;;\n",
+    "*) echo b\n",
+    ";;\n",
+    "esac\n",
+    "f() {\n",
+    "function g {\n",
+    "function h\n",
+    "# c\n",
+    "{\n",
+    "}\n",
+    "(\n",
+    ")\n",
+    "echo x\n",
+    "A=1\n",
+    "export B=2\n",
+    "srun python t.py\n",
+    "cat <<E\nbody\nE\n",
+    "then\n",
+    "do\n",
+]
+
+
+def _whole_tree_statements(text: str):
+    """The statements as one parse of the whole token stream gives them (the reference)."""
+    from translator.read import body
+    from translator.read.block_parser import parse
+
+    lines = text.split("\n")
+    tokens = ShellLexer("\n".join(lines), 1).run().tokens
+    runs = body._compress_runs(tokens)
+    try:
+        return body._build(parse(tuple(t.type for t in runs)), runs, lines)
+    except Exception as exc:
+        return type(exc)
+
+
+def _per_statement(text: str):
+    from translator.read import body
+
+    lines = text.split("\n")
+    tokens = ShellLexer("\n".join(lines), 1).run().tokens
+    try:
+        return body._build_blocks(body._compress_runs(tokens), lines)
+    except Exception as exc:
+        return type(exc)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_BLOCK_FRAGMENTS), max_size=30).map("".join))
+def test_blocks_parsed_per_statement_match_one_whole_parse(text):
+    assert _per_statement(text) == _whole_tree_statements(text)
+
+
+def test_blocks_parsed_per_statement_on_chosen_cases():
+    for text in [
+        "",
+        "echo a\n",
+        "if a; then\nb\nfi\necho c\nfor i in 1; do\nx\ndone\n",
+        "f() {\n  echo\n}\nf\n",
+        "f()\n# c\n{\n  echo\n}\n",  # a comment between the name and the body: not a sentence (fallback)
+        "function g {\n  if x; then\n    case y in\n      a) z ;;\n    esac\n  fi\n}\n",
+        "( cd x; make )\n{ a; b; }\n",
+    ]:
+        assert _per_statement(text) == _whole_tree_statements(text), text
+
+
+def test_command_table_gives_what_building_gives():
+    from translator.read import body, read_script
+
+    text = (
+        "#!/bin/bash\nsrun python t.py\nexport A=1\nexport A=1 >log\nexport A=1\nA=2 srun python t.py\n"
+        "declare -x B=1\nlocal C\nsrun python t.py &\n"
+    )
+    body._COMMANDS.clear()
+    first = read_script(text.encode(), "s").body
+    second = read_script(text.encode(), "s").body  # from the table
+    body._COMMANDS.clear()
+    assert first == second == read_script(text.encode(), "s").body
+    assert [type(s).__name__ for s in first][:4] == ["Command", "Assignment", "Command", "Assignment"]
+    assert not any(k[0] in ("export", "declare", "local") for k in body._COMMANDS)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(["A=1", "x", "B+=2", "C[1]=3", "=x", "1A=2", "D=", "E='a b'", 'F="$x"']), max_size=5))
+def test_assignment_table_gives_what_parsing_gives(words):
+    from translator.read import words as W
+
+    for raw in words:
+        want = W.split_assignment(raw)
+        for _ in range(2):
+            a = W.make_assignment(raw, 7, True)
+            assert (a is None) == (want is None)
+            if a is not None:
+                assert (a.name, a.value, a.line, a.exported) == (want[0], W.make_word(want[1]), 7, True)
