@@ -87,7 +87,16 @@ _LINE_WORD = re.compile(
 _DOUBLE_BRACKET = re.compile(
     r"\[\[(?:[^'\"\]\\`$\n]|'[^']*'|" + _SIMPLE_DQ + "|" + _DQ_SIMPLE + r"|\](?!\](?:[ \t;&|)]|$)))*\]\](?=[ \t;&|)]|$)"
 )
-_LINE_OPS = {";": ";", "&&": "&&", "||": "||", "|": "|", "&": ""}  # operator -> connector after it
+_LINE_OPS = {
+    ";": ";",
+    "&&": "&&",
+    "||": "||",
+    "|": "|",
+    "&": "",
+    ";;": "",
+    ";&": "",
+    ";;&": "",
+}  # operator -> connector after it
 
 
 def _newline_offsets(text: str) -> list[int]:
@@ -705,10 +714,13 @@ class ShellLexer:
         Returns i (nothing read) when the line has anything else (redirections, subshells, `;;`, `!`, escaped
         newlines, comments, ...), else the offset where the general scan goes on (end, or the end of a
         `case ... in` header: the patterns follow)."""
+        if self.pending_heredocs:
+            return i
         text = self.text
         word_match = _LINE_WORD.match
-        # first pass, nothing emitted: the line's pieces (kind, start, stop): "w" word, "o" operator, "f" name()
-        pieces: list[tuple[str, int, int]] = []
+        # first pass, nothing emitted: the line's pieces (kind, start, stop, fd): "w" word, "o" operator, "f" name(),
+        # "r" a redirection (its fd, the operator's offset), "d" `;;` / `;&` / `;;&` (the end of a case item)
+        pieces: list[tuple[str, int, int, str]] = []
         pos = i
         stop_at = end
         mode = ""  # "" (a command), "for" / "case" / "function" (a header), "tail" (after a closer)
@@ -721,27 +733,41 @@ class ShellLexer:
             c = text[pos]
             if c == ";" or c == "&" or c == "|":
                 nxt = text[pos + 1 : pos + 2]
-                if nxt == c and c != ";":
+                if c == ";" and (nxt == ";" or nxt == "&"):
+                    # the end of a case item: the general scan reads the next pattern
+                    op = ";;&" if text.startswith(";;&", pos) else c + nxt
+                    pieces.append(("d", pos, pos + len(op), ""))
+                    stop_at = pos + len(op)
+                    break
+                if nxt == c:
                     op = c + c
                 elif nxt in (";", "&", ">") or (c == "|" and nxt == "&"):
-                    return i  # ;; ;& &> |& and the like: the general scan reads them
+                    return i  # &> |& and the like: the general scan reads them
                 else:
                     op = c
-                pieces.append(("o", pos, pos + len(op)))
+                pieces.append(("o", pos, pos + len(op), ""))
                 pos += len(op)
                 mode, count = "", 0
                 continue
-            if c == "(" and mode == "" and count == 1:
+            if c == "(" and mode == "" and count == 1 and pieces[-1][0] == "w":
                 # `name ()`: a function definition (the name was the command's only word)
                 k = _NAME_PAREN.match(text, pos, end)
                 if k is None:
                     return i
-                pieces[-1] = ("f", pieces[-1][1], k.end())
+                pieces[-1] = ("f", pieces[-1][1], k.end(), "")
                 pos = k.end()
                 count = 0
                 continue
             if c == "#":
                 return i
+            if c == "<" or c == ">":
+                # a redirection after the command's first word (or after a closer), with no fd word
+                r = _line_redirection_end(text, pos, end)
+                if r < 0 or not (mode == "tail" or (mode == "" and count)):
+                    return i
+                pieces.append(("r", pos, r, ""))
+                pos = r
+                continue
             if mode == "" and count == 0 and text.startswith("[[", pos) and text[pos + 2 : pos + 3] in " \t":
                 m = _DOUBLE_BRACKET.match(text, pos, end)
             else:
@@ -751,16 +777,29 @@ class ShellLexer:
             stop = m.end()
             w = text[pos:stop]
             if stop < end and text[stop] not in " \t;&|":
+                if (text[stop] == "<" or text[stop] == ">") and (mode == "tail" or (mode == "" and count)):
+                    # a redirection right after a word: an fd (2>&1), or the end of the word
+                    r = _line_redirection_end(text, stop, end)
+                    if r < 0:
+                        return i
+                    if _FD_PREFIX.match(w):
+                        pieces.append(("r", stop, r, w))
+                    else:
+                        pieces.append(("w", pos, stop, ""))
+                        pieces.append(("r", stop, r, ""))
+                        count += 1
+                    pos = r
+                    continue
                 # `name()`: a function definition, when name is the first word of a command
                 if text[stop] != "(" or mode or count or w in _SPECIAL_FIRST or w.startswith("[["):
                     return i
                 k = _NAME_PAREN.match(text, stop, end)
                 if k is None:
                     return i
-                pieces.append(("f", pos, k.end()))
+                pieces.append(("f", pos, k.end(), ""))
                 pos = k.end()
                 continue
-            pieces.append(("w", pos, stop))
+            pieces.append(("w", pos, stop, ""))
             pos = stop
             if mode == "" and count == 0:
                 if w == "!":
@@ -776,12 +815,15 @@ class ShellLexer:
             count += 1
             if mode == "case" and w == "in" and count >= 3:
                 stop_at = stop  # the case patterns follow: the general scan reads them
+                mode = ""
                 break
             elif mode == "function" and count == 2:
                 k = _NAME_PAREN.match(text, stop, end)
                 if k is not None:
                     pos = k.end()
                 mode, count = "", 0
+        if mode == "case":
+            return i  # a case header open at the end of the line: the general scan reads here-documents first
         # second pass: the tokens, as the general scan emits them
         line = self.line_at(i)
         seg: Segment | None = None
@@ -789,8 +831,12 @@ class ShellLexer:
         kind = ""
         hstart = 0
         frames = self.frames
-        for what, start, stop in pieces:
-            if what == "o":
+        for what, start, stop, fd in pieces:
+            if what == "r":
+                assert seg is not None  # after a word of the command, or after a closer
+                self._redirection(start, seg, fd)
+                continue
+            if what == "o" or what == "d":
                 op = text[start:stop]
                 if seg is not None:
                     if mode == "header":
@@ -804,6 +850,10 @@ class ShellLexer:
                 seg = None
                 mode = "cmd"
                 self._connector = _LINE_OPS[op]
+                if what == "d":
+                    if frames and frames[-1].kind == "case":
+                        self.emit(LexToken("DSEMI", line, line, op))
+                    return stop
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
                     return stop  # pragma: no cover (`case` without `in` before an operator)
                 continue
@@ -1246,6 +1296,29 @@ class ShellLexer:
     def _emit_func(self, name: str, start: int, end: int) -> None:
         ln = self.line_at(start)
         self.emit(LexToken("FUNC", ln, ln, self.text[start:end].strip() or name))
+
+
+def _line_redirection_end(text: str, i: int, end: int) -> int:
+    """i at `<` or `>` on a line ending at end: the offset after the redirection and its target as
+    ShellLexer._redirection reads it, or -1 when the general scan must read it (process substitution, a
+    target _LINE_WORD does not read, something other than a blank or an operator after it)."""
+    if text[i + 1 : i + 2] == "(":
+        return -1
+    m = _REDIR_OP.match(text, i)
+    if m is None:  # pragma: no cover (text[i] is `<` or `>`)
+        return -1
+    j = m.end()
+    k = _BLANKS.match(text, j)
+    if k:
+        j = k.end()
+    if j < end and text[j] not in " \t;&|<>()":
+        w = _LINE_WORD.match(text, j, end)
+        if w is None:
+            return -1
+        j = w.end()
+    if j < end and text[j] not in " \t;&|":
+        return -1
+    return j
 
 
 _DELIMITER_LINES: dict = {}
