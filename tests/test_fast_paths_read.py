@@ -534,3 +534,25 @@ def test_assignment_table_gives_what_parsing_gives(words):
             assert (a is None) == (want is None)
             if a is not None:
                 assert (a.name, a.value, a.line, a.exported) == (want[0], W.make_word(want[1]), 7, True)
+
+
+def test_directive_table_gives_what_tokenizing_gives():
+    from translator.read import header
+
+    lines = [
+        "#!/bin/bash",
+        "#SBATCH --nodes=2 --gres=gpu:4",
+        "#SBATCH -J 'a b' # c",
+        "#SBATCH :bad",
+        "#SBATCH hetjob",
+        '#SBATCH --x="unterminated',
+        "#SBATCH --nodes=2 --gres=gpu:4",
+        "echo",
+    ]
+    header._TOKENIZED.clear()
+    first = header.read_header(lines)
+    again = header.read_header(lines)  # from the table
+    assert [d.words for d in first.directives] == [d.words for d in again.directives]
+    assert first.diagnostics == again.diagnostics and first.sbatch_refuses == again.sbatch_refuses
+    assert first.hetjob_separators == again.hetjob_separators == [5]
+    assert first.directives[0].words == tuple(header.tokenize_directive(" --nodes=2 --gres=gpu:4").words)
