@@ -718,8 +718,9 @@ class ShellLexer:
             return i
         text = self.text
         word_match = _LINE_WORD.match
-        # first pass, nothing emitted: the line's pieces (kind, start, stop, fd): "w" word, "o" operator, "f" name(),
-        # "r" a redirection (its fd, the operator's offset), "d" `;;` / `;&` / `;;&` (the end of a case item)
+        # first pass, nothing emitted: the line's pieces (kind, start, stop, extra): "w" word (extra: its text),
+        # "o" operator, "f" name(),
+        # "r" a redirection (at its operator, extra: its fd), "d" `;;` / `;&` / `;;&` (the end of a case item)
         pieces: list[tuple[str, int, int, str]] = []
         pos = i
         stop_at = end
@@ -785,7 +786,7 @@ class ShellLexer:
                     if _FD_PREFIX.match(w):
                         pieces.append(("r", stop, r, w))
                     else:
-                        pieces.append(("w", pos, stop, ""))
+                        pieces.append(("w", pos, stop, w))
                         pieces.append(("r", stop, r, ""))
                         count += 1
                     pos = r
@@ -799,7 +800,7 @@ class ShellLexer:
                 pieces.append(("f", pos, k.end(), ""))
                 pos = k.end()
                 continue
-            pieces.append(("w", pos, stop, ""))
+            pieces.append(("w", pos, stop, w))
             pos = stop
             if mode == "" and count == 0:
                 if w == "!":
@@ -831,10 +832,15 @@ class ShellLexer:
         kind = ""
         hstart = 0
         frames = self.frames
-        for what, start, stop, fd in pieces:
-            if what == "r":
+        tokens = self.tokens
+        for what, start, stop, extra in pieces:
+            if what == "w":
+                if mode == "cmd" and seg is not None and seg.words:
+                    seg.words.append(extra)  # the common case: a word after the first
+                    continue
+            elif what == "r":
                 assert seg is not None  # after a word of the command, or after a closer
-                self._redirection(start, seg, fd)
+                self._redirection(start, seg, extra)
                 continue
             if what == "o" or what == "d":
                 op = text[start:stop]
@@ -846,7 +852,10 @@ class ShellLexer:
                         seg.background = op == "&"
                         seg.line = seg.end_line = line
                         seg.text = text[seg.start : start].strip()
-                        self.emit(LexToken("CMD", line, line, seg.text, seg))
+                        if self.pending_func is None:
+                            tokens.append(LexToken("CMD", line, line, seg.text, seg))
+                        else:
+                            self._push(LexToken("CMD", line, line, seg.text, seg))
                 seg = None
                 mode = "cmd"
                 self._connector = _LINE_OPS[op]
@@ -861,11 +870,11 @@ class ShellLexer:
                 self._emit_func(text[start:stop], start, stop)
                 seg = None
                 continue
-            w = text[start:stop]
+            w = extra
             if mode == "tail":
                 continue
             if seg is None:
-                seg = Segment(start, connector=self._connector)
+                seg = Segment(start, 0, [], [], [], self._connector)
             if mode == "header":
                 seg.words.append(w)
                 if kind == "case" and w == "in" and len(seg.words) >= 3:
@@ -901,7 +910,10 @@ class ShellLexer:
                 seg.end = end
                 seg.line = seg.end_line = line
                 seg.text = text[seg.start : end].strip()
-                self.emit(LexToken("CMD", line, line, seg.text, seg))
+                if self.pending_func is None:
+                    tokens.append(LexToken("CMD", line, line, seg.text, seg))
+                else:
+                    self._push(LexToken("CMD", line, line, seg.text, seg))
         self._connector = ""
         return stop_at
 
