@@ -522,6 +522,26 @@ def test_command_table_gives_what_building_gives():
     assert not any(k[0] in ("export", "declare", "local") for k in body._COMMANDS)
 
 
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(["export", "declare", "declare -x", "typeset -x", "readonly", "local", "export -n"]),
+    st.lists(st.sampled_from(["A=1", "B=$x", "C", "-x", "+x", "D[1]=2", "E+=3", "=z", "F='a b'"]), max_size=4),
+    st.sampled_from(["", "P=1 ", ">log ", "X=2 Y=3 "]),
+)
+def test_declaration_table_gives_what_building_gives(prog, args, before):
+    from translator.read import body, read_script
+
+    text = f"#!/bin/bash\n{before}{prog} {' '.join(args)}\n"
+    lower = "#!/bin/bash\n\n\n" + text[12:]  # the same command two lines lower
+    body._DECLARATIONS.clear()
+    body._COMMANDS.clear()
+    want = read_script(lower.encode(), "s").body
+    body._DECLARATIONS.clear()
+    body._COMMANDS.clear()
+    read_script(text.encode(), "s")
+    assert read_script(lower.encode(), "s").body == want  # from the tables
+
+
 @settings(max_examples=800, deadline=None)
 @given(st.lists(st.sampled_from(["A=1", "x", "B+=2", "C[1]=3", "=x", "1A=2", "D=", "E='a b'", 'F="$x"']), max_size=5))
 def test_assignment_table_gives_what_parsing_gives(words):

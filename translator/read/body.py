@@ -45,6 +45,8 @@ class ParsedBody(Record):
 # 1 KB).
 _COMMANDS: dict[tuple[str, ...], tuple[tuple[ast.Word, ...], str]] = {}
 _COMMANDS_LIMIT = 8192
+# export/declare/typeset/readonly/local commands that give assignments only: (exported, ((NAME, Word), ...))
+_DECLARATIONS: dict[tuple[str, ...], tuple[bool, tuple[tuple[str, ast.Word], ...]]] = {}
 _DECLARING = frozenset(("export", "declare", "typeset", "readonly", "local"))
 
 
@@ -70,6 +72,11 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
             if not prefix and not seg.redirections:
                 return []
     key = tuple(rest)
+    if not seg.redirections and not seg.heredocs:
+        declared = _DECLARATIONS.get(key)
+        if declared is not None:  # `export A=1 B=2` seen before: the same names and values
+            exported = declared[0]
+            return prefix + [ast.Assignment(line, name, value, exported) for name, value in declared[1]]
     hit = _COMMANDS.get(key)
     if hit is not None:  # words seen before, not an export/declare/...: the same words and kind
         return [
@@ -105,6 +112,17 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
                 out.append(a)
             elif prog == "export":
                 leftovers = True
+        if prog == "export" and (leftovers or len(rest) == 1):
+            pass
+        elif prog == "export" or any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
+            # assignments only: kept for the next time (they depend on the raw words only)
+            if len(key) <= 32 and sum(map(len, key)) <= 1024:
+                if len(_DECLARATIONS) >= _COMMANDS_LIMIT:
+                    _DECLARATIONS.clear()
+                _DECLARATIONS[key] = (
+                    exported,
+                    tuple([(a.name, a.value) for a in out[len(prefix) :] if isinstance(a, ast.Assignment)]),
+                )
         if prog == "export" and (leftovers or len(rest) == 1):
             out.append(
                 ast.Command(
