@@ -76,7 +76,9 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
         declared = _DECLARATIONS.get(key)
         if declared is not None:  # `export A=1 B=2` seen before: the same names and values
             exported = declared[0]
-            return prefix + [ast.Assignment(line, name, value, exported) for name, value in declared[1]]
+            out: list[ast.Statement] = list(prefix)
+            out.extend([ast.Assignment(line, name, value, exported) for name, value in declared[1]])
+            return out
     hit = _COMMANDS.get(key)
     if hit is not None:  # words seen before, not an export/declare/...: the same words and kind
         return [
@@ -101,7 +103,7 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
             prog in _DECLARE_EXPORTING
             and any(a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:])
         )
-        out: list[ast.Statement] = list(prefix)
+        out = list(prefix)
         leftovers = False
         for raw in rest[1:]:
             if raw.startswith("-") or raw.startswith("+"):
