@@ -710,9 +710,10 @@ class ShellLexer:
     def _fast_line_ops(self, i: int, end: int) -> int:
         """At the start of a command, on a line [i, end) that _fast_lines does not read itself: read it as the
         general scan would when it is made of words (_LINE_WORD), the operators `;` `&&` `||` `|` `&`,
-        reserved words, `[[ ... ]]`, for/select/case headers and `name()` / `function name` definitions.
-        Returns i (nothing read) when the line has anything else (redirections, subshells, `;;`, `!`, escaped
-        newlines, comments, ...), else the offset where the general scan goes on (end, or the end of a
+        reserved words, `[[ ... ]]`, for/select/case headers, `name()` / `function name` definitions,
+        redirections after a command's first word (read by _redirection itself) and `;;` / `;&` / `;;&`.
+        Returns i (nothing read) when the line has anything else (subshells, `!`, `&>`, `|&`, escaped
+        newlines, comments, ...), else the offset where the general scan goes on (end; or after `;;` or a
         `case ... in` header: the patterns follow)."""
         if self.pending_heredocs:
             return i
