@@ -291,3 +291,288 @@ def test_block_tree_table_gives_each_script_its_own_statements():
     assert first[0] == first[2] == again[1]
     assert first[1] == again[0]
     assert first[0] != first[1]
+
+
+# ---- read/shell_lexer.py: whole lines with operators, $(...), [[ ]], headers and function definitions -----
+
+_LINE_FRAGMENTS = [
+    "echo",
+    "x",
+    "A=$(hostname)",
+    '"$x"',
+    '"${x:-a}"',
+    "${x}",
+    "$(date +%s)",
+    '"[$(date +%H:%M:%S)] $*"',
+    '$(scontrol show hostnames "$L" | head -n 1)',
+    "$((N * 4))",
+    "$((a) + 1)",
+    "$( (x) )",
+    "$(a #b)",
+    "$(a 'b)')",
+    '$(a "$(b)")',
+    "$(cat <<E",
+    "`d`",
+    "$'a\\'b'",
+    "\\x",
+    "[[",
+    "]]",
+    "]]]",
+    "[",
+    "]",
+    "-n",
+    "==",
+    "'a;b'",
+    '"a|b"',
+    "if",
+    "elif",
+    "then",
+    "while",
+    "until",
+    "do",
+    "else",
+    "fi",
+    "done",
+    "esac",
+    "for",
+    "select",
+    "in",
+    "case",
+    "function",
+    "f()",
+    "()",
+    "(",
+    ")",
+    "{",
+    "}",
+    "!",
+    "#c",
+    ";",
+    ";;",
+    ";&",
+    "&&",
+    "||",
+    "|",
+    "|&",
+    "&",
+    "&>x",
+    ">x",
+    "2>&1",
+    ">>log",
+    "> $(f)",
+    ">",
+    "<",
+    "{v}>x",
+    "<<E",
+    "<<-'E'",
+    "<<<x",
+    "E",
+    "\tE",
+    "<(x)",
+    ";;&",
+    "a)",
+    "\n",
+    "é",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_LINE_FRAGMENTS), st.sampled_from([" ", " ", "", "\t", "\n"])), max_size=24))
+def test_lexer_line_fast_path_matches_the_general_scan(parts):
+    _same("".join(f + sep for f, sep in parts))
+
+
+def test_lexer_line_fast_path_on_chosen_cases():
+    for text in [
+        "if [ $? -ne 0 ]; then\n  echo failed\nfi\n",
+        'if [[ "$P" == "debug" ]]; then\n  x\nelif [[ -n "${R:-}" ]]; then\n  y\nfi\n',
+        "[[ a && b ]] || echo no\n",
+        "[[ $x =~ ^(a|b)$ ]] && echo y\n",
+        "[[ x ]]) y\n",
+        "[[ x\n",
+        "for seed in 98 37; do\n  srun t --seed $seed &\ndone\nwait\n",
+        "select x in a b; do break; done\n",
+        'case "${ID:-0}" in\n  0) C=a ;;\n  *) C=b ;;\nesac\n',
+        "case x in a) echo ;; esac\n",
+        "case x\nin\na) y;;\nesac\n",
+        'log() {\n  echo "[$(date +%H:%M:%S)] $*"\n}\n',
+        "log () { echo; }\n",
+        "if() { echo; }\n",
+        "function check_gpu {\n  nvidia-smi || exit 1\n}\n",
+        "function f () { :; }\n",
+        "function f() { :; }\n",
+        "function\n",
+        'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n',
+        "accelerate launch --num_processes $((SLURM_NNODES * 4)) train.py\n",
+        'rm -rf "${TMPDIR:?}"/* || true\n',
+        "a & b && c || d | e ; f\n",
+        "a &| b\n",
+        "then echo x; fi; done\n",
+        "fi x y; echo z\n",
+        "echo a; #c\n",
+        "x=$(a 'b') y=\"$(c)\" z\n",
+        "echo é; echo ü\n",
+        "echo a\\ \n",
+        'cat > "$RUN_DIR/a.yaml" <<EOF\nx: 1\nEOF\necho done\n',
+        "cat > x <<'EOF' && echo y\n$z\nEOF\n",
+        "pip install -q datasets>=2.14 2>&1 | tail -n 1\n",
+        "python t.py >> log 2>&1 &\n",
+        "done > log; echo x\n",
+        "while read l; do\n  echo $l\ndone < list.txt\n",
+        "case $x in\n  a) C=1 ;;\n  b) C=2 ;&\n  *) C=3 ;;&\nesac\n",
+        "echo a ;; echo b\n",
+        "cat>x\n",
+        "2>x cmd\n",
+        "cmd >(tee x)\n",
+        "cmd > x<y\n",
+    ]:
+        _same(text)
+
+
+# ---- read/body.py: top-level statements parsed one at a time, commands' words and kinds kept per process -----
+
+_BLOCK_FRAGMENTS = [
+    "if true; then\n",
+    "elif x; then\n",
+    "else\n",
+    "fi\n",
+    "for i in 1 2; do\n",
+    "while read l; do\n",
+    "done\n",
+    "case $x in\n",
+    "a) echo a ;;\n",
+    "*) echo b\n",
+    ";;\n",
+    "esac\n",
+    "f() {\n",
+    "function g {\n",
+    "function h\n",
+    "# c\n",
+    "{\n",
+    "}\n",
+    "(\n",
+    ")\n",
+    "echo x\n",
+    "A=1\n",
+    "export B=2\n",
+    "srun python t.py\n",
+    "cat <<E\nbody\nE\n",
+    "then\n",
+    "do\n",
+]
+
+
+def _whole_tree_statements(text: str):
+    """The statements as one parse of the whole token stream gives them (the reference)."""
+    from translator.read import body
+    from translator.read.block_parser import parse
+
+    lines = text.split("\n")
+    tokens = ShellLexer("\n".join(lines), 1).run().tokens
+    runs = body._compress_runs(tokens)
+    try:
+        return body._build(parse(tuple(t.type for t in runs)), runs, lines)
+    except Exception as exc:
+        return type(exc)
+
+
+def _per_statement(text: str):
+    from translator.read import body
+
+    lines = text.split("\n")
+    tokens = ShellLexer("\n".join(lines), 1).run().tokens
+    try:
+        return body._build_blocks(body._compress_runs(tokens), lines)
+    except Exception as exc:
+        return type(exc)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_BLOCK_FRAGMENTS), max_size=30).map("".join))
+def test_blocks_parsed_per_statement_match_one_whole_parse(text):
+    assert _per_statement(text) == _whole_tree_statements(text)
+
+
+def test_blocks_parsed_per_statement_on_chosen_cases():
+    for text in [
+        "",
+        "echo a\n",
+        "if a; then\nb\nfi\necho c\nfor i in 1; do\nx\ndone\n",
+        "f() {\n  echo\n}\nf\n",
+        "f()\n# c\n{\n  echo\n}\n",  # a comment between the name and the body: not a sentence (fallback)
+        "function g {\n  if x; then\n    case y in\n      a) z ;;\n    esac\n  fi\n}\n",
+        "( cd x; make )\n{ a; b; }\n",
+    ]:
+        assert _per_statement(text) == _whole_tree_statements(text), text
+
+
+def test_command_table_gives_what_building_gives():
+    from translator.read import body, read_script
+
+    text = (
+        "#!/bin/bash\nsrun python t.py\nexport A=1\nexport A=1 >log\nexport A=1\nA=2 srun python t.py\n"
+        "declare -x B=1\nlocal C\nsrun python t.py &\n"
+    )
+    body._COMMANDS.clear()
+    first = read_script(text.encode(), "s").body
+    second = read_script(text.encode(), "s").body  # from the table
+    body._COMMANDS.clear()
+    assert first == second == read_script(text.encode(), "s").body
+    assert [type(s).__name__ for s in first][:4] == ["Command", "Assignment", "Command", "Assignment"]
+    assert not any(k[0] in ("export", "declare", "local") for k in body._COMMANDS)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(["export", "declare", "declare -x", "typeset -x", "readonly", "local", "export -n"]),
+    st.lists(st.sampled_from(["A=1", "B=$x", "C", "-x", "+x", "D[1]=2", "E+=3", "=z", "F='a b'"]), max_size=4),
+    st.sampled_from(["", "P=1 ", ">log ", "X=2 Y=3 "]),
+)
+def test_declaration_table_gives_what_building_gives(prog, args, before):
+    from translator.read import body, read_script
+
+    text = f"#!/bin/bash\n{before}{prog} {' '.join(args)}\n"
+    lower = "#!/bin/bash\n\n\n" + text[12:]  # the same command two lines lower
+    body._DECLARATIONS.clear()
+    body._COMMANDS.clear()
+    want = read_script(lower.encode(), "s").body
+    body._DECLARATIONS.clear()
+    body._COMMANDS.clear()
+    read_script(text.encode(), "s")
+    assert read_script(lower.encode(), "s").body == want  # from the tables
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(["A=1", "x", "B+=2", "C[1]=3", "=x", "1A=2", "D=", "E='a b'", 'F="$x"']), max_size=5))
+def test_assignment_table_gives_what_parsing_gives(words):
+    from translator.read import words as W
+
+    for raw in words:
+        want = W.split_assignment(raw)
+        for _ in range(2):
+            a = W.make_assignment(raw, 7, True)
+            assert (a is None) == (want is None)
+            if a is not None:
+                assert (a.name, a.value, a.line, a.exported) == (want[0], W.make_word(want[1]), 7, True)
+
+
+def test_directive_table_gives_what_tokenizing_gives():
+    from translator.read import header
+
+    lines = [
+        "#!/bin/bash",
+        "#SBATCH --nodes=2 --gres=gpu:4",
+        "#SBATCH -J 'a b' # c",
+        "#SBATCH :bad",
+        "#SBATCH hetjob",
+        '#SBATCH --x="unterminated',
+        "#SBATCH --nodes=2 --gres=gpu:4",
+        "echo",
+    ]
+    header._TOKENIZED.clear()
+    first = header.read_header(lines)
+    again = header.read_header(lines)  # from the table
+    assert [d.words for d in first.directives] == [d.words for d in again.directives]
+    assert first.diagnostics == again.diagnostics and first.sbatch_refuses == again.sbatch_refuses
+    assert first.hetjob_separators == again.hetjob_separators == [5]
+    assert first.directives[0].words == tuple(header.tokenize_directive(" --nodes=2 --gres=gpu:4").words)

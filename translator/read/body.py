@@ -39,6 +39,16 @@ class ParsedBody(Record):
 
 # ---- AST building --------------------------------------------------------------------------------
 
+# (Word objects, kind) of the raw words of a command whose program is not export/declare/typeset/readonly/
+# local: both depend on the raw words only (words are immutable and shared, classify is pure in argv), and
+# the commands of a repository's scripts repeat. Per process, bounded (8192 word lists of <= 32 words,
+# 1 KB).
+_COMMANDS: dict[tuple[str, ...], tuple[tuple[ast.Word, ...], str]] = {}
+_COMMANDS_LIMIT = 8192
+# export/declare/typeset/readonly/local commands that give assignments only: (exported, ((NAME, Word), ...))
+_DECLARATIONS: dict[tuple[str, ...], tuple[bool, tuple[tuple[str, ast.Word], ...]]] = {}
+_DECLARING = frozenset(("export", "declare", "typeset", "readonly", "local"))
+
 
 def _command_from_segment(seg: Segment) -> list[ast.Statement]:
     """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
@@ -61,16 +71,39 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
                 return list(prefix)
             if not prefix and not seg.redirections:
                 return []
+    key = tuple(rest)
+    if not seg.redirections and not seg.heredocs:
+        declared = _DECLARATIONS.get(key)
+        if declared is not None:  # `export A=1 B=2` seen before: the same names and values
+            exported = declared[0]
+            out: list[ast.Statement] = list(prefix)
+            out.extend([ast.Assignment(line, name, value, exported) for name, value in declared[1]])
+            return out
+    hit = _COMMANDS.get(key)
+    if hit is not None:  # words seen before, not an export/declare/...: the same words and kind
+        return [
+            ast.Command(
+                line,
+                seg.end_line,
+                seg.text,
+                hit[0],
+                hit[1],
+                tuple(prefix),
+                seg.background,
+                seg.connector,
+                tuple(seg.redirections),
+            )
+        ]
     known = _WORDS.get
     word_objs = tuple([known(w) or make_word(w) for w in rest])
     argv = [w.value for w in word_objs]
     prog = argv[0] if argv else ""
-    if prog in ("export", "declare", "typeset", "readonly", "local") and not seg.redirections and not seg.heredocs:
+    if prog in _DECLARING and not seg.redirections and not seg.heredocs:
         exported = prog == "export" or (
             prog in _DECLARE_EXPORTING
             and any(a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:])
         )
-        out: list[ast.Statement] = list(prefix)
+        out = list(prefix)
         leftovers = False
         for raw in rest[1:]:
             if raw.startswith("-") or raw.startswith("+"):
@@ -81,6 +114,17 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
                 out.append(a)
             elif prog == "export":
                 leftovers = True
+        if prog == "export" and (leftovers or len(rest) == 1):
+            pass
+        elif prog == "export" or any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
+            # assignments only: kept for the next time (they depend on the raw words only)
+            if len(key) <= 32 and sum(map(len, key)) <= 1024:
+                if len(_DECLARATIONS) >= _COMMANDS_LIMIT:
+                    _DECLARATIONS.clear()
+                _DECLARATIONS[key] = (
+                    exported,
+                    tuple([(a.name, a.value) for a in out[len(prefix) :] if isinstance(a, ast.Assignment)]),
+                )
         if prog == "export" and (leftovers or len(rest) == 1):
             out.append(
                 ast.Command(
@@ -111,6 +155,10 @@ def _command_from_segment(seg: Segment) -> list[ast.Statement]:
             )
         return out
     kind = classify(argv) if argv else ast.OTHER
+    if len(key) <= 32 and prog not in _DECLARING and sum(map(len, key)) <= 1024:
+        if len(_COMMANDS) >= _COMMANDS_LIMIT:
+            _COMMANDS.clear()
+        _COMMANDS[key] = (word_objs, kind)
     return [
         ast.Command(
             line,
@@ -336,6 +384,43 @@ def _parse_blocks(types: tuple[str, ...]):
     return tree
 
 
+_OPENERS = frozenset(("IF", "LOOP", "CASE", "LBRACE", "LPAREN"))
+_CLOSERS = frozenset(("FI", "DONE", "ESAC", "RBRACE", "RPAREN"))
+
+
+def _build_blocks(runs: list, lines: Sequence[str]) -> list[ast.Statement]:
+    """The statements of the token stream, one top-level statement at a time: the body is `_stmt*`, so its
+    tree is the trees of its top-level statements side by side, and each compound statement is parsed (or
+    found in _TREES) on its own, its tokens numbered from 0. A run of simple statements needs no parse.
+    A stream that is not a sentence of the grammar raises as a whole parse would (some statement is not)."""
+    out: list[ast.Statement] = []
+    depth = 0
+    start = 0
+    func = False  # a FUNC at the top level, waiting for its compound command
+    for k, t in enumerate(runs):
+        kind = t.type
+        if kind in _OPENERS:
+            depth += 1
+        elif kind in _CLOSERS:
+            depth -= 1
+        elif kind == "FUNC" and depth == 0:
+            func = True
+            continue
+        if depth:
+            continue
+        if k == start and isinstance(t, _Run):
+            out.extend(_flat_fallback(t.tokens))
+        else:
+            part = runs[start : k + 1]
+            out.extend(_build(_parse_blocks(tuple([r.type for r in part])), part, lines))
+        start = k + 1
+        func = False
+    if start < len(runs) or func:  # an unfinished statement: the parser says where
+        part = runs[start:]
+        out.extend(_build(_parse_blocks(tuple([r.type for r in part])), part, lines))
+    return out
+
+
 def _csh_statements(lines: Sequence[str], start: int) -> list[ast.Statement]:
     """csh/tcsh: one opaque command per logical line (`\\` continuations joined), classified by program.
 
@@ -408,9 +493,7 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
         if all(t.type in _SIMPLE_TYPES for t in tokens):
             statements = _flat_fallback(tokens)  # no compound command: nothing for the grammar to do
         else:
-            runs = _compress_runs(tokens)
-            tree = _parse_blocks(tuple([t.type for t in runs]))
-            statements = _build(tree, runs, lines)
+            statements = _build_blocks(_compress_runs(tokens), lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(
             Diagnostic(

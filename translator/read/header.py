@@ -312,6 +312,11 @@ def _is_command_line(line: str) -> bool:
     return False
 
 
+# directive text after the prefix -> its words (tokenize_directive is pure in the text, and a repository's
+# scripts repeat their directives); per process, bounded (8192 texts of <= 512 characters)
+_TOKENIZED: dict[str, TokenizedLine] = {}
+
+
 def read_header(lines: list[str]) -> Header:
     """Scan `lines` (no line breaks) as sbatch scans them."""
     directives: list[Directive] = []
@@ -369,7 +374,14 @@ def read_header(lines: list[str]) -> Header:
                         )
                     )
             continue
-        tok = tokenize_directive(line[len(prefix) :])
+        rest = line[len(prefix) :]
+        tok = _TOKENIZED.get(rest)  # read only here: a shared TokenizedLine is never changed
+        if tok is None:
+            tok = tokenize_directive(rest)
+            if len(rest) <= 512:
+                if len(_TOKENIZED) >= 8192:
+                    _TOKENIZED.clear()
+                _TOKENIZED[rest] = tok
         for severity, code, message in tok.notes:
             diags.append(Diagnostic(severity, code, message, number))
         if tok.error is not None:

@@ -64,6 +64,40 @@ _DQ_WORDS = re.compile(r'(?:[^ \t"]+|"[^"]*")+')
 _SQ_WORDS = re.compile(r"(?:[^ \t']+|'[^']*')+")
 _COMPLEX_BRACE = re.compile(r"\$\{(?![^{}'\"`$\\ \t]*\})")
 
+# The line-at-a-time path for command lines with operators (`;` `&&` `||` `|` `&`), `$(...)`, `[[ ... ]]`,
+# reserved words and `NAME() {` (ShellLexer._fast_line_ops). Every piece is one whose extent the general scan
+# finds the same way (it is always matched up to the end of the line only): the word pieces above, $'...',
+# `...`, and $(...) / $((...)) whose inside has no nested parenthesis, `$(`, `#`, `<`, newline or backquote.
+_SIMPLE_DQ = r"\"(?:[^\"\\`$]|\\[\s\S]|" + _DQ_SIMPLE + r")*\""
+_SUB_INNER = r"(?:[^()'\"\\`$#<\n]|'[^']*'|" + _SIMPLE_DQ + "|" + _DQ_SIMPLE + r")*"
+_CMD_SUB = r"\$\(\(" + _SUB_INNER + r"\)\)|\$\(" + _SUB_INNER + r"\)"
+_LINE_WORD = re.compile(
+    r"(?:[^ \t\n'\"\\`$;&|<>()]+|'[^']*'|\\[^\n]|\$'(?:[^'\\]|\\[\s\S])*'|`(?:[^`\\]|\\[\s\S])*`|"
+    + _CMD_SUB
+    + "|"
+    + _DQ_SIMPLE
+    + r"|\"(?:[^\"\\`$]|\\[\s\S]|"
+    + _DQ_SIMPLE
+    + "|"
+    + _CMD_SUB
+    + r")*\")+"
+)
+# `[[ ... ]]` at the start of a command (ShellLexer._double_bracket): up to the first `]]` followed by a
+# blank, an operator, `)` or the end of the line
+_DOUBLE_BRACKET = re.compile(
+    r"\[\[(?:[^'\"\]\\`$\n]|'[^']*'|" + _SIMPLE_DQ + "|" + _DQ_SIMPLE + r"|\](?!\](?:[ \t;&|)]|$)))*\]\](?=[ \t;&|)]|$)"
+)
+_LINE_OPS = {
+    ";": ";",
+    "&&": "&&",
+    "||": "||",
+    "|": "|",
+    "&": "",
+    ";;": "",
+    ";&": "",
+    ";;&": "",
+}  # operator -> connector after it
+
 
 def _newline_offsets(text: str) -> list[int]:
     """Offsets of the newlines of text: the k-th is the length of the k+1 first lines plus k."""
@@ -632,31 +666,36 @@ class ShellLexer:
             k = text.find("\n", i)
             end = n if k < 0 else k
             raw = text[i:end]
+            words = None
             if special(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
-                break
-            if "${" in raw and complex_brace(raw):
-                break
-            if '"' in raw:
-                if "'" in raw or '$"' in raw or raw.count('"') % 2:
-                    break
-                words = dq_words(raw)
+                pass
+            elif "${" in raw and complex_brace(raw):
+                pass
+            elif '"' in raw:
+                if not ("'" in raw or '$"' in raw or raw.count('"') % 2):
+                    words = dq_words(raw)
             elif "'" in raw:
-                if raw.count("'") % 2:
-                    break
-                words = sq_words(raw)
+                if not raw.count("'") % 2:
+                    words = sq_words(raw)
             else:
                 words = raw.split()
-            line = first + bisect.bisect_left(newlines, i)
-            if words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
-                if len(words) == 1 and (words[0] in SIMPLE_KEYWORDS or words[0] in CLOSERS):
+            if words is None or words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
+                if words is not None and len(words) == 1 and (words[0] in SIMPLE_KEYWORDS or words[0] in CLOSERS):
                     # a reserved word alone on its line (then, do, else, {, fi, done, esac, })
                     word = words[0]
+                    line = first + bisect.bisect_left(newlines, i)
                     self.emit(LexToken(SIMPLE_KEYWORDS.get(word) or CLOSERS[word], line, line, word))
                     i = end
-                    if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                        break
-                    continue
-                break
+                else:
+                    # operators, $(...), [[ ]], headers, function definitions: the whole line, or nothing
+                    j = self._fast_line_ops(i, end)
+                    if j == i or j < end:
+                        return j
+                    i = j
+                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    break
+                continue
+            line = first + bisect.bisect_left(newlines, i)
             raw = raw.rstrip(" \t")
             seg = Segment(i, end, words, [], [], self._connector, False, line, line, raw)
             tok = LexToken("CMD", line, line, raw, seg)
@@ -667,6 +706,217 @@ class ShellLexer:
             self._connector = ""
             i = end
         return i
+
+    def _fast_line_ops(self, i: int, end: int) -> int:
+        """At the start of a command, on a line [i, end) that _fast_lines does not read itself: read it as the
+        general scan would when it is made of words (_LINE_WORD), the operators `;` `&&` `||` `|` `&`,
+        reserved words, `[[ ... ]]`, for/select/case headers, `name()` / `function name` definitions,
+        redirections after a command's first word (read by _redirection itself) and `;;` / `;&` / `;;&`.
+        Returns i (nothing read) when the line has anything else (subshells, `!`, `&>`, `|&`, escaped
+        newlines, comments, ...), else the offset where the general scan goes on (end; or after `;;` or a
+        `case ... in` header: the patterns follow)."""
+        if self.pending_heredocs:
+            return i
+        text = self.text
+        word_match = _LINE_WORD.match
+        # first pass, nothing emitted: the line's pieces (kind, start, stop, extra): "w" word (extra: its text),
+        # "o" operator, "f" name(),
+        # "r" a redirection (at its operator, extra: its fd), "d" `;;` / `;&` / `;;&` (the end of a case item)
+        pieces: list[tuple[str, int, int, str]] = []
+        pos = i
+        stop_at = end
+        mode = ""  # "" (a command), "for" / "case" / "function" (a header), "tail" (after a closer)
+        count = 0  # words of the command or header so far
+        while True:
+            while pos < end and (text[pos] == " " or text[pos] == "\t"):
+                pos += 1
+            if pos >= end:
+                break
+            c = text[pos]
+            if c == ";" or c == "&" or c == "|":
+                nxt = text[pos + 1 : pos + 2]
+                if c == ";" and (nxt == ";" or nxt == "&"):
+                    # the end of a case item: the general scan reads the next pattern
+                    op = ";;&" if text.startswith(";;&", pos) else c + nxt
+                    pieces.append(("d", pos, pos + len(op), ""))
+                    stop_at = pos + len(op)
+                    break
+                if nxt == c:
+                    op = c + c
+                elif nxt in (";", "&", ">") or (c == "|" and nxt == "&"):
+                    return i  # &> |& and the like: the general scan reads them
+                else:
+                    op = c
+                pieces.append(("o", pos, pos + len(op), ""))
+                pos += len(op)
+                mode, count = "", 0
+                continue
+            if c == "(" and mode == "" and count == 1 and pieces[-1][0] == "w":
+                # `name ()`: a function definition (the name was the command's only word)
+                k = _NAME_PAREN.match(text, pos, end)
+                if k is None:
+                    return i
+                pieces[-1] = ("f", pieces[-1][1], k.end(), "")
+                pos = k.end()
+                count = 0
+                continue
+            if c == "#":
+                return i
+            if c == "<" or c == ">":
+                # a redirection after the command's first word (or after a closer), with no fd word
+                r = _line_redirection_end(text, pos, end)
+                if r < 0 or not (mode == "tail" or (mode == "" and count)):
+                    return i
+                pieces.append(("r", pos, r, ""))
+                pos = r
+                continue
+            if mode == "" and count == 0 and text.startswith("[[", pos) and text[pos + 2 : pos + 3] in " \t":
+                m = _DOUBLE_BRACKET.match(text, pos, end)
+            else:
+                m = word_match(text, pos, end)
+            if m is None:
+                return i
+            stop = m.end()
+            w = text[pos:stop]
+            if stop < end and text[stop] not in " \t;&|":
+                if (text[stop] == "<" or text[stop] == ">") and (mode == "tail" or (mode == "" and count)):
+                    # a redirection right after a word: an fd (2>&1), or the end of the word
+                    r = _line_redirection_end(text, stop, end)
+                    if r < 0:
+                        return i
+                    if _FD_PREFIX.match(w):
+                        pieces.append(("r", stop, r, w))
+                    else:
+                        pieces.append(("w", pos, stop, w))
+                        pieces.append(("r", stop, r, ""))
+                        count += 1
+                    pos = r
+                    continue
+                # `name()`: a function definition, when name is the first word of a command
+                if text[stop] != "(" or mode or count or w in _SPECIAL_FIRST or w.startswith("[["):
+                    return i
+                k = _NAME_PAREN.match(text, stop, end)
+                if k is None:
+                    return i
+                pieces.append(("f", pos, k.end(), ""))
+                pos = k.end()
+                continue
+            pieces.append(("w", pos, stop, w))
+            pos = stop
+            if mode == "" and count == 0:
+                if w == "!":
+                    return i
+                if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
+                    continue  # the next word starts a command
+                if w in CLOSERS:
+                    mode = "tail"
+                    continue
+                if w in ("for", "select", "case", "function"):
+                    mode, count = ("for" if w == "select" else w), 1
+                    continue
+            count += 1
+            if mode == "case" and w == "in" and count >= 3:
+                stop_at = stop  # the case patterns follow: the general scan reads them
+                mode = ""
+                break
+            elif mode == "function" and count == 2:
+                k = _NAME_PAREN.match(text, stop, end)
+                if k is not None:
+                    pos = k.end()
+                mode, count = "", 0
+        if mode == "case":
+            return i  # a case header open at the end of the line: the general scan reads here-documents first
+        # second pass: the tokens, as the general scan emits them
+        line = self.line_at(i)
+        seg: Segment | None = None
+        mode = "cmd"
+        kind = ""
+        hstart = 0
+        frames = self.frames
+        tokens = self.tokens
+        for what, start, stop, extra in pieces:
+            if what == "w":
+                if mode == "cmd" and seg is not None and seg.words:
+                    seg.words.append(extra)  # the common case: a word after the first
+                    continue
+            elif what == "r":
+                assert seg is not None  # after a word of the command, or after a closer
+                self._redirection(start, seg, extra)
+                continue
+            if what == "o" or what == "d":
+                op = text[start:stop]
+                if seg is not None:
+                    if mode == "header":
+                        self._emit_header(seg, kind, hstart, start)
+                    elif mode == "cmd" and seg.words:
+                        seg.end = start
+                        seg.background = op == "&"
+                        seg.line = seg.end_line = line
+                        seg.text = text[seg.start : start].strip()
+                        if self.pending_func is None:
+                            tokens.append(LexToken("CMD", line, line, seg.text, seg))
+                        else:
+                            self._push(LexToken("CMD", line, line, seg.text, seg))
+                seg = None
+                mode = "cmd"
+                self._connector = _LINE_OPS[op]
+                if what == "d":
+                    if frames and frames[-1].kind == "case":
+                        self.emit(LexToken("DSEMI", line, line, op))
+                    return stop
+                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    return stop  # pragma: no cover (`case` without `in` before an operator)
+                continue
+            if what == "f":
+                self._emit_func(text[start:stop], start, stop)
+                seg = None
+                continue
+            w = extra
+            if mode == "tail":
+                continue
+            if seg is None:
+                seg = Segment(start, 0, [], [], [], self._connector)
+            if mode == "header":
+                seg.words.append(w)
+                if kind == "case" and w == "in" and len(seg.words) >= 3:
+                    self._emit_header(seg, kind, hstart, stop)
+                    return stop
+                if kind == "function" and len(seg.words) == 2:
+                    k = _NAME_PAREN.match(text, stop)
+                    self._emit_func(w, hstart, k.end() if k else stop)
+                    seg = None
+                    mode = "cmd"
+                continue
+            if not seg.words:
+                if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
+                    self.emit(LexToken(SIMPLE_KEYWORDS.get(w) or OPENERS_THEN_CMD[w], line, line, w))
+                    seg = None
+                    self._connector = ""
+                    continue
+                if w in CLOSERS:
+                    self.emit(LexToken(CLOSERS[w], line, line, w))
+                    mode = "tail"
+                    continue
+                if w in ("for", "select", "case", "function"):
+                    mode = "header"
+                    kind = w
+                    hstart = start
+                    seg.words.append(w)
+                    continue
+            seg.words.append(w)
+        if seg is not None:
+            if mode == "header":
+                self._emit_header(seg, kind, hstart, end)
+            elif mode == "cmd" and seg.words:
+                seg.end = end
+                seg.line = seg.end_line = line
+                seg.text = text[seg.start : end].strip()
+                if self.pending_func is None:
+                    tokens.append(LexToken("CMD", line, line, seg.text, seg))
+                else:
+                    self._push(LexToken("CMD", line, line, seg.text, seg))
+        self._connector = ""
+        return stop_at
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:
@@ -1059,6 +1309,29 @@ class ShellLexer:
     def _emit_func(self, name: str, start: int, end: int) -> None:
         ln = self.line_at(start)
         self.emit(LexToken("FUNC", ln, ln, self.text[start:end].strip() or name))
+
+
+def _line_redirection_end(text: str, i: int, end: int) -> int:
+    """i at `<` or `>` on a line ending at end: the offset after the redirection and its target as
+    ShellLexer._redirection reads it, or -1 when the general scan must read it (process substitution, a
+    target _LINE_WORD does not read, something other than a blank or an operator after it)."""
+    if text[i + 1 : i + 2] == "(":
+        return -1
+    m = _REDIR_OP.match(text, i)
+    if m is None:  # pragma: no cover (text[i] is `<` or `>`)
+        return -1
+    j = m.end()
+    k = _BLANKS.match(text, j)
+    if k:
+        j = k.end()
+    if j < end and text[j] not in " \t;&|<>()":
+        w = _LINE_WORD.match(text, j, end)
+        if w is None:
+            return -1
+        j = w.end()
+    if j < end and text[j] not in " \t;&|":
+        return -1
+    return j
 
 
 _DELIMITER_LINES: dict = {}

@@ -299,9 +299,20 @@ def split_assignment(raw: str) -> tuple[str, str] | None:
     return m.group(1), raw[m.end() :]
 
 
+# raw word -> (NAME, Word of the value), or None when it is not an assignment; per process, bounded
+_ASSIGNMENTS: dict[str, tuple[str, Word] | None] = {}
+
+
 def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
-    parts = split_assignment(raw)
+    try:
+        parts = _ASSIGNMENTS[raw]
+    except KeyError:
+        m = _ASSIGN.match(raw)
+        parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
+        if len(raw) <= 256:
+            if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
+                _ASSIGNMENTS.clear()
+            _ASSIGNMENTS[raw] = parts
     if parts is None:
         return None
-    name, value = parts
-    return Assignment(line, name, make_word(value), exported)
+    return Assignment(line, parts[0], parts[1], exported)
