@@ -8,7 +8,9 @@ on the quotes, `$'...'`, backslashes, non-ASCII blanks and comments where the fa
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
+
+import strategies as S
 
 from translator.read.shell_lexer import ShellLexer
 
@@ -121,13 +123,13 @@ def _same(text: str) -> None:
     assert _lex(text, True) == _lex(text, False), repr(text)
 
 
-@settings(max_examples=4000, deadline=None)
+@S.fuzz_settings(1000)
 @given(st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join))
 def test_lexer_fast_paths_match_the_general_scan_on_fragments(text):
     _same(text)
 
 
-@settings(max_examples=1500, deadline=None)
+@S.fuzz_settings(375)
 @given(st.text(alphabet=" \t\n\\'\"$`{}()[]#;&|<>!=ax\xa0é", max_size=60))
 def test_lexer_fast_paths_match_the_general_scan_on_any_text(text):
     _same(text)
@@ -191,7 +193,7 @@ _ARGV_WORDS = st.sampled_from(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@S.fuzz_settings(375)
 @given(st.lists(_ARGV_WORDS, max_size=8))
 def test_classify_table_gives_what_classification_gives(argv):
     from translator.read.classify import _classify_argv, classify
@@ -233,7 +235,7 @@ def test_block_parser_long_sequences_keep_every_token_in_order():
 # ---- slurm/kinds.py: accepted option values are parsed once per process ---------------------------------
 
 
-@settings(max_examples=800, deadline=None)
+@S.fuzz_settings(200)
 @given(
     st.sampled_from(["count", "time", "mem", "nodes", "gres", "gpus", "signal", "mail_type", "exclusive", "string"]),
     st.sampled_from(["1", "4", "0", "-1", "1-2", "2:00:00", "1-00:00:00", "64G", "gpu:4", "gpu:a100:2", "B:USR1@120"])
@@ -269,7 +271,7 @@ def test_parsed_value_table_keeps_notes_and_refusals():
             parse("count", "x", "nodes", notes.append)
 
 
-@settings(max_examples=500, deadline=None)
+@S.fuzz_settings(125)
 @given(st.text(alphabet="a\nb \t\r", max_size=40))
 def test_newline_offsets(text):
     from translator.read.shell_lexer import _newline_offsets
@@ -376,7 +378,7 @@ _LINE_FRAGMENTS = [
 ]
 
 
-@settings(max_examples=3000, deadline=None)
+@S.fuzz_settings(750)
 @given(st.lists(st.tuples(st.sampled_from(_LINE_FRAGMENTS), st.sampled_from([" ", " ", "", "\t", "\n"])), max_size=24))
 def test_lexer_line_fast_path_matches_the_general_scan(parts):
     _same("".join(f + sep for f, sep in parts))
@@ -487,7 +489,7 @@ def _per_statement(text: str):
         return type(exc)
 
 
-@settings(max_examples=1500, deadline=None)
+@S.fuzz_settings(375)
 @given(st.lists(st.sampled_from(_BLOCK_FRAGMENTS), max_size=30).map("".join))
 def test_blocks_parsed_per_statement_match_one_whole_parse(text):
     assert _per_statement(text) == _whole_tree_statements(text)
@@ -522,7 +524,7 @@ def test_command_table_gives_what_building_gives():
     assert not any(k[0] in ("export", "declare", "local") for k in body._COMMANDS)
 
 
-@settings(max_examples=600, deadline=None)
+@S.fuzz_settings(150)
 @given(
     st.sampled_from(["export", "declare", "declare -x", "typeset -x", "readonly", "local", "export -n"]),
     st.lists(st.sampled_from(["A=1", "B=$x", "C", "-x", "+x", "D[1]=2", "E+=3", "=z", "F='a b'"]), max_size=4),
@@ -542,7 +544,7 @@ def test_declaration_table_gives_what_building_gives(prog, args, before):
     assert read_script(lower.encode(), "s").body == want  # from the tables
 
 
-@settings(max_examples=800, deadline=None)
+@S.fuzz_settings(200)
 @given(st.lists(st.sampled_from(["A=1", "x", "B+=2", "C[1]=3", "=x", "1A=2", "D=", "E='a b'", 'F="$x"']), max_size=5))
 def test_assignment_table_gives_what_parsing_gives(words):
     from translator.read import words as W
