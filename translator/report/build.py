@@ -149,7 +149,7 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
 
 def _rows(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
     """The side-by-side rows: the header lines, and every line a field, finding or diagnostic points at.
-    `issues` are distinct (script_report dedupes them); `_rows_general` takes any list."""
+    `issues` are distinct (script_report dedupes them); the tests' reference takes any list."""
     text = getattr(script, "text", "")
     lines = text.split("\n") if text else []  # `\n` only, as sbatch and bash
     nlines = len(lines)
@@ -213,65 +213,6 @@ def _rows(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
         else:
             status = None
         rows.append(new_row(n, lines[n - 1] if 0 < n <= nlines else "", kind, status, f, tuple(ns)))
-    return tuple(rows)
-
-
-def _rows_general(script, job, plans, issues: Sequence[Issue]) -> tuple[LineRow, ...]:
-    """`_rows` as first written (any issues, repeats allowed): the reference the tests compare `_rows` with."""
-    lines = script.text.split("\n") if getattr(script, "text", "") else []  # `\n` only, as sbatch and bash
-
-    def text_of(n: int) -> str:
-        return lines[n - 1] if 0 < n <= len(lines) else ""
-
-    fields: dict[int, list[FieldRef]] = {}
-    for plan in plans:
-        for sm in getattr(plan, "source_map", ()) or ():
-            for ln in sm.lines or ():
-                lst = fields.setdefault(int(ln), [])
-                ref = FieldRef(str(sm.field), str(sm.status))
-                if ref not in lst:
-                    lst.append(ref)
-    notes: dict[int, list[Issue]] = {}
-    for i in issues:
-        if i.line is not None:
-            at_line = notes.setdefault(int(i.line), [])
-            if i not in at_line:
-                at_line.append(i)
-
-    kinds: dict[int, str] = {}
-    if getattr(script, "shebang", None) is not None:
-        kinds[1] = "shebang"
-    for d in getattr(script, "directives", ()) or ():
-        kinds[d.line] = "directive"
-    ignored: dict[int, IgnoredLine] = {}
-    for ig in getattr(script, "ignored", ()) or ():
-        kinds[ig.line] = "ignored"
-        ignored[ig.line] = ig
-    for fd in getattr(script, "foreign", ()) or ():
-        kinds.setdefault(fd.line, "directive")
-
-    wanted = sorted(set(kinds) | set(fields) | set(notes))
-    rows = []
-    for n in wanted:
-        status: str | None
-        kind = kinds.get(n, "body")
-        f = tuple(fields.get(n, ()))
-        ns = list(notes.get(n, ()))
-        if kind == "ignored":
-            ig = ignored[n]
-            status = IGNORED
-            expl = Issue("info", str(ig.reason), str(ig.explanation), n, None)
-            if not any(x.code == expl.code for x in ns):
-                ns.insert(0, expl)
-        elif f:
-            status = worst_status(x.status for x in f)
-        elif kind == "directive":
-            status = UNSUPPORTED if any(x.severity == "error" for x in ns) else DROPPED
-        elif any(x.severity == "error" for x in ns):
-            status = UNSUPPORTED
-        else:
-            status = None
-        rows.append(LineRow(n, text_of(n), kind, status, f, tuple(ns)))
     return tuple(rows)
 
 

@@ -231,152 +231,23 @@ _BADGE[""] = '</td><td></td><td class="fld">'
 
 
 def _script(sr: ScriptReport, sid: str) -> str:
-    """The section without its YAML. Markup and texts are collected apart (`m[0] u[0] m[1] u[1] ... m[-1]`),
-    then every text is escaped in one pass; the same bytes as `_script_general`."""
+    """The section without its YAML, rendered from the record's JSON form by the one fast renderer
+    (`_script_record_fast`, which the parent also uses on spooled records); the same bytes as
+    `_script_general`, which takes any record that does not have the expected shape."""
     try:
-        return _script_fast(sr, sid)
-    except TypeError:  # a record read back from a JSON file may hold values that are not strings
+        return _script_record_fast(sr.to_json(), sid)
+    except (KeyError, TypeError, AttributeError, ValueError):
         return _script_general(sr, sid)
-
-
-def _script_fast(sr: ScriptReport, sid: str) -> str:
-    m: list[str] = []
-    u: list = []
-    ma = m.append
-    ua = u.append
-    oc = sr.outcome
-    ma(f'<section class="script" id="{sid}" data-outcome="')
-    ua(oc)
-    ma('"><h3><span class="badge oc-')
-    ua(oc)
-    ma('">')
-    ua(oc)
-    ma("</span> <code>")
-    ua(sr.path)
-    t = '</code></h3><p class="muted">'
-    if sr.names:
-        t += "TrainJob <code>"
-        for k, name in enumerate(sr.names):
-            ma(t if k == 0 else "</code>, <code>")
-            ua(name)
-        t = "</code>"
-    else:
-        t += "no TrainJob emitted"
-    if sr.launcher:
-        ma(t + " · launcher <b>")
-        ua(sr.launcher)
-        t = "</b>"
-    if sr.runtime:
-        ma(t + " · runtime <code>")
-        ua(sr.runtime)
-        t = "</code>"
-    if sr.image:
-        ma(t + " · image <code>")
-        ua(sr.image)
-        t = "</code>"
-    t += f" · {sr.nodes} node(s), {sr.gpus} GPU(s)"
-    sim = sr.simulation
-    if sim:
-        ma(t + " · launch <b>")
-        ua(sim.get("verdict", ""))
-        t = "</b>"
-    if sr.time_limit_seconds:
-        t += f" · time limit {sr.time_limit_seconds // 60} min"
-    t += "</p>"
-    if sim and sim.get("differences"):
-        ma(t + '<div class="decide"><b>Launch simulation: ')
-        ua(sim.get("verdict", ""))
-        t = "</b><ul>"
-        for d in sim["differences"]:
-            ma(t + "<li>")
-            ua(d)
-            t = "</li>"
-        t += "</ul></div>"
-    if sr.decisions:
-        t += '<div class="decide"><b>Reviewer must decide</b><ul>'
-        for d in sr.decisions:
-            ma(t + "<li>")
-            ua(d)
-            t = "</li>"
-        t += "</ul></div>"
-    if sr.rows:
-        t += (
-            '<table class="sbs"><colgroup><col style="width:46px"><col style="width:37%">'
-            '<col style="width:112px"><col style="width:24%"><col></colgroup>'
-            "<thead><tr><th>#</th><th>sbatch line</th><th>status</th><th>Kubeflow field</th>"
-            "<th>why</th></tr></thead><tbody>"
-        )
-        for r in sr.rows:
-            st = r.status or ""
-            opening = _ROW_OPEN.get(st)
-            if opening is not None:
-                ma(f'{t}{opening}{r.line}</td><td class="src">')
-                ua(r.text)
-                ma(_BADGE[st])
-            else:  # a status this version does not know (a report read back from a file)
-                ma(t + '<tr class="row-')
-                ua(st)
-                ma(f'"><td class="ln">{r.line}</td><td class="src">')
-                ua(r.text)
-                ma('</td><td><span class="badge st-')
-                ua(st)
-                ma('">')
-                ua(_STATUS_LABEL.get(st, st))
-                ma('</span></td><td class="fld">')
-            fs = r.fields
-            if len(fs) == 1:
-                f = fs[0]
-                ua(f.field if f.status == st else f"{f.field} ({f.status})")
-            else:
-                ua("\n".join([f.field if f.status == st else f"{f.field} ({f.status})" for f in fs]))
-            t = "</td><td>"
-            for n in r.notes:
-                ma(t + '<p class="note"><span class="sev-')
-                ua(n.severity)
-                ma('">')
-                ua(n.code)
-                ma("</span> ")
-                ua(n.message)
-                if n.suggestion:
-                    ma(' <span class="fix">fix: ')
-                    ua(n.suggestion)
-                    t = "</span></p>"
-                else:
-                    t = "</p>"
-            t += "</td></tr>"
-        t += "</tbody></table>"
-    general = [i for i in sr.issues if i.line is None]
-    if general:
-        t += "<ul>"
-        for i in general:
-            ma(t + '<li class="note"><span class="sev-')
-            ua(i.severity)
-            ma('">')
-            ua(i.code)
-            ma("</span> ")
-            ua(i.message)
-            if i.suggestion:
-                ma(' <span class="fix">fix: ')
-                ua(i.suggestion)
-                t = "</span></li>"
-            else:
-                t = "</li>"
-        t += "</ul>"
-    ma(t)
-    out: list = [None] * (len(m) + len(u))
-    out[0::2] = m
-    out[1::2] = _escape_all(u)
-    return "".join(out)
 
 
 def _script_record(d: dict, sid: str) -> str:
     """`_script(ScriptReport.from_json(d), sid)` read straight from the record's JSON form (the parent renders
     the detailed sections from the spooled records: no objects built per row). Same bytes; any record that
-    does not have the expected shape takes the `from_json` path."""
+    does not have the expected shape takes the general path."""
     try:
         return _script_record_fast(d, sid)
     except (KeyError, TypeError, AttributeError, ValueError):
-        return _script(ScriptReport.from_json(d), sid)
+        return _script_general(ScriptReport.from_json(d), sid)
 
 
 def _script_record_fast(d: dict, sid: str) -> str:

@@ -203,13 +203,21 @@ class ScriptReport:
         return tuple(sorted({i.code for i in self.issues if i.severity == "error"}))
 
     def to_json(self) -> dict:
-        out = self._to_json()
-        if self.simulation is not None:
-            out["simulation"] = dict(self.simulation)
-        return out
+        return self._json(full=True)
 
     def light_json(self) -> dict:
         """`to_json()` without "rows" and "yaml" (what the summaries and the index read)."""
+        return self._json(full=False)
+
+    def record_json(self) -> str:
+        """`json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))`, the record as the JSON
+        report holds it, built from pre-encoded pieces (each issue encoded once, also where a row cites it)."""
+        try:
+            return _record_json(self)
+        except TypeError:  # a value of an unexpected type (a record read back from a file): the general path
+            return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+
+    def _json(self, full: bool) -> dict:
         out = {
             "path": self.path,
             "outcome": self.outcome,
@@ -224,47 +232,19 @@ class ScriptReport:
             "node_hours": self.node_hours,
             "gpu_hours": self.gpu_hours,
             "issues": [i.to_json() for i in self.issues],
-            "decisions": list(self.decisions),
-            "modules": list(self.modules),
-            "environments": list(self.environments),
-            "paths": list(self.paths),
-            "outputs": list(self.outputs),
         }
+        if full:
+            out["rows"] = [r.to_json() for r in self.rows]
+        out["decisions"] = list(self.decisions)
+        out["modules"] = list(self.modules)
+        out["environments"] = list(self.environments)
+        out["paths"] = list(self.paths)
+        if full:
+            out["yaml"] = self.yaml
+        out["outputs"] = list(self.outputs)
         if self.simulation is not None:
             out["simulation"] = dict(self.simulation)
         return out
-
-    def record_json(self) -> str:
-        """`json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))`, the record as the JSON
-        report holds it, built from pre-encoded pieces (each issue encoded once, also where a row cites it)."""
-        try:
-            return _record_json(self)
-        except TypeError:  # a value of an unexpected type (a record read back from a file): the general path
-            return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
-
-    def _to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "outcome": self.outcome,
-            "sbatch_accepts": self.sbatch_accepts,
-            "names": list(self.names),
-            "launcher": self.launcher,
-            "runtime": self.runtime,
-            "image": self.image,
-            "nodes": self.nodes,
-            "gpus": self.gpus,
-            "time_limit_seconds": self.time_limit_seconds,
-            "node_hours": self.node_hours,
-            "gpu_hours": self.gpu_hours,
-            "issues": [i.to_json() for i in self.issues],
-            "rows": [r.to_json() for r in self.rows],
-            "decisions": list(self.decisions),
-            "modules": list(self.modules),
-            "environments": list(self.environments),
-            "paths": list(self.paths),
-            "yaml": self.yaml,
-            "outputs": list(self.outputs),
-        }
 
     @classmethod
     def from_json(cls, d: dict) -> ScriptReport:
