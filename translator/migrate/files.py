@@ -229,16 +229,8 @@ def out_write(root: str, rel: str, data: bytes, check: bool = False) -> str:
 def _holds(dfd: int, name: str, rel: str, data: bytes) -> bool:
     """Whether the OUT file `name` (in the folder open as `dfd`) already holds exactly `data`: as
     `_read_existing(...) == data`, with one stat (the file's own check) instead of two."""
-    try:
-        mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
-    except FileNotFoundError:
+    if not _check_regular(dfd, name, rel):
         return False
-    if not stat.S_ISREG(mode):
-        raise OutEntryRefused(
-            rel,
-            f"{rel} in the output folder is {kind_of_mode(mode)}, not a regular file; "
-            "migrate does not read, follow or replace it",
-        )
     try:
         old = read_user_file(name, len(data), follow_symlinks=False, dir_fd=dfd, checked=True)
     except UserFileError as exc:

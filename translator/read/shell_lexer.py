@@ -849,14 +849,8 @@ class ShellLexer:
                     if mode == "header":
                         self._emit_header(seg, kind, hstart, start)
                     elif mode == "cmd" and seg.words:
-                        seg.end = start
                         seg.background = op == "&"
-                        seg.line = seg.end_line = line
-                        seg.text = text[seg.start : start].strip()
-                        if self.pending_func is None:
-                            tokens.append(LexToken("CMD", line, line, seg.text, seg))
-                        else:
-                            self._push(LexToken("CMD", line, line, seg.text, seg))
+                        self._line_command(seg, tokens, line, text, start)
                 seg = None
                 mode = "cmd"
                 self._connector = _LINE_OPS[op]
@@ -908,15 +902,20 @@ class ShellLexer:
             if mode == "header":
                 self._emit_header(seg, kind, hstart, end)
             elif mode == "cmd" and seg.words:
-                seg.end = end
-                seg.line = seg.end_line = line
-                seg.text = text[seg.start : end].strip()
-                if self.pending_func is None:
-                    tokens.append(LexToken("CMD", line, line, seg.text, seg))
-                else:
-                    self._push(LexToken("CMD", line, line, seg.text, seg))
+                self._line_command(seg, tokens, line, text, end)
         self._connector = ""
         return stop_at
+
+    def _line_command(self, seg, tokens: list, line: int, text: str, end: int) -> None:
+        """Close a simple command the line path read (it ends at `end`) and hand on its CMD token."""
+        seg.end = end
+        seg.line = seg.end_line = line
+        seg.text = text[seg.start : end].strip()
+        token = LexToken("CMD", line, line, seg.text, seg)
+        if self.pending_func is None:
+            tokens.append(token)
+        else:
+            self._push(token)
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:
