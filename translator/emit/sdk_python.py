@@ -21,8 +21,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from translator.emit.command import container_command
-from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
+from translator.emit.trainjob import plan_parts, resource_name
 from translator.emit.trainjob_yaml import ascii_printable_lines, finding_texts, sanitize_comment
 
 _INDENT = "    "
@@ -443,10 +442,10 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         f"{_PAD[d + 1]}trainer=CustomTrainerContainer("
     )
     t = d + 2
+    command, args, env, res, jobs = plan_parts(plan)
     w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
         w.add(t, f"num_nodes={int(plan.num_nodes)},{_where(plan, 'spec.trainer.numNodes')}")
-    res = resources_map(plan)
     if len(res) == 1:
         [(key, qty)] = res.items()
         w.add(t, f"resources_per_node={{{_lit(key)}: {_lit(qty)}}},{_where(plan, 'spec.trainer.resourcesPerNode')}")
@@ -456,7 +455,6 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         for key, qty in res.items():
             w.add(t + 1, f"{_lit(key)}: {_lit(qty)},{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
         w.add(t, "},")
-    env = env_entries(plan)
     if env:
         w.add(t, "env={")
         lines_by_name = {}
@@ -488,7 +486,6 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
     if annotations:
         used.add("Annotations")
         _dict_call(w, o, "Annotations", annotations)
-    command, args = container_command(plan)
     if command:
         used.add("TrainerCommand")
         if plan.packages:
@@ -505,7 +502,6 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             o,
             f"ActiveDeadlineSeconds({int(plan.active_deadline_seconds)}),{_where(plan, 'spec.activeDeadlineSeconds')}",
         )
-    jobs = patches_by_job(plan)
     if jobs:
         _runtime_patch(w, o, jobs, used)
     w.lines.append(_CALL_END)

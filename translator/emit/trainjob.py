@@ -19,6 +19,7 @@ here once:
 
 from __future__ import annotations
 
+from typing import NamedTuple
 
 from translator.emit.command import container_command
 
@@ -144,6 +145,32 @@ def runtime_patch(plan) -> dict | None:
         return None
     replicated = [{"name": job, "template": {"spec": {"template": {"spec": spec}}}} for job, spec in jobs.items()]
     return {"manager": SDK_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
+
+
+class Parts(NamedTuple):
+    """What both emitters write for one plan (see `plan_parts`)."""
+
+    command: list[str]
+    args: list[str]
+    env: list[dict]  # env_entries
+    resources: dict[str, str]  # resources_map
+    jobs: dict[str, dict[str, object]]  # patches_by_job
+
+
+_LAST_PARTS: list = [None, None]  # [the plan last asked about, its Parts], read at once
+
+
+def plan_parts(plan) -> Parts:
+    """The container command, env entries, resources and pod patches of ``plan``. The YAML and the SDK
+    emitters write the same plan one after the other: the parts of the last plan are kept, so they are
+    computed once. Shared objects: the emitters only read them (`trainjob_dict` builds its own)."""
+    last, parts = _LAST_PARTS
+    if last is plan:
+        return parts
+    command, args = container_command(plan)
+    parts = Parts(command, args, env_entries(plan), resources_map(plan), patches_by_job(plan) if plan.patches else {})
+    _LAST_PARTS[:] = [plan, parts]
+    return parts
 
 
 def trainer_dict(plan) -> dict[str, object]:

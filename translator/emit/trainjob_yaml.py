@@ -19,16 +19,7 @@ import re
 from typing import Any
 from collections.abc import Sequence
 
-from translator.emit.command import container_command
-from translator.emit.trainjob import (
-    API_VERSION,
-    KIND,
-    SDK_PATCH_MANAGER,
-    env_entries,
-    patches_by_job,
-    resources_map,
-    trainjob_dict,
-)
+from translator.emit.trainjob import API_VERSION, KIND, SDK_PATCH_MANAGER, plan_parts, trainjob_dict
 
 # Strings a Go YAML decoder may read as a number or bool although PyYAML (YAML 1.1) does not.
 _GO_NUMBERISH = re.compile(r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
@@ -465,7 +456,7 @@ def _plan_text(plan) -> str:
     at = len(out)
     if plan.image:
         out.append(_value("    image:", str(plan.image), 6))
-    command, args = container_command(plan)
+    command, args, env, res, jobs = plan_parts(plan)
     if command:
         out.append("    command:\n")
         for v in command:
@@ -474,7 +465,6 @@ def _plan_text(plan) -> str:
         out.append("    args:\n")
         for v in args:
             out.append(_value("    -", v, 6))
-    env = env_entries(plan)
     if env:
         out.append("    env:\n")
         for entry in env:
@@ -488,7 +478,6 @@ def _plan_text(plan) -> str:
                 out.append(_value("          key:", ref["key"], 12))
     if plan.num_nodes:
         out.append(f"    numNodes: {int(plan.num_nodes)}\n")
-    res = resources_map(plan)
     if res:
         per_node: list[str] = []
         _mapping(res, 8, per_node, " " * 8)
@@ -498,16 +487,14 @@ def _plan_text(plan) -> str:
         out.insert(at, "  trainer:\n")
     if plan.active_deadline_seconds:
         out.append(f"  activeDeadlineSeconds: {int(plan.active_deadline_seconds)}\n")
-    if plan.patches:
-        jobs = patches_by_job(plan)
-        if jobs:
-            out.append(_PATCH_HEAD)
-            for job, spec in jobs.items():
-                r = _SCALARS.get(job)
-                if r is None or len(r) > _WIDTH + 1 - 17:
-                    r = _string(job, 17, 14)
-                out.append("          - name:" + r + _JOB_FRAME)
-                _mapping(spec, 20, out, _POD_SPEC)  # never empty (patches_by_job leaves those out)
+    if jobs:
+        out.append(_PATCH_HEAD)
+        for job, spec in jobs.items():
+            r = _SCALARS.get(job)
+            if r is None or len(r) > _WIDTH + 1 - 17:
+                r = _string(job, 17, 14)
+            out.append("          - name:" + r + _JOB_FRAME)
+            _mapping(spec, 20, out, _POD_SPEC)  # never empty (patches_by_job leaves those out)
     return "".join(out)
 
 
