@@ -101,11 +101,43 @@ def _finding_block(text: str) -> str:
     """`_comment_text` of a sanitized finding text inside main() (the same findings recur across scripts)."""
     block = _FINDING_BLOCKS.get(text)
     if block is None:
-        block = _comment_text(text, 1, clean=True)
+        n = len(text)
+        if n and text[-1] != " " and (n <= 96 or (text[0] != " " and "  " not in text)):
+            block = _FINDING_PREFIX + _FINDING_SEP.join(_word_lines(text))
+        else:
+            block = _comment_text(text, 1, clean=True)
         if len(_FINDING_BLOCKS) >= 4096:
             _FINDING_BLOCKS.clear()
         _FINDING_BLOCKS[text] = block
     return block
+
+
+_FINDING_PREFIX = _INDENT + "# "  # a finding's first line in main(); the next ones start with _FINDING_SEP
+_FINDING_SEP = "\n" + _FINDING_PREFIX + "  "
+
+
+def _word_lines(text: str, width: int = 96, room: int = 94) -> list[str]:
+    """`_wrap_words(text, width, indent)` without the indent (``room``: ``width - len(indent)``)."""
+    n = len(text)
+    if n <= width:
+        return [text]
+    cut = text.rfind(" ", 0, width + 1)
+    if cut < 0:  # the first word alone is longer than the line
+        cut = text.find(" ", width)
+        if cut < 0:
+            return [text]
+    lines = [text[:cut]]
+    pos = cut + 1
+    while n - pos > room:
+        cut = text.rfind(" ", pos, pos + room + 1)
+        if cut < 0:
+            cut = text.find(" ", pos + room)
+            if cut < 0:
+                break
+        lines.append(text[pos:cut])
+        pos = cut + 1
+    lines.append(text[pos:])
+    return lines
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
