@@ -305,8 +305,9 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
 
 def _line_literals(text: str, sep: str) -> str:
     """``repr`` of each line of ``text`` (each piece of `_LINE_PIECES`, its `\\n` included), joined by
-    ``sep``. In a printable text, a run of lines without `'` or `\\` is written in one step: each of its
-    lines in single quotes is what repr gives it; the lines with one go through repr."""
+    ``sep``. In a printable text, the repr of a line without `'` is the line in single quotes with its
+    backslashes doubled: a run of such lines is written in one step; each line with a `'` goes through
+    repr (which picks its quotes)."""
     if not (ascii_printable_lines(text) or text.replace("\n", "").isprintable()):
         return sep.join([repr(piece) for piece in _LINE_PIECES.findall(text)])
     inner = "\\n'" + sep + "'"
@@ -314,21 +315,16 @@ def _line_literals(text: str, sep: str) -> str:
     n = len(text)
     pos = 0
     quote = text.find("'")
-    backslash = text.find("\\")
-    while quote >= 0 or backslash >= 0:
-        k = quote if backslash < 0 or 0 <= quote < backslash else backslash
-        start = text.rfind("\n", pos, k) + 1 or pos  # the line holding it
-        end = text.find("\n", k) + 1 or n
+    while quote >= 0:
+        start = text.rfind("\n", pos, quote) + 1 or pos  # the line holding it
+        end = text.find("\n", quote) + 1 or n
         if start > pos:  # whole lines before it, each ending with `\n`
-            out.append("'" + text[pos : start - 1].replace("\n", inner) + "\\n'")
+            out.append("'" + text[pos : start - 1].replace("\\", "\\\\").replace("\n", inner) + "\\n'")
         out.append(repr(text[start:end]))
         pos = end
-        if quote >= 0 and quote < pos:
-            quote = text.find("'", pos)
-        if backslash >= 0 and backslash < pos:
-            backslash = text.find("\\", pos)
+        quote = text.find("'", pos)
     if pos < n:
-        rest = text[pos:]
+        rest = text[pos:].replace("\\", "\\\\")
         if rest[-1] == "\n":
             out.append("'" + rest[:-1].replace("\n", inner) + "\\n'")
         else:

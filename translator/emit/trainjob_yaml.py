@@ -325,10 +325,19 @@ def _scalar(value, col: int, indent: int) -> str:
 _ASCII_PRINTABLE_NL = bytes(range(0x20, 0x7F)) + b"\n"
 
 
+_LAST_LINES: list = ["", True]  # [the last long text checked, its answer]: both emitters check the same script
+
+
 def ascii_printable_lines(text: str) -> bool:
     """Whether ``text`` is printable ASCII and line feeds only: ``text.isascii() and
     text.replace("\\n", "").isprintable()``, by deleting those bytes (several times faster on a script)."""
-    return text.isascii() and not text.encode("ascii").translate(None, _ASCII_PRINTABLE_NL)
+    last, answer = _LAST_LINES  # read at once
+    if text is last:
+        return answer
+    answer = text.isascii() and not text.encode("ascii").translate(None, _ASCII_PRINTABLE_NL)
+    if len(text) > 256:
+        _LAST_LINES[:] = [text, answer]
+    return answer
 
 
 def _literal(value: str, indent: int) -> str:
