@@ -88,9 +88,6 @@ def _comment_lines(text: str, width: int = 96) -> list[str]:
     return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
 
-_FINDING_BLOCKS: dict[str, str] = {}  # sanitized finding text -> its comment lines in main(), joined
-
-
 def _comment_text(text: str, depth: int, clean: bool = False) -> str:
     """`_comment_lines(text)` at ``depth``, as one text (``clean``: ``text`` is sanitized already)."""
     prefix = _INDENT * depth + "# "
@@ -98,18 +95,11 @@ def _comment_text(text: str, depth: int, clean: bool = False) -> str:
 
 
 def _finding_block(text: str) -> str:
-    """`_comment_text` of a sanitized finding text inside main() (the same findings recur across scripts)."""
-    block = _FINDING_BLOCKS.get(text)
-    if block is None:
-        n = len(text)
-        if n and text[-1] != " " and (n <= 96 or (text[0] != " " and "  " not in text)):
-            block = _FINDING_PREFIX + _FINDING_SEP.join(_word_lines(text))
-        else:
-            block = _comment_text(text, 1, clean=True)
-        if len(_FINDING_BLOCKS) >= 4096:
-            _FINDING_BLOCKS.clear()
-        _FINDING_BLOCKS[text] = block
-    return block
+    """`_comment_text` of a sanitized finding text inside main()."""
+    n = len(text)
+    if n and text[-1] != " " and (n <= 96 or (text[0] != " " and "  " not in text)):
+        return _FINDING_PREFIX + _FINDING_SEP.join(_word_lines(text))
+    return _comment_text(text, 1, clean=True)
 
 
 _FINDING_PREFIX = _INDENT + "# "  # a finding's first line in main(); the next ones start with _FINDING_SEP
@@ -496,20 +486,16 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             add(f"{_P4}{_lit(key)}: {_lit(qty)},{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
         add(_P3 + "},")
     if env:
-        lines_by_name = {}
-        for var in plan.env:
-            lines_by_name[str(var.name)] = var.line
         entries = [_P3 + "env={"]
-        for entry in env:
-            k = entry["name"]
-            line = lines_by_name.get(k)
+        for k, var in env.items():  # as env_entries writes them; the line of the last export
+            line = var.line
             where = f"  # line {line}" if line is not None else ""
-            if "valueFrom" in entry:
-                ref = entry["valueFrom"]["secretKeyRef"]
+            secret = getattr(var, "secret_name", None)
+            if secret:
                 used.add("_from_submit_env")
-                entries.append(f"{_P4}{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
+                entries.append(f"{_P4}{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(str(secret))}),{where}")
             else:
-                entries.append(f"{_P4}{_lit(k)}: {_lit(entry['value'])},{where}")
+                entries.append(f"{_P4}{_lit(k)}: {_lit(str(var.value))},{where}")
         entries.append(_P3 + "},")
         add("\n".join(entries))
     used.add("Name")

@@ -152,7 +152,7 @@ class Parts(NamedTuple):
 
     command: list[str]
     args: list[str]
-    env: list[dict]  # env_entries
+    env: dict  # name -> the last variable of that name, in first-seen order (what env_entries writes)
     resources: dict[str, str]  # resources_map
     jobs: dict[str, dict[str, object]]  # patches_by_job
 
@@ -168,7 +168,10 @@ def plan_parts(plan) -> Parts:
     if last is plan:
         return parts
     command, args = container_command(plan)
-    parts = Parts(command, args, env_entries(plan), resources_map(plan), patches_by_job(plan) if plan.patches else {})
+    env: dict = {}
+    for var in plan.env:
+        env[str(var.name)] = var  # first position, last variable (env_entries)
+    parts = Parts(command, args, env, resources_map(plan), patches_by_job(plan) if plan.patches else {})
     _LAST_PARTS[:] = [plan, parts]
     return parts
 

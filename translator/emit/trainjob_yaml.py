@@ -476,15 +476,22 @@ def _plan_text(plan) -> str:
             out.append(_value("    -", v, 6))
     if env:
         out.append("    env:\n")
-        for entry in env:
-            out.append(_value("    - name:", entry["name"], 8))
-            if "value" in entry:
-                out.append(_value("      value:", entry["value"], 8))
+        get = _SCALARS.get
+        for name, var in env.items():  # as env_entries writes them
+            r = get(name)
+            if r is None or len(r) > _WIDTH + 1 - 11:
+                r = _string(name, 11, 8)
+            secret = getattr(var, "secret_name", None)
+            if secret:
+                out.append("    - name:" + r + "\n      valueFrom:\n        secretKeyRef:\n")
+                out.append(_value("          name:", str(secret), 12))
+                out.append(_value("          key:", str(var.secret_key), 12))
             else:
-                ref = entry["valueFrom"]["secretKeyRef"]
-                out.append("      valueFrom:\n        secretKeyRef:\n")
-                out.append(_value("          name:", ref["name"], 12))
-                out.append(_value("          key:", ref["key"], 12))
+                value = str(var.value)
+                q = get(value)
+                if q is None or len(q) > _WIDTH + 1 - 12:
+                    q = _string(value, 12, 8)
+                out.append("    - name:" + r + "\n      value:" + q + "\n")
     if plan.num_nodes:
         out.append(f"    numNodes: {int(plan.num_nodes)}\n")
     if res:
