@@ -101,17 +101,21 @@ def pod_spec_patch(patches) -> dict[str, object]:
     node_selector: dict[str, str] = {}
     tolerations: list[dict] = []
     pull_secrets: list[dict] = []
-    for p in patches:
+    for p in patches:  # each field only when set (most patches carry a volume and its mount only)
         if p.service_account_name:
             spec["serviceAccountName"] = str(p.service_account_name)
-        volumes.extend(dict(v) for v in p.volumes)
+        if p.volumes:
+            volumes.extend([dict(v) for v in p.volumes])
         if p.volume_mounts:
-            mounts.setdefault(p.container or _CONTAINER_NODE, []).extend(dict(m) for m in p.volume_mounts)
-        node_selector.update(_pairs(p.node_selector))
-        tolerations.extend(dict(t) for t in p.tolerations)
+            mounts.setdefault(p.container or _CONTAINER_NODE, []).extend([dict(m) for m in p.volume_mounts])
+        if p.node_selector:
+            node_selector.update(_pairs(p.node_selector))
+        if p.tolerations:
+            tolerations.extend([dict(t) for t in p.tolerations])
         if p.affinity:
             spec["affinity"] = dict(p.affinity)
-        pull_secrets.extend({"name": str(s)} for s in p.image_pull_secrets)
+        if p.image_pull_secrets:
+            pull_secrets.extend([{"name": str(s)} for s in p.image_pull_secrets])
     if volumes:
         spec["volumes"] = volumes
     if mounts:
