@@ -2,7 +2,8 @@
 
 `_lit` writes an exact-type tree with `repr`; `_str_list_block` writes a list of strs (a script one line
 per literal, whole runs of lines without a quote at once); `_lines_of` indexes the source map by
-field; `_finding_block` joins a finding's word lines; `plan_parts` keeps the last plan's shared parts. Each is compared with the plain implementation it replaced, on generated input full of quotes,
+field; `_finding_block` joins a finding's word lines; `plan_parts` keeps the last plan's shared parts.
+Each is compared with the plain implementation it replaced, on generated input full of quotes,
 backslashes, line breaks, control and non-ASCII characters.
 """
 
