@@ -239,3 +239,22 @@ def test_ascii_printable_lines_of_long_texts(text):
     other = text + "\x00"
     assert ascii_printable_lines(other) is False
     assert ascii_printable_lines("".join(list(text))) == want  # an equal text, another object
+
+
+def test_kept_runtime_patch_block_is_the_plans_own():
+    """The RuntimePatch option of a patches key is kept: a plan with equal patches gets the same code,
+    with the same imports."""
+    from translator.plan.model import PodPatch
+
+    shm = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    mount = {"name": "dshm", "mountPath": "/dev/shm"}
+    patches = (PodPatch(volumes=(shm,), volume_mounts=(mount,)), PodPatch(job="launcher", volumes=(dict(shm),)))
+    one = plan(name="one", patches=patches)
+    two = plan(name="two", patches=tuple(PodPatch(**{**p.__dict__}) for p in patches))
+    sdk_python._PATCH_BLOCKS.clear()
+    fresh = sdk_python.render([two])
+    sdk_python._PATCH_BLOCKS.clear()
+    sdk_python.render([one])
+    assert len(sdk_python._PATCH_BLOCKS) == 1
+    assert sdk_python.render([two]) == fresh
+    assert "ContainerPatch," in fresh and "volume_mounts=[" in fresh

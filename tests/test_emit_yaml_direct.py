@@ -462,3 +462,46 @@ def test_plan_text_known_cases():
         text = _plan_same(plan)
         assert yaml.safe_load(text) == trainjob_dict(plan)
     assert _frame_direct(cases[9]) is None
+
+
+# ---- pod patches: the text of a patches key is kept ----------------------------------------------------
+class _Text(str):
+    pass
+
+
+def test_patches_key_tells_apart_what_renders_differently():
+    from translator.emit.trainjob import patches_key
+
+    vol = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    base = (PodPatch(volumes=(vol,), volume_mounts=({"name": "dshm", "mountPath": "/dev/shm"},)),)
+    assert patches_key(base) is not None
+    assert patches_key(base) == patches_key((dataclasses.replace(base[0], volumes=(dict(vol),)),))
+    different = [
+        (dataclasses.replace(base[0], volumes=({"emptyDir": {"medium": "Memory"}, "name": "dshm"},)),),  # order
+        (dataclasses.replace(base[0], job="launcher"),),
+        (dataclasses.replace(base[0], container=""),),
+        (dataclasses.replace(base[0], node_selector=(("a", "b"),)),),
+        base + base,
+        (),
+    ]
+    keys = [patches_key(p) for p in different]
+    assert None not in keys and len(set(keys + [patches_key(base)])) == len(keys) + 1
+    for p in (
+        {"name": "dshm", "emptyDir": {"sizeLimit": 1}},
+        {"name": "dshm", "emptyDir": {"sizeLimit": True}},
+        {"name": _Text("dshm")},
+        {"name": "dshm", "items": ["a"]},
+        {1: "a"},
+    ):
+        assert patches_key((dataclasses.replace(base[0], volumes=(p,)),)) is None, p
+    assert patches_key((dataclasses.replace(base[0], job=_Text("node")),)) is None
+
+
+@S.fuzz_settings(100)
+@given(framed_plans, framed_plans)
+def test_kept_patch_text_is_the_plans_own(one, two):
+    """A plan whose patches have the key of an earlier plan's gets that plan's text: the same bytes."""
+    two = dataclasses.replace(two, patches=one.patches)
+    trainjob_yaml._PATCH_TEXTS.clear()
+    trainjob_yaml.plan_text(one)
+    _plan_same(two)  # from the kept text when the patches have a key

@@ -471,7 +471,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             add(f"{_P1}client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
         else:
             add(_P1 + "client = TrainerClient()")
-    command, args, env, res, jobs = plan_parts(plan)
+    command, args, env, res, jobs, patch_key = plan_parts(plan)
     image = _lit(str(plan.image)) if plan.image else "None"
     add(f"{_CALL_HEAD}{_lit(str(plan.runtime))}{_TRAINER_HEAD}{image},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
@@ -522,8 +522,22 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         seconds = int(plan.active_deadline_seconds)
         add(f"{_P3}ActiveDeadlineSeconds({seconds}),{_where(plan, 'spec.activeDeadlineSeconds')}")
     if jobs:
-        _runtime_patch(w, o, jobs, used)
+        got = _PATCH_BLOCKS.get(patch_key) if patch_key is not None else None
+        if got is None:
+            patch = _Writer()
+            names: set[str] = set()
+            _runtime_patch(patch, o, jobs, names)
+            got = ("\n".join(patch.lines), frozenset(names))
+            if patch_key is not None:
+                if len(_PATCH_BLOCKS) >= 256:
+                    _PATCH_BLOCKS.clear()
+                _PATCH_BLOCKS[patch_key] = got
+        add(got[0])
+        used.update(got[1])
     add(_CALL_END)
+
+
+_PATCH_BLOCKS: dict[tuple, tuple[str, frozenset]] = {}  # trainjob.patches_key -> (RuntimePatch option, names)
 
 
 # Secrets: the YAML refers to a Secret key (valueFrom.secretKeyRef). SDK 0.5 cannot: CustomTrainerContainer's

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from translator.plan.model import PodPatch
+
 from translator.emit.command import container_command
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -159,6 +161,8 @@ class Parts(NamedTuple):
     env: dict  # name -> the last variable of that name, in first-seen order (what env_entries writes)
     resources: dict[str, str]  # resources_map
     jobs: dict[str, dict[str, object]]  # patches_by_job
+    # `patches_key(plan.patches)`: equal keys, equal jobs, equal text (None: no key, render from jobs)
+    patch_key: tuple | None = None
 
 
 _LAST_PARTS: list = [None, None]  # [the plan last asked about, its Parts], read at once
@@ -175,9 +179,76 @@ def plan_parts(plan) -> Parts:
     env: dict = {}
     for var in plan.env:
         env[str(var.name)] = var  # first position, last variable (env_entries)
-    parts = Parts(command, args, env, resources_map(plan), patches_by_job(plan) if plan.patches else {})
+    jobs: dict = {}
+    key = None
+    if plan.patches:
+        key = patches_key(plan.patches)
+        got = _JOBS.get(key) if key is not None else None
+        if got is None:
+            got = patches_by_job(plan)
+            if key is not None:
+                if len(_JOBS) >= 256:
+                    _JOBS.clear()
+                _JOBS[key] = got
+        jobs = got
+    parts = Parts(command, args, env, resources_map(plan), jobs, key)
     _LAST_PARTS[:] = [plan, parts]
     return parts
+
+
+# Most plans carry the same pod patches (the /dev/shm volume and its mount): patches_by_job of a key, and
+# the text each emitter writes for it, are kept. A key holds every input of patches_by_job exactly: strs
+# (not subclasses), None, and trees of dicts with str keys and str values (key order kept); anything else
+# has no key and is rendered as ever.
+_JOBS: dict[tuple, dict] = {}
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _tree_key(value) -> object:
+    t = type(value)
+    if t is str:
+        return value
+    if t is dict:
+        return tuple([(k, _tree_key(v)) if type(k) is str else _no_key() for k, v in value.items()])
+    return _no_key()
+
+
+def _no_key():
+    raise _NoKey
+
+
+def _text_key(value) -> object:
+    if value is None or type(value) is str:
+        return value
+    return _no_key()
+
+
+def patches_key(patches) -> tuple | None:
+    """A hashable key that determines `patches_by_job` of a plan with these patches, or None."""
+    try:
+        return tuple(
+            [
+                (
+                    _text_key(p.job),
+                    _text_key(p.container),
+                    tuple([(_text_key(k), _text_key(v)) for k, v in p.node_selector]),
+                    tuple([_tree_key(t) for t in p.tolerations]),
+                    None if p.affinity is None else _tree_key(p.affinity),
+                    tuple([_tree_key(v) for v in p.volumes]),
+                    tuple([_tree_key(m) for m in p.volume_mounts]),
+                    tuple([_text_key(s) for s in p.image_pull_secrets]),
+                    _text_key(p.service_account_name),
+                )
+                if type(p) is PodPatch
+                else _no_key()
+                for p in patches
+            ]
+        )
+    except (_NoKey, TypeError, ValueError, AttributeError):
+        return None
 
 
 def trainer_dict(plan) -> dict[str, object]:

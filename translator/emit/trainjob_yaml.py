@@ -465,7 +465,7 @@ def _plan_text(plan) -> str:
     at = len(out)
     if plan.image:
         out.append(_value("    image:", str(plan.image), 6))
-    command, args, env, res, jobs = plan_parts(plan)
+    command, args, env, res, jobs, patch_key = plan_parts(plan)
     if command:
         out.append("    command:\n")
         for v in command:
@@ -504,13 +504,29 @@ def _plan_text(plan) -> str:
     if plan.active_deadline_seconds:
         out.append(f"  activeDeadlineSeconds: {int(plan.active_deadline_seconds)}\n")
     if jobs:
-        out.append(_PATCH_HEAD)
-        for job, spec in jobs.items():
-            r = _SCALARS.get(job)
-            if r is None or len(r) > _WIDTH + 1 - 17:
-                r = _string(job, 17, 14)
-            out.append("          - name:" + r + _JOB_FRAME)
-            _mapping(spec, 20, out, _POD_SPEC)  # never empty (patches_by_job leaves those out)
+        text = _PATCH_TEXTS.get(patch_key) if patch_key is not None else None
+        if text is None:
+            text = _patches_text(jobs)
+            if patch_key is not None:
+                if len(_PATCH_TEXTS) >= 256:
+                    _PATCH_TEXTS.clear()
+                _PATCH_TEXTS[patch_key] = text
+        out.append(text)
+    return "".join(out)
+
+
+_PATCH_TEXTS: dict[tuple, str] = {}  # trainjob.patches_key -> spec.runtimePatches as written
+
+
+def _patches_text(jobs: dict) -> str:
+    """spec.runtimePatches: one RuntimePatch holding every replicated job's PodSpecPatch."""
+    out = [_PATCH_HEAD]
+    for job, spec in jobs.items():
+        r = _SCALARS.get(job)
+        if r is None or len(r) > _WIDTH + 1 - 17:
+            r = _string(job, 17, 14)
+        out.append("          - name:" + r + _JOB_FRAME)
+        _mapping(spec, 20, out, _POD_SPEC)  # never empty (patches_by_job leaves those out)
     return "".join(out)
 
 
