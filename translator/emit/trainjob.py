@@ -211,9 +211,14 @@ def _tree_key(value) -> object:
     t = type(value)
     if t is str:
         return value
-    if t is dict:
-        return tuple([(k, _tree_key(v)) if type(k) is str else _no_key() for k, v in value.items()])
-    return _no_key()
+    if t is not dict:
+        return _no_key()
+    out = []
+    for k, v in value.items():
+        if type(k) is not str:
+            return _no_key()
+        out.append((k, v if type(v) is str else _tree_key(v)))
+    return tuple(out)
 
 
 def _no_key():
@@ -234,12 +239,12 @@ def patches_key(patches) -> tuple | None:
                 (
                     _text_key(p.job),
                     _text_key(p.container),
-                    tuple([(_text_key(k), _text_key(v)) for k, v in p.node_selector]),
-                    tuple([_tree_key(t) for t in p.tolerations]),
+                    tuple([(_text_key(k), _text_key(v)) for k, v in p.node_selector]) if p.node_selector else (),
+                    tuple([_tree_key(t) for t in p.tolerations]) if p.tolerations else (),
                     None if p.affinity is None else _tree_key(p.affinity),
-                    tuple([_tree_key(v) for v in p.volumes]),
-                    tuple([_tree_key(m) for m in p.volume_mounts]),
-                    tuple([_text_key(s) for s in p.image_pull_secrets]),
+                    tuple([_tree_key(v) for v in p.volumes]) if p.volumes else (),
+                    tuple([_tree_key(m) for m in p.volume_mounts]) if p.volume_mounts else (),
+                    tuple([_text_key(s) for s in p.image_pull_secrets]) if p.image_pull_secrets else (),
                     _text_key(p.service_account_name),
                 )
                 if type(p) is PodPatch
