@@ -97,8 +97,14 @@ def _comment_text(text: str, depth: int, clean: bool = False) -> str:
 def _finding_block(text: str) -> str:
     """`_comment_text` of a sanitized finding text inside main()."""
     n = len(text)
-    if n and text[-1] != " " and (n <= 96 or (text[0] != " " and "  " not in text)):
-        return _FINDING_PREFIX + _FINDING_SEP.join(_word_lines(text))
+    if n and text[-1] != " ":
+        if n <= 96:
+            return _FINDING_PREFIX + text
+        if text[0] != " " and "  " not in text:
+            cut = text.rfind(" ", 0, 97)
+            if cut > 0 and n - cut <= 95:  # two lines (the most common length)
+                return _FINDING_PREFIX + text[:cut] + _FINDING_SEP + text[cut + 1 :]
+            return _FINDING_PREFIX + _FINDING_SEP.join(_word_lines(text))
     return _comment_text(text, 1, clean=True)
 
 
