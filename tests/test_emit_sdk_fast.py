@@ -1,8 +1,9 @@
 """The fast paths of the SDK Python writer give what the general code gives.
 
 `_lit` writes an exact-type tree with `repr`; `_str_list_block` writes a list of strs (a script one line
-per literal, whole runs of lines without a repr escape at once); `_lines_of` indexes the source map by
-field. Each is compared with the plain implementation it replaced, on generated input full of quotes,
+per literal, whole runs of lines without a quote at once); `_lines_of` indexes the source map by
+field; `_finding_block` joins a finding's word lines; `plan_parts` keeps the last plan's shared parts.
+Each is compared with the plain implementation it replaced, on generated input full of quotes,
 backslashes, line breaks, control and non-ASCII characters.
 """
 
@@ -173,3 +174,87 @@ def test_finding_texts_follow_the_plan():
     assert "first" not in sdk_python.render([two]) and "second" not in trainjob_yaml.render(
         [one], findings_comment=True
     )
+
+
+# ---- finding comment blocks: one join of the word lines ---------------------------------------------
+comment_texts = st.lists(
+    st.one_of(
+        st.sampled_from([" ", "  ", "w" * 94, "w" * 95, "w" * 96, "w" * 97, "x" * 150, "é", "(fix:", "line"]),
+        st.text(alphabet="ab -", min_size=1, max_size=30),
+    ),
+    max_size=20,
+).map("".join)
+
+
+@S.fuzz_settings(400)
+@given(comment_texts)
+def test_finding_block_is_the_wrapped_comment(text):
+    """`_finding_block` (the word-line join) writes what `_comment_text` (the general wrap) writes."""
+    text = trainjob_yaml.sanitize_comment(text)
+    assert sdk_python._finding_block(text) == sdk_python._comment_text(text, 1, clean=True)
+
+
+def test_finding_block_known_cases():
+    for text in ("", " ", "a", "a ", " a", "a  b", "w" * 96, "w" * 97, ("word " * 40).strip(), "x" * 200 + " y"):
+        assert sdk_python._finding_block(text) == sdk_python._comment_text(text, 1, clean=True), text
+
+
+# ---- the parts both emitters share -------------------------------------------------------------------
+def test_plan_parts_are_the_emitters_inputs_of_that_plan():
+    from translator.emit.command import container_command
+    from translator.emit.trainjob import env_entries, patches_by_job, plan_parts, resources_map
+    from translator.plan.model import EnvVar, PodPatch
+
+    shm = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    one = plan(
+        env=(EnvVar("A", "1", 3), EnvVar("S", "", 4, "sec", "key"), EnvVar("A", "2", 5)),
+        resources_per_node=(("gpu", "8"), ("CPU", "4")),
+        patches=(PodPatch(volumes=(shm,)), PodPatch(job="launcher", node_selector=(("k", "v"),))),
+        packages=("numpy",),
+    )
+    two = plan(name="other", env=(EnvVar("B", "x"),))
+    for p in (one, two, one):
+        parts = plan_parts(p)
+        assert (parts.command, parts.args) == container_command(p)
+        assert parts.resources == resources_map(p)
+        assert parts.jobs == patches_by_job(p)
+        entries = [
+            {"name": k, "valueFrom": {"secretKeyRef": {"name": v.secret_name, "key": v.secret_key}}}
+            if v.secret_name
+            else {"name": k, "value": v.value}
+            for k, v in parts.env.items()
+        ]
+        assert entries == env_entries(p)
+    assert plan_parts(one) is plan_parts(one)
+    assert [v.line for v in plan_parts(one).env.values()] == [5, 4]  # the last export of a name
+
+
+@S.fuzz_settings(100)
+@given(st.one_of(scripts, texts).map(lambda t: t * 40))
+def test_ascii_printable_lines_of_long_texts(text):
+    """The answer kept for the last long text is the answer for that text, and only for it."""
+    want = text.isascii() and text.replace("\n", "").isprintable()
+    assert ascii_printable_lines(text) == want
+    assert ascii_printable_lines(text) == want  # kept
+    other = text + "\x00"
+    assert ascii_printable_lines(other) is False
+    assert ascii_printable_lines("".join(list(text))) == want  # an equal text, another object
+
+
+def test_kept_runtime_patch_block_is_the_plans_own():
+    """The RuntimePatch option of a patches key is kept: a plan with equal patches gets the same code,
+    with the same imports."""
+    from translator.plan.model import PodPatch
+
+    shm = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    mount = {"name": "dshm", "mountPath": "/dev/shm"}
+    patches = (PodPatch(volumes=(shm,), volume_mounts=(mount,)), PodPatch(job="launcher", volumes=(dict(shm),)))
+    one = plan(name="one", patches=patches)
+    two = plan(name="two", patches=tuple(PodPatch(**{**p.__dict__}) for p in patches))
+    sdk_python._PATCH_BLOCKS.clear()
+    fresh = sdk_python.render([two])
+    sdk_python._PATCH_BLOCKS.clear()
+    sdk_python.render([one])
+    assert len(sdk_python._PATCH_BLOCKS) == 1
+    assert sdk_python.render([two]) == fresh
+    assert "ContainerPatch," in fresh and "volume_mounts=[" in fresh

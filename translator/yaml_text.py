@@ -8,6 +8,8 @@ text `\\xNN` because YAML cannot hold it.
 
 from __future__ import annotations
 
+import re
+
 
 def _yaml_escape(ch: str) -> str:
     o = ord(ch)
@@ -31,15 +33,18 @@ def _yaml_printable(ch: str) -> bool:
     )
 
 
+# One character that is written other than as itself: `"`, `\`, or not `_yaml_printable` (the complement
+# of its ranges: C0 controls, DEL..NBSP-1, LS, PS, surrogates, BOM, U+FFFE/U+FFFF).
+_SPECIAL = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]')
+
+
+def _escaped(m: re.Match) -> str:
+    ch = m.group()
+    return "\\" + ch if ch == '"' or ch == "\\" else _yaml_escape(ch)
+
+
 def yaml_quote(s: str) -> str:
     """A YAML double-quoted scalar holding exactly `s` on one line, whatever it contains."""
-    out = ['"']
-    for ch in s:
-        if ch == '"' or ch == "\\":
-            out.append("\\" + ch)
-        elif _yaml_printable(ch):
-            out.append(ch)
-        else:
-            out.append(_yaml_escape(ch))
-    out.append('"')
-    return "".join(out)
+    if _SPECIAL.search(s) is None:  # the common case: every character stands for itself
+        return '"' + s + '"'
+    return '"' + _SPECIAL.sub(_escaped, s) + '"'

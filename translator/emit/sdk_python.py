@@ -21,8 +21,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from translator.emit.command import container_command
-from translator.emit.trainjob import env_entries, patches_by_job, resource_name, resources_map
+from translator.emit.trainjob import plan_parts, resource_name
 from translator.emit.trainjob_yaml import ascii_printable_lines, finding_texts, sanitize_comment
 
 _INDENT = "    "
@@ -89,9 +88,6 @@ def _comment_lines(text: str, width: int = 96) -> list[str]:
     return ["# " + line for line in _wrap(sanitize_comment(text), width, "  ") or [""]]
 
 
-_FINDING_BLOCKS: dict[str, str] = {}  # sanitized finding text -> its comment lines in main(), joined
-
-
 def _comment_text(text: str, depth: int, clean: bool = False) -> str:
     """`_comment_lines(text)` at ``depth``, as one text (``clean``: ``text`` is sanitized already)."""
     prefix = _INDENT * depth + "# "
@@ -99,14 +95,45 @@ def _comment_text(text: str, depth: int, clean: bool = False) -> str:
 
 
 def _finding_block(text: str) -> str:
-    """`_comment_text` of a sanitized finding text inside main() (the same findings recur across scripts)."""
-    block = _FINDING_BLOCKS.get(text)
-    if block is None:
-        block = _comment_text(text, 1, clean=True)
-        if len(_FINDING_BLOCKS) >= 4096:
-            _FINDING_BLOCKS.clear()
-        _FINDING_BLOCKS[text] = block
-    return block
+    """`_comment_text` of a sanitized finding text inside main()."""
+    n = len(text)
+    if n and text[-1] != " ":
+        if n <= 96:
+            return _FINDING_PREFIX + text
+        if text[0] != " " and "  " not in text:
+            cut = text.rfind(" ", 0, 97)
+            if cut > 0 and n - cut <= 95:  # two lines (the most common length)
+                return _FINDING_PREFIX + text[:cut] + _FINDING_SEP + text[cut + 1 :]
+            return _FINDING_PREFIX + _FINDING_SEP.join(_word_lines(text))
+    return _comment_text(text, 1, clean=True)
+
+
+_FINDING_PREFIX = _INDENT + "# "  # a finding's first line in main(); the next ones start with _FINDING_SEP
+_FINDING_SEP = "\n" + _FINDING_PREFIX + "  "
+
+
+def _word_lines(text: str, width: int = 96, room: int = 94) -> list[str]:
+    """`_wrap_words(text, width, indent)` without the indent (``room``: ``width - len(indent)``)."""
+    n = len(text)
+    if n <= width:
+        return [text]
+    cut = text.rfind(" ", 0, width + 1)
+    if cut < 0:  # the first word alone is longer than the line
+        cut = text.find(" ", width)
+        if cut < 0:
+            return [text]
+    lines = [text[:cut]]
+    pos = cut + 1
+    while n - pos > room:
+        cut = text.rfind(" ", pos, pos + room + 1)
+        if cut < 0:
+            cut = text.find(" ", pos + room)
+            if cut < 0:
+                break
+        lines.append(text[pos:cut])
+        pos = cut + 1
+    lines.append(text[pos:])
+    return lines
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
@@ -247,30 +274,36 @@ def _list_block(w: _Writer, depth: int, head: str, items: Sequence, tail: str = 
     if type(items) is list and all(type(x) is str for x in items):
         _str_list_block(w, depth, head, items, tail)
         return
+    pad = _PAD[depth] if depth < 32 else _INDENT * depth
+    lits = None
     # a literal is at least as long as its strings: a longer list never fits, skip writing it out
     if sum(len(x) for x in items if isinstance(x, str)) <= 100:
-        lit = _lit(list(items))
-        one_line = f"{head}{lit}{tail.split('  #')[0]}"
-        if len(_INDENT * depth + one_line) <= 100 and "\n" not in one_line:
-            w.add(depth, f"{head}{lit}{tail}")
+        lits = [_lit(x) for x in items]  # each item's literal: `_lit` of the list joins them
+        one_line = head + "[" + ", ".join(lits) + "]"
+        cut = tail.find("  #")
+        shown = tail if cut < 0 else tail[:cut]  # the line's length is checked without its comment
+        if len(pad) + len(one_line) + len(shown) <= 100 and "\n" not in one_line and "\n" not in shown:
+            w.lines.append(pad + one_line + tail)
             return
-    w.add(depth, f"{head}[")
-    for item in items:
+    inner = pad + _INDENT
+    out = [pad + head + "["]
+    for i, item in enumerate(items):
         if isinstance(item, str) and "\n" in item and len(item) > _SCRIPT_ITEM:
             # a script: one literal per line, joined by Python's implicit concatenation
-            w.add(depth + 1, "(")
-            for piece in _LINE_PIECES.findall(item):
-                w.add(depth + 2, _lit(piece))
-            w.add(depth + 1, "),")
+            out.append(inner + "(")
+            out.extend([inner + _INDENT + _lit(piece) for piece in _LINE_PIECES.findall(item)])
+            out.append(inner + "),")
         else:
-            w.add(depth + 1, f"{_lit(item)},")
-    w.add(depth, f"]{tail}")
+            out.append(inner + (lits[i] if lits is not None else _lit(item)) + ",")
+    out.append(pad + "]" + tail)
+    w.lines.append("\n".join(out))
 
 
 def _line_literals(text: str, sep: str) -> str:
     """``repr`` of each line of ``text`` (each piece of `_LINE_PIECES`, its `\\n` included), joined by
-    ``sep``. In a printable text, a run of lines without `'` or `\\` is written in one step: each of its
-    lines in single quotes is what repr gives it; the lines with one go through repr."""
+    ``sep``. In a printable text, the repr of a line without `'` is the line in single quotes with its
+    backslashes doubled: a run of such lines is written in one step; each line with a `'` goes through
+    repr (which picks its quotes)."""
     if not (ascii_printable_lines(text) or text.replace("\n", "").isprintable()):
         return sep.join([repr(piece) for piece in _LINE_PIECES.findall(text)])
     inner = "\\n'" + sep + "'"
@@ -278,21 +311,16 @@ def _line_literals(text: str, sep: str) -> str:
     n = len(text)
     pos = 0
     quote = text.find("'")
-    backslash = text.find("\\")
-    while quote >= 0 or backslash >= 0:
-        k = quote if backslash < 0 or 0 <= quote < backslash else backslash
-        start = text.rfind("\n", pos, k) + 1 or pos  # the line holding it
-        end = text.find("\n", k) + 1 or n
+    while quote >= 0:
+        start = text.rfind("\n", pos, quote) + 1 or pos  # the line holding it
+        end = text.find("\n", quote) + 1 or n
         if start > pos:  # whole lines before it, each ending with `\n`
-            out.append("'" + text[pos : start - 1].replace("\n", inner) + "\\n'")
+            out.append("'" + text[pos : start - 1].replace("\\", "\\\\").replace("\n", inner) + "\\n'")
         out.append(repr(text[start:end]))
         pos = end
-        if quote >= 0 and quote < pos:
-            quote = text.find("'", pos)
-        if backslash >= 0 and backslash < pos:
-            backslash = text.find("\\", pos)
+        quote = text.find("'", pos)
     if pos < n:
-        rest = text[pos:]
+        rest = text[pos:].replace("\\", "\\\\")
         if rest[-1] == "\n":
             out.append("'" + rest[:-1].replace("\n", inner) + "\\n'")
         else:
@@ -387,128 +415,135 @@ def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> 
     d = depth
     opening, job_head, job_body, job_tail, closing = _patch_frame(d)
     lines = w.lines
-    lines.append(opening)
+    add = lines.append
+    b = d + 5
+    s = b + 5
+    name_pad = _pad(b + 1)
+    pad, pad1, pad2 = _pad(s), _pad(s + 1), _pad(s + 2)
+    add(opening)
     for job, spec in jobs.items():
-        b = d + 5
-        lines.append(job_head)
-        w.add(b + 1, f"name={_lit(job)},")
-        lines.append(job_body)
-        s = b + 5
+        add(job_head + "\n" + name_pad + "name=" + _lit(job) + ",\n" + job_body)
         if "serviceAccountName" in spec:
-            w.add(s, f"service_account_name={_lit(spec['serviceAccountName'])},")
+            add(f"{pad}service_account_name={_lit(spec['serviceAccountName'])},")
         if "volumes" in spec:
             _list_block(w, s, "volumes=", spec["volumes"])
         if "containers" in spec:
             used.add("ContainerPatch")
-            w.add(s, "containers=[")
+            add(pad + "containers=[")
             for c in spec["containers"]:
-                w.add(s + 1, "ContainerPatch(")
-                w.add(s + 2, f"name={_lit(c['name'])},")
+                add(f"{pad1}ContainerPatch(\n{pad2}name={_lit(c['name'])},")
                 _list_block(w, s + 2, "volume_mounts=", c["volumeMounts"])
-                w.add(s + 1, "),")
-            w.add(s, "],")
+                add(pad1 + "),")
+            add(pad + "],")
         if "imagePullSecrets" in spec:
-            w.add(s, f"image_pull_secrets={_lit(spec['imagePullSecrets'])},")
+            add(f"{pad}image_pull_secrets={_lit(spec['imagePullSecrets'])},")
         if "nodeSelector" in spec:
-            w.add(s, f"node_selector={_lit(spec['nodeSelector'])},")
+            add(f"{pad}node_selector={_lit(spec['nodeSelector'])},")
         if "affinity" in spec:
-            w.add(s, f"affinity={_lit(spec['affinity'])},")
+            add(f"{pad}affinity={_lit(spec['affinity'])},")
         if "tolerations" in spec:
             _list_block(w, s, "tolerations=", spec["tolerations"])
-        lines.append(job_tail)
-    lines.append(closing)
+        add(job_tail)
+    add(closing)
+
+
+def _pad(depth: int) -> str:
+    return _PAD[depth] if depth < 32 else _INDENT * depth
 
 
 _CALL_END = "\n".join([_PAD[2] + "],", _PAD[1] + ")", _PAD[1] + 'print(f"submitted TrainJob {job_name}")'])
+# inside main(): the call at depth 1, its keywords at 2, CustomTrainerContainer's and the options at 3
+_P1, _P2, _P3, _P4 = _PAD[1:5]
+_CALL_HEAD = f"{_P1}job_name = client.train(\n{_P2}runtime="
+_TRAINER_HEAD = f",\n{_P2}trainer=CustomTrainerContainer(\n{_P3}image="
+_OPTIONS_HEAD = f"{_P2}),\n{_P2}options=[\n{_P3}Name("
 
 
 def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client: bool) -> None:
-    d = 1  # inside main(); _CALL_END and _finding_block are written for this depth
+    # d = 1: inside main(); _CALL_END and _finding_block are written for this depth
+    lines = w.lines
+    add = lines.append
     title = f"TrainJob {index + 1} of {total}" if total > 1 else "The TrainJob"
     src = sanitize_comment(plan.source_path)
     if plan.array_index is not None:
         title += f" (array index {plan.array_index})"
-    w.add(d, _comment(f"{title}, converted from {src}"))
+    add(_P1 + _comment(f"{title}, converted from {src}"))
     if plan.findings:
-        w.lines.append(_PAD[d] + "# Findings (review these before submitting):")
-        w.lines.extend([_finding_block(text) for text in finding_texts(plan.findings)])
+        add(_P1 + "# Findings (review these before submitting):")
+        lines.extend([_finding_block(text) for text in finding_texts(plan.findings)])
     if own_client:  # the plans target different namespaces: one client each
         if plan.namespace:
             used.add("KubernetesBackendConfig")
-            w.add(d, f"client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
+            add(f"{_P1}client = TrainerClient(KubernetesBackendConfig(namespace={_lit(str(plan.namespace))}))")
         else:
-            w.add(d, "client = TrainerClient()")
-    w.lines.append(
-        f"{_PAD[d]}job_name = client.train(\n{_PAD[d + 1]}runtime={_lit(str(plan.runtime))},\n"
-        f"{_PAD[d + 1]}trainer=CustomTrainerContainer("
-    )
-    t = d + 2
-    w.add(t, f"image={_lit(str(plan.image)) if plan.image else 'None'},{_where(plan, 'spec.trainer.image')}")
+            add(_P1 + "client = TrainerClient()")
+    command, args, env, res, jobs, patch_key = plan_parts(plan)
+    image = _lit(str(plan.image)) if plan.image else "None"
+    add(f"{_CALL_HEAD}{_lit(str(plan.runtime))}{_TRAINER_HEAD}{image},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
-        w.add(t, f"num_nodes={int(plan.num_nodes)},{_where(plan, 'spec.trainer.numNodes')}")
-    res = resources_map(plan)
+        add(f"{_P3}num_nodes={int(plan.num_nodes)},{_where(plan, 'spec.trainer.numNodes')}")
     if len(res) == 1:
         [(key, qty)] = res.items()
-        w.add(t, f"resources_per_node={{{_lit(key)}: {_lit(qty)}}},{_where(plan, 'spec.trainer.resourcesPerNode')}")
+        add(f"{_P3}resources_per_node={{{_lit(key)}: {_lit(qty)}}},{_where(plan, 'spec.trainer.resourcesPerNode')}")
     elif res:
         source_key = {resource_name(str(k)): str(k) for k, _ in plan.resources_per_node}
-        w.add(t, "resources_per_node={")
+        add(_P3 + "resources_per_node={")
         for key, qty in res.items():
-            w.add(t + 1, f"{_lit(key)}: {_lit(qty)},{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
-        w.add(t, "},")
-    env = env_entries(plan)
+            add(f"{_P4}{_lit(key)}: {_lit(qty)},{_where(plan, 'spec.trainer.resourcesPerNode.' + source_key[key])}")
+        add(_P3 + "},")
     if env:
-        w.add(t, "env={")
-        lines_by_name = {}
-        for var in plan.env:
-            lines_by_name[str(var.name)] = var.line
-        pad = _PAD[t + 1]
-        entries = []
-        for entry in env:
-            k = entry["name"]
-            line = lines_by_name.get(k)
+        entries = [_P3 + "env={"]
+        for k, var in env.items():  # as env_entries writes them; the line of the last export
+            line = var.line
             where = f"  # line {line}" if line is not None else ""
-            if "valueFrom" in entry:
-                ref = entry["valueFrom"]["secretKeyRef"]
+            secret = getattr(var, "secret_name", None)
+            if secret:
                 used.add("_from_submit_env")
-                entries.append(f"{pad}{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(ref['name'])}),{where}")
+                entries.append(f"{_P4}{_lit(k)}: _from_submit_env({_lit(k)}, {_lit(str(secret))}),{where}")
             else:
-                entries.append(f"{pad}{_lit(k)}: {_lit(entry['value'])},{where}")
-        entries.append(_PAD[t] + "},")
-        w.lines.append("\n".join(entries))
-    w.lines.append(_PAD[d + 1] + "),\n" + _PAD[d + 1] + "options=[")
-    o = d + 2
+                entries.append(f"{_P4}{_lit(k)}: {_lit(str(var.value))},{where}")
+        entries.append(_P3 + "},")
+        add("\n".join(entries))
     used.add("Name")
-    w.add(o, f"Name({_lit(str(plan.name))}),{_where(plan, 'metadata.name')}")
-    labels = {str(k): str(v) for k, v in plan.labels}
-    if labels:
+    add(f"{_OPTIONS_HEAD}{_lit(str(plan.name))}),{_where(plan, 'metadata.name')}")
+    o = 3
+    if plan.labels:
         used.add("Labels")
-        _dict_call(w, o, "Labels", labels)
-    annotations = {str(k): str(v) for k, v in plan.annotations}
-    if annotations:
+        _dict_call(w, o, "Labels", {str(k): str(v) for k, v in plan.labels})
+    if plan.annotations:
         used.add("Annotations")
-        _dict_call(w, o, "Annotations", annotations)
-    command, args = container_command(plan)
+        _dict_call(w, o, "Annotations", {str(k): str(v) for k, v in plan.annotations})
     if command:
         used.add("TrainerCommand")
         if plan.packages:
             pip_lines = _lines_of(plan, "packages")
             origin = f" (pip install on line {', '.join(map(str, pip_lines))})" if pip_lines else ""
-            w.add(o, _comment(f"pip packages{origin} are installed by a bash wrapper that then execs the launcher"))
+            add(_P3 + _comment(f"pip packages{origin} are installed by a bash wrapper that then execs the launcher"))
         _list_block(w, o, "TrainerCommand(", command, tail=f"),{_where(plan, 'spec.trainer.command')}")
     if args:
         used.add("TrainerArgs")
         _list_block(w, o, "TrainerArgs(", args, tail=f"),{_where(plan, 'spec.trainer.args')}")
     if plan.active_deadline_seconds:
         used.add("ActiveDeadlineSeconds")
-        w.add(
-            o,
-            f"ActiveDeadlineSeconds({int(plan.active_deadline_seconds)}),{_where(plan, 'spec.activeDeadlineSeconds')}",
-        )
-    jobs = patches_by_job(plan)
+        seconds = int(plan.active_deadline_seconds)
+        add(f"{_P3}ActiveDeadlineSeconds({seconds}),{_where(plan, 'spec.activeDeadlineSeconds')}")
     if jobs:
-        _runtime_patch(w, o, jobs, used)
-    w.lines.append(_CALL_END)
+        got = _PATCH_BLOCKS.get(patch_key) if patch_key is not None else None
+        if got is None:
+            patch = _Writer()
+            names: set[str] = set()
+            _runtime_patch(patch, o, jobs, names)
+            got = ("\n".join(patch.lines), frozenset(names))
+            if patch_key is not None:
+                if len(_PATCH_BLOCKS) >= 256:
+                    _PATCH_BLOCKS.clear()
+                _PATCH_BLOCKS[patch_key] = got
+        add(got[0])
+        used.update(got[1])
+    add(_CALL_END)
+
+
+_PATCH_BLOCKS: dict[tuple, tuple[str, frozenset]] = {}  # trainjob.patches_key -> (RuntimePatch option, names)
 
 
 # Secrets: the YAML refers to a Secret key (valueFrom.secretKeyRef). SDK 0.5 cannot: CustomTrainerContainer's

@@ -19,6 +19,9 @@ here once:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from translator.plan.model import PodPatch
 
 from translator.emit.command import container_command
 
@@ -100,17 +103,21 @@ def pod_spec_patch(patches) -> dict[str, object]:
     node_selector: dict[str, str] = {}
     tolerations: list[dict] = []
     pull_secrets: list[dict] = []
-    for p in patches:
+    for p in patches:  # each field only when set (most patches carry a volume and its mount only)
         if p.service_account_name:
             spec["serviceAccountName"] = str(p.service_account_name)
-        volumes.extend(dict(v) for v in p.volumes)
+        if p.volumes:
+            volumes.extend([dict(v) for v in p.volumes])
         if p.volume_mounts:
-            mounts.setdefault(p.container or _CONTAINER_NODE, []).extend(dict(m) for m in p.volume_mounts)
-        node_selector.update(_pairs(p.node_selector))
-        tolerations.extend(dict(t) for t in p.tolerations)
+            mounts.setdefault(p.container or _CONTAINER_NODE, []).extend([dict(m) for m in p.volume_mounts])
+        if p.node_selector:
+            node_selector.update(_pairs(p.node_selector))
+        if p.tolerations:
+            tolerations.extend([dict(t) for t in p.tolerations])
         if p.affinity:
             spec["affinity"] = dict(p.affinity)
-        pull_secrets.extend({"name": str(s)} for s in p.image_pull_secrets)
+        if p.image_pull_secrets:
+            pull_secrets.extend([{"name": str(s)} for s in p.image_pull_secrets])
     if volumes:
         spec["volumes"] = volumes
     if mounts:
@@ -144,6 +151,109 @@ def runtime_patch(plan) -> dict | None:
         return None
     replicated = [{"name": job, "template": {"spec": {"template": {"spec": spec}}}} for job, spec in jobs.items()]
     return {"manager": SDK_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
+
+
+class Parts(NamedTuple):
+    """What both emitters write for one plan (see `plan_parts`)."""
+
+    command: list[str]
+    args: list[str]
+    env: dict  # name -> the last variable of that name, in first-seen order (what env_entries writes)
+    resources: dict[str, str]  # resources_map
+    jobs: dict[str, dict[str, object]]  # patches_by_job
+    # `patches_key(plan.patches)`: equal keys, equal jobs, equal text (None: no key, render from jobs)
+    patch_key: tuple | None = None
+
+
+_LAST_PARTS: list = [None, None]  # [the plan last asked about, its Parts], read at once
+
+
+def plan_parts(plan) -> Parts:
+    """The container command, env entries, resources and pod patches of ``plan``. The YAML and the SDK
+    emitters write the same plan one after the other: the parts of the last plan are kept, so they are
+    computed once. Shared objects: the emitters only read them (`trainjob_dict` builds its own)."""
+    last, parts = _LAST_PARTS
+    if last is plan:
+        return parts
+    command, args = container_command(plan)
+    env: dict = {}
+    for var in plan.env:
+        env[str(var.name)] = var  # first position, last variable (env_entries)
+    jobs: dict = {}
+    key = None
+    if plan.patches:
+        key = patches_key(plan.patches)
+        got = _JOBS.get(key) if key is not None else None
+        if got is None:
+            got = patches_by_job(plan)
+            if key is not None:
+                if len(_JOBS) >= 256:
+                    _JOBS.clear()
+                _JOBS[key] = got
+        jobs = got
+    parts = Parts(command, args, env, resources_map(plan), jobs, key)
+    _LAST_PARTS[:] = [plan, parts]
+    return parts
+
+
+# Most plans carry the same pod patches (the /dev/shm volume and its mount): patches_by_job of a key, and
+# the text each emitter writes for it, are kept. A key holds every input of patches_by_job exactly: strs
+# (not subclasses), None, and trees of dicts with str keys and str values (key order kept); anything else
+# has no key and is rendered as ever.
+_JOBS: dict[tuple, dict] = {}
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _tree_key(value) -> object:
+    t = type(value)
+    if t is str:
+        return value
+    if t is not dict:
+        return _no_key()
+    out = []
+    for k, v in value.items():
+        if type(k) is not str:
+            return _no_key()
+        out.append((k, v if type(v) is str else _tree_key(v)))
+    return tuple(out)
+
+
+def _no_key():
+    raise _NoKey
+
+
+def _text_key(value) -> object:
+    if value is None or type(value) is str:
+        return value
+    return _no_key()
+
+
+def patches_key(patches) -> tuple | None:
+    """A hashable key that determines `patches_by_job` of a plan with these patches, or None."""
+    try:
+        return tuple(
+            [
+                (
+                    _text_key(p.job),
+                    _text_key(p.container),
+                    tuple([(_text_key(k), _text_key(v)) for k, v in p.node_selector]) if p.node_selector else (),
+                    tuple([_tree_key(t) for t in p.tolerations]) if p.tolerations else (),
+                    None if p.affinity is None else _tree_key(p.affinity),
+                    tuple([_tree_key(v) for v in p.volumes]) if p.volumes else (),
+                    tuple([_tree_key(m) for m in p.volume_mounts]) if p.volume_mounts else (),
+                    tuple([_text_key(s) for s in p.image_pull_secrets]) if p.image_pull_secrets else (),
+                    _text_key(p.service_account_name),
+                )
+                if type(p) is PodPatch
+                else _no_key()
+                for p in patches
+            ]
+        )
+    except (_NoKey, TypeError, ValueError, AttributeError):
+        return None
 
 
 def trainer_dict(plan) -> dict[str, object]:

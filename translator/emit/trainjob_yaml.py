@@ -19,7 +19,7 @@ import re
 from typing import Any
 from collections.abc import Sequence
 
-from translator.emit.trainjob import trainjob_dict
+from translator.emit.trainjob import API_VERSION, KIND, SDK_PATCH_MANAGER, plan_parts, trainjob_dict
 
 # Strings a Go YAML decoder may read as a number or bool although PyYAML (YAML 1.1) does not.
 _GO_NUMBERISH = re.compile(r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
@@ -134,11 +134,19 @@ def finding_texts(findings) -> list[str]:
         return last_texts
     texts = []
     for f in findings:
-        where = f"line {f.line}" if f.line is not None else "script"
-        text = f"{f.code} {f.severity} {where}: {f.message}"
-        if f.suggestion:
-            text += f" (fix: {f.suggestion})"
-        texts.append(sanitize_comment(text))
+        line = f.line
+        suggestion = f.suggestion
+        if line is not None:
+            if suggestion:
+                texts.append(f"{f.code} {f.severity} line {line}: {f.message} (fix: {suggestion})")
+            else:
+                texts.append(f"{f.code} {f.severity} line {line}: {f.message}")
+        elif suggestion:
+            texts.append(f"{f.code} {f.severity} script: {f.message} (fix: {suggestion})")
+        else:
+            texts.append(f"{f.code} {f.severity} script: {f.message}")
+    if not " ".join(texts).isprintable():  # one test for all (the space is printable)
+        texts = [sanitize_comment(text) for text in texts]
     _FINDING_TEXTS[0] = (findings, texts)
     return texts
 
@@ -149,6 +157,13 @@ def findings_comment_lines(plan) -> list:
     lines = [sanitize_comment(f"slurm2kf findings for {plan.source_path}:")]
     lines += finding_texts(plan.findings)
     return ["# " + line if line else "#" for line in lines]
+
+
+def _findings_comment(plan) -> str:
+    """``"\\n".join(findings_comment_lines(plan)) + "\\n"`` for a plan with findings: no line is empty
+    (the first names the script, each finding's starts with its code and holds `: `)."""
+    head = sanitize_comment(f"slurm2kf findings for {plan.source_path}:")
+    return "# " + head + "\n# " + "\n# ".join(finding_texts(plan.findings)) + "\n"
 
 
 def pyyaml_dump(obj) -> str:
@@ -310,10 +325,19 @@ def _scalar(value, col: int, indent: int) -> str:
 _ASCII_PRINTABLE_NL = bytes(range(0x20, 0x7F)) + b"\n"
 
 
+_LAST_LINES: list = ["", True]  # [the last long text checked, its answer]: both emitters check the same script
+
+
 def ascii_printable_lines(text: str) -> bool:
     """Whether ``text`` is printable ASCII and line feeds only: ``text.isascii() and
     text.replace("\\n", "").isprintable()``, by deleting those bytes (several times faster on a script)."""
-    return text.isascii() and not text.encode("ascii").translate(None, _ASCII_PRINTABLE_NL)
+    last, answer = _LAST_LINES  # read at once
+    if text is last:
+        return answer
+    answer = text.isascii() and not text.encode("ascii").translate(None, _ASCII_PRINTABLE_NL)
+    if len(text) > 256:
+        _LAST_LINES[:] = [text, answer]
+    return answer
 
 
 def _literal(value: str, indent: int) -> str:
@@ -393,14 +417,135 @@ def dump(obj) -> str:
     return pyyaml_dump(obj)
 
 
+# --- The TrainJob's fixed frame ----------------------------------------------------------------------
+# `plan_text` writes what `dump(trainjob_dict(plan))` writes without building the object: every key of
+# the TrainJob shape and its indentation are constants here (the lines below), only the values and the
+# user's keys (labels, annotations, resource names, pod patches) go through the direct writer's scalar
+# and mapping functions. tests/test_emit_yaml_direct.py compares it with `dump(trainjob_dict(plan))`.
+
+
+def _value(head: str, value: str, indent: int) -> str:
+    """``head`` (``key:`` with its indentation) and the string ``value``, one line (or folded)."""
+    r = _SCALARS.get(value)
+    if r is None or len(head) + len(r) > _WIDTH + 1:
+        r = _string(value, len(head), indent)
+    return head + r + "\n"
+
+
+_HEAD = f"apiVersion: {API_VERSION}\nkind: {KIND}\nmetadata:\n"
+_PATCH_HEAD = (
+    "  runtimePatches:\n"
+    f"  - manager: {SDK_PATCH_MANAGER}\n"
+    "    trainingRuntimeSpec:\n"
+    "      template:\n"
+    "        spec:\n"
+    "          replicatedJobs:\n"
+)
+_JOB_FRAME = "\n            template:\n              spec:\n                template:\n                  spec:\n"
+_POD_SPEC = " " * 20
+
+
+def _plan_text(plan) -> str:
+    """`plan_text` for the direct writer; raises _Fallback where it cannot prove the bytes."""
+    out = [_HEAD, _value("  name:", str(plan.name), 4)]
+    if plan.namespace:
+        out.append(_value("  namespace:", str(plan.namespace), 4))
+    if plan.labels:
+        labels = {str(k): str(v) for k, v in plan.labels}
+        out.append("  labels:\n")
+        _mapping(labels, 4, out, "    ")
+    if plan.annotations:
+        annotations = {str(k): str(v) for k, v in plan.annotations}
+        out.append("  annotations:\n")
+        _mapping(annotations, 4, out, "    ")
+    out.append("spec:\n  runtimeRef:\n")
+    out.append(_value("    name:", str(plan.runtime), 6))
+    out.append(_value("    kind:", str(plan.runtime_kind), 6))
+    # spec.trainer: its entries in trainer_dict's order, the key only when one of them is written
+    at = len(out)
+    if plan.image:
+        out.append(_value("    image:", str(plan.image), 6))
+    command, args, env, res, jobs, patch_key = plan_parts(plan)
+    if command:
+        out.append("    command:\n")
+        for v in command:
+            out.append(_value("    -", v, 6))
+    if args:
+        out.append("    args:\n")
+        for v in args:
+            out.append(_value("    -", v, 6))
+    if env:
+        out.append("    env:\n")
+        get = _SCALARS.get
+        for name, var in env.items():  # as env_entries writes them
+            r = get(name)
+            if r is None or len(r) > _WIDTH + 1 - 11:
+                r = _string(name, 11, 8)
+            secret = getattr(var, "secret_name", None)
+            if secret:
+                out.append("    - name:" + r + "\n      valueFrom:\n        secretKeyRef:\n")
+                out.append(_value("          name:", str(secret), 12))
+                out.append(_value("          key:", str(var.secret_key), 12))
+            else:
+                value = str(var.value)
+                q = get(value)
+                if q is None or len(q) > _WIDTH + 1 - 12:
+                    q = _string(value, 12, 8)
+                out.append("    - name:" + r + "\n      value:" + q + "\n")
+    if plan.num_nodes:
+        out.append(f"    numNodes: {int(plan.num_nodes)}\n")
+    if res:
+        per_node: list[str] = []
+        _mapping(res, 8, per_node, " " * 8)
+        body = "".join(per_node)  # requests and limits are the same map at the same indent
+        out.append("    resourcesPerNode:\n      requests:\n" + body + "      limits:\n" + body)
+    if len(out) > at:
+        out.insert(at, "  trainer:\n")
+    if plan.active_deadline_seconds:
+        out.append(f"  activeDeadlineSeconds: {int(plan.active_deadline_seconds)}\n")
+    if jobs:
+        text = _PATCH_TEXTS.get(patch_key) if patch_key is not None else None
+        if text is None:
+            text = _patches_text(jobs)
+            if patch_key is not None:
+                if len(_PATCH_TEXTS) >= 256:
+                    _PATCH_TEXTS.clear()
+                _PATCH_TEXTS[patch_key] = text
+        out.append(text)
+    return "".join(out)
+
+
+_PATCH_TEXTS: dict[tuple, str] = {}  # trainjob.patches_key -> spec.runtimePatches as written
+
+
+def _patches_text(jobs: dict) -> str:
+    """spec.runtimePatches: one RuntimePatch holding every replicated job's PodSpecPatch."""
+    out = [_PATCH_HEAD]
+    for job, spec in jobs.items():
+        r = _SCALARS.get(job)
+        if r is None or len(r) > _WIDTH + 1 - 17:
+            r = _string(job, 17, 14)
+        out.append("          - name:" + r + _JOB_FRAME)
+        _mapping(spec, 20, out, _POD_SPEC)  # never empty (patches_by_job leaves those out)
+    return "".join(out)
+
+
+def plan_text(plan) -> str:
+    """The TrainJob YAML document of ``plan``: ``dump(trainjob_dict(plan))``, written from the plan."""
+    if not _RESOLVER:
+        _resolver()
+    try:
+        return _plan_text(plan)
+    except _Fallback:
+        return dump(trainjob_dict(plan))
+
+
 def render(plans: Sequence, *, findings_comment: bool = False) -> str:
     """Multi-document TrainJob YAML for ``plans`` (each with its findings as comments if asked)."""
     docs = []
     for plan in plans:
-        text = dump(trainjob_dict(plan))
-        if findings_comment:
-            comment = findings_comment_lines(plan)
-            if comment:
-                text = "\n".join(comment) + "\n" + text
+        text = plan_text(plan)
+        if findings_comment and plan.findings:
+            text = _findings_comment(plan) + text
         docs.append(text)
     return "---\n".join(docs)
