@@ -14,7 +14,7 @@ from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
 from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
-from translator.read.words import _CACHE as _WORDS, make_assignment, make_word
+from translator.read.words import _CACHE as _WORDS, assignment_parts, make_word
 from translator.records import Record
 
 R144_CSH_BODY = "R144"
@@ -39,143 +39,162 @@ class ParsedBody(Record):
 
 # ---- AST building --------------------------------------------------------------------------------
 
-# (Word objects, kind) of the raw words of a command whose program is not export/declare/typeset/readonly/
-# local: both depend on the raw words only (words are immutable and shared, classify is pure in argv), and
-# the commands of a repository's scripts repeat. Per process, bounded (8192 word lists of <= 32 words,
-# 1 KB).
-_COMMANDS: dict[tuple[str, ...], tuple[tuple[ast.Word, ...], str]] = {}
+# A simple command's statements depend on its raw words, on whether it has redirections and on whether it has
+# here-documents, and otherwise only on its position and text (line, end_line, text, background, connector,
+# redirections, which are copied in). `_recipe` works them out from the words once: a (Word objects, kind)
+# pair for the common case (one Command, no `NAME=value` prefix), else a _Steps; `_add_command` makes the
+# statements of a segment from its recipe. Recipes are immutable (their Words are shared) and the commands of a
+# repository's scripts repeat, so they are kept per process by raw words, one table per (redirections,
+# here-documents) case; bounded (8192 word lists of <= 32 words, 1 KB, each).
+_PLAIN: dict[tuple[str, ...], object] = {}  # no redirection, no here-document
+_REDIRECTED: dict[tuple[str, ...], object] = {}  # with redirections (here-documents or not)
+_HEREDOC: dict[tuple[str, ...], object] = {}  # with here-documents only
 _COMMANDS_LIMIT = 8192
-# export/declare/typeset/readonly/local commands that give assignments only: (exported, ((NAME, Word), ...))
-_DECLARATIONS: dict[tuple[str, ...], tuple[bool, tuple[tuple[str, ast.Word], ...]]] = {}
 _DECLARING = frozenset(("export", "declare", "typeset", "readonly", "local"))
 
 
-def _command_from_segment(seg: Segment) -> list[ast.Statement]:
-    """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
-    words = seg.words
-    line = seg.line
-    prefix: list[ast.Assignment] = []
+class _Steps:
+    """The general recipe: `prefix` is the (NAME, Word) of the `NAME=value` prefix words, made into Assignments
+    (line of the segment, not exported) shared by the ops that use them; `ops` in order:
+    (0, NAME, Word, exported): an Assignment; (1,): the prefix Assignments as statements;
+    (2, words, kind, with_prefix): a Command (with the prefix Assignments, or none)."""
+
+    __slots__ = ("prefix", "ops")
+
+    def __init__(self, prefix: tuple[tuple[str, ast.Word], ...], ops: tuple[tuple, ...]):
+        self.prefix = prefix
+        self.ops = ops
+
+
+def _recipe(words: tuple[str, ...], redirected: bool, heredoc: bool) -> object:
+    """The recipe of a simple command from its raw words (see above): a pure function of its arguments."""
+    prefix: list[tuple[str, ast.Word]] = []
     if words and "=" not in words[0]:
         rest = words  # the common case: no `NAME=value` prefix
     else:
         i = 0
         while i < len(words):
-            a = make_assignment(words[i], line, False) if "=" in words[i] else None
-            if a is None:
+            parts = assignment_parts(words[i]) if "=" in words[i] else None
+            if parts is None:
                 break
-            prefix.append(a)
+            prefix.append(parts)
             i += 1
         rest = words[i:]
-        if not rest:
-            if prefix and not seg.redirections:
-                return list(prefix)
-            if not prefix and not seg.redirections:
-                return []
-    key = tuple(rest)
-    if not seg.redirections and not seg.heredocs:
-        declared = _DECLARATIONS.get(key)
-        if declared is not None:  # `export A=1 B=2` seen before: the same names and values
-            exported = declared[0]
-            out: list[ast.Statement] = list(prefix)
-            out.extend([ast.Assignment(line, name, value, exported) for name, value in declared[1]])
-            return out
-    hit = _COMMANDS.get(key)
-    if hit is not None:  # words seen before, not an export/declare/...: the same words and kind
-        return [
+        if not rest and not redirected:
+            return _Steps(tuple(prefix), ((1,),) if prefix else ())
+    known = _WORDS.get
+    if rest and not redirected and not heredoc and (known(rest[0]) or make_word(rest[0])).value in _DECLARING:
+        return _declaration(prefix, rest)
+    word_objs = tuple([known(w) or make_word(w) for w in rest])
+    argv = [w.value for w in word_objs]
+    kind = classify(argv) if argv else ast.OTHER
+    if not prefix:
+        return (word_objs, kind)
+    return _Steps(tuple(prefix), ((2, word_objs, kind, True),))
+
+
+def _declaration(prefix: list[tuple[str, ast.Word]], rest: tuple[str, ...]) -> _Steps:
+    """The recipe of export/declare/typeset/readonly/local (rest[0]) with no redirection or here-document:
+    its `NAME=value` words are assignments; the words of the command itself are only made when a Command is."""
+    prog = (_WORDS.get(rest[0]) or make_word(rest[0])).value
+    exported = prog == "export" or (
+        prog in _DECLARE_EXPORTING
+        and any(
+            a.startswith("-") and "x" in a and not a.startswith("+")
+            for a in [(_WORDS.get(w) or make_word(w)).value for w in rest[1:]]
+        )
+    )
+    ops: list[tuple] = [(1,)] if prefix else []
+    leftovers = False
+    assigned = False
+    for raw in rest[1:]:
+        if raw.startswith("-") or raw.startswith("+"):
+            leftovers = leftovers or prog == "export"
+            continue
+        parts = assignment_parts(raw)
+        if parts is not None:
+            ops.append((0, parts[0], parts[1], exported))
+            assigned = True
+        elif prog == "export":
+            leftovers = True
+    if prog == "export" and (leftovers or len(rest) == 1):
+        ops.append((2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.EXPORT, False))
+    elif prog != "export" and not assigned:
+        ops.append((2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.OTHER, True))
+    return _Steps(tuple(prefix), tuple(ops))
+
+
+def _add_command(seg: Segment, out: list) -> None:
+    """Append the statements of a simple command (Command, or Assignment(s) for assignment-only lines and
+    `export`) to out."""
+    if seg.redirections:
+        table = _REDIRECTED
+    elif seg.heredocs:
+        table = _HEREDOC
+    else:
+        table = _PLAIN
+    key = tuple(seg.words)
+    recipe = table.get(key)
+    if recipe is None:
+        recipe = _recipe(key, bool(seg.redirections), bool(seg.heredocs))
+        if len(key) <= 32 and sum(map(len, key)) <= 1024:
+            if len(table) >= _COMMANDS_LIMIT:
+                table.clear()
+            table[key] = recipe
+    if recipe.__class__ is tuple:
+        out.append(
             ast.Command(
-                line,
+                seg.line,
                 seg.end_line,
                 seg.text,
-                hit[0],
-                hit[1],
-                tuple(prefix),
+                recipe[0],
+                recipe[1],
+                (),
                 seg.background,
                 seg.connector,
                 tuple(seg.redirections),
             )
-        ]
-    known = _WORDS.get
-    word_objs = tuple([known(w) or make_word(w) for w in rest])
-    argv = [w.value for w in word_objs]
-    prog = argv[0] if argv else ""
-    if prog in _DECLARING and not seg.redirections and not seg.heredocs:
-        exported = prog == "export" or (
-            prog in _DECLARE_EXPORTING
-            and any(a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:])
         )
-        out = list(prefix)
-        leftovers = False
-        for raw in rest[1:]:
-            if raw.startswith("-") or raw.startswith("+"):
-                leftovers = leftovers or prog == "export"
-                continue
-            a = make_assignment(raw, line, exported)
-            if a is not None:
-                out.append(a)
-            elif prog == "export":
-                leftovers = True
-        if prog == "export" and (leftovers or len(rest) == 1):
-            pass
-        elif prog == "export" or any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
-            # assignments only: kept for the next time (they depend on the raw words only)
-            if len(key) <= 32 and sum(map(len, key)) <= 1024:
-                if len(_DECLARATIONS) >= _COMMANDS_LIMIT:
-                    _DECLARATIONS.clear()
-                _DECLARATIONS[key] = (
-                    exported,
-                    tuple([(a.name, a.value) for a in out[len(prefix) :] if isinstance(a, ast.Assignment)]),
-                )
-        if prog == "export" and (leftovers or len(rest) == 1):
+        return
+    assert isinstance(recipe, _Steps)
+    _add_steps(recipe, seg, out)
+
+
+def _add_steps(recipe: _Steps, seg: Segment, out: list) -> None:
+    line = seg.line
+    prefix = tuple([ast.Assignment(line, name, value, False) for name, value in recipe.prefix]) if recipe.prefix else ()
+    for op in recipe.ops:
+        code = op[0]
+        if code == 0:
+            out.append(ast.Assignment(line, op[1], op[2], op[3]))
+        elif code == 1:
+            out.extend(prefix)
+        else:
             out.append(
                 ast.Command(
                     line,
                     seg.end_line,
                     seg.text,
-                    word_objs,
-                    ast.EXPORT,
-                    (),
+                    op[1],
+                    op[2],
+                    prefix if op[3] else (),
                     seg.background,
                     seg.connector,
                     tuple(seg.redirections),
                 )
             )
-        elif prog != "export" and not any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
-            out.append(
-                ast.Command(
-                    line,
-                    seg.end_line,
-                    seg.text,
-                    word_objs,
-                    ast.OTHER,
-                    tuple(prefix),
-                    seg.background,
-                    seg.connector,
-                    tuple(seg.redirections),
-                )
-            )
-        return out
-    kind = classify(argv) if argv else ast.OTHER
-    if len(key) <= 32 and prog not in _DECLARING and sum(map(len, key)) <= 1024:
-        if len(_COMMANDS) >= _COMMANDS_LIMIT:
-            _COMMANDS.clear()
-        _COMMANDS[key] = (word_objs, kind)
-    return [
-        ast.Command(
-            line,
-            seg.end_line,
-            seg.text,
-            word_objs,
-            kind,
-            tuple(prefix),
-            seg.background,
-            seg.connector,
-            tuple(seg.redirections),
-        )
-    ]
+
+
+def _command_from_segment(seg: Segment) -> list[ast.Statement]:
+    """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
+    out: list[ast.Statement] = []
+    _add_command(seg, out)
+    return out
 
 
 def _segment_statements(seg: Segment) -> list[ast.Statement]:
-    stmts = _command_from_segment(seg)
+    stmts: list[ast.Statement] = []
+    _add_command(seg, stmts)
     if not seg.heredocs:
         return stmts
     cmd = next((s for s in stmts if isinstance(s, ast.Command)), None)
@@ -353,15 +372,47 @@ def _compress_runs(tokens: Sequence[LexToken]) -> list:
 
 def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
     out: list[ast.Statement] = []
+    _add_simple(tokens, out)
+    return out
+
+
+def _add_simple(tokens: Sequence[LexToken], out: list) -> None:
+    """Append the statements of CMD and COMMENT tokens to out (other tokens give none)."""
+    plain = _PLAIN
+    Command = ast.Command
     for tok in tokens:
         kind = tok.type
         if kind == "CMD":
             seg = tok.segment
-            if seg is not None:
-                out.extend(_segment_statements(seg) if seg.heredocs else _command_from_segment(seg))
+            if seg is None:
+                continue
+            if not seg.redirections and not seg.heredocs:
+                recipe = plain.get(tuple(seg.words))
+                if recipe.__class__ is tuple:  # the common case, inline: one Command with no prefix
+                    out.append(
+                        Command(
+                            seg.line,
+                            seg.end_line,
+                            seg.text,
+                            recipe[0],
+                            recipe[1],
+                            (),
+                            seg.background,
+                            seg.connector,
+                            (),
+                        )
+                    )
+                    continue
+                if recipe is not None:
+                    _add_steps(recipe, seg, out)  # type: ignore[arg-type]
+                else:
+                    _add_command(seg, out)
+            elif seg.heredocs:
+                out.extend(_segment_statements(seg))
+            else:
+                _add_command(seg, out)
         elif kind == "COMMENT":
             out.append(ast.Comment(tok.line, tok.text))
-    return out
 
 
 # Block trees by token-type sequence: the tree depends on the types only (tokens appear as their indices)

@@ -303,9 +303,10 @@ def split_assignment(raw: str) -> tuple[str, str] | None:
 _ASSIGNMENTS: dict[str, tuple[str, Word] | None] = {}
 
 
-def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
+def assignment_parts(raw: str) -> tuple[str, Word] | None:
+    """`NAME=value` (also `NAME+=`, `NAME[i]=`) -> (NAME, Word of the value); None when not an assignment."""
     try:
-        parts = _ASSIGNMENTS[raw]
+        return _ASSIGNMENTS[raw]
     except KeyError:
         m = _ASSIGN.match(raw)
         parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
@@ -313,6 +314,11 @@ def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
             if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
                 _ASSIGNMENTS.clear()
             _ASSIGNMENTS[raw] = parts
+        return parts
+
+
+def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
+    parts = assignment_parts(raw)
     if parts is None:
         return None
     return Assignment(line, parts[0], parts[1], exported)
