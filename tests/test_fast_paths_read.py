@@ -495,6 +495,28 @@ def test_blocks_parsed_per_statement_match_one_whole_parse(text):
     assert _per_statement(text) == _whole_tree_statements(text)
 
 
+def _one_pass(text: str):
+    from translator.read import body
+
+    lines = text.split("\n")
+    tokens = ShellLexer("\n".join(lines), 1).run().tokens
+    try:
+        return body._statements(tokens, lines)
+    except Exception as exc:
+        return type(exc)
+
+
+@S.fuzz_settings(375)
+@given(st.lists(st.sampled_from(_BLOCK_FRAGMENTS + _LINE_FRAGMENTS), max_size=30).map("".join))
+def test_blocks_built_from_plans_match_the_trees(text):
+    from translator.read import body
+
+    body._PLANS.clear()
+    want = _per_statement(text)
+    assert _one_pass(text) == want  # plans worked out
+    assert _one_pass(text) == want  # plans from the table
+
+
 def test_blocks_parsed_per_statement_on_chosen_cases():
     for text in [
         "",
@@ -504,8 +526,14 @@ def test_blocks_parsed_per_statement_on_chosen_cases():
         "f()\n# c\n{\n  echo\n}\n",  # a comment between the name and the body: not a sentence (fallback)
         "function g {\n  if x; then\n    case y in\n      a) z ;;\n    esac\n  fi\n}\n",
         "( cd x; make )\n{ a; b; }\n",
+        "}\necho a\n",
+        "f()\necho a\n",
+        "for i in 1; do\n",
+        "select x in a b; do\n  echo $x\ndone\nuntil a; do\n  b\ndone\n",
+        "case x in\n  a) if b; then\n    c\n  elif d; then\n    e\n  else\n    f\n  fi ;;\nesac\n",
     ]:
         assert _per_statement(text) == _whole_tree_statements(text), text
+        assert _one_pass(text) == _per_statement(text), text
 
 
 def _clear_recipes():

@@ -472,6 +472,167 @@ def _build_blocks(runs: list, lines: Sequence[str]) -> list[ast.Statement]:
     return out
 
 
+# ---- the fast path of the block structure ---------------------------------------------------------------
+#
+# `_statements` gives what `_build_blocks(_compress_runs(tokens), lines)` gives (tests/test_fast_paths_read.py
+# checks it) in one pass over the tokens: a run of simple statements at the top level is built where it
+# stands, and each compound statement is built from the plan of its token types (`_plan`: the parse tree,
+# worked out once per type sequence into what `_build` does with it). A stream that is not a sentence of the
+# grammar is handed to `_build_blocks`, which raises (or not) as it always did.
+
+# Plans by token-type sequence (runs of simple tokens are one "CMD"), per process, bounded like _TREES.
+# A plan is a list of items: an int (a run of simple tokens, or a token that gives no statement) or a block:
+# ("B", kind, first, last, inner) with kind None for a loop (its kind is in its first token's text), first the
+# opening token, last the closing one (or None), inner the items inside; or ("F", name token, block or None).
+_PLANS: dict[tuple[str, ...], list] = {}
+_STATEMENT_TYPES = frozenset(("CMD", "COMMENT"))
+_LOOP_KINDS = {"for": "for", "select": "for", "while": "while", "until": "until"}
+
+
+def _plan(types: tuple[str, ...]) -> list:
+    plan = _PLANS.get(types)
+    if plan is None:
+        from translator.read.block_parser import parse  # only scripts with blocks pay for it
+
+        top = _compile(parse(types), types)
+        assert isinstance(top, list)  # the start rule gives a list
+        plan = [c for c in top if c.__class__ is not int or types[c] in _STATEMENT_TYPES]
+        if len(types) <= 128:
+            if len(_PLANS) >= _TREES_LIMIT:
+                _PLANS.clear()
+            _PLANS[types] = plan
+    return plan
+
+
+def _compile(node, types: tuple[str, ...]):
+    """What _build's `conv` gives for a node, with blocks as plans (see _PLANS)."""
+    data = node.data
+    kids = [ch if ch.__class__ is int else _compile(ch, types) for ch in node.children]
+    if data == "if_block":
+        return _block_plan("if", _flatten_parts(kids), types)
+    if data in ("elif_part", "else_part", "case_item"):
+        return kids
+    if data == "loop_block":
+        return _block_plan(None, kids, types)
+    if data == "case_block":
+        return _block_plan("case", _flatten_parts(kids), types)
+    if data == "group" or data == "subshell":
+        return _block_plan(data, kids, types)
+    if data == "func_def":
+        body = [k for k in kids[1:] if k.__class__ is tuple]
+        return ("F", kids[0], body[0] if body else None)
+    return kids
+
+
+def _block_plan(kind: str | None, children: list, types: tuple[str, ...]) -> tuple:
+    """What _Builder.block does with the children, as a plan (a child list never gets here: the grammar only
+    has elif_part, else_part and case_item inside the blocks that flatten them)."""
+    first = children[0] if children[0].__class__ is int else None
+    last = next((c for c in reversed(children) if c.__class__ is int and types[c] in _CLOSERS), None)
+    inner = [c for c in children[1:] if c.__class__ is not int or types[c] in _STATEMENT_TYPES]
+    assert not any(c.__class__ is list for c in inner)
+    return ("B", kind, first, last, inner)
+
+
+def _add_planned(plan: list, items: list, lines: Sequence[str], out: list) -> None:
+    for c in plan:
+        if c.__class__ is int:
+            _add_simple(items[c], out)
+        else:
+            out.append(_planned_block(c, items, lines))
+
+
+def _planned_block(plan: tuple, items: list, lines: Sequence[str]) -> ast.Block:
+    if plan[0] == "F":
+        ftok = items[plan[1]]
+        inner = _planned_block(plan[2], items, lines) if plan[2] is not None else None
+        return ast.Block(
+            "function",
+            ftok.line,
+            inner.end_line if inner is not None else ftok.line,
+            _header_text(ftok, lines),
+            (inner,) if inner is not None else (),
+        )
+    _, kind, first, last, inner_plan = plan
+    stmts: list[ast.Statement] = []
+    for c in inner_plan:
+        if c.__class__ is int:
+            _add_simple(items[c], stmts)
+        else:
+            stmts.append(_planned_block(c, items, lines))
+    if first is None:
+        line = 0
+        text = ""
+    else:
+        ftok = items[first]
+        line = ftok.line
+        text = _header_text(ftok, lines)
+        if kind is None:
+            words = ftok.text.split()
+            kind = _LOOP_KINDS.get(words[0], "for") if words else "for"
+    end = items[last].end_line if last is not None else (stmts[-1].line if stmts else line)
+    return ast.Block(kind or "for", line, max(end, line), text, tuple(stmts))
+
+
+def _header_text(tok: LexToken, lines: Sequence[str]) -> str:
+    if 0 < tok.line <= len(lines):
+        return lines[tok.line - 1].strip()
+    return tok.text
+
+
+def _statements(tokens: Sequence[LexToken], lines: Sequence[str]) -> list[ast.Statement]:
+    """The statements of the token stream (see above)."""
+    out: list[ast.Statement] = []
+    simple = _SIMPLE_TYPES
+    n = len(tokens)
+    i = 0
+    while i < n:
+        if tokens[i].type in simple:  # a run of simple statements at the top level
+            j = i + 1
+            while j < n and tokens[j].type in simple:
+                j += 1
+            _add_simple(tokens if i == 0 and j == n else tokens[i:j], out)
+            i = j
+            continue
+        # a compound statement: its tokens, the runs of simple ones as lists, up to where the depth is 0 again
+        # (after a FUNC at depth 0: up to the end of the compound command that follows)
+        items: list = []
+        types: list[str] = []
+        depth = 0
+        j = i
+        done = False
+        while j < n:
+            t = tokens[j]
+            kind = t.type
+            if kind in simple:
+                e = j + 1
+                while e < n and tokens[e].type in simple:
+                    e += 1
+                items.append(tokens[j:e])
+                types.append("CMD")
+                j = e
+                if depth == 0:  # not a sentence (e.g. FUNC then a command)
+                    return _build_blocks(_compress_runs(tokens), lines)
+                continue
+            items.append(t)
+            types.append(kind)
+            j += 1
+            if kind in _OPENERS:
+                depth += 1
+            elif kind in _CLOSERS:
+                depth -= 1
+            elif kind == "FUNC" and depth == 0:
+                continue
+            if depth == 0:
+                done = True
+                break
+        if not done:  # an unfinished statement
+            return _build_blocks(_compress_runs(tokens), lines)
+        _add_planned(_plan(tuple(types)), items, lines, out)
+        i = j
+    return out
+
+
 def _csh_statements(lines: Sequence[str], start: int) -> list[ast.Statement]:
     """csh/tcsh: one opaque command per logical line (`\\` continuations joined), classified by program.
 
@@ -541,10 +702,7 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
         )
         return ParsedBody(tuple(_flat_fallback(tokens)), diags, frozenset(lexer.heredoc_lines))
     try:
-        if all(t.type in _SIMPLE_TYPES for t in tokens):
-            statements = _flat_fallback(tokens)  # no compound command: nothing for the grammar to do
-        else:
-            statements = _build_blocks(_compress_runs(tokens), lines)
+        statements = _statements(tokens, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(
             Diagnostic(
