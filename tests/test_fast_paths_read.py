@@ -279,7 +279,7 @@ def test_newline_offsets(text):
     assert _newline_offsets(text) == [i for i, c in enumerate(text) if c == "\n"]
 
 
-# ---- read/body.py: block trees are kept per token-type sequence ------------------------------------------
+# ---- read/body.py: block trees and plans are kept per token-type sequence ------------------------------------------
 
 
 def test_block_tree_table_gives_each_script_its_own_statements():
@@ -289,6 +289,7 @@ def test_block_tree_table_gives_each_script_its_own_statements():
     b = "#!/bin/bash\nif false; then\n  A=1 python t.py\nfi\nwhile read l; do\n  export B=$l\ndone\n"
     first = [read_script(t.encode(), "s.sbatch").body for t in (a, b, a)]
     body._TREES.clear()
+    body._PLANS.clear()
     again = [read_script(t.encode(), "s.sbatch").body for t in (b, a)]
     assert first[0] == first[2] == again[1]
     assert first[1] == again[0]
@@ -719,7 +720,7 @@ def test_recipes_give_what_the_reference_gives(words, redirections, heredoc, con
             s for s in want if s.__class__.__name__ != "Command"
         ]
     else:
-        assert flat == want  # the inline common case of _add_simple
+        assert flat == want  # the inline common case of _add_run
 
 
 @S.fuzz_settings(200)

@@ -371,25 +371,33 @@ def _compress_runs(tokens: Sequence[LexToken]) -> list:
 
 
 def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
+    """The statements of the CMD and COMMENT tokens (other tokens give none)."""
     out: list[ast.Statement] = []
-    _add_simple(tokens, out)
+    i = 0
+    n = len(tokens)
+    while i < n:
+        i = _add_run(tokens, i, out) + 1  # skips the token that ends the run
     return out
 
 
-def _add_simple(tokens: Sequence[LexToken], out: list) -> None:
-    """Append the statements of CMD and COMMENT tokens to out (other tokens give none)."""
+def _add_run(tokens: Sequence[LexToken], i: int, out: list) -> int:
+    """Append the statements of the run of CMD and COMMENT tokens from tokens[i] on to out; return the index
+    of the first token after the run."""
     plain = _PLAIN
     Command = ast.Command
-    for tok in tokens:
+    append = out.append
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
         kind = tok.type
         if kind == "CMD":
             seg = tok.segment
             if seg is None:
-                continue
-            if not seg.redirections and not seg.heredocs:
+                pass
+            elif not seg.redirections and not seg.heredocs:
                 recipe = plain.get(tuple(seg.words))
                 if recipe.__class__ is tuple:  # the common case, inline: one Command with no prefix
-                    out.append(
+                    append(
                         Command(
                             seg.line,
                             seg.end_line,
@@ -402,8 +410,7 @@ def _add_simple(tokens: Sequence[LexToken], out: list) -> None:
                             (),
                         )
                     )
-                    continue
-                if recipe is not None:
+                elif recipe is not None:
                     _add_steps(recipe, seg, out)  # type: ignore[arg-type]
                 else:
                     _add_command(seg, out)
@@ -412,7 +419,11 @@ def _add_simple(tokens: Sequence[LexToken], out: list) -> None:
             else:
                 _add_command(seg, out)
         elif kind == "COMMENT":
-            out.append(ast.Comment(tok.line, tok.text))
+            append(ast.Comment(tok.line, tok.text))
+        else:
+            return i
+        i += 1
+    return n
 
 
 # Block trees by token-type sequence: the tree depends on the types only (tokens appear as their indices)
@@ -534,18 +545,20 @@ def _block_plan(kind: str | None, children: list, types: tuple[str, ...]) -> tup
     return ("B", kind, first, last, inner)
 
 
-def _add_planned(plan: list, items: list, lines: Sequence[str], out: list) -> None:
+def _add_planned(plan: list, tokens: Sequence[LexToken], items: list[int], lines: Sequence[str], out: list) -> None:
+    """Append the statements of a compound statement to out: `items` are the offsets in `tokens` of the
+    elements its plan numbers (a run of simple tokens: its first token)."""
     for c in plan:
         if c.__class__ is int:
-            _add_simple(items[c], out)
+            _add_run(tokens, items[c], out)
         else:
-            out.append(_planned_block(c, items, lines))
+            out.append(_planned_block(c, tokens, items, lines))
 
 
-def _planned_block(plan: tuple, items: list, lines: Sequence[str]) -> ast.Block:
+def _planned_block(plan: tuple, tokens: Sequence[LexToken], items: list[int], lines: Sequence[str]) -> ast.Block:
     if plan[0] == "F":
-        ftok = items[plan[1]]
-        inner = _planned_block(plan[2], items, lines) if plan[2] is not None else None
+        ftok = tokens[items[plan[1]]]
+        inner = _planned_block(plan[2], tokens, items, lines) if plan[2] is not None else None
         return ast.Block(
             "function",
             ftok.line,
@@ -557,20 +570,20 @@ def _planned_block(plan: tuple, items: list, lines: Sequence[str]) -> ast.Block:
     stmts: list[ast.Statement] = []
     for c in inner_plan:
         if c.__class__ is int:
-            _add_simple(items[c], stmts)
+            _add_run(tokens, items[c], stmts)
         else:
-            stmts.append(_planned_block(c, items, lines))
+            stmts.append(_planned_block(c, tokens, items, lines))
     if first is None:
         line = 0
         text = ""
     else:
-        ftok = items[first]
+        ftok = tokens[items[first]]
         line = ftok.line
         text = _header_text(ftok, lines)
         if kind is None:
             words = ftok.text.split()
             kind = _LOOP_KINDS.get(words[0], "for") if words else "for"
-    end = items[last].end_line if last is not None else (stmts[-1].line if stmts else line)
+    end = tokens[items[last]].end_line if last is not None else (stmts[-1].line if stmts else line)
     return ast.Block(kind or "for", line, max(end, line), text, tuple(stmts))
 
 
@@ -585,38 +598,27 @@ def _statements(tokens: Sequence[LexToken], lines: Sequence[str]) -> list[ast.St
     out: list[ast.Statement] = []
     simple = _SIMPLE_TYPES
     n = len(tokens)
-    i = 0
+    i = _add_run(tokens, 0, out)  # the simple statements at the top level are built where they stand
     while i < n:
-        if tokens[i].type in simple:  # a run of simple statements at the top level
-            j = i + 1
-            while j < n and tokens[j].type in simple:
-                j += 1
-            _add_simple(tokens if i == 0 and j == n else tokens[i:j], out)
-            i = j
-            continue
-        # a compound statement: its tokens, the runs of simple ones as lists, up to where the depth is 0 again
-        # (after a FUNC at depth 0: up to the end of the compound command that follows)
-        items: list = []
+        # a compound statement: the offsets of its elements (a run of simple tokens is one) and their types,
+        # up to where the depth is 0 again (after a FUNC at depth 0: to the end of the compound that follows)
+        items: list[int] = []
         types: list[str] = []
         depth = 0
         j = i
         done = False
         while j < n:
-            t = tokens[j]
-            kind = t.type
+            kind = tokens[j].type
+            items.append(j)
+            j += 1
             if kind in simple:
-                e = j + 1
-                while e < n and tokens[e].type in simple:
-                    e += 1
-                items.append(tokens[j:e])
+                while j < n and tokens[j].type in simple:
+                    j += 1
                 types.append("CMD")
-                j = e
                 if depth == 0:  # not a sentence (e.g. FUNC then a command)
                     return _build_blocks(_compress_runs(tokens), lines)
                 continue
-            items.append(t)
             types.append(kind)
-            j += 1
             if kind in _OPENERS:
                 depth += 1
             elif kind in _CLOSERS:
@@ -628,8 +630,8 @@ def _statements(tokens: Sequence[LexToken], lines: Sequence[str]) -> list[ast.St
                 break
         if not done:  # an unfinished statement
             return _build_blocks(_compress_runs(tokens), lines)
-        _add_planned(_plan(tuple(types)), items, lines, out)
-        i = j
+        _add_planned(_plan(tuple(types)), tokens, items, lines, out)
+        i = _add_run(tokens, j, out)
     return out
 
 
