@@ -546,6 +546,7 @@ def _clear_recipes():
 
 def test_command_table_gives_what_building_gives():
     from translator.read import body, read_script
+    from translator.read.words import make_word
 
     text = (
         "#!/bin/bash\nsrun python t.py\nexport A=1\nexport A=1 >log\nexport A=1\nA=2 srun python t.py\n"
@@ -558,8 +559,9 @@ def test_command_table_gives_what_building_gives():
     assert first == second == read_script(text.encode(), "s").body
     assert [type(s).__name__ for s in first][:4] == ["Command", "Assignment", "Command", "Assignment"]
     assert type(body._PLAIN[("srun", "python", "t.py")]) is tuple  # the common case: (words, kind)
-    assert isinstance(body._PLAIN[("export", "A=1")], body._Steps)
+    assert body._PLAIN[("export", "A=1")] == [("A", make_word("1"), True)]  # Assignments only
     assert ("export", "A=1") in body._REDIRECTED  # `export A=1 >log` is a Command: another table
+    assert isinstance(body._PLAIN[("A=2", "srun", "python", "t.py")], body._Steps)  # a prefix
 
 
 @S.fuzz_settings(150)

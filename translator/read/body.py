@@ -41,15 +41,17 @@ class ParsedBody(Record):
 
 # A simple command's statements depend on its raw words, on whether it has redirections and on whether it has
 # here-documents, and otherwise only on its position and text (line, end_line, text, background, connector,
-# redirections, which are copied in). `_recipe` works them out from the words once: a (Word objects, kind)
-# pair for the common case (one Command, no `NAME=value` prefix), else a _Steps; `_add_command` makes the
-# statements of a segment from its recipe. Recipes are immutable (their Words are shared) and the commands of a
-# repository's scripts repeat, so they are kept per process by raw words, one table per (redirections,
-# here-documents) case; bounded (8192 word lists of <= 32 words, 1 KB, each).
+# redirections, which are copied in). `_recipe` works them out from the words once, in one of three forms:
+#   a tuple (Word objects, kind): one Command with no `NAME=value` prefix (the common case);
+#   a list of (NAME, Word, exported): Assignments only (`A=1`, `export A=1 B=2`);
+#   a _Steps: anything else.
+# `_add_recipe` makes the statements of a segment from its recipe. Recipes are immutable (their Words are
+# shared) and the commands of a repository's scripts repeat, so they are kept per process by raw words, one
+# table per (redirections, here-documents) case; bounded (16384 word lists of <= 32 words, 1 KB, each).
 _PLAIN: dict[tuple[str, ...], object] = {}  # no redirection, no here-document
 _REDIRECTED: dict[tuple[str, ...], object] = {}  # with redirections (here-documents or not)
 _HEREDOC: dict[tuple[str, ...], object] = {}  # with here-documents only
-_COMMANDS_LIMIT = 8192
+_COMMANDS_LIMIT = 16384
 _DECLARING = frozenset(("export", "declare", "typeset", "readonly", "local"))
 
 
@@ -81,10 +83,12 @@ def _recipe(words: tuple[str, ...], redirected: bool, heredoc: bool) -> object:
             i += 1
         rest = words[i:]
         if not rest and not redirected:
-            return _Steps(tuple(prefix), ((1,),) if prefix else ())
+            return [(name, value, False) for name, value in prefix]
     known = _WORDS.get
-    if rest and not redirected and not heredoc and (known(rest[0]) or make_word(rest[0])).value in _DECLARING:
-        return _declaration(prefix, rest)
+    if rest and not redirected and not heredoc:
+        prog = (known(rest[0]) or make_word(rest[0])).value
+        if prog in _DECLARING:
+            return _declaration(prog, prefix, rest)
     word_objs = tuple([known(w) or make_word(w) for w in rest])
     argv = [w.value for w in word_objs]
     kind = classify(argv) if argv else ast.OTHER
@@ -93,10 +97,10 @@ def _recipe(words: tuple[str, ...], redirected: bool, heredoc: bool) -> object:
     return _Steps(tuple(prefix), ((2, word_objs, kind, True),))
 
 
-def _declaration(prefix: list[tuple[str, ast.Word]], rest: tuple[str, ...]) -> _Steps:
-    """The recipe of export/declare/typeset/readonly/local (rest[0]) with no redirection or here-document:
-    its `NAME=value` words are assignments; the words of the command itself are only made when a Command is."""
-    prog = (_WORDS.get(rest[0]) or make_word(rest[0])).value
+def _declaration(prog: str, prefix: list[tuple[str, ast.Word]], rest: tuple[str, ...]) -> object:
+    """The recipe of export/declare/typeset/readonly/local (`prog`, the value of rest[0]) with no redirection
+    or here-document: its `NAME=value` words are assignments; the Words of the command itself are only made
+    when it is a Command."""
     exported = prog == "export" or (
         prog in _DECLARE_EXPORTING
         and any(
@@ -104,23 +108,28 @@ def _declaration(prefix: list[tuple[str, ast.Word]], rest: tuple[str, ...]) -> _
             for a in [(_WORDS.get(w) or make_word(w)).value for w in rest[1:]]
         )
     )
-    ops: list[tuple] = [(1,)] if prefix else []
+    assigned: list[tuple[str, ast.Word, bool]] = []
     leftovers = False
-    assigned = False
     for raw in rest[1:]:
         if raw.startswith("-") or raw.startswith("+"):
             leftovers = leftovers or prog == "export"
             continue
         parts = assignment_parts(raw)
         if parts is not None:
-            ops.append((0, parts[0], parts[1], exported))
-            assigned = True
+            assigned.append((parts[0], parts[1], exported))
         elif prog == "export":
             leftovers = True
+    command = None
     if prog == "export" and (leftovers or len(rest) == 1):
-        ops.append((2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.EXPORT, False))
+        command = (2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.EXPORT, False)
     elif prog != "export" and not assigned:
-        ops.append((2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.OTHER, True))
+        command = (2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.OTHER, True)
+    if command is None and not prefix:
+        return assigned
+    ops: list[tuple] = [(1,)] if prefix else []
+    ops.extend([(0, name, value, exp) for name, value, exp in assigned])
+    if command is not None:
+        ops.append(command)
     return _Steps(tuple(prefix), tuple(ops))
 
 
@@ -141,10 +150,16 @@ def _add_command(seg: Segment, out: list) -> None:
             if len(table) >= _COMMANDS_LIMIT:
                 table.clear()
             table[key] = recipe
+    _add_recipe(recipe, seg, out)
+
+
+def _add_recipe(recipe, seg: Segment, out: list) -> None:
+    """Append the statements a recipe gives for a segment to out."""
+    line = seg.line
     if recipe.__class__ is tuple:
         out.append(
             ast.Command(
-                seg.line,
+                line,
                 seg.end_line,
                 seg.text,
                 recipe[0],
@@ -156,13 +171,12 @@ def _add_command(seg: Segment, out: list) -> None:
             )
         )
         return
-    assert isinstance(recipe, _Steps)
-    _add_steps(recipe, seg, out)
-
-
-def _add_steps(recipe: _Steps, seg: Segment, out: list) -> None:
-    line = seg.line
-    prefix = tuple([ast.Assignment(line, name, value, False) for name, value in recipe.prefix]) if recipe.prefix else ()
+    if recipe.__class__ is list:
+        Assignment = ast.Assignment
+        for name, value, exported in recipe:
+            out.append(Assignment(line, name, value, exported))
+        return
+    prefix = tuple([ast.Assignment(line, name, value, False) for name, value in recipe.prefix])
     for op in recipe.ops:
         code = op[0]
         if code == 0:
@@ -385,6 +399,7 @@ def _add_run(tokens: Sequence[LexToken], i: int, out: list) -> int:
     of the first token after the run."""
     plain = _PLAIN
     Command = ast.Command
+    Assignment = ast.Assignment
     append = out.append
     n = len(tokens)
     while i < n:
@@ -410,8 +425,11 @@ def _add_run(tokens: Sequence[LexToken], i: int, out: list) -> int:
                             (),
                         )
                     )
+                elif recipe.__class__ is list:  # Assignments only
+                    for name, value, exported in recipe:
+                        append(Assignment(seg.line, name, value, exported))
                 elif recipe is not None:
-                    _add_steps(recipe, seg, out)  # type: ignore[arg-type]
+                    _add_recipe(recipe, seg, out)
                 else:
                     _add_command(seg, out)
             elif seg.heredocs:

@@ -301,20 +301,21 @@ def split_assignment(raw: str) -> tuple[str, str] | None:
 
 # raw word -> (NAME, Word of the value), or None when it is not an assignment; per process, bounded
 _ASSIGNMENTS: dict[str, tuple[str, Word] | None] = {}
+_UNSEEN = object()
 
 
 def assignment_parts(raw: str) -> tuple[str, Word] | None:
     """`NAME=value` (also `NAME+=`, `NAME[i]=`) -> (NAME, Word of the value); None when not an assignment."""
-    try:
-        return _ASSIGNMENTS[raw]
-    except KeyError:
-        m = _ASSIGN.match(raw)
-        parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
-        if len(raw) <= 256:
-            if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
-                _ASSIGNMENTS.clear()
-            _ASSIGNMENTS[raw] = parts
-        return parts
+    parts = _ASSIGNMENTS.get(raw, _UNSEEN)
+    if parts is not _UNSEEN:
+        return parts  # type: ignore[return-value]
+    m = _ASSIGN.match(raw)
+    parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
+    if len(raw) <= 256:
+        if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
+            _ASSIGNMENTS.clear()
+        _ASSIGNMENTS[raw] = parts
+    return parts
 
 
 def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
