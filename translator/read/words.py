@@ -21,6 +21,7 @@ _TILDE_AFTER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:[^'\"\\\\:]*:)*~")
 _DQ_RUN = re.compile(r'[^"\\$`]+')  # inside double quotes: up to the next quote, escape or expansion
 _PLAIN_RUN = re.compile(r"[^'\"\\$`*?\[{]+")  # unquoted: up to a quote, escape, expansion, glob or brace
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match  # after `$`: a name or a special parameter
 
 
 def _skip_balanced(raw: str, i: int, open_: str, close: str) -> int:
@@ -52,7 +53,7 @@ def _expansion_end(raw: str, i: int) -> int:
         return _skip_balanced(raw, i + 1, "(", ")")
     if nxt == "{":
         return _skip_balanced(raw, i + 1, "{", "}")
-    m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(raw, i + 1)
+    m = _PARAMETER(raw, i + 1)
     return m.end() if m else i + 1
 
 
