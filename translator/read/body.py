@@ -14,7 +14,7 @@ from translator.diagnostics import Diagnostic, INFO, WARNING
 from translator.read import ast
 from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
-from translator.read.words import _CACHE as _WORDS, make_assignment, make_word
+from translator.read.words import _CACHE as _WORDS, assignment_parts, make_word
 from translator.records import Record
 
 R144_CSH_BODY = "R144"
@@ -39,143 +39,176 @@ class ParsedBody(Record):
 
 # ---- AST building --------------------------------------------------------------------------------
 
-# (Word objects, kind) of the raw words of a command whose program is not export/declare/typeset/readonly/
-# local: both depend on the raw words only (words are immutable and shared, classify is pure in argv), and
-# the commands of a repository's scripts repeat. Per process, bounded (8192 word lists of <= 32 words,
-# 1 KB).
-_COMMANDS: dict[tuple[str, ...], tuple[tuple[ast.Word, ...], str]] = {}
-_COMMANDS_LIMIT = 8192
-# export/declare/typeset/readonly/local commands that give assignments only: (exported, ((NAME, Word), ...))
-_DECLARATIONS: dict[tuple[str, ...], tuple[bool, tuple[tuple[str, ast.Word], ...]]] = {}
+# A simple command's statements depend on its raw words, on whether it has redirections and on whether it has
+# here-documents, and otherwise only on its position and text (line, end_line, text, background, connector,
+# redirections, which are copied in). `_recipe` works them out from the words once, in one of three forms:
+#   a tuple (Word objects, kind): one Command with no `NAME=value` prefix (the common case);
+#   a list of (NAME, Word, exported): Assignments only (`A=1`, `export A=1 B=2`);
+#   a _Steps: anything else.
+# `_add_recipe` makes the statements of a segment from its recipe. Recipes are immutable (their Words are
+# shared) and the commands of a repository's scripts repeat, so they are kept per process by raw words, one
+# table per (redirections, here-documents) case; bounded (16384 word lists of <= 32 words, 1 KB, each).
+_PLAIN: dict[tuple[str, ...], object] = {}  # no redirection, no here-document
+_REDIRECTED: dict[tuple[str, ...], object] = {}  # with redirections (here-documents or not)
+_HEREDOC: dict[tuple[str, ...], object] = {}  # with here-documents only
+_COMMANDS_LIMIT = 16384
 _DECLARING = frozenset(("export", "declare", "typeset", "readonly", "local"))
 
 
-def _command_from_segment(seg: Segment) -> list[ast.Statement]:
-    """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
-    words = seg.words
-    line = seg.line
-    prefix: list[ast.Assignment] = []
+class _Steps:
+    """The general recipe: `prefix` is the (NAME, Word) of the `NAME=value` prefix words, made into Assignments
+    (line of the segment, not exported) shared by the ops that use them; `ops` in order:
+    (0, NAME, Word, exported): an Assignment; (1,): the prefix Assignments as statements;
+    (2, words, kind, with_prefix): a Command (with the prefix Assignments, or none)."""
+
+    __slots__ = ("prefix", "ops")
+
+    def __init__(self, prefix: tuple[tuple[str, ast.Word], ...], ops: tuple[tuple, ...]):
+        self.prefix = prefix
+        self.ops = ops
+
+
+def _recipe(words: tuple[str, ...], redirected: bool, heredoc: bool) -> object:
+    """The recipe of a simple command from its raw words (see above): a pure function of its arguments."""
+    prefix: list[tuple[str, ast.Word]] = []
     if words and "=" not in words[0]:
         rest = words  # the common case: no `NAME=value` prefix
     else:
         i = 0
         while i < len(words):
-            a = make_assignment(words[i], line, False) if "=" in words[i] else None
-            if a is None:
+            parts = assignment_parts(words[i]) if "=" in words[i] else None
+            if parts is None:
                 break
-            prefix.append(a)
+            prefix.append(parts)
             i += 1
         rest = words[i:]
-        if not rest:
-            if prefix and not seg.redirections:
-                return list(prefix)
-            if not prefix and not seg.redirections:
-                return []
-    key = tuple(rest)
-    if not seg.redirections and not seg.heredocs:
-        declared = _DECLARATIONS.get(key)
-        if declared is not None:  # `export A=1 B=2` seen before: the same names and values
-            exported = declared[0]
-            out: list[ast.Statement] = list(prefix)
-            out.extend([ast.Assignment(line, name, value, exported) for name, value in declared[1]])
-            return out
-    hit = _COMMANDS.get(key)
-    if hit is not None:  # words seen before, not an export/declare/...: the same words and kind
-        return [
+        if not rest and not redirected:
+            return [(name, value, False) for name, value in prefix]
+    known = _WORDS.get
+    if rest and not redirected and not heredoc:
+        prog = (known(rest[0]) or make_word(rest[0])).value
+        if prog in _DECLARING:
+            return _declaration(prog, prefix, rest)
+    word_objs = tuple([known(w) or make_word(w) for w in rest])
+    argv = [w.value for w in word_objs]
+    kind = classify(argv) if argv else ast.OTHER
+    if not prefix:
+        return (word_objs, kind)
+    return _Steps(tuple(prefix), ((2, word_objs, kind, True),))
+
+
+def _declaration(prog: str, prefix: list[tuple[str, ast.Word]], rest: tuple[str, ...]) -> object:
+    """The recipe of export/declare/typeset/readonly/local (`prog`, the value of rest[0]) with no redirection
+    or here-document: its `NAME=value` words are assignments; the Words of the command itself are only made
+    when it is a Command."""
+    exported = prog == "export" or (
+        prog in _DECLARE_EXPORTING
+        and any(
+            a.startswith("-") and "x" in a and not a.startswith("+")
+            for a in [(_WORDS.get(w) or make_word(w)).value for w in rest[1:]]
+        )
+    )
+    assigned: list[tuple[str, ast.Word, bool]] = []
+    leftovers = False
+    for raw in rest[1:]:
+        if raw.startswith("-") or raw.startswith("+"):
+            leftovers = leftovers or prog == "export"
+            continue
+        parts = assignment_parts(raw)
+        if parts is not None:
+            assigned.append((parts[0], parts[1], exported))
+        elif prog == "export":
+            leftovers = True
+    command = None
+    if prog == "export" and (leftovers or len(rest) == 1):
+        command = (2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.EXPORT, False)
+    elif prog != "export" and not assigned:
+        command = (2, tuple([_WORDS.get(w) or make_word(w) for w in rest]), ast.OTHER, True)
+    if command is None and not prefix:
+        return assigned
+    ops: list[tuple] = [(1,)] if prefix else []
+    ops.extend([(0, name, value, exp) for name, value, exp in assigned])
+    if command is not None:
+        ops.append(command)
+    return _Steps(tuple(prefix), tuple(ops))
+
+
+def _add_command(seg: Segment, out: list) -> None:
+    """Append the statements of a simple command (Command, or Assignment(s) for assignment-only lines and
+    `export`) to out."""
+    if seg.redirections:
+        table = _REDIRECTED
+    elif seg.heredocs:
+        table = _HEREDOC
+    else:
+        table = _PLAIN
+    key = tuple(seg.words)
+    recipe = table.get(key)
+    if recipe is None:
+        recipe = _recipe(key, bool(seg.redirections), bool(seg.heredocs))
+        if len(key) <= 32 and sum(map(len, key)) <= 1024:
+            if len(table) >= _COMMANDS_LIMIT:
+                table.clear()
+            table[key] = recipe
+    _add_recipe(recipe, seg, out)
+
+
+def _add_recipe(recipe, seg: Segment, out: list) -> None:
+    """Append the statements a recipe gives for a segment to out."""
+    line = seg.line
+    if recipe.__class__ is tuple:
+        out.append(
             ast.Command(
                 line,
                 seg.end_line,
                 seg.text,
-                hit[0],
-                hit[1],
-                tuple(prefix),
+                recipe[0],
+                recipe[1],
+                (),
                 seg.background,
                 seg.connector,
                 tuple(seg.redirections),
             )
-        ]
-    known = _WORDS.get
-    word_objs = tuple([known(w) or make_word(w) for w in rest])
-    argv = [w.value for w in word_objs]
-    prog = argv[0] if argv else ""
-    if prog in _DECLARING and not seg.redirections and not seg.heredocs:
-        exported = prog == "export" or (
-            prog in _DECLARE_EXPORTING
-            and any(a.startswith("-") and "x" in a and not a.startswith("+") for a in argv[1:])
         )
-        out = list(prefix)
-        leftovers = False
-        for raw in rest[1:]:
-            if raw.startswith("-") or raw.startswith("+"):
-                leftovers = leftovers or prog == "export"
-                continue
-            a = make_assignment(raw, line, exported)
-            if a is not None:
-                out.append(a)
-            elif prog == "export":
-                leftovers = True
-        if prog == "export" and (leftovers or len(rest) == 1):
-            pass
-        elif prog == "export" or any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
-            # assignments only: kept for the next time (they depend on the raw words only)
-            if len(key) <= 32 and sum(map(len, key)) <= 1024:
-                if len(_DECLARATIONS) >= _COMMANDS_LIMIT:
-                    _DECLARATIONS.clear()
-                _DECLARATIONS[key] = (
-                    exported,
-                    tuple([(a.name, a.value) for a in out[len(prefix) :] if isinstance(a, ast.Assignment)]),
-                )
-        if prog == "export" and (leftovers or len(rest) == 1):
+        return
+    if recipe.__class__ is list:
+        Assignment = ast.Assignment
+        for name, value, exported in recipe:
+            out.append(Assignment(line, name, value, exported))
+        return
+    prefix = tuple([ast.Assignment(line, name, value, False) for name, value in recipe.prefix])
+    for op in recipe.ops:
+        code = op[0]
+        if code == 0:
+            out.append(ast.Assignment(line, op[1], op[2], op[3]))
+        elif code == 1:
+            out.extend(prefix)
+        else:
             out.append(
                 ast.Command(
                     line,
                     seg.end_line,
                     seg.text,
-                    word_objs,
-                    ast.EXPORT,
-                    (),
+                    op[1],
+                    op[2],
+                    prefix if op[3] else (),
                     seg.background,
                     seg.connector,
                     tuple(seg.redirections),
                 )
             )
-        elif prog != "export" and not any(isinstance(s, ast.Assignment) for s in out[len(prefix) :]):
-            out.append(
-                ast.Command(
-                    line,
-                    seg.end_line,
-                    seg.text,
-                    word_objs,
-                    ast.OTHER,
-                    tuple(prefix),
-                    seg.background,
-                    seg.connector,
-                    tuple(seg.redirections),
-                )
-            )
-        return out
-    kind = classify(argv) if argv else ast.OTHER
-    if len(key) <= 32 and prog not in _DECLARING and sum(map(len, key)) <= 1024:
-        if len(_COMMANDS) >= _COMMANDS_LIMIT:
-            _COMMANDS.clear()
-        _COMMANDS[key] = (word_objs, kind)
-    return [
-        ast.Command(
-            line,
-            seg.end_line,
-            seg.text,
-            word_objs,
-            kind,
-            tuple(prefix),
-            seg.background,
-            seg.connector,
-            tuple(seg.redirections),
-        )
-    ]
+
+
+def _command_from_segment(seg: Segment) -> list[ast.Statement]:
+    """A simple command -> Command, or Assignment(s) for assignment-only lines and `export`."""
+    out: list[ast.Statement] = []
+    _add_command(seg, out)
+    return out
 
 
 def _segment_statements(seg: Segment) -> list[ast.Statement]:
-    stmts = _command_from_segment(seg)
+    stmts: list[ast.Statement] = []
+    _add_command(seg, stmts)
     if not seg.heredocs:
         return stmts
     cmd = next((s for s in stmts if isinstance(s, ast.Command)), None)
@@ -352,16 +385,63 @@ def _compress_runs(tokens: Sequence[LexToken]) -> list:
 
 
 def _flat_fallback(tokens: Sequence[LexToken]) -> list[ast.Statement]:
+    """The statements of the CMD and COMMENT tokens (other tokens give none)."""
     out: list[ast.Statement] = []
-    for tok in tokens:
+    i = 0
+    n = len(tokens)
+    while i < n:
+        i = _add_run(tokens, i, out) + 1  # skips the token that ends the run
+    return out
+
+
+def _add_run(tokens: Sequence[LexToken], i: int, out: list) -> int:
+    """Append the statements of the run of CMD and COMMENT tokens from tokens[i] on to out; return the index
+    of the first token after the run."""
+    plain = _PLAIN
+    Command = ast.Command
+    Assignment = ast.Assignment
+    append = out.append
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
         kind = tok.type
         if kind == "CMD":
             seg = tok.segment
-            if seg is not None:
-                out.extend(_segment_statements(seg) if seg.heredocs else _command_from_segment(seg))
+            if seg is None:
+                pass
+            elif not seg.redirections and not seg.heredocs:
+                recipe = plain.get(tuple(seg.words))
+                if recipe.__class__ is tuple:  # the common case, inline: one Command with no prefix
+                    append(
+                        Command(
+                            seg.line,
+                            seg.end_line,
+                            seg.text,
+                            recipe[0],
+                            recipe[1],
+                            (),
+                            seg.background,
+                            seg.connector,
+                            (),
+                        )
+                    )
+                elif recipe.__class__ is list:  # Assignments only
+                    for name, value, exported in recipe:
+                        append(Assignment(seg.line, name, value, exported))
+                elif recipe is not None:
+                    _add_recipe(recipe, seg, out)
+                else:
+                    _add_command(seg, out)
+            elif seg.heredocs:
+                out.extend(_segment_statements(seg))
+            else:
+                _add_command(seg, out)
         elif kind == "COMMENT":
-            out.append(ast.Comment(tok.line, tok.text))
-    return out
+            append(ast.Comment(tok.line, tok.text))
+        else:
+            return i
+        i += 1
+    return n
 
 
 # Block trees by token-type sequence: the tree depends on the types only (tokens appear as their indices)
@@ -418,6 +498,158 @@ def _build_blocks(runs: list, lines: Sequence[str]) -> list[ast.Statement]:
     if start < len(runs) or func:  # an unfinished statement: the parser says where
         part = runs[start:]
         out.extend(_build(_parse_blocks(tuple([r.type for r in part])), part, lines))
+    return out
+
+
+# ---- the fast path of the block structure ---------------------------------------------------------------
+#
+# `_statements` gives what `_build_blocks(_compress_runs(tokens), lines)` gives (tests/test_fast_paths_read.py
+# checks it) in one pass over the tokens: a run of simple statements at the top level is built where it
+# stands, and each compound statement is built from the plan of its token types (`_plan`: the parse tree,
+# worked out once per type sequence into what `_build` does with it). A stream that is not a sentence of the
+# grammar is handed to `_build_blocks`, which raises (or not) as it always did.
+
+# Plans by token-type sequence (runs of simple tokens are one "CMD"), per process, bounded like _TREES.
+# A plan is a list of items: an int (a run of simple tokens, or a token that gives no statement) or a block:
+# ("B", kind, first, last, inner) with kind None for a loop (its kind is in its first token's text), first the
+# opening token, last the closing one (or None), inner the items inside; or ("F", name token, block or None).
+_PLANS: dict[tuple[str, ...], list] = {}
+_STATEMENT_TYPES = frozenset(("CMD", "COMMENT"))
+_LOOP_KINDS = {"for": "for", "select": "for", "while": "while", "until": "until"}
+
+
+def _plan(types: tuple[str, ...]) -> list:
+    plan = _PLANS.get(types)
+    if plan is None:
+        from translator.read.block_parser import parse  # only scripts with blocks pay for it
+
+        top = _compile(parse(types), types)
+        assert isinstance(top, list)  # the start rule gives a list
+        plan = [c for c in top if c.__class__ is not int or types[c] in _STATEMENT_TYPES]
+        if len(types) <= 128:
+            if len(_PLANS) >= _TREES_LIMIT:
+                _PLANS.clear()
+            _PLANS[types] = plan
+    return plan
+
+
+def _compile(node, types: tuple[str, ...]):
+    """What _build's `conv` gives for a node, with blocks as plans (see _PLANS)."""
+    data = node.data
+    kids = [ch if ch.__class__ is int else _compile(ch, types) for ch in node.children]
+    if data == "if_block":
+        return _block_plan("if", _flatten_parts(kids), types)
+    if data in ("elif_part", "else_part", "case_item"):
+        return kids
+    if data == "loop_block":
+        return _block_plan(None, kids, types)
+    if data == "case_block":
+        return _block_plan("case", _flatten_parts(kids), types)
+    if data == "group" or data == "subshell":
+        return _block_plan(data, kids, types)
+    if data == "func_def":
+        body = [k for k in kids[1:] if k.__class__ is tuple]
+        return ("F", kids[0], body[0] if body else None)
+    return kids
+
+
+def _block_plan(kind: str | None, children: list, types: tuple[str, ...]) -> tuple:
+    """What _Builder.block does with the children, as a plan (a child list never gets here: the grammar only
+    has elif_part, else_part and case_item inside the blocks that flatten them)."""
+    first = children[0] if children[0].__class__ is int else None
+    last = next((c for c in reversed(children) if c.__class__ is int and types[c] in _CLOSERS), None)
+    inner = [c for c in children[1:] if c.__class__ is not int or types[c] in _STATEMENT_TYPES]
+    assert not any(c.__class__ is list for c in inner)
+    return ("B", kind, first, last, inner)
+
+
+def _add_planned(plan: list, tokens: Sequence[LexToken], items: list[int], lines: Sequence[str], out: list) -> None:
+    """Append the statements of a compound statement to out: `items` are the offsets in `tokens` of the
+    elements its plan numbers (a run of simple tokens: its first token)."""
+    for c in plan:
+        if c.__class__ is int:
+            _add_run(tokens, items[c], out)
+        else:
+            out.append(_planned_block(c, tokens, items, lines))
+
+
+def _planned_block(plan: tuple, tokens: Sequence[LexToken], items: list[int], lines: Sequence[str]) -> ast.Block:
+    if plan[0] == "F":
+        ftok = tokens[items[plan[1]]]
+        inner = _planned_block(plan[2], tokens, items, lines) if plan[2] is not None else None
+        return ast.Block(
+            "function",
+            ftok.line,
+            inner.end_line if inner is not None else ftok.line,
+            _header_text(ftok, lines),
+            (inner,) if inner is not None else (),
+        )
+    _, kind, first, last, inner_plan = plan
+    stmts: list[ast.Statement] = []
+    for c in inner_plan:
+        if c.__class__ is int:
+            _add_run(tokens, items[c], stmts)
+        else:
+            stmts.append(_planned_block(c, tokens, items, lines))
+    if first is None:
+        line = 0
+        text = ""
+    else:
+        ftok = tokens[items[first]]
+        line = ftok.line
+        text = _header_text(ftok, lines)
+        if kind is None:
+            words = ftok.text.split()
+            kind = _LOOP_KINDS.get(words[0], "for") if words else "for"
+    end = tokens[items[last]].end_line if last is not None else (stmts[-1].line if stmts else line)
+    return ast.Block(kind or "for", line, max(end, line), text, tuple(stmts))
+
+
+def _header_text(tok: LexToken, lines: Sequence[str]) -> str:
+    if 0 < tok.line <= len(lines):
+        return lines[tok.line - 1].strip()
+    return tok.text
+
+
+def _statements(tokens: Sequence[LexToken], lines: Sequence[str]) -> list[ast.Statement]:
+    """The statements of the token stream (see above)."""
+    out: list[ast.Statement] = []
+    simple = _SIMPLE_TYPES
+    n = len(tokens)
+    i = _add_run(tokens, 0, out)  # the simple statements at the top level are built where they stand
+    while i < n:
+        # a compound statement: the offsets of its elements (a run of simple tokens is one) and their types,
+        # up to where the depth is 0 again (after a FUNC at depth 0: to the end of the compound that follows)
+        items: list[int] = []
+        types: list[str] = []
+        depth = 0
+        j = i
+        done = False
+        while j < n:
+            kind = tokens[j].type
+            items.append(j)
+            j += 1
+            if kind in simple:
+                while j < n and tokens[j].type in simple:
+                    j += 1
+                types.append("CMD")
+                if depth == 0:  # not a sentence (e.g. FUNC then a command)
+                    return _build_blocks(_compress_runs(tokens), lines)
+                continue
+            types.append(kind)
+            if kind in _OPENERS:
+                depth += 1
+            elif kind in _CLOSERS:
+                depth -= 1
+            elif kind == "FUNC" and depth == 0:
+                continue
+            if depth == 0:
+                done = True
+                break
+        if not done:  # an unfinished statement
+            return _build_blocks(_compress_runs(tokens), lines)
+        _add_planned(_plan(tuple(types)), tokens, items, lines, out)
+        i = _add_run(tokens, j, out)
     return out
 
 
@@ -490,10 +722,7 @@ def parse_body(lines: Sequence[str], start: int, shell: str = "bash") -> ParsedB
         )
         return ParsedBody(tuple(_flat_fallback(tokens)), diags, frozenset(lexer.heredoc_lines))
     try:
-        if all(t.type in _SIMPLE_TYPES for t in tokens):
-            statements = _flat_fallback(tokens)  # no compound command: nothing for the grammar to do
-        else:
-            statements = _build_blocks(_compress_runs(tokens), lines)
+        statements = _statements(tokens, lines)
     except Exception as exc:  # the lexer balances the stream, so this is a safety net only
         diags.append(
             Diagnostic(

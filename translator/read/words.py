@@ -21,6 +21,7 @@ _TILDE_AFTER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:[^'\"\\\\:]*:)*~")
 _DQ_RUN = re.compile(r'[^"\\$`]+')  # inside double quotes: up to the next quote, escape or expansion
 _PLAIN_RUN = re.compile(r"[^'\"\\$`*?\[{]+")  # unquoted: up to a quote, escape, expansion, glob or brace
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match  # after `$`: a name or a special parameter
 
 
 def _skip_balanced(raw: str, i: int, open_: str, close: str) -> int:
@@ -52,7 +53,7 @@ def _expansion_end(raw: str, i: int) -> int:
         return _skip_balanced(raw, i + 1, "(", ")")
     if nxt == "{":
         return _skip_balanced(raw, i + 1, "{", "}")
-    m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(raw, i + 1)
+    m = _PARAMETER(raw, i + 1)
     return m.end() if m else i + 1
 
 
@@ -301,18 +302,25 @@ def split_assignment(raw: str) -> tuple[str, str] | None:
 
 # raw word -> (NAME, Word of the value), or None when it is not an assignment; per process, bounded
 _ASSIGNMENTS: dict[str, tuple[str, Word] | None] = {}
+_UNSEEN = object()
+
+
+def assignment_parts(raw: str) -> tuple[str, Word] | None:
+    """`NAME=value` (also `NAME+=`, `NAME[i]=`) -> (NAME, Word of the value); None when not an assignment."""
+    parts = _ASSIGNMENTS.get(raw, _UNSEEN)
+    if parts is not _UNSEEN:
+        return parts  # type: ignore[return-value]
+    m = _ASSIGN.match(raw)
+    parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
+    if len(raw) <= 256:
+        if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
+            _ASSIGNMENTS.clear()
+        _ASSIGNMENTS[raw] = parts
+    return parts
 
 
 def make_assignment(raw: str, line: int, exported: bool) -> Assignment | None:
-    try:
-        parts = _ASSIGNMENTS[raw]
-    except KeyError:
-        m = _ASSIGN.match(raw)
-        parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
-        if len(raw) <= 256:
-            if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
-                _ASSIGNMENTS.clear()
-            _ASSIGNMENTS[raw] = parts
+    parts = assignment_parts(raw)
     if parts is None:
         return None
     return Assignment(line, parts[0], parts[1], exported)
