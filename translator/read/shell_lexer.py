@@ -101,11 +101,14 @@ _LINE_OPS = {
 
 def _newline_offsets(text: str) -> list[int]:
     """Offsets of the newlines of text: the k-th is the length of the k+1 first lines plus k."""
-    if "\n" not in text:
-        return []
-    lines = text.split("\n")
-    lines.pop()
-    return list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count()))
+    return _line_ends(text.split("\n"))
+
+
+def _line_ends(lines: list[str]) -> list[int]:
+    """The offsets of the newlines of "\\n".join(lines), the ends of its lines but the last."""
+    ends = list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count()))
+    ends.pop()
+    return ends
 
 
 def _join_continuations(text: str) -> str:
@@ -175,7 +178,8 @@ class ShellLexer:
         self.fast = fast  # the fast paths of `run` (False: the general scan only, for tests)
         self.n = len(text)
         self.first_line = first_line
-        self.newlines = _newline_offsets(text)
+        self.lines = text.split("\n")
+        self.newlines = _line_ends(self.lines)
         self.tokens: list[LexToken] = []
         self.diagnostics: list[Diagnostic] = []
         self.frames: list[_Frame] = []
@@ -628,206 +632,76 @@ class ShellLexer:
         return self
 
     def _fast_lines(self, i: int) -> int:
-        """At the start of a command: read blanks, empty lines, comments, reserved words alone on their line,
-        and simple command lines (no operator, redirection, escape, substitution, comment or reserved
-        word; see _LINE_SPECIAL) as the general scan would; return the offset where the general scan
-        must take over (i if none)."""
-        text, n = self.text, self.n
-        first = self.first_line
-        newlines = self.newlines
+        """At the start of a command: read blanks, empty lines, comments and whole lines the line path reads
+        (see _line_entry: simple command lines, reserved words alone on their line, lines of words and
+        operators) as the general scan would; return the offset where the general scan must take over (i if
+        none). What a line is read as depends on its text only and comes from the per-process table _LINES."""
+        lines = self.lines
+        last = len(lines) - 1
+        k = bisect.bisect_left(self.newlines, i)  # the line of i, from 0
+        start = self.newlines[k - 1] + 1 if k else 0  # its offset
+        line = self.first_line + k
         tokens = self.tokens
-        special = _LINE_SPECIAL.search
-        dq_words = _DQ_WORDS.findall
-        sq_words = _SQ_WORDS.findall
         frames = self.frames
-        complex_brace = _COMPLEX_BRACE.search
-        while i < n:
-            c = text[i]
-            if c == "\n":
-                if self.pending_heredocs:
-                    break
-                self._connector = ""
-                i += 1
-                continue
-            if c == " " or c == "\t":
-                i = _BLANKS.match(text, i).end()  # type: ignore[union-attr]  # text[i] is a blank
-                continue
-            if c == "#":
-                k = text.find("\n", i)
-                k = n if k < 0 else k
-                line = first + bisect.bisect_left(newlines, i)
-                tok = LexToken("COMMENT", line, line, text[i:k])
+        table = _LINES
+        while True:
+            raw = lines[k]
+            end = start + len(raw)
+            if i > start:
+                raw = raw[i - start :]
+            if raw and (raw[0] == " " or raw[0] == "\t"):
+                raw = raw.lstrip(" \t")
+                i = end - len(raw)
+            if not raw:
+                pass
+            elif raw[0] == "#":
+                tok = LexToken("COMMENT", line, line, raw)
                 if self.pending_func is None:
                     tokens.append(tok)
                 else:
                     self._push(tok)
-                i = k
-                continue
-            k = text.find("\n", i)
-            end = n if k < 0 else k
-            raw = text[i:end]
-            words = None
-            if special(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
-                pass
-            elif "${" in raw and complex_brace(raw):
-                pass
-            elif '"' in raw:
-                if not ("'" in raw or '$"' in raw or raw.count('"') % 2):
-                    words = dq_words(raw)
-            elif "'" in raw:
-                if not raw.count("'") % 2:
-                    words = sq_words(raw)
             else:
-                words = raw.split()
-            if words is None or words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
-                if words is not None and len(words) == 1 and (words[0] in SIMPLE_KEYWORDS or words[0] in CLOSERS):
-                    # a reserved word alone on its line (then, do, else, {, fi, done, esac, })
-                    word = words[0]
-                    line = first + bisect.bisect_left(newlines, i)
-                    self.emit(LexToken(SIMPLE_KEYWORDS.get(word) or CLOSERS[word], line, line, word))
-                    i = end
-                else:
-                    # operators, $(...), [[ ]], headers, function definitions: the whole line, or nothing
-                    j = self._fast_line_ops(i, end)
-                    if j == i or j < end:
-                        return j
-                    i = j
-                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                    break
-                continue
-            line = first + bisect.bisect_left(newlines, i)
-            raw = raw.rstrip(" \t")
-            seg = Segment(i, end, words, [], [], self._connector, False, line, line, raw)
-            tok = LexToken("CMD", line, line, raw, seg)
-            if self.pending_func is None:
-                tokens.append(tok)
-            else:
-                self._push(tok)
-            self._connector = ""
-            i = end
-        return i
-
-    def _fast_line_ops(self, i: int, end: int) -> int:
-        """At the start of a command, on a line [i, end) that _fast_lines does not read itself: read it as the
-        general scan would when it is made of words (_LINE_WORD), the operators `;` `&&` `||` `|` `&`,
-        reserved words, `[[ ... ]]`, for/select/case headers, `name()` / `function name` definitions,
-        redirections after a command's first word (read by _redirection itself) and `;;` / `;&` / `;;&`.
-        Returns i (nothing read) when the line has anything else (subshells, `!`, `&>`, `|&`, escaped
-        newlines, comments, ...), else the offset where the general scan goes on (end; or after `;;` or a
-        `case ... in` header: the patterns follow)."""
-        if self.pending_heredocs:
-            return i
-        text = self.text
-        word_match = _LINE_WORD.match
-        # first pass, nothing emitted: the line's pieces (kind, start, stop, extra): "w" word (extra: its text),
-        # "o" operator, "f" name(),
-        # "r" a redirection (at its operator, extra: its fd), "d" `;;` / `;&` / `;;&` (the end of a case item)
-        pieces: list[tuple[str, int, int, str]] = []
-        pos = i
-        stop_at = end
-        mode = ""  # "" (a command), "for" / "case" / "function" (a header), "tail" (after a closer)
-        count = 0  # words of the command or header so far
-        while True:
-            while pos < end and (text[pos] == " " or text[pos] == "\t"):
-                pos += 1
-            if pos >= end:
-                break
-            c = text[pos]
-            if c == ";" or c == "&" or c == "|":
-                nxt = text[pos + 1 : pos + 2]
-                if c == ";" and (nxt == ";" or nxt == "&"):
-                    # the end of a case item: the general scan reads the next pattern
-                    op = ";;&" if text.startswith(";;&", pos) else c + nxt
-                    pieces.append(("d", pos, pos + len(op), ""))
-                    stop_at = pos + len(op)
-                    break
-                if nxt == c:
-                    op = c + c
-                elif nxt in (";", "&", ">") or (c == "|" and nxt == "&"):
-                    return i  # &> |& and the like: the general scan reads them
-                else:
-                    op = c
-                pieces.append(("o", pos, pos + len(op), ""))
-                pos += len(op)
-                mode, count = "", 0
-                continue
-            if c == "(" and mode == "" and count == 1 and pieces[-1][0] == "w":
-                # `name ()`: a function definition (the name was the command's only word)
-                k = _NAME_PAREN.match(text, pos, end)
-                if k is None:
-                    return i
-                pieces[-1] = ("f", pieces[-1][1], k.end(), "")
-                pos = k.end()
-                count = 0
-                continue
-            if c == "#":
-                return i
-            if c == "<" or c == ">":
-                # a redirection after the command's first word (or after a closer), with no fd word
-                r = _line_redirection_end(text, pos, end)
-                if r < 0 or not (mode == "tail" or (mode == "" and count)):
-                    return i
-                pieces.append(("r", pos, r, ""))
-                pos = r
-                continue
-            if mode == "" and count == 0 and text.startswith("[[", pos) and text[pos + 2 : pos + 3] in " \t":
-                m = _DOUBLE_BRACKET.match(text, pos, end)
-            else:
-                m = word_match(text, pos, end)
-            if m is None:
-                return i
-            stop = m.end()
-            w = text[pos:stop]
-            if stop < end and text[stop] not in " \t;&|":
-                if (text[stop] == "<" or text[stop] == ">") and (mode == "tail" or (mode == "" and count)):
-                    # a redirection right after a word: an fd (2>&1), or the end of the word
-                    r = _line_redirection_end(text, stop, end)
-                    if r < 0:
-                        return i
-                    if _FD_PREFIX.match(w):
-                        pieces.append(("r", stop, r, w))
+                entry = table.get(raw)
+                if entry is None:
+                    entry = _line_entry(raw)
+                    if len(raw) <= _LINE_KEY_MAX:
+                        if len(table) >= _LINES_LIMIT:
+                            table.clear()
+                        table[raw] = entry
+                kind = entry[0]
+                if kind is _SIMPLE:
+                    seg = Segment(i, end, list(entry[1]), [], [], self._connector, False, line, line, entry[2])
+                    tok = LexToken("CMD", line, line, entry[2], seg)
+                    if self.pending_func is None:
+                        tokens.append(tok)
                     else:
-                        pieces.append(("w", pos, stop, w))
-                        pieces.append(("r", stop, r, ""))
-                        count += 1
-                    pos = r
-                    continue
-                # `name()`: a function definition, when name is the first word of a command
-                if text[stop] != "(" or mode or count or w in _SPECIAL_FIRST or w.startswith("[["):
-                    return i
-                k = _NAME_PAREN.match(text, stop, end)
-                if k is None:
-                    return i
-                pieces.append(("f", pos, k.end(), ""))
-                pos = k.end()
-                continue
-            pieces.append(("w", pos, stop, w))
-            pos = stop
-            if mode == "" and count == 0:
-                if w == "!":
-                    return i
-                if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
-                    continue  # the next word starts a command
-                if w in CLOSERS:
-                    mode = "tail"
-                    continue
-                if w in ("for", "select", "case", "function"):
-                    mode, count = ("for" if w == "select" else w), 1
-                    continue
-            count += 1
-            if mode == "case" and w == "in" and count >= 3:
-                stop_at = stop  # the case patterns follow: the general scan reads them
-                mode = ""
-                break
-            elif mode == "function" and count == 2:
-                k = _NAME_PAREN.match(text, stop, end)
-                if k is not None:
-                    pos = k.end()
-                mode, count = "", 0
-        if mode == "case":
-            return i  # a case header open at the end of the line: the general scan reads here-documents first
-        # second pass: the tokens, as the general scan emits them
-        line = self.line_at(i)
+                        self._push(tok)
+                else:
+                    if kind is _KEYWORD:
+                        self.emit(LexToken(entry[1], line, line, entry[2]))
+                    elif kind is _OPS and not self.pending_heredocs:
+                        # operators, $(...), [[ ]], headers, definitions: the whole line, or up to `;;` / `in`
+                        j = self._line_ops(i, end, line, entry[1], entry[2])
+                        if j < end:
+                            return j
+                    else:
+                        return i
+                    if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                        return end
+            # the end of the line
+            if k == last:
+                return end
+            if self.pending_heredocs:
+                return end
+            self._connector = ""
+            k += 1
+            line += 1
+            start = i = end + 1
+
+    def _line_ops(self, i: int, end: int, line: int, pieces: tuple, stop_at: int) -> int:
+        """Emit the tokens of the line [i, end) whose pieces _line_pieces found (offsets from i), as the
+        general scan emits them; return the offset where the general scan goes on (i + stop_at)."""
+        text = self.text
         seg: Segment | None = None
         mode = "cmd"
         kind = ""
@@ -841,43 +715,42 @@ class ShellLexer:
                     continue
             elif what == "r":
                 assert seg is not None  # after a word of the command, or after a closer
-                self._redirection(start, seg, extra)
+                self._redirection(i + start, seg, extra)
                 continue
             if what == "o" or what == "d":
-                op = text[start:stop]
                 if seg is not None:
                     if mode == "header":
-                        self._emit_header(seg, kind, hstart, start)
+                        self._emit_header(seg, kind, hstart, i + start)
                     elif mode == "cmd" and seg.words:
-                        seg.background = op == "&"
-                        self._line_command(seg, tokens, line, text, start)
+                        seg.background = extra == "&"
+                        self._line_command(seg, tokens, line, text, i + start)
                 seg = None
                 mode = "cmd"
-                self._connector = _LINE_OPS[op]
+                self._connector = _LINE_OPS[extra]
                 if what == "d":
                     if frames and frames[-1].kind == "case":
-                        self.emit(LexToken("DSEMI", line, line, op))
-                    return stop
+                        self.emit(LexToken("DSEMI", line, line, extra))
+                    return i + stop
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                    return stop  # pragma: no cover (`case` without `in` before an operator)
+                    return i + stop  # pragma: no cover (`case` without `in` before an operator)
                 continue
             if what == "f":
-                self._emit_func(text[start:stop], start, stop)
+                self._emit_func(text[i + start : i + stop], i + start, i + stop)
                 seg = None
                 continue
             w = extra
             if mode == "tail":
                 continue
             if seg is None:
-                seg = Segment(start, 0, [], [], [], self._connector)
+                seg = Segment(i + start, 0, [], [], [], self._connector)
             if mode == "header":
                 seg.words.append(w)
                 if kind == "case" and w == "in" and len(seg.words) >= 3:
-                    self._emit_header(seg, kind, hstart, stop)
-                    return stop
+                    self._emit_header(seg, kind, hstart, i + stop)
+                    return i + stop
                 if kind == "function" and len(seg.words) == 2:
-                    k = _NAME_PAREN.match(text, stop)
-                    self._emit_func(w, hstart, k.end() if k else stop)
+                    k = _NAME_PAREN.match(text, i + stop)
+                    self._emit_func(w, hstart, k.end() if k else i + stop)
                     seg = None
                     mode = "cmd"
                 continue
@@ -894,7 +767,7 @@ class ShellLexer:
                 if w in ("for", "select", "case", "function"):
                     mode = "header"
                     kind = w
-                    hstart = start
+                    hstart = i + start
                     seg.words.append(w)
                     continue
             seg.words.append(w)
@@ -904,7 +777,7 @@ class ShellLexer:
             elif mode == "cmd" and seg.words:
                 self._line_command(seg, tokens, line, text, end)
         self._connector = ""
-        return stop_at
+        return i + stop_at
 
     def _line_command(self, seg, tokens: list, line: int, text: str, end: int) -> None:
         """Close a simple command the line path read (it ends at `end`) and hand on its CMD token."""
@@ -1331,6 +1204,168 @@ def _line_redirection_end(text: str, i: int, end: int) -> int:
     if j < end and text[j] not in " \t;&|":
         return -1
     return j
+
+
+# What the line path (ShellLexer._fast_lines) does with a line, by the line's text from its first non-blank
+# character to its end (a pure function of that text, see _line_entry); scripts repeat their lines (module
+# loads, exports, launch lines), so the entries of the lines seen are kept per process (bounded; long lines
+# are not kept). Entries:
+#   (_SIMPLE, words, text)   a simple command: its words (a tuple) and its text without trailing blanks
+#   (_KEYWORD, type, word)   a reserved word alone on its line (then, do, else, {, fi, done, esac, })
+#   (_OPS, pieces, stop)     words, operators, reserved words, headers, definitions: ShellLexer._line_ops
+#                            emits them (pieces and stop from _line_pieces)
+#   (_GENERAL,)              the general scan reads the line
+_SIMPLE, _KEYWORD, _OPS, _GENERAL = "simple", "keyword", "ops", "general"
+_LINES: dict[str, tuple] = {}
+_LINES_LIMIT = 8192
+_LINE_KEY_MAX = 400
+
+
+def _line_entry(raw: str) -> tuple:
+    """The entry of _LINES for a line whose text (from its first non-blank character, not a `#`) is raw."""
+    words = None
+    if _LINE_SPECIAL.search(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
+        pass
+    elif "${" in raw and _COMPLEX_BRACE.search(raw):
+        pass
+    elif '"' in raw:
+        if not ("'" in raw or '$"' in raw or raw.count('"') % 2):
+            words = _DQ_WORDS.findall(raw)
+    elif "'" in raw:
+        if not raw.count("'") % 2:
+            words = _SQ_WORDS.findall(raw)
+    else:
+        words = raw.split()
+    if words is not None:
+        first = words[0]
+        if not (first in _SPECIAL_FIRST or first.startswith("[[")):
+            return (_SIMPLE, tuple(words), raw.rstrip(" \t"))
+        if len(words) == 1 and (first in SIMPLE_KEYWORDS or first in CLOSERS):
+            return (_KEYWORD, SIMPLE_KEYWORDS.get(first) or CLOSERS[first], first)
+    found = _line_pieces(raw)
+    if found is None:
+        return (_GENERAL,)
+    return (_OPS, *found)
+
+
+def _line_pieces(text: str) -> tuple[tuple, int] | None:
+    """The pieces of a line (its text from its first non-blank character) that the line path reads when it is
+    made of words (_LINE_WORD), the operators `;` `&&` `||` `|` `&`, reserved words, `[[ ... ]]`,
+    for/select/case headers, `name()` / `function name` definitions, redirections after a command's first
+    word (ShellLexer._redirection reads them) and `;;` / `;&` / `;;&`: (pieces, stop), stop the offset where
+    the general scan goes on (the end of the line; or after `;;` or a `case ... in` header: the patterns
+    follow). None when the line has anything else (subshells, `!`, `&>`, `|&`, escaped newlines, comments,
+    ...) or ends in an open case header (the general scan reads here-documents first).
+
+    Pieces (kind, start, stop, extra): "w" a word (extra: its text), "o" an operator (extra: its text),
+    "f" name(), "r" a redirection (at its operator, extra: its fd), "d" `;;` / `;&` / `;;&` (the end of a
+    case item, extra: its text)."""
+    word_match = _LINE_WORD.match
+    pieces: list[tuple[str, int, int, str]] = []
+    pos = 0
+    end = stop_at = len(text)
+    mode = ""  # "" (a command), "for" / "case" / "function" (a header), "tail" (after a closer)
+    count = 0  # words of the command or header so far
+    while True:
+        while pos < end and (text[pos] == " " or text[pos] == "\t"):
+            pos += 1
+        if pos >= end:
+            break
+        c = text[pos]
+        if c == ";" or c == "&" or c == "|":
+            nxt = text[pos + 1 : pos + 2]
+            if c == ";" and (nxt == ";" or nxt == "&"):
+                # the end of a case item: the general scan reads the next pattern
+                op = ";;&" if text.startswith(";;&", pos) else c + nxt
+                pieces.append(("d", pos, pos + len(op), op))
+                stop_at = pos + len(op)
+                break
+            if nxt == c:
+                op = c + c
+            elif nxt in (";", "&", ">") or (c == "|" and nxt == "&"):
+                return None  # &> |& and the like: the general scan reads them
+            else:
+                op = c
+            pieces.append(("o", pos, pos + len(op), op))
+            pos += len(op)
+            mode, count = "", 0
+            continue
+        if c == "(" and mode == "" and count == 1 and pieces[-1][0] == "w":
+            # `name ()`: a function definition (the name was the command's only word)
+            k = _NAME_PAREN.match(text, pos, end)
+            if k is None:
+                return None
+            pieces[-1] = ("f", pieces[-1][1], k.end(), "")
+            pos = k.end()
+            count = 0
+            continue
+        if c == "#":
+            return None
+        if c == "<" or c == ">":
+            # a redirection after the command's first word (or after a closer), with no fd word
+            r = _line_redirection_end(text, pos, end)
+            if r < 0 or not (mode == "tail" or (mode == "" and count)):
+                return None
+            pieces.append(("r", pos, r, ""))
+            pos = r
+            continue
+        if mode == "" and count == 0 and text.startswith("[[", pos) and text[pos + 2 : pos + 3] in " \t":
+            m = _DOUBLE_BRACKET.match(text, pos, end)
+        else:
+            m = word_match(text, pos, end)
+        if m is None:
+            return None
+        stop = m.end()
+        w = text[pos:stop]
+        if stop < end and text[stop] not in " \t;&|":
+            if (text[stop] == "<" or text[stop] == ">") and (mode == "tail" or (mode == "" and count)):
+                # a redirection right after a word: an fd (2>&1), or the end of the word
+                r = _line_redirection_end(text, stop, end)
+                if r < 0:
+                    return None
+                if _FD_PREFIX.match(w):
+                    pieces.append(("r", stop, r, w))
+                else:
+                    pieces.append(("w", pos, stop, w))
+                    pieces.append(("r", stop, r, ""))
+                    count += 1
+                pos = r
+                continue
+            # `name()`: a function definition, when name is the first word of a command
+            if text[stop] != "(" or mode or count or w in _SPECIAL_FIRST or w.startswith("[["):
+                return None
+            k = _NAME_PAREN.match(text, stop, end)
+            if k is None:
+                return None
+            pieces.append(("f", pos, k.end(), ""))
+            pos = k.end()
+            continue
+        pieces.append(("w", pos, stop, w))
+        pos = stop
+        if mode == "" and count == 0:
+            if w == "!":
+                return None
+            if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
+                continue  # the next word starts a command
+            if w in CLOSERS:
+                mode = "tail"
+                continue
+            if w in ("for", "select", "case", "function"):
+                mode, count = ("for" if w == "select" else w), 1
+                continue
+        count += 1
+        if mode == "case" and w == "in" and count >= 3:
+            stop_at = stop  # the case patterns follow: the general scan reads them
+            mode = ""
+            break
+        elif mode == "function" and count == 2:
+            k = _NAME_PAREN.match(text, stop, end)
+            if k is not None:
+                pos = k.end()
+            mode, count = "", 0
+    if mode == "case":
+        return None  # a case header open at the end of the line: the general scan reads here-documents first
+    return tuple(pieces), stop_at
 
 
 _DELIMITER_LINES: dict = {}
