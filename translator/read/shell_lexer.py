@@ -632,163 +632,124 @@ class ShellLexer:
         return self
 
     def _fast_lines(self, i: int) -> int:
-        """At the start of a command: read blanks, empty lines, comments and whole lines the line path reads
-        (see _line_entry: simple command lines, reserved words alone on their line, lines of words and
-        operators) as the general scan would; return the offset where the general scan must take over (i if
-        none). What a line is read as depends on its text only and comes from the per-process table _LINES."""
+        """At the start of a command: read blank lines, comments and whole lines the line path reads (see
+        _line_entry: simple command lines, reserved words alone on their line, lines of words and operators)
+        as the general scan would; return the offset where the general scan must take over (i if none). What
+        a line is read as depends on its text only and comes from the per-process table _LINES."""
         lines = self.lines
         last = len(lines) - 1
         k = bisect.bisect_left(self.newlines, i)  # the line of i, from 0
         start = self.newlines[k - 1] + 1 if k else 0  # its offset
         line = self.first_line + k
         tokens = self.tokens
-        frames = self.frames
         table = _LINES
+        connector = self._connector  # "" after the first line
+        waiting = self.pending_func is not None  # a FUNC token waits for its body
+        raw = lines[k]
+        at = i
+        if i > start:
+            raw = raw[i - start :]
         while True:
+            end = at + len(raw)
+            entry = table.get(raw)
+            if entry is None:
+                entry = _line_miss(raw)
+            kind = entry[0]
+            if kind is _SIMPLE:
+                i = at + entry[3]
+                tok = LexToken(
+                    "CMD",
+                    line,
+                    line,
+                    entry[2],
+                    Segment(i, end, list(entry[1]), [], [], connector, False, line, line, entry[2]),
+                )
+                if waiting:
+                    self._push(tok)
+                    waiting = False
+                else:
+                    tokens.append(tok)
+                connector = ""
+            elif kind is _COMMENT:
+                tok = LexToken("COMMENT", line, line, entry[1])
+                if waiting:
+                    self._push(tok)
+                else:
+                    tokens.append(tok)
+            elif kind is not _BLANK:
+                i = at + entry[3]
+                if kind is _KEYWORD:
+                    self.emit(LexToken(entry[1], line, line, entry[2]))
+                elif kind is _OPS and not self.pending_heredocs:
+                    # operators, $(...), [[ ]], headers, definitions: the whole line, or up to `;;` / `in`
+                    j = self._line_ops(i, end, line, entry[1])
+                    if j < end:
+                        return j
+                else:
+                    return i
+                waiting = self.pending_func is not None
+                frames = self.frames
+                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    return end
+            # the end of the line
+            self._connector = ""
+            if k == last or self.pending_heredocs:
+                return end
+            connector = ""
+            k += 1
+            line += 1
+            at = end + 1
             raw = lines[k]
-            end = start + len(raw)
-            if i > start:
-                raw = raw[i - start :]
-            if raw and (raw[0] == " " or raw[0] == "\t"):
-                raw = raw.lstrip(" \t")
-                i = end - len(raw)
-            if not raw:
-                pass
-            elif raw[0] == "#":
-                tok = LexToken("COMMENT", line, line, raw)
+
+    def _line_ops(self, i: int, end: int, line: int, actions: tuple) -> int:
+        """Run the actions _line_actions compiled for the line [i, end) (offsets from i): emit its tokens as
+        the general scan emits them; return the offset where the general scan goes on."""
+        tokens = self.tokens
+        entry_connector = self._connector
+        for act in actions:
+            op = act[0]
+            if op is _A_CMD:
+                _, start, stop, words, redirections, background, text, connector = act
+                seg = Segment(
+                    i + start,
+                    i + stop,
+                    list(words),
+                    [],
+                    [],
+                    entry_connector if connector is None else connector,
+                    background,
+                    line,
+                    line,
+                    text,
+                )
+                for at, fd in redirections:
+                    self._redirection(i + at, seg, fd)
+                tok = LexToken("CMD", line, line, text, seg)
                 if self.pending_func is None:
                     tokens.append(tok)
                 else:
                     self._push(tok)
-            else:
-                entry = table.get(raw)
-                if entry is None:
-                    entry = _line_entry(raw)
-                    if len(raw) <= _LINE_KEY_MAX:
-                        if len(table) >= _LINES_LIMIT:
-                            table.clear()
-                        table[raw] = entry
-                kind = entry[0]
-                if kind is _SIMPLE:
-                    seg = Segment(i, end, list(entry[1]), [], [], self._connector, False, line, line, entry[2])
-                    tok = LexToken("CMD", line, line, entry[2], seg)
-                    if self.pending_func is None:
-                        tokens.append(tok)
-                    else:
-                        self._push(tok)
-                else:
-                    if kind is _KEYWORD:
-                        self.emit(LexToken(entry[1], line, line, entry[2]))
-                    elif kind is _OPS and not self.pending_heredocs:
-                        # operators, $(...), [[ ]], headers, definitions: the whole line, or up to `;;` / `in`
-                        j = self._line_ops(i, end, line, entry[1], entry[2])
-                        if j < end:
-                            return j
-                    else:
-                        return i
-                    if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                        return end
-            # the end of the line
-            if k == last:
-                return end
-            if self.pending_heredocs:
-                return end
-            self._connector = ""
-            k += 1
-            line += 1
-            start = i = end + 1
-
-    def _line_ops(self, i: int, end: int, line: int, pieces: tuple, stop_at: int) -> int:
-        """Emit the tokens of the line [i, end) whose pieces _line_pieces found (offsets from i), as the
-        general scan emits them; return the offset where the general scan goes on (i + stop_at)."""
-        text = self.text
-        seg: Segment | None = None
-        mode = "cmd"
-        kind = ""
-        hstart = 0
-        frames = self.frames
-        tokens = self.tokens
-        for what, start, stop, extra in pieces:
-            if what == "w":
-                if mode == "cmd" and seg is not None and seg.words:
-                    seg.words.append(extra)  # the common case: a word after the first
-                    continue
-            elif what == "r":
-                assert seg is not None  # after a word of the command, or after a closer
-                self._redirection(i + start, seg, extra)
-                continue
-            if what == "o" or what == "d":
-                if seg is not None:
-                    if mode == "header":
-                        self._emit_header(seg, kind, hstart, i + start)
-                    elif mode == "cmd" and seg.words:
-                        seg.background = extra == "&"
-                        self._line_command(seg, tokens, line, text, i + start)
-                seg = None
-                mode = "cmd"
-                self._connector = _LINE_OPS[extra]
-                if what == "d":
-                    if frames and frames[-1].kind == "case":
-                        self.emit(LexToken("DSEMI", line, line, extra))
-                    return i + stop
+            elif op is _A_EMIT:
+                self.emit(LexToken(act[1], line, line, act[2]))
+            elif op is _A_CHECK:
+                frames = self.frames
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                    return i + stop  # pragma: no cover (`case` without `in` before an operator)
-                continue
-            if what == "f":
-                self._emit_func(text[i + start : i + stop], i + start, i + stop)
-                seg = None
-                continue
-            w = extra
-            if mode == "tail":
-                continue
-            if seg is None:
-                seg = Segment(i + start, 0, [], [], [], self._connector)
-            if mode == "header":
-                seg.words.append(w)
-                if kind == "case" and w == "in" and len(seg.words) >= 3:
-                    self._emit_header(seg, kind, hstart, i + stop)
-                    return i + stop
-                if kind == "function" and len(seg.words) == 2:
-                    k = _NAME_PAREN.match(text, i + stop)
-                    self._emit_func(w, hstart, k.end() if k else i + stop)
-                    seg = None
-                    mode = "cmd"
-                continue
-            if not seg.words:
-                if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
-                    self.emit(LexToken(SIMPLE_KEYWORDS.get(w) or OPENERS_THEN_CMD[w], line, line, w))
-                    seg = None
-                    self._connector = ""
-                    continue
-                if w in CLOSERS:
-                    self.emit(LexToken(CLOSERS[w], line, line, w))
-                    mode = "tail"
-                    continue
-                if w in ("for", "select", "case", "function"):
-                    mode = "header"
-                    kind = w
-                    hstart = i + start
-                    seg.words.append(w)
-                    continue
-            seg.words.append(w)
-        if seg is not None:
-            if mode == "header":
-                self._emit_header(seg, kind, hstart, end)
-            elif mode == "cmd" and seg.words:
-                self._line_command(seg, tokens, line, text, end)
+                    self._connector = act[2]
+                    return i + act[1]  # pragma: no cover (`case` without `in` before an operator)
+            elif op is _A_STOP:
+                if act[2] is not None:
+                    self._connector = act[2]
+                return i + act[1]
+            elif op is _A_DSEMI:
+                self._connector = ""
+                frames = self.frames
+                if frames and frames[-1].kind == "case":
+                    self.emit(LexToken("DSEMI", line, line, act[2]))
+                return i + act[1]
+            else:  # _A_REDIRECT: a redirection after a closer (`done < list`): for its here-document only
+                self._redirection(i + act[1], Segment(0), act[2])
         self._connector = ""
-        return i + stop_at
-
-    def _line_command(self, seg, tokens: list, line: int, text: str, end: int) -> None:
-        """Close a simple command the line path read (it ends at `end`) and hand on its CMD token."""
-        seg.end = end
-        seg.line = seg.end_line = line
-        seg.text = text[seg.start : end].strip()
-        token = LexToken("CMD", line, line, seg.text, seg)
-        if self.pending_func is None:
-            tokens.append(token)
-        else:
-            self._push(token)
+        return end
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:
@@ -1206,23 +1167,51 @@ def _line_redirection_end(text: str, i: int, end: int) -> int:
     return j
 
 
-# What the line path (ShellLexer._fast_lines) does with a line, by the line's text from its first non-blank
-# character to its end (a pure function of that text, see _line_entry); scripts repeat their lines (module
-# loads, exports, launch lines), so the entries of the lines seen are kept per process (bounded; long lines
-# are not kept). Entries:
-#   (_SIMPLE, words, text)   a simple command: its words (a tuple) and its text without trailing blanks
-#   (_KEYWORD, type, word)   a reserved word alone on its line (then, do, else, {, fi, done, esac, })
-#   (_OPS, pieces, stop)     words, operators, reserved words, headers, definitions: ShellLexer._line_ops
-#                            emits them (pieces and stop from _line_pieces)
-#   (_GENERAL,)              the general scan reads the line
-_SIMPLE, _KEYWORD, _OPS, _GENERAL = "simple", "keyword", "ops", "general"
+# What the line path (ShellLexer._fast_lines) does with a line is a pure function of the line's text (see
+# _line_entry); scripts repeat their lines (module loads, exports, launch lines), so the entries of the lines
+# seen are kept per process (bounded; long lines are not kept).
+_SIMPLE, _KEYWORD, _OPS, _GENERAL, _COMMENT, _BLANK = "simple", "keyword", "ops", "general", "comment", "blank"
+# two generations: a line found in the older one moves to the current one, the older one is dropped when the
+# current one is full (so the lines a repository repeats stay)
 _LINES: dict[str, tuple] = {}
-_LINES_LIMIT = 8192
+_OLD_LINES: dict[str, tuple] = {}
+_LINES_LIMIT = 4096
 _LINE_KEY_MAX = 400
 
 
-def _line_entry(raw: str) -> tuple:
-    """The entry of _LINES for a line whose text (from its first non-blank character, not a `#`) is raw."""
+def _line_miss(raw: str) -> tuple:
+    """The entry of a line not in _LINES, from _OLD_LINES or _line_entry; kept in _LINES when short enough."""
+    entry = _OLD_LINES.get(raw)
+    if entry is None:
+        entry = _line_entry(raw)
+        if len(raw) > _LINE_KEY_MAX:
+            return entry
+    if len(_LINES) >= _LINES_LIMIT:
+        _OLD_LINES.clear()
+        _OLD_LINES.update(_LINES)
+        _LINES.clear()
+    _LINES[raw] = entry
+    return entry
+
+
+def _line_entry(whole: str) -> tuple:
+    """What the line path does with a line (its whole text, or the rest of the line after an operator the
+    general scan read): a 4-tuple (kind, a, b, indent), indent the offset of the line's first non-blank
+    character:
+      (_SIMPLE, words, text, indent)   a simple command: its words (a tuple), its text without trailing blanks
+      (_KEYWORD, type, word, indent)   a reserved word alone on its line (then, do, else, {, fi, done, esac, })
+      (_OPS, actions, None, indent)    words, operators, reserved words, headers, definitions: the actions
+                                       ShellLexer._line_ops runs (_line_actions)
+      (_GENERAL, None, None, indent)   the general scan reads the line
+      (_COMMENT, text, None, indent)   a comment
+      (_BLANK, None, None, 0)          nothing but blanks
+    """
+    raw = whole.lstrip(" \t")
+    indent = len(whole) - len(raw)
+    if not raw:
+        return (_BLANK, None, None, 0)
+    if raw[0] == "#":
+        return (_COMMENT, raw, None, indent)
     words = None
     if _LINE_SPECIAL.search(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
         pass
@@ -1239,13 +1228,14 @@ def _line_entry(raw: str) -> tuple:
     if words is not None:
         first = words[0]
         if not (first in _SPECIAL_FIRST or first.startswith("[[")):
-            return (_SIMPLE, tuple(words), raw.rstrip(" \t"))
+            return (_SIMPLE, tuple(words), raw.rstrip(" \t"), indent)
         if len(words) == 1 and (first in SIMPLE_KEYWORDS or first in CLOSERS):
-            return (_KEYWORD, SIMPLE_KEYWORDS.get(first) or CLOSERS[first], first)
+            return (_KEYWORD, SIMPLE_KEYWORDS.get(first) or CLOSERS[first], first, indent)
     found = _line_pieces(raw)
-    if found is None:
-        return (_GENERAL,)
-    return (_OPS, *found)
+    actions = None if found is None else _line_actions(raw, *found)
+    if actions is None:
+        return (_GENERAL, None, None, indent)
+    return (_OPS, actions, None, indent)
 
 
 def _line_pieces(text: str) -> tuple[tuple, int] | None:
@@ -1366,6 +1356,119 @@ def _line_pieces(text: str) -> tuple[tuple, int] | None:
     if mode == "case":
         return None  # a case header open at the end of the line: the general scan reads here-documents first
     return tuple(pieces), stop_at
+
+
+# The actions of a line the line path reads with operators (ShellLexer._line_ops runs them; offsets from the
+# line's first non-blank character):
+#   (_A_CMD, start, stop, words, redirections, background, text, connector)  a simple command; redirections:
+#        ((offset, fd), ...) read by ShellLexer._redirection; connector None: the one before the line
+#   (_A_EMIT, type, text)        a block token (reserved word, header, function definition)
+#   (_A_CHECK, stop, connector)  after an operator: the general scan goes on at stop when a case block waits
+#                                for its patterns
+#   (_A_STOP, stop, connector)   the end of a `case ... in` header: the general scan reads the patterns
+#   (_A_DSEMI, stop, op)         `;;` / `;&` / `;;&`: a DSEMI token in a case block, then the general scan
+#   (_A_REDIRECT, offset, fd)    a redirection after a closer (`done < list`; only its here-document counts)
+_A_CMD, _A_EMIT, _A_CHECK, _A_STOP, _A_DSEMI, _A_REDIRECT = "cmd", "emit", "check", "stop", "dsemi", "redirect"
+
+
+def _line_actions(text: str, pieces: tuple, stop_at: int) -> tuple | None:
+    """Compile the pieces of a line (_line_pieces) into the actions that emit its tokens as the general scan
+    emits them. Everything but the connector before the line, the blocks open around it and the token
+    waiting for a function body is known from the line's text; those are looked at when the actions run."""
+    actions: list[tuple] = []
+    end = len(text)
+    seg: list | None = None  # the command being read: [start, words, redirections, connector]
+    mode = "cmd"  # "cmd", "header" (for/select/case/function), "tail" (after a closer)
+    kind = ""
+    hstart = 0
+    connector: str | None = None  # None: the connector before the line
+
+    def close(seg: list, stop: int, background: bool) -> None:
+        if mode == "header":
+            actions.append(_header_action(text, seg, kind, hstart, stop))
+        elif mode == "cmd" and seg[1]:
+            body = text[seg[0] : stop].strip()
+            actions.append((_A_CMD, seg[0], stop, tuple(seg[1]), tuple(seg[2]), background, body, seg[3]))
+        else:  # pragma: no cover (a redirection comes after a word of the command)
+            actions.extend([(_A_REDIRECT, at, fd) for at, fd in seg[2]])
+
+    for what, start, stop, extra in pieces:
+        if what == "w":
+            if mode == "cmd" and seg is not None and seg[1]:
+                seg[1].append(extra)  # the common case: a word after the first
+                continue
+        elif what == "r":
+            assert seg is not None  # after a word of the command, or after a closer
+            if mode == "tail":
+                actions.append((_A_REDIRECT, start, extra))
+            else:
+                seg[2].append((start, extra))
+            continue
+        if what == "o" or what == "d":
+            if seg is not None:
+                close(seg, start, extra == "&")
+            seg = None
+            mode = "cmd"
+            connector = _LINE_OPS[extra]
+            if what == "d":
+                actions.append((_A_DSEMI, stop, extra))
+                return tuple(actions)
+            actions.append((_A_CHECK, stop, connector))
+            continue
+        if what == "f":
+            name = text[start:stop]
+            actions.append((_A_EMIT, "FUNC", name.strip() or name))
+            seg = None
+            continue
+        w = extra
+        if mode == "tail":
+            continue
+        if seg is None:
+            seg = [start, [], [], connector]
+        if mode == "header":
+            seg[1].append(w)
+            if kind == "case" and w == "in" and len(seg[1]) >= 3:
+                actions.append(_header_action(text, seg, kind, hstart, stop))
+                actions.append((_A_STOP, stop, connector))
+                return tuple(actions)
+            if kind == "function" and len(seg[1]) == 2:
+                k = _NAME_PAREN.match(text, stop)
+                actions.append((_A_EMIT, "FUNC", text[hstart : k.end() if k else stop].strip() or w))
+                seg = None
+                mode = "cmd"
+            continue
+        if not seg[1]:
+            if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
+                actions.append((_A_EMIT, SIMPLE_KEYWORDS.get(w) or OPENERS_THEN_CMD[w], w))
+                seg = None
+                connector = ""
+                continue
+            if w in CLOSERS:
+                actions.append((_A_EMIT, CLOSERS[w], w))
+                mode = "tail"
+                continue
+            if w in ("for", "select", "case", "function"):
+                mode = "header"
+                kind = w
+                hstart = start
+                seg[1].append(w)
+                continue
+        seg[1].append(w)
+    if seg is not None:
+        close(seg, end, False)
+    if stop_at != end:  # pragma: no cover (the pieces end early at `;;` and `case ... in` only)
+        return None
+    return tuple(actions)
+
+
+def _header_action(text: str, seg: list, kind: str, start: int, stop: int) -> tuple:
+    """The token of a for/select/case/function header [start, stop) (ShellLexer._emit_header)."""
+    header = text[start:stop].strip()
+    if kind in ("for", "select"):
+        return (_A_EMIT, "LOOP", header)
+    if kind == "case":
+        return (_A_EMIT, "CASE", header)
+    return (_A_EMIT, "FUNC", header or (seg[1][1] if len(seg[1]) > 1 else ""))
 
 
 _DELIMITER_LINES: dict = {}
