@@ -327,9 +327,11 @@ class ShellLexer:
     def finish(self) -> None:
         last = self.line_at(self.n) if self.n else self.first_line
         if self.pending_func is not None:
+            # the FUNC token has no body: it becomes a command (see _push), the token that showed it is dropped
             self._push(
                 LexToken("CMD", last, last, "", Segment(self.n, self.n, line=last, end_line=last), synthetic=True)
             )
+            self.tokens.pop()
         while self.frames:
             frame = self.frames.pop()
             self.diagnostics.append(
@@ -342,7 +344,6 @@ class ShellLexer:
                 )
             )
             self._close_frame(frame, last)
-        self.tokens = [t for t in self.tokens if not (t.synthetic and t.type == "CMD")]
 
     # ---- scanning helpers ----------------------------------------------------------------------
     def _unterminated(self, what: str, start: int) -> int:
@@ -642,58 +643,86 @@ class ShellLexer:
         start = self.newlines[k - 1] + 1 if k else 0  # its offset
         line = self.first_line + k
         tokens = self.tokens
-        table = _LINES
+        append = tokens.append
+        get = _LINES.get
         connector = self._connector  # "" after the first line
         waiting = self.pending_func is not None  # a FUNC token waits for its body
+        heredocs = bool(self.pending_heredocs)  # here-documents whose bodies follow the line
         raw = lines[k]
         at = i
         if i > start:
             raw = raw[i - start :]
         while True:
             end = at + len(raw)
-            entry = table.get(raw)
-            if entry is None:
-                entry = _line_miss(raw)
-            kind = entry[0]
+            kind, a, b, indent = get(raw) or _line_miss(raw)
             if kind is _SIMPLE:
-                i = at + entry[3]
                 tok = LexToken(
-                    "CMD",
-                    line,
-                    line,
-                    entry[2],
-                    Segment(i, end, list(entry[1]), [], [], connector, False, line, line, entry[2]),
+                    "CMD", line, line, b, Segment(at + indent, end, list(a), [], [], connector, False, line, line, b)
                 )
                 if waiting:
                     self._push(tok)
                     waiting = False
                 else:
-                    tokens.append(tok)
+                    append(tok)
                 connector = ""
             elif kind is _COMMENT:
-                tok = LexToken("COMMENT", line, line, entry[1])
+                tok = LexToken("COMMENT", line, line, a)
                 if waiting:
                     self._push(tok)
                 else:
-                    tokens.append(tok)
+                    append(tok)
             elif kind is not _BLANK:
-                i = at + entry[3]
+                i = at + indent
                 if kind is _KEYWORD:
-                    self.emit(LexToken(entry[1], line, line, entry[2]))
-                elif kind is _OPS and not self.pending_heredocs:
+                    self.emit(LexToken(a, line, line, b))
+                elif kind is _CONTINUED and not heredocs and k < last:
+                    # a simple command continued on the next lines: when each of them is simple (or continued)
+                    words = list(a)
+                    parts = [b]
+                    m = k
+                    while kind is _CONTINUED and m < last:
+                        m += 1
+                        raw = lines[m]
+                        end += 1 + len(raw)
+                        kind, a, b, _ = get(raw) or _line_miss(raw)
+                        if kind is _SIMPLE or kind is _CONTINUED:
+                            words.extend(a)
+                        parts.append(b)
+                    if kind is not _SIMPLE:
+                        self._connector = connector
+                        return i
+                    b = " ".join(parts)
+                    last_line = line + m - k
+                    tok = LexToken(
+                        "CMD", line, last_line, b, Segment(i, end, words, [], [], connector, False, line, last_line, b)
+                    )
+                    if waiting:
+                        self._push(tok)
+                        waiting = False
+                    else:
+                        append(tok)
+                    connector = ""
+                    line = last_line
+                    k = m
+                elif kind is _OPS and not heredocs:
                     # operators, $(...), [[ ]], headers, definitions: the whole line, or up to `;;` / `in`
-                    j = self._line_ops(i, end, line, entry[1])
+                    self._connector = connector
+                    j = self._line_ops(i, end, line, a)
                     if j < end:
                         return j
+                    connector = ""
+                    heredocs = bool(self.pending_heredocs)
                 else:
+                    self._connector = connector
                     return i
                 waiting = self.pending_func is not None
                 frames = self.frames
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    self._connector = connector
                     return end
             # the end of the line
-            self._connector = ""
-            if k == last or self.pending_heredocs:
+            if k == last or heredocs:
+                self._connector = connector
                 return end
             connector = ""
             k += 1
@@ -1170,7 +1199,8 @@ def _line_redirection_end(text: str, i: int, end: int) -> int:
 # What the line path (ShellLexer._fast_lines) does with a line is a pure function of the line's text (see
 # _line_entry); scripts repeat their lines (module loads, exports, launch lines), so the entries of the lines
 # seen are kept per process (bounded; long lines are not kept).
-_SIMPLE, _KEYWORD, _OPS, _GENERAL, _COMMENT, _BLANK = "simple", "keyword", "ops", "general", "comment", "blank"
+_SIMPLE, _CONTINUED, _KEYWORD, _OPS = "simple", "continued", "keyword", "ops"
+_GENERAL, _COMMENT, _BLANK = "general", "comment", "blank"
 # two generations: a line found in the older one moves to the current one, the older one is dropped when the
 # current one is full (so the lines a repository repeats stay)
 _LINES: dict[str, tuple] = {}
@@ -1199,6 +1229,8 @@ def _line_entry(whole: str) -> tuple:
     general scan read): a 4-tuple (kind, a, b, indent), indent the offset of the line's first non-blank
     character:
       (_SIMPLE, words, text, indent)   a simple command: its words (a tuple), its text without trailing blanks
+      (_CONTINUED, words, text, indent)  the same, continued on the next line (` \\` at the end; words and
+                                       text before it)
       (_KEYWORD, type, word, indent)   a reserved word alone on its line (then, do, else, {, fi, done, esac, })
       (_OPS, actions, None, indent)    words, operators, reserved words, headers, definitions: the actions
                                        ShellLexer._line_ops runs (_line_actions)
@@ -1212,30 +1244,43 @@ def _line_entry(whole: str) -> tuple:
         return (_BLANK, None, None, 0)
     if raw[0] == "#":
         return (_COMMENT, raw, None, indent)
-    words = None
-    if _LINE_SPECIAL.search(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
-        pass
-    elif "${" in raw and _COMPLEX_BRACE.search(raw):
-        pass
-    elif '"' in raw:
-        if not ("'" in raw or '$"' in raw or raw.count('"') % 2):
-            words = _DQ_WORDS.findall(raw)
-    elif "'" in raw:
-        if not raw.count("'") % 2:
-            words = _SQ_WORDS.findall(raw)
-    else:
-        words = raw.split()
+    words = _simple_words(raw)
     if words is not None:
         first = words[0]
         if not (first in _SPECIAL_FIRST or first.startswith("[[")):
             return (_SIMPLE, tuple(words), raw.rstrip(" \t"), indent)
         if len(words) == 1 and (first in SIMPLE_KEYWORDS or first in CLOSERS):
             return (_KEYWORD, SIMPLE_KEYWORDS.get(first) or CLOSERS[first], first, indent)
+    elif raw[-1] == "\\" and raw[-2:-1] in (" ", "\t"):
+        # ` \\`-newline at the end: between words it is a blank (the command goes on on the next line)
+        head = raw[:-1].rstrip(" \t")
+        words = _simple_words(head) if head else None
+        if words is not None and not (words[0] in _SPECIAL_FIRST or words[0].startswith("[[")):
+            return (_CONTINUED, tuple(words), head, indent)
     found = _line_pieces(raw)
     actions = None if found is None else _line_actions(raw, *found)
     if actions is None:
         return (_GENERAL, None, None, indent)
     return (_OPS, actions, None, indent)
+
+
+def _simple_words(raw: str) -> list[str] | None:
+    """The words of a line (from a non-blank character) that is a simple command split at its blanks: no
+    operator, redirection, escape, substitution or comment (see _LINE_SPECIAL), quotes of one kind only;
+    None when it is not one."""
+    if _LINE_SPECIAL.search(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
+        return None
+    if "${" in raw and _COMPLEX_BRACE.search(raw):
+        return None
+    if '"' in raw:
+        if "'" in raw or '$"' in raw or raw.count('"') % 2:
+            return None
+        return _DQ_WORDS.findall(raw)
+    if "'" in raw:
+        if raw.count("'") % 2:
+            return None
+        return _SQ_WORDS.findall(raw)
+    return raw.split()
 
 
 def _line_pieces(text: str) -> tuple[tuple, int] | None:
