@@ -750,26 +750,30 @@ class ShellLexer:
         """Run the actions _line_actions compiled for the line [i, end) (offsets from i): emit its tokens as
         the general scan emits them; return the offset where the general scan goes on."""
         tokens = self.tokens
+        new = object.__new__
         entry_connector = self._connector
         for act in actions:
             op = act[0]
             if op is _A_CMD:
                 _, start, stop, words, redirections, background, text, connector = act
-                seg = Segment(
-                    i + start,
-                    i + stop,
-                    list(words),
-                    [],
-                    [],
-                    entry_connector if connector is None else connector,
-                    background,
-                    line,
-                    line,
-                    text,
-                )
+                seg = new(Segment)  # (fields set one by one, as in _fast_lines)
+                seg.start = i + start
+                seg.end = i + stop
+                seg.words = list(words)
+                seg.redirections = []
+                seg.heredocs = []
+                seg.connector = entry_connector if connector is None else connector
+                seg.background = background
+                seg.line = seg.end_line = line
+                seg.text = text
                 for at, fd in redirections:
                     self._redirection(i + at, seg, fd)
-                tok = LexToken("CMD", line, line, text, seg)
+                tok = new(LexToken)
+                tok.type = "CMD"
+                tok.line = tok.end_line = line
+                tok.text = text
+                tok.segment = seg
+                tok.synthetic = False
                 if self.pending_func is None:
                     tokens.append(tok)
                 else:
@@ -1221,7 +1225,7 @@ _GENERAL, _COMMENT, _BLANK = "general", "comment", "blank"
 # current one is full (so the lines a repository repeats stay)
 _LINES: dict[str, tuple] = {}
 _OLD_LINES: dict[str, tuple] = {}
-_LINES_LIMIT = 4096
+_LINES_LIMIT = 8192
 _LINE_KEY_MAX = 400
 
 
