@@ -262,7 +262,31 @@ class ShellLexer:
         t = tok.type
         frames = self.frames
         top = frames[-1] if frames else None
-        if t in ("CMD", "COMMENT"):
+        closes = self._CLOSES.get(t)
+        if closes is not None and top is not None and top.kind == closes:
+            # the common case of a closer: it closes the innermost block (see the general case below)
+            frames.pop()
+            if closes == "if" and (top.phase == "cond" or top.phase == "elifcond"):
+                self._push(LexToken("THEN", tok.line, tok.line, "", synthetic=True))
+            elif closes == "loop" and top.phase == "cond":
+                self._push(LexToken("DO", tok.line, tok.line, "", synthetic=True))
+            if self.pending_func is None:
+                self.tokens.append(tok)
+            else:
+                self._push(tok)
+            return
+        middle = self._MIDDLES.get(t)
+        if middle is not None:
+            kind, allowed, phase, complaint = middle
+            if top is not None and top.kind == kind and top.phase in allowed:
+                top.phase = phase
+                if self.pending_func is None:
+                    self.tokens.append(tok)
+                else:
+                    self._push(tok)
+            else:
+                self._demote(tok, complaint)
+        elif t in ("CMD", "COMMENT"):
             self._push(tok)
         elif t in self._OPENS:
             kind, phase = self._OPENS[t]
@@ -276,13 +300,6 @@ class ShellLexer:
         elif t == "FUNC":
             self._push(tok)
             self.pending_func = len(self.tokens) - 1
-        elif t in self._MIDDLES:
-            kind, allowed, phase, complaint = self._MIDDLES[t]
-            if top is not None and top.kind == kind and top.phase in allowed:
-                top.phase = phase
-                self._push(tok)
-            else:
-                self._demote(tok, complaint)
         elif t == "PATTERN":
             assert top is not None  # the lexer emits PATTERN inside a case block only
             top.phase = "body"
