@@ -513,6 +513,11 @@ def test_lexer_line_table_on_chosen_cases():
         "  echo a   \necho a   \n\techo a\n",
         "f() {\n  echo a\n}\nf() {\n  echo a\n}\n",
         "#!/bin/bash\n# c\n\n  # c\n",
+        "case x; a) echo ;; esac\n",
+        "case x y; echo; a) b;; esac\n",
+        "if a; then case x; b) c;; esac; fi\n",
+        "case x; echo\n",
+        "case x y; echo z\na) b;;\nesac\n",
     ]
     for text in cases:
         _same(text)

@@ -801,7 +801,7 @@ class ShellLexer:
                 frames = self.frames
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
                     self._connector = act[2]
-                    return i + act[1]  # pragma: no cover (`case` without `in` before an operator)
+                    return i + act[1]
             elif op is _A_STOP:
                 if act[2] is not None:
                     self._connector = act[2]
@@ -1445,8 +1445,8 @@ def _line_pieces(text: str) -> tuple[tuple, int] | None:
 #   (_A_CMD, start, stop, words, redirections, background, text, connector)  a simple command; redirections:
 #        ((offset, fd), ...) read by ShellLexer._redirection; connector None: the one before the line
 #   (_A_EMIT, type, text)        a block token (reserved word, header, function definition)
-#   (_A_CHECK, stop, connector)  after an operator: the general scan goes on at stop when a case block waits
-#                                for its patterns
+#   (_A_CHECK, stop, connector)  after an operator that ends a case header: the general scan goes on at stop
+#                                when the case block waits for its patterns
 #   (_A_STOP, stop, connector)   the end of a `case ... in` header: the general scan reads the patterns
 #   (_A_DSEMI, stop, op)         `;;` / `;&` / `;;&`: a DSEMI token in a case block, then the general scan
 #   (_A_REDIRECT, offset, fd)    a redirection after a closer (`done < list`; only its here-document counts)
@@ -1495,7 +1495,10 @@ def _line_actions(text: str, pieces: tuple, stop_at: int) -> tuple | None:
             if what == "d":
                 actions.append((_A_DSEMI, stop, extra))
                 return tuple(actions)
-            actions.append((_A_CHECK, stop, connector))
+            if any(act[0] is _A_EMIT and act[1] == "CASE" for act in actions):
+                # a case header ended by the operator (`case x; ...`) waits for its patterns (no other block
+                # can: the general scan reads the patterns before the line path goes on)
+                actions.append((_A_CHECK, stop, connector))
             continue
         if what == "f":
             name = text[start:stop]
