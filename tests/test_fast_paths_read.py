@@ -516,6 +516,8 @@ def test_lexer_line_table_on_chosen_cases():
         "case x; a) echo ;; esac\n",
         "case x y; echo; a) b;; esac\n",
         "if a; then case x; b) c;; esac; fi\n",
+        "a; b \\\n c\n",
+        "a && b \\\n  c \\\n  d\n",
         "case x; echo\n",
         "case x y; echo z\na) b;;\nesac\n",
     ]
