@@ -432,6 +432,125 @@ def test_lexer_line_fast_path_on_chosen_cases():
         _same(text)
 
 
+# ---- read/shell_lexer.py: the per-process table of lines, whole lines as keys, continued commands ---------
+
+# whole lines as scripts write them (and some that the line path must leave to the general scan), to be
+# combined with indentation and repeated, so that the same text is read from the table in other contexts
+_WHOLE_LINES = [
+    "module load cuda/12.1",
+    'export DATA_DIR="/scratch/$USER/x-$SLURM_JOB_ID"',
+    "export A='b c'",
+    "echo hi   ",
+    "srun torchrun \\",
+    "--nnodes 2 --nproc_per_node 4 \\",
+    '--rdzv_endpoint "$head_ip:29500" \\',
+    "train.py --config c.yaml",
+    "a\t\\",
+    "a\\",
+    "a \\\\",
+    "\\",
+    " \\",
+    "if [ -z x ]; then",
+    "then",
+    "fi",
+    "done",
+    "do",
+    "else",
+    "{",
+    "}",
+    "f() {",
+    "function g {",
+    "for s in 1 2; do",
+    "case $x in",
+    "a) echo a ;;",
+    "esac",
+    "cd /x || exit 1",
+    "cat <<E",
+    "cat > f <<'E' && echo x",
+    "E",
+    "# c \\",
+    "#",
+    "",
+    "   ",
+    "echo é \\",
+    "echo \"a b\" 'c d'",
+    'log "$(date)" \\',
+]
+
+
+@S.fuzz_settings(500)
+@given(st.lists(st.tuples(st.sampled_from(["", "  ", "\t", "    "]), st.sampled_from(_WHOLE_LINES)), max_size=16))
+def test_lexer_line_table_matches_the_general_scan(lines):
+    text = "\n".join(indent + line for indent, line in lines)
+    _same(text)
+    _same(text + "\n")
+    _same(text + "\n" + text)  # the same lines again, from the table, in another context
+
+
+def test_lexer_line_table_on_chosen_cases():
+    from translator.read import shell_lexer
+
+    cases = [
+        "srun torchrun \\\n    --nnodes 2 \\\n    train.py --a b\necho done\n",
+        "srun torchrun \\\n    --nnodes 2 \\\n    train.py --a b",
+        "srun \\\n\\\n x\n",
+        "srun \\\n\n x\n",
+        "srun \\\n# c\n x\n",
+        "srun \\\nthen\n",
+        "srun \\\nif x; then\n",
+        "srun \\",
+        "srun \\\n",
+        "a \\\n  b\t\\\n\tc  \n",
+        "a\\\nb\n",
+        "a \\\\\nb\n",
+        "a \\\n b; c\n",
+        "cat <<E; a \\\nb\nbody\nE\n",
+        "f() \\\n{ echo; }\n",
+        "f()\nsrun \\\n x\n",
+        "echo x; srun \\\n x\n",
+        "x=1 \\\n y=2\n",
+        "case $x in\n  a) srun \\\n  b ;;\nesac\n",
+        "then\n  echo a\nfi\n  then\n",
+        "  echo a   \necho a   \n\techo a\n",
+        "f() {\n  echo a\n}\nf() {\n  echo a\n}\n",
+        "#!/bin/bash\n# c\n\n  # c\n",
+        "case x; a) echo ;; esac\n",
+        "case x y; echo; a) b;; esac\n",
+        "if a; then case x; b) c;; esac; fi\n",
+        "a; b \\\n c\n",
+        "a && b \\\n  c \\\n  d\n",
+        "case x; echo\n",
+        "case x y; echo z\na) b;;\nesac\n",
+    ]
+    for text in cases:
+        _same(text)
+    # and again with a table so small that it turns over all the time
+    saved = shell_lexer._LINES_LIMIT
+    shell_lexer._LINES_LIMIT = 2
+    try:
+        for text in cases:
+            _same(text)
+            _same(text)
+    finally:
+        shell_lexer._LINES_LIMIT = saved
+
+
+def test_lexer_line_table_is_bounded_and_skips_long_lines():
+    from translator.read import shell_lexer
+
+    long_line = "echo " + "x" * (shell_lexer._LINE_KEY_MAX + 10)
+    ShellLexer(long_line + "\n", 1).run()
+    assert long_line not in shell_lexer._LINES and long_line not in shell_lexer._OLD_LINES
+    for i in range(2 * shell_lexer._LINES_LIMIT + 10):
+        shell_lexer._line_miss(f"echo {i}")
+    assert len(shell_lexer._LINES) <= shell_lexer._LINES_LIMIT
+    assert len(shell_lexer._OLD_LINES) <= shell_lexer._LINES_LIMIT
+    # a line of the older half moves back to the current one when it is seen again
+    old = next(iter(shell_lexer._OLD_LINES))
+    assert shell_lexer._line_miss(old) == shell_lexer._line_entry(old)
+    assert old in shell_lexer._LINES
+
+
 # ---- read/body.py: top-level statements parsed one at a time, commands' words and kinds kept per process -----
 
 _BLOCK_FRAGMENTS = [

@@ -94,6 +94,35 @@ def shell_of(shebang: str | None) -> str:
     return _KNOWN_SHELLS.get(_interpreter(shebang), "unknown")
 
 
+# (shell, interpreter) of the `#!` lines seen (a repository's scripts share a few), per process, bounded
+_SHEBANGS: dict[str | None, tuple[str, str]] = {}
+
+
+def _shell_and_interpreter(shebang: str | None) -> tuple[str, str]:
+    found = _SHEBANGS.get(shebang)
+    if found is None:
+        interpreter = _interpreter(shebang)
+        found = (_KNOWN_SHELLS.get(interpreter, "unknown"), interpreter)
+        if shebang is None or len(shebang) <= 256:
+            if len(_SHEBANGS) >= 256:
+                _SHEBANGS.clear()
+            _SHEBANGS[shebang] = found
+    return found
+
+
+_STAGES: tuple | None = None  # the functions of the reader's stages, imported on the first read
+
+
+def _stages() -> tuple:
+    global _STAGES
+    from translator.read.source import decode_source
+    from translator.read.header import read_header, scan_after_header, scan_foreign
+    from translator.read.body import parse_body
+
+    _STAGES = (decode_source, read_header, scan_after_header, scan_foreign, parse_body)
+    return _STAGES
+
+
 def read_script(data: bytes, path: str) -> Script:
     """Parse `data` (the file's bytes). Never raises for bad content."""
     # The reader allocates many small acyclic objects; the cyclic garbage collector would scan the
@@ -114,9 +143,7 @@ def _read_script(data: bytes, path: str) -> Script:
         data = data.encode("utf-8", "surrogateescape")
     if len(data) > MAX_FILE_BYTES:
         raise _too_large(path)
-    from translator.read.source import decode_source
-    from translator.read.header import read_header, scan_after_header, scan_foreign
-    from translator.read.body import parse_body
+    decode_source, read_header, scan_after_header, scan_foreign, parse_body = _STAGES or _stages()
 
     src = decode_source(bytes(data))
     lines = src.lines
@@ -128,11 +155,10 @@ def _read_script(data: bytes, path: str) -> Script:
     refuses = refuses or header.sbatch_refuses
 
     shebang = lines[0] if lines and lines[0].startswith("#!") else None
-    shell = shell_of(shebang)
+    shell, interpreter = _shell_and_interpreter(shebang)
 
     body: tuple[Statement, ...] = ()
     ignored = list(header.ignored)
-    interpreter = _interpreter(shebang)
     if header.body_start_line is not None and shell == "unknown" and interpreter:
         diags.append(
             Diagnostic(
@@ -156,7 +182,8 @@ def _read_script(data: bytes, path: str) -> Script:
         foreign = tuple(found)
         diags.extend(fdiags)
 
-    diags.sort(key=lambda d: d.line if d.line is not None else 0)
+    if len(diags) > 1:
+        diags.sort(key=lambda d: d.line if d.line is not None else 0)
     return Script(
         path=path,
         text=src.text,
@@ -164,7 +191,7 @@ def _read_script(data: bytes, path: str) -> Script:
         shebang=shebang,
         shell=shell,
         directives=tuple(header.directives),
-        ignored=tuple(sorted(ignored, key=lambda i: i.line)),
+        ignored=tuple(sorted(ignored, key=lambda i: i.line)) if len(ignored) > 1 else tuple(ignored),
         foreign=foreign,
         body=tuple(body),
         body_start_line=header.body_start_line,

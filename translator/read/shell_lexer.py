@@ -101,11 +101,14 @@ _LINE_OPS = {
 
 def _newline_offsets(text: str) -> list[int]:
     """Offsets of the newlines of text: the k-th is the length of the k+1 first lines plus k."""
-    if "\n" not in text:
-        return []
-    lines = text.split("\n")
-    lines.pop()
-    return list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count()))
+    return _line_ends(text.split("\n"))
+
+
+def _line_ends(lines: list[str]) -> list[int]:
+    """The offsets of the newlines of "\\n".join(lines), the ends of its lines but the last."""
+    ends = list(map(operator.add, itertools.accumulate(map(len, lines)), itertools.count()))
+    ends.pop()
+    return ends
 
 
 def _join_continuations(text: str) -> str:
@@ -175,7 +178,8 @@ class ShellLexer:
         self.fast = fast  # the fast paths of `run` (False: the general scan only, for tests)
         self.n = len(text)
         self.first_line = first_line
-        self.newlines = _newline_offsets(text)
+        self.lines = text.split("\n")
+        self.newlines = _line_ends(self.lines)
         self.tokens: list[LexToken] = []
         self.diagnostics: list[Diagnostic] = []
         self.frames: list[_Frame] = []
@@ -258,7 +262,31 @@ class ShellLexer:
         t = tok.type
         frames = self.frames
         top = frames[-1] if frames else None
-        if t in ("CMD", "COMMENT"):
+        closes = self._CLOSES.get(t)
+        if closes is not None and top is not None and top.kind == closes:
+            # the common case of a closer: it closes the innermost block (see the general case below)
+            frames.pop()
+            if closes == "if" and (top.phase == "cond" or top.phase == "elifcond"):
+                self._push(LexToken("THEN", tok.line, tok.line, "", synthetic=True))
+            elif closes == "loop" and top.phase == "cond":
+                self._push(LexToken("DO", tok.line, tok.line, "", synthetic=True))
+            if self.pending_func is None:
+                self.tokens.append(tok)
+            else:
+                self._push(tok)
+            return
+        middle = self._MIDDLES.get(t)
+        if middle is not None:
+            kind, allowed, phase, complaint = middle
+            if top is not None and top.kind == kind and top.phase in allowed:
+                top.phase = phase
+                if self.pending_func is None:
+                    self.tokens.append(tok)
+                else:
+                    self._push(tok)
+            else:
+                self._demote(tok, complaint)
+        elif t in ("CMD", "COMMENT"):
             self._push(tok)
         elif t in self._OPENS:
             kind, phase = self._OPENS[t]
@@ -272,13 +300,6 @@ class ShellLexer:
         elif t == "FUNC":
             self._push(tok)
             self.pending_func = len(self.tokens) - 1
-        elif t in self._MIDDLES:
-            kind, allowed, phase, complaint = self._MIDDLES[t]
-            if top is not None and top.kind == kind and top.phase in allowed:
-                top.phase = phase
-                self._push(tok)
-            else:
-                self._demote(tok, complaint)
         elif t == "PATTERN":
             assert top is not None  # the lexer emits PATTERN inside a case block only
             top.phase = "body"
@@ -323,9 +344,11 @@ class ShellLexer:
     def finish(self) -> None:
         last = self.line_at(self.n) if self.n else self.first_line
         if self.pending_func is not None:
+            # the FUNC token has no body: it becomes a command (see _push), the token that showed it is dropped
             self._push(
                 LexToken("CMD", last, last, "", Segment(self.n, self.n, line=last, end_line=last), synthetic=True)
             )
+            self.tokens.pop()
         while self.frames:
             frame = self.frames.pop()
             self.diagnostics.append(
@@ -338,7 +361,6 @@ class ShellLexer:
                 )
             )
             self._close_frame(frame, last)
-        self.tokens = [t for t in self.tokens if not (t.synthetic and t.type == "CMD")]
 
     # ---- scanning helpers ----------------------------------------------------------------------
     def _unterminated(self, what: str, start: int) -> int:
@@ -628,294 +650,172 @@ class ShellLexer:
         return self
 
     def _fast_lines(self, i: int) -> int:
-        """At the start of a command: read blanks, empty lines, comments, reserved words alone on their line,
-        and simple command lines (no operator, redirection, escape, substitution, comment or reserved
-        word; see _LINE_SPECIAL) as the general scan would; return the offset where the general scan
-        must take over (i if none)."""
-        text, n = self.text, self.n
-        first = self.first_line
-        newlines = self.newlines
+        """At the start of a command: read blank lines, comments and whole lines the line path reads (see
+        _line_entry: simple command lines, reserved words alone on their line, lines of words and operators)
+        as the general scan would; return the offset where the general scan must take over (i if none). What
+        a line is read as depends on its text only and comes from the per-process table _LINES."""
+        lines = self.lines
+        last = len(lines) - 1
+        k = bisect.bisect_left(self.newlines, i)  # the line of i, from 0
+        start = self.newlines[k - 1] + 1 if k else 0  # its offset
+        line = self.first_line + k
         tokens = self.tokens
-        special = _LINE_SPECIAL.search
-        dq_words = _DQ_WORDS.findall
-        sq_words = _SQ_WORDS.findall
-        frames = self.frames
-        complex_brace = _COMPLEX_BRACE.search
-        while i < n:
-            c = text[i]
-            if c == "\n":
-                if self.pending_heredocs:
-                    break
-                self._connector = ""
-                i += 1
-                continue
-            if c == " " or c == "\t":
-                i = _BLANKS.match(text, i).end()  # type: ignore[union-attr]  # text[i] is a blank
-                continue
-            if c == "#":
-                k = text.find("\n", i)
-                k = n if k < 0 else k
-                line = first + bisect.bisect_left(newlines, i)
-                tok = LexToken("COMMENT", line, line, text[i:k])
+        append = tokens.append
+        get = _LINES.get
+        new = object.__new__
+        connector = self._connector  # "" after the first line
+        waiting = self.pending_func is not None  # a FUNC token waits for its body
+        heredocs = bool(self.pending_heredocs)  # here-documents whose bodies follow the line
+        raw = lines[k]
+        at = i
+        if i > start:
+            raw = raw[i - start :]
+        while True:
+            end = at + len(raw)
+            kind, a, b, indent = get(raw) or _line_miss(raw)
+            if kind is _SIMPLE:
+                # LexToken("CMD", line, line, b, Segment(at + indent, end, list(a), [], [], connector, False, line,
+                # line, b)), with the fields set one by one: a quarter cheaper than the two calls, on most lines
+                seg = new(Segment)
+                seg.start = at + indent
+                seg.end = end
+                seg.words = list(a)
+                seg.redirections = []
+                seg.heredocs = []
+                seg.connector = connector
+                seg.background = False
+                seg.line = seg.end_line = line
+                seg.text = b
+                tok = new(LexToken)
+                tok.type = "CMD"
+                tok.line = tok.end_line = line
+                tok.text = b
+                tok.segment = seg
+                tok.synthetic = False
+                if waiting:
+                    self._push(tok)
+                    waiting = False
+                else:
+                    append(tok)
+                connector = ""
+            elif kind is _COMMENT:
+                tok = LexToken("COMMENT", line, line, a)
+                if waiting:
+                    self._push(tok)
+                else:
+                    append(tok)
+            elif kind is not _BLANK:
+                i = at + indent
+                if kind is _KEYWORD:
+                    self.emit(LexToken(a, line, line, b))
+                elif kind is _CONTINUED and not heredocs and k < last:
+                    # a simple command continued on the next lines: when each of them is simple (or continued)
+                    words = list(a)
+                    parts = [b]
+                    m = k
+                    while kind is _CONTINUED and m < last:
+                        m += 1
+                        raw = lines[m]
+                        end += 1 + len(raw)
+                        kind, a, b, _ = get(raw) or _line_miss(raw)
+                        if kind is _SIMPLE or kind is _CONTINUED:
+                            words.extend(a)
+                        parts.append(b)
+                    if kind is not _SIMPLE:
+                        self._connector = connector
+                        return i
+                    b = " ".join(parts)
+                    last_line = line + m - k
+                    tok = LexToken(
+                        "CMD", line, last_line, b, Segment(i, end, words, [], [], connector, False, line, last_line, b)
+                    )
+                    if waiting:
+                        self._push(tok)
+                        waiting = False
+                    else:
+                        append(tok)
+                    connector = ""
+                    line = last_line
+                    k = m
+                elif kind is _OPS and not heredocs:
+                    # operators, $(...), [[ ]], headers, definitions: the whole line, or up to `;;` / `in`
+                    self._connector = connector
+                    j = self._line_ops(i, end, line, a)
+                    if j < end:
+                        return j
+                    connector = ""
+                    heredocs = bool(self.pending_heredocs)
+                else:
+                    self._connector = connector
+                    return i
+                waiting = self.pending_func is not None
+                frames = self.frames
+                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
+                    self._connector = connector
+                    return end
+            # the end of the line
+            if k == last or heredocs:
+                self._connector = connector
+                return end
+            connector = ""
+            k += 1
+            line += 1
+            at = end + 1
+            raw = lines[k]
+
+    def _line_ops(self, i: int, end: int, line: int, actions: tuple) -> int:
+        """Run the actions _line_actions compiled for the line [i, end) (offsets from i): emit its tokens as
+        the general scan emits them; return the offset where the general scan goes on."""
+        tokens = self.tokens
+        new = object.__new__
+        entry_connector = self._connector
+        for act in actions:
+            op = act[0]
+            if op is _A_CMD:
+                _, start, stop, words, redirections, background, text, connector = act
+                seg = new(Segment)  # (fields set one by one, as in _fast_lines)
+                seg.start = i + start
+                seg.end = i + stop
+                seg.words = list(words)
+                seg.redirections = []
+                seg.heredocs = []
+                seg.connector = entry_connector if connector is None else connector
+                seg.background = background
+                seg.line = seg.end_line = line
+                seg.text = text
+                for at, fd in redirections:
+                    self._redirection(i + at, seg, fd)
+                tok = new(LexToken)
+                tok.type = "CMD"
+                tok.line = tok.end_line = line
+                tok.text = text
+                tok.segment = seg
+                tok.synthetic = False
                 if self.pending_func is None:
                     tokens.append(tok)
                 else:
                     self._push(tok)
-                i = k
-                continue
-            k = text.find("\n", i)
-            end = n if k < 0 else k
-            raw = text[i:end]
-            words = None
-            if special(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
-                pass
-            elif "${" in raw and complex_brace(raw):
-                pass
-            elif '"' in raw:
-                if not ("'" in raw or '$"' in raw or raw.count('"') % 2):
-                    words = dq_words(raw)
-            elif "'" in raw:
-                if not raw.count("'") % 2:
-                    words = sq_words(raw)
-            else:
-                words = raw.split()
-            if words is None or words[0] in _SPECIAL_FIRST or words[0].startswith("[["):
-                if words is not None and len(words) == 1 and (words[0] in SIMPLE_KEYWORDS or words[0] in CLOSERS):
-                    # a reserved word alone on its line (then, do, else, {, fi, done, esac, })
-                    word = words[0]
-                    line = first + bisect.bisect_left(newlines, i)
-                    self.emit(LexToken(SIMPLE_KEYWORDS.get(word) or CLOSERS[word], line, line, word))
-                    i = end
-                else:
-                    # operators, $(...), [[ ]], headers, function definitions: the whole line, or nothing
-                    j = self._fast_line_ops(i, end)
-                    if j == i or j < end:
-                        return j
-                    i = j
+            elif op is _A_EMIT:
+                self.emit(LexToken(act[1], line, line, act[2]))
+            elif op is _A_CHECK:
+                frames = self.frames
                 if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                    break
-                continue
-            line = first + bisect.bisect_left(newlines, i)
-            raw = raw.rstrip(" \t")
-            seg = Segment(i, end, words, [], [], self._connector, False, line, line, raw)
-            tok = LexToken("CMD", line, line, raw, seg)
-            if self.pending_func is None:
-                tokens.append(tok)
-            else:
-                self._push(tok)
-            self._connector = ""
-            i = end
-        return i
-
-    def _fast_line_ops(self, i: int, end: int) -> int:
-        """At the start of a command, on a line [i, end) that _fast_lines does not read itself: read it as the
-        general scan would when it is made of words (_LINE_WORD), the operators `;` `&&` `||` `|` `&`,
-        reserved words, `[[ ... ]]`, for/select/case headers, `name()` / `function name` definitions,
-        redirections after a command's first word (read by _redirection itself) and `;;` / `;&` / `;;&`.
-        Returns i (nothing read) when the line has anything else (subshells, `!`, `&>`, `|&`, escaped
-        newlines, comments, ...), else the offset where the general scan goes on (end; or after `;;` or a
-        `case ... in` header: the patterns follow)."""
-        if self.pending_heredocs:
-            return i
-        text = self.text
-        word_match = _LINE_WORD.match
-        # first pass, nothing emitted: the line's pieces (kind, start, stop, extra): "w" word (extra: its text),
-        # "o" operator, "f" name(),
-        # "r" a redirection (at its operator, extra: its fd), "d" `;;` / `;&` / `;;&` (the end of a case item)
-        pieces: list[tuple[str, int, int, str]] = []
-        pos = i
-        stop_at = end
-        mode = ""  # "" (a command), "for" / "case" / "function" (a header), "tail" (after a closer)
-        count = 0  # words of the command or header so far
-        while True:
-            while pos < end and (text[pos] == " " or text[pos] == "\t"):
-                pos += 1
-            if pos >= end:
-                break
-            c = text[pos]
-            if c == ";" or c == "&" or c == "|":
-                nxt = text[pos + 1 : pos + 2]
-                if c == ";" and (nxt == ";" or nxt == "&"):
-                    # the end of a case item: the general scan reads the next pattern
-                    op = ";;&" if text.startswith(";;&", pos) else c + nxt
-                    pieces.append(("d", pos, pos + len(op), ""))
-                    stop_at = pos + len(op)
-                    break
-                if nxt == c:
-                    op = c + c
-                elif nxt in (";", "&", ">") or (c == "|" and nxt == "&"):
-                    return i  # &> |& and the like: the general scan reads them
-                else:
-                    op = c
-                pieces.append(("o", pos, pos + len(op), ""))
-                pos += len(op)
-                mode, count = "", 0
-                continue
-            if c == "(" and mode == "" and count == 1 and pieces[-1][0] == "w":
-                # `name ()`: a function definition (the name was the command's only word)
-                k = _NAME_PAREN.match(text, pos, end)
-                if k is None:
-                    return i
-                pieces[-1] = ("f", pieces[-1][1], k.end(), "")
-                pos = k.end()
-                count = 0
-                continue
-            if c == "#":
-                return i
-            if c == "<" or c == ">":
-                # a redirection after the command's first word (or after a closer), with no fd word
-                r = _line_redirection_end(text, pos, end)
-                if r < 0 or not (mode == "tail" or (mode == "" and count)):
-                    return i
-                pieces.append(("r", pos, r, ""))
-                pos = r
-                continue
-            if mode == "" and count == 0 and text.startswith("[[", pos) and text[pos + 2 : pos + 3] in " \t":
-                m = _DOUBLE_BRACKET.match(text, pos, end)
-            else:
-                m = word_match(text, pos, end)
-            if m is None:
-                return i
-            stop = m.end()
-            w = text[pos:stop]
-            if stop < end and text[stop] not in " \t;&|":
-                if (text[stop] == "<" or text[stop] == ">") and (mode == "tail" or (mode == "" and count)):
-                    # a redirection right after a word: an fd (2>&1), or the end of the word
-                    r = _line_redirection_end(text, stop, end)
-                    if r < 0:
-                        return i
-                    if _FD_PREFIX.match(w):
-                        pieces.append(("r", stop, r, w))
-                    else:
-                        pieces.append(("w", pos, stop, w))
-                        pieces.append(("r", stop, r, ""))
-                        count += 1
-                    pos = r
-                    continue
-                # `name()`: a function definition, when name is the first word of a command
-                if text[stop] != "(" or mode or count or w in _SPECIAL_FIRST or w.startswith("[["):
-                    return i
-                k = _NAME_PAREN.match(text, stop, end)
-                if k is None:
-                    return i
-                pieces.append(("f", pos, k.end(), ""))
-                pos = k.end()
-                continue
-            pieces.append(("w", pos, stop, w))
-            pos = stop
-            if mode == "" and count == 0:
-                if w == "!":
-                    return i
-                if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
-                    continue  # the next word starts a command
-                if w in CLOSERS:
-                    mode = "tail"
-                    continue
-                if w in ("for", "select", "case", "function"):
-                    mode, count = ("for" if w == "select" else w), 1
-                    continue
-            count += 1
-            if mode == "case" and w == "in" and count >= 3:
-                stop_at = stop  # the case patterns follow: the general scan reads them
-                mode = ""
-                break
-            elif mode == "function" and count == 2:
-                k = _NAME_PAREN.match(text, stop, end)
-                if k is not None:
-                    pos = k.end()
-                mode, count = "", 0
-        if mode == "case":
-            return i  # a case header open at the end of the line: the general scan reads here-documents first
-        # second pass: the tokens, as the general scan emits them
-        line = self.line_at(i)
-        seg: Segment | None = None
-        mode = "cmd"
-        kind = ""
-        hstart = 0
-        frames = self.frames
-        tokens = self.tokens
-        for what, start, stop, extra in pieces:
-            if what == "w":
-                if mode == "cmd" and seg is not None and seg.words:
-                    seg.words.append(extra)  # the common case: a word after the first
-                    continue
-            elif what == "r":
-                assert seg is not None  # after a word of the command, or after a closer
-                self._redirection(start, seg, extra)
-                continue
-            if what == "o" or what == "d":
-                op = text[start:stop]
-                if seg is not None:
-                    if mode == "header":
-                        self._emit_header(seg, kind, hstart, start)
-                    elif mode == "cmd" and seg.words:
-                        seg.background = op == "&"
-                        self._line_command(seg, tokens, line, text, start)
-                seg = None
-                mode = "cmd"
-                self._connector = _LINE_OPS[op]
-                if what == "d":
-                    if frames and frames[-1].kind == "case":
-                        self.emit(LexToken("DSEMI", line, line, op))
-                    return stop
-                if frames and frames[-1].kind == "case" and frames[-1].phase == "pattern":
-                    return stop  # pragma: no cover (`case` without `in` before an operator)
-                continue
-            if what == "f":
-                self._emit_func(text[start:stop], start, stop)
-                seg = None
-                continue
-            w = extra
-            if mode == "tail":
-                continue
-            if seg is None:
-                seg = Segment(start, 0, [], [], [], self._connector)
-            if mode == "header":
-                seg.words.append(w)
-                if kind == "case" and w == "in" and len(seg.words) >= 3:
-                    self._emit_header(seg, kind, hstart, stop)
-                    return stop
-                if kind == "function" and len(seg.words) == 2:
-                    k = _NAME_PAREN.match(text, stop)
-                    self._emit_func(w, hstart, k.end() if k else stop)
-                    seg = None
-                    mode = "cmd"
-                continue
-            if not seg.words:
-                if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
-                    self.emit(LexToken(SIMPLE_KEYWORDS.get(w) or OPENERS_THEN_CMD[w], line, line, w))
-                    seg = None
-                    self._connector = ""
-                    continue
-                if w in CLOSERS:
-                    self.emit(LexToken(CLOSERS[w], line, line, w))
-                    mode = "tail"
-                    continue
-                if w in ("for", "select", "case", "function"):
-                    mode = "header"
-                    kind = w
-                    hstart = start
-                    seg.words.append(w)
-                    continue
-            seg.words.append(w)
-        if seg is not None:
-            if mode == "header":
-                self._emit_header(seg, kind, hstart, end)
-            elif mode == "cmd" and seg.words:
-                self._line_command(seg, tokens, line, text, end)
+                    self._connector = act[2]
+                    return i + act[1]
+            elif op is _A_STOP:
+                if act[2] is not None:
+                    self._connector = act[2]
+                return i + act[1]
+            elif op is _A_DSEMI:
+                self._connector = ""
+                frames = self.frames
+                if frames and frames[-1].kind == "case":
+                    self.emit(LexToken("DSEMI", line, line, act[2]))
+                return i + act[1]
+            else:  # _A_REDIRECT: a redirection after a closer (`done < list`): for its here-document only
+                self._redirection(i + act[1], Segment(0), act[2])
         self._connector = ""
-        return stop_at
-
-    def _line_command(self, seg, tokens: list, line: int, text: str, end: int) -> None:
-        """Close a simple command the line path read (it ends at `end`) and hand on its CMD token."""
-        seg.end = end
-        seg.line = seg.end_line = line
-        seg.text = text[seg.start : end].strip()
-        token = LexToken("CMD", line, line, seg.text, seg)
-        if self.pending_func is None:
-            tokens.append(token)
-        else:
-            self._push(token)
+        return end
 
     # -- words and commands
     def _new_segment(self, at: int) -> Segment:
@@ -1331,6 +1231,329 @@ def _line_redirection_end(text: str, i: int, end: int) -> int:
     if j < end and text[j] not in " \t;&|":
         return -1
     return j
+
+
+# What the line path (ShellLexer._fast_lines) does with a line is a pure function of the line's text (see
+# _line_entry); scripts repeat their lines (module loads, exports, launch lines), so the entries of the lines
+# seen are kept per process (bounded; long lines are not kept).
+_SIMPLE, _CONTINUED, _KEYWORD, _OPS = "simple", "continued", "keyword", "ops"
+_GENERAL, _COMMENT, _BLANK = "general", "comment", "blank"
+# two generations: a line found in the older one moves to the current one, the older one is dropped when the
+# current one is full (so the lines a repository repeats stay)
+_LINES: dict[str, tuple] = {}
+_OLD_LINES: dict[str, tuple] = {}
+_LINES_LIMIT = 8192
+_LINE_KEY_MAX = 400
+
+
+def _line_miss(raw: str) -> tuple:
+    """The entry of a line not in _LINES, from _OLD_LINES or _line_entry; kept in _LINES when short enough."""
+    entry = _OLD_LINES.get(raw)
+    if entry is None:
+        entry = _line_entry(raw)
+        if len(raw) > _LINE_KEY_MAX:
+            return entry
+    if len(_LINES) >= _LINES_LIMIT:
+        _OLD_LINES.clear()
+        _OLD_LINES.update(_LINES)
+        _LINES.clear()
+    _LINES[raw] = entry
+    return entry
+
+
+def _line_entry(whole: str) -> tuple:
+    """What the line path does with a line (its whole text, or the rest of the line after an operator the
+    general scan read): a 4-tuple (kind, a, b, indent), indent the offset of the line's first non-blank
+    character:
+      (_SIMPLE, words, text, indent)   a simple command: its words (a tuple), its text without trailing blanks
+      (_CONTINUED, words, text, indent)  the same, continued on the next line (` \\` at the end; words and
+                                       text before it)
+      (_KEYWORD, type, word, indent)   a reserved word alone on its line (then, do, else, {, fi, done, esac, })
+      (_OPS, actions, None, indent)    words, operators, reserved words, headers, definitions: the actions
+                                       ShellLexer._line_ops runs (_line_actions)
+      (_GENERAL, None, None, indent)   the general scan reads the line
+      (_COMMENT, text, None, indent)   a comment
+      (_BLANK, None, None, 0)          nothing but blanks
+    """
+    raw = whole.lstrip(" \t")
+    indent = len(whole) - len(raw)
+    if not raw:
+        return (_BLANK, None, None, 0)
+    if raw[0] == "#":
+        return (_COMMENT, raw, None, indent)
+    words = _simple_words(raw)
+    if words is not None:
+        first = words[0]
+        if not (first in _SPECIAL_FIRST or first.startswith("[[")):
+            return (_SIMPLE, tuple(words), raw.rstrip(" \t"), indent)
+        if len(words) == 1 and (first in SIMPLE_KEYWORDS or first in CLOSERS):
+            return (_KEYWORD, SIMPLE_KEYWORDS.get(first) or CLOSERS[first], first, indent)
+    elif raw[-1] == "\\" and raw[-2:-1] in (" ", "\t"):
+        # ` \\`-newline at the end: between words it is a blank (the command goes on on the next line)
+        head = raw[:-1].rstrip(" \t")
+        words = _simple_words(head) if head else None
+        if words is not None and not (words[0] in _SPECIAL_FIRST or words[0].startswith("[[")):
+            return (_CONTINUED, tuple(words), head, indent)
+    found = _line_pieces(raw)
+    actions = None if found is None else _line_actions(raw, *found)
+    if actions is None:
+        return (_GENERAL, None, None, indent)
+    return (_OPS, actions, None, indent)
+
+
+def _simple_words(raw: str) -> list[str] | None:
+    """The words of a line (from a non-blank character) that is a simple command split at its blanks: no
+    operator, redirection, escape, substitution or comment (see _LINE_SPECIAL), quotes of one kind only;
+    None when it is not one."""
+    if _LINE_SPECIAL.search(raw) or not raw.isascii() or " #" in raw or "\t#" in raw:
+        return None
+    if "${" in raw and _COMPLEX_BRACE.search(raw):
+        return None
+    if '"' in raw:
+        if "'" in raw or '$"' in raw or raw.count('"') % 2:
+            return None
+        return _DQ_WORDS.findall(raw)
+    if "'" in raw:
+        if raw.count("'") % 2:
+            return None
+        return _SQ_WORDS.findall(raw)
+    return raw.split()
+
+
+def _line_pieces(text: str) -> tuple[tuple, int] | None:
+    """The pieces of a line (its text from its first non-blank character) that the line path reads when it is
+    made of words (_LINE_WORD), the operators `;` `&&` `||` `|` `&`, reserved words, `[[ ... ]]`,
+    for/select/case headers, `name()` / `function name` definitions, redirections after a command's first
+    word (ShellLexer._redirection reads them) and `;;` / `;&` / `;;&`: (pieces, stop), stop the offset where
+    the general scan goes on (the end of the line; or after `;;` or a `case ... in` header: the patterns
+    follow). None when the line has anything else (subshells, `!`, `&>`, `|&`, escaped newlines, comments,
+    ...) or ends in an open case header (the general scan reads here-documents first).
+
+    Pieces (kind, start, stop, extra): "w" a word (extra: its text), "o" an operator (extra: its text),
+    "f" name(), "r" a redirection (at its operator, extra: its fd), "d" `;;` / `;&` / `;;&` (the end of a
+    case item, extra: its text)."""
+    word_match = _LINE_WORD.match
+    pieces: list[tuple[str, int, int, str]] = []
+    pos = 0
+    end = stop_at = len(text)
+    mode = ""  # "" (a command), "for" / "case" / "function" (a header), "tail" (after a closer)
+    count = 0  # words of the command or header so far
+    while True:
+        while pos < end and (text[pos] == " " or text[pos] == "\t"):
+            pos += 1
+        if pos >= end:
+            break
+        c = text[pos]
+        if c == ";" or c == "&" or c == "|":
+            nxt = text[pos + 1 : pos + 2]
+            if c == ";" and (nxt == ";" or nxt == "&"):
+                # the end of a case item: the general scan reads the next pattern
+                op = ";;&" if text.startswith(";;&", pos) else c + nxt
+                pieces.append(("d", pos, pos + len(op), op))
+                stop_at = pos + len(op)
+                break
+            if nxt == c:
+                op = c + c
+            elif nxt in (";", "&", ">") or (c == "|" and nxt == "&"):
+                return None  # &> |& and the like: the general scan reads them
+            else:
+                op = c
+            pieces.append(("o", pos, pos + len(op), op))
+            pos += len(op)
+            mode, count = "", 0
+            continue
+        if c == "(" and mode == "" and count == 1 and pieces[-1][0] == "w":
+            # `name ()`: a function definition (the name was the command's only word)
+            k = _NAME_PAREN.match(text, pos, end)
+            if k is None:
+                return None
+            pieces[-1] = ("f", pieces[-1][1], k.end(), "")
+            pos = k.end()
+            count = 0
+            continue
+        if c == "#":
+            return None
+        if c == "<" or c == ">":
+            # a redirection after the command's first word (or after a closer), with no fd word
+            r = _line_redirection_end(text, pos, end)
+            if r < 0 or not (mode == "tail" or (mode == "" and count)):
+                return None
+            pieces.append(("r", pos, r, ""))
+            pos = r
+            continue
+        if mode == "" and count == 0 and text.startswith("[[", pos) and text[pos + 2 : pos + 3] in " \t":
+            m = _DOUBLE_BRACKET.match(text, pos, end)
+        else:
+            m = word_match(text, pos, end)
+        if m is None:
+            return None
+        stop = m.end()
+        w = text[pos:stop]
+        if stop < end and text[stop] not in " \t;&|":
+            if (text[stop] == "<" or text[stop] == ">") and (mode == "tail" or (mode == "" and count)):
+                # a redirection right after a word: an fd (2>&1), or the end of the word
+                r = _line_redirection_end(text, stop, end)
+                if r < 0:
+                    return None
+                if _FD_PREFIX.match(w):
+                    pieces.append(("r", stop, r, w))
+                else:
+                    pieces.append(("w", pos, stop, w))
+                    pieces.append(("r", stop, r, ""))
+                    count += 1
+                pos = r
+                continue
+            # `name()`: a function definition, when name is the first word of a command
+            if text[stop] != "(" or mode or count or w in _SPECIAL_FIRST or w.startswith("[["):
+                return None
+            k = _NAME_PAREN.match(text, stop, end)
+            if k is None:
+                return None
+            pieces.append(("f", pos, k.end(), ""))
+            pos = k.end()
+            continue
+        pieces.append(("w", pos, stop, w))
+        pos = stop
+        if mode == "" and count == 0:
+            if w == "!":
+                return None
+            if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
+                continue  # the next word starts a command
+            if w in CLOSERS:
+                mode = "tail"
+                continue
+            if w in ("for", "select", "case", "function"):
+                mode, count = ("for" if w == "select" else w), 1
+                continue
+        count += 1
+        if mode == "case" and w == "in" and count >= 3:
+            stop_at = stop  # the case patterns follow: the general scan reads them
+            mode = ""
+            break
+        elif mode == "function" and count == 2:
+            k = _NAME_PAREN.match(text, stop, end)
+            if k is not None:
+                pos = k.end()
+            mode, count = "", 0
+    if mode == "case":
+        return None  # a case header open at the end of the line: the general scan reads here-documents first
+    return tuple(pieces), stop_at
+
+
+# The actions of a line the line path reads with operators (ShellLexer._line_ops runs them; offsets from the
+# line's first non-blank character):
+#   (_A_CMD, start, stop, words, redirections, background, text, connector)  a simple command; redirections:
+#        ((offset, fd), ...) read by ShellLexer._redirection; connector None: the one before the line
+#   (_A_EMIT, type, text)        a block token (reserved word, header, function definition)
+#   (_A_CHECK, stop, connector)  after an operator that ends a case header: the general scan goes on at stop
+#                                when the case block waits for its patterns
+#   (_A_STOP, stop, connector)   the end of a `case ... in` header: the general scan reads the patterns
+#   (_A_DSEMI, stop, op)         `;;` / `;&` / `;;&`: a DSEMI token in a case block, then the general scan
+#   (_A_REDIRECT, offset, fd)    a redirection after a closer (`done < list`; only its here-document counts)
+_A_CMD, _A_EMIT, _A_CHECK, _A_STOP, _A_DSEMI, _A_REDIRECT = "cmd", "emit", "check", "stop", "dsemi", "redirect"
+
+
+def _line_actions(text: str, pieces: tuple, stop_at: int) -> tuple | None:
+    """Compile the pieces of a line (_line_pieces) into the actions that emit its tokens as the general scan
+    emits them. Everything but the connector before the line, the blocks open around it and the token
+    waiting for a function body is known from the line's text; those are looked at when the actions run."""
+    actions: list[tuple] = []
+    end = len(text)
+    seg: list | None = None  # the command being read: [start, words, redirections, connector]
+    mode = "cmd"  # "cmd", "header" (for/select/case/function), "tail" (after a closer)
+    kind = ""
+    hstart = 0
+    connector: str | None = None  # None: the connector before the line
+
+    def close(seg: list, stop: int, background: bool) -> None:
+        if mode == "header":
+            actions.append(_header_action(text, seg, kind, hstart, stop))
+        elif mode == "cmd" and seg[1]:
+            body = text[seg[0] : stop].strip()
+            actions.append((_A_CMD, seg[0], stop, tuple(seg[1]), tuple(seg[2]), background, body, seg[3]))
+        else:  # pragma: no cover (a redirection comes after a word of the command)
+            actions.extend([(_A_REDIRECT, at, fd) for at, fd in seg[2]])
+
+    for what, start, stop, extra in pieces:
+        if what == "w":
+            if mode == "cmd" and seg is not None and seg[1]:
+                seg[1].append(extra)  # the common case: a word after the first
+                continue
+        elif what == "r":
+            assert seg is not None  # after a word of the command, or after a closer
+            if mode == "tail":
+                actions.append((_A_REDIRECT, start, extra))
+            else:
+                seg[2].append((start, extra))
+            continue
+        if what == "o" or what == "d":
+            if seg is not None:
+                close(seg, start, extra == "&")
+            seg = None
+            mode = "cmd"
+            connector = _LINE_OPS[extra]
+            if what == "d":
+                actions.append((_A_DSEMI, stop, extra))
+                return tuple(actions)
+            if any(act[0] is _A_EMIT and act[1] == "CASE" for act in actions):
+                # a case header ended by the operator (`case x; ...`) waits for its patterns (no other block
+                # can: the general scan reads the patterns before the line path goes on)
+                actions.append((_A_CHECK, stop, connector))
+            continue
+        if what == "f":
+            name = text[start:stop]
+            actions.append((_A_EMIT, "FUNC", name.strip() or name))
+            seg = None
+            continue
+        w = extra
+        if mode == "tail":
+            continue
+        if seg is None:
+            seg = [start, [], [], connector]
+        if mode == "header":
+            seg[1].append(w)
+            if kind == "case" and w == "in" and len(seg[1]) >= 3:
+                actions.append(_header_action(text, seg, kind, hstart, stop))
+                actions.append((_A_STOP, stop, connector))
+                return tuple(actions)
+            if kind == "function" and len(seg[1]) == 2:
+                k = _NAME_PAREN.match(text, stop)
+                actions.append((_A_EMIT, "FUNC", text[hstart : k.end() if k else stop].strip() or w))
+                seg = None
+                mode = "cmd"
+            continue
+        if not seg[1]:
+            if w in SIMPLE_KEYWORDS or w in OPENERS_THEN_CMD:
+                actions.append((_A_EMIT, SIMPLE_KEYWORDS.get(w) or OPENERS_THEN_CMD[w], w))
+                seg = None
+                connector = ""
+                continue
+            if w in CLOSERS:
+                actions.append((_A_EMIT, CLOSERS[w], w))
+                mode = "tail"
+                continue
+            if w in ("for", "select", "case", "function"):
+                mode = "header"
+                kind = w
+                hstart = start
+                seg[1].append(w)
+                continue
+        seg[1].append(w)
+    if seg is not None:
+        close(seg, end, False)
+    if stop_at != end:  # pragma: no cover (the pieces end early at `;;` and `case ... in` only)
+        return None
+    return tuple(actions)
+
+
+def _header_action(text: str, seg: list, kind: str, start: int, stop: int) -> tuple:
+    """The token of a for/select/case/function header [start, stop) (ShellLexer._emit_header)."""
+    header = text[start:stop].strip()
+    if kind in ("for", "select"):
+        return (_A_EMIT, "LOOP", header)
+    if kind == "case":
+        return (_A_EMIT, "CASE", header)
+    return (_A_EMIT, "FUNC", header or (seg[1][1] if len(seg[1]) > 1 else ""))
 
 
 _DELIMITER_LINES: dict = {}

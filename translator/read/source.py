@@ -43,6 +43,22 @@ class Source(Record):
     latin1_lines: tuple[int, ...] = ()
     encoding: str = "utf-8"
 
+    def __init__(
+        self,
+        text: str,
+        lines: list[str],
+        diagnostics: list[Diagnostic] | None = None,
+        sbatch_refuses: bool = False,
+        latin1_lines: tuple[int, ...] = (),
+        encoding: str = "utf-8",
+    ):
+        self.text = text
+        self.lines = lines
+        self.diagnostics = [] if diagnostics is None else diagnostics
+        self.sbatch_refuses = sbatch_refuses
+        self.latin1_lines = latin1_lines
+        self.encoding = encoding
+
 
 def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
@@ -123,7 +139,7 @@ def decode_source(data: bytes) -> Source:
         except UnicodeDecodeError:
             body = data
 
-    if not data.strip(_WHITESPACE_BYTES):
+    if not data.startswith(b"#!") and not data.strip(_WHITESPACE_BYTES):
         return Source(
             data.decode("latin-1"),
             data.decode("latin-1").split("\n"),
@@ -173,8 +189,8 @@ def decode_source(data: bytes) -> Source:
             )
 
     crlf = body.find(b"\r\n")
-    lf_only = body.replace(b"\r\n", b"").count(b"\n")
     if crlf >= 0:
+        lf_only = body.replace(b"\r\n", b"").count(b"\n")
         line = _line_of(body, crlf)
         diags.append(
             Diagnostic(
@@ -208,7 +224,7 @@ def decode_source(data: bytes) -> Source:
             )
 
     # Bare CR (old Mac) line breaks: sbatch and bash see them as ordinary characters.
-    bare = body.replace(b"\r\n", b"").find(b"\r")
+    bare = body.replace(b"\r\n", b"").find(b"\r") if b"\r" in body else -1
     if bare >= 0:
         stripped = body.replace(b"\r\n", b"\n")
         cr_at = stripped.find(b"\r")
@@ -228,8 +244,10 @@ def decode_source(data: bytes) -> Source:
     if crlf >= 0:
         body = body.replace(b"\r\n", b"\n")
     bad: list[int] = []
+    decoded = None
     try:
-        lines = body.decode("utf-8").split("\n")  # the common case: one decode for the whole file
+        decoded = body.decode("utf-8")  # the common case: one decode for the whole file
+        lines = decoded.split("\n")
     except UnicodeDecodeError:
         lines, bad = _decode_lines(body.split(b"\n"))
     if bad:
@@ -249,5 +267,7 @@ def decode_source(data: bytes) -> Source:
     # a trailing newline does not start a new line
     if lines and lines[-1] == "" and body.endswith(b"\n"):
         lines.pop()
-    text = "\n".join(lines)
+        if decoded is not None:
+            decoded = decoded[:-1]
+    text = "\n".join(lines) if decoded is None else decoded
     return Source(text, lines, diags, refuses, tuple(bad), encoding)
