@@ -35,6 +35,15 @@ class Tok:
     literal: bool = True
     deferred: bool = False  # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
 
+    def __init__(self, value: str, raw: str, literal: bool = True, deferred: bool = False):
+        # what the generated __init__ of a frozen dataclass does (object.__setattr__ per field), written
+        # into the instance's dict directly: a launch line makes a few dozen Toks
+        d = self.__dict__
+        d["value"] = value
+        d["raw"] = raw
+        d["literal"] = literal
+        d["deferred"] = deferred
+
     @classmethod
     def gen(cls, value: str) -> Tok:
         return cls(value, shlex.quote(value), True)
@@ -134,6 +143,28 @@ class Shape:
     nodes_given: bool = False
     tasks_given: bool = False  # -n or --ntasks-per-node given (Slurm then sets SLURM_NTASKS)
     gpus_uneven: bool = False  # --gpus total not divisible by the node count
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        tasks_per_node: int = 1,
+        total_tasks: int = 1,
+        gpus_per_node: int = 0,
+        cpus_per_task: int | None = None,
+        nodes_given: bool = False,
+        tasks_given: bool = False,
+        gpus_uneven: bool = False,
+    ):
+        # (the generated __init__, as for Tok: step_shape makes one per family asked about an srun step)
+        d = self.__dict__
+        d["nodes"] = nodes
+        d["tasks_per_node"] = tasks_per_node
+        d["total_tasks"] = total_tasks
+        d["gpus_per_node"] = gpus_per_node
+        d["cpus_per_task"] = cpus_per_task
+        d["nodes_given"] = nodes_given
+        d["tasks_given"] = tasks_given
+        d["gpus_uneven"] = gpus_uneven
 
     def batch_node_only(self) -> Shape:
         """The layout of a launcher started in the batch step (no srun): node 0 only, its own tasks."""
@@ -253,6 +284,12 @@ class SrunCall:
     options: dict[str, str]  # canonical long name (or short letter) -> value ("" for flags)
     written: tuple[str, ...]  # the option words as written
     command: tuple[Word, ...]  # the command srun runs
+
+    def __init__(self, options: dict[str, str], written: tuple[str, ...], command: tuple[Word, ...]):
+        d = self.__dict__  # (the generated __init__, as for Tok)
+        d["options"] = options
+        d["written"] = written
+        d["command"] = command
 
 
 _SHORT_TO_LONG = {
@@ -683,6 +720,14 @@ class Option:
     inline: str | None  # the value after `=`, when written `--opt=value`
     group: tuple[Tok, ...]  # the option word and its separate value words
 
+    def __init__(self, tok: Tok, name: str, key: str, inline: str | None, group: tuple[Tok, ...]):
+        d = self.__dict__  # (the generated __init__, as for Tok)
+        d["tok"] = tok
+        d["name"] = name
+        d["key"] = key
+        d["inline"] = inline
+        d["group"] = group
+
     @property
     def value(self) -> Tok | None:
         """The separate value word (`--opt value`), or None."""
@@ -721,8 +766,9 @@ def static_value(ctx: LaunchContext, tok: Tok) -> str | None:
     """
     if tok.literal:
         return tok.value
-    unquoted = _unquoted_text(tok.raw)
-    if _has_glob(unquoted) or _has_tilde(tok.raw, unquoted) or ("{" in unquoted and "}" in unquoted):
+    raw = tok.raw
+    # (the unquoted text takes its characters from the raw text: without these it has none of them)
+    if ("*" in raw or "?" in raw or "[" in raw or "~" in raw or "{" in raw) and _expanded_by_bash(raw):
         return None  # bash expands these at run time (or into several words)
     m = _SINGLE_REF.match(tok.value)
     if not m:
@@ -732,6 +778,12 @@ def static_value(ctx: LaunchContext, tok: Tok) -> str | None:
     if value is not None and tok.raw == tok.value and (_has_glob(value) or ifs_split(value) != [value]):
         return None  # an unquoted expansion is split into words and globbed by bash
     return value
+
+
+def _expanded_by_bash(raw: str) -> bool:
+    """A glob, a tilde or braces outside the quotes of `raw`: bash expands them at run time."""
+    unquoted = _unquoted_text(raw)
+    return _has_glob(unquoted) or _has_tilde(raw, unquoted) or ("{" in unquoted and "}" in unquoted)
 
 
 _ANY_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -945,7 +997,9 @@ def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) ->
         if t.literal or t.deferred:
             out.append(t)
             continue
-        unquoted = _unquoted_text(t.raw)
+        raw = t.raw
+        # the unquoted text is read only for a tilde or a glob, whose characters it takes from the raw text
+        unquoted = _unquoted_text(raw) if ("*" in raw or "?" in raw or "[" in raw or "~" in raw) else ""
         if "{" in t.raw and _BRACE_SAFE.match(t.raw):
             try:
                 words = [w for w in brace_expand(t.raw) if w]

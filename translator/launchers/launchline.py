@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import shlex as _shlex
 
 from translator.diagnostics import INFO, WARNING
-from translator.launchers import common, registry
+from translator.launchers import common, container, indirect, registry
+from translator.launchers import script as script_family
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.launchers.intent import replace as intent_replace
-from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP, Word
 from translator.slurm.values import to_int
 
 # first words that make a command a launch candidate (srun, wrappers, the families' programs)
@@ -128,14 +130,12 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
 
     Structural wrappers are unwrapped here (container wrappers, `env A=B`, `bash -c`); the command
     inside goes to the first family of registry.FAMILIES that matches it."""
-    from translator.launchers import container, script
-
     if not toks:
-        return script.build(ctx, line, ["the launch line has no command"])
+        return script_family.build(ctx, line, ["the launch line has no command"])
     if not toks[0].literal:
         program = common.static_value(ctx, toks[0])
         if program is None:
-            return script.build(ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"])
+            return script_family.build(ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"])
         toks = [Tok(program, toks[0].raw, True)] + list(toks[1:])
     w0 = common.basename(toks[0].value)
     if w0 in container.APPTAINER:
@@ -149,16 +149,14 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
             intent = dispatch(ctx, words, srun, line)
             return intent_replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
     if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
-        from translator.launchers import indirect
-
         inner = indirect.bash_c_words(ctx, toks[2])
         if not inner:
-            return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
+            return script_family.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
     for family in registry.FAMILIES:
         if family.matches(ctx, toks, srun):
             return family.build(ctx, toks, srun, line)
-    return script.build(ctx, line, [f"no launcher family converts `{toks[0].raw}` on line {line}"])
+    return script_family.build(ctx, line, [f"no launcher family converts `{toks[0].raw}` on line {line}"])
 
 
 def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
@@ -301,16 +299,12 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
                 cmd.line,
                 "give the variable a literal value",
             )
-    from translator.launchers import indirect
-
     toks = common.toks_of(cmd.words)
     if toks and toks[0].value == "eval" and len(toks) > 1:
         # eval joins its arguments with blanks and runs the result as shell text
         text = " ".join(_eval_text(ctx, t) for t in toks[1:])
         parts = indirect.split_shell_words(text) if text is not None else None
         if parts is None:
-            from translator.launchers import script as script_family
-
             return script_family.build(ctx, cmd.line, [f"`eval` on line {cmd.line} runs shell logic"])
         ctx.add(
             INFO,
@@ -357,8 +351,6 @@ def _as_toks(words) -> list[Tok]:
 
 
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
-    from translator.launchers import container
-
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
         common.check_inherited_ntasks(ctx, call, line)
@@ -433,9 +425,6 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
     """Top-level assignments in effect before the launch (or before `line`), as bash would have them:
     `NAME+=…` appends to the earlier value, `unset NAME` removes it; an assignment earlier on the launch's
     own line (`A=x; cmd "$A"`) counts."""
-    import shlex as _shlex
-    from translator.read.ast import Word
-
     lines: list[str] | None = None  # the script's lines, split when first needed
     out: list[Assignment] = []
     last: dict = {}  # name -> its latest assignment in `out`
@@ -603,8 +592,6 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str, re
 
 def detect(script, job) -> LaunchIntent:
     """Choose the launch line and convert it with its family's module."""
-    from translator.launchers import script as script_family
-
     shape = common.job_shape(job.fields)
     walk = entries(script.body)
     launches: list[tuple[Command, str | None, int]] = []  # (command, enclosing block, index in walk)
@@ -619,27 +606,37 @@ def detect(script, job) -> LaunchIntent:
     # the commands that may be launches: is_launch, or a first word _indirect_launch looks through (a
     # variable, `eval …`), which is decided once every top-level assignment is known
     maybe: list[tuple[int, tuple]] = []
-    for i, entry in enumerate(walk):
+    i = -1
+    for entry in walk:
+        i += 1
         st, block = entry
-        if isinstance(st, Assignment):
+        cls = st.__class__
+        if cls is Assignment or (cls is not Command and isinstance(st, Assignment)):
             if block is None:
-                assigned.setdefault(st.name, []).append(st)
+                found = assigned.get(st.name)
+                if found is None:
+                    assigned[st.name] = [st]
+                else:
+                    found.append(st)
                 top_items.append((i, entry))
             else:
                 block_names.add(st.name)
-        elif isinstance(st, Command):
+        elif cls is Command or isinstance(st, Command):
             words = st.words
             if not words:
                 continue
             w0 = words[0]
-            if not w0.literal or w0.value == "eval" or is_launch(st):
-                maybe.append((i, entry))
-            if w0.value in _BEFORE_LAUNCH:
+            v0 = w0.value
+            if is_launch(st):
+                maybe.append((i, entry, True))
+            elif not w0.literal or v0 == "eval":
+                maybe.append((i, entry, False))
+            if v0 in _BEFORE_LAUNCH:
                 special.append((i, entry))
-                if block is None and w0.value == "unset":
+                if block is None and v0 == "unset":
                     top_items.append((i, entry))
-    for i, (st, block) in maybe:
-        if is_launch(st) or _indirect_launch(st, assigned):
+    for i, (st, block), launch in maybe:
+        if launch or _indirect_launch(st, assigned):
             if is_aux(st):
                 aux.append(st)
             else:
@@ -648,7 +645,13 @@ def detect(script, job) -> LaunchIntent:
 
     def context_for(line: int, launch: Command | None = None, index: int = 0) -> LaunchContext:
         if launch is None:
-            top = _top_assignments(script, walk, line, None)
+            # _top_assignments stops at the first statement on or after `line`: the top-level assignments and
+            # unsets before that one are all it reads (the first launch is on `line`: the stop is no later)
+            stop = launches[0][2] if launches else len(walk)
+            k = 0
+            while k < stop and getattr(walk[k][0], "line", 0) < line:
+                k += 1
+            top = _top_assignments(script, [e for i, e in top_items if i < k], line, None)
         else:  # _top_assignments reads only the top-level assignments and unsets before the launch
             top = _top_assignments(script, [e for i, e in top_items if i < index] + [walk[index]], line, launch)
         return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
