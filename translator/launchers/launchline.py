@@ -11,7 +11,7 @@ from translator.launchers import script as script_family
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.launchers.intent import replace as intent_replace
-from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP, Word
+from translator.read.ast import Assignment, Block, Command, Comment, LAUNCH, PIP, Word
 from translator.slurm.values import to_int
 
 # first words that make a command a launch candidate (srun, wrappers, the families' programs)
@@ -48,7 +48,10 @@ def _walk(statements, block: str | None = None):
 
 def _collect(statements, block: str | None, out: list) -> list:
     for st in statements:
-        if isinstance(st, Block):
+        cls = st.__class__
+        if cls is Command or cls is Assignment or cls is Comment:  # (most statements: no isinstance call)
+            out.append((st, block))
+        elif isinstance(st, Block):
             kind = block or st.kind
             if st.kind == "heredoc":
                 if st.command is not None:
@@ -153,10 +156,28 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
         if not inner:
             return script_family.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
-    for family in registry.FAMILIES:
-        if family.matches(ctx, toks, srun):
-            return family.build(ctx, toks, srun, line)
+    for family, module in _family_modules():
+        if module is None:  # (a Family of another kind: asked through its own methods)
+            if family.matches(ctx, toks, srun):
+                return family.build(ctx, toks, srun, line)
+        elif module.matches(ctx, toks, srun):  # what Family.matches/build do, without loading it each time
+            return module.build(ctx, toks, srun, line)
     return script_family.build(ctx, line, [f"no launcher family converts `{toks[0].raw}` on line {line}"])
+
+
+_FAMILY_MODULES: tuple = (None, ())  # (registry.FAMILIES, ((family, its module), ...)) when last asked
+
+
+def _family_modules() -> tuple:
+    """The families of registry.FAMILIES with their modules, loaded once per table (a test may swap it)."""
+    global _FAMILY_MODULES
+    families = registry.FAMILIES
+    memo = _FAMILY_MODULES
+    if memo[0] is families:
+        return memo[1]
+    pairs = tuple((f, f.load() if type(f) is registry.Family else None) for f in families)
+    _FAMILY_MODULES = (families, pairs)
+    return pairs
 
 
 def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
@@ -606,11 +627,11 @@ def detect(script, job) -> LaunchIntent:
     # the commands that may be launches: is_launch, or a first word _indirect_launch looks through (a
     # variable, `eval …`), which is decided once every top-level assignment is known
     maybe: list[tuple[int, tuple]] = []
-    i = -1
-    for entry in walk:
-        i += 1
+    for i, entry in enumerate(walk):
         st, block = entry
         cls = st.__class__
+        if cls is Comment:
+            continue
         if cls is Assignment or (cls is not Command and isinstance(st, Assignment)):
             if block is None:
                 found = assigned.get(st.name)
