@@ -86,6 +86,24 @@ def entries(statements) -> tuple:
     return out
 
 
+_SRUN_MEMO: tuple = (None, ())  # (statements, their srun commands): detect finds them, the script fallback reads
+
+
+def srun_commands(statements) -> tuple:
+    """The commands of entries(statements) whose program is srun (common.basename of the first word), in
+    order. detect() records them as it walks the body; another body is walked here."""
+    memo = _SRUN_MEMO
+    if memo[0] is statements:
+        return memo[1]
+    out = []
+    for st, _ in entries(statements):
+        if st.__class__ is Command or isinstance(st, Command):
+            words = st.words
+            if words and ((v := words[0].value) == "srun" or v.endswith("/srun")):  # basename == "srun"
+                out.append(st)
+    return tuple(out)
+
+
 _ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
 
 
@@ -627,6 +645,7 @@ def detect(script, job) -> LaunchIntent:
     # the commands that may be launches: is_launch, or a first word _indirect_launch looks through (a
     # variable, `eval …`), which is decided once every top-level assignment is known
     maybe: list[tuple[int, tuple]] = []
+    sruns: list[Command] = []
     for i, entry in enumerate(walk):
         st, block = entry
         cls = st.__class__
@@ -648,6 +667,8 @@ def detect(script, job) -> LaunchIntent:
                 continue
             w0 = words[0]
             v0 = w0.value
+            if v0 == "srun" or v0.endswith("/srun"):  # (srun_commands)
+                sruns.append(st)
             if is_launch(st):
                 maybe.append((i, entry, True))
             elif not w0.literal or v0 == "eval":
@@ -656,6 +677,9 @@ def detect(script, job) -> LaunchIntent:
                 special.append((i, entry))
                 if block is None and v0 == "unset":
                     top_items.append((i, entry))
+    global _SRUN_MEMO
+    if type(script.body) is tuple:  # (as entries: a list could change between calls)
+        _SRUN_MEMO = (script.body, tuple(sruns))
     for i, (st, block), launch in maybe:
         if launch or _indirect_launch(st, assigned):
             if is_aux(st):

@@ -17,7 +17,7 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
 from translator.plan import prologue
-from translator.read.ast import Assignment, Command
+from translator.read.ast import Assignment, Command, Comment
 
 _SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")  # what common.slurm_names finds
 # `set -e` / `set -o errexit` at the start of a line (after blanks): `(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)`,
@@ -243,16 +243,9 @@ def _shebang_options(script) -> list[str]:
 
 
 def _srun_calls(script):
-    from translator.launchers.launchline import entries
+    from translator.launchers.launchline import srun_commands
 
-    out = []
-    for st, _ in entries(script.body):
-        if st.__class__ is Command or isinstance(st, Command):
-            words = st.words
-            # common.basename(words[0].value) == "srun"
-            if words and ((v := words[0].value) == "srun" or v.endswith("/srun")):
-                out.append((common.parse_srun(words), st.line))
-    return out
+    return [(common.parse_srun(st.words), st.line) for st in srun_commands(script.body)]
 
 
 def _batch_once_body(ctx, script, body: str):
@@ -263,7 +256,10 @@ def _batch_once_body(ctx, script, body: str):
     helpers = set()
     changed = False
     for st in script.body:
-        if not (st.__class__ is Assignment or isinstance(st, Assignment)) or st.value.literal:
+        cls = st.__class__
+        if cls is not Assignment and (cls is Command or cls is Comment or not isinstance(st, Assignment)):
+            continue
+        if st.value.literal:
             continue
         raw = st.value.raw
         # batch_once depends on the text alone: asked first, the line is looked at only when it has an answer
