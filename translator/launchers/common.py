@@ -128,6 +128,18 @@ def slurm_names(text: str) -> list[str]:
     return list(names)
 
 
+_PROLOGUE: list = []  # translator.plan.prologue, once loaded (not at import: `inspect` does not need it)
+
+
+def _prologue():
+    """The module translator.plan.prologue (a function-level import statement costs more on every call)."""
+    if not _PROLOGUE:
+        from translator.plan import prologue
+
+        _PROLOGUE.append(prologue)
+    return _PROLOGUE[0]
+
+
 # ---- the job's shape ---------------------------------------------------------------------------
 
 
@@ -501,7 +513,7 @@ def shell_preamble(
 
     Exported literal assignments become TrainJob env (plan/env.py) and need nothing here.
     """
-    from translator.plan import prologue
+    prologue = _prologue()
 
     needed: list[Assignment] = []
     slurm: list[str] = []
@@ -582,7 +594,7 @@ def word_text(ctx: LaunchContext, t: Tok) -> str:
     text = t.shell()
     if t.literal or t.deferred:
         return text
-    from translator.plan import prologue
+    prologue = _prologue()
 
     new, need, unfixable = prologue.batch_once(text)
     if need:
@@ -816,7 +828,7 @@ def _static_name(ctx: LaunchContext, name: str) -> str | None:
         return last.value.value if last.value.literal and name not in ctx.block_assigned else None
     if name in ctx.block_assigned:
         return None
-    from translator.plan import prologue
+    prologue = _prologue()
 
     return prologue.static_value(name, ctx.job, ctx.shape)
 
