@@ -448,6 +448,8 @@ class LaunchContext:
     _last: dict[str, Assignment] | None = field(default=None, repr=False, compare=False)
     # the fields of the findings, which equal Findings have (a tuple hashes without a Python-level __hash__)
     _seen: set[tuple] | None = field(default=None, repr=False, compare=False)
+    # name -> _static_name's answer: what it reads (the assignments, the job, its shape) is fixed for a context
+    _static: dict[str, str | None] | None = field(default=None, repr=False, compare=False)
 
     def last_assignment(self, name: str) -> Assignment | None:
         """The last top-level assignment of `name` before the launch line (an index built once: a script with
@@ -823,14 +825,22 @@ def static_text(ctx: LaunchContext, text: str) -> str | None:
 
 
 def _static_name(ctx: LaunchContext, name: str) -> str | None:
+    known = ctx._static
+    if known is None:
+        known = ctx._static = {}
+    elif name in known:
+        return known[name]
+    value = known[name] = _static_name_of(ctx, name)
+    return value
+
+
+def _static_name_of(ctx: LaunchContext, name: str) -> str | None:
     last = ctx.last_assignment(name)
     if last is not None:
         return last.value.value if last.value.literal and name not in ctx.block_assigned else None
     if name in ctx.block_assigned:
         return None
-    prologue = _prologue()
-
-    return prologue.static_value(name, ctx.job, ctx.shape)
+    return _prologue().static_value(name, ctx.job, ctx.shape)
 
 
 def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> list[Tok]:
