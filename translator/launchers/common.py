@@ -120,11 +120,14 @@ def slurm_names(text: str) -> list[str]:
         return []
     names: dict[str, None] = {}
     for m in _SLURM_NAME_TAIL.finditer(text):
+        name = m.group()
+        if name in names:  # (already found where it is a whole word: its place in the order is taken)
+            continue
         start = m.start()
         # `XSLURM_A`: no word boundary before it. (No match of the full pattern can start inside a refused
-        # one: every character there is a word character.)
-        if not start or not _is_word_char(text[start - 1]):
-            names[m.group()] = None
+        # one: every character there is a word character.) _is_word_char, written out.
+        if not start or ((ch := text[start - 1]) != "_" and not ch.isalnum()):
+            names[name] = None
     return list(names)
 
 
