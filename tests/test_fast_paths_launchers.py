@@ -531,3 +531,24 @@ def test_body_text_before_the_first_line():
     assert script.body_text(SimpleNamespace(text=None, body_start_line=1)) == ""
     assert script.body_text(SimpleNamespace(text="a\nb\n", body_start_line=3)) == ""
     assert script.body_text(SimpleNamespace(text="a\nb\n", body_start_line=4)) == ""
+
+
+@_fuzz(150)
+@given(_scripts())
+def test_script_fallback_does_not_read_the_assignments(text):
+    """detect gives the script fallback a context without the top-level assignments (it used to compute
+    them): the fallback builds the same intent and findings with them."""
+    from translator.launchers import launchline
+    from translator.launchers.common import LaunchContext, job_shape
+    from translator.read import read_script
+    from translator.slurm.resolve import resolve
+
+    script_ = read_script(text.encode("utf-8", "surrogatepass"), "job.sbatch")
+    job = resolve(script_, env={}, cli_args=())
+    walk = launchline.entries(script_.body)
+    line = script_.body_start_line or 1
+    built = []
+    for top in ((), launchline._top_assignments(script_, walk, line, None)):
+        ctx = LaunchContext(script=script_, job=job, shape=job_shape(job.fields), assignments=top)
+        built.append((script.build(ctx, None, ["r"]), ctx.findings))
+    assert built[0] == built[1]

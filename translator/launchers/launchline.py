@@ -688,19 +688,6 @@ def detect(script, job) -> LaunchIntent:
                 launches.append((st, block, i))
     block_assigned = frozenset(block_names)
 
-    def context_for(line: int, launch: Command | None = None, index: int = 0) -> LaunchContext:
-        if launch is None:
-            # _top_assignments stops at the first statement on or after `line`: the top-level assignments and
-            # unsets before that one are all it reads (the first launch is on `line`: the stop is no later)
-            stop = launches[0][2] if launches else len(walk)
-            k = 0
-            while k < stop and getattr(walk[k][0], "line", 0) < line:
-                k += 1
-            top = _top_assignments(script, [e for i, e in top_items if i < k], line, None)
-        else:  # _top_assignments reads only the top-level assignments and unsets before the launch
-            top = _top_assignments(script, [e for i, e in top_items if i < index] + [walk[index]], line, launch)
-        return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
-
     reasons: list[str] = []
     if len(launches) == 1:
         cmd, block, _ = launches[0]
@@ -713,13 +700,17 @@ def detect(script, job) -> LaunchIntent:
     elif len(launches) > 1:
         reasons.append("launch lines " + ", ".join(str(c[0].line) for c in launches) + " run as several steps")
     if len(launches) != 1 or reasons:
-        ctx = context_for(launches[0][0].line if launches else (script.body_start_line or 1))
+        # the script fallback reads the script, the job and its shape, never the assignments before a line
+        # (tests/test_fast_paths_launchers.py checks that it builds the same with and without them)
+        ctx = LaunchContext(script=script, job=job, shape=shape, block_assigned=block_assigned)
         if not launches:
             reasons.append("no launch line (srun, torchrun, mpirun, deepspeed, accelerate, python) was found")
         intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
         return intent_replace(intent, findings=tuple(ctx.findings))
     cmd, _, index = launches[0]
-    ctx = context_for(cmd.line, cmd, index)
+    # _top_assignments reads only the top-level assignments and unsets before the launch
+    top = _top_assignments(script, [e for i, e in top_items if i < index] + [walk[index]], cmd.line, cmd)
+    ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
     ctx.launch_line = cmd.line
     positional = list(getattr(job, "script_args", ()) or ())
     replayed = True
