@@ -386,10 +386,29 @@ def _int(value: str | None) -> int | None:
     return to_int(text)
 
 
+_STEP_MEMO: tuple = (None, None, None)  # (job shape, srun call, step shape) of the last call: the families
+# ask in turn about the same step (matches, then build)
+
+
 def step_shape(job: Shape, srun: SrunCall | None) -> Shape:
     """The layout of one srun step: srun's -N/-n/--ntasks-per-node override the job's."""
     if srun is None:
         return job
+    memo = _STEP_MEMO
+    if memo[0] is job and memo[1] is srun and memo[2] is not None:
+        return memo[2]
+    step = _step_shape(job, srun)
+    _remember_step(job, srun, step)
+    return step
+
+
+def _remember_step(job: Shape, srun: SrunCall, step: Shape) -> None:
+    global _STEP_MEMO
+    # (parse_srun's calls are not changed after it made them; a stand-in of another type is not remembered)
+    _STEP_MEMO = (job, srun, step) if type(srun) is SrunCall else (None, None, None)
+
+
+def _step_shape(job: Shape, srun: SrunCall) -> Shape:
     nodes = _int(srun.options.get("nodes", "").split("-")[0]) or job.nodes
     nodes = min(nodes, job.nodes) if job.nodes_given else nodes
     ntasks = _int(srun.options.get("ntasks"))
@@ -861,8 +880,17 @@ def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> list[Tok]:
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 
 
+_IS_PYTHON: dict[str, bool] = {}  # word -> is_python(word): the first words of commands repeat (bounded)
+
+
 def is_python(word: str) -> bool:
-    return bool(_PYTHON.match(basename(word)))
+    known = _IS_PYTHON.get(word)
+    if known is not None:
+        return known
+    answer = bool(_PYTHON.match(basename(word)))
+    if len(_IS_PYTHON) < 4096:
+        _IS_PYTHON[word] = answer
+    return answer
 
 
 # ---- tilde, globs and brace expansion in launch words ------------------------------------------------

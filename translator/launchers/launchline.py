@@ -47,10 +47,11 @@ def _walk(statements, block: str | None = None):
 
 
 def _collect(statements, block: str | None, out: list) -> list:
+    append = out.append
     for st in statements:
         cls = st.__class__
         if cls is Command or cls is Assignment or cls is Comment:  # (most statements: no isinstance call)
-            out.append((st, block))
+            append((st, block))
         elif isinstance(st, Block):
             kind = block or st.kind
             if st.kind == "heredoc":
