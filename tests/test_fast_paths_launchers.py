@@ -552,3 +552,25 @@ def test_script_fallback_does_not_read_the_assignments(text):
         ctx = LaunchContext(script=script_, job=job, shape=job_shape(job.fields), assignments=top)
         built.append((script.build(ctx, None, ["r"]), ctx.findings))
     assert built[0] == built[1]
+
+
+def test_strip_wrappers_without_a_wrapper_keeps_the_words():
+    from translator.launchers.common import Tok
+    from translator.launchers.launchline import strip_wrappers
+
+    for words in (
+        ["python", "t.py"],
+        ["/usr/bin/time", "-p", "x"],
+        ["/bin/env", "A=1", "x"],
+        ["envx", "A=1"],
+        ["time2"],
+        ["stdbuf", "-oL", "srun", "x"],
+        ["exec", "-c", "nohup", "env", "-u", "X", "B=2", "x"],
+        [],
+    ):
+        toks = [Tok(w, w) for w in words]
+        for given in (toks, tuple(toks), iter(toks)):
+            got = strip_wrappers(None, given, 1)
+            assert isinstance(got[0], tuple) and got == strip_wrappers(None, list(toks), 1)
+    assert strip_wrappers(None, [Tok("python", "python")], 1) == ((Tok("python", "python"),), [])
+    assert strip_wrappers(None, [Tok(w, w) for w in ("env", "A=1", "x")], 1) == ((Tok("x", "x"),), [("A", "1")])

@@ -275,11 +275,18 @@ class _TokWord:
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
+_WRAPPER_NAMES = frozenset(("exec", "nohup", "command", "builtin", "time", "stdbuf", "env"))  # strip_wrappers drops
+
+
 def strip_wrappers(ctx: LaunchContext | None, words, line: int):
     """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
 
     Returns (remaining words, [(name, value)] environment the wrappers set).
     """
+    if words.__class__ in (tuple, list) and words:  # (any other iterable: the general path)
+        v0 = words[0].value
+        if v0[v0.rfind("/") + 1 :] not in _WRAPPER_NAMES:  # (common.basename) no wrapper: the words as they are
+            return tuple(words), []
     words = list(words)
     env = []
     while words:

@@ -17,7 +17,7 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
 from translator.plan import prologue
-from translator.read.ast import Assignment, Command, Comment
+from translator.read.ast import Assignment, Block, Command, Comment
 
 _SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")  # what common.slurm_names finds
 # `set -e` / `set -o errexit` at the start of a line (after blanks): `(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)`,
@@ -255,10 +255,12 @@ def _batch_once_body(ctx, script, body: str):
     start = script.body_start_line
     helpers = set()
     changed = False
-    for st in script.body:
-        cls = st.__class__
-        if cls is not Assignment and (cls is Command or cls is Comment or not isinstance(st, Assignment)):
-            continue
+    others = (Command, Comment, Block)  # (the other statement classes: no isinstance call for them)
+    for st in [
+        s
+        for s in script.body
+        if (c := s.__class__) is Assignment or (c not in others and isinstance(s, Assignment))
+    ]:
         if st.value.literal:
             continue
         raw = st.value.raw
