@@ -362,7 +362,9 @@ def test_launcher_records_behave_like_generated_frozen_dataclasses():
 
     import pytest
 
+    from translator.diagnostics import Finding
     from translator.launchers.common import Option, Shape, SrunCall, Tok
+    from translator.launchers.intent import LaunchIntent
 
     def twin(cls):
         spec = [
@@ -379,6 +381,15 @@ def test_launcher_records_behave_like_generated_frozen_dataclasses():
         (Shape, [(), (2, 4, 8, 1, 3, True, True, True)], [{"nodes": 3, "gpus_uneven": True}, {"cpus_per_task": 2}]),
         (SrunCall, [({"nodes": "2"}, ("-N", "2"), ())], [{"options": {}, "written": (), "command": ()}]),
         (Option, [(tok, "--a", "--a", None, (tok,)), (tok, "--b", "--b", "1", ())], []),
+        (
+            LaunchIntent,
+            [("torchrun", "torch", ("torchrun",), ("t.py",)), ("s", "f", (), (), 3, 2, "i", (("A", "1"),))],
+            [
+                {"family": "python", "framework": "torch", "command": ("python",), "args": (), "uses_shell": True},
+                {"family": "f", "framework": "j", "command": (), "args": (), "findings": (Finding("info", "L1", "m", 1),)},
+                {"family": "f", "framework": "j", "command": (), "args": (), "mounts": (("/a", "/b"),), "num_nodes": 2},
+            ],
+        ),
     ]
     for cls, positional, keywords in cases:
         ref = twin(cls)
