@@ -124,8 +124,8 @@ def is_launch(cmd: Command) -> bool:
     if not words or cmd.kind == PIP:
         return False
     v0 = words[0].value
-    w0 = v0[v0.rfind("/") + 1 :]  # common.basename (called for every command of the body)
-    if w0.startswith("python") and common.is_python(w0):
+    w0 = v0[v0.rfind("/") + 1 :] if "/" in v0 else v0  # common.basename (called for every command of the body)
+    if "python" in w0 and w0.startswith("python") and common.is_python(w0):
         # is_env_setup, which only a python command can be
         return not (len(words) >= 3 and words[1].value == "-m" and words[2].value in _ENV_MODULES)
     return cmd.kind == LAUNCH or w0 in LAUNCHERS
@@ -482,12 +482,17 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
             break
         if block is not None:
             continue
-        if isinstance(st, Assignment):
+        cls = st.__class__
+        if cls is Assignment or (cls is not Command and isinstance(st, Assignment)):
             prev = last.get(st.name)
-            if prev is not None and lines is None:
-                lines = (script.text or "").split("\n")  # bash ends lines at \n only
-            src = (lines[st.line - 1] if 0 < st.line <= len(lines) else "") if lines is not None else ""
-            if prev is not None and st.name + "+=" in src and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+            # `NAME+=` on the assignment's own line: looked for there only when the text has it at all
+            if prev is not None and (append := st.name + "+=") in (script.text or ""):
+                if lines is None:
+                    lines = (script.text or "").split("\n")  # bash ends lines at \n only
+                src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
+            else:
+                src = ""
+            if prev is not None and src and append in src and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
                 p, v = prev.value, st.value
                 if p.raw.startswith("(") and v.raw.startswith("("):  # array append
                     val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:], literal=False)
@@ -498,7 +503,7 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
                 st = Assignment(st.line, st.name, val, st.exported or prev.exported)
             out.append(st)
             last[st.name] = st
-        elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
+        elif (cls is Command or isinstance(st, Command)) and st.words and st.words[0].value == "unset":
             words = [w.value for w in st.words[1:]]
             if "-f" not in words:
                 gone = {w for w in words if not w.startswith("-")}
@@ -661,11 +666,10 @@ def detect(script, job) -> LaunchIntent:
             continue
         if cls is Assignment or (cls is not Command and isinstance(st, Assignment)):
             if block is None:
-                found = assigned.get(st.name)
-                if found is None:
-                    assigned[st.name] = [st]
+                if st.name in assigned:
+                    assigned[st.name].append(st)
                 else:
-                    found.append(st)
+                    assigned[st.name] = [st]
                 top_items.append((i, entry))
             else:
                 block_names.add(st.name)
@@ -675,7 +679,7 @@ def detect(script, job) -> LaunchIntent:
                 continue
             w0 = words[0]
             v0 = w0.value
-            if v0 == "srun" or v0.endswith("/srun"):  # (srun_commands)
+            if "srun" in v0 and (v0 == "srun" or v0.endswith("/srun")):  # (srun_commands)
                 sruns.append(st)
             if is_launch(st):
                 maybe.append((i, entry, True))
