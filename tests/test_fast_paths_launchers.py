@@ -386,7 +386,13 @@ def test_launcher_records_behave_like_generated_frozen_dataclasses():
             [("torchrun", "torch", ("torchrun",), ("t.py",)), ("s", "f", (), (), 3, 2, "i", (("A", "1"),))],
             [
                 {"family": "python", "framework": "torch", "command": ("python",), "args": (), "uses_shell": True},
-                {"family": "f", "framework": "j", "command": (), "args": (), "findings": (Finding("info", "L1", "m", 1),)},
+                {
+                    "family": "f",
+                    "framework": "j",
+                    "command": (),
+                    "args": (),
+                    "findings": (Finding("info", "L1", "m", 1),),
+                },
                 {"family": "f", "framework": "j", "command": (), "args": (), "mounts": (("/a", "/b"),), "num_nodes": 2},
             ],
         ),
@@ -486,7 +492,7 @@ _ONCE_LINES = [
     "cat <<EOF\nH=$(hostname)\nEOF",
     "if true; then R2=$RANDOM; fi",
     "A=1; B=$(hostname)",
-    "F=\"$(hostname)\" G=$RANDOM",
+    'F="$(hostname)" G=$RANDOM',
 ]
 
 
@@ -580,8 +586,8 @@ def test_strip_wrappers_without_a_wrapper_keeps_the_words():
         [],
     ):
         toks = [Tok(w, w) for w in words]
-        for given in (toks, tuple(toks), iter(toks)):
-            got = strip_wrappers(None, given, 1)
+        for words_in in (toks, tuple(toks), iter(toks)):
+            got = strip_wrappers(None, words_in, 1)
             assert isinstance(got[0], tuple) and got == strip_wrappers(None, list(toks), 1)
     assert strip_wrappers(None, [Tok("python", "python")], 1) == ((Tok("python", "python"),), [])
     assert strip_wrappers(None, [Tok(w, w) for w in ("env", "A=1", "x")], 1) == ((Tok("x", "x"),), [("A", "1")])

@@ -157,7 +157,9 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
     if not toks[0].literal:
         program = common.static_value(ctx, toks[0])
         if program is None:
-            return script_family.build(ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"])
+            return script_family.build(
+                ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"]
+            )
         toks = [Tok(program, toks[0].raw, True)] + list(toks[1:])
     w0 = common.basename(toks[0].value)
     if w0 in container.APPTAINER:
@@ -657,7 +659,7 @@ def detect(script, job) -> LaunchIntent:
     special: list[tuple[int, tuple]] = []
     # the commands that may be launches: is_launch, or a first word _indirect_launch looks through (a
     # variable, `eval …`), which is decided once every top-level assignment is known
-    maybe: list[tuple[int, tuple]] = []
+    maybe: list[tuple[int, tuple, bool]] = []
     sruns: list[Command] = []
     for i, entry in enumerate(walk):
         st, block = entry

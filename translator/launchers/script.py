@@ -257,9 +257,7 @@ def _batch_once_body(ctx, script, body: str):
     changed = False
     others = (Command, Comment, Block)  # (the other statement classes: no isinstance call for them)
     for st in [
-        s
-        for s in script.body
-        if (c := s.__class__) is Assignment or (c not in others and isinstance(s, Assignment))
+        s for s in script.body if (c := s.__class__) is Assignment or (c not in others and isinstance(s, Assignment))
     ]:
         if st.value.literal:
             continue
