@@ -591,3 +591,26 @@ def test_strip_wrappers_without_a_wrapper_keeps_the_words():
             assert isinstance(got[0], tuple) and got == strip_wrappers(None, list(toks), 1)
     assert strip_wrappers(None, [Tok("python", "python")], 1) == ((Tok("python", "python"),), [])
     assert strip_wrappers(None, [Tok(w, w) for w in ("env", "A=1", "x")], 1) == ((Tok("x", "x"),), [("A", "1")])
+
+
+@S.fuzz_settings(300)
+@given(
+    st.lists(st.sampled_from(_ONCE_LINES + ["$(date)", "`hostname`", "$((RANDOM))", "${BASHPID}", "x$$y"]), max_size=4)
+)
+def test_remembered_batch_once_is_prologue_batch_once(pieces):
+    from translator.plan import prologue
+
+    text = " ".join(pieces)
+    want = prologue.batch_once(text)
+    for _ in range(2):  # asked, then remembered
+        got = common.batch_once(text)
+        assert (got[0], set(got[1]), list(got[2])) == want
+        assert isinstance(got[1], frozenset) and isinstance(got[2], tuple)
+
+
+def test_remembered_batch_once_is_bounded(monkeypatch):
+    monkeypatch.setattr(common, "_ONCE_MEMO_SIZE", 3)
+    monkeypatch.setattr(common, "_ONCE_MEMO", {})
+    for i in range(10):
+        assert common.batch_once(f"$(hostname)-{i}")[0] == f"$(_s2k_batch_host)-{i}"
+        assert len(common._ONCE_MEMO) <= 3

@@ -143,6 +143,24 @@ def _prologue():
     return _PROLOGUE[0]
 
 
+_ONCE_MEMO: dict[str, tuple[str, frozenset[str], tuple[str, ...]]] = {}
+_ONCE_MEMO_SIZE = 4096
+
+
+def batch_once(text: str) -> tuple[str, frozenset[str], tuple[str, ...]]:
+    """prologue.batch_once(text), remembered per process: it depends on the text alone, and the same values
+    (`$(scontrol show hostnames …)`, `$(date +%s)`) come back script after script. The helpers and the
+    per-run forms are returned as a frozenset and a tuple, so that no caller can change a remembered answer."""
+    known = _ONCE_MEMO.get(text)
+    if known is None:
+        new, need, unfixable = _prologue().batch_once(text)
+        known = (new, frozenset(need), tuple(unfixable))
+        if len(_ONCE_MEMO) >= _ONCE_MEMO_SIZE:
+            _ONCE_MEMO.clear()
+        _ONCE_MEMO[text] = known
+    return known
+
+
 # ---- the job's shape ---------------------------------------------------------------------------
 
 
@@ -582,7 +600,7 @@ def shell_preamble(
     for a in sorted(needed, key=lambda a: order.get(id(a), 0)):
         text = _assignment_text(a)
         if not a.value.literal:
-            new, need, unfixable = prologue.batch_once(text)
+            new, need, unfixable = batch_once(text)
             if need:
                 ctx.add(
                     INFO,
@@ -618,9 +636,7 @@ def word_text(ctx: LaunchContext, t: Tok) -> str:
     text = t.shell()
     if t.literal or t.deferred:
         return text
-    prologue = _prologue()
-
-    new, need, unfixable = prologue.batch_once(text)
+    new, need, unfixable = batch_once(text)
     if need:
         ctx.once_helpers |= need
         ctx.add(

@@ -253,7 +253,7 @@ def _batch_once_body(ctx, script, body: str):
     computes the same value; per-run values (date, $$) reported."""
     lines: list[str] | None = None  # the body's lines, split when an assignment needs rewriting or a finding
     start = script.body_start_line
-    helpers = set()
+    helpers: set[str] = set()
     changed = False
     others = (Command, Comment, Block)  # (the other statement classes: no isinstance call for them)
     for st in [
@@ -263,7 +263,7 @@ def _batch_once_body(ctx, script, body: str):
             continue
         raw = st.value.raw
         # batch_once depends on the text alone: asked first, the line is looked at only when it has an answer
-        new, need, unfixable = prologue.batch_once(raw)
+        new, need, unfixable = common.batch_once(raw)
         if not (need or unfixable):
             continue
         if lines is None:
