@@ -614,3 +614,12 @@ def test_remembered_batch_once_is_bounded(monkeypatch):
     for i in range(10):
         assert common.batch_once(f"$(hostname)-{i}")[0] == f"$(_s2k_batch_host)-{i}"
         assert len(common._ONCE_MEMO) <= 3
+
+
+@S.fuzz_settings(300)
+@given(st.text(alphabet="ab_$#!{}1 \n\"'é", max_size=30))
+def test_remembered_var_refs_are_the_pattern_s_names(text):
+    want = list(dict.fromkeys(m.group(1) or m.group(2) for m in common._VAR_REF.finditer(text)))
+    first = common.var_refs(text)
+    first.append("changed by a caller")  # a caller's list is its own
+    assert common.var_refs(text) == want and common.var_refs(text) is not common.var_refs(text)

@@ -68,9 +68,21 @@ def all_literal(toks: Sequence[Tok]) -> bool:
 _VAR_REF = re.compile(r"\$(?:\{[#!]?([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
 
 
+_VAR_REFS_MEMO: dict[str, tuple[str, ...]] = {}  # text -> its names: launch lines and values repeat (bounded)
+
+
 def var_refs(text: str) -> list[str]:
-    """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates."""
-    return list(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
+    """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates (a new
+    list on each call: callers extend it)."""
+    known = _VAR_REFS_MEMO.get(text)
+    if known is None:
+        if "$" not in text:  # (every reference starts with one)
+            return []
+        known = tuple(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
+        if len(_VAR_REFS_MEMO) >= 4096:
+            _VAR_REFS_MEMO.clear()
+        _VAR_REFS_MEMO[text] = known
+    return list(known)
 
 
 _IFS_BLANKS = re.compile(r"[ \t\n]+")
