@@ -350,3 +350,276 @@ def test_as_toks_is_toks_of():
         got = _as_toks(words_in)
         assert got == toks_of(words_in) and [t.deferred for t in got] == [False] * len(got)
         assert all(type(t) is Tok and type(t.literal) is bool for t in got)
+
+
+# ---- second pass (issue 13): records built without per-field calls, memos, pre-screens --------------------
+
+
+def test_launcher_records_behave_like_generated_frozen_dataclasses():
+    """Tok, Shape, SrunCall and Option write their fields into the instance dict; everything else about them
+    is what @dataclass(frozen=True) generates, compared with a class it generates for the same fields."""
+    import dataclasses
+
+    import pytest
+
+    from translator.diagnostics import Finding
+    from translator.launchers.common import Option, Shape, SrunCall, Tok
+    from translator.launchers.intent import LaunchIntent
+
+    def twin(cls):
+        spec = [
+            (f.name, f.type, dataclasses.field(default=f.default))
+            if f.default is not dataclasses.MISSING
+            else (f.name, f.type)
+            for f in dataclasses.fields(cls)
+        ]
+        return dataclasses.make_dataclass(cls.__name__, spec, frozen=True)
+
+    tok = Tok("a b", "'a b'", False, True)
+    cases = [
+        (Tok, [("x", "x"), ("x", "'x'", False), ("é", "é", True, True)], [{"value": "v", "raw": "r"}]),
+        (Shape, [(), (2, 4, 8, 1, 3, True, True, True)], [{"nodes": 3, "gpus_uneven": True}, {"cpus_per_task": 2}]),
+        (SrunCall, [({"nodes": "2"}, ("-N", "2"), ())], [{"options": {}, "written": (), "command": ()}]),
+        (Option, [(tok, "--a", "--a", None, (tok,)), (tok, "--b", "--b", "1", ())], []),
+        (
+            LaunchIntent,
+            [("torchrun", "torch", ("torchrun",), ("t.py",)), ("s", "f", (), (), 3, 2, "i", (("A", "1"),))],
+            [
+                {"family": "python", "framework": "torch", "command": ("python",), "args": (), "uses_shell": True},
+                {
+                    "family": "f",
+                    "framework": "j",
+                    "command": (),
+                    "args": (),
+                    "findings": (Finding("info", "L1", "m", 1),),
+                },
+                {"family": "f", "framework": "j", "command": (), "args": (), "mounts": (("/a", "/b"),), "num_nodes": 2},
+            ],
+        ),
+    ]
+    for cls, positional, keywords in cases:
+        ref = twin(cls)
+        for args, kwargs in [(a, {}) for a in positional] + [((), k) for k in keywords]:
+            got, want = cls(*args, **kwargs), ref(*args, **kwargs)
+            assert dataclasses.astuple(got) == dataclasses.astuple(want)
+            assert repr(got) == repr(want).replace(ref.__qualname__, cls.__qualname__, 1)
+            assert got == cls(*args, **kwargs) and got != want  # (another class: not equal, as generated)
+            if cls is not SrunCall:  # (a dict field: unhashable in both)
+                assert hash(got) == hash(cls(*args, **kwargs))
+            name = dataclasses.fields(cls)[0].name
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(got, name, None)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                delattr(got, name)
+            assert dataclasses.replace(got) == got
+    with pytest.raises(TypeError):
+        Tok("a")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Shape(nodes=1, no_such_field=2)  # type: ignore[call-arg]
+
+
+@_fuzz(200)
+@given(_scripts())
+def test_srun_commands_recorded_by_detect_match_the_walk(text):
+    from translator.launchers import launchline
+    from translator.read import read_script
+    from translator.read.ast import Command
+    from translator.slurm.resolve import resolve
+
+    script_ = read_script(text.encode("utf-8", "surrogatepass"), "job.sbatch")
+    want = tuple(
+        st_
+        for st_, _ in _reference_walk(script_.body)
+        if isinstance(st_, Command) and st_.words and common.basename(st_.words[0].value) == "srun"
+    )
+    assert launchline.srun_commands(list(script_.body)) == want  # walked
+    launchline.detect(script_, resolve(script_, env={}, cli_args=()))
+    assert launchline.srun_commands(script_.body) == want  # recorded by detect
+    assert script._srun_calls(script_) == [(common.parse_srun(c.words), c.line) for c in want]
+
+
+@S.fuzz_settings(500)
+@given(st.text(alphabet="ab $'\"\\`(){}*?[]~,:=\n é-x", max_size=40))
+def test_words_without_glob_tilde_or_brace_characters_need_no_unquoted_text(raw):
+    """shell_word_expansions and static_value read the unquoted text only when the raw word has `*?[~` (or
+    `{`): the unquoted text takes its characters from the raw word, so without them nothing is found."""
+    unquoted = common._unquoted_text(raw)
+    assert set(unquoted) <= set(raw) | {" "}
+    if not any(ch in raw for ch in "*?[~"):
+        assert not common._has_glob(unquoted) and not common._has_tilde(raw, unquoted)
+        if "{" not in raw:
+            assert not common._expanded_by_bash(raw)
+
+
+def _reference_batch_once_body(ctx, script_, body):
+    """_batch_once_body before the second pass: the body split first, batch_once asked for each assignment
+    whose text is on its line."""
+    from translator.diagnostics import INFO, WARNING
+    from translator.plan import prologue
+    from translator.read.ast import Assignment
+
+    lines = body.split("\n")
+    start = script_.body_start_line
+    helpers = set()
+    changed = False
+    for st_ in script_.body:
+        if not isinstance(st_, Assignment) or st_.value.literal:
+            continue
+        i = st_.line - start
+        if not (0 <= i < len(lines)) or st_.value.raw not in lines[i]:
+            continue
+        new, need, unfixable = prologue.batch_once(st_.value.raw)
+        if need:
+            lines[i] = lines[i].replace(st_.value.raw, new, 1)
+            changed = True
+            helpers |= need
+            ctx.add(INFO, "L346", f"{st_.name} {sorted(need)}", st_.line)
+        if unfixable:
+            ctx.add(WARNING, "L346", f"{st_.name} {unfixable}", st_.line)
+    return ("\n".join(lines) if changed else body), helpers
+
+
+_ONCE_LINES = [
+    "H=$(hostname)",
+    "H=`hostname -s`",
+    "R=$RANDOM",
+    "S=$((RANDOM % 7))",
+    "D=$(date +%s)",
+    "P=$$",
+    "X=$HOME/a",
+    "L=literal",
+    "export M=${HOSTNAME}-$(date)",
+    "cat <<EOF\nH=$(hostname)\nEOF",
+    "if true; then R2=$RANDOM; fi",
+    "A=1; B=$(hostname)",
+    'F="$(hostname)" G=$RANDOM',
+]
+
+
+@_fuzz(200)
+@given(st.lists(st.sampled_from(_ONCE_LINES + ["echo x", "# c", "srun hostname"]), max_size=12))
+def test_batch_once_body_matches_the_reference(lines):
+    from types import SimpleNamespace
+
+    from translator.launchers.common import LaunchContext, Shape
+    from translator.read import read_script
+
+    text = "#!/bin/bash\n#SBATCH -N 2\n" + "\n".join(lines) + "\n"
+    script_ = read_script(text.encode(), "job.sbatch")
+    body = script.body_text(script_)
+    job = SimpleNamespace(fields=None)
+    got_ctx = LaunchContext(script=script_, job=job, shape=Shape())  # type: ignore[arg-type]
+    want_ctx = LaunchContext(script=script_, job=job, shape=Shape())  # type: ignore[arg-type]
+    got = script._batch_once_body(got_ctx, script_, body)
+    want = _reference_batch_once_body(want_ctx, script_, body)
+    assert got == want
+    assert [(f.code, f.line) for f in got_ctx.findings] == [(f.code, f.line) for f in want_ctx.findings]
+
+
+def test_static_names_are_remembered_per_context():
+    from translator.launchers.common import LaunchContext, _static_name, _static_name_of, job_shape
+    from translator.read import read_script
+    from translator.slurm.resolve import resolve
+
+    text = "#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=4 -J j\nA=1\nB=$A\nif x; then C=2; fi\nD=3\nsrun python t.py\n"
+    script_ = read_script(text.encode(), "job.sbatch")
+    job = resolve(script_, env={}, cli_args=())
+    names = ["A", "B", "C", "D", "E", "SLURM_NNODES", "SLURM_GPUS_ON_NODE", "SLURM_JOB_NAME", "SLURM_PROCID"]
+    from translator.read.ast import Assignment
+
+    tops = tuple(st_ for st_ in script_.body if isinstance(st_, Assignment))
+
+    def ctx():
+        shape = job_shape(job.fields)
+        return LaunchContext(script=script_, job=job, shape=shape, assignments=tops, block_assigned=frozenset({"C"}))
+
+    remembered = ctx()
+    for _ in range(2):
+        for n in names:
+            assert _static_name(remembered, n) == _static_name_of(ctx(), n)
+    assert [_static_name(remembered, n) for n in names[:4]] == ["1", None, None, "3"]
+    assert _static_name(remembered, "SLURM_NNODES") == "2" and _static_name(remembered, "SLURM_PROCID") is None
+
+
+def test_body_text_before_the_first_line():
+    from types import SimpleNamespace
+
+    assert script.body_text(SimpleNamespace(text="a\nb", body_start_line=-1)) == "a\nb"
+    assert script.body_text(SimpleNamespace(text=None, body_start_line=1)) == ""
+    assert script.body_text(SimpleNamespace(text="a\nb\n", body_start_line=3)) == ""
+    assert script.body_text(SimpleNamespace(text="a\nb\n", body_start_line=4)) == ""
+
+
+@_fuzz(150)
+@given(_scripts())
+def test_script_fallback_does_not_read_the_assignments(text):
+    """detect gives the script fallback a context without the top-level assignments (it used to compute
+    them): the fallback builds the same intent and findings with them."""
+    from translator.launchers import launchline
+    from translator.launchers.common import LaunchContext, job_shape
+    from translator.read import read_script
+    from translator.slurm.resolve import resolve
+
+    script_ = read_script(text.encode("utf-8", "surrogatepass"), "job.sbatch")
+    job = resolve(script_, env={}, cli_args=())
+    walk = launchline.entries(script_.body)
+    line = script_.body_start_line or 1
+    built = []
+    for top in ((), launchline._top_assignments(script_, walk, line, None)):
+        ctx = LaunchContext(script=script_, job=job, shape=job_shape(job.fields), assignments=top)
+        built.append((script.build(ctx, None, ["r"]), ctx.findings))
+    assert built[0] == built[1]
+
+
+def test_strip_wrappers_without_a_wrapper_keeps_the_words():
+    from translator.launchers.common import Tok
+    from translator.launchers.launchline import strip_wrappers
+
+    for words in (
+        ["python", "t.py"],
+        ["/usr/bin/time", "-p", "x"],
+        ["/bin/env", "A=1", "x"],
+        ["envx", "A=1"],
+        ["time2"],
+        ["stdbuf", "-oL", "srun", "x"],
+        ["exec", "-c", "nohup", "env", "-u", "X", "B=2", "x"],
+        [],
+    ):
+        toks = [Tok(w, w) for w in words]
+        for words_in in (toks, tuple(toks), iter(toks)):
+            got = strip_wrappers(None, words_in, 1)
+            assert isinstance(got[0], tuple) and got == strip_wrappers(None, list(toks), 1)
+    assert strip_wrappers(None, [Tok("python", "python")], 1) == ((Tok("python", "python"),), [])
+    assert strip_wrappers(None, [Tok(w, w) for w in ("env", "A=1", "x")], 1) == ((Tok("x", "x"),), [("A", "1")])
+
+
+@S.fuzz_settings(300)
+@given(
+    st.lists(st.sampled_from(_ONCE_LINES + ["$(date)", "`hostname`", "$((RANDOM))", "${BASHPID}", "x$$y"]), max_size=4)
+)
+def test_remembered_batch_once_is_prologue_batch_once(pieces):
+    from translator.plan import prologue
+
+    text = " ".join(pieces)
+    want = prologue.batch_once(text)
+    for _ in range(2):  # asked, then remembered
+        got = common.batch_once(text)
+        assert (got[0], set(got[1]), list(got[2])) == want
+        assert isinstance(got[1], frozenset) and isinstance(got[2], tuple)
+
+
+def test_remembered_batch_once_is_bounded(monkeypatch):
+    monkeypatch.setattr(common, "_ONCE_MEMO_SIZE", 3)
+    monkeypatch.setattr(common, "_ONCE_MEMO", {})
+    for i in range(10):
+        assert common.batch_once(f"$(hostname)-{i}")[0] == f"$(_s2k_batch_host)-{i}"
+        assert len(common._ONCE_MEMO) <= 3
+
+
+@S.fuzz_settings(300)
+@given(st.text(alphabet="ab_$#!{}1 \n\"'é", max_size=30))
+def test_remembered_var_refs_are_the_pattern_s_names(text):
+    want = list(dict.fromkeys(m.group(1) or m.group(2) for m in common._VAR_REF.finditer(text)))
+    first = common.var_refs(text)
+    first.append("changed by a caller")  # a caller's list is its own
+    assert common.var_refs(text) == want and common.var_refs(text) is not common.var_refs(text)

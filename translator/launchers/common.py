@@ -35,6 +35,15 @@ class Tok:
     literal: bool = True
     deferred: bool = False  # inside a single-quoted `bash -c '…'`: expanded by each task, not the batch shell
 
+    def __init__(self, value: str, raw: str, literal: bool = True, deferred: bool = False):
+        # what the generated __init__ of a frozen dataclass does (object.__setattr__ per field), written
+        # into the instance's dict directly: a launch line makes a few dozen Toks
+        d = self.__dict__
+        d["value"] = value
+        d["raw"] = raw
+        d["literal"] = literal
+        d["deferred"] = deferred
+
     @classmethod
     def gen(cls, value: str) -> Tok:
         return cls(value, shlex.quote(value), True)
@@ -49,7 +58,7 @@ class Tok:
 
 
 def toks_of(words: Iterable[Word]) -> list[Tok]:
-    return [Tok.of(w) for w in words]
+    return [Tok(w.value, w.raw, bool(w.literal)) for w in words]  # (Tok.of, without its call per word)
 
 
 def all_literal(toks: Sequence[Tok]) -> bool:
@@ -59,9 +68,21 @@ def all_literal(toks: Sequence[Tok]) -> bool:
 _VAR_REF = re.compile(r"\$(?:\{[#!]?([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
 
 
+_VAR_REFS_MEMO: dict[str, tuple[str, ...]] = {}  # text -> its names: launch lines and values repeat (bounded)
+
+
 def var_refs(text: str) -> list[str]:
-    """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates."""
-    return list(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
+    """Names of shell variables referenced in `text` ($NAME, ${NAME...}), in order, no duplicates (a new
+    list on each call: callers extend it)."""
+    known = _VAR_REFS_MEMO.get(text)
+    if known is None:
+        if "$" not in text:  # (every reference starts with one)
+            return []
+        known = tuple(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
+        if len(_VAR_REFS_MEMO) >= 4096:
+            _VAR_REFS_MEMO.clear()
+        _VAR_REFS_MEMO[text] = known
+    return list(known)
 
 
 _IFS_BLANKS = re.compile(r"[ \t\n]+")
@@ -111,12 +132,45 @@ def slurm_names(text: str) -> list[str]:
         return []
     names: dict[str, None] = {}
     for m in _SLURM_NAME_TAIL.finditer(text):
+        name = m.group()
+        if name in names:  # (already found where it is a whole word: its place in the order is taken)
+            continue
         start = m.start()
         # `XSLURM_A`: no word boundary before it. (No match of the full pattern can start inside a refused
-        # one: every character there is a word character.)
-        if not start or not _is_word_char(text[start - 1]):
-            names[m.group()] = None
+        # one: every character there is a word character.) _is_word_char, written out.
+        if not start or ((ch := text[start - 1]) != "_" and not ch.isalnum()):
+            names[name] = None
     return list(names)
+
+
+_PROLOGUE: list = []  # translator.plan.prologue, once loaded (not at import: `inspect` does not need it)
+
+
+def _prologue():
+    """The module translator.plan.prologue (a function-level import statement costs more on every call)."""
+    if not _PROLOGUE:
+        from translator.plan import prologue
+
+        _PROLOGUE.append(prologue)
+    return _PROLOGUE[0]
+
+
+_ONCE_MEMO: dict[str, tuple[str, frozenset[str], tuple[str, ...]]] = {}
+_ONCE_MEMO_SIZE = 4096
+
+
+def batch_once(text: str) -> tuple[str, frozenset[str], tuple[str, ...]]:
+    """prologue.batch_once(text), remembered per process: it depends on the text alone, and the same values
+    (`$(scontrol show hostnames …)`, `$(date +%s)`) come back script after script. The helpers and the
+    per-run forms are returned as a frozenset and a tuple, so that no caller can change a remembered answer."""
+    known = _ONCE_MEMO.get(text)
+    if known is None:
+        new, need, unfixable = _prologue().batch_once(text)
+        known = (new, frozenset(need), tuple(unfixable))
+        if len(_ONCE_MEMO) >= _ONCE_MEMO_SIZE:
+            _ONCE_MEMO.clear()
+        _ONCE_MEMO[text] = known
+    return known
 
 
 # ---- the job's shape ---------------------------------------------------------------------------
@@ -134,6 +188,28 @@ class Shape:
     nodes_given: bool = False
     tasks_given: bool = False  # -n or --ntasks-per-node given (Slurm then sets SLURM_NTASKS)
     gpus_uneven: bool = False  # --gpus total not divisible by the node count
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        tasks_per_node: int = 1,
+        total_tasks: int = 1,
+        gpus_per_node: int = 0,
+        cpus_per_task: int | None = None,
+        nodes_given: bool = False,
+        tasks_given: bool = False,
+        gpus_uneven: bool = False,
+    ):
+        # (the generated __init__, as for Tok: step_shape makes one per family asked about an srun step)
+        d = self.__dict__
+        d["nodes"] = nodes
+        d["tasks_per_node"] = tasks_per_node
+        d["total_tasks"] = total_tasks
+        d["gpus_per_node"] = gpus_per_node
+        d["cpus_per_task"] = cpus_per_task
+        d["nodes_given"] = nodes_given
+        d["tasks_given"] = tasks_given
+        d["gpus_uneven"] = gpus_uneven
 
     def batch_node_only(self) -> Shape:
         """The layout of a launcher started in the batch step (no srun): node 0 only, its own tasks."""
@@ -254,6 +330,12 @@ class SrunCall:
     written: tuple[str, ...]  # the option words as written
     command: tuple[Word, ...]  # the command srun runs
 
+    def __init__(self, options: dict[str, str], written: tuple[str, ...], command: tuple[Word, ...]):
+        d = self.__dict__  # (the generated __init__, as for Tok)
+        d["options"] = options
+        d["written"] = written
+        d["command"] = command
+
 
 _SHORT_TO_LONG = {
     "N": "nodes",
@@ -334,10 +416,29 @@ def _int(value: str | None) -> int | None:
     return to_int(text)
 
 
+_STEP_MEMO: tuple = (None, None, None)  # (job shape, srun call, step shape) of the last call: the families
+# ask in turn about the same step (matches, then build)
+
+
 def step_shape(job: Shape, srun: SrunCall | None) -> Shape:
     """The layout of one srun step: srun's -N/-n/--ntasks-per-node override the job's."""
     if srun is None:
         return job
+    memo = _STEP_MEMO
+    if memo[0] is job and memo[1] is srun and memo[2] is not None:
+        return memo[2]
+    step = _step_shape(job, srun)
+    _remember_step(job, srun, step)
+    return step
+
+
+def _remember_step(job: Shape, srun: SrunCall, step: Shape) -> None:
+    global _STEP_MEMO
+    # (parse_srun's calls are not changed after it made them; a stand-in of another type is not remembered)
+    _STEP_MEMO = (job, srun, step) if type(srun) is SrunCall else (None, None, None)
+
+
+def _step_shape(job: Shape, srun: SrunCall) -> Shape:
     nodes = _int(srun.options.get("nodes", "").split("-")[0]) or job.nodes
     nodes = min(nodes, job.nodes) if job.nodes_given else nodes
     ntasks = _int(srun.options.get("ntasks"))
@@ -399,6 +500,8 @@ class LaunchContext:
     _last: dict[str, Assignment] | None = field(default=None, repr=False, compare=False)
     # the fields of the findings, which equal Findings have (a tuple hashes without a Python-level __hash__)
     _seen: set[tuple] | None = field(default=None, repr=False, compare=False)
+    # name -> _static_name's answer: what it reads (the assignments, the job, its shape) is fixed for a context
+    _static: dict[str, str | None] | None = field(default=None, repr=False, compare=False)
 
     def last_assignment(self, name: str) -> Assignment | None:
         """The last top-level assignment of `name` before the launch line (an index built once: a script with
@@ -464,7 +567,7 @@ def shell_preamble(
 
     Exported literal assignments become TrainJob env (plan/env.py) and need nothing here.
     """
-    from translator.plan import prologue
+    prologue = _prologue()
 
     needed: list[Assignment] = []
     slurm: list[str] = []
@@ -509,7 +612,7 @@ def shell_preamble(
     for a in sorted(needed, key=lambda a: order.get(id(a), 0)):
         text = _assignment_text(a)
         if not a.value.literal:
-            new, need, unfixable = prologue.batch_once(text)
+            new, need, unfixable = batch_once(text)
             if need:
                 ctx.add(
                     INFO,
@@ -545,9 +648,7 @@ def word_text(ctx: LaunchContext, t: Tok) -> str:
     text = t.shell()
     if t.literal or t.deferred:
         return text
-    from translator.plan import prologue
-
-    new, need, unfixable = prologue.batch_once(text)
+    new, need, unfixable = batch_once(text)
     if need:
         ctx.once_helpers |= need
         ctx.add(
@@ -683,6 +784,14 @@ class Option:
     inline: str | None  # the value after `=`, when written `--opt=value`
     group: tuple[Tok, ...]  # the option word and its separate value words
 
+    def __init__(self, tok: Tok, name: str, key: str, inline: str | None, group: tuple[Tok, ...]):
+        d = self.__dict__  # (the generated __init__, as for Tok)
+        d["tok"] = tok
+        d["name"] = name
+        d["key"] = key
+        d["inline"] = inline
+        d["group"] = group
+
     @property
     def value(self) -> Tok | None:
         """The separate value word (`--opt value`), or None."""
@@ -721,8 +830,9 @@ def static_value(ctx: LaunchContext, tok: Tok) -> str | None:
     """
     if tok.literal:
         return tok.value
-    unquoted = _unquoted_text(tok.raw)
-    if _has_glob(unquoted) or _has_tilde(tok.raw, unquoted) or ("{" in unquoted and "}" in unquoted):
+    raw = tok.raw
+    # (the unquoted text takes its characters from the raw text: without these it has none of them)
+    if ("*" in raw or "?" in raw or "[" in raw or "~" in raw or "{" in raw) and _expanded_by_bash(raw):
         return None  # bash expands these at run time (or into several words)
     m = _SINGLE_REF.match(tok.value)
     if not m:
@@ -732,6 +842,12 @@ def static_value(ctx: LaunchContext, tok: Tok) -> str | None:
     if value is not None and tok.raw == tok.value and (_has_glob(value) or ifs_split(value) != [value]):
         return None  # an unquoted expansion is split into words and globbed by bash
     return value
+
+
+def _expanded_by_bash(raw: str) -> bool:
+    """A glob, a tilde or braces outside the quotes of `raw`: bash expands them at run time."""
+    unquoted = _unquoted_text(raw)
+    return _has_glob(unquoted) or _has_tilde(raw, unquoted) or ("{" in unquoted and "}" in unquoted)
 
 
 _ANY_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -759,14 +875,22 @@ def static_text(ctx: LaunchContext, text: str) -> str | None:
 
 
 def _static_name(ctx: LaunchContext, name: str) -> str | None:
+    known = ctx._static
+    if known is None:
+        known = ctx._static = {}
+    elif name in known:
+        return known[name]
+    value = known[name] = _static_name_of(ctx, name)
+    return value
+
+
+def _static_name_of(ctx: LaunchContext, name: str) -> str | None:
     last = ctx.last_assignment(name)
     if last is not None:
         return last.value.value if last.value.literal and name not in ctx.block_assigned else None
     if name in ctx.block_assigned:
         return None
-    from translator.plan import prologue
-
-    return prologue.static_value(name, ctx.job, ctx.shape)
+    return _prologue().static_value(name, ctx.job, ctx.shape)
 
 
 def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> list[Tok]:
@@ -784,8 +908,17 @@ def resolve_static(ctx: LaunchContext, toks: Sequence[Tok]) -> list[Tok]:
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 
 
+_IS_PYTHON: dict[str, bool] = {}  # word -> is_python(word): the first words of commands repeat (bounded)
+
+
 def is_python(word: str) -> bool:
-    return bool(_PYTHON.match(basename(word)))
+    known = _IS_PYTHON.get(word)
+    if known is not None:
+        return known
+    answer = bool(_PYTHON.match(basename(word)))
+    if len(_IS_PYTHON) < 4096:
+        _IS_PYTHON[word] = answer
+    return answer
 
 
 # ---- tilde, globs and brace expansion in launch words ------------------------------------------------
@@ -945,7 +1078,9 @@ def shell_word_expansions(ctx: LaunchContext, toks: Sequence[Tok], line: int) ->
         if t.literal or t.deferred:
             out.append(t)
             continue
-        unquoted = _unquoted_text(t.raw)
+        raw = t.raw
+        # the unquoted text is read only for a tilde or a glob, whose characters it takes from the raw text
+        unquoted = _unquoted_text(raw) if ("*" in raw or "?" in raw or "[" in raw or "~" in raw) else ""
         if "{" in t.raw and _BRACE_SAFE.match(t.raw):
             try:
                 words = [w for w in brace_expand(t.raw) if w]

@@ -36,6 +36,41 @@ class LaunchIntent:
     mounts: tuple[tuple[str, str], ...] = ()  # container binds (host path, container path) to map to volumes
     uses_shell: bool = False  # command is `bash -c` around text taken from the script
 
+    def __init__(
+        self,
+        family: str,
+        framework: str,
+        command: tuple[str, ...],
+        args: tuple[str, ...],
+        line: int | None = None,
+        proc_per_node: int | None = None,
+        image: str | None = None,
+        env: tuple[tuple[str, str], ...] = (),
+        findings: tuple[Finding, ...] = (),
+        consumed_lines: tuple[int, ...] = (),
+        runtime: str | None = None,
+        num_nodes: int | None = None,
+        mounts: tuple[tuple[str, str], ...] = (),
+        uses_shell: bool = False,
+    ):
+        # the generated __init__ of a frozen dataclass sets each field with object.__setattr__; the values
+        # are written into the instance dict here, in the same order (as `replace` below does)
+        d = self.__dict__
+        d["family"] = family
+        d["framework"] = framework
+        d["command"] = command
+        d["args"] = args
+        d["line"] = line
+        d["proc_per_node"] = proc_per_node
+        d["image"] = image
+        d["env"] = env
+        d["findings"] = findings
+        d["consumed_lines"] = consumed_lines
+        d["runtime"] = runtime
+        d["num_nodes"] = num_nodes
+        d["mounts"] = mounts
+        d["uses_shell"] = uses_shell
+
 
 _FIELDS = frozenset(f.name for f in fields(LaunchIntent))
 

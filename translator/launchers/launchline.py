@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import shlex as _shlex
 
 from translator.diagnostics import INFO, WARNING
-from translator.launchers import common, registry
+from translator.launchers import common, container, indirect, registry
+from translator.launchers import script as script_family
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.launchers.intent import replace as intent_replace
-from translator.read.ast import Assignment, Block, Command, LAUNCH, PIP
+from translator.read.ast import Assignment, Block, Command, Comment, LAUNCH, PIP, Word
 from translator.slurm.values import to_int
 
 # first words that make a command a launch candidate (srun, wrappers, the families' programs)
@@ -45,8 +47,12 @@ def _walk(statements, block: str | None = None):
 
 
 def _collect(statements, block: str | None, out: list) -> list:
+    append = out.append
     for st in statements:
-        if isinstance(st, Block):
+        cls = st.__class__
+        if cls is Command or cls is Assignment or cls is Comment:  # (most statements: no isinstance call)
+            append((st, block))
+        elif isinstance(st, Block):
             kind = block or st.kind
             if st.kind == "heredoc":
                 if st.command is not None:
@@ -81,6 +87,24 @@ def entries(statements) -> tuple:
     return out
 
 
+_SRUN_MEMO: tuple = (None, ())  # (statements, their srun commands): detect finds them, the script fallback reads
+
+
+def srun_commands(statements) -> tuple:
+    """The commands of entries(statements) whose program is srun (common.basename of the first word), in
+    order. detect() records them as it walks the body; another body is walked here."""
+    memo = _SRUN_MEMO
+    if memo[0] is statements:
+        return memo[1]
+    out = []
+    for st, _ in entries(statements):
+        if st.__class__ is Command or isinstance(st, Command):
+            words = st.words
+            if words and ((v := words[0].value) == "srun" or v.endswith("/srun")):  # basename == "srun"
+                out.append(st)
+    return tuple(out)
+
+
 _ENV_MODULES = ("venv", "virtualenv", "pip", "ensurepip", "site", "conda", "uv")
 
 
@@ -100,8 +124,8 @@ def is_launch(cmd: Command) -> bool:
     if not words or cmd.kind == PIP:
         return False
     v0 = words[0].value
-    w0 = v0[v0.rfind("/") + 1 :]  # common.basename (called for every command of the body)
-    if w0.startswith("python") and common.is_python(w0):
+    w0 = v0[v0.rfind("/") + 1 :] if "/" in v0 else v0  # common.basename (called for every command of the body)
+    if "python" in w0 and w0.startswith("python") and common.is_python(w0):
         # is_env_setup, which only a python command can be
         return not (len(words) >= 3 and words[1].value == "-m" and words[2].value in _ENV_MODULES)
     return cmd.kind == LAUNCH or w0 in LAUNCHERS
@@ -128,14 +152,14 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
 
     Structural wrappers are unwrapped here (container wrappers, `env A=B`, `bash -c`); the command
     inside goes to the first family of registry.FAMILIES that matches it."""
-    from translator.launchers import container, script
-
     if not toks:
-        return script.build(ctx, line, ["the launch line has no command"])
+        return script_family.build(ctx, line, ["the launch line has no command"])
     if not toks[0].literal:
         program = common.static_value(ctx, toks[0])
         if program is None:
-            return script.build(ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"])
+            return script_family.build(
+                ctx, line, [f"the program `{toks[0].raw}` on line {line} is computed by the shell"]
+            )
         toks = [Tok(program, toks[0].raw, True)] + list(toks[1:])
     w0 = common.basename(toks[0].value)
     if w0 in container.APPTAINER:
@@ -149,16 +173,32 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
             intent = dispatch(ctx, words, srun, line)
             return intent_replace(intent, env=tuple(intent.env) + tuple(wenv)) if wenv else intent
     if w0 in ("bash", "sh") and len(toks) >= 3 and toks[1].value == "-c":
-        from translator.launchers import indirect
-
         inner = indirect.bash_c_words(ctx, toks[2])
         if not inner:
-            return script.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
+            return script_family.build(ctx, line, [f"line {line} runs shell logic under `{w0} -c`"])
         return dispatch(ctx, inner, srun, line)
-    for family in registry.FAMILIES:
-        if family.matches(ctx, toks, srun):
-            return family.build(ctx, toks, srun, line)
-    return script.build(ctx, line, [f"no launcher family converts `{toks[0].raw}` on line {line}"])
+    for family, module in _family_modules():
+        if module is None:  # (a Family of another kind: asked through its own methods)
+            if family.matches(ctx, toks, srun):
+                return family.build(ctx, toks, srun, line)
+        elif module.matches(ctx, toks, srun):  # what Family.matches/build do, without loading it each time
+            return module.build(ctx, toks, srun, line)
+    return script_family.build(ctx, line, [f"no launcher family converts `{toks[0].raw}` on line {line}"])
+
+
+_FAMILY_MODULES: tuple = (None, ())  # (registry.FAMILIES, ((family, its module), ...)) when last asked
+
+
+def _family_modules() -> tuple:
+    """The families of registry.FAMILIES with their modules, loaded once per table (a test may swap it)."""
+    global _FAMILY_MODULES
+    families = registry.FAMILIES
+    memo = _FAMILY_MODULES
+    if memo[0] is families:
+        return memo[1]
+    pairs = tuple((f, f.load() if type(f) is registry.Family else None) for f in families)
+    _FAMILY_MODULES = (families, pairs)
+    return pairs
 
 
 def _srun_step_options(ctx: LaunchContext, call: SrunCall, line: int):
@@ -237,11 +277,18 @@ class _TokWord:
 _NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
+_WRAPPER_NAMES = frozenset(("exec", "nohup", "command", "builtin", "time", "stdbuf", "env"))  # strip_wrappers drops
+
+
 def strip_wrappers(ctx: LaunchContext | None, words, line: int):
     """Drop command wrappers that do not change what runs (`time`, `exec`, `nohup`, `stdbuf -oL`, `env A=B`).
 
     Returns (remaining words, [(name, value)] environment the wrappers set).
     """
+    if words.__class__ in (tuple, list) and words:  # (any other iterable: the general path)
+        v0 = words[0].value
+        if v0[v0.rfind("/") + 1 :] not in _WRAPPER_NAMES:  # (common.basename) no wrapper: the words as they are
+            return tuple(words), []
     words = list(words)
     env = []
     while words:
@@ -301,16 +348,12 @@ def _dispatch_top(ctx: LaunchContext, cmd: Command) -> LaunchIntent:
                 cmd.line,
                 "give the variable a literal value",
             )
-    from translator.launchers import indirect
-
     toks = common.toks_of(cmd.words)
     if toks and toks[0].value == "eval" and len(toks) > 1:
         # eval joins its arguments with blanks and runs the result as shell text
         text = " ".join(_eval_text(ctx, t) for t in toks[1:])
         parts = indirect.split_shell_words(text) if text is not None else None
         if parts is None:
-            from translator.launchers import script as script_family
-
             return script_family.build(ctx, cmd.line, [f"`eval` on line {cmd.line} runs shell logic"])
         ctx.add(
             INFO,
@@ -357,8 +400,6 @@ def _as_toks(words) -> list[Tok]:
 
 
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
-    from translator.launchers import container
-
     if common.basename(words[0].value) == "srun":
         call = common.parse_srun(words)
         common.check_inherited_ntasks(ctx, call, line)
@@ -433,9 +474,6 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
     """Top-level assignments in effect before the launch (or before `line`), as bash would have them:
     `NAME+=…` appends to the earlier value, `unset NAME` removes it; an assignment earlier on the launch's
     own line (`A=x; cmd "$A"`) counts."""
-    import shlex as _shlex
-    from translator.read.ast import Word
-
     lines: list[str] | None = None  # the script's lines, split when first needed
     out: list[Assignment] = []
     last: dict = {}  # name -> its latest assignment in `out`
@@ -446,12 +484,17 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
             break
         if block is not None:
             continue
-        if isinstance(st, Assignment):
+        cls = st.__class__
+        if cls is Assignment or (cls is not Command and isinstance(st, Assignment)):
             prev = last.get(st.name)
-            if prev is not None and lines is None:
-                lines = (script.text or "").split("\n")  # bash ends lines at \n only
-            src = (lines[st.line - 1] if 0 < st.line <= len(lines) else "") if lines is not None else ""
-            if prev is not None and st.name + "+=" in src and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
+            # `NAME+=` on the assignment's own line: looked for there only when the text has it at all
+            if prev is not None and (append := st.name + "+=") in (script.text or ""):
+                if lines is None:
+                    lines = (script.text or "").split("\n")  # bash ends lines at \n only
+                src = lines[st.line - 1] if 0 < st.line <= len(lines) else ""
+            else:
+                src = ""
+            if prev is not None and src and append in src and re.search(rf"(^|[\s;&|]){re.escape(st.name)}\+=", src):
                 p, v = prev.value, st.value
                 if p.raw.startswith("(") and v.raw.startswith("("):  # array append
                     val = Word(raw=p.raw[:-1] + " " + v.raw[1:], value=p.value[:-1] + " " + v.value[1:], literal=False)
@@ -462,7 +505,7 @@ def _top_assignments(script, entries, line: int, launch: Command | None) -> tupl
                 st = Assignment(st.line, st.name, val, st.exported or prev.exported)
             out.append(st)
             last[st.name] = st
-        elif isinstance(st, Command) and st.words and st.words[0].value == "unset":
+        elif (cls is Command or isinstance(st, Command)) and st.words and st.words[0].value == "unset":
             words = [w.value for w in st.words[1:]]
             if "-f" not in words:
                 gone = {w for w in words if not w.startswith("-")}
@@ -603,8 +646,6 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str, re
 
 def detect(script, job) -> LaunchIntent:
     """Choose the launch line and convert it with its family's module."""
-    from translator.launchers import script as script_family
-
     shape = common.job_shape(job.fields)
     walk = entries(script.body)
     launches: list[tuple[Command, str | None, int]] = []  # (command, enclosing block, index in walk)
@@ -618,40 +659,48 @@ def detect(script, job) -> LaunchIntent:
     special: list[tuple[int, tuple]] = []
     # the commands that may be launches: is_launch, or a first word _indirect_launch looks through (a
     # variable, `eval …`), which is decided once every top-level assignment is known
-    maybe: list[tuple[int, tuple]] = []
+    maybe: list[tuple[int, tuple, bool]] = []
+    sruns: list[Command] = []
     for i, entry in enumerate(walk):
         st, block = entry
-        if isinstance(st, Assignment):
+        cls = st.__class__
+        if cls is Comment:
+            continue
+        if cls is Assignment or (cls is not Command and isinstance(st, Assignment)):
             if block is None:
-                assigned.setdefault(st.name, []).append(st)
+                if st.name in assigned:
+                    assigned[st.name].append(st)
+                else:
+                    assigned[st.name] = [st]
                 top_items.append((i, entry))
             else:
                 block_names.add(st.name)
-        elif isinstance(st, Command):
+        elif cls is Command or isinstance(st, Command):
             words = st.words
             if not words:
                 continue
             w0 = words[0]
-            if not w0.literal or w0.value == "eval" or is_launch(st):
-                maybe.append((i, entry))
-            if w0.value in _BEFORE_LAUNCH:
+            v0 = w0.value
+            if "srun" in v0 and (v0 == "srun" or v0.endswith("/srun")):  # (srun_commands)
+                sruns.append(st)
+            if is_launch(st):
+                maybe.append((i, entry, True))
+            elif not w0.literal or v0 == "eval":
+                maybe.append((i, entry, False))
+            if v0 in _BEFORE_LAUNCH:
                 special.append((i, entry))
-                if block is None and w0.value == "unset":
+                if block is None and v0 == "unset":
                     top_items.append((i, entry))
-    for i, (st, block) in maybe:
-        if is_launch(st) or _indirect_launch(st, assigned):
+    global _SRUN_MEMO
+    if type(script.body) is tuple:  # (as entries: a list could change between calls)
+        _SRUN_MEMO = (script.body, tuple(sruns))
+    for i, (st, block), launch in maybe:
+        if launch or _indirect_launch(st, assigned):
             if is_aux(st):
                 aux.append(st)
             else:
                 launches.append((st, block, i))
     block_assigned = frozenset(block_names)
-
-    def context_for(line: int, launch: Command | None = None, index: int = 0) -> LaunchContext:
-        if launch is None:
-            top = _top_assignments(script, walk, line, None)
-        else:  # _top_assignments reads only the top-level assignments and unsets before the launch
-            top = _top_assignments(script, [e for i, e in top_items if i < index] + [walk[index]], line, launch)
-        return LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
 
     reasons: list[str] = []
     if len(launches) == 1:
@@ -665,13 +714,17 @@ def detect(script, job) -> LaunchIntent:
     elif len(launches) > 1:
         reasons.append("launch lines " + ", ".join(str(c[0].line) for c in launches) + " run as several steps")
     if len(launches) != 1 or reasons:
-        ctx = context_for(launches[0][0].line if launches else (script.body_start_line or 1))
+        # the script fallback reads the script, the job and its shape, never the assignments before a line
+        # (tests/test_fast_paths_launchers.py checks that it builds the same with and without them)
+        ctx = LaunchContext(script=script, job=job, shape=shape, block_assigned=block_assigned)
         if not launches:
             reasons.append("no launch line (srun, torchrun, mpirun, deepspeed, accelerate, python) was found")
         intent = script_family.build(ctx, launches[0][0].line if launches else None, reasons)
         return intent_replace(intent, findings=tuple(ctx.findings))
     cmd, _, index = launches[0]
-    ctx = context_for(cmd.line, cmd, index)
+    # _top_assignments reads only the top-level assignments and unsets before the launch
+    top = _top_assignments(script, [e for i, e in top_items if i < index] + [walk[index]], cmd.line, cmd)
+    ctx = LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=block_assigned)
     ctx.launch_line = cmd.line
     positional = list(getattr(job, "script_args", ()) or ())
     replayed = True

@@ -16,6 +16,8 @@ from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
+from translator.plan import prologue
+from translator.read.ast import Assignment, Block, Command, Comment
 
 _SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")  # what common.slurm_names finds
 # `set -e` / `set -o errexit` at the start of a line (after blanks): `(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)`,
@@ -41,19 +43,16 @@ def body_text(script) -> str:
     if not start:
         return ""
     # bash ends lines at `\n` only (not at form feed, NEL, U+2028...): str.splitlines() would cut there.
-    # The text after the (start-1)th `\n` ("\n".join of the lines from `start` on), found without splitting.
+    # The text after the (start-1)th `\n` ("\n".join of the lines from `start` on): what is left after that
+    # many splits (only the header's lines are cut out).
     text = script.text or ""
-    pos = 0
-    for _ in range(start - 1):
-        pos = text.find("\n", pos) + 1
-        if not pos:
-            return ""  # fewer lines than that
-    return text[pos:]
+    if start < 1:
+        return text
+    parts = text.split("\n", start - 1)
+    return parts[-1] if len(parts) == start else ""  # (fewer lines than that: "")
 
 
 def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
-    from translator.plan import prologue
-
     script, job = ctx.script, ctx.job
     body = body_text(script)
     names: list[str] = common.slurm_names(body)
@@ -244,33 +243,36 @@ def _shebang_options(script) -> list[str]:
 
 
 def _srun_calls(script):
-    from translator.launchers.launchline import entries
-    from translator.read.ast import Command
+    from translator.launchers.launchline import srun_commands
 
-    for st, _ in entries(script.body):
-        if isinstance(st, Command) and st.words and common.basename(st.words[0].value) == "srun":
-            yield common.parse_srun(st.words), st.line
+    return [(common.parse_srun(st.words), st.line) for st in srun_commands(script.body)]
 
 
 def _batch_once_body(ctx, script, body: str):
     """Top-level assignments computing a value once on node 0 (hostname, $RANDOM) rewritten so every pod
     computes the same value; per-run values (date, $$) reported."""
-    from translator.plan import prologue
-    from translator.read.ast import Assignment
-
-    lines = body.split("\n")
+    lines: list[str] | None = None  # the body's lines, split when an assignment needs rewriting or a finding
     start = script.body_start_line
-    helpers = set()
+    helpers: set[str] = set()
     changed = False
-    for st in script.body:
-        if not isinstance(st, Assignment) or st.value.literal:
+    others = (Command, Comment, Block)  # (the other statement classes: no isinstance call for them)
+    for st in [
+        s for s in script.body if (c := s.__class__) is Assignment or (c not in others and isinstance(s, Assignment))
+    ]:
+        if st.value.literal:
             continue
+        raw = st.value.raw
+        # batch_once depends on the text alone: asked first, the line is looked at only when it has an answer
+        new, need, unfixable = common.batch_once(raw)
+        if not (need or unfixable):
+            continue
+        if lines is None:
+            lines = body.split("\n")
         i = st.line - start
-        if not (0 <= i < len(lines)) or st.value.raw not in lines[i]:
+        if not (0 <= i < len(lines)) or raw not in lines[i]:
             continue
-        new, need, unfixable = prologue.batch_once(st.value.raw)
         if need:
-            lines[i] = lines[i].replace(st.value.raw, new, 1)
+            lines[i] = lines[i].replace(raw, new, 1)
             changed = True
             helpers |= need
             ctx.add(
@@ -295,4 +297,4 @@ def _batch_once_body(ctx, script, body: str):
                 f"compute {st.name} from something all pods share (the job name, SLURM_JOB_ID), or write it on "
                 "rank 0 only",
             )
-    return ("\n".join(lines) if changed else body), helpers
+    return ("\n".join(lines) if changed and lines is not None else body), helpers
