@@ -391,7 +391,7 @@ def test_walks_match_the_generators(text):
     assert envmod.script_assignments(script) == want
     assert envmod.script_assignments(script) == want  # asked again: the kept list
     assert all(a is b for a, b in zip(envmod.script_assignments(script), want))
-    assert build._commands(script.body) == list(_reference_commands(script.body))
+    assert build._commands(script.body) == [cmd for cmd, _ in _reference_commands(script.body)]
 
 
 # ---- prologue: batch-once rewriting pre-tested, definitions kept per job ------------------------

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import operator
 import re
 from typing import Any
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
-from translator.launchers.launchline import is_env_setup
+from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
-from translator.plan import kube, naming, packages as pipmod, resources, runtimes
+from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
-from translator.read.ast import Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
+from translator.read.ast import Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
@@ -87,21 +88,11 @@ def array_indices(spec: str) -> list[int] | None:
     return out
 
 
-def _commands(statements, depth=0) -> list:
-    """[(command, depth)] of every command, blocks' own commands included, in order."""
-    out: list = []
-
-    def walk(statements, depth):
-        for st in statements:
-            if isinstance(st, Command):
-                out.append((st, depth))
-            elif isinstance(st, Block):
-                if st.command is not None:
-                    out.append((st.command, depth + 1))
-                walk(st.children, depth + 1)
-
-    walk(statements, depth)
-    return out
+def _commands(statements) -> list:
+    """Every command, blocks' own commands included, in order (what translator.read.ast.iter_commands
+    yields): the commands among the launch analysis's entries of the body, which detect has just listed
+    (translator/launchers/launchline.py keeps the last body's)."""
+    return [st for st, _ in entries(statements) if st.__class__ is Command]
 
 
 def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
@@ -415,15 +406,18 @@ def _software_environment(b: _Build) -> _Packages:
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
-    for cmd, _depth in _commands(b.script.body):
-        if cmd.kind == MODULE:
+    for cmd in _commands(b.script.body):
+        kind = cmd.kind
+        if kind == MODULE:
             modules.append(cmd)
-        elif cmd.kind in (CONDA, VENV) or (
+        elif (
+            kind == CONDA
+            or kind == VENV
             # is_env_setup needs `PYTHON -m MODULE`: most commands have no `-m` second word
-            cmd.kind != PIP and len(cmd.words) >= 3 and cmd.words[1].value == "-m" and is_env_setup(cmd)
+            or (kind != PIP and len(cmd.words) >= 3 and cmd.words[1].value == "-m" and is_env_setup(cmd))
         ):
             envs.append(cmd)
-        elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
+        elif kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             named, index_url, ex, extra, fnd = pipmod.parse(cmd)
             for x in named:  # ordered sets: linear in the number of pip lines
                 pkgs.setdefault(x)
@@ -434,7 +428,7 @@ def _software_environment(b: _Build) -> _Packages:
                 pip_extra.setdefault(x)
             b.findings.extend(fnd)
             b.map("packages", (cmd.line,), "mapped")
-        elif cmd.kind == SBATCH:
+        elif kind == SBATCH:
             b.add(
                 Finding(
                     WARNING,
@@ -447,9 +441,7 @@ def _software_environment(b: _Build) -> _Packages:
             )
             b.map("(body)", (cmd.line,), "unsupported")
         elif (
-            not is_script
-            and cmd.kind in (OTHER, SOURCE, CD, EXPORT)
-            and (cmd.line not in consumed or cmd.connector == "|")
+            not is_script and kind in (OTHER, SOURCE, CD, EXPORT) and (cmd.line not in consumed or cmd.connector == "|")
         ):
             if launch_line is not None and (cmd.line > launch_line or cmd.line in consumed):
                 after.append(cmd)
@@ -833,7 +825,7 @@ def _arrays(b: _Build, base: TrainerPlan) -> list[TrainerPlan]:
 
 
 def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, ...]:
-    findings = _dedupe(_redact(b.findings, b.script, env))  # the same for every plan of the job
+    findings = _final_findings(b.findings, b.script, env)  # the same for every plan of the job
     source_map = tuple(b.smap)
     settings = b.settings
     out = []
@@ -935,13 +927,43 @@ def _one_line(f: Finding) -> Finding:
     return dataclasses.replace(f, message=message, suggestion=suggestion)
 
 
-def _dedupe(findings) -> tuple[Finding, ...]:
+def _dedupe(findings, one_line=True) -> tuple[Finding, ...]:
     # first occurrence kept, in order; equal findings are those of one class with equal fields (the
     # records' own equality), compared here as a tuple, which is faster than the records' __hash__
     out: dict = {}
-    for f in map(_one_line, findings):
+    for f in map(_one_line, findings) if one_line else findings:
         out.setdefault((f.__class__, f.severity, f.code, f.message, f.line, f.suggestion), f)
-    return tuple(sorted(out.values(), key=_line_order))
+    found = out.values()
+    # sorted(found, key=_line_order) without a Python call per finding: the ones with a line by line
+    # (a stable sort), then the ones without, in order
+    lined = sorted([f for f in found if f.line is not None], key=_LINE)
+    if len(lined) < len(found):
+        lined += [f for f in found if f.line is None]
+    return tuple(lined)
+
+
+_LINE = operator.attrgetter("line")
+
+
+def _final_findings(findings, script, env) -> tuple[Finding, ...]:
+    """_dedupe(_redact(findings, script, env)): what every plan of the job carries. Most jobs have no secret
+    and no text that _one_line changes, which one look at all their texts tells (then neither runs per
+    finding)."""
+    texts = [t for f in findings for t in (f.message, f.suggestion) if t]
+    joined = "\n".join(texts)
+    if any(len(a.value.value) >= 4 for a, _ in _secret_assignments(script)) or secrets.has_token(joined):
+        return _dedupe(_redact(findings, script, env))
+    # _spaced_once for every text at once: the concatenation is printable when each text is, and then no
+    # text holds a line break, so the ones in `joined` are the boundaries between texts
+    spaced = (
+        "".join(texts).isprintable()
+        and "  " not in joined
+        and " \n" not in joined
+        and "\n " not in joined
+        and joined[:1] != " "
+        and joined[-1:] != " "
+    )
+    return _dedupe(findings, one_line=not spaced)
 
 
 def _line_order(f: Finding) -> tuple:
@@ -964,8 +986,6 @@ def _secret_assignments(script) -> tuple:
     """((Assignment, why), ...): the script's literal assignments whose name or value says secret."""
     if _SECRET_MEMO[0] is script:
         return _SECRET_MEMO[1]
-    from translator.plan import secrets
-
     looks_secret = secrets.looks_secret
     out = []
     for a in envmod.script_assignments(script):
@@ -980,8 +1000,6 @@ def _secret_assignments(script) -> tuple:
 def _secrets(script, env, intent, command, args, trainjob_name):
     """Move secret values out of env and command text into one Secret. Returns
     (env, command, args, findings)."""
-    from translator.plan import secrets
-
     found = {}  # name -> (value, line, why)
     for a, why in _secret_assignments(script):
         found[a.name] = (a.value.value, a.line, why)
@@ -996,7 +1014,7 @@ def _secrets(script, env, intent, command, args, trainjob_name):
                 found[e.name] = (e.value, e.line, why)
     known = {v for v, _, _ in found.values()}
     words = tuple(command) + tuple(args)
-    for word in words if secrets.has_token_start("\0".join(words)) else ():
+    for word in words if secrets.has_token("\0".join(words)) else ():
         for token in secrets.embedded_tokens(word):
             if token not in known and not any(token in v for v in known):
                 known.add(token)
@@ -1094,6 +1112,22 @@ _ENDPOINT = re.compile(
     r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
     r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|M(?<!\wM)ASTER_ADDR=)([^\s'\";]+)"
 )
+# Text every _ENDPOINT match holds, from its start (`--…`, `MASTER_ADDR=`) or 3 characters after it (`://`):
+# found with few candidate characters (`-`, `:`, `M`, where _ENDPOINT's `t` and `e` are everywhere), it
+# tells where the scan for _ENDPOINT can start, or that it finds nothing (_endpoints).
+_ENDPOINT_HINT = re.compile(
+    r"--(?:master|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|rdzv[_-]endpoint)"
+    r"|://|MASTER_ADDR="
+)
+
+
+def _endpoints(text: str) -> list[str]:
+    """_ENDPOINT.findall(text)."""
+    hint = _ENDPOINT_HINT.search(text)
+    if hint is None:
+        return []
+    # (the lookbehind of `M(?<!\wM)` sees the text before the start position)
+    return _ENDPOINT.findall(text, max(hint.start() - 3, 0))
 
 
 # Every address holds `.D.D.D` (D a digit); searching for that skips from dot to dot, and few texts pass.
@@ -1134,7 +1168,7 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
         hits = [h for h in _ipv4_addresses(text) if not h.startswith(("127.", "0."))]
         hits += [
             h
-            for h in _ENDPOINT.findall(text)
+            for h in _endpoints(text)
             if not h.startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
             and "_s2k" not in h
             and "://" not in h
@@ -1161,12 +1195,8 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
 def _redact(findings, script, env) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
     (they are printed, and become comments of the YAML and the Python file)."""
-    from translator.plan import secrets
-
     values = {a.value.value for a, _ in _secret_assignments(script) if len(a.value.value) >= 4}
-    if not values and not secrets.has_token_start(
-        "\0".join(t for f in findings for t in (f.message, f.suggestion) if t)
-    ):
+    if not values and not secrets.has_token("\0".join([t for f in findings for t in (f.message, f.suggestion) if t])):
         return list(findings)  # nothing to hide in any of them (the common case)
     longest_first = sorted(values, key=len, reverse=True)
 
@@ -1267,25 +1297,44 @@ def _used_outside_definitions(pattern: re.Pattern, body: str) -> bool:
     """Whether `pattern` (which never matches a line break) matches in a line of `body` that is not a
     definition line (_SLURM_DEFINITION): the same as searching the body with those lines removed."""
     for m in pattern.finditer(body):
-        start = body.rfind("\n", 0, m.start()) + 1
-        end = body.find("\n", m.end())
-        if not _SLURM_DEFINITION.match(body, start, len(body) if end < 0 else end):
+        if not _on_definition_line(body, m.start(), m.end()):
             return True
+    return False
+
+
+def _on_definition_line(body: str, start: int, end: int) -> bool:
+    """Whether body[start:end] (no line break in it) lies on a _SLURM_DEFINITION line."""
+    line_start = body.rfind("\n", 0, start) + 1
+    line_end = body.find("\n", end)
+    return _SLURM_DEFINITION.match(body, line_start, len(body) if line_end < 0 else line_end) is not None
+
+
+def _number_used_outside_definitions(number: str, body: str) -> bool:
+    """_used_outside_definitions for the pattern `(?<!\d)NUMBER(?!\d)` (NUMBER made of ASCII digits), found
+    with str.find: the pattern differs per script, and compiling it costs more than the search."""
+    size = len(number)
+    find = body.find
+    i = find(number)
+    while i >= 0:
+        end = i + size
+        # `\d` is a Unicode decimal digit (category Nd), which is what str.isdecimal tells
+        if not (i and body[i - 1].isdecimal()) and not (end < len(body) and body[end].isdecimal()):
+            if not _on_definition_line(body, i, end):
+                return True
+        i = find(number, i + 1)
     return False
 
 
 def _job_id_use(job, command, args, intent) -> list[Finding]:
     """SLURM_JOB_ID reaching the command: a TrainJob has no job number, so a fixed stand-in (one per script,
     translator/plan/prologue.py) is used, where Slurm gave every submission a new one."""
-    from translator.plan import prologue
-
     text = "\n".join(tuple(command) + tuple(args))
     stand_in = prologue.job_id_number(job)
     body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
     # the definitions the prologue/shim make (`export SLURM_JOB_ID=…` lines) are not uses
     if not (
         _used_outside_definitions(_JOB_ID_USE, body)
-        or (stand_in in body and _used_outside_definitions(re.compile(rf"(?<!\d){stand_in}(?!\d)"), body))
+        or (stand_in in body and _number_used_outside_definitions(stand_in, body))
     ):
         return []
     return [
