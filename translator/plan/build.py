@@ -19,7 +19,7 @@ from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
-from translator.read.ast import Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
+from translator.read.ast import Assignment, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
@@ -53,8 +53,7 @@ _INFORMATIONAL = {
 }
 
 
-def _lines(job, *names) -> tuple[int, ...]:
-    return resources._lines(job, *names)
+_lines = resources._lines  # (job, *names) -> the lines that set any of the options, in order
 
 
 def _first(job, *names) -> int | None:
@@ -102,8 +101,8 @@ def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
     smap: list[SourceMap] = []
 
     def add(sev, code, msg, names, fix=None, status="dropped"):
-        out.append(Finding(sev, code, msg, _first(job, *names), fix))
         lines = _lines(job, *names)
+        out.append(Finding(sev, code, msg, lines[0] if lines else None, fix))
         if lines:
             smap.append(SourceMap("(" + names[0] + ")", lines, status))
 
@@ -497,12 +496,17 @@ def _environment_setup(b: _Build, modules, envs) -> None:
 def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
     """The body's commands before and after the launch that the TrainJob does not run."""
     launch_line = b.intent.line
+    add = b.findings.append
+    smap = b.smap.append
+    basename = common.basename
+    # each command with the base name of its first word
+    named = [(cmd, basename(cmd.words[0].value) if cmd.words else "") for cmd in dropped_before + after]
     discovery = False
-    for cmd in dropped_before + after:
-        name = common.basename(cmd.words[0].value) if cmd.words else ""
+    discovered = set()  # the lines of the P441 findings (no other section makes that code)
+    for cmd, name in named:
         discovery = name == "scontrol" or (discovery and cmd.connector == "|")
         if discovery:
-            b.add(
+            add(
                 Finding(
                     INFO,
                     "P441",
@@ -511,14 +515,14 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                     cmd.line,
                 )
             )
-            b.map("(body)", (cmd.line,), "dropped")
-    discovered = {f.line for f in b.findings if f.code == "P441"}
-    dropped_before = [c for c in dropped_before if c.line not in discovered]
-    after = [c for c in after if c.line not in discovered]
-    for cmd in dropped_before:
-        name = common.basename(cmd.words[0].value) if cmd.words else ""
+            smap(SourceMap("(body)", (cmd.line,), "dropped"))
+            discovered.add(cmd.line)
+    before = len(dropped_before)
+    for cmd, name in named[:before]:
+        if cmd.line in discovered:
+            continue
         if cmd.kind == SOURCE:
-            b.add(
+            add(
                 Finding(
                     WARNING,
                     "P440",
@@ -529,7 +533,7 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                 )
             )
         elif cmd.kind == CD:
-            b.add(
+            add(
                 Finding(
                     WARNING,
                     "P428",
@@ -539,9 +543,9 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                 )
             )
         elif name in _INFORMATIONAL:
-            b.add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
+            add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
         else:
-            b.add(
+            add(
                 Finding(
                     WARNING,
                     "P436",
@@ -550,15 +554,13 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                     "move it into the image or the program",
                 )
             )
-        b.map("(body)", (cmd.line,), "dropped")
-    for cmd in after:
-        name = common.basename(cmd.words[0].value) if cmd.words else ""
-        if (
-            cmd.connector == "|"
-            and launch_line is not None
-            and cmd.line <= (max(consumed) if consumed else launch_line)
-        ):
-            b.add(
+        smap(SourceMap("(body)", (cmd.line,), "dropped"))
+    last_consumed = (max(consumed) if consumed else launch_line) if after else None
+    for cmd, name in named[before:]:
+        if cmd.line in discovered:
+            continue
+        if cmd.connector == "|" and launch_line is not None and cmd.line <= last_consumed:
+            add(
                 Finding(
                     INFO,
                     "P435",
@@ -567,25 +569,19 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                     cmd.line,
                 )
             )
-            b.map("(body)", (cmd.line,), "dropped")
-            continue
-        sev = INFO if name in _INFORMATIONAL else WARNING
-        code = "P435" if sev == INFO else "P437"
-        msg = (
-            f"`{cmd.text.strip()}` is not carried (informational)"
-            if sev == INFO
-            else f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob"
-        )
-        b.add(
-            Finding(
-                sev,
-                code,
-                msg,
-                cmd.line,
-                None if sev == INFO else "run it as a separate step (e.g. a workflow) or inside the program",
+        elif name in _INFORMATIONAL:
+            add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line, None))
+        else:
+            add(
+                Finding(
+                    WARNING,
+                    "P437",
+                    f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob",
+                    cmd.line,
+                    "run it as a separate step (e.g. a workflow) or inside the program",
+                )
             )
-        )
-        b.map("(body)", (cmd.line,), "dropped")
+        smap(SourceMap("(body)", (cmd.line,), "dropped"))
 
 
 # --- shape, resources, env
@@ -1267,23 +1263,24 @@ def _forward_env(env, command, args, intent, findings):
 def _static_resolver(script, job, shape, launch_line):
     """Text with `$NAME` references -> its value when every name is known at conversion time (a literal
     top-level assignment before the launch, or a Slurm variable fixed by the options), else None."""
-    from translator.launchers.launchline import _walk
-    from translator.launchers.common import LaunchContext, static_text
-    from translator.read.ast import Assignment
-
     made: list = []  # the context, built on the first call: most scripts export only literal values
 
     def resolve(text):
         if not made:
-            entries = list(_walk(script.body))
-            top = tuple(
-                st
-                for st, block in entries
-                if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
+            top = []
+            blocks = set()
+            for st, block in entries(script.body):
+                if st.__class__ is Assignment:
+                    if block:
+                        blocks.add(st.name)
+                    elif block is None and (launch_line is None or st.line < launch_line):
+                        top.append(st)
+            made.append(
+                common.LaunchContext(
+                    script=script, job=job, shape=shape, assignments=tuple(top), block_assigned=frozenset(blocks)
+                )
             )
-            blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
-            made.append(LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks))
-        return static_text(made[0], text)
+        return common.static_text(made[0], text)
 
     return resolve
 

@@ -34,11 +34,24 @@ RENDEZVOUS = (
     "NNODES",
     "NPROC_PER_NODE",
 )
+_RENDEZVOUS = frozenset(RENDEZVOUS)
 CLUSTER_SPECIFIC = re.compile(
     r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_INDEX|NCCL_NET|NCCL_TOPO_FILE|"
     r"GLOO_SOCKET_IFNAME|FI_PROVIDER|FI_EFA_.*|UCX_NET_DEVICES|UCX_TLS|LD_LIBRARY_PATH|"
     r"LD_PRELOAD|PATH|PYTHONPATH|CUDA_HOME|HF_HOME|TRANSFORMERS_CACHE|TMPDIR)$"
 )
+
+
+_CLUSTER_MEMO: dict[str, bool] = {}  # name -> CLUSTER_SPECIFIC matches it: names recur across scripts
+
+
+def _cluster_specific(name: str) -> bool:
+    known = _CLUSTER_MEMO.get(name)
+    if known is None:
+        known = CLUSTER_SPECIFIC.match(name) is not None
+        if len(_CLUSTER_MEMO) < 16384 and len(name) <= 100:
+            _CLUSTER_MEMO[name] = known
+    return known
 
 
 def script_assignments(script) -> tuple:
@@ -64,6 +77,7 @@ def collect(
         if not a.exported or (launch_line is not None and a.line >= launch_line):
             continue
         name = a.name
+        word = a.value
         if name.startswith(RESERVED_PREFIXES) or name in reserved:
             findings.append(
                 Finding(
@@ -76,7 +90,7 @@ def collect(
             )
             lines_dropped.append(a.line)
             continue
-        if name.startswith("SLURM") or name in RENDEZVOUS:
+        if name.startswith("SLURM") or name in _RENDEZVOUS:
             findings.append(
                 Finding(
                     INFO,
@@ -92,18 +106,18 @@ def collect(
             )
             lines_dropped.append(a.line)
             continue
-        if not a.value.literal and a.line in consumed:
-            continue  # the launch command is built from it (launchers/indirect.py)
-        value = a.value.value
-        if not a.value.literal:
+        value = word.value
+        if not word.literal:
+            if a.line in consumed:
+                continue  # the launch command is built from it (launchers/indirect.py)
             # `export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`, `export OUT=$BASE/run`: known at conversion time
-            value = resolve(a.value.value) if resolve is not None and "'" not in a.value.raw else None
+            value = resolve(value) if resolve is not None and "'" not in word.raw else None
         if value is None:
             findings.append(
                 Finding(
                     WARNING,
                     "P422",
-                    f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
+                    f"`export {name}={word.raw}` needs the shell; it is not TrainJob "
                     "env, so a program reading it finds it unset (the command defines it only where "
                     "the launch line itself uses it)",
                     a.line,
@@ -112,10 +126,11 @@ def collect(
             )
             lines_dropped.append(a.line)
             continue
-        env.pop(name, None)
-        env[name] = EnvVar(name=name, value=escape(value), line=a.line)
+        if name in env:
+            del env[name]
+        env[name] = EnvVar(name, escape(value), a.line)
         lines_mapped.append(a.line)
-        if CLUSTER_SPECIFIC.match(name):
+        if _cluster_specific(name):
             cluster.append(name)
     if cluster:
         findings.append(
@@ -150,7 +165,7 @@ def launch_env(pairs, line, policy: str, escape) -> tuple[tuple[EnvVar, ...], li
                     line,
                 )
             )
-        elif name.startswith("SLURM") or name in RENDEZVOUS:
+        elif name.startswith("SLURM") or name in _RENDEZVOUS:
             findings.append(
                 Finding(
                     INFO,
@@ -162,7 +177,7 @@ def launch_env(pairs, line, policy: str, escape) -> tuple[tuple[EnvVar, ...], li
             )
         else:
             out.append(EnvVar(name=name, value=escape(value), line=line))
-            if CLUSTER_SPECIFIC.match(name):
+            if _cluster_specific(name):
                 findings.append(
                     Finding(
                         WARNING,

@@ -31,11 +31,10 @@ _SHAPES = (
 
 # Every match of _SHAPES[:5] starts with one of these: a text without any has no embedded token.
 _TOKEN_START = re.compile(r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|xox[abposr]-")
-# Matches where any of _SHAPES[:5] matches (at the leftmost such place): a text it does not match in has no
-# embedded token, even where _TOKEN_START finds a start (`--task-prolog` holds `sk-`, too short a token).
-_ANY_TOKEN = re.compile("|".join(shape.pattern for shape in _SHAPES[:5]))
-# A match of each of _SHAPES[:5] holds one of these texts: a shape whose texts are absent is not scanned for.
+# A match of each of _SHAPES[:5] holds one of these texts: a shape whose texts are absent is not scanned for
+# (a few substring searches cost less than one scan by _TOKEN_START, whose first characters are common).
 _SHAPE_HINTS = (("hf_",), ("gh", "github_pat_"), ("sk-",), ("AKIA",), ("xox",))
+_GATED_SHAPES = tuple(zip(_SHAPE_HINTS, _SHAPES[:5]))
 # The two whole-value shapes need at least this many characters.
 _WHOLE_MIN = 32
 
@@ -97,17 +96,22 @@ def has_token_start(text: str) -> bool:
 
 
 def has_token(text: str) -> bool:
-    """Whether `text` holds an embedded token: False exactly when embedded_tokens(text) is empty."""
-    return _ANY_TOKEN.search(text) is not None
+    """Whether `text` holds an embedded token: False exactly when embedded_tokens(text) is empty (a start
+    alone is not enough: `--task-prolog` holds `sk-`)."""
+    for hints, shape in _GATED_SHAPES:
+        for hint in hints:
+            if hint in text:
+                if shape.search(text):
+                    return True
+                break
+    return False
 
 
 def embedded_tokens(text: str):
     """Substrings of `text` with the unmistakable shape of a token (hf_…, ghp_…, sk-…, AKIA…, xox…)."""
-    if not _ANY_TOKEN.search(text):  # the common case: nothing token-like at all
-        return []
-    out = []
-    for hints, shape in zip(_SHAPE_HINTS, _SHAPES):
-        if not any(hint in text for hint in hints):
+    out: list[str] = []
+    for hints, shape in _GATED_SHAPES:
+        if not any(hint in text for hint in hints):  # the common case: not even the start of a token
             continue
         for m in shape.finditer(text):
             if m.group(0) not in out:
