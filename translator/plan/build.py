@@ -944,10 +944,14 @@ _LINE = operator.attrgetter("line")
 def _final_findings(findings, script, env) -> tuple[Finding, ...]:
     """_dedupe(_redact(findings, script, env)): what every plan of the job carries. Most jobs have no secret
     and no text that _one_line changes, which one look at all their texts tells (then neither runs per
-    finding)."""
-    texts = [t for f in findings for t in (f.message, f.suggestion) if t]
+    finding); texts already seen to pass in an earlier job (most suggestions, the frequent messages) are
+    not looked at again."""
+    if any(len(a.value.value) >= 4 for a, _ in _secret_assignments(script)):
+        return _dedupe(_redact(findings, script, env))
+    clean = _CLEAN_TEXTS
+    texts = [t for f in findings for t in (f.message, f.suggestion) if t and t not in clean]
     joined = "\n".join(texts)
-    if any(len(a.value.value) >= 4 for a, _ in _secret_assignments(script)) or secrets.has_token(joined):
+    if secrets.has_token(joined):
         return _dedupe(_redact(findings, script, env))
     # _spaced_once for every text at once: the concatenation is printable when each text is, and then no
     # text holds a line break, so the ones in `joined` are the boundaries between texts
@@ -959,7 +963,16 @@ def _final_findings(findings, script, env) -> tuple[Finding, ...]:
         and joined[:1] != " "
         and joined[-1:] != " "
     )
+    if spaced and texts:
+        if len(clean) + len(texts) > _CLEAN_TEXTS_MAX:
+            clean.clear()
+        clean.update([t for t in texts if len(t) <= 1000])
     return _dedupe(findings, one_line=not spaced)
+
+
+# Finding texts seen to hold no embedded token and to be _spaced_once: the same texts recur across jobs.
+_CLEAN_TEXTS: set[str] = set()
+_CLEAN_TEXTS_MAX = 8192
 
 
 def _line_order(f: Finding) -> tuple:
@@ -982,15 +995,9 @@ def _secret_assignments(script) -> tuple:
     """((Assignment, why), ...): the script's literal assignments whose name or value says secret."""
     if _SECRET_MEMO[0] is script:
         return _SECRET_MEMO[1]
-    looks_secret = secrets.looks_secret
-    out = []
-    for a in envmod.script_assignments(script):
-        if a.value.literal:
-            why = looks_secret(a.name, a.value.value)
-            if why:
-                out.append((a, why))
-    _SECRET_MEMO[:] = [script, tuple(out)]
-    return _SECRET_MEMO[1]
+    found = secrets.literal_secrets(envmod.script_assignments(script))
+    _SECRET_MEMO[:] = [script, found]
+    return found
 
 
 def _secrets(script, env, intent, command, args, trainjob_name):

@@ -56,6 +56,26 @@ def looks_secret(name: str, value: str) -> str | None:
     return answer
 
 
+def literal_secrets(assignments) -> tuple:
+    """((assignment, why), ...) for the literal ones among `assignments` (translator.read.ast.Assignment)
+    whose name or value says secret: looks_secret for each, its memo read here (a script has tens of
+    assignments, most of them seen in earlier scripts)."""
+    memo_get = _MEMO.get
+    out = []
+    for a in assignments:
+        word = a.value
+        if word.literal:
+            why = memo_get((a.name, word.value), _UNKNOWN)
+            if why is _UNKNOWN:
+                why = looks_secret(a.name, word.value)
+            if why:
+                out.append((a, why))
+    return tuple(out)
+
+
+_UNKNOWN = object()
+
+
 def _looks_secret(name: str, value: str) -> str | None:
     v = value.strip()
     if not v:
