@@ -54,12 +54,42 @@ def _cluster_specific(name: str) -> bool:
     return known
 
 
-def script_assignments(script) -> tuple:
-    """The script's assignments in order, as translator.read.ast.iter_assignments gives them, listed once
-    per script (translator/read/walk.py)."""
-    from translator.read.walk import assignments_in
+_ASSIGNMENTS_MEMO: list = [None, ()]  # (body, its assignments) of the last call: collect and the secrets ask
 
-    return assignments_in(script.body)
+
+def script_assignments(script) -> tuple:
+    """The script's assignments in order, as translator.read.ast.iter_assignments gives them (and
+    translator/read/walk.py lists them), listed once per script.
+
+    Read off the launch analysis's entries of the body, which detect has just listed (its walk visits the
+    statements in the same order): the assignment statements, and the prefix assignments (`VAR=x cmd`) of
+    the commands, except those of a here-document's own command, which iter_assignments does not visit.
+    Such a command is told apart only at the top level (its entry is marked "here-document"); a command
+    with prefix assignments inside a block takes the plain walk."""
+    from translator.launchers.launchline import entries
+    from translator.read.ast import Assignment, Command
+
+    body = script.body
+    memo = _ASSIGNMENTS_MEMO
+    if memo[0] is body:
+        return memo[1]
+    out: list = []
+    for st, block in entries(body):
+        cls = st.__class__
+        if cls is Assignment:
+            out.append(st)
+        elif cls is Command and st.prefix_assignments:
+            if block is None:
+                out.extend(st.prefix_assignments)
+            elif block != "here-document":
+                from translator.read.walk import assignments_in
+
+                out = list(assignments_in(body))
+                break
+    found = tuple(out)
+    if type(body) is tuple:  # (a list could change between calls)
+        memo[:] = [body, found]
+    return found
 
 
 def collect(
