@@ -54,6 +54,30 @@ class PodPatch:
     image_pull_secrets: tuple[str, ...] = ()
     service_account_name: str | None = None
 
+    def __init__(
+        self,
+        job: str = "node",
+        container: str = "node",
+        node_selector: tuple[tuple[str, str], ...] = (),
+        tolerations: tuple[dict, ...] = (),
+        affinity: dict | None = None,
+        volumes: tuple[dict, ...] = (),
+        volume_mounts: tuple[dict, ...] = (),
+        image_pull_secrets: tuple[str, ...] = (),
+        service_account_name: str | None = None,
+    ):
+        self.__dict__.update(
+            job=job,
+            container=container,
+            node_selector=node_selector,
+            tolerations=tolerations,
+            affinity=affinity,
+            volumes=volumes,
+            volume_mounts=volume_mounts,
+            image_pull_secrets=image_pull_secrets,
+            service_account_name=service_account_name,
+        )
+
     def is_empty(self) -> bool:
         return not (
             self.node_selector
