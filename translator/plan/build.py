@@ -1314,7 +1314,7 @@ def _on_definition_line(body: str, start: int, end: int) -> bool:
 
 
 def _number_used_outside_definitions(number: str, body: str) -> bool:
-    """_used_outside_definitions for the pattern `(?<!\d)NUMBER(?!\d)` (NUMBER made of ASCII digits), found
+    r"""_used_outside_definitions for the pattern `(?<!\d)NUMBER(?!\d)` (NUMBER made of ASCII digits), found
     with str.find: the pattern differs per script, and compiling it costs more than the search."""
     size = len(number)
     find = body.find
