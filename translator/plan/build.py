@@ -1115,22 +1115,32 @@ _ENDPOINT = re.compile(
     r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
     r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|M(?<!\wM)ASTER_ADDR=)([^\s'\";]+)"
 )
-# Text every _ENDPOINT match holds, from its start (`--…`, `MASTER_ADDR=`) or 3 characters after it (`://`):
-# found with few candidate characters (`-`, `:`, `M`, where _ENDPOINT's `t` and `e` are everywhere), it
-# tells where the scan for _ENDPOINT can start, or that it finds nothing (_endpoints).
-_ENDPOINT_HINT = re.compile(
+# Where an _ENDPOINT match can start: each holds, from its start, `--` and an option name (found by
+# _ENDPOINT_OPTION, whose literal `--` the regex engine skips to) or `MASTER_ADDR=`, or else `://` three
+# characters after its start (`tcp://`, `env://`); _ENDPOINT itself starts with `t`, `e`, `-` or `M` and is
+# tried at every such character. So the scan starts at the first of those (str.find for the two literals),
+# or is not run when there is none.
+_ENDPOINT_OPTION = re.compile(
     r"--(?:master|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|rdzv[_-]endpoint)"
-    r"|://|MASTER_ADDR="
 )
 
 
 def _endpoints(text: str) -> list[str]:
     """_ENDPOINT.findall(text)."""
-    hint = _ENDPOINT_HINT.search(text)
-    if hint is None:
+    starts = []
+    scheme = text.find("://")
+    if scheme >= 0:
+        starts.append(max(scheme - 3, 0))
+    addr = text.find("MASTER_ADDR=")
+    if addr >= 0:
+        starts.append(addr)
+    option = _ENDPOINT_OPTION.search(text)
+    if option is not None:
+        starts.append(option.start())
+    if not starts:
         return []
     # (the lookbehind of `M(?<!\wM)` sees the text before the start position)
-    return _ENDPOINT.findall(text, max(hint.start() - 3, 0))
+    return _ENDPOINT.findall(text, min(starts))
 
 
 # Every address holds `.D.D.D` (D a digit); searching for that skips from dot to dot, and few texts pass.
