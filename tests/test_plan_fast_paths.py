@@ -560,7 +560,9 @@ def test_walks_match_the_generators(text):
     assert envmod.script_assignments(script) == want
     assert envmod.script_assignments(script) == want  # asked again: the kept list
     assert all(a is b for a, b in zip(envmod.script_assignments(script), want))
-    assert build._commands(script.body) == [cmd for cmd, _ in _reference_commands(script.body)]
+    assert list(build._commands(script.body)) == [cmd for cmd, _ in _reference_commands(script.body)]
+    assert list(build._commands(list(script.body))) == [cmd for cmd, _ in _reference_commands(script.body)]
+    assert envmod.script_assignments(script) == want
 
 
 def test_assignments_off_the_entries_skip_here_document_commands():

@@ -19,7 +19,7 @@ from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
-from translator.read.ast import Assignment, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
+from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
@@ -87,11 +87,10 @@ def array_indices(spec: str) -> list[int] | None:
     return out
 
 
-def _commands(statements) -> list:
+def _commands(statements) -> tuple:
     """Every command, blocks' own commands included, in order (what translator.read.ast.iter_commands
-    yields): the commands among the launch analysis's entries of the body, which detect has just listed
-    (translator/launchers/launchline.py keeps the last body's)."""
-    return [st for st, _ in entries(statements) if st.__class__ is Command]
+    yields), listed with the assignments in one pass (translator/plan/env.py:body_lists)."""
+    return envmod.body_lists(statements)[0]
 
 
 def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:

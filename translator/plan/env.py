@@ -54,41 +54,51 @@ def _cluster_specific(name: str) -> bool:
     return known
 
 
-_ASSIGNMENTS_MEMO: list = [None, ()]  # (body, its assignments) of the last call: collect and the secrets ask
+_BODY_MEMO: list = [None, (), ()]  # (body, its commands, its assignments) of the last call
 
 
 def script_assignments(script) -> tuple:
     """The script's assignments in order, as translator.read.ast.iter_assignments gives them (and
-    translator/read/walk.py lists them), listed once per script.
+    translator/read/walk.py lists them), listed once per script (body_lists)."""
+    return body_lists(script.body)[1]
+
+
+def body_lists(body) -> tuple[tuple, tuple]:
+    """(commands, assignments) of a script body, in order: what translator.read.ast.iter_commands and
+    iter_assignments give, listed once per body, in one pass.
 
     Read off the launch analysis's entries of the body, which detect has just listed (its walk visits the
-    statements in the same order): the assignment statements, and the prefix assignments (`VAR=x cmd`) of
-    the commands, except those of a here-document's own command, which iter_assignments does not visit.
-    Such a command is told apart only at the top level (its entry is marked "here-document"); a command
-    with prefix assignments inside a block takes the plain walk."""
+    statements in the same order, blocks' own commands included): the commands; the assignment statements
+    and the prefix assignments (`VAR=x cmd`) of the commands, except those of a here-document's own command,
+    which iter_assignments does not visit. Such a command is told apart only at the top level (its entry is
+    marked "here-document"); a command with prefix assignments inside a block takes the plain walk."""
+    memo = _BODY_MEMO
+    if memo[0] is body:
+        return memo[1], memo[2]
     from translator.launchers.launchline import entries
     from translator.read.ast import Assignment, Command
 
-    body = script.body
-    memo = _ASSIGNMENTS_MEMO
-    if memo[0] is body:
-        return memo[1]
-    out: list = []
+    commands: list = []
+    assignments: list = []
+    walk = False  # the plain walk is needed for the assignments
     for st, block in entries(body):
         cls = st.__class__
         if cls is Assignment:
-            out.append(st)
-        elif cls is Command and st.prefix_assignments:
-            if block is None:
-                out.extend(st.prefix_assignments)
-            elif block != "here-document":
-                from translator.read.walk import assignments_in
+            assignments.append(st)
+        elif cls is Command:
+            commands.append(st)
+            if st.prefix_assignments:
+                if block is None:
+                    assignments.extend(st.prefix_assignments)
+                elif block != "here-document":
+                    walk = True
+    if walk:
+        from translator.read.walk import assignments_in
 
-                out = list(assignments_in(body))
-                break
-    found = tuple(out)
+        assignments = list(assignments_in(body))
+    found = (tuple(commands), tuple(assignments))
     if type(body) is tuple:  # (a list could change between calls)
-        memo[:] = [body, found]
+        memo[:] = [body, found[0], found[1]]
     return found
 
 
