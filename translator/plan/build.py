@@ -827,7 +827,9 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
     for p in plans:
         if settings.profile is None and b.shape.gpus_per_node and not p.patches:
             # what the general path below makes of a plan without patches, in one replace
-            out.append(_replace(p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_shm_patches(rt)))
+            out.append(
+                _replace(p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_kept_shm_patches(rt))
+            )
             continue
         p = _replace(p, findings=findings, source_map=source_map)
         if settings.profile is not None:
@@ -874,6 +876,19 @@ def _shm_patches(rt) -> tuple[PodPatch, ...]:
         PodPatch(job=j, container=rt.container if rt else "node", volumes=(volume,), volume_mounts=(mount,))
         for j in jobs
     )
+
+
+_SHM_MEMO: list = [object(), ()]  # (runtime, its /dev/shm patches) of the last call
+
+
+def _kept_shm_patches(rt) -> tuple[PodPatch, ...]:
+    """_shm_patches(rt), the same tuple for the same runtime in a row (the runtimes are module constants; the
+    patches and their dicts are only read: emitters copy them, a site profile builds new ones)."""
+    if _SHM_MEMO[0] is rt:
+        return _SHM_MEMO[1]
+    patches = _shm_patches(rt)
+    _SHM_MEMO[:] = [rt, patches]
+    return patches
 
 
 def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
