@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, strategies as st
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
@@ -122,6 +123,14 @@ def test_ipv4_scan_matches_the_plain_pattern(text):
 def test_endpoint_pattern_matches_the_plain_pattern(text):
     assert build._ENDPOINT.findall(text) == [m.group(1) for m in _REFERENCE_ENDPOINT.finditer(text)]
     assert [m.span() for m in build._ENDPOINT.finditer(text)] == [m.span() for m in _REFERENCE_ENDPOINT.finditer(text)]
+    # the scan that starts where the hint says
+    assert build._endpoints(text) == [m.group(1) for m in _REFERENCE_ENDPOINT.finditer(text)]
+
+
+def test_endpoint_scan_starts_before_its_hint():
+    for text in ("x tcp://10.0.0.1:1", "env://a", "aMASTER_ADDR=b MASTER_ADDR=c", "--master 1.2.3.4 --dist-url=x"):
+        assert build._endpoints(text) == [m.group(1) for m in _REFERENCE_ENDPOINT.finditer(text)]
+    assert build._endpoints("srun --distribution=block --constraint=x --comment=y") == []
 
 
 def test_every_fragment_alone_and_framed():
@@ -152,14 +161,19 @@ def _reference_uses(body: str, stand_in: str) -> bool:
 
 def _fast_uses(body: str, stand_in: str) -> bool:
     return build._used_outside_definitions(build._JOB_ID_USE, body) or (
-        stand_in in body and build._used_outside_definitions(re.compile(rf"(?<!\d){stand_in}(?!\d)"), body)
+        stand_in in body and build._number_used_outside_definitions(stand_in, body)
     )
 
 
 @S.fuzz_settings(100)
 @given(
     st.lists(
-        st.one_of(_piece, st.sampled_from(["123456", "1234567", "x123456", "\nexport SLURM_JOB_ID=123456\n"])),
+        st.one_of(
+            _piece,
+            st.sampled_from(
+                ["123456", "1234567", "x123456", "\nexport SLURM_JOB_ID=123456\n", "٣123456", "123456٣", "1123456"]
+            ),
+        ),
         max_size=40,
     ).map("".join)
 )
@@ -211,6 +225,33 @@ def test_looks_secret_matches_the_plain_checks(name, value):
 @given(_texts)
 def test_embedded_tokens_match_the_plain_scan(text):
     assert secrets.embedded_tokens(text) == _reference_embedded_tokens(text)
+    assert secrets.has_token(text) == bool(_reference_embedded_tokens(text))
+
+
+def test_a_token_start_alone_is_no_token():
+    text = "--task-prolog|--task-epilog sk-short ghp_ hf_x"
+    assert secrets.has_token_start(text) and not secrets.has_token(text)
+    for frag in _FRAGMENTS:
+        if isinstance(frag, str):
+            for text in (frag, f"x{frag}y", frag * 2):
+                assert secrets.has_token(text) == bool(_reference_embedded_tokens(text))
+
+
+def _assignment(name, value, literal=True):
+    from translator.read.ast import Assignment, Word
+
+    return Assignment(1, name, Word(value, value, literal), True)
+
+
+@S.fuzz_settings(75)
+@given(st.lists(st.tuples(_names, _texts, st.booleans()), max_size=12))
+def test_literal_secrets_match_looks_secret(items):
+    assignments = [_assignment(n, v, lit) for n, v, lit in items]
+    want = tuple(
+        (a, why) for a in assignments if a.value.literal for why in [secrets.looks_secret(a.name, a.value.value)] if why
+    )
+    assert secrets.literal_secrets(assignments) == want
+    assert secrets.literal_secrets(assignments) == want  # asked again: the memo's answers
 
 
 # ---- findings: deduplicated by field tuple ------------------------------------------------------
@@ -232,6 +273,134 @@ def test_dedupe_matches_the_records_equality(findings):
     got = build._dedupe(findings)
     assert got == want
     assert [f.__class__ for f in got] == [f.__class__ for f in want]
+
+
+_text_pieces = st.one_of(
+    st.sampled_from(["a", "a  b", " a", "a ", "x\u00a0y", "\n", "fix it", "hf_" + "a" * 24, "sk-short", "\t", "é"]),
+    st.text(alphabet="ab -\n_", max_size=8),
+)
+
+
+class _SecretScript:
+    def __init__(self, assignments):
+        self.body = tuple(assignments)
+
+
+@S.fuzz_settings(75)
+@given(
+    st.lists(
+        st.builds(
+            Finding,
+            st.sampled_from([ERROR, WARNING, INFO]),
+            st.sampled_from(["P401", "P435"]),
+            st.lists(_text_pieces, max_size=4).map("".join),
+            st.sampled_from([None, 1, 2, 7]),
+            st.one_of(st.none(), st.lists(_text_pieces, max_size=3).map("".join)),
+        ),
+        max_size=20,
+    ),
+    st.sampled_from([(), (("DB_PASSWORD", "hunter22"),), (("X", "1"),)]),
+)
+def test_final_findings_match_redact_then_dedupe(findings, assigned):
+    script = _SecretScript(_assignment(n, v) for n, v in assigned)
+    want = build._dedupe(build._redact(findings, script, ()))
+    for _ in range(2):  # the second time, texts seen clean are not looked at again
+        got = build._final_findings(findings, script, ())
+        assert got == want
+        assert [(f.message, f.suggestion) for f in got] == [(f.message, f.suggestion) for f in want]
+
+
+def test_final_findings_keep_a_clean_text_cache_that_stays_correct():
+    build._CLEAN_TEXTS.clear()
+    script = _SecretScript(())
+    clean = [Finding(INFO, "P435", "all on one line", 2, "fix it")]
+    assert build._final_findings(clean, script, ()) == build._dedupe(clean)
+    assert "all on one line" in build._CLEAN_TEXTS
+    mixed = clean + [Finding(INFO, "P435", "two  spaces", 1), Finding(INFO, "P436", "tok hf_" + "a" * 24, 3)]
+    assert build._final_findings(mixed, script, ()) == build._dedupe(build._redact(mixed, script, ()))
+
+
+# ---- the plan records' written-out __init__ against the generated one ----------------------------
+
+
+def test_plan_records_init_like_the_generated_one():
+    import dataclasses
+
+    from translator.plan import model
+
+    for cls in (model.EnvVar, model.SourceMap, model.PodPatch, model.TrainerPlan):
+        fields = dataclasses.fields(cls)
+        reference = dataclasses.make_dataclass(
+            "Ref" + cls.__name__,
+            [(f.name, f.type, f) for f in fields],
+            frozen=True,
+        )
+        required = [f for f in fields if f.default is dataclasses.MISSING]
+        values = [("x",) if "tuple" in str(f.type) else f"value-{f.name}" for f in fields]
+        # positionally, by keyword, and with only the required ones
+        assert vars(cls(*values)) == vars(reference(*values))
+        kw = {f.name: v for f, v in zip(fields, values)}
+        assert vars(cls(**kw)) == vars(reference(**kw))
+        assert vars(cls(*values[: len(required)])) == vars(reference(*values[: len(required)]))
+        assert list(vars(cls(*values))) == [f.name for f in fields]
+        with pytest.raises(TypeError):  # refused, as the generated __init__ refuses it
+            cls(*values, "extra")
+        with pytest.raises(TypeError):
+            cls(**kw, no_such_field=1)
+        if required:
+            with pytest.raises(TypeError):  # a required field is required
+                cls()
+        obj = cls(*values)
+        assert obj == cls(**kw) and hash(obj) == hash(cls(**kw))
+        assert dataclasses.replace(obj) == obj
+        with pytest.raises(dataclasses.FrozenInstanceError):  # still frozen
+            setattr(obj, fields[0].name, "x")
+
+
+# ---- kube.escape: only the spots it changes are visited ------------------------------------------
+
+
+def _reference_escape(text: str) -> str:
+    """The earlier form: every `$$`, `$(` and `$`+non-ASCII spot through a callback."""
+    name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+    spot_re = re.compile(r"\$(?:\$|(?=[(\x80-\U0010ffff]))")
+
+    def spot(m) -> str:
+        if m.end() - m.start() == 2:
+            return "$$$$"
+        i = m.start()
+        if text[i + 1] != "(":
+            return "$$"
+        close = text.find(")", i + 2)
+        if close != -1 and (name.match(text, i + 2, close) or text.find("$", i + 2, close) != -1):
+            return "$$"
+        return "$"
+
+    return spot_re.sub(spot, text)
+
+
+_dollar_texts = st.lists(
+    st.one_of(
+        st.sampled_from(["$", "$$", "$(", "(", ")", "$((", "))", "a", "Z_9", " ", "é", "日", "\n", "'", "\\", "${X}"]),
+        st.text(alphabet="$()aB_1 é-", max_size=5),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@S.fuzz_settings(150)
+@given(_dollar_texts)
+def test_escape_matches_the_callback_form(text):
+    from translator.plan import kube
+
+    assert kube.escape(text) == _reference_escape(text)
+
+
+def test_escape_long_hostile_texts():
+    from translator.plan import kube
+
+    for text in ("$(" * 3000, "$(a" * 3000 + ")", "$" * 3001, "$(" + "a" * 5000, "$((" * 3000, "$($x" * 2000):
+        assert kube.escape(text) == _reference_escape(text)
 
 
 # ---- resources._lines: the settings of a job indexed once ---------------------------------------
@@ -391,7 +560,24 @@ def test_walks_match_the_generators(text):
     assert envmod.script_assignments(script) == want
     assert envmod.script_assignments(script) == want  # asked again: the kept list
     assert all(a is b for a, b in zip(envmod.script_assignments(script), want))
-    assert build._commands(script.body) == list(_reference_commands(script.body))
+    assert list(build._commands(script.body)) == [cmd for cmd, _ in _reference_commands(script.body)]
+    assert list(build._commands(list(script.body))) == [cmd for cmd, _ in _reference_commands(script.body)]
+    assert envmod.script_assignments(script) == want
+
+
+def test_assignments_off_the_entries_skip_here_document_commands():
+    from translator.plan import env as envmod
+    from translator.read import read_script
+    from translator.read.ast import iter_assignments
+
+    for text in (
+        "#!/bin/bash\nA=1\nTOK=x cat > f <<EOF\nhi\nEOF\nB=2 python x.py\nfor i in 1; do C=3 srun x; D=4; done\n",
+        "#!/bin/bash\nif true; then\n  X=1 cat <<EOF\nhi\nEOF\n  Y=2 run\nfi\nexport Z=3\n",
+        "#!/bin/bash\nf() { Z=1 cat <<EOF\nhi\nEOF\n}\nW=1 f\n",
+        "#!/bin/bash\nwhile true; do K=1 x; done\n",
+    ):
+        script = read_script(text.encode(), "t.sbatch")
+        assert envmod.script_assignments(script) == tuple(iter_assignments(script.body))
 
 
 # ---- prologue: batch-once rewriting pre-tested, definitions kept per job ------------------------

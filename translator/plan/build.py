@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import operator
 import re
 from typing import Any
 
 from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
-from translator.launchers.launchline import is_env_setup
+from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
-from translator.plan import kube, naming, packages as pipmod, resources, runtimes
+from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
-from translator.read.ast import Block, Command, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
+from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
@@ -52,8 +53,7 @@ _INFORMATIONAL = {
 }
 
 
-def _lines(job, *names) -> tuple[int, ...]:
-    return resources._lines(job, *names)
+_lines = resources._lines  # (job, *names) -> the lines that set any of the options, in order
 
 
 def _first(job, *names) -> int | None:
@@ -87,21 +87,10 @@ def array_indices(spec: str) -> list[int] | None:
     return out
 
 
-def _commands(statements, depth=0) -> list:
-    """[(command, depth)] of every command, blocks' own commands included, in order."""
-    out: list = []
-
-    def walk(statements, depth):
-        for st in statements:
-            if isinstance(st, Command):
-                out.append((st, depth))
-            elif isinstance(st, Block):
-                if st.command is not None:
-                    out.append((st.command, depth + 1))
-                walk(st.children, depth + 1)
-
-    walk(statements, depth)
-    return out
+def _commands(statements) -> tuple:
+    """Every command, blocks' own commands included, in order (what translator.read.ast.iter_commands
+    yields), listed with the assignments in one pass (translator/plan/env.py:body_lists)."""
+    return envmod.body_lists(statements)[0]
 
 
 def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
@@ -111,8 +100,8 @@ def _option_findings(job, settings) -> tuple[list[Finding], list[SourceMap]]:
     smap: list[SourceMap] = []
 
     def add(sev, code, msg, names, fix=None, status="dropped"):
-        out.append(Finding(sev, code, msg, _first(job, *names), fix))
         lines = _lines(job, *names)
+        out.append(Finding(sev, code, msg, lines[0] if lines else None, fix))
         if lines:
             smap.append(SourceMap("(" + names[0] + ")", lines, status))
 
@@ -283,8 +272,8 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
         framework=runtime.framework,
         launcher=b.intent.family,
         image=runtime.image,
-        command=tuple(_escape_word(c) for c in command_raw),
-        args=tuple(_escape_word(a) for a in args_raw),
+        command=tuple([_escape_word(c) for c in command_raw]),
+        args=tuple([_escape_word(a) for a in args_raw]),
         packages=packages.packages,
         pip_index_urls=packages.index_urls,
         pip_extra_args=packages.extra_args,
@@ -415,15 +404,18 @@ def _software_environment(b: _Build) -> _Packages:
     pip_extra: dict = {}
     modules, envs, dropped_before, after = [], [], [], []
     consumed = set(intent.consumed_lines)
-    for cmd, _depth in _commands(b.script.body):
-        if cmd.kind == MODULE:
+    for cmd in _commands(b.script.body):
+        kind = cmd.kind
+        if kind == MODULE:
             modules.append(cmd)
-        elif cmd.kind in (CONDA, VENV) or (
+        elif (
+            kind == CONDA
+            or kind == VENV
             # is_env_setup needs `PYTHON -m MODULE`: most commands have no `-m` second word
-            cmd.kind != PIP and len(cmd.words) >= 3 and cmd.words[1].value == "-m" and is_env_setup(cmd)
+            or (kind != PIP and len(cmd.words) >= 3 and cmd.words[1].value == "-m" and is_env_setup(cmd))
         ):
             envs.append(cmd)
-        elif cmd.kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
+        elif kind == PIP and not is_script and (launch_line is None or cmd.line < launch_line):
             named, index_url, ex, extra, fnd = pipmod.parse(cmd)
             for x in named:  # ordered sets: linear in the number of pip lines
                 pkgs.setdefault(x)
@@ -434,7 +426,7 @@ def _software_environment(b: _Build) -> _Packages:
                 pip_extra.setdefault(x)
             b.findings.extend(fnd)
             b.map("packages", (cmd.line,), "mapped")
-        elif cmd.kind == SBATCH:
+        elif kind == SBATCH:
             b.add(
                 Finding(
                     WARNING,
@@ -447,9 +439,7 @@ def _software_environment(b: _Build) -> _Packages:
             )
             b.map("(body)", (cmd.line,), "unsupported")
         elif (
-            not is_script
-            and cmd.kind in (OTHER, SOURCE, CD, EXPORT)
-            and (cmd.line not in consumed or cmd.connector == "|")
+            not is_script and kind in (OTHER, SOURCE, CD, EXPORT) and (cmd.line not in consumed or cmd.connector == "|")
         ):
             if launch_line is not None and (cmd.line > launch_line or cmd.line in consumed):
                 after.append(cmd)
@@ -505,12 +495,17 @@ def _environment_setup(b: _Build, modules, envs) -> None:
 def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
     """The body's commands before and after the launch that the TrainJob does not run."""
     launch_line = b.intent.line
+    add = b.findings.append
+    smap = b.smap.append
+    basename = common.basename
+    # each command with the base name of its first word
+    named = [(cmd, basename(cmd.words[0].value) if cmd.words else "") for cmd in dropped_before + after]
     discovery = False
-    for cmd in dropped_before + after:
-        name = common.basename(cmd.words[0].value) if cmd.words else ""
+    discovered = set()  # the lines of the P441 findings (no other section makes that code)
+    for cmd, name in named:
         discovery = name == "scontrol" or (discovery and cmd.connector == "|")
         if discovery:
-            b.add(
+            add(
                 Finding(
                     INFO,
                     "P441",
@@ -519,14 +514,14 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                     cmd.line,
                 )
             )
-            b.map("(body)", (cmd.line,), "dropped")
-    discovered = {f.line for f in b.findings if f.code == "P441"}
-    dropped_before = [c for c in dropped_before if c.line not in discovered]
-    after = [c for c in after if c.line not in discovered]
-    for cmd in dropped_before:
-        name = common.basename(cmd.words[0].value) if cmd.words else ""
+            smap(SourceMap("(body)", (cmd.line,), "dropped"))
+            discovered.add(cmd.line)
+    before = len(dropped_before)
+    for cmd, name in named[:before]:
+        if cmd.line in discovered:
+            continue
         if cmd.kind == SOURCE:
-            b.add(
+            add(
                 Finding(
                     WARNING,
                     "P440",
@@ -537,7 +532,7 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                 )
             )
         elif cmd.kind == CD:
-            b.add(
+            add(
                 Finding(
                     WARNING,
                     "P428",
@@ -547,9 +542,9 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                 )
             )
         elif name in _INFORMATIONAL:
-            b.add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
+            add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line))
         else:
-            b.add(
+            add(
                 Finding(
                     WARNING,
                     "P436",
@@ -558,15 +553,13 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                     "move it into the image or the program",
                 )
             )
-        b.map("(body)", (cmd.line,), "dropped")
-    for cmd in after:
-        name = common.basename(cmd.words[0].value) if cmd.words else ""
-        if (
-            cmd.connector == "|"
-            and launch_line is not None
-            and cmd.line <= (max(consumed) if consumed else launch_line)
-        ):
-            b.add(
+        smap(SourceMap("(body)", (cmd.line,), "dropped"))
+    last_consumed = (max(consumed) if consumed else launch_line) if after else None
+    for cmd, name in named[before:]:
+        if cmd.line in discovered:
+            continue
+        if cmd.connector == "|" and launch_line is not None and cmd.line <= last_consumed:
+            add(
                 Finding(
                     INFO,
                     "P435",
@@ -575,25 +568,19 @@ def _dropped_commands(b: _Build, dropped_before, after, consumed) -> None:
                     cmd.line,
                 )
             )
-            b.map("(body)", (cmd.line,), "dropped")
-            continue
-        sev = INFO if name in _INFORMATIONAL else WARNING
-        code = "P435" if sev == INFO else "P437"
-        msg = (
-            f"`{cmd.text.strip()}` is not carried (informational)"
-            if sev == INFO
-            else f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob"
-        )
-        b.add(
-            Finding(
-                sev,
-                code,
-                msg,
-                cmd.line,
-                None if sev == INFO else "run it as a separate step (e.g. a workflow) or inside the program",
+        elif name in _INFORMATIONAL:
+            add(Finding(INFO, "P435", f"`{cmd.text.strip()}` is not carried (informational)", cmd.line, None))
+        else:
+            add(
+                Finding(
+                    WARNING,
+                    "P437",
+                    f"`{cmd.text.strip()}` ran after the training on Slurm and is not part of the TrainJob",
+                    cmd.line,
+                    "run it as a separate step (e.g. a workflow) or inside the program",
+                )
             )
-        )
-        b.map("(body)", (cmd.line,), "dropped")
+        smap(SourceMap("(body)", (cmd.line,), "dropped"))
 
 
 # --- shape, resources, env
@@ -833,14 +820,16 @@ def _arrays(b: _Build, base: TrainerPlan) -> list[TrainerPlan]:
 
 
 def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, ...]:
-    findings = _dedupe(_redact(b.findings, b.script, env))  # the same for every plan of the job
+    findings = _final_findings(b.findings, b.script, env)  # the same for every plan of the job
     source_map = tuple(b.smap)
     settings = b.settings
     out = []
     for p in plans:
         if settings.profile is None and b.shape.gpus_per_node and not p.patches:
             # what the general path below makes of a plan without patches, in one replace
-            out.append(_replace(p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_shm_patches(rt)))
+            out.append(
+                _replace(p, findings=findings + (_SHM_NOTE,), source_map=source_map, patches=_kept_shm_patches(rt))
+            )
             continue
         p = _replace(p, findings=findings, source_map=source_map)
         if settings.profile is not None:
@@ -889,6 +878,19 @@ def _shm_patches(rt) -> tuple[PodPatch, ...]:
     )
 
 
+_SHM_MEMO: list = [object(), ()]  # (runtime, its /dev/shm patches) of the last call
+
+
+def _kept_shm_patches(rt) -> tuple[PodPatch, ...]:
+    """_shm_patches(rt), the same tuple for the same runtime in a row (the runtimes are module constants; the
+    patches and their dicts are only read: emitters copy them, a site profile builds new ones)."""
+    if _SHM_MEMO[0] is rt:
+        return _SHM_MEMO[1]
+    patches = _shm_patches(rt)
+    _SHM_MEMO[:] = [rt, patches]
+    return patches
+
+
 def with_shared_memory(plan: TrainerPlan, rt) -> TrainerPlan:
     """GPU jobs get /dev/shm as a memory-backed emptyDir (a container's default is 64Mi, too small for NCCL
     and DataLoader workers), on every pod of the runtime, unless a profile already mounted one."""
@@ -935,13 +937,56 @@ def _one_line(f: Finding) -> Finding:
     return dataclasses.replace(f, message=message, suggestion=suggestion)
 
 
-def _dedupe(findings) -> tuple[Finding, ...]:
+def _dedupe(findings, one_line=True) -> tuple[Finding, ...]:
     # first occurrence kept, in order; equal findings are those of one class with equal fields (the
     # records' own equality), compared here as a tuple, which is faster than the records' __hash__
     out: dict = {}
-    for f in map(_one_line, findings):
+    for f in map(_one_line, findings) if one_line else findings:
         out.setdefault((f.__class__, f.severity, f.code, f.message, f.line, f.suggestion), f)
-    return tuple(sorted(out.values(), key=_line_order))
+    found = out.values()
+    # sorted(found, key=_line_order) without a Python call per finding: the ones with a line by line
+    # (a stable sort), then the ones without, in order
+    lined = sorted([f for f in found if f.line is not None], key=_LINE)
+    if len(lined) < len(found):
+        lined += [f for f in found if f.line is None]
+    return tuple(lined)
+
+
+_LINE = operator.attrgetter("line")
+
+
+def _final_findings(findings, script, env) -> tuple[Finding, ...]:
+    """_dedupe(_redact(findings, script, env)): what every plan of the job carries. Most jobs have no secret
+    and no text that _one_line changes, which one look at all their texts tells (then neither runs per
+    finding); texts already seen to pass in an earlier job (most suggestions, the frequent messages) are
+    not looked at again."""
+    if any(len(a.value.value) >= 4 for a, _ in _secret_assignments(script)):
+        return _dedupe(_redact(findings, script, env))
+    clean = _CLEAN_TEXTS
+    texts = [t for f in findings for t in (f.message, f.suggestion) if t and t not in clean]
+    joined = "\n".join(texts)
+    if secrets.has_token(joined):
+        return _dedupe(_redact(findings, script, env))
+    # _spaced_once for every text at once: the concatenation is printable when each text is, and then no
+    # text holds a line break, so the ones in `joined` are the boundaries between texts
+    spaced = (
+        "".join(texts).isprintable()
+        and "  " not in joined
+        and " \n" not in joined
+        and "\n " not in joined
+        and joined[:1] != " "
+        and joined[-1:] != " "
+    )
+    if spaced and texts:
+        if len(clean) + len(texts) > _CLEAN_TEXTS_MAX:
+            clean.clear()
+        clean.update([t for t in texts if len(t) <= 1000])
+    return _dedupe(findings, one_line=not spaced)
+
+
+# Finding texts seen to hold no embedded token and to be _spaced_once: the same texts recur across jobs.
+_CLEAN_TEXTS: set[str] = set()
+_CLEAN_TEXTS_MAX = 8192
 
 
 def _line_order(f: Finding) -> tuple:
@@ -964,24 +1009,14 @@ def _secret_assignments(script) -> tuple:
     """((Assignment, why), ...): the script's literal assignments whose name or value says secret."""
     if _SECRET_MEMO[0] is script:
         return _SECRET_MEMO[1]
-    from translator.plan import secrets
-
-    looks_secret = secrets.looks_secret
-    out = []
-    for a in envmod.script_assignments(script):
-        if a.value.literal:
-            why = looks_secret(a.name, a.value.value)
-            if why:
-                out.append((a, why))
-    _SECRET_MEMO[:] = [script, tuple(out)]
-    return _SECRET_MEMO[1]
+    found = secrets.literal_secrets(envmod.script_assignments(script))
+    _SECRET_MEMO[:] = [script, found]
+    return found
 
 
 def _secrets(script, env, intent, command, args, trainjob_name):
     """Move secret values out of env and command text into one Secret. Returns
     (env, command, args, findings)."""
-    from translator.plan import secrets
-
     found = {}  # name -> (value, line, why)
     for a, why in _secret_assignments(script):
         found[a.name] = (a.value.value, a.line, why)
@@ -996,7 +1031,7 @@ def _secrets(script, env, intent, command, args, trainjob_name):
                 found[e.name] = (e.value, e.line, why)
     known = {v for v, _, _ in found.values()}
     words = tuple(command) + tuple(args)
-    for word in words if secrets.has_token_start("\0".join(words)) else ():
+    for word in words if secrets.has_token("\0".join(words)) else ():
         for token in secrets.embedded_tokens(word):
             if token not in known and not any(token in v for v in known):
                 known.add(token)
@@ -1094,6 +1129,32 @@ _ENDPOINT = re.compile(
     r"(?:--(?:master[_-]addr|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|"
     r"rdzv[_-]endpoint|master)[= ]|tcp://|env://|M(?<!\wM)ASTER_ADDR=)([^\s'\";]+)"
 )
+# Where an _ENDPOINT match can start: each holds, from its start, `--` and an option name (found by
+# _ENDPOINT_OPTION, whose literal `--` the regex engine skips to) or `MASTER_ADDR=`, or else `://` three
+# characters after its start (`tcp://`, `env://`); _ENDPOINT itself starts with `t`, `e`, `-` or `M` and is
+# tried at every such character. So the scan starts at the first of those (str.find for the two literals),
+# or is not run when there is none.
+_ENDPOINT_OPTION = re.compile(
+    r"--(?:master|main[_-]process[_-]ip|dist[_-]url|init[_-]method|coordinator[_-]address|rdzv[_-]endpoint)"
+)
+
+
+def _endpoints(text: str) -> list[str]:
+    """_ENDPOINT.findall(text)."""
+    starts = []
+    scheme = text.find("://")
+    if scheme >= 0:
+        starts.append(max(scheme - 3, 0))
+    addr = text.find("MASTER_ADDR=")
+    if addr >= 0:
+        starts.append(addr)
+    option = _ENDPOINT_OPTION.search(text)
+    if option is not None:
+        starts.append(option.start())
+    if not starts:
+        return []
+    # (the lookbehind of `M(?<!\wM)` sees the text before the start position)
+    return _ENDPOINT.findall(text, min(starts))
 
 
 # Every address holds `.D.D.D` (D a digit); searching for that skips from dot to dot, and few texts pass.
@@ -1134,7 +1195,7 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
         hits = [h for h in _ipv4_addresses(text) if not h.startswith(("127.", "0."))]
         hits += [
             h
-            for h in _ENDPOINT.findall(text)
+            for h in _endpoints(text)
             if not h.startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
             and "_s2k" not in h
             and "://" not in h
@@ -1161,12 +1222,8 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
 def _redact(findings, script, env) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
     (they are printed, and become comments of the YAML and the Python file)."""
-    from translator.plan import secrets
-
     values = {a.value.value for a, _ in _secret_assignments(script) if len(a.value.value) >= 4}
-    if not values and not secrets.has_token_start(
-        "\0".join(t for f in findings for t in (f.message, f.suggestion) if t)
-    ):
+    if not values and not secrets.has_token("\0".join([t for f in findings for t in (f.message, f.suggestion) if t])):
         return list(findings)  # nothing to hide in any of them (the common case)
     longest_first = sorted(values, key=len, reverse=True)
 
@@ -1237,23 +1294,24 @@ def _forward_env(env, command, args, intent, findings):
 def _static_resolver(script, job, shape, launch_line):
     """Text with `$NAME` references -> its value when every name is known at conversion time (a literal
     top-level assignment before the launch, or a Slurm variable fixed by the options), else None."""
-    from translator.launchers.launchline import _walk
-    from translator.launchers.common import LaunchContext, static_text
-    from translator.read.ast import Assignment
-
     made: list = []  # the context, built on the first call: most scripts export only literal values
 
     def resolve(text):
         if not made:
-            entries = list(_walk(script.body))
-            top = tuple(
-                st
-                for st, block in entries
-                if isinstance(st, Assignment) and block is None and (launch_line is None or st.line < launch_line)
+            top = []
+            blocks = set()
+            for st, block in entries(script.body):
+                if st.__class__ is Assignment:
+                    if block:
+                        blocks.add(st.name)
+                    elif block is None and (launch_line is None or st.line < launch_line):
+                        top.append(st)
+            made.append(
+                common.LaunchContext(
+                    script=script, job=job, shape=shape, assignments=tuple(top), block_assigned=frozenset(blocks)
+                )
             )
-            blocks = frozenset(st.name for st, block in entries if isinstance(st, Assignment) and block)
-            made.append(LaunchContext(script=script, job=job, shape=shape, assignments=top, block_assigned=blocks))
-        return static_text(made[0], text)
+        return common.static_text(made[0], text)
 
     return resolve
 
@@ -1267,25 +1325,44 @@ def _used_outside_definitions(pattern: re.Pattern, body: str) -> bool:
     """Whether `pattern` (which never matches a line break) matches in a line of `body` that is not a
     definition line (_SLURM_DEFINITION): the same as searching the body with those lines removed."""
     for m in pattern.finditer(body):
-        start = body.rfind("\n", 0, m.start()) + 1
-        end = body.find("\n", m.end())
-        if not _SLURM_DEFINITION.match(body, start, len(body) if end < 0 else end):
+        if not _on_definition_line(body, m.start(), m.end()):
             return True
+    return False
+
+
+def _on_definition_line(body: str, start: int, end: int) -> bool:
+    """Whether body[start:end] (no line break in it) lies on a _SLURM_DEFINITION line."""
+    line_start = body.rfind("\n", 0, start) + 1
+    line_end = body.find("\n", end)
+    return _SLURM_DEFINITION.match(body, line_start, len(body) if line_end < 0 else line_end) is not None
+
+
+def _number_used_outside_definitions(number: str, body: str) -> bool:
+    r"""_used_outside_definitions for the pattern `(?<!\d)NUMBER(?!\d)` (NUMBER made of ASCII digits), found
+    with str.find: the pattern differs per script, and compiling it costs more than the search."""
+    size = len(number)
+    find = body.find
+    i = find(number)
+    while i >= 0:
+        end = i + size
+        # `\d` is a Unicode decimal digit (category Nd), which is what str.isdecimal tells
+        if not (i and body[i - 1].isdecimal()) and not (end < len(body) and body[end].isdecimal()):
+            if not _on_definition_line(body, i, end):
+                return True
+        i = find(number, i + 1)
     return False
 
 
 def _job_id_use(job, command, args, intent) -> list[Finding]:
     """SLURM_JOB_ID reaching the command: a TrainJob has no job number, so a fixed stand-in (one per script,
     translator/plan/prologue.py) is used, where Slurm gave every submission a new one."""
-    from translator.plan import prologue
-
     text = "\n".join(tuple(command) + tuple(args))
     stand_in = prologue.job_id_number(job)
     body = text.split("# ---- batch script body", 1)[-1] if intent.family == "script" else text
     # the definitions the prologue/shim make (`export SLURM_JOB_ID=…` lines) are not uses
     if not (
         _used_outside_definitions(_JOB_ID_USE, body)
-        or (stand_in in body and _used_outside_definitions(re.compile(rf"(?<!\d){stand_in}(?!\d)"), body))
+        or (stand_in in body and _number_used_outside_definitions(stand_in, body))
     ):
         return []
     return [

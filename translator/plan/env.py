@@ -34,6 +34,7 @@ RENDEZVOUS = (
     "NNODES",
     "NPROC_PER_NODE",
 )
+_RENDEZVOUS = frozenset(RENDEZVOUS)
 CLUSTER_SPECIFIC = re.compile(
     r"^(NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_IB_GID_INDEX|NCCL_NET|NCCL_TOPO_FILE|"
     r"GLOO_SOCKET_IFNAME|FI_PROVIDER|FI_EFA_.*|UCX_NET_DEVICES|UCX_TLS|LD_LIBRARY_PATH|"
@@ -41,12 +42,64 @@ CLUSTER_SPECIFIC = re.compile(
 )
 
 
-def script_assignments(script) -> tuple:
-    """The script's assignments in order, as translator.read.ast.iter_assignments gives them, listed once
-    per script (translator/read/walk.py)."""
-    from translator.read.walk import assignments_in
+_CLUSTER_MEMO: dict[str, bool] = {}  # name -> CLUSTER_SPECIFIC matches it: names recur across scripts
 
-    return assignments_in(script.body)
+
+def _cluster_specific(name: str) -> bool:
+    known = _CLUSTER_MEMO.get(name)
+    if known is None:
+        known = CLUSTER_SPECIFIC.match(name) is not None
+        if len(_CLUSTER_MEMO) < 16384 and len(name) <= 100:
+            _CLUSTER_MEMO[name] = known
+    return known
+
+
+_BODY_MEMO: list = [None, (), ()]  # (body, its commands, its assignments) of the last call
+
+
+def script_assignments(script) -> tuple:
+    """The script's assignments in order, as translator.read.ast.iter_assignments gives them (and
+    translator/read/walk.py lists them), listed once per script (body_lists)."""
+    return body_lists(script.body)[1]
+
+
+def body_lists(body) -> tuple[tuple, tuple]:
+    """(commands, assignments) of a script body, in order: what translator.read.ast.iter_commands and
+    iter_assignments give, listed once per body, in one pass.
+
+    Read off the launch analysis's entries of the body, which detect has just listed (its walk visits the
+    statements in the same order, blocks' own commands included): the commands; the assignment statements
+    and the prefix assignments (`VAR=x cmd`) of the commands, except those of a here-document's own command,
+    which iter_assignments does not visit. Such a command is told apart only at the top level (its entry is
+    marked "here-document"); a command with prefix assignments inside a block takes the plain walk."""
+    memo = _BODY_MEMO
+    if memo[0] is body:
+        return memo[1], memo[2]
+    from translator.launchers.launchline import entries
+    from translator.read.ast import Assignment, Command
+
+    commands: list = []
+    assignments: list = []
+    walk = False  # the plain walk is needed for the assignments
+    for st, block in entries(body):
+        cls = st.__class__
+        if cls is Assignment:
+            assignments.append(st)
+        elif cls is Command:
+            commands.append(st)
+            if st.prefix_assignments:
+                if block is None:
+                    assignments.extend(st.prefix_assignments)
+                elif block != "here-document":
+                    walk = True
+    if walk:
+        from translator.read.walk import assignments_in
+
+        assignments = list(assignments_in(body))
+    found = (tuple(commands), tuple(assignments))
+    if type(body) is tuple:  # (a list could change between calls)
+        memo[:] = [body, found[0], found[1]]
+    return found
 
 
 def collect(
@@ -64,6 +117,7 @@ def collect(
         if not a.exported or (launch_line is not None and a.line >= launch_line):
             continue
         name = a.name
+        word = a.value
         if name.startswith(RESERVED_PREFIXES) or name in reserved:
             findings.append(
                 Finding(
@@ -76,7 +130,7 @@ def collect(
             )
             lines_dropped.append(a.line)
             continue
-        if name.startswith("SLURM") or name in RENDEZVOUS:
+        if name.startswith("SLURM") or name in _RENDEZVOUS:
             findings.append(
                 Finding(
                     INFO,
@@ -92,18 +146,18 @@ def collect(
             )
             lines_dropped.append(a.line)
             continue
-        if not a.value.literal and a.line in consumed:
-            continue  # the launch command is built from it (launchers/indirect.py)
-        value = a.value.value
-        if not a.value.literal:
+        value = word.value
+        if not word.literal:
+            if a.line in consumed:
+                continue  # the launch command is built from it (launchers/indirect.py)
             # `export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK`, `export OUT=$BASE/run`: known at conversion time
-            value = resolve(a.value.value) if resolve is not None and "'" not in a.value.raw else None
+            value = resolve(value) if resolve is not None and "'" not in word.raw else None
         if value is None:
             findings.append(
                 Finding(
                     WARNING,
                     "P422",
-                    f"`export {name}={a.value.raw}` needs the shell; it is not TrainJob "
+                    f"`export {name}={word.raw}` needs the shell; it is not TrainJob "
                     "env, so a program reading it finds it unset (the command defines it only where "
                     "the launch line itself uses it)",
                     a.line,
@@ -112,10 +166,11 @@ def collect(
             )
             lines_dropped.append(a.line)
             continue
-        env.pop(name, None)
-        env[name] = EnvVar(name=name, value=escape(value), line=a.line)
+        if name in env:
+            del env[name]
+        env[name] = EnvVar(name, escape(value), a.line)
         lines_mapped.append(a.line)
-        if CLUSTER_SPECIFIC.match(name):
+        if _cluster_specific(name):
             cluster.append(name)
     if cluster:
         findings.append(
@@ -150,7 +205,7 @@ def launch_env(pairs, line, policy: str, escape) -> tuple[tuple[EnvVar, ...], li
                     line,
                 )
             )
-        elif name.startswith("SLURM") or name in RENDEZVOUS:
+        elif name.startswith("SLURM") or name in _RENDEZVOUS:
             findings.append(
                 Finding(
                     INFO,
@@ -162,7 +217,7 @@ def launch_env(pairs, line, policy: str, escape) -> tuple[tuple[EnvVar, ...], li
             )
         else:
             out.append(EnvVar(name=name, value=escape(value), line=line))
-            if CLUSTER_SPECIFIC.match(name):
+            if _cluster_specific(name):
                 findings.append(
                     Finding(
                         WARNING,

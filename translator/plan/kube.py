@@ -20,33 +20,37 @@ from __future__ import annotations
 
 import re
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# the spots to look at: `$$` (consumed as a pair, as the kubelet does), `$(`, `$` + non-ASCII
-_SPOT = re.compile(r"\$(?:\$|(?=[(\x80-\U0010ffff]))")
+# The spots whose `$` is doubled, as the kubelet's expansion reads the text left to right: `$$` (consumed as a
+# pair, as the kubelet does), `$` + a non-ASCII character, and `$(` when what follows up to the first `)` is
+# a variable name (`$(NAME)`) or holds a `$` -- the kubelet copies an unresolved `$(…)` verbatim (no `$$`
+# reduction inside it), so it is escaped when it could name a variable or when it holds a `$` that is
+# escaped itself. The second `$(` case also needs a `)` after it (escape checks that). Each look-ahead stops
+# at the next `$` or `)`, so no character is looked at for two spots: linear. Every other `$` (`$(hostname
+# -s)`, `$((1+2))`, `$X`, a `$` at the end) is left as written.
+_CHANGED = re.compile(r"\$(?:\$|(?=[\x80-\U0010ffff])|\((?=[A-Za-z_][A-Za-z0-9_]*\)|[^)$]*\$))")
 
 
 def escape(text: str) -> str:
     if "$" not in text:  # the common case: nothing to escape
         return text
-    find = text.find
-    close = -2  # position of the next `)` at or after the current `$(`; -1: there is none left
-
-    def spot(m) -> str:
-        nonlocal close
-        if m.end() - m.start() == 2:  # `$$`
-            return "$$$$"
-        i = m.start()
-        if text[i + 1] != "(":  # `$` + a non-ASCII character
-            return "$$"
-        if close != -1 and close < i + 2:  # `)` positions only move forward: linear overall
-            close = find(")", i + 2)
-        # the kubelet copies an unresolved `$(…)` verbatim (no `$$` reduction inside it), so it is
-        # escaped when it could name a variable or when it holds a `$` that is escaped itself
-        if close != -1 and (_NAME.match(text, i + 2, close) or find("$", i + 2, close) != -1):
-            return "$$"
-        return "$"
-
-    return _SPOT.sub(spot, text)
+    out = []
+    pos = 0
+    last_close = -2  # position of the last `)`, found on the first `$(` spot
+    for m in _CHANGED.finditer(text):
+        start = m.start()
+        end = m.end()
+        if end - start == 2 and text[start + 1] == "(":
+            if last_close == -2:
+                last_close = text.rfind(")")
+            if last_close < end:  # no `)` closes it: the kubelet copies it
+                continue
+        out.append(text[pos:start])
+        out.append(text[start:end] if text[start + 1 : end] == "$" else "$")  # `$$` -> `$$$$`, `$`/`$(` -> `$$`/`$$(`
+        pos = start
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def expand(text: str, env=None) -> str:

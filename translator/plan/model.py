@@ -10,6 +10,11 @@ from dataclasses import dataclass
 
 from translator.diagnostics import Finding
 
+# The records below are frozen dataclasses whose `__init__` is written out (a class's own `__init__` is
+# kept by @dataclass): it fills the instance's __dict__ in one update, where the generated one calls
+# object.__setattr__ once per field. Same parameters, defaults and errors; tests/test_plan_fast_paths.py
+# compares each with the generated one.
+
 
 @dataclass(frozen=True)
 class EnvVar:
@@ -20,6 +25,16 @@ class EnvVar:
     # (spec.trainer.env valueFrom.secretKeyRef) and `value` is empty
     secret_name: str | None = None
     secret_key: str | None = None
+
+    def __init__(
+        self,
+        name: str,
+        value: str,
+        line: int | None = None,
+        secret_name: str | None = None,
+        secret_key: str | None = None,
+    ):
+        self.__dict__.update(name=name, value=value, line=line, secret_name=secret_name, secret_key=secret_key)
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,30 @@ class PodPatch:
     volume_mounts: tuple[dict, ...] = ()  # core/v1 VolumeMount dicts for `container`
     image_pull_secrets: tuple[str, ...] = ()
     service_account_name: str | None = None
+
+    def __init__(
+        self,
+        job: str = "node",
+        container: str = "node",
+        node_selector: tuple[tuple[str, str], ...] = (),
+        tolerations: tuple[dict, ...] = (),
+        affinity: dict | None = None,
+        volumes: tuple[dict, ...] = (),
+        volume_mounts: tuple[dict, ...] = (),
+        image_pull_secrets: tuple[str, ...] = (),
+        service_account_name: str | None = None,
+    ):
+        self.__dict__.update(
+            job=job,
+            container=container,
+            node_selector=node_selector,
+            tolerations=tolerations,
+            affinity=affinity,
+            volumes=volumes,
+            volume_mounts=volume_mounts,
+            image_pull_secrets=image_pull_secrets,
+            service_account_name=service_account_name,
+        )
 
     def is_empty(self) -> bool:
         return not (
@@ -58,6 +97,9 @@ class SourceMap:
     field: str  # e.g. "spec.trainer.numNodes", "spec.trainer.command"
     lines: tuple[int, ...]
     status: str  # "mapped" | "approximated" | "dropped" | "unsupported"
+
+    def __init__(self, field: str, lines: tuple[int, ...], status: str):
+        self.__dict__.update(field=field, lines=lines, status=status)
 
 
 @dataclass(frozen=True)
@@ -92,6 +134,62 @@ class TrainerPlan:
     # --- review ---
     findings: tuple[Finding, ...] = ()
     source_map: tuple[SourceMap, ...] = ()
+
+    def __init__(
+        self,
+        name: str,
+        source_path: str,
+        job_name: str,
+        namespace: str | None = None,
+        labels: tuple[tuple[str, str], ...] = (),
+        annotations: tuple[tuple[str, str], ...] = (),
+        runtime: str = "torch-distributed",
+        runtime_kind: str = "ClusterTrainingRuntime",
+        framework: str = "torch",
+        launcher: str = "python",
+        image: str | None = None,
+        command: tuple[str, ...] = (),
+        args: tuple[str, ...] = (),
+        packages: tuple[str, ...] = (),
+        pip_index_urls: tuple[str, ...] = (),
+        pip_extra_args: tuple[str, ...] = (),
+        env: tuple[EnvVar, ...] = (),
+        num_nodes: int = 1,
+        proc_per_node: int | None = None,
+        resources_per_node: tuple[tuple[str, str], ...] = (),
+        active_deadline_seconds: int | None = None,
+        patches: tuple[PodPatch, ...] = (),
+        array_index: int | None = None,
+        findings: tuple[Finding, ...] = (),
+        source_map: tuple[SourceMap, ...] = (),
+    ):
+        self.__dict__.update(
+            name=name,
+            source_path=source_path,
+            job_name=job_name,
+            namespace=namespace,
+            labels=labels,
+            annotations=annotations,
+            runtime=runtime,
+            runtime_kind=runtime_kind,
+            framework=framework,
+            launcher=launcher,
+            image=image,
+            command=command,
+            args=args,
+            packages=packages,
+            pip_index_urls=pip_index_urls,
+            pip_extra_args=pip_extra_args,
+            env=env,
+            num_nodes=num_nodes,
+            proc_per_node=proc_per_node,
+            resources_per_node=resources_per_node,
+            active_deadline_seconds=active_deadline_seconds,
+            patches=patches,
+            array_index=array_index,
+            findings=findings,
+            source_map=source_map,
+        )
 
     @property
     def can_run(self) -> bool:

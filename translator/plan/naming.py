@@ -27,8 +27,20 @@ def is_valid(name: str) -> bool:
     return len(name) <= MAX and bool(_VALID.match(name))
 
 
+_MEMO: list = [None, ""]  # ((job_name, suffix), name) of the last call: the plan asks twice per job
+
+
 def trainjob_name(job_name: str, suffix: str = "") -> str:
     """The TrainJob name for a Slurm job name; `suffix` (e.g. an array index) is appended after a dash."""
+    key = (job_name, suffix)
+    if _MEMO[0] == key:
+        return _MEMO[1]
+    name = _trainjob_name(job_name, suffix)
+    _MEMO[:] = [key, name]
+    return name
+
+
+def _trainjob_name(job_name: str, suffix: str) -> str:
     tail = f"-{suffix}" if suffix else ""
     if is_valid(job_name + tail):
         return job_name + tail

@@ -16,25 +16,31 @@ def mib_quantity(mib: int) -> str:
     return f"{mib}Mi"
 
 
-# (job component, {option name: [(index, line), ...]}, {names: answer}) of the last call: callers ask about
-# one job many times in a row, so its settings are indexed once and each answer is kept
+# (job, {option name: [(index, line), ...]}, {names: answer}) of the last call: callers ask about one job
+# many times in a row, so its settings are indexed once and each answer is kept (a SlurmJob is frozen: the
+# same job has the same main component)
 _LINES_MEMO: list = [None, {}, {}]
 
 
 def _lines(job, *names) -> tuple[int, ...]:
     """The lines that set any of `names`, in the order of the settings, each once."""
-    main = job.main
-    if _LINES_MEMO[0] is main:
-        answer = _LINES_MEMO[2].get(names)
+    memo = _LINES_MEMO
+    if memo[0] is job:
+        answer = memo[2].get(names)
         if answer is not None:
             return answer
-        index = _LINES_MEMO[1]
+        index = memo[1]
     else:
         index = {}
-        for i, s in enumerate(main.settings):
-            if s.line is not None:
-                index.setdefault(s.name, []).append((i, s.line))
-        _LINES_MEMO[:] = [main, index, {}]
+        for i, s in enumerate(job.main.settings):
+            line = s.line
+            if line is not None:
+                hits = index.get(s.name)
+                if hits is None:
+                    index[s.name] = [(i, line)]
+                else:
+                    hits.append((i, line))
+        memo[:] = [job, index, {}]
     if len(names) == 1:
         hits = index.get(names[0])
     else:
@@ -47,7 +53,7 @@ def _lines(job, *names) -> tuple[int, ...]:
         answer = (hits[0][1],)
     else:
         answer = tuple(dict.fromkeys([line for _, line in hits]))  # an ordered set of lines
-    _LINES_MEMO[2][names] = answer
+    memo[2][names] = answer
     return answer
 
 

@@ -31,6 +31,10 @@ _SHAPES = (
 
 # Every match of _SHAPES[:5] starts with one of these: a text without any has no embedded token.
 _TOKEN_START = re.compile(r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|xox[abposr]-")
+# A match of each of _SHAPES[:5] holds one of these texts: a shape whose texts are absent is not scanned for
+# (a few substring searches cost less than one scan by _TOKEN_START, whose first characters are common).
+_SHAPE_HINTS = (("hf_",), ("gh", "github_pat_"), ("sk-",), ("AKIA",), ("xox",))
+_GATED_SHAPES = tuple(zip(_SHAPE_HINTS, _SHAPES[:5]))
 # The two whole-value shapes need at least this many characters.
 _WHOLE_MIN = 32
 
@@ -50,6 +54,26 @@ def looks_secret(name: str, value: str) -> str | None:
         _MEMO.clear()
     answer = _MEMO[key] = _looks_secret(name, value)
     return answer
+
+
+def literal_secrets(assignments) -> tuple:
+    """((assignment, why), ...) for the literal ones among `assignments` (translator.read.ast.Assignment)
+    whose name or value says secret: looks_secret for each, its memo read here (a script has tens of
+    assignments, most of them seen in earlier scripts)."""
+    memo_get = _MEMO.get
+    out = []
+    for a in assignments:
+        word = a.value
+        if word.literal:
+            why = memo_get((a.name, word.value), _UNKNOWN)
+            if why is _UNKNOWN:
+                why = looks_secret(a.name, word.value)
+            if why:
+                out.append((a, why))
+    return tuple(out)
+
+
+_UNKNOWN = object()
 
 
 def _looks_secret(name: str, value: str) -> str | None:
@@ -91,12 +115,24 @@ def has_token_start(text: str) -> bool:
     return _TOKEN_START.search(text) is not None
 
 
+def has_token(text: str) -> bool:
+    """Whether `text` holds an embedded token: False exactly when embedded_tokens(text) is empty (a start
+    alone is not enough: `--task-prolog` holds `sk-`)."""
+    for hints, shape in _GATED_SHAPES:
+        for hint in hints:
+            if hint in text:
+                if shape.search(text):
+                    return True
+                break
+    return False
+
+
 def embedded_tokens(text: str):
     """Substrings of `text` with the unmistakable shape of a token (hf_…, ghp_…, sk-…, AKIA…, xox…)."""
-    if not _TOKEN_START.search(text):  # the common case: nothing token-like at all
-        return []
-    out = []
-    for shape in _SHAPES[:5]:
+    out: list[str] = []
+    for hints, shape in _GATED_SHAPES:
+        if not any(hint in text for hint in hints):  # the common case: not even the start of a token
+            continue
         for m in shape.finditer(text):
             if m.group(0) not in out:
                 out.append(m.group(0))
