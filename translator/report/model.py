@@ -344,6 +344,7 @@ def _issue_json(i: Issue) -> str:
 
 
 _FIELD_JSON: dict[tuple[str, str], str] = {}  # (field, status) -> its JSON (a few hundred distinct pairs)
+_ROW_JSON: dict[tuple[str, str | None], str] = {}  # (kind, status) -> a row's JSON between its text and fields
 
 
 def _record_json(sr: ScriptReport) -> str:
@@ -351,25 +352,38 @@ def _record_json(sr: ScriptReport) -> str:
     rows: list[str] = []
     ra = rows.append
     fjson = _FIELD_JSON
+    mid = _ROW_JSON
     for r in sr.rows:
-        fs = []
-        for f in r.fields:
-            key = (f.field, f.status)
-            fj = fjson.get(key)
-            if fj is None:
-                fj = '{"field":' + _str_json(f.field) + ',"status":' + _str_json(f.status) + "}"
-                if len(fjson) < 4096:
-                    fjson[key] = fj
-            fs.append(fj)
+        if r.fields:
+            fs = []
+            for f in r.fields:
+                key = (f.field, f.status)
+                fj = fjson.get(key)
+                if fj is None:
+                    fj = '{"field":' + _str_json(f.field) + ',"status":' + _str_json(f.status) + "}"
+                    if len(fjson) < 4096:
+                        fjson[key] = fj
+                fs.append(fj)
+            fields = ",".join(fs)
+        else:
+            fields = ""
+        kind_status = (r.kind, r.status)
+        m = mid.get(kind_status)
+        if m is None:
+            st = r.status
+            m = (
+                ',"kind":'
+                + _str_json(r.kind)
+                + ',"status":'
+                + ("null" if st is None else _str_json(st))
+                + ',"fields":['
+            )
+            if len(mid) < 256:
+                mid[kind_status] = m
         line = r.line
-        st = r.status
         ls = int.__repr__(line) if type(line) is int else _dumps(line)
-        ss = "null" if st is None else _str_json(st)
         ns = ",".join([issues.get(id(n)) or _issue_json(n) for n in r.notes]) if r.notes else ""
-        ra(
-            f'{{"line":{ls},"text":{_str_json(r.text)},"kind":{_str_json(r.kind)},"status":{ss},'
-            f'"fields":[{",".join(fs)}],"notes":[{ns}]}}'
-        )
+        ra(f'{{"line":{ls},"text":{_str_json(r.text)}{m}{fields}],"notes":[{ns}]}}')
     sba = sr.sbatch_accepts
     parts = [
         '{"path":',
