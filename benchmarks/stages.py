@@ -109,7 +109,7 @@ def _measure(items, settings, totals, per_script, clock, pause) -> None:
         sr = script_report(
             conv, name, yaml_text, ["x.trainjob.yaml", "x.trainjob.py"] if plans else [], settings=settings
         )
-        sr.light_json()  # what the migrate worker sends back (translator/migrate/worker.py:_result)
+        sr.light()  # what the migrate worker sends back (translator/migrate/worker.py:_result)
         sr.record_json()
         html._PART.join(html.script_parts(sr))
         t.append(clock())

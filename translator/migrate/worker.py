@@ -422,4 +422,4 @@ def _result(rel: str, sr: ScriptReport, **kw) -> FileResult:
     The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
     the parent renders at the end from their records (rendering and sending one for every script cost more)."""
     record_json = sr.record_json().encode("utf-8")
-    return FileResult(rel, "script", light=ScriptReport.from_json(sr.light_json()), record_json=record_json, **kw)
+    return FileResult(rel, "script", light=sr.light(), record_json=record_json, **kw)

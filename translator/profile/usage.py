@@ -101,6 +101,11 @@ SYSTEM_DIRS = {
 _ABS_PATH = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(,@<>|;]))(/[A-Za-z0-9._+-]+)(?=/|$|[\s'\",:;)|&<>])")
 _VAR_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"(]))\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)")
 _TILDE_PREFIX = re.compile(r"(?:(?<=^)|(?<=[\s=:'\"]))~/")
+# `_ABS_PATH` and `_VAR_PREFIX` (group 1) with the boundary test after the first character: a pattern that
+# starts with a literal is searched for that character first, about seven times faster on long texts. (A
+# `/` or `$` not preceded by a character outside the class: the start of the text, or one of the class.)
+_ABS_TOP = re.compile(r"/(?<![^\s=:'\"(,@<>|;]/)[A-Za-z0-9._+-]+(?=/|$|[\s'\",:;)|&<>])")
+_VAR_NAME = re.compile(r"\$(?<![^\s=:'\"(]\$)\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/)")
 _VAR_PATH = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?=/|$|[^A-Za-z0-9_])")
 
 
@@ -257,6 +262,97 @@ def environment_items(script: Script) -> list[EnvItem]:
             for ref in _containers(argv):
                 add("container", ref, cmd.line)
     return items
+
+
+# what `_may_name_container` needs to see in a command's words joined by newlines (a cheaper test first:
+# every image suffix starts with `.s`, and a container tool's name ends the first word)
+_CONTAINER_TOOL_ENDINGS = tuple(_CONTAINER_TOOLS)
+
+
+def needs_scan(script: Script, job: SlurmJob | None) -> tuple[list[EnvItem], str]:
+    """`environment_items(script)`, and the texts of `script_texts(script, job, "/")` joined by newlines (in
+    that order, texts without a `/` possibly among them), from one walk over the commands: what the review
+    report reads (translator/report/build.py). Each command's words are read once; a command's words go in
+    as one text joined by newlines (a path found by `path_tops`/`variable_names` never crosses a newline,
+    and a newline counts as the start and the end of a text for their patterns), a here-document as its
+    whole body."""
+    items: list[EnvItem] = []
+    seen: set = set()
+
+    def add(kind, name, line):
+        if name and (kind, name) not in seen:
+            seen.add((kind, name))
+            items.append(EnvItem(kind, name, line))
+
+    texts: list[str] = []
+    ta = texts.append
+    for cmd in commands_in(script.body):
+        vals = [w.value for w in cmd.words]
+        joined = "\n".join(vals)
+        if vals:
+            kind = cmd.kind
+            first = vals[0]
+            if kind == MODULE or first == "module" or first == "ml":
+                for name in _module_names(tuple(vals)):
+                    add("module", name, cmd.line)
+            elif kind == CONDA:
+                add("conda", _conda_env(tuple(vals)), cmd.line)
+            elif kind == VENV:
+                add("venv", _venv_path(tuple(vals)), cmd.line)
+            if ".s" in joined or "--container-image" in joined or first.endswith(_CONTAINER_TOOL_ENDINGS):
+                argv = tuple(vals)
+                if _may_name_container(argv):
+                    for ref in _containers(argv):
+                        add("container", ref, cmd.line)
+            if "/" in joined:
+                ta(joined)
+        for r in cmd.redirections:
+            r = r.lstrip("0123456789<>&|")
+            if "/" in r:
+                ta(r)
+    for a in assignments_in(script.body):
+        v = a.value.value
+        if "/" in v:
+            ta(v)
+    _heredoc_bodies(script.body, texts)
+    if job is not None:
+        fields = job.fields
+        for name in ("chdir", "output", "error"):
+            value = getattr(fields, name, None)
+            if value and "/" in value:
+                ta(value)
+    return items, "\n".join(texts)
+
+
+def _heredoc_bodies(statements, out: list[str]) -> None:
+    """The bodies of the here-documents holding a `/`, in order (`_heredoc_texts` keeps their lines)."""
+    for st in statements:
+        if isinstance(st, Block):
+            body = st.heredoc_body
+            if body and "/" in body:
+                out.append(body)
+            if st.children:
+                _heredoc_bodies(st.children, out)
+
+
+def path_tops(text: str) -> set[str]:
+    """The `absolute_prefixes` of texts (their tops), from the texts joined by newlines (`needs_scan`)."""
+    tops = set(_ABS_TOP.findall(text))
+    tops.discard("/.")  # `cd /..`, `/./x`: the root again, not a file system
+    tops.discard("/..")
+    return tops
+
+
+def variable_names(text: str) -> set[str]:
+    """The names `variable_prefixes` can report (before the script's own assignments are excluded), from the
+    texts joined by newlines (`needs_scan`); `~/` is not looked for (the report never lists `$HOME`)."""
+    if "$" not in text:
+        return set()
+    return {
+        n
+        for n in _VAR_NAME.findall(text)
+        if not n.startswith(("SLURM_", "PET_", "OMPI_")) and n != "PWD" and n != "OLDPWD"
+    }
 
 
 def _heredoc_texts(statements, out: list[Text], containing: str) -> None:

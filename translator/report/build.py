@@ -111,39 +111,35 @@ def environment_needs(script, job, plans, profile=None, image_chosen: bool = Fal
     rules or `images.provided` (all are covered when --image chose the image), and top-level path
     prefixes (`/scratch`, `$SCRATCH`) that no profile file system or plan volume mounts.
     """
-    from translator.profile.usage import (
-        SYSTEM_DIRS,
-        absolute_prefixes,
-        assigned_names,
-        environment_items,
-        script_texts,
-        variable_prefixes,
-    )
+    from translator.profile.usage import SYSTEM_DIRS, assigned_names, needs_scan, path_tops, variable_names
 
+    items, text = needs_scan(script, job)  # the items of `environment_items`, the texts with a `/` joined
     modules: list[str] = []
     envs: list[str] = []
-    for item in environment_items(script):
+    for item in items:
         if image_chosen or _env_covered(item.kind, item.name, profile):
             continue
         if item.kind == "module":
             modules.append(item.name)
         else:
             envs.append(f"{item.kind}:{item.name}")
-    texts = script_texts(script, job, "/")  # both scans below only look at texts with a `/`
-    covered = set()
-    for fs in getattr(profile, "filesystems", ()) or ():
-        covered.add(fs.path if fs.path.startswith("$") else "/" + fs.path.strip("/").split("/")[0])
-    mounts = _mount_paths(plans)
     paths: list[str] = []
-    for top, _t in absolute_prefixes(texts):
-        if top in SYSTEM_DIRS or top in covered or any(m == top or m.startswith(top + "/") for m in mounts):
-            continue
-        paths.append(top)
-    # the script's own variables only filter `$VAR` prefixes: no `$` in any text, no need to list them
-    assigned = assigned_names(script) if any("$" in t.value for t in texts) else ()
-    for var, _t in variable_prefixes(texts, assigned):
-        if var not in covered and var != "$HOME":
-            paths.append(var)
+    if text:
+        covered = set()
+        for fs in getattr(profile, "filesystems", ()) or ():
+            covered.add(fs.path if fs.path.startswith("$") else "/" + fs.path.strip("/").split("/")[0])
+        mounts = _mount_paths(plans)
+        for top in path_tops(text):
+            if top in SYSTEM_DIRS or top in covered or any(m == top or m.startswith(top + "/") for m in mounts):
+                continue
+            paths.append(top)
+        names = variable_names(text)
+        if names:
+            names.difference_update(assigned_names(script))  # the script's own variables
+            for name in names:
+                var = "$" + name
+                if var not in covered and var != "$HOME":
+                    paths.append(var)
     return tuple(dict.fromkeys(modules)), tuple(dict.fromkeys(envs)), tuple(sorted(set(paths)))
 
 

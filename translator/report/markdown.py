@@ -53,11 +53,7 @@ def text(s) -> str:
     s = str(s)
     if _PLAIN_TEXT.search(s) is None:
         return s
-    for ch in _MD_SPECIAL_CHARS:  # `_MD_SPECIAL.sub(r"\\\1", s)`, without a template expanded per match
-        if ch in s:
-            s = s.replace(ch, "\\" + ch)
-    s = html.escape(s, quote=False)  # < > & : no raw HTML (and no <autolink>) reaches the renderer
-    return _defang(s).replace("\r", " ").replace("\n", " ")
+    return _text_body(s)
 
 
 def code(s) -> str:
@@ -65,15 +61,61 @@ def code(s) -> str:
     s = str(s)
     if _PLAIN_CODE.search(s) is None:
         return f"<code>{s}</code>" if s else ""
-    s = html.escape(s, quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
-    s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
-    s = _defang(s)
+    s = _code_body(s)
     return f"<code>{s}</code>" if s else ""
 
 
+_SEP = "\x1f"  # joins texts for one escaping pass: no rule matches or writes it, and no match crosses it
+
+
+def _text_body(s: str) -> str:
+    for ch in _MD_SPECIAL_CHARS:  # `_MD_SPECIAL.sub(r"\\\1", s)`, without a template expanded per match
+        if ch in s:
+            s = s.replace(ch, "\\" + ch)
+    s = html.escape(s, quote=False)  # < > & : no raw HTML (and no <autolink>) reaches the renderer
+    return _defang(s).replace("\r", " ").replace("\n", " ")
+
+
+def _code_body(s: str) -> str:
+    s = html.escape(s, quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
+    s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
+    return _defang(s)
+
+
+def _escaped(texts: list, plain, body) -> list | None:
+    """`[body(t) for t in texts]` for the escaping of `text` or `code` (`plain`: their nothing-to-do test),
+    from the joined texts in one pass: every rule rewrites a character or a sequence that cannot hold the
+    separator, so the escaped joined text splits back into the escaped texts. None when a text is not a
+    string or holds the separator (the part count tells): then each text takes its own path."""
+    try:
+        joined = _SEP.join(texts)
+    except TypeError:
+        return None
+    if plain.search(joined) is None:
+        return texts
+    parts = body(joined).split(_SEP)
+    return parts if len(parts) == len(texts) else None
+
+
+def _texts(texts: list) -> list:
+    """`[text(t) for t in texts]`."""
+    out = _escaped(texts, _PLAIN_TEXT, _text_body)
+    return out if out is not None else [text(t) for t in texts]
+
+
+def _codes(texts: list) -> list:
+    """`[code(t) for t in texts]`."""
+    out = _escaped(texts, _PLAIN_CODE, _code_body)
+    if out is None:
+        return [code(t) for t in texts]
+    return [f"<code>{c}</code>" if c else "" for c in out]
+
+
 def fenced(body: str, lang: str = "") -> str:
-    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
+    # one backtick longer than the longest run in the body (at least three): the shortest run the body lacks
+    fence = "```"
+    while fence in body:
+        fence += "`"
     return f"{fence}{lang}\n{body.rstrip()}\n{fence}\n"
 
 
@@ -146,6 +188,21 @@ def script_section(sr: ScriptReport) -> str:
     return "".join(parts)
 
 
+_FIELDS: dict = {}  # (field, status) -> its cell text (a few hundred distinct pairs recur in every script)
+
+
+def _field(field, status) -> str:
+    """`f"{code(field)} ({text(status)})"`, kept per pair."""
+    if type(field) is not str or type(status) is not str:  # a record read back from a file may hold anything
+        return f"{code(field)} ({text(status)})"
+    out = _FIELDS.get((field, status))
+    if out is None:
+        out = f"{code(field)} ({text(status)})"
+        if len(_FIELDS) < 4096:
+            _FIELDS[(field, status)] = out
+    return out
+
+
 def _script(sr: ScriptReport, w) -> None:
     names = ", ".join(code(n) for n in sr.names) or "no TrainJob"
     w(f"<details><summary>{_OUTCOME_MARK[sr.outcome]} {code(sr.path)} → {names}</summary>\n\n")
@@ -174,11 +231,19 @@ def _script(sr: ScriptReport, w) -> None:
         w("\n")
     if sr.rows:
         w("| line | sbatch | status | Kubeflow field | why |\n|---:|---|---|---|---|\n")
-        for r in sr.rows:
-            fields = "<br>".join(f"{code(f.field)} ({text(f.status)})" for f in r.fields)
-            why = "<br>".join(f"{text(n.code)} {text(n.message)}" for n in r.notes)
+        rows = sr.rows
+        sources = _codes([r.text for r in rows])  # the texts of all rows escaped together
+        notes = _texts([t for r in rows for n in r.notes for t in (n.code, n.message)])
+        k = 0
+        for r, src in zip(rows, sources):
+            fields = "<br>".join([_field(f.field, f.status) for f in r.fields]) if r.fields else ""
+            if r.notes:
+                why = "<br>".join([f"{notes[k + 2 * j]} {notes[k + 2 * j + 1]}" for j in range(len(r.notes))])
+                k += 2 * len(r.notes)
+            else:
+                why = ""
             mark = _STATUS_MARK.get(r.status or "", "")
-            w(f"| {r.line} | {code(r.text)} | {mark} | {fields} | {why} |\n")
+            w(f"| {r.line} | {src} | {mark} | {fields} | {why} |\n")
         w("\n")
     other = [i for i in sr.issues if i.line is None]
     for i in other:

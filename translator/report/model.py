@@ -13,6 +13,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from json.encoder import encode_basestring as _str_json
 from typing import IO, TYPE_CHECKING
 from collections.abc import Iterable, Iterator
@@ -194,8 +195,10 @@ class ScriptReport:
     outputs: tuple[str, ...] = ()  # output files (relative to OUT) when migrated
     simulation: dict | None = None  # --simulate: verdict, differences, process counts
 
-    @property
+    @cached_property
     def codes(self) -> tuple[str, ...]:
+        """The distinct issue codes, sorted (kept once computed: a record never changes; `light()` computes
+        them in the migrate worker, so they reach the parent with the light record)."""
         return tuple(sorted({i.code for i in self.issues}))
 
     @property
@@ -208,6 +211,40 @@ class ScriptReport:
     def light_json(self) -> dict:
         """`to_json()` without "rows" and "yaml" (what the summaries and the index read)."""
         return self._json(full=False)
+
+    def light(self) -> ScriptReport:
+        """`ScriptReport.from_json(self.light_json())` (the record without rows and YAML, as it reads back from
+        JSON) without the round trip through dicts when every value already has the type from_json gives,
+        with `codes` computed (the migrate worker sends it to the parent, whose HTML index reads them)."""
+        t = tuple
+        if not (
+            type(self.names) is t
+            and type(self.issues) is t
+            and type(self.decisions) is t
+            and type(self.modules) is t
+            and type(self.environments) is t
+            and type(self.paths) is t
+            and type(self.outputs) is t
+            and type(self.sbatch_accepts) is bool
+            and type(self.nodes) is int
+            and type(self.gpus) is int
+            and type(self.node_hours) is float
+            and type(self.gpu_hours) is float
+            and self.simulation is None
+            and all(type(i) is Issue for i in self.issues)
+        ):
+            out = ScriptReport.from_json(self.light_json())
+        else:
+            out = _new_object(ScriptReport)
+            d = out.__dict__
+            d.update(self.__dict__)
+            d.pop("codes", None)
+            d["node_hours"] = self.node_hours or 0.0  # as from_json reads them (-0.0 becomes 0.0)
+            d["gpu_hours"] = self.gpu_hours or 0.0
+            d["rows"] = ()
+            d["yaml"] = ""
+        out.__dict__["codes"] = out.codes
+        return out
 
     def record_json(self) -> str:
         """`json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))`, the record as the JSON
@@ -307,6 +344,7 @@ def _issue_json(i: Issue) -> str:
 
 
 _FIELD_JSON: dict[tuple[str, str], str] = {}  # (field, status) -> its JSON (a few hundred distinct pairs)
+_ROW_JSON: dict[tuple[str, str | None], str] = {}  # (kind, status) -> a row's JSON between its text and fields
 
 
 def _record_json(sr: ScriptReport) -> str:
@@ -314,25 +352,38 @@ def _record_json(sr: ScriptReport) -> str:
     rows: list[str] = []
     ra = rows.append
     fjson = _FIELD_JSON
+    mid = _ROW_JSON
     for r in sr.rows:
-        fs = []
-        for f in r.fields:
-            key = (f.field, f.status)
-            fj = fjson.get(key)
-            if fj is None:
-                fj = '{"field":' + _str_json(f.field) + ',"status":' + _str_json(f.status) + "}"
-                if len(fjson) < 4096:
-                    fjson[key] = fj
-            fs.append(fj)
+        if r.fields:
+            fs = []
+            for f in r.fields:
+                key = (f.field, f.status)
+                fj = fjson.get(key)
+                if fj is None:
+                    fj = '{"field":' + _str_json(f.field) + ',"status":' + _str_json(f.status) + "}"
+                    if len(fjson) < 4096:
+                        fjson[key] = fj
+                fs.append(fj)
+            fields = ",".join(fs)
+        else:
+            fields = ""
+        kind_status = (r.kind, r.status)
+        m = mid.get(kind_status)
+        if m is None:
+            st = r.status
+            m = (
+                ',"kind":'
+                + _str_json(r.kind)
+                + ',"status":'
+                + ("null" if st is None else _str_json(st))
+                + ',"fields":['
+            )
+            if len(mid) < 256:
+                mid[kind_status] = m
         line = r.line
-        st = r.status
         ls = int.__repr__(line) if type(line) is int else _dumps(line)
-        ss = "null" if st is None else _str_json(st)
         ns = ",".join([issues.get(id(n)) or _issue_json(n) for n in r.notes]) if r.notes else ""
-        ra(
-            f'{{"line":{ls},"text":{_str_json(r.text)},"kind":{_str_json(r.kind)},"status":{ss},'
-            f'"fields":[{",".join(fs)}],"notes":[{ns}]}}'
-        )
+        ra(f'{{"line":{ls},"text":{_str_json(r.text)}{m}{fields}],"notes":[{ns}]}}')
     sba = sr.sbatch_accepts
     parts = [
         '{"path":',
@@ -488,19 +539,31 @@ class SummaryBuilder:
         self.scripts += 1
         self.outcomes[s.outcome] += 1
         worst: dict[str, str] = {}
+        message = self.code_message
         for i in s.issues:
-            if i.severity == "error" or (i.severity == "warning" and worst.get(i.code) != "error"):
-                worst[i.code] = i.severity
-            self.code_message.setdefault(i.code, i.message)
-        for code, sev in worst.items():
-            self.code_scripts[code] += 1
-            if self.code_severity.get(code) != "error":
-                self.code_severity[code] = sev
-            aff = self.code_affected.setdefault(code, [])
-            aff.append(s.path)
-            if len(aff) > 4 * AFFECTED_SHOWN:  # keep the smallest paths, bounded
-                aff.sort()
-                del aff[AFFECTED_SHOWN:]
+            code = i.code
+            sev = i.severity
+            if sev == "error" or (sev == "warning" and worst.get(code) != "error"):
+                worst[code] = sev
+            if code not in message:  # the first message seen for a code
+                message[code] = i.message
+        if worst:
+            scripts = self.code_scripts
+            severity = self.code_severity
+            affected = self.code_affected
+            path = s.path
+            for code, sev in worst.items():
+                scripts[code] += 1
+                if severity.get(code) != "error":
+                    severity[code] = sev
+                aff = affected.get(code)
+                if aff is None:
+                    affected[code] = [path]
+                    continue
+                aff.append(path)
+                if len(aff) > 4 * AFFECTED_SHOWN:  # keep the smallest paths, bounded
+                    aff.sort()
+                    del aff[AFFECTED_SHOWN:]
         if s.launcher:
             self.launchers[s.launcher] += 1
         if s.runtime:
@@ -510,11 +573,14 @@ class SummaryBuilder:
             self.nodes += s.nodes
             self.gpu_hours += s.gpu_hours
             self.node_hours += s.node_hours
-        if s.sbatch_accepts and s.names and not s.time_limit_seconds:
-            self.no_limit += 1
-        self.modules.update(set(s.modules))
-        self.environments.update(set(s.environments))
-        self.paths.update(set(s.paths))
+            if s.names and not s.time_limit_seconds:
+                self.no_limit += 1
+        if s.modules:
+            self.modules.update(set(s.modules))
+        if s.environments:
+            self.environments.update(set(s.environments))
+        if s.paths:
+            self.paths.update(set(s.paths))
 
     def add_skipped(self, f: SkippedFile) -> None:
         self.skipped[f.code] += 1
