@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Mapping, Sequence
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
-from translator.read.ast import Script
-from translator.records import FrozenRecord, Record
+from translator.read.ast import Directive, Script
+from translator.records import FrozenRecord
 from translator.slurm import values as V
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
-from translator.slurm.kinds import parse as parse_kind
+from translator.slurm.kinds import _NOTING_KINDS, parse as parse_kind
 from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec
 
 if TYPE_CHECKING:
@@ -116,16 +116,14 @@ class _Invalid(FrozenRecord):
     raw: str | None
 
 
-@dataclass(init=False, repr=False, eq=False)
-class _Value(Record):
-    value: str | None  # merged value string (None for flags given without value)
-    parsed: Any  # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
-    source: str
-    line: int | None
+class _Value:
+    """One merged option while a component is built (a plain class: it is made for every option)."""
+
+    __slots__ = ("value", "parsed", "source", "line")
 
     def __init__(self, value: str | None, parsed: Any, source: str, line: int | None):
-        self.value = value
-        self.parsed = parsed
+        self.value = value  # merged value string (None for flags given without value)
+        self.parsed = parsed  # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
         self.source = source
         self.line = line
 
@@ -234,13 +232,38 @@ class _Resolver:
                     o = comp.state[other]
                     comp.state[other] = _Value(str(part), part, o.source, o.line)
         comp.settings.append(OptionSetting(name, "" if text is None else text, source, line, written))
-        if value and ("$" in value or value.startswith("~")) and source == DIRECTIVE:
-            self.diag(
-                O213_NOT_EXPANDED,
-                f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; the value is used literally",
-                line,
-                "write the value out, or pass it on the sbatch command line where the shell expands it",
-            )
+        if source == DIRECTIVE and _expands(value):
+            self.diag(O213_NOT_EXPANDED, _not_expanded(written), line, _NOT_EXPANDED_FIX)
+
+    def apply_planned(
+        self, comp: _Component, directives: Sequence[Directive], plans: Sequence[tuple[_Planned, ...]]
+    ) -> None:
+        """`apply_parsed` for the directive lines of a component when every line is self-contained
+        (`_line_plan`): the same diagnostics, settings and state, in the same order."""
+        diags = self.diags
+        state, order, settings, history = comp.state, comp.order, comp.settings, comp.history
+        for d, plan in zip(directives, plans):
+            line = d.line
+            for p in plan:
+                for severity, code, message, suggestion in p.notes:
+                    diags.append(Diagnostic(severity, code, message, line, suggestion))
+                if p.skip:
+                    continue
+                if not p.simple:
+                    self.apply(comp, p.spec, p.value, DIRECTIVE, line, p.written)
+                    continue
+                name = p.name
+                got = history.get(name)
+                if got is None:
+                    history[name] = [(line, p.text)]
+                else:
+                    got.append((line, p.text))
+                comp.tick += 1
+                state[name] = _Value(p.text, p.parsed, DIRECTIVE, line)
+                order[name] = comp.tick
+                settings.append(OptionSetting(name, p.shown, DIRECTIVE, line, p.written))
+                if p.expands is not None:
+                    self.diag(O213_NOT_EXPANDED, p.expands, line, _NOT_EXPANDED_FIX)
 
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
@@ -253,30 +276,13 @@ class _Resolver:
             self._note_spelling(po, source)
             if po.spec.early_pass and source == DIRECTIVE:
                 # sbatch reads these in its first pass over the command line only
-                self.diag(
-                    O223_COMMAND_LINE_ONLY,
-                    f"`{po.written}` has no effect in a #SBATCH line: sbatch reads "
-                    f"--{po.spec.key} only from its command line",
-                    po.line,
-                    "remove the line",
-                )
+                self.diag(O223_COMMAND_LINE_ONLY, _command_line_only(po.written, po.spec), po.line, "remove the line")
                 continue
             self.apply(comp, po.spec, po.value, source, po.line, po.written)
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
-        w = po.written
-        if not w.startswith("--") or po.spec is None:
-            return
-        typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
-        if typed != po.spec.name:
-            self.diag(
-                O210_ABBREVIATION,
-                f"`--{typed}` is an abbreviation of `--{po.spec.name}` (getopt accepts unique prefixes)",
-                po.line,
-                f"write `--{po.spec.key}` in full",
-            )
-        if po.spec.canonical:
-            self.diag(O211_ALIAS, f"`--{po.spec.name}` is a hidden alias of `--{po.spec.canonical}`", po.line)
+        for code, message, suggestion in _spelling_notes(po):
+            self.diag(code, message, po.line, suggestion)
 
     def report_getopt(self, errors: Sequence[GetoptError], source: str) -> None:
         for e in errors:
@@ -712,6 +718,42 @@ class _Resolver:
                 )
 
 
+def _spelling_notes(po: ParsedOption) -> list[tuple[str, str, str | None]]:
+    """(code, message, suggestion) of the O210/O211 notes on how a long option was spelt."""
+    w = po.written
+    if not w.startswith("--") or po.spec is None:
+        return []
+    notes: list[tuple[str, str, str | None]] = []
+    typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
+    if typed != po.spec.name:
+        notes.append(
+            (
+                O210_ABBREVIATION,
+                f"`--{typed}` is an abbreviation of `--{po.spec.name}` (getopt accepts unique prefixes)",
+                f"write `--{po.spec.key}` in full",
+            )
+        )
+    if po.spec.canonical:
+        notes.append((O211_ALIAS, f"`--{po.spec.name}` is a hidden alias of `--{po.spec.canonical}`", None))
+    return notes
+
+
+def _command_line_only(written: str, spec: OptionSpec) -> str:
+    return f"`{written}` has no effect in a #SBATCH line: sbatch reads --{spec.key} only from its command line"
+
+
+def _expands(value: str | None) -> bool:
+    """Whether a directive value holds what a shell would expand (sbatch does not: O213)."""
+    return bool(value) and ("$" in value or value[0] == "~")  # type: ignore[index,operator]
+
+
+def _not_expanded(written: str) -> str:
+    return f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; the value is used literally"
+
+
+_NOT_EXPANDED_FIX = "write the value out, or pass it on the sbatch command line where the shell expands it"
+
+
 def _nonzero_int(s: str) -> bool:
     """A whole (ASCII) decimal number other than 0; Python's int() would also take '٣' or '1_0'."""
     v = V.c_strip(s)
@@ -730,24 +772,117 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and len(words[0]) in (6, 7) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
-def _words_by_component(script: Script) -> dict[int, list[tuple[str, int]]]:
-    """The argv sbatch builds from each component's directive lines, each word with its line, in one
-    pass over the directives (a het job with thousands of components would otherwise rescan every
-    directive for each one).
+def _directives_by_component(script: Script) -> dict[int, list[Directive]]:
+    """The directive lines of each component, in one pass over the directives (a het job with
+    thousands of components would otherwise rescan every directive for each one)."""
+    out: dict[int, list[Directive]] = {}
+    for d in script.directives:
+        lines = out.get(d.component)
+        if lines is None:
+            out[d.component] = [d]
+        else:
+            lines.append(d)
+    return out
+
+
+def _component_words(directives: Sequence[Directive]) -> list[tuple[str, int]]:
+    """The argv sbatch builds from a component's directive lines, each word with its line.
 
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    out: dict[int, list[tuple[str, int]]] = {}
-    for d in script.directives:
+    words: list[tuple[str, int]] = []
+    for d in directives:
         if _is_separator(d.words):
             continue
-        words = out.setdefault(d.component, [])
         for w in d.words:
             if w == "":
                 break
             words.append((w, d.line))
-    return out
+    return words
+
+
+class _Planned:
+    """One option of a self-contained directive line (see `_line_plan`), with everything about it that
+    does not depend on the line number or on the other options: what getopt returned, the notes on its
+    spelling, and, when the option merges plainly (`simple`), its validated value."""
+
+    __slots__ = ("spec", "name", "value", "written", "notes", "skip", "simple", "text", "shown", "parsed", "expands")
+
+    def __init__(self, po: ParsedOption):
+        spec = po.spec
+        assert spec is not None  # a line with a plugin option is not self-contained (getopt reports it)
+        self.spec = spec
+        self.name = name = spec.key
+        self.value = value = po.value
+        self.written = po.written
+        notes = [(CODES[code], code, message, suggestion) for code, message, suggestion in _spelling_notes(po)]
+        self.skip = spec.early_pass  # sbatch reads these in its first pass over the command line only
+        if self.skip:
+            notes.append(
+                (
+                    CODES[O223_COMMAND_LINE_ONLY],
+                    O223_COMMAND_LINE_ONLY,
+                    _command_line_only(po.written, spec),
+                    "remove the line",
+                )
+            )
+        self.notes = tuple(notes)
+        self.expands = _not_expanded(po.written) if _expands(value) else None
+        self.text = self.shown = self.parsed = None
+        # options whose merge reads or writes other state, and values that are refused or noted, take `apply`
+        self.simple = (
+            not self.skip
+            and spec.value not in _NOTING_KINDS
+            and spec.value != "mail_type"
+            and name not in _SHARED
+            and name != "extra-node-info"
+        )
+        if self.simple:
+            try:
+                self.text, self.parsed = parse_kind(spec.value, value, name, _never_noted)
+            except V.InvalidValue:
+                self.simple = False
+            else:
+                self.shown = "" if self.text is None else self.text
+
+
+def _never_noted(message: str) -> None:  # pragma: no cover - only the kinds in _NOTING_KINDS note
+    raise AssertionError(message)
+
+
+def _make_line_plan(words: tuple[str, ...]) -> tuple[_Planned, ...] | None:
+    if _is_separator(words):
+        return ()
+    if "" in words:
+        words = words[: words.index("")]
+    if "--" in words:  # getopt stops there: the words of the next lines would be stray
+        return None
+    parsed = getopt_long([(w, 0) for w in words])
+    if parsed.errors or parsed.rest:
+        return None
+    return tuple(_Planned(po) for po in parsed.options)
+
+
+# directive words -> the plan of the line, or None when the line is not self-contained; per process,
+# bounded (4096 lines of at most 512 characters). A line is self-contained when getopt, reading it
+# alone, takes all its words as options and their values without any error and without `--`: then
+# getopt over a component's lines reads each such line exactly so, whatever the lines around it.
+_LINE_PLANS: dict[tuple[str, ...], tuple[_Planned, ...] | None] = {}
+_LINE_PLANS_LIMIT = 4096
+
+
+def _line_plan(words: tuple[str, ...]) -> tuple[_Planned, ...] | None:
+    try:
+        return _LINE_PLANS[words]
+    except KeyError:
+        pass
+    plan = _make_line_plan(words)
+    if sum(map(len, words)) <= 512:
+        if len(_LINE_PLANS) >= _LINE_PLANS_LIMIT:
+            _LINE_PLANS.clear()
+        _LINE_PLANS[words] = plan
+    return plan
 
 
 def _split_cli_components(args: Sequence[str]) -> list[list[str]]:
@@ -783,14 +918,18 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
             wrapper = None  # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: list[JobComponent] = []
     carried: dict[str, _Value] = {}
-    by_component = _words_by_component(script)
+    by_component = _directives_by_component(script)
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
-        words = by_component.get(index, [])
-        parsed = getopt_long(words)
-        r.report_getopt(parsed.errors, DIRECTIVE)
-        r.apply_parsed(comp, parsed.options, DIRECTIVE)
+        directives = by_component.get(index, ())
+        plans = [_line_plan(d.words) for d in directives]
+        if None in plans:
+            parsed = getopt_long(_component_words(directives))
+            r.report_getopt(parsed.errors, DIRECTIVE)
+            r.apply_parsed(comp, parsed.options, DIRECTIVE)
+        else:
+            r.apply_planned(comp, directives, plans)  # type: ignore[arg-type]  # no None in plans
         if wrapper is not None:
             r.apply_wrapper(comp, wrapper, report=index == 0)
         r.apply_env(comp, env)
