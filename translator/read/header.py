@@ -305,16 +305,22 @@ class Header(Record):
 
 
 def _is_command_line(line: str) -> bool:
-    for ch in line:
-        if ch in _C_SPACE:
-            continue
-        return ch != "#"
-    return False
+    """Whether the first character that is not a C blank exists and is not `#`."""
+    rest = line.lstrip(_C_SPACE)
+    return rest != "" and rest[0] != "#"
 
+
+# A comment line that has no `SBATCH`/`SLURM` in any case can only be a look-alike (classify_lookalike)
+# when an option follows its first word: `# sbatch job.sh` and `# train the model` are prose. (The
+# letters run is greedy, so a shorter run cannot end before the `-`.)
+_LOOKALIKE_WITH_OPTION = re.compile(r"[ \t]*#+!?[ \t]*[A-Za-z]+[ \t]*-")
 
 # directive text after the prefix -> its words (tokenize_directive is pure in the text, and a repository's
 # scripts repeat their directives); per process, bounded (8192 texts of <= 512 characters)
 _TOKENIZED: dict[str, TokenizedLine] = {}
+# a whole `#SBATCH` line that sbatch reads without a note, an error or a component separator -> its words,
+# the common case, which then costs one look-up; per process, bounded like _TOKENIZED
+_PLAIN_LINES: dict[str, tuple[str, ...]] = {}
 
 
 def read_header(lines: list[str]) -> Header:
@@ -326,8 +332,13 @@ def read_header(lines: list[str]) -> Header:
     component = 0
     separators: list[int] = []
     body_start: int | None = None
+    plain_lines = _PLAIN_LINES
 
     for number, line in enumerate(lines, 1):
+        words = plain_lines.get(line)
+        if words is not None:
+            directives.append(Directive(number, line, "#SBATCH", words, component))
+            continue
         if line.startswith("#SBATCH"):
             prefix = "#SBATCH"
         elif line.startswith("#SLURM"):
@@ -359,7 +370,8 @@ def read_header(lines: list[str]) -> Header:
                         )
                     )
                 break
-            if "SBATCH" in line.upper() or "SLURM" in line.upper() or _LOOKALIKE.match(line):
+            upper = line.upper()
+            if "SBATCH" in upper or "SLURM" in upper or _LOOKALIKE_WITH_OPTION.match(line):
                 found = classify_lookalike(line)
                 if found is not None:
                     code, why = found
@@ -382,6 +394,14 @@ def read_header(lines: list[str]) -> Header:
                 if len(_TOKENIZED) >= 8192:
                     _TOKENIZED.clear()
                 _TOKENIZED[rest] = tok
+        if prefix == "#SBATCH" and not tok.notes and tok.error is None and not tok.hetjob_separator:
+            words = tuple(tok.words)
+            if len(line) <= 512:
+                if len(plain_lines) >= 8192:
+                    plain_lines.clear()
+                plain_lines[line] = words
+            directives.append(Directive(number, line, prefix, words, component))
+            continue
         for severity, code, message in tok.notes:
             diags.append(Diagnostic(severity, code, message, number))
         if tok.error is not None:
