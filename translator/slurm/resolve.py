@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
 from translator.read.ast import Directive, Script
@@ -236,34 +236,36 @@ class _Resolver:
             self.diag(O213_NOT_EXPANDED, _not_expanded(written), line, _NOT_EXPANDED_FIX)
 
     def apply_planned(
-        self, comp: _Component, directives: Sequence[Directive], plans: Sequence[tuple[_Planned, ...]]
+        self, comp: _Component, directives: Sequence[Directive], plans: Sequence[tuple[_PlannedOption, ...]]
     ) -> None:
         """`apply_parsed` for the directive lines of a component when every line is self-contained
         (`_line_plan`): the same diagnostics, settings and state, in the same order."""
         diags = self.diags
         state, order, settings, history = comp.state, comp.order, comp.settings, comp.history
+        tick = comp.tick
         for d, plan in zip(directives, plans):
             line = d.line
-            for p in plan:
-                for severity, code, message, suggestion in p.notes:
-                    diags.append(Diagnostic(severity, code, message, line, suggestion))
-                if p.skip:
+            for how, name, text, parsed, shown, written, notes, expands, spec, value in plan:
+                if notes:
+                    for severity, code, message, suggestion in notes:
+                        diags.append(Diagnostic(severity, code, message, line, suggestion))
+                if how:
+                    if how == _APPLY:
+                        comp.tick = tick
+                        self.apply(comp, spec, value, DIRECTIVE, line, written)
+                        tick = comp.tick
                     continue
-                if not p.simple:
-                    self.apply(comp, p.spec, p.value, DIRECTIVE, line, p.written)
-                    continue
-                name = p.name
-                got = history.get(name)
-                if got is None:
-                    history[name] = [(line, p.text)]
+                if name in history:
+                    history[name].append((line, text))
                 else:
-                    got.append((line, p.text))
-                comp.tick += 1
-                state[name] = _Value(p.text, p.parsed, DIRECTIVE, line)
-                order[name] = comp.tick
-                settings.append(OptionSetting(name, p.shown, DIRECTIVE, line, p.written))
-                if p.expands is not None:
-                    self.diag(O213_NOT_EXPANDED, p.expands, line, _NOT_EXPANDED_FIX)
+                    history[name] = [(line, text)]
+                tick += 1
+                state[name] = _Value(text, parsed, DIRECTIVE, line)
+                order[name] = tick
+                settings.append(OptionSetting(name, shown, DIRECTIVE, line, written))
+                if expands is not None:
+                    self.diag(O213_NOT_EXPANDED, expands, line, _NOT_EXPANDED_FIX)
+        comp.tick = tick
 
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
@@ -386,7 +388,7 @@ class _Resolver:
 
     def _verify_gpus(self, comp: _Component) -> None:
         """The GPU request checks sbatch makes before submitting (gres_job_state_validate)."""
-        st = {k: v for k, v in comp.state.items() if k not in comp.dropped}
+        st = {k: v for k, v in comp.state.items() if k not in comp.dropped} if comp.dropped else comp.state
 
         def count(name):
             v = st.get(name)
@@ -699,9 +701,7 @@ class _Resolver:
                     line_of(name),
                 )
         if "array" in st:
-            spec, _thr = V.split_array(st["array"].value or "")
-            _idx, problems = V.array_indexes(spec)
-            for p in problems:
+            for p in _array_problems(st["array"].value or ""):
                 self.diag(
                     O209_CONTROLLER_REJECTS,
                     f"--array={V.clip_text(st['array'].value or '', 60)}: {p}; slurmctld refuses the job "
@@ -709,7 +709,7 @@ class _Resolver:
                     line_of("array"),
                 )
         if "dependency" in st:
-            for p in V.dependency_problems(st["dependency"].value or ""):
+            for p in _dependency_problems(st["dependency"].value or ""):
                 self.diag(
                     O209_CONTROLLER_REJECTS,
                     f"--dependency={V.clip_text(st['dependency'].value or '', 60)}: {p}; slurmctld refuses "
@@ -752,6 +752,50 @@ def _not_expanded(written: str) -> str:
 
 
 _NOT_EXPANDED_FIX = "write the value out, or pass it on the sbatch command line where the shell expands it"
+
+
+_R = TypeVar("_R")
+
+
+def _per_process(fn: Callable[[str], _R]) -> Callable[[str], _R]:
+    """`fn` (pure in one string, with an immutable result) remembered per process for values of at
+    most 512 characters, in a table of at most 1024 values (cleared when full)."""
+    table: dict[str, _R] = {}
+
+    def remembered(value: str) -> _R:
+        try:
+            return table[value]
+        except KeyError:
+            pass
+        got = fn(value)
+        if len(value) <= 512:
+            if len(table) >= 1024:
+                table.clear()
+            table[value] = got
+        return got
+
+    return remembered
+
+
+@_per_process
+def _array_fields(value: str) -> tuple[str, int | None]:
+    """(array, array_throttle) of the job fields for an --array value."""
+    array, throttle = V.split_array(value)
+    array = V.c_strip(array)
+    if array.startswith("[") and array.endswith("]"):
+        array = array[1:-1]
+    return array, throttle or None  # %0 means no limit (Slurm stores no throttle)
+
+
+@_per_process
+def _array_problems(value: str) -> tuple[str, ...]:
+    """What slurmctld refuses in an --array value (O209)."""
+    spec, _thr = V.split_array(value)
+    return tuple(V.array_indexes(spec)[1])
+
+
+_dependency_problems = _per_process(lambda value: tuple(V.dependency_problems(value)))
+_normalised_dependency = _per_process(V.normalise_dependency)
 
 
 def _nonzero_int(s: str) -> bool:
@@ -802,56 +846,54 @@ def _component_words(directives: Sequence[Directive]) -> list[tuple[str, int]]:
     return words
 
 
-class _Planned:
+# How a planned option is applied (the first item of its `_plan_option` row)
+_MERGE, _SKIP, _APPLY = 0, 1, 2
+
+# (how, name, text, parsed, shown, written, notes, expands, spec, value)
+_PlannedOption = tuple[int, str, Any, Any, Any, str, tuple, "str | None", OptionSpec, "str | None"]
+
+
+def _plan_option(po: ParsedOption) -> _PlannedOption:
     """One option of a self-contained directive line (see `_line_plan`), with everything about it that
     does not depend on the line number or on the other options: what getopt returned, the notes on its
-    spelling, and, when the option merges plainly (`simple`), its validated value."""
-
-    __slots__ = ("spec", "name", "value", "written", "notes", "skip", "simple", "text", "shown", "parsed", "expands")
-
-    def __init__(self, po: ParsedOption):
-        spec = po.spec
-        assert spec is not None  # a line with a plugin option is not self-contained (getopt reports it)
-        self.spec = spec
-        self.name = name = spec.key
-        self.value = value = po.value
-        self.written = po.written
-        notes = [(CODES[code], code, message, suggestion) for code, message, suggestion in _spelling_notes(po)]
-        self.skip = spec.early_pass  # sbatch reads these in its first pass over the command line only
-        if self.skip:
-            notes.append(
-                (
-                    CODES[O223_COMMAND_LINE_ONLY],
-                    O223_COMMAND_LINE_ONLY,
-                    _command_line_only(po.written, spec),
-                    "remove the line",
-                )
+    spelling (severity, code, message, suggestion), the O213 message, and how it is applied: `_SKIP`
+    (read from the command line only: O223), `_MERGE` (a plain merge of its validated value `text`,
+    `parsed`; `shown` is the setting's value) or `_APPLY` (through `_Resolver.apply`: options whose
+    merge reads or writes other options, values that are refused or noted)."""
+    spec = po.spec
+    assert spec is not None  # a line with a plugin option is not self-contained (getopt reports it)
+    name, value, written = spec.key, po.value, po.written
+    notes = [(CODES[code], code, message, suggestion) for code, message, suggestion in _spelling_notes(po)]
+    expands = _not_expanded(written) if _expands(value) else None
+    text = parsed = shown = None
+    if spec.early_pass:  # sbatch reads these in its first pass over the command line only
+        how = _SKIP
+        notes.append(
+            (
+                CODES[O223_COMMAND_LINE_ONLY],
+                O223_COMMAND_LINE_ONLY,
+                _command_line_only(written, spec),
+                "remove the line",
             )
-        self.notes = tuple(notes)
-        self.expands = _not_expanded(po.written) if _expands(value) else None
-        self.text = self.shown = self.parsed = None
-        # options whose merge reads or writes other state, and values that are refused or noted, take `apply`
-        self.simple = (
-            not self.skip
-            and spec.value not in _NOTING_KINDS
-            and spec.value != "mail_type"
-            and name not in _SHARED
-            and name != "extra-node-info"
         )
-        if self.simple:
-            try:
-                self.text, self.parsed = parse_kind(spec.value, value, name, _never_noted)
-            except V.InvalidValue:
-                self.simple = False
-            else:
-                self.shown = "" if self.text is None else self.text
+    elif spec.value in _NOTING_KINDS or spec.value == "mail_type" or name in _SHARED or name == "extra-node-info":
+        how = _APPLY
+    else:
+        try:
+            text, parsed = parse_kind(spec.value, value, name, _never_noted)
+        except V.InvalidValue:
+            how = _APPLY
+        else:
+            how = _MERGE
+            shown = "" if text is None else text
+    return (how, name, text, parsed, shown, written, tuple(notes), expands, spec, value)
 
 
 def _never_noted(message: str) -> None:  # pragma: no cover - only the kinds in _NOTING_KINDS note
     raise AssertionError(message)
 
 
-def _make_line_plan(words: tuple[str, ...]) -> tuple[_Planned, ...] | None:
+def _make_line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None:
     if _is_separator(words):
         return ()
     if "" in words:
@@ -861,18 +903,18 @@ def _make_line_plan(words: tuple[str, ...]) -> tuple[_Planned, ...] | None:
     parsed = getopt_long([(w, 0) for w in words])
     if parsed.errors or parsed.rest:
         return None
-    return tuple(_Planned(po) for po in parsed.options)
+    return tuple(_plan_option(po) for po in parsed.options)
 
 
 # directive words -> the plan of the line, or None when the line is not self-contained; per process,
 # bounded (4096 lines of at most 512 characters). A line is self-contained when getopt, reading it
 # alone, takes all its words as options and their values without any error and without `--`: then
 # getopt over a component's lines reads each such line exactly so, whatever the lines around it.
-_LINE_PLANS: dict[tuple[str, ...], tuple[_Planned, ...] | None] = {}
+_LINE_PLANS: dict[tuple[str, ...], tuple[_PlannedOption, ...] | None] = {}
 _LINE_PLANS_LIMIT = 4096
 
 
-def _line_plan(words: tuple[str, ...]) -> tuple[_Planned, ...] | None:
+def _line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None:
     try:
         return _LINE_PLANS[words]
     except KeyError:
@@ -906,7 +948,8 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
     """Resolve a read script into the job sbatch would submit (see module docstring)."""
     env = dict(env or {})
     r = _Resolver()
-    n_components = max(1, script.components, 1 + max((d.component for d in script.directives), default=0))
+    by_component = _directives_by_component(script)
+    n_components = max(1, script.components, 1 + max(by_component, default=0))
     cli_components = _split_cli_components(cli_args)
     wrapper = None
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
@@ -918,7 +961,6 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
             wrapper = None  # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: list[JobComponent] = []
     carried: dict[str, _Value] = {}
-    by_component = _directives_by_component(script)
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
@@ -967,7 +1009,9 @@ def _finish(comp: _Component, path: str, submitted: bool = True) -> JobComponent
         index=comp.index,
         options=options,
         settings=tuple(comp.settings),
-        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path, submitted),
+        fields=job_fields(
+            {k: v for k, v in st.items() if k not in comp.dropped} if comp.dropped else st, path, submitted
+        ),
     )
 
 
@@ -976,13 +1020,8 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
     slurmctld records (after `-n` and the GPU layout adjust them); when it refuses the job, they
     are the merged options as written."""
 
-    def raw(name):
-        v = st.get(name)
-        return None if v is None else v.value
-
-    def parsed(name):
-        v = st.get(name)
-        return None if v is None else v.parsed
+    raw: Callable[[str], Any] = {k: v.value for k, v in st.items()}.get  # an option's value string (None: unset)
+    parsed: Callable[[str], Any] = {k: v.parsed for k, v in st.items()}.get  # its parsed value (None: unset)
 
     def gpu(name):
         v = parsed(name)
@@ -1035,11 +1074,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         )
     array = throttle = None
     if raw("array"):
-        array, throttle = V.split_array(raw("array") or "")
-        throttle = throttle or None  # %0 means no limit (Slurm stores no throttle)
-        array = V.c_strip(array)
-        if array.startswith("[") and array.endswith("]"):
-            array = array[1:-1]
+        array, throttle = _array_fields(raw("array") or "")
     exclusive = None
     if "exclusive" in st:
         exclusive = raw("exclusive") in ("exclusive", "user", "mcs")
@@ -1072,7 +1107,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         time_limit_seconds=parsed("time"),
         array=array,
         array_throttle=throttle,
-        dependency=V.normalise_dependency(raw("dependency")) if raw("dependency") else None,
+        dependency=_normalised_dependency(raw("dependency")) if raw("dependency") else None,
         exclusive=exclusive,
         constraint=nonempty("constraint"),
         output=raw("output"),
