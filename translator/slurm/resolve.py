@@ -13,6 +13,7 @@ explanation. Diagnostics use codes O2xx (documented in docs/codes.md, section co
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from collections.abc import Callable, Mapping, Sequence
@@ -816,11 +817,18 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and len(words[0]) in (6, 7) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
+_COMPONENT_OF = attrgetter("component")
+
+
 def _directives_by_component(script: Script) -> dict[int, list[Directive]]:
     """The directive lines of each component, in one pass over the directives (a het job with
     thousands of components would otherwise rescan every directive for each one)."""
+    directives = script.directives
+    components = set(map(_COMPONENT_OF, directives))
+    if len(components) <= 1:  # the common case: one component
+        return {components.pop(): list(directives)} if components else {}
     out: dict[int, list[Directive]] = {}
-    for d in script.directives:
+    for d in directives:
         lines = out.get(d.component)
         if lines is None:
             out[d.component] = [d]
@@ -912,6 +920,7 @@ def _make_line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None
 # getopt over a component's lines reads each such line exactly so, whatever the lines around it.
 _LINE_PLANS: dict[tuple[str, ...], tuple[_PlannedOption, ...] | None] = {}
 _LINE_PLANS_LIMIT = 4096
+_UNKNOWN = object()  # a line not in _LINE_PLANS yet
 
 
 def _line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None:
@@ -961,11 +970,14 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
             wrapper = None  # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: list[JobComponent] = []
     carried: dict[str, _Value] = {}
+    known = _LINE_PLANS.get
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
         directives = by_component.get(index, ())
-        plans = [_line_plan(d.words) for d in directives]
+        plans = [known(d.words, _UNKNOWN) for d in directives]
+        if _UNKNOWN in plans:
+            plans = [_line_plan(d.words) for d in directives]
         if None in plans:
             parsed = getopt_long(_component_words(directives))
             r.report_getopt(parsed.errors, DIRECTIVE)
@@ -985,7 +997,8 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
             d.severity == ERROR or d.code == O206_PLUGIN_OPTION for d in r.diags[first_diag:]
         )
         components.append(_finish(comp, script.path, submitted=not refused_here))
-        carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
+        if index + 1 < n_components:
+            carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
     # a hetjob reads the environment and carried options once per component: report each once
     diags = list(script.diagnostics) + list(dict.fromkeys(r.diags))
     diags.sort(key=lambda d: d.line if d.line is not None else 10**9)
