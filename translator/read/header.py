@@ -443,9 +443,16 @@ def scan_after_header(
         line = lines[number - 1]
         if "#" not in line[:16] or not line.lstrip(_C_SPACE).startswith("#"):
             continue
-        found = (R120_AFTER_FIRST_COMMAND, "") if line.startswith(("#SBATCH", "#SLURM")) else classify_lookalike(line)
-        if found is None:
-            continue
+        if line.startswith(("#SBATCH", "#SLURM")):
+            found = (R120_AFTER_FIRST_COMMAND, "")
+        else:
+            upper = line.upper()
+            if "SBATCH" not in upper and "SLURM" not in upper and not _LOOKALIKE_WITH_OPTION.match(line):
+                continue  # prose (see _LOOKALIKE_WITH_OPTION)
+            lookalike = classify_lookalike(line)
+            if lookalike is None:
+                continue
+            found = lookalike
         if number in heredoc_lines:
             why = (
                 f"inside a here-document (text the script writes or feeds to a command); sbatch stopped reading "
