@@ -352,3 +352,40 @@ def test_lookalike_filter_on_chosen_lines():
         assert "SBATCH" in line.upper() or "SLURM" in line.upper() or header._LOOKALIKE_WITH_OPTION.match(line)
     for line in ("# train the model", "# sbatch job.sh", "#"):
         assert header.classify_lookalike(line) is None
+
+
+@S.fuzz_settings(500)
+@given(
+    st.lists(
+        st.sampled_from(list("aN-=2 \t\v:#'\"\\é") + ["hetjob", "PACKJOB", " hetjob ", " # x", "#", "--time=10"]),
+        max_size=30,
+    )
+)
+def test_plain_words_agree_with_the_stepwise_tokenizer_notes_included(parts):
+    text = "".join(parts)
+    slow = header.tokenize_directive_stepwise(text)
+    plain = header._plain_words(text)
+    if plain is not None:  # a plain line: the same words, and nothing to report
+        assert plain == slow.words
+        assert not slow.notes and slow.error is None and not slow.hetjob_separator
+    fast = header.tokenize_directive(text)
+    assert (fast.words, fast.error, fast.notes, fast.hetjob_separator) == (
+        slow.words,
+        slow.error,
+        slow.notes,
+        slow.hetjob_separator,
+    )
+
+
+def test_plain_words_on_chosen_texts():
+    for text, words in (
+        (" --time=10   # ten minutes", ["--time=10"]),
+        ("#comment", []),
+        (" -N 2\t#", ["-N", "2"]),
+        (" -N 2 # 'unclosed", ["-N", "2"]),
+    ):
+        assert header._plain_words(text) == words
+        assert header.tokenize_directive_stepwise(text).words == words
+    assert header._plain_words(" -N 2 # x hetjob") == ["-N", "2"]  # a separator word after the `#` is not read
+    for text in (" --x=a#b", " hetjob # x", " :x # y", " -J 'a b' # c", " -J a\\ b # c"):
+        assert header._plain_words(text) is None, text  # a note, a separator, an error, a quote, an escape

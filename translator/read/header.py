@@ -92,15 +92,27 @@ def tokenize_directive(text: str) -> TokenizedLine:
     even mid-word; an empty word (`""`) ends the line; a word starting with `:` is fatal; an
     unmatched quote is fatal; no expansion.
     """
-    if not _NEEDS_SLOW_PATH.search(text):
-        low = text.lower()
-        if "hetjob" not in low and "packjob" not in low:
-            words = _C_WORD.findall(text)
-            if not any(w.startswith(":") for w in words):
-                return TokenizedLine(
-                    words
-                )  # no quote, escape, `#`, separator or `:`: words are the blank-separated runs
-    return tokenize_directive_stepwise(text)
+    words = _plain_words(text)
+    return tokenize_directive_stepwise(text) if words is None else TokenizedLine(words)
+
+
+def _plain_words(text: str) -> list[str] | None:
+    """The words of a directive text that sbatch reads without a note, an error or a separator, when
+    they are the blank-separated runs: no quote, escape, separator word or word starting with `:`
+    before the end of the line or a `#` that starts a word (which ends the line silently, as in
+    `--time=10   # ten minutes`). None: tokenize_directive_stepwise decides."""
+    if _NEEDS_SLOW_PATH.search(text):
+        end = text.find("#")
+        if end < 0 or (end and text[end - 1] not in _C_SPACE) or _NEEDS_SLOW_PATH.search(text, 0, end):
+            return None
+        text = text[:end]  # get_argument reaches this `#` between words: the line ends there
+    low = text.lower()
+    if "hetjob" in low or "packjob" in low:
+        return None
+    words = _C_WORD.findall(text)
+    if any(w.startswith(":") for w in words):
+        return None
+    return words
 
 
 def tokenize_directive_stepwise(text: str) -> TokenizedLine:
@@ -246,6 +258,20 @@ def _distance(a: str, b: str, limit: int = 2) -> int:
     return prev[len(b)]
 
 
+# word of 4-8 ASCII letters -> its distance to SBATCH (comment lines repeat their words); per process, bounded
+_TYPO_DISTANCES: dict[str, int] = {}
+
+
+def _typo_distance(word: str) -> int:
+    got = _TYPO_DISTANCES.get(word)
+    if got is None:
+        got = _distance(word, "SBATCH")
+        if len(_TYPO_DISTANCES) >= 4096:
+            _TYPO_DISTANCES.clear()
+        _TYPO_DISTANCES[word] = got
+    return got
+
+
 def classify_lookalike(line: str) -> tuple[str, str] | None:
     """If `line` (a comment line, not a directive) looks like a directive, return (code, explanation)."""
     m = _LOOKALIKE.match(line)
@@ -261,7 +287,7 @@ def classify_lookalike(line: str) -> tuple[str, str] | None:
         # case variants and misspellings count only when an option follows (`# sbatch job.sh` is prose)
         if not _OPTION_AFTER.match(rest):
             return None
-        if not near and not (4 <= len(upper) <= 8 and _distance(upper, "SBATCH") <= 2):
+        if not near and not (4 <= len(upper) <= 8 and _typo_distance(upper) <= 2):
             return None
     shown = f"{hashes}{bang}{space}{word}"
     if not near:
@@ -388,6 +414,16 @@ def read_header(lines: list[str]) -> Header:
             continue
         rest = line[len(prefix) :]
         tok = _TOKENIZED.get(rest)  # read only here: a shared TokenizedLine is never changed
+        if tok is None and prefix == "#SBATCH":
+            plain = _plain_words(rest)
+            if plain is not None:  # a plain line seen for the first time
+                words = tuple(plain)
+                if len(line) <= 512:
+                    if len(plain_lines) >= 8192:
+                        plain_lines.clear()
+                    plain_lines[line] = words
+                directives.append(Directive(number, line, prefix, words, component))
+                continue
         if tok is None:
             tok = tokenize_directive(rest)
             if len(rest) <= 512:
