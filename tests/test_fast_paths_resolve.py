@@ -389,3 +389,15 @@ def test_plain_words_on_chosen_texts():
     assert header._plain_words(" -N 2 # x hetjob") == ["-N", "2"]  # a separator word after the `#` is not read
     for text in (" --x=a#b", " hetjob # x", " :x # y", " -J 'a b' # c", " -J a\\ b # c"):
         assert header._plain_words(text) is None, text  # a note, a separator, an error, a quote, an escape
+
+
+def test_single_long_option_lines_are_planned_as_getopt_reads_them():
+    from translator.slurm.getopt import getopt_long
+    from translator.slurm.options import LONG_OPTIONS
+
+    for name in LONG_OPTIONS:
+        for value in ("", "2", "gpu:4", "x=y", "$HOME", "bad::"):
+            word = f"--{name}={value}"
+            parsed = getopt_long([(word, 0)])
+            want = None if parsed.errors else tuple(R._plan_option(po) for po in parsed.options)
+            assert R._make_line_plan((word,)) == want, word

@@ -25,7 +25,7 @@ from translator.slurm import values as V
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.kinds import _NOTING_KINDS, parse as parse_kind
-from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec
+from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, LONG_OPTIONS, NONE, OPTIONAL, OptionSpec
 
 if TYPE_CHECKING:
     from translator.slurm.foreign import Translation
@@ -908,6 +908,13 @@ def _make_line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None
         words = words[: words.index("")]
     if "--" in words:  # getopt stops there: the words of the next lines would be stray
         return None
+    if len(words) == 1 and words[0].startswith("--"):
+        # `--name=value` with the exact name of an option taking an argument, the common line: what getopt
+        # returns for it, without running getopt
+        name, eq, inline = words[0][2:].partition("=")
+        spec = LONG_OPTIONS.get(name)
+        if eq and spec is not None and spec.arg != NONE:
+            return (_plan_option(ParsedOption(spec, inline, 0, words[0])),)
     parsed = getopt_long([(w, 0) for w in words])
     if parsed.errors or parsed.rest:
         return None
