@@ -48,6 +48,7 @@ _C_SPACE = " \t\n\v\f\r"
 _NEEDS_SLOW_PATH = re.compile(r"['\"\\#]")
 _C_WORD = re.compile(r"[^ \t\n\v\f\r]+")
 _PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
+_WORD_STARTS_WITH_COLON = re.compile(r"(?:^|[ \t\n\v\f\r]):")
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -109,10 +110,9 @@ def _plain_words(text: str) -> list[str] | None:
     low = text.lower()
     if "hetjob" in low or "packjob" in low:
         return None
-    words = _C_WORD.findall(text)
-    if any(w.startswith(":") for w in words):
+    if ":" in text and _WORD_STARTS_WITH_COLON.search(text):
         return None
-    return words
+    return _C_WORD.findall(text)
 
 
 def tokenize_directive_stepwise(text: str) -> TokenizedLine:
@@ -329,6 +329,26 @@ class Header(Record):
     sbatch_refuses: bool
     hetjob_separators: list[int]
 
+    def __init__(
+        self,
+        directives: list[Directive],
+        ignored: list[IgnoredLine],
+        foreign: list[ForeignDirective],
+        body_start_line: int | None,
+        components: int,
+        diagnostics: list[Diagnostic],
+        sbatch_refuses: bool,
+        hetjob_separators: list[int],
+    ):
+        self.directives = directives
+        self.ignored = ignored
+        self.foreign = foreign
+        self.body_start_line = body_start_line
+        self.components = components
+        self.diagnostics = diagnostics
+        self.sbatch_refuses = sbatch_refuses
+        self.hetjob_separators = hetjob_separators
+
 
 def _is_command_line(line: str) -> bool:
     """Whether the first character that is not a C blank exists and is not `#`."""
@@ -475,8 +495,7 @@ def scan_after_header(
     """Report directive look-alikes at or after line `start` (the first command), which sbatch ignores."""
     ignored: list[IgnoredLine] = []
     diags: list[Diagnostic] = []
-    for number in range(start + 1, len(lines) + 1):
-        line = lines[number - 1]
+    for number, line in enumerate(lines[start:], start + 1):
         if "#" not in line[:16] or not line.lstrip(_C_SPACE).startswith("#"):
             continue
         if line.startswith(("#SBATCH", "#SLURM")):
