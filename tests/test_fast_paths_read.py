@@ -872,6 +872,7 @@ def test_directive_table_gives_what_tokenizing_gives():
         "echo",
     ]
     header._TOKENIZED.clear()
+    header._PLAIN_LINES.clear()
     first = header.read_header(lines)
     again = header.read_header(lines)  # from the table
     assert [d.words for d in first.directives] == [d.words for d in again.directives]

@@ -27,11 +27,12 @@ class Directive(FrozenRecord):
     component: int = 0  # hetjob component index (0 before the first `#SBATCH hetjob`)
 
     def __init__(self, line: int, text: str, prefix: str, words: tuple[str, ...], component: int = 0):
-        _set(self, "line", line)
-        _set(self, "text", text)
-        _set(self, "prefix", prefix)
-        _set(self, "words", words)
-        _set(self, "component", component)
+        d = self.__dict__  # frozen: the fields are written once, here (as _set would; one per #SBATCH line)
+        d["line"] = line
+        d["text"] = text
+        d["prefix"] = prefix
+        d["words"] = words
+        d["component"] = component
 
 
 @dataclass(init=False, repr=False, eq=False)

@@ -48,6 +48,7 @@ _C_SPACE = " \t\n\v\f\r"
 _NEEDS_SLOW_PATH = re.compile(r"['\"\\#]")
 _C_WORD = re.compile(r"[^ \t\n\v\f\r]+")
 _PLAIN_RUN = re.compile(r"[^ \t\n\v\f\r\\'\"#]+")
+_WORD_STARTS_WITH_COLON = re.compile(r"(?:^|[ \t\n\v\f\r]):")
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -92,15 +93,26 @@ def tokenize_directive(text: str) -> TokenizedLine:
     even mid-word; an empty word (`""`) ends the line; a word starting with `:` is fatal; an
     unmatched quote is fatal; no expansion.
     """
-    if not _NEEDS_SLOW_PATH.search(text):
-        low = text.lower()
-        if "hetjob" not in low and "packjob" not in low:
-            words = _C_WORD.findall(text)
-            if not any(w.startswith(":") for w in words):
-                return TokenizedLine(
-                    words
-                )  # no quote, escape, `#`, separator or `:`: words are the blank-separated runs
-    return tokenize_directive_stepwise(text)
+    words = _plain_words(text)
+    return tokenize_directive_stepwise(text) if words is None else TokenizedLine(words)
+
+
+def _plain_words(text: str) -> list[str] | None:
+    """The words of a directive text that sbatch reads without a note, an error or a separator, when
+    they are the blank-separated runs: no quote, escape, separator word or word starting with `:`
+    before the end of the line or a `#` that starts a word (which ends the line silently, as in
+    `--time=10   # ten minutes`). None: tokenize_directive_stepwise decides."""
+    if _NEEDS_SLOW_PATH.search(text):
+        end = text.find("#")
+        if end < 0 or (end and text[end - 1] not in _C_SPACE) or _NEEDS_SLOW_PATH.search(text, 0, end):
+            return None
+        text = text[:end]  # get_argument reaches this `#` between words: the line ends there
+    low = text.lower()
+    if "hetjob" in low or "packjob" in low:
+        return None
+    if ":" in text and _WORD_STARTS_WITH_COLON.search(text):
+        return None
+    return _C_WORD.findall(text)
 
 
 def tokenize_directive_stepwise(text: str) -> TokenizedLine:
@@ -246,6 +258,20 @@ def _distance(a: str, b: str, limit: int = 2) -> int:
     return prev[len(b)]
 
 
+# word of 4-8 ASCII letters -> its distance to SBATCH (comment lines repeat their words); per process, bounded
+_TYPO_DISTANCES: dict[str, int] = {}
+
+
+def _typo_distance(word: str) -> int:
+    got = _TYPO_DISTANCES.get(word)
+    if got is None:
+        got = _distance(word, "SBATCH")
+        if len(_TYPO_DISTANCES) >= 4096:
+            _TYPO_DISTANCES.clear()
+        _TYPO_DISTANCES[word] = got
+    return got
+
+
 def classify_lookalike(line: str) -> tuple[str, str] | None:
     """If `line` (a comment line, not a directive) looks like a directive, return (code, explanation)."""
     m = _LOOKALIKE.match(line)
@@ -261,7 +287,7 @@ def classify_lookalike(line: str) -> tuple[str, str] | None:
         # case variants and misspellings count only when an option follows (`# sbatch job.sh` is prose)
         if not _OPTION_AFTER.match(rest):
             return None
-        if not near and not (4 <= len(upper) <= 8 and _distance(upper, "SBATCH") <= 2):
+        if not near and not (4 <= len(upper) <= 8 and _typo_distance(upper) <= 2):
             return None
     shown = f"{hashes}{bang}{space}{word}"
     if not near:
@@ -303,18 +329,44 @@ class Header(Record):
     sbatch_refuses: bool
     hetjob_separators: list[int]
 
+    def __init__(
+        self,
+        directives: list[Directive],
+        ignored: list[IgnoredLine],
+        foreign: list[ForeignDirective],
+        body_start_line: int | None,
+        components: int,
+        diagnostics: list[Diagnostic],
+        sbatch_refuses: bool,
+        hetjob_separators: list[int],
+    ):
+        self.directives = directives
+        self.ignored = ignored
+        self.foreign = foreign
+        self.body_start_line = body_start_line
+        self.components = components
+        self.diagnostics = diagnostics
+        self.sbatch_refuses = sbatch_refuses
+        self.hetjob_separators = hetjob_separators
+
 
 def _is_command_line(line: str) -> bool:
-    for ch in line:
-        if ch in _C_SPACE:
-            continue
-        return ch != "#"
-    return False
+    """Whether the first character that is not a C blank exists and is not `#`."""
+    rest = line.lstrip(_C_SPACE)
+    return rest != "" and rest[0] != "#"
 
+
+# A comment line that has no `SBATCH`/`SLURM` in any case can only be a look-alike (classify_lookalike)
+# when an option follows its first word: `# sbatch job.sh` and `# train the model` are prose. (The
+# letters run is greedy, so a shorter run cannot end before the `-`.)
+_LOOKALIKE_WITH_OPTION = re.compile(r"[ \t]*#+!?[ \t]*[A-Za-z]+[ \t]*-")
 
 # directive text after the prefix -> its words (tokenize_directive is pure in the text, and a repository's
 # scripts repeat their directives); per process, bounded (8192 texts of <= 512 characters)
 _TOKENIZED: dict[str, TokenizedLine] = {}
+# a whole `#SBATCH` line that sbatch reads without a note, an error or a component separator -> its words,
+# the common case, which then costs one look-up; per process, bounded like _TOKENIZED
+_PLAIN_LINES: dict[str, tuple[str, ...]] = {}
 
 
 def read_header(lines: list[str]) -> Header:
@@ -326,8 +378,13 @@ def read_header(lines: list[str]) -> Header:
     component = 0
     separators: list[int] = []
     body_start: int | None = None
+    plain_lines = _PLAIN_LINES
 
     for number, line in enumerate(lines, 1):
+        words = plain_lines.get(line)
+        if words is not None:
+            directives.append(Directive(number, line, "#SBATCH", words, component))
+            continue
         if line.startswith("#SBATCH"):
             prefix = "#SBATCH"
         elif line.startswith("#SLURM"):
@@ -359,7 +416,8 @@ def read_header(lines: list[str]) -> Header:
                         )
                     )
                 break
-            if "SBATCH" in line.upper() or "SLURM" in line.upper() or _LOOKALIKE.match(line):
+            upper = line.upper()
+            if "SBATCH" in upper or "SLURM" in upper or _LOOKALIKE_WITH_OPTION.match(line):
                 found = classify_lookalike(line)
                 if found is not None:
                     code, why = found
@@ -376,12 +434,30 @@ def read_header(lines: list[str]) -> Header:
             continue
         rest = line[len(prefix) :]
         tok = _TOKENIZED.get(rest)  # read only here: a shared TokenizedLine is never changed
+        if tok is None and prefix == "#SBATCH":
+            plain = _plain_words(rest)
+            if plain is not None:  # a plain line seen for the first time
+                words = tuple(plain)
+                if len(line) <= 512:
+                    if len(plain_lines) >= 8192:
+                        plain_lines.clear()
+                    plain_lines[line] = words
+                directives.append(Directive(number, line, prefix, words, component))
+                continue
         if tok is None:
             tok = tokenize_directive(rest)
             if len(rest) <= 512:
                 if len(_TOKENIZED) >= 8192:
                     _TOKENIZED.clear()
                 _TOKENIZED[rest] = tok
+        if prefix == "#SBATCH" and not tok.notes and tok.error is None and not tok.hetjob_separator:
+            words = tuple(tok.words)
+            if len(line) <= 512:
+                if len(plain_lines) >= 8192:
+                    plain_lines.clear()
+                plain_lines[line] = words
+            directives.append(Directive(number, line, prefix, words, component))
+            continue
         for severity, code, message in tok.notes:
             diags.append(Diagnostic(severity, code, message, number))
         if tok.error is not None:
@@ -419,13 +495,19 @@ def scan_after_header(
     """Report directive look-alikes at or after line `start` (the first command), which sbatch ignores."""
     ignored: list[IgnoredLine] = []
     diags: list[Diagnostic] = []
-    for number in range(start + 1, len(lines) + 1):
-        line = lines[number - 1]
+    for number, line in enumerate(lines[start:], start + 1):
         if "#" not in line[:16] or not line.lstrip(_C_SPACE).startswith("#"):
             continue
-        found = (R120_AFTER_FIRST_COMMAND, "") if line.startswith(("#SBATCH", "#SLURM")) else classify_lookalike(line)
-        if found is None:
-            continue
+        if line.startswith(("#SBATCH", "#SLURM")):
+            found = (R120_AFTER_FIRST_COMMAND, "")
+        else:
+            upper = line.upper()
+            if "SBATCH" not in upper and "SLURM" not in upper and not _LOOKALIKE_WITH_OPTION.match(line):
+                continue  # prose (see _LOOKALIKE_WITH_OPTION)
+            lookalike = classify_lookalike(line)
+            if lookalike is None:
+                continue
+            found = lookalike
         if number in heredoc_lines:
             why = (
                 f"inside a here-document (text the script writes or feeds to a command); sbatch stopped reading "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from translator.diagnostics import Diagnostic
-from translator.records import FrozenRecord, _set
+from translator.records import FrozenRecord
 
 # The `job` keys of the `inspect --json` contract, in order.
 JOB_FIELDS = (
@@ -107,35 +107,36 @@ class JobFields(FrozenRecord):
         export: str | None = None,
         comment: str | None = None,
     ):
-        _set(self, "job_name", job_name)
-        _set(self, "partition", partition)
-        _set(self, "account", account)
-        _set(self, "qos", qos)
-        _set(self, "nodes_min", nodes_min)
-        _set(self, "nodes_max", nodes_max)
-        _set(self, "ntasks", ntasks)
-        _set(self, "ntasks_per_node", ntasks_per_node)
-        _set(self, "cpus_per_task", cpus_per_task)
-        _set(self, "gpus_per_node", gpus_per_node)
-        _set(self, "gpus_per_task", gpus_per_task)
-        _set(self, "gpus_total", gpus_total)
-        _set(self, "gpu_type", gpu_type)
-        _set(self, "mem_per_node_mb", mem_per_node_mb)
-        _set(self, "mem_per_cpu_mb", mem_per_cpu_mb)
-        _set(self, "mem_per_gpu_mb", mem_per_gpu_mb)
-        _set(self, "time_limit_seconds", time_limit_seconds)
-        _set(self, "array", array)
-        _set(self, "array_throttle", array_throttle)
-        _set(self, "dependency", dependency)
-        _set(self, "exclusive", exclusive)
-        _set(self, "constraint", constraint)
-        _set(self, "output", output)
-        _set(self, "error", error)
-        _set(self, "chdir", chdir)
-        _set(self, "requeue", requeue)
-        _set(self, "signal", signal)
-        _set(self, "export", export)
-        _set(self, "comment", comment)
+        d = self.__dict__  # frozen: fields are written once, here (as _set would)
+        d["job_name"] = job_name
+        d["partition"] = partition
+        d["account"] = account
+        d["qos"] = qos
+        d["nodes_min"] = nodes_min
+        d["nodes_max"] = nodes_max
+        d["ntasks"] = ntasks
+        d["ntasks_per_node"] = ntasks_per_node
+        d["cpus_per_task"] = cpus_per_task
+        d["gpus_per_node"] = gpus_per_node
+        d["gpus_per_task"] = gpus_per_task
+        d["gpus_total"] = gpus_total
+        d["gpu_type"] = gpu_type
+        d["mem_per_node_mb"] = mem_per_node_mb
+        d["mem_per_cpu_mb"] = mem_per_cpu_mb
+        d["mem_per_gpu_mb"] = mem_per_gpu_mb
+        d["time_limit_seconds"] = time_limit_seconds
+        d["array"] = array
+        d["array_throttle"] = array_throttle
+        d["dependency"] = dependency
+        d["exclusive"] = exclusive
+        d["constraint"] = constraint
+        d["output"] = output
+        d["error"] = error
+        d["chdir"] = chdir
+        d["requeue"] = requeue
+        d["signal"] = signal
+        d["export"] = export
+        d["comment"] = comment
 
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in JOB_FIELDS}
@@ -152,11 +153,12 @@ class OptionSetting(FrozenRecord):
     written: str  # as written (e.g. "-N2", "--part=gpu", "SBATCH_PARTITION=gpu")
 
     def __init__(self, name: str, value: str, source: str, line: int | None, written: str):
-        _set(self, "name", name)
-        _set(self, "value", value)
-        _set(self, "source", source)
-        _set(self, "line", line)
-        _set(self, "written", written)
+        d = self.__dict__  # frozen: fields are written once, here (as _set would)
+        d["name"] = name
+        d["value"] = value
+        d["source"] = source
+        d["line"] = line
+        d["written"] = written
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -169,10 +171,11 @@ class JobComponent(FrozenRecord):
     fields: JobFields
 
     def __init__(self, index: int, options: dict[str, str], settings: tuple[OptionSetting, ...], fields: JobFields):
-        _set(self, "index", index)
-        _set(self, "options", options)
-        _set(self, "settings", settings)
-        _set(self, "fields", fields)
+        d = self.__dict__  # frozen: fields are written once, here (as _set would)
+        d["index"] = index
+        d["options"] = options
+        d["settings"] = settings
+        d["fields"] = fields
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -193,11 +196,12 @@ class SlurmJob(FrozenRecord):
         sbatch_accepts: bool,
         script_args: tuple[str, ...] = (),
     ):
-        _set(self, "path", path)
-        _set(self, "components", components)
-        _set(self, "diagnostics", diagnostics)
-        _set(self, "sbatch_accepts", sbatch_accepts)
-        _set(self, "script_args", script_args)
+        d = self.__dict__  # frozen: fields are written once, here (as _set would)
+        d["path"] = path
+        d["components"] = components
+        d["diagnostics"] = diagnostics
+        d["sbatch_accepts"] = sbatch_accepts
+        d["script_args"] = script_args
 
     @property
     def main(self) -> JobComponent:

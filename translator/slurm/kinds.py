@@ -175,15 +175,22 @@ PARSERS: dict[str, ValueParser] = {
 
 # Parsers are pure functions of (value, name) and their results immutable (str, int, tuples, frozen records),
 # and scripts repeat the same option values (`--nodes=1`, `--gres=gpu:4`): accepted values are kept per
-# process (bounded). Not kept: refused values (the exception is raised each time) and the kinds that report
-# through `note`.
+# process (bounded). Not kept: refused values (the exception is raised each time), the kinds that report
+# through `note`, and the kinds kept as written (_KEPT_AS_WRITTEN).
 _NOTING_KINDS = frozenset(("power",))
 _PARSED: dict[tuple[str, str | None, str], Parsed] = {}
 _PARSED_LIMIT = 8192
 
 
+# kinds whose parser costs less than a look-up in the table (values kept as written: job names, paths, ...,
+# often unique to one script); not kept, so they do not push the other values out of the table
+_KEPT_AS_WRITTEN = frozenset(kind for kind, parser in PARSERS.items() if parser in (_as_written, _flag))
+
+
 def parse(kind: str, value: str | None, name: str, note: Note) -> Parsed:
     """Validate `value` of option `--name` (value kind `kind`) as sbatch does: (text, parsed)."""
+    if kind in _KEPT_AS_WRITTEN:
+        return PARSERS[kind](value, name, note)
     key = (kind, value, name)
     got = _PARSED.get(key)
     if got is None:

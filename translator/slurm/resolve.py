@@ -13,18 +13,19 @@ explanation. Diagnostics use codes O2xx (documented in docs/codes.md, section co
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 from translator.diagnostics import ERROR, INFO, WARNING, Diagnostic
-from translator.read.ast import Script
-from translator.records import FrozenRecord, Record
+from translator.read.ast import Directive, Script
+from translator.records import FrozenRecord
 from translator.slurm import values as V
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
-from translator.slurm.kinds import parse as parse_kind
-from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, NONE, OPTIONAL, OptionSpec
+from translator.slurm.kinds import _NOTING_KINDS, parse as parse_kind
+from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, LONG_OPTIONS, NONE, OPTIONAL, OptionSpec
 
 if TYPE_CHECKING:
     from translator.slurm.foreign import Translation
@@ -116,16 +117,14 @@ class _Invalid(FrozenRecord):
     raw: str | None
 
 
-@dataclass(init=False, repr=False, eq=False)
-class _Value(Record):
-    value: str | None  # merged value string (None for flags given without value)
-    parsed: Any  # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
-    source: str
-    line: int | None
+class _Value:
+    """One merged option while a component is built (a plain class: it is made for every option)."""
+
+    __slots__ = ("value", "parsed", "source", "line")
 
     def __init__(self, value: str | None, parsed: Any, source: str, line: int | None):
-        self.value = value
-        self.parsed = parsed
+        self.value = value  # merged value string (None for flags given without value)
+        self.parsed = parsed  # what the kind's parser returned (kinds.py): int, tuple, str, _Invalid, ...
         self.source = source
         self.line = line
 
@@ -234,13 +233,40 @@ class _Resolver:
                     o = comp.state[other]
                     comp.state[other] = _Value(str(part), part, o.source, o.line)
         comp.settings.append(OptionSetting(name, "" if text is None else text, source, line, written))
-        if value and ("$" in value or value.startswith("~")) and source == DIRECTIVE:
-            self.diag(
-                O213_NOT_EXPANDED,
-                f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; the value is used literally",
-                line,
-                "write the value out, or pass it on the sbatch command line where the shell expands it",
-            )
+        if source == DIRECTIVE and _expands(value):
+            self.diag(O213_NOT_EXPANDED, _not_expanded(written), line, _NOT_EXPANDED_FIX)
+
+    def apply_planned(
+        self, comp: _Component, directives: Sequence[Directive], plans: Sequence[tuple[_PlannedOption, ...]]
+    ) -> None:
+        """`apply_parsed` for the directive lines of a component when every line is self-contained
+        (`_line_plan`): the same diagnostics, settings and state, in the same order."""
+        diags = self.diags
+        state, order, settings, history = comp.state, comp.order, comp.settings, comp.history
+        tick = comp.tick
+        for d, plan in zip(directives, plans):
+            line = d.line
+            for how, name, text, parsed, shown, written, notes, expands, spec, value in plan:
+                if notes:
+                    for severity, code, message, suggestion in notes:
+                        diags.append(Diagnostic(severity, code, message, line, suggestion))
+                if how:
+                    if how == _APPLY:
+                        comp.tick = tick
+                        self.apply(comp, spec, value, DIRECTIVE, line, written)
+                        tick = comp.tick
+                    continue
+                if name in history:
+                    history[name].append((line, text))
+                else:
+                    history[name] = [(line, text)]
+                tick += 1
+                state[name] = _Value(text, parsed, DIRECTIVE, line)
+                order[name] = tick
+                settings.append(OptionSetting(name, shown, DIRECTIVE, line, written))
+                if expands is not None:
+                    self.diag(O213_NOT_EXPANDED, expands, line, _NOT_EXPANDED_FIX)
+        comp.tick = tick
 
     def apply_parsed(self, comp: _Component, opts: Sequence[ParsedOption], source: str) -> None:
         for po in opts:
@@ -253,30 +279,13 @@ class _Resolver:
             self._note_spelling(po, source)
             if po.spec.early_pass and source == DIRECTIVE:
                 # sbatch reads these in its first pass over the command line only
-                self.diag(
-                    O223_COMMAND_LINE_ONLY,
-                    f"`{po.written}` has no effect in a #SBATCH line: sbatch reads "
-                    f"--{po.spec.key} only from its command line",
-                    po.line,
-                    "remove the line",
-                )
+                self.diag(O223_COMMAND_LINE_ONLY, _command_line_only(po.written, po.spec), po.line, "remove the line")
                 continue
             self.apply(comp, po.spec, po.value, source, po.line, po.written)
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
-        w = po.written
-        if not w.startswith("--") or po.spec is None:
-            return
-        typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
-        if typed != po.spec.name:
-            self.diag(
-                O210_ABBREVIATION,
-                f"`--{typed}` is an abbreviation of `--{po.spec.name}` (getopt accepts unique prefixes)",
-                po.line,
-                f"write `--{po.spec.key}` in full",
-            )
-        if po.spec.canonical:
-            self.diag(O211_ALIAS, f"`--{po.spec.name}` is a hidden alias of `--{po.spec.canonical}`", po.line)
+        for code, message, suggestion in _spelling_notes(po):
+            self.diag(code, message, po.line, suggestion)
 
     def report_getopt(self, errors: Sequence[GetoptError], source: str) -> None:
         for e in errors:
@@ -380,7 +389,7 @@ class _Resolver:
 
     def _verify_gpus(self, comp: _Component) -> None:
         """The GPU request checks sbatch makes before submitting (gres_job_state_validate)."""
-        st = {k: v for k, v in comp.state.items() if k not in comp.dropped}
+        st = {k: v for k, v in comp.state.items() if k not in comp.dropped} if comp.dropped else comp.state
 
         def count(name):
             v = st.get(name)
@@ -693,9 +702,7 @@ class _Resolver:
                     line_of(name),
                 )
         if "array" in st:
-            spec, _thr = V.split_array(st["array"].value or "")
-            _idx, problems = V.array_indexes(spec)
-            for p in problems:
+            for p in _array_problems(st["array"].value or ""):
                 self.diag(
                     O209_CONTROLLER_REJECTS,
                     f"--array={V.clip_text(st['array'].value or '', 60)}: {p}; slurmctld refuses the job "
@@ -703,13 +710,93 @@ class _Resolver:
                     line_of("array"),
                 )
         if "dependency" in st:
-            for p in V.dependency_problems(st["dependency"].value or ""):
+            for p in _dependency_problems(st["dependency"].value or ""):
                 self.diag(
                     O209_CONTROLLER_REJECTS,
                     f"--dependency={V.clip_text(st['dependency'].value or '', 60)}: {p}; slurmctld refuses "
                     f'the job ("Job dependency problem")',
                     line_of("dependency"),
                 )
+
+
+def _spelling_notes(po: ParsedOption) -> list[tuple[str, str, str | None]]:
+    """(code, message, suggestion) of the O210/O211 notes on how a long option was spelt."""
+    w = po.written
+    if not w.startswith("--") or po.spec is None:
+        return []
+    notes: list[tuple[str, str, str | None]] = []
+    typed = w[2:].split("=", 1)[0].split(" ", 1)[0]
+    if typed != po.spec.name:
+        notes.append(
+            (
+                O210_ABBREVIATION,
+                f"`--{typed}` is an abbreviation of `--{po.spec.name}` (getopt accepts unique prefixes)",
+                f"write `--{po.spec.key}` in full",
+            )
+        )
+    if po.spec.canonical:
+        notes.append((O211_ALIAS, f"`--{po.spec.name}` is a hidden alias of `--{po.spec.canonical}`", None))
+    return notes
+
+
+def _command_line_only(written: str, spec: OptionSpec) -> str:
+    return f"`{written}` has no effect in a #SBATCH line: sbatch reads --{spec.key} only from its command line"
+
+
+def _expands(value: str | None) -> bool:
+    """Whether a directive value holds what a shell would expand (sbatch does not: O213)."""
+    return bool(value) and ("$" in value or value[0] == "~")  # type: ignore[index,operator]
+
+
+def _not_expanded(written: str) -> str:
+    return f"`{written}`: sbatch does not expand `$` or `~` in #SBATCH lines; the value is used literally"
+
+
+_NOT_EXPANDED_FIX = "write the value out, or pass it on the sbatch command line where the shell expands it"
+
+
+_R = TypeVar("_R")
+
+
+def _per_process(fn: Callable[[str], _R]) -> Callable[[str], _R]:
+    """`fn` (pure in one string, with an immutable result) remembered per process for values of at
+    most 512 characters, in a table of at most 1024 values (cleared when full)."""
+    table: dict[str, _R] = {}
+
+    def remembered(value: str) -> _R:
+        try:
+            return table[value]
+        except KeyError:
+            pass
+        got = fn(value)
+        if len(value) <= 512:
+            if len(table) >= 1024:
+                table.clear()
+            table[value] = got
+        return got
+
+    return remembered
+
+
+@_per_process
+def _array_fields(value: str) -> tuple[str, int | None]:
+    """(array, array_throttle) of the job fields for an --array value."""
+    array, throttle = V.split_array(value)
+    array = V.c_strip(array)
+    if array.startswith("[") and array.endswith("]"):
+        array = array[1:-1]
+    return array, throttle or None  # %0 means no limit (Slurm stores no throttle)
+
+
+@_per_process
+def _array_problems(value: str) -> tuple[str, ...]:
+    """What slurmctld refuses in an --array value (O209)."""
+    spec, _thr = V.split_array(value)
+    return tuple(V.array_indexes(spec)[1])
+
+
+_dependency_problems = _per_process(lambda value: tuple(V.dependency_problems(value)))
+_normalised_dependency = _per_process(V.normalise_dependency)
 
 
 def _nonzero_int(s: str) -> bool:
@@ -730,24 +817,130 @@ def _is_separator(words: Sequence[str]) -> bool:
     return bool(words) and len(words[0]) in (6, 7) and V.c_lower(words[0]) in ("hetjob", "packjob")
 
 
-def _words_by_component(script: Script) -> dict[int, list[tuple[str, int]]]:
-    """The argv sbatch builds from each component's directive lines, each word with its line, in one
-    pass over the directives (a het job with thousands of components would otherwise rescan every
-    directive for each one).
+_COMPONENT_OF = attrgetter("component")
+
+
+def _directives_by_component(script: Script) -> dict[int, list[Directive]]:
+    """The directive lines of each component, in one pass over the directives (a het job with
+    thousands of components would otherwise rescan every directive for each one)."""
+    directives = script.directives
+    components = set(map(_COMPONENT_OF, directives))
+    if len(components) <= 1:  # the common case: one component
+        return {components.pop(): list(directives)} if components else {}
+    out: dict[int, list[Directive]] = {}
+    for d in directives:
+        lines = out.get(d.component)
+        if lines is None:
+            out[d.component] = [d]
+        else:
+            lines.append(d)
+    return out
+
+
+def _component_words(directives: Sequence[Directive]) -> list[tuple[str, int]]:
+    """The argv sbatch builds from a component's directive lines, each word with its line.
 
     sbatch's get_argument returns nothing for an empty word (`-J ""`), which also ends the
     reading of that line: the words after it on the same line are never seen.
     """
-    out: dict[int, list[tuple[str, int]]] = {}
-    for d in script.directives:
+    words: list[tuple[str, int]] = []
+    for d in directives:
         if _is_separator(d.words):
             continue
-        words = out.setdefault(d.component, [])
         for w in d.words:
             if w == "":
                 break
             words.append((w, d.line))
-    return out
+    return words
+
+
+# How a planned option is applied (the first item of its `_plan_option` row)
+_MERGE, _SKIP, _APPLY = 0, 1, 2
+
+# (how, name, text, parsed, shown, written, notes, expands, spec, value)
+_PlannedOption = tuple[int, str, Any, Any, Any, str, tuple, "str | None", OptionSpec, "str | None"]
+
+
+def _plan_option(po: ParsedOption) -> _PlannedOption:
+    """One option of a self-contained directive line (see `_line_plan`), with everything about it that
+    does not depend on the line number or on the other options: what getopt returned, the notes on its
+    spelling (severity, code, message, suggestion), the O213 message, and how it is applied: `_SKIP`
+    (read from the command line only: O223), `_MERGE` (a plain merge of its validated value `text`,
+    `parsed`; `shown` is the setting's value) or `_APPLY` (through `_Resolver.apply`: options whose
+    merge reads or writes other options, values that are refused or noted)."""
+    spec = po.spec
+    assert spec is not None  # a line with a plugin option is not self-contained (getopt reports it)
+    name, value, written = spec.key, po.value, po.written
+    notes = [(CODES[code], code, message, suggestion) for code, message, suggestion in _spelling_notes(po)]
+    expands = _not_expanded(written) if _expands(value) else None
+    text = parsed = shown = None
+    if spec.early_pass:  # sbatch reads these in its first pass over the command line only
+        how = _SKIP
+        notes.append(
+            (
+                CODES[O223_COMMAND_LINE_ONLY],
+                O223_COMMAND_LINE_ONLY,
+                _command_line_only(written, spec),
+                "remove the line",
+            )
+        )
+    elif spec.value in _NOTING_KINDS or spec.value == "mail_type" or name in _SHARED or name == "extra-node-info":
+        how = _APPLY
+    else:
+        try:
+            text, parsed = parse_kind(spec.value, value, name, _never_noted)
+        except V.InvalidValue:
+            how = _APPLY
+        else:
+            how = _MERGE
+            shown = "" if text is None else text
+    return (how, name, text, parsed, shown, written, tuple(notes), expands, spec, value)
+
+
+def _never_noted(message: str) -> None:  # pragma: no cover - only the kinds in _NOTING_KINDS note
+    raise AssertionError(message)
+
+
+def _make_line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None:
+    if _is_separator(words):
+        return ()
+    if "" in words:
+        words = words[: words.index("")]
+    if "--" in words:  # getopt stops there: the words of the next lines would be stray
+        return None
+    if len(words) == 1 and words[0].startswith("--"):
+        # `--name=value` with the exact name of an option taking an argument, the common line: what getopt
+        # returns for it, without running getopt
+        name, eq, inline = words[0][2:].partition("=")
+        spec = LONG_OPTIONS.get(name)
+        if eq and spec is not None and spec.arg != NONE:
+            return (_plan_option(ParsedOption(spec, inline, 0, words[0])),)
+    parsed = getopt_long([(w, 0) for w in words])
+    if parsed.errors or parsed.rest:
+        return None
+    return tuple(_plan_option(po) for po in parsed.options)
+
+
+# directive words -> the plan of the line, or None when the line is not self-contained; per process,
+# bounded (4096 lines of at most 512 characters). A line is self-contained when getopt, reading it
+# alone, takes all its words as options and their values without any error and without `--`: then
+# getopt over a component's lines reads each such line exactly so, whatever the lines around it.
+_LINE_PLANS: dict[tuple[str, ...], tuple[_PlannedOption, ...] | None] = {}
+_LINE_PLANS_LIMIT = 4096
+_UNKNOWN = object()  # a line not in _LINE_PLANS yet
+
+
+def _line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None:
+    try:
+        return _LINE_PLANS[words]
+    except KeyError:
+        pass
+    plan = _make_line_plan(words)
+    if sum(map(len, words)) <= 512:
+        if len(_LINE_PLANS) >= _LINE_PLANS_LIMIT:
+            _LINE_PLANS.clear()
+        _LINE_PLANS[words] = plan
+    return plan
 
 
 def _split_cli_components(args: Sequence[str]) -> list[list[str]]:
@@ -771,7 +964,8 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
     """Resolve a read script into the job sbatch would submit (see module docstring)."""
     env = dict(env or {})
     r = _Resolver()
-    n_components = max(1, script.components, 1 + max((d.component for d in script.directives), default=0))
+    by_component = _directives_by_component(script)
+    n_components = max(1, script.components, 1 + max(by_component, default=0))
     cli_components = _split_cli_components(cli_args)
     wrapper = None
     if script.foreign and "--ignore-pbs" not in cli_args and "SBATCH_IGNORE_PBS" not in env:
@@ -783,14 +977,20 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
             wrapper = None  # `#SBATCH --ignore-pbs` (or an abbreviation of it) turns the translation off
     components: list[JobComponent] = []
     carried: dict[str, _Value] = {}
-    by_component = _words_by_component(script)
+    known = _LINE_PLANS.get
     for index in range(n_components):
         first_diag = len(r.diags)
         comp = _Component(index, carried)
-        words = by_component.get(index, [])
-        parsed = getopt_long(words)
-        r.report_getopt(parsed.errors, DIRECTIVE)
-        r.apply_parsed(comp, parsed.options, DIRECTIVE)
+        directives = by_component.get(index, ())
+        plans = [known(d.words, _UNKNOWN) for d in directives]
+        if _UNKNOWN in plans:
+            plans = [_line_plan(d.words) for d in directives]
+        if None in plans:
+            parsed = getopt_long(_component_words(directives))
+            r.report_getopt(parsed.errors, DIRECTIVE)
+            r.apply_parsed(comp, parsed.options, DIRECTIVE)
+        else:
+            r.apply_planned(comp, directives, plans)  # type: ignore[arg-type]  # no None in plans
         if wrapper is not None:
             r.apply_wrapper(comp, wrapper, report=index == 0)
         r.apply_env(comp, env)
@@ -804,7 +1004,8 @@ def resolve(script: Script, env: Mapping[str, str] | None = None, cli_args: Sequ
             d.severity == ERROR or d.code == O206_PLUGIN_OPTION for d in r.diags[first_diag:]
         )
         components.append(_finish(comp, script.path, submitted=not refused_here))
-        carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
+        if index + 1 < n_components:
+            carried = {k: v for k, v in comp.state.items() if not CANONICAL[k].per_component}
     # a hetjob reads the environment and carried options once per component: report each once
     diags = list(script.diagnostics) + list(dict.fromkeys(r.diags))
     diags.sort(key=lambda d: d.line if d.line is not None else 10**9)
@@ -828,7 +1029,9 @@ def _finish(comp: _Component, path: str, submitted: bool = True) -> JobComponent
         index=comp.index,
         options=options,
         settings=tuple(comp.settings),
-        fields=job_fields({k: v for k, v in st.items() if k not in comp.dropped}, path, submitted),
+        fields=job_fields(
+            {k: v for k, v in st.items() if k not in comp.dropped} if comp.dropped else st, path, submitted
+        ),
     )
 
 
@@ -837,13 +1040,8 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
     slurmctld records (after `-n` and the GPU layout adjust them); when it refuses the job, they
     are the merged options as written."""
 
-    def raw(name):
-        v = st.get(name)
-        return None if v is None else v.value
-
-    def parsed(name):
-        v = st.get(name)
-        return None if v is None else v.parsed
+    raw: Callable[[str], Any] = {k: v.value for k, v in st.items()}.get  # an option's value string (None: unset)
+    parsed: Callable[[str], Any] = {k: v.parsed for k, v in st.items()}.get  # its parsed value (None: unset)
 
     def gpu(name):
         v = parsed(name)
@@ -896,11 +1094,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         )
     array = throttle = None
     if raw("array"):
-        array, throttle = V.split_array(raw("array") or "")
-        throttle = throttle or None  # %0 means no limit (Slurm stores no throttle)
-        array = V.c_strip(array)
-        if array.startswith("[") and array.endswith("]"):
-            array = array[1:-1]
+        array, throttle = _array_fields(raw("array") or "")
     exclusive = None
     if "exclusive" in st:
         exclusive = raw("exclusive") in ("exclusive", "user", "mcs")
@@ -933,7 +1127,7 @@ def job_fields(st: Mapping[str, _Value], path: str, submitted: bool = True) -> J
         time_limit_seconds=parsed("time"),
         array=array,
         array_throttle=throttle,
-        dependency=V.normalise_dependency(raw("dependency")) if raw("dependency") else None,
+        dependency=_normalised_dependency(raw("dependency")) if raw("dependency") else None,
         exclusive=exclusive,
         constraint=nonempty("constraint"),
         output=raw("output"),
