@@ -661,3 +661,15 @@ def test_csh_words_split_at_blanks_only():
     s = read_script("#!/bin/tcsh\nsetenv A x\u00a0y\npython t\u2028.py --a\u00a0b\n".encode("utf-8"), "job.csh")
     cmds = [st for st in s.body if hasattr(st, "words")]
     assert [w.value for w in cmds[0].words] == ["python", "t\u2028.py", "--a\u00a0b"]
+
+
+@pytest.mark.parametrize("digits", [40, 41, 100, 4000])
+def test_single_array_index_with_many_digits(digits):
+    """A lone index (no range) too large for MaxArraySize is a warning naming it, not a crash."""
+    from translator.pipeline import convert
+
+    index = "1" * digits
+    conv = convert("job.sbatch", f"#!/bin/bash\n#SBATCH --array={index}\npython t.py\n".encode())
+    o209 = [d for d in conv.diagnostics if d.code == "O209"]
+    assert len(o209) == 1 and "is not below MaxArraySize" in o209[0].message
+    assert index[:40] in o209[0].message

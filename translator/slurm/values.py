@@ -510,7 +510,7 @@ def array_indexes(spec: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[list[int],
             continue
         if hi >= max_size:
             problem(
-                f"index {clip_text(str(hi) if hi < 10**40 else m.group(2))} is not below MaxArraySize={max_size} "
+                f"index {clip_text(str(hi) if hi < 10**40 else (m.group(2) or m.group(1)))} is not below MaxArraySize={max_size} "
                 "(Slurm default)"
             )
             continue
