@@ -289,6 +289,7 @@ class MigrationRun:
         # made by run(), before the phases that use them
         self.ctx: WorkContext
         self.progress: _Progress
+        self.heap: _SettledHeap
         self.spool: ScriptSpool
         self.index: list = []  # the light records, sorted by path
         self.kube_suffixes = tuple(w.suffix for w in migrate_writers() if w.kubernetes)
@@ -318,6 +319,7 @@ class MigrationRun:
         except BaseException:
             self.spool.close()
             raise
+        self.heap = _SettledHeap()
         try:
             try:
                 self.convert_all()
@@ -337,6 +339,7 @@ class MigrationRun:
             except OSError as exc:
                 raise _io_failure(exc) from None
         finally:
+            self.heap.release()
             self.spool.close()
         self.finish(report)
         self.result.seconds = time.perf_counter() - t0
@@ -542,6 +545,7 @@ class MigrationRun:
             yield batch
 
     def _on_results(self, results: list[FileResult]) -> None:
+        self.heap.settle()
         n = 0
         for r in results:
             n += self._take(r)
@@ -578,6 +582,35 @@ class MigrationRun:
         else:
             self.kube_outputs.pop(r.rel, None)
         return 1
+
+
+class _SettledHeap:
+    """The parent keeps every script's light record (tens of objects each) until the reports are written:
+    hundreds of thousands of objects that live until the end. Each full collection walks all of them,
+    and one ran every few hundred scripts (0.3-0.5 s of the parent's CPU on 10,000 scripts, taken from
+    the cores the workers need). So, as the workers do between batches, the parent collects what one
+    batch left and moves what is still alive out of the collector's generations (gc.freeze); `release`
+    hands them back when the run ends. Only when the caller had frozen nothing and the collector is on
+    (a caller's own freeze is never undone)."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.active = gc.isenabled() and gc.get_freeze_count() == 0
+
+    def settle(self) -> None:
+        if self.active:
+            import gc
+
+            gc.collect()
+            gc.freeze()
+
+    def release(self) -> None:
+        if self.active:
+            import gc
+
+            self.active = False
+            gc.unfreeze()
 
 
 def _io_failure(exc: OSError) -> MigrateError:
