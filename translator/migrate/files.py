@@ -296,7 +296,7 @@ class _HashingText:
 
     FLUSH_AT = 1 << 18
 
-    def __init__(self, put: Callable[[bytes], None] | None = None) -> None:
+    def __init__(self, put: Callable[[bytes | memoryview], None] | None = None) -> None:
         self.h = hashlib.sha256()
         self.put = put
         self._parts: list[str] = []
@@ -386,7 +386,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
         try:
             try:
 
-                def put(b: bytes) -> None:
+                def put(b: bytes | memoryview) -> None:
                     view = memoryview(b)
                     while view:
                         view = view[os.write(fd, view) :]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
 from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write_many, sha256_bytes
-from translator.report.model import ScriptReport
+from translator.report.model import Issue, ScriptReport
 
 
 @dataclass(frozen=True)
@@ -386,8 +386,6 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None) ->
 
         sr = dataclasses.replace(sr, outcome="errors", issues=tuple(_issue(d) for d in profile_errors) + sr.issues)
     if suffix and plans:
-        from translator.report.model import Issue
-
         note = Issue(
             "info",
             "M607",
@@ -398,8 +396,6 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None) ->
         )
         sr = dataclasses.replace(sr, issues=sr.issues + (note,))
     if c.name_note:
-        from translator.report.model import Issue
-
         sr = dataclasses.replace(
             sr,
             issues=sr.issues + (Issue("info", "M617", c.name_note, None, "rename the file to choose the output name"),),
@@ -422,4 +418,51 @@ def _result(rel: str, sr: ScriptReport, **kw) -> FileResult:
     The HTML section is not pre-rendered: the page details at most DETAILED_SECTIONS (1,000) scripts, which
     the parent renders at the end from their records (rendering and sending one for every script cost more)."""
     record_json = sr.record_json().encode("utf-8")
-    return FileResult(rel, "script", light=ScriptReport.from_json(sr.light_json()), record_json=record_json, **kw)
+    return FileResult(rel, "script", light=light_record(sr), record_json=record_json, **kw)
+
+
+_new_object = object.__new__
+
+
+def light_record(sr: ScriptReport) -> ScriptReport:
+    """`ScriptReport.from_json(sr.light_json())`: the record without rows and YAML, as it reads back,
+    built without the dicts and new issue objects of the round trip (the issues, frozen, are shared).
+    Values of the types the builders make take this path; anything else takes the round trip."""
+    d = sr.__dict__
+    nodes, gpus, nh, gh = d["nodes"], d["gpus"], d["node_hours"], d["gpu_hours"]
+    if (
+        type(sr) is not ScriptReport
+        or type(d["sbatch_accepts"]) is not bool
+        or type(nodes) is not int
+        or type(gpus) is not int
+        or type(nh) is not float
+        or type(gh) is not float
+        or type(d["issues"]) is not tuple
+        or not all(type(i) is Issue for i in d["issues"])
+    ):
+        return ScriptReport.from_json(sr.light_json())
+    sim = d["simulation"]
+    lt = _new_object(ScriptReport)
+    ld = lt.__dict__
+    ld["path"] = d["path"]
+    ld["outcome"] = d["outcome"]
+    ld["sbatch_accepts"] = d["sbatch_accepts"]
+    ld["names"] = tuple(d["names"])
+    ld["launcher"] = d["launcher"]
+    ld["runtime"] = d["runtime"]
+    ld["image"] = d["image"]
+    ld["nodes"] = nodes
+    ld["gpus"] = gpus
+    ld["time_limit_seconds"] = d["time_limit_seconds"]
+    ld["node_hours"] = nh or 0.0  # (-0.0 reads back as 0.0)
+    ld["gpu_hours"] = gh or 0.0
+    ld["issues"] = d["issues"]
+    ld["rows"] = ()
+    ld["decisions"] = tuple(d["decisions"])
+    ld["modules"] = tuple(d["modules"])
+    ld["environments"] = tuple(d["environments"])
+    ld["paths"] = tuple(d["paths"])
+    ld["yaml"] = ""
+    ld["outputs"] = tuple(d["outputs"])
+    ld["simulation"] = None if sim is None else dict(sim)
+    return lt

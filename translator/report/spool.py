@@ -131,7 +131,9 @@ class ScriptSpool:
         elif (known := self._others.get(name)) is not None:
             fd = known
         else:
-            fd = self._others[name] = os.open(os.path.join(self.folder, name), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = self._others[name] = os.open(
+                os.path.join(self.folder, name), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+            )
         data = os.pread(fd, n, off)
         if len(data) != n:  # the file is the spool's: written before the worker answered
             raise OSError(f"record file {name or os.path.basename(self.path)} is shorter than expected")
