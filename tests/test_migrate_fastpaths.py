@@ -416,3 +416,64 @@ def test_hashing_sink_mixes_text_and_bytes_in_order(tmp_path_factory, pieces):
     finally:
         F._HashingText.FLUSH_AT = old
     shutil.rmtree(root)
+
+
+# ---- the reports written by forked processes (migrate --jobs > 1) -----------------------------------------------
+
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _migrate(src: Path, out: Path, jobs: int, **kw):
+    from translator.migrate.run import MigrateOptions, migrate
+
+    return migrate(MigrateOptions(src=str(src), out=str(out), jobs=jobs, echo=lambda s: None, progress=False, **kw))
+
+
+def _small_repo(root: Path) -> Path:
+    src = root / "src"
+    for p in sorted((_FIXTURES / "sbatch").glob("*.sbatch"))[:40]:
+        d = src / ("a" if len(p.name) % 2 else "b/c")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / p.name).write_bytes(p.read_bytes())
+    return src
+
+
+def test_reports_written_aside_are_the_reports_of_one_process(tmp_path):
+    from translator.migrate import run as R
+
+    assert R.ASIDE  # (the formats a forked process writes)
+    src = _small_repo(tmp_path)
+    one, two = _migrate(src, tmp_path / "one", 1), _migrate(src, tmp_path / "two", 2)
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert (one.exit_code, sorted(one.written)) == (two.exit_code, sorted(two.written))
+    again = _migrate(src, tmp_path / "two", 2, check=True)
+    assert again.written == [] and again.exit_code == two.exit_code
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_report_writer_failing_aside_fails_the_run_as_in_one_process(tmp_path, monkeypatch, jobs):
+    from translator.migrate import run as R
+    from translator.report import html
+
+    src = _small_repo(tmp_path)
+    out = tmp_path / "out"
+
+    def broken(report, stream):
+        stream.write("<!DOCTYPE html>")
+        raise ValueError("the writer broke")
+
+    monkeypatch.setattr(html, "write", broken)
+    with pytest.raises(ValueError, match="the writer broke"):
+        _migrate(src, out, jobs)
+    assert not (out / "slurm2kf-report.html").exists()
+    assert not [p for p in out.iterdir() if p.name.endswith(".slurm2kf-tmp")]  # no temporary file left
+    monkeypatch.undo()
+    # an entry migrate must not replace: M618, from whichever process writes that report
+    (out / "slurm2kf-report.md").unlink(missing_ok=True)
+    (out / "slurm2kf-report.md").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(R.MigrateError) as info:
+        _migrate(src, out, jobs)
+    assert info.value.code == "M618" and "slurm2kf-report.md" in info.value.message
+    assert (out / "slurm2kf-report.md").is_symlink() and not (tmp_path / "elsewhere").exists()

@@ -48,6 +48,9 @@ class OutEntryRefused(OSError):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self):  # (crosses a pipe from a report-writing process)
+        return (OutEntryRefused, (self.rel, self.message))
+
 
 def out_parts(rel: str) -> list[str]:
     """The parts of a relative OUT path, or OutEntryRefused when it is not relative and normalised."""

@@ -73,6 +73,10 @@ class ScriptSpool:
         self._index[path] = {RECORD: where}
         self._light[path] = light
 
+    def flush(self) -> None:
+        """Write what the spool's own file buffers (before a fork: a child must not inherit it)."""
+        self._fh.flush()
+
     def __len__(self) -> int:
         return len(self._index)
 
@@ -83,10 +87,9 @@ class ScriptSpool:
         return [self._light[p] for p in self.paths()]
 
     def _read(self, where: tuple[str | None, int, int]) -> str:
+        # positioned reads only (never seek): a process forked to write a report reads the same open
+        # files as the parent at the same time (migrate's report writers), and shares their offsets
         name, off, n = where
-        if name is None:
-            self._fh.seek(off)
-            return self._fh.read(n).decode("utf-8")
         return self._pread(name, off, n).decode("utf-8")
 
     def raw(self, kind: str, paths: list[str] | None = None) -> Iterator[tuple[str, str]]:
@@ -148,6 +151,7 @@ class ScriptSpool:
             yield self.get(p)
 
     def get(self, path: str) -> ScriptReport:
+        self._fh.flush()
         return ScriptReport.from_json(json.loads(self._read(self._index[path][RECORD])))
 
     def close(self) -> None:
