@@ -656,10 +656,12 @@ class _SettledHeap:
             gc.unfreeze()
 
 
-# Report formats written each by a process of their own when the run may use several processes; the JSON
-# report (a copy of the spooled records, hashed: the longest) stays in the parent. Measured on 10,000
-# scripts: JSON 0.58 s, HTML 0.34 s, Markdown 0.15 s of CPU.
-ASIDE = frozenset({"md", "html"})
+# Report formats written each by a process of their own when the run may use several processes. Measured on
+# 10,000 scripts (CPU): JSON 0.34-0.58 s, HTML 0.30-0.34 s, Markdown 0.15 s, and a fork costs the parent's
+# pages their copy-on-write (+0.1 s CPU per child here). With a free core (the workers are done) the HTML
+# report aside takes the phase from ~0.6 s to ~0.4 s; on a machine whose cores are all busy it costs ~0.15 s
+# more wall time than writing the three in turn (both measured). The Markdown report stays in the parent.
+ASIDE = frozenset({"html"})
 
 
 class _Forked:
