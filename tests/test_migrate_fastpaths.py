@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -257,3 +258,222 @@ def test_streamed_reports_are_the_bytes_of_each_write_encoded_alone(tmp_path_fac
     finally:
         F._HashingText.FLUSH_AT = old
     shutil.rmtree(root)
+
+
+# ---- the second pass: the light record built in place, the JSON report copied as bytes ------------------------
+
+_FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _round_trip(sr: ScriptReport) -> ScriptReport:
+    return ScriptReport.from_json(sr.light_json())
+
+
+def _same_record(a: ScriptReport, b: ScriptReport) -> None:
+    import pickle
+
+    a.codes, b.codes  # noqa: B018 - derived and kept on first use (the worker computes it): both hold it
+    assert a == b
+    assert {k: type(v) for k, v in a.__dict__.items()} == {k: type(v) for k, v in b.__dict__.items()}
+    assert list(a.__dict__) == list(b.__dict__)
+    assert pickle.dumps(a, protocol=pickle.HIGHEST_PROTOCOL) == pickle.dumps(b, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def test_light_is_the_json_round_trip_on_the_fixture_scripts(tmp_path):
+    from translator.migrate import worker
+    from translator.migrate.discover import Candidate
+    from translator.pipeline import ConvertSettings
+
+    ctx = worker.WorkContext(out_dir=None, settings=ConvertSettings())
+    paths = sorted((_FIXTURES / "sbatch").glob("*.sbatch"))[:120] + sorted((_FIXTURES / "repo").rglob("*.sbatch"))
+    assert len(paths) > 50
+    seen = 0
+    for p in paths:
+        c = Candidate(p.name, str(p), p.stem)
+        try:
+            done = worker._convert(c, p.read_bytes(), ctx, None if seen % 3 else "abcd1234")
+        except Exception:  # noqa: BLE001 - the worker records these (M606); not what this test is about
+            continue
+        _same_record(done.sr.light(), _round_trip(done.sr))
+        seen += 1
+    assert seen > 50
+
+
+_odd = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.just(-0.0), st.text(max_size=3)
+)
+_strs = st.lists(st.text(alphabet="a\u00e9\udc80 ", max_size=4), max_size=3)
+
+
+@S.fuzz_settings(150)
+@given(
+    nodes=st.one_of(st.integers(0, 9), st.booleans(), st.just(0.0)),
+    hours=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.just(-0.0), st.integers(0, 5)),
+    accepts=st.one_of(st.booleans(), st.integers(0, 2)),
+    seqs=st.tuples(_strs, _strs, _strs, _strs, _strs, _strs).map(
+        lambda t: [tuple(x) if i % 2 else x for i, x in enumerate(t)]
+    ),
+    line=_odd,
+    sim=st.one_of(st.none(), st.just({"verdict": "same", "differences": []})),
+    rows=st.booleans(),
+)
+def test_light_is_the_json_round_trip_on_odd_values(nodes, hours, accepts, seqs, line, sim, rows):
+    from translator.report.model import LineRow
+
+    names, decisions, modules, environments, paths, outputs = seqs
+    sr = ScriptReport(
+        path="d/\u00e9 \udc80.sbatch",
+        outcome="errors",
+        sbatch_accepts=accepts,
+        names=names,
+        launcher=None,
+        runtime="r",
+        nodes=nodes,
+        gpus=3,
+        time_limit_seconds=line if not isinstance(line, float) else None,
+        node_hours=hours,
+        gpu_hours=hours,
+        issues=(Issue("error", "M606", 'a "b" \\ \u00e9', line, None), Issue("info", "P1", "", 3, "s")),
+        rows=(LineRow(1, "#!/bin/sh", "shebang", None),) if rows else (),
+        decisions=decisions,
+        modules=modules,
+        environments=environments,
+        paths=paths,
+        yaml="kind: TrainJob\n",
+        outputs=outputs,
+        simulation=sim,
+    )
+    _same_record(sr.light(), _round_trip(sr))
+
+
+def test_the_json_report_copies_spooled_records_as_the_text_path_writes_them(tmp_path):
+    """The JSON report through migrate's hashing sink (records copied as bytes, coalesced reads across
+    writer files and the spool's own file) is the text the plain text path writes."""
+    import hashlib
+    import io
+
+    from translator.report import json_report
+    from translator.report.json_report import record_text
+    from translator.report.model import Report
+
+    records = [_record(f"d{n % 3}/s{n:03d}.sbatch", n) for n in range(60)]
+    with ScriptSpool(str(tmp_path)) as spool:
+        writers = [RecordWriter(spool.folder), RecordWriter(spool.folder)]
+        for n, sr in enumerate(records):
+            data = record_text(sr).encode("utf-8")
+            if n % 7 == 0:
+                spool.add_text(sr.path, data, sr)  # the parent's own file (a re-converted script)
+            else:
+                spool.add_written(sr.path, writers[(n // 5) % 2].put(data), sr)
+        for w in writers:
+            w.close()
+        report = Report.from_scripts("t \u00e9", "src", records, [])
+        report.scripts = spool
+        report.index = spool.light()
+        report.fragments = spool
+        text = io.StringIO()
+        json_report.write(report, text)
+        expected = text.getvalue().encode("utf-8")
+        assert json.loads(expected)["scripts"] == [sr.to_json() for sr in sorted(records, key=lambda s: s.path)]
+        for read_at, flush_at in ((1 << 20, 1 << 18), (300, 100), (1, 1)):
+            spool.READ_AT = read_at
+            old = F._HashingText.FLUSH_AT
+            F._HashingText.FLUSH_AT = flush_at
+            try:
+                root = tmp_path / f"out{read_at}"
+                root.mkdir()
+                status, digest = F.out_write_stream(str(root), "r.json", lambda out: json_report.write(report, out))
+                assert (root / "r.json").read_bytes() == expected
+                assert (status, digest) == (F.WRITTEN, hashlib.sha256(expected).hexdigest())
+                assert F.out_write_stream(str(root), "r.json", lambda out: json_report.write(report, out), True) == (
+                    F.UNCHANGED,
+                    digest,
+                )
+            finally:
+                F._HashingText.FLUSH_AT = old
+
+
+@S.fuzz_settings(40)
+@given(st.lists(st.one_of(st.text(alphabet="a\u00e9\udc80\n", max_size=6), st.binary(max_size=9)), max_size=14))
+def test_hashing_sink_mixes_text_and_bytes_in_order(tmp_path_factory, pieces):
+    import hashlib
+
+    expected = b"".join(p if isinstance(p, bytes) else p.encode("utf-8", "backslashreplace") for p in pieces)
+    root = tmp_path_factory.mktemp("m")
+
+    def produce(out):
+        for p in pieces:
+            if isinstance(p, bytes):
+                out.write_bytes(memoryview(p) if len(p) % 2 else p)
+            else:
+                out.write(p)
+
+    old = F._HashingText.FLUSH_AT
+    F._HashingText.FLUSH_AT = 4
+    try:
+        status, digest = F.out_write_stream(str(root), "r.json", produce)
+        assert (root / "r.json").read_bytes() == expected and digest == hashlib.sha256(expected).hexdigest()
+    finally:
+        F._HashingText.FLUSH_AT = old
+    shutil.rmtree(root)
+
+
+# ---- the reports written by forked processes (migrate --jobs > 1) -----------------------------------------------
+
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _migrate(src: Path, out: Path, jobs: int, **kw):
+    from translator.migrate.run import MigrateOptions, migrate
+
+    return migrate(MigrateOptions(src=str(src), out=str(out), jobs=jobs, echo=lambda s: None, progress=False, **kw))
+
+
+def _small_repo(root: Path) -> Path:
+    src = root / "src"
+    for p in sorted((_FIXTURES / "sbatch").glob("*.sbatch"))[:40]:
+        d = src / ("a" if len(p.name) % 2 else "b/c")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / p.name).write_bytes(p.read_bytes())
+    return src
+
+
+def test_reports_written_aside_are_the_reports_of_one_process(tmp_path):
+    from translator.migrate import run as R
+
+    assert R.ASIDE  # (the formats a forked process writes)
+    src = _small_repo(tmp_path)
+    one, two = _migrate(src, tmp_path / "one", 1), _migrate(src, tmp_path / "two", 2)
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert (one.exit_code, sorted(one.written)) == (two.exit_code, sorted(two.written))
+    again = _migrate(src, tmp_path / "two", 2, check=True)
+    assert again.written == [] and again.exit_code == two.exit_code
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_report_writer_failing_aside_fails_the_run_as_in_one_process(tmp_path, monkeypatch, jobs):
+    from translator.migrate import run as R
+    from translator.report import html
+
+    src = _small_repo(tmp_path)
+    out = tmp_path / "out"
+
+    def broken(report, stream):
+        stream.write("<!DOCTYPE html>")
+        raise ValueError("the writer broke")
+
+    monkeypatch.setattr(html, "write", broken)
+    with pytest.raises(ValueError, match="the writer broke"):
+        _migrate(src, out, jobs)
+    assert not (out / "slurm2kf-report.html").exists()
+    assert not [p for p in out.iterdir() if p.name.endswith(".slurm2kf-tmp")]  # no temporary file left
+    monkeypatch.undo()
+    # an entry migrate must not replace: M618, from whichever process writes that report
+    (out / "slurm2kf-report.md").unlink(missing_ok=True)
+    (out / "slurm2kf-report.md").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(R.MigrateError) as info:
+        _migrate(src, out, jobs)
+    assert info.value.code == "M618" and "slurm2kf-report.md" in info.value.message
+    assert (out / "slurm2kf-report.md").is_symlink() and not (tmp_path / "elsewhere").exists()

@@ -48,6 +48,9 @@ class OutEntryRefused(OSError):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self):  # (crosses a pipe from a report-writing process)
+        return (OutEntryRefused, (self.rel, self.message))
+
 
 def out_parts(rel: str) -> list[str]:
     """The parts of a relative OUT path, or OutEntryRefused when it is not relative and normalised."""
@@ -288,32 +291,66 @@ def out_write_many(root: str, items: list[tuple[str, bytes]], check: bool = Fals
 
 
 class _HashingText:
-    """A text sink that hashes (and optionally forwards encoded bytes). Text is gathered and encoded,
-    hashed and forwarded in pieces of about FLUSH_AT characters (few large writes instead of one per
-    call); `flush` sends the rest. Encoding the joined text gives the same bytes as encoding each part:
-    the UTF-8 codec never pairs surrogates across parts, each lone one is escaped the same way."""
+    """A text sink that hashes (and optionally forwards encoded bytes); `write_bytes` takes content that
+    is already UTF-8. Text (and small encoded pieces) is gathered and encoded, hashed and forwarded in
+    pieces of about FLUSH_AT characters (few large writes instead of one per call); `flush` sends the
+    rest. Encoding the joined text gives the same bytes as encoding each part: the UTF-8 codec never
+    pairs surrogates across parts, each lone one is escaped the same way."""
 
     FLUSH_AT = 1 << 18
 
-    def __init__(self, put: Callable[[bytes], None] | None = None) -> None:
+    def __init__(self, put: Callable[[bytes | memoryview], None] | None = None) -> None:
         self.h = hashlib.sha256()
         self.put = put
         self._parts: list[str] = []
         self._size = 0
+        self._raw: list[bytes | memoryview] = []  # encoded pieces waiting (write_bytes); never both kinds
+        self._raw_size = 0
 
     def write(self, s: str) -> int:
+        if self._raw:
+            self._flush_raw()
         self._parts.append(s)
         self._size += len(s)
         if self._size >= self.FLUSH_AT:
-            self.flush()
+            self._flush_text()
         return len(s)
 
-    def flush(self) -> None:
-        if not self._parts:
+    def write_bytes(self, b: bytes | memoryview) -> None:
+        """Content already encoded (UTF-8), after the text written so far: hashed and forwarded with no
+        decoding and re-encoding (the JSON report copies the spooled records this way). Small pieces are
+        gathered as text is, a large one goes as it is."""
+        if self._parts:
+            self._flush_text()
+        n = len(b)
+        if n >= self.FLUSH_AT:
+            self._flush_raw()
+            self._send(b)
             return
-        b = "".join(self._parts).encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
-        self._parts.clear()
-        self._size = 0
+        self._raw.append(b)
+        self._raw_size += n
+        if self._raw_size >= self.FLUSH_AT:
+            self._flush_raw()
+
+    def flush(self) -> None:
+        self._flush_raw()
+        self._flush_text()
+
+    def _flush_text(self) -> None:
+        if self._parts:
+            b = "".join(self._parts).encode("utf-8", "backslashreplace")  # reports are always valid UTF-8
+            self._parts.clear()
+            self._size = 0
+            self._send(b)
+
+    def _flush_raw(self) -> None:
+        if self._raw:
+            b = b"".join(self._raw)
+            self._raw.clear()
+            self._raw_size = 0
+            self._send(b)
+
+    def _send(self, b: bytes | memoryview) -> None:
         self.h.update(b)
         if self.put is not None:
             self.put(b)
@@ -352,7 +389,7 @@ def out_write_stream(root: str, rel: str, produce: Callable[[IO[str]], None], ch
         try:
             try:
 
-                def put(b: bytes) -> None:
+                def put(b: bytes | memoryview) -> None:
                     view = memoryview(b)
                     while view:
                         view = view[os.write(fd, view) :]

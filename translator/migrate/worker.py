@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from translator.migrate.discover import Candidate, is_job_script, looks_binary
 from translator.migrate.files import UNCHANGED, OutEntryRefused, out_write_many, sha256_bytes
-from translator.report.model import ScriptReport
+from translator.report.model import Issue, ScriptReport
 
 
 @dataclass(frozen=True)
@@ -386,8 +386,6 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None) ->
 
         sr = dataclasses.replace(sr, outcome="errors", issues=tuple(_issue(d) for d in profile_errors) + sr.issues)
     if suffix and plans:
-        from translator.report.model import Issue
-
         note = Issue(
             "info",
             "M607",
@@ -398,8 +396,6 @@ def _convert(c: Candidate, data: bytes, ctx: WorkContext, suffix: str | None) ->
         )
         sr = dataclasses.replace(sr, issues=sr.issues + (note,))
     if c.name_note:
-        from translator.report.model import Issue
-
         sr = dataclasses.replace(
             sr,
             issues=sr.issues + (Issue("info", "M617", c.name_note, None, "rename the file to choose the output name"),),

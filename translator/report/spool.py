@@ -73,6 +73,10 @@ class ScriptSpool:
         self._index[path] = {RECORD: where}
         self._light[path] = light
 
+    def flush(self) -> None:
+        """Write what the spool's own file buffers (before a fork: a child must not inherit it)."""
+        self._fh.flush()
+
     def __len__(self) -> int:
         return len(self._index)
 
@@ -83,19 +87,10 @@ class ScriptSpool:
         return [self._light[p] for p in self.paths()]
 
     def _read(self, where: tuple[str | None, int, int]) -> str:
+        # positioned reads only (never seek): a process forked to write a report reads the same open
+        # files as the parent at the same time (migrate's report writers), and shares their offsets
         name, off, n = where
-        if name is None:
-            self._fh.seek(off)
-            return self._fh.read(n).decode("utf-8")
-        fd = self._others.get(name)
-        if fd is None:
-            fd = self._others[name] = os.open(
-                os.path.join(self.folder, name), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-            )
-        data = os.pread(fd, n, off)
-        if len(data) != n:  # the file is the spool's: written before the worker answered
-            raise OSError(f"record file {name} is shorter than expected")
-        return data.decode("utf-8")
+        return self._pread(name, off, n).decode("utf-8")
 
     def raw(self, kind: str, paths: list[str] | None = None) -> Iterator[tuple[str, str]]:
         """(path, text of that kind) in path order, or for the given paths in that order. Every script must
@@ -103,6 +98,49 @@ class ScriptSpool:
         self._fh.flush()
         for p in self.paths() if paths is None else paths:
             yield p, self._read(self._index[p][kind])
+
+    def raw_bytes(self, kind: str) -> Iterator[bytes | memoryview]:
+        """The texts of that kind in path order, as the UTF-8 bytes stored (what `raw` decodes), for a
+        writer that copies them as they are. Records that lie end to end in one file (a batch's records
+        sit in path order in its worker's file) are read together, in reads of up to READ_AT bytes."""
+        self._fh.flush()
+        run_name: str | None = None
+        run_start = run_end = 0
+        lengths: list[int] = []
+        for p in self.paths():
+            name, off, n = self._index[p][kind]
+            if lengths and name == run_name and off == run_end and run_end - run_start + n <= self.READ_AT:
+                lengths.append(n)
+                run_end += n
+                continue
+            if lengths:
+                yield from self._pieces(run_name, run_start, lengths)
+            run_name, run_start, run_end, lengths = name, off, off + n, [n]
+        if lengths:
+            yield from self._pieces(run_name, run_start, lengths)
+
+    READ_AT = 1 << 20
+
+    def _pieces(self, name: str | None, start: int, lengths: list[int]) -> Iterator[memoryview]:
+        data = memoryview(self._pread(name, start, sum(lengths)))
+        at = 0
+        for n in lengths:
+            yield data[at : at + n]
+            at += n
+
+    def _pread(self, name: str | None, off: int, n: int) -> bytes:
+        if name is None:
+            fd = self._fh.fileno()
+        elif (known := self._others.get(name)) is not None:
+            fd = known
+        else:
+            fd = self._others[name] = os.open(
+                os.path.join(self.folder, name), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+            )
+        data = os.pread(fd, n, off)
+        if len(data) != n:  # the file is the spool's: written before the worker answered
+            raise OSError(f"record file {name or os.path.basename(self.path)} is shorter than expected")
+        return data
 
     def has(self, kind: str) -> bool:
         return bool(self._index) and all(kind in e for e in self._index.values())
@@ -113,6 +151,7 @@ class ScriptSpool:
             yield self.get(p)
 
     def get(self, path: str) -> ScriptReport:
+        self._fh.flush()
         return ScriptReport.from_json(json.loads(self._read(self._index[path][RECORD])))
 
     def close(self) -> None:
