@@ -398,6 +398,10 @@ def test_lexer_line_fast_path_on_chosen_cases():
         'case "${ID:-0}" in\n  0) C=a ;;\n  *) C=b ;;\nesac\n',
         "case x in a) echo ;; esac\n",
         "case x\nin\na) y;;\nesac\n",
+        # an operator ending a case header at the end of its line: its connector reaches the next command
+        "case &&\n() echo \n",
+        "case x ||\n p) echo ;;\nesac\n",
+        "a &&\ncase x in\np) echo\n;; esac\n",
         'log() {\n  echo "[$(date +%H:%M:%S)] $*"\n}\n',
         "log () { echo; }\n",
         "if() { echo; }\n",

@@ -743,7 +743,7 @@ class ShellLexer:
                     j = self._line_ops(i, end, line, a)
                     if j < end:
                         return j
-                    connector = ""
+                    connector = self._connector  # "", or the one a case header's operator left (`case &&`)
                     heredocs = bool(self.pending_heredocs)
                 else:
                     self._connector = connector
