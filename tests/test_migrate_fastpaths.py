@@ -440,10 +440,7 @@ def _small_repo(root: Path) -> Path:
     return src
 
 
-def test_reports_written_aside_are_the_reports_of_one_process(tmp_path):
-    from translator.migrate import run as R
-
-    assert R.ASIDE  # (the formats a forked process writes)
+def test_reports_of_a_pool_run_are_the_reports_of_one_process(tmp_path):
     src = _small_repo(tmp_path)
     one, two = _migrate(src, tmp_path / "one", 1), _migrate(src, tmp_path / "two", 2)
     assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
@@ -453,7 +450,7 @@ def test_reports_written_aside_are_the_reports_of_one_process(tmp_path):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_a_report_writer_failing_aside_fails_the_run_as_in_one_process(tmp_path, monkeypatch, jobs):
+def test_a_report_writer_failing_fails_the_run_and_leaves_no_temporary_file(tmp_path, monkeypatch, jobs):
     from translator.migrate import run as R
     from translator.report import html
 
@@ -470,7 +467,7 @@ def test_a_report_writer_failing_aside_fails_the_run_as_in_one_process(tmp_path,
     assert not (out / "slurm2kf-report.html").exists()
     assert not [p for p in out.iterdir() if p.name.endswith(".slurm2kf-tmp")]  # no temporary file left
     monkeypatch.undo()
-    # an entry migrate must not replace: M618, from whichever process writes that report
+    # an entry migrate must not replace: M618
     (out / "slurm2kf-report.md").unlink(missing_ok=True)
     (out / "slurm2kf-report.md").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(R.MigrateError) as info:

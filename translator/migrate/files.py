@@ -48,7 +48,7 @@ class OutEntryRefused(OSError):
     def __str__(self) -> str:
         return self.message
 
-    def __reduce__(self):  # (crosses a pipe from a report-writing process)
+    def __reduce__(self):  # (pickled whole when it crosses from a pool worker)
         return (OutEntryRefused, (self.rel, self.message))
 
 

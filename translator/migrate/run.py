@@ -475,56 +475,13 @@ class MigrationRun:
             self._put(f"{folder}/{F.KUSTOMIZATION}" if folder else F.KUSTOMIZATION, F.kustomization_bytes(resources))
 
     def write_reports(self, report: Report) -> None:
-        """One report per format of the table (translator/report), streamed into OUT.
-
-        When the run may use more than one process (--jobs), the formats of ASIDE are written by a forked
-        process of their own while this one writes the others: the workers are done, so the second core
-        is free. Each report still goes through a temporary file and a rename, and the run answers as one
-        process writing them in table order would: the first failure in table order is raised, once the
-        other process has ended (it is interrupted when this one fails)."""
+        """One report per format of the table (translator/report), streamed into OUT."""
         from translator.report import REPORT_WRITERS
 
-        entries = [(f"{F.REPORT_BASENAME}.{w.extension}", w) for w in REPORT_WRITERS.values()]
-        out, check = self.out_dir, self.opts.check
-
-        def writer(w):
-            return partial(
-                F.out_write_stream, out, f"{F.REPORT_BASENAME}.{w.extension}", partial(w.load(), report), check
-            )
-
-        aside: dict[str, _Forked] = {}
-        if _jobs(self.opts.jobs) > 1 and hasattr(os, "fork"):
-            self.spool.flush()
-            for rel, w in entries:
-                if w.name in ASIDE:
-                    aside[rel] = _Forked(writer(w))
-        answers: dict[str, tuple[str, str] | BaseException] = {}
-        failed_at = len(entries)  # where, in table order, this process stopped on a failure
-        try:
-            for k, (rel, w) in enumerate(entries):
-                if rel in aside:
-                    continue
-                try:
-                    answers[rel] = writer(w)()
-                except Exception as exc:  # raised below, in table order
-                    answers[rel] = exc
-                    failed_at = k
-                    break
-        except BaseException:
-            failed_at = -1
-            raise
-        finally:
-            # one process would not have written what comes after a failure: that child is interrupted
-            for k, (rel, _w) in enumerate(entries):
-                if rel in aside:
-                    answers[rel] = aside[rel].result(interrupt=failed_at < k)
-        for rel, _w in entries:
-            answer = answers.get(rel)
-            if isinstance(answer, BaseException):
-                raise answer
-            if answer is None:
-                break
-            status, digest = answer
+        for w in REPORT_WRITERS.values():
+            write = w.load()
+            rel = f"{F.REPORT_BASENAME}.{w.extension}"
+            status, digest = F.out_write_stream(self.out_dir, rel, partial(write, report), self.opts.check)
             self._count(rel, digest, status)
 
     def prune_stale(self) -> None:
@@ -661,89 +618,6 @@ class _SettledHeap:
 # pages their copy-on-write (+0.1 s CPU per child here). With a free core (the workers are done) the HTML
 # report aside takes the phase from ~0.6 s to ~0.4 s; on a machine whose cores are all busy it costs ~0.15 s
 # more wall time than writing the three in turn (both measured). The Markdown report stays in the parent.
-ASIDE = frozenset({"html"})
-
-
-class _Forked:
-    """`fn()` run in a forked child; `result()` waits for it and returns its value or raises its exception.
-
-    The child dies with the parent (PR_SET_PDEATHSIG) and ends with os._exit: it never runs the parent's
-    clean-up (the spool, the pool). Ctrl-C reaches it as it reaches the parent (same process group): the
-    writer then removes its temporary file as it does in one process."""
-
-    def __init__(self, fn: Callable[[], object]) -> None:
-        import pickle
-
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child
-            code = 0
-            try:
-                os.close(r)
-                _die_with_parent()
-                try:
-                    payload: tuple = ("ok", fn())
-                except BaseException as exc:  # handed to the parent, which raises it
-                    payload = ("error", _portable(exc))
-                data = memoryview(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-                while data:
-                    data = data[os.write(w, data) :]
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(w)
-        self.pid, self.fd = pid, r
-
-    def result(self, interrupt: bool = False):
-        """The child's answer: what `fn` returned, or the exception it raised (returned, not raised). With
-        `interrupt`, the child is stopped first (SIGINT: its writer removes its temporary file)."""
-        import pickle
-        import signal
-
-        if interrupt:
-            try:
-                os.kill(self.pid, signal.SIGINT)
-            except OSError:
-                pass
-        chunks = []
-        try:
-            while chunk := os.read(self.fd, 1 << 16):
-                chunks.append(chunk)
-        finally:
-            os.close(self.fd)
-            _pid, status = os.waitpid(self.pid, 0)
-        if chunks:
-            kind, value = pickle.loads(b"".join(chunks))
-            if kind == "ok":
-                return value
-            return value if isinstance(value, BaseException) else RuntimeError(str(value))
-        return OSError(f"the process writing a report ended without an answer (wait status {status})")
-
-
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _portable(exc: BaseException) -> BaseException:
-    """`exc` when it survives pickling as itself, else a RuntimeError that names it."""
-    import pickle
-
-    try:
-        back = pickle.loads(pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL))
-        if type(back) is type(exc) and str(back) == str(exc):
-            return exc
-    except Exception:
-        pass
-    return RuntimeError(f"{type(exc).__name__}: {exc}")
-
-
 def _io_failure(exc: OSError) -> MigrateError:
     return MigrateError("M610", f"I/O failure: {exc.strerror or exc} ({getattr(exc, 'filename', '')})")
 
