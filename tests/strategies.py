@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import shlex
 import string
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1387,3 +1388,13 @@ def valid_script_text(draw) -> str:
 def any_script_bytes():
     """Half realistic valid scripts, half hostile generated scripts and raw bytes."""
     return st.one_of(valid_script_text().map(lambda s: s.encode("utf-8")), script_bytes())
+
+
+def realistic_scripts(n: int) -> list[tuple[str, bytes]]:
+    """The first n scripts of the benchmarks' real-sized set (benchmarks/realistic_scripts.py), as (name, bytes)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import realistic_scripts as generator
+    finally:
+        sys.path.pop(0)
+    return [(f"real{i}.sbatch", generator.script(i).encode("utf-8")) for i in range(n)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -273,12 +272,7 @@ def test_odd_scalars_of_a_record_are_encoded_as_json_does():
 
 
 def _generated(n: int):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import realistic_scripts
-    finally:
-        sys.path.pop(0)
-    return [(f"real{i}.sbatch", realistic_scripts.script(i).encode("utf-8")) for i in range(n)]
+    return S.realistic_scripts(n)
 
 
 def _fixtures():

@@ -4,7 +4,6 @@ variable_prefixes), on generated real-sized scripts, the fixtures and hostile te
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from hypothesis import given, strategies as st
@@ -47,12 +46,7 @@ def _environment_needs_reference(script, job, plans, profile=None, image_chosen:
 
 
 def _generated(n: int):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import realistic_scripts
-    finally:
-        sys.path.pop(0)
-    return [(f"real{i}.sbatch", realistic_scripts.script(i).encode("utf-8")) for i in range(n)]
+    return S.realistic_scripts(n)
 
 
 def _fixtures():
