@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from translator.emit.trainjob import plan_parts, resource_name
 from translator.emit.trainjob_yaml import ascii_printable_lines, finding_texts, sanitize_comment
+from translator.tables import keep
 
 _INDENT = "    "
 
@@ -535,9 +536,7 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
             _runtime_patch(patch, o, jobs, names)
             got = ("\n".join(patch.lines), frozenset(names))
             if patch_key is not None:
-                if len(_PATCH_BLOCKS) >= 256:
-                    _PATCH_BLOCKS.clear()
-                _PATCH_BLOCKS[patch_key] = got
+                keep(_PATCH_BLOCKS, patch_key, got, 256)
         add(got[0])
         used.update(got[1])
     add(_CALL_END)
@@ -593,9 +592,7 @@ def _imports(top: tuple[str, ...], opts: tuple[str, ...]) -> str:
             lines.extend(f"{_INDENT}{name}," for name in opts)
             lines.append(")")
         lines += ["", ""]
-        if len(_IMPORTS) > 256:
-            _IMPORTS.clear()
-        text = _IMPORTS[key] = "\n".join(lines)
+        text = keep(_IMPORTS, key, "\n".join(lines), 256)
     return text
 
 

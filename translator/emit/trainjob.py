@@ -24,6 +24,7 @@ from typing import NamedTuple
 from translator.plan.model import PodPatch
 
 from translator.emit.command import container_command
+from translator.tables import keep
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 KIND = "TrainJob"
@@ -43,9 +44,7 @@ def resource_name(key: str) -> str:
     name = _RESOURCE_NAMES.get(key)
     if name is None:
         name = _resource_name(key)
-        if len(_RESOURCE_NAMES) > 1024:
-            _RESOURCE_NAMES.clear()
-        _RESOURCE_NAMES[key] = name
+        keep(_RESOURCE_NAMES, key, name, 1024)
     return name
 
 
@@ -187,9 +186,7 @@ def plan_parts(plan) -> Parts:
         if got is None:
             got = patches_by_job(plan)
             if key is not None:
-                if len(_JOBS) >= 256:
-                    _JOBS.clear()
-                _JOBS[key] = got
+                keep(_JOBS, key, got, 256)
         jobs = got
     parts = Parts(command, args, env, resources_map(plan), jobs, key)
     _LAST_PARTS[:] = [plan, parts]

@@ -20,6 +20,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from translator.emit.trainjob import API_VERSION, KIND, SDK_PATCH_MANAGER, plan_parts, trainjob_dict
+from translator.tables import keep
 
 # Strings a Go YAML decoder may read as a number or bool although PyYAML (YAML 1.1) does not.
 _GO_NUMBERISH = re.compile(r"^[-+]?(0[xXoObB][0-9a-fA-F_.pP+-]*|[0-9_]*\.?[0-9_]+([eE][-+]?[0-9_]+)?|[0-9_]+\.)$")
@@ -95,9 +96,7 @@ def _dumper(fast: bool = True):
                 tag = resolved.get(value)
                 if tag is None:
                     tag = super().resolve(kind, value, implicit)
-                    if len(resolved) > 65536:
-                        resolved.clear()
-                    resolved[value] = tag
+                    keep(resolved, value, tag, 65536)
                 return tag
             return self.DEFAULT_SEQUENCE_TAG if kind is SequenceNode else self.DEFAULT_MAPPING_TAG
 
@@ -226,9 +225,7 @@ def _plain_is_str(value: str) -> bool:
         from yaml.nodes import ScalarNode
 
         ok = _resolver()[0].resolve(ScalarNode, value, (True, False)) == _STR
-        if len(_RESOLVED) > 65536:
-            _RESOLVED.clear()
-        _RESOLVED[value] = ok
+        keep(_RESOLVED, value, ok, 65536)
     return ok
 
 
@@ -275,9 +272,7 @@ def _key(key) -> str:
         if type(key) is not str or not key or len(key) > 100 or not (key.isascii() and key.isprintable()):
             raise _Fallback
         out = "'" + key.replace("'", "''") + "'" if _quoted(key) else key
-        if len(_KEYS) > 4096:
-            _KEYS.clear()
-        _KEYS[key] = out
+        keep(_KEYS, key, out, 4096)
     return out
 
 
@@ -298,9 +293,7 @@ def _string(value: str, col: int, indent: int) -> str:
             out = " " + _fold(value, col + 1, indent)
             short = len(value) + 1
         if short == len(out) and short <= 60:  # not folded: the same text wherever it fits
-            if len(_SCALARS) > 65536:
-                _SCALARS.clear()
-            _SCALARS[value] = out
+            keep(_SCALARS, value, out, 65536)
         return out
     return _literal(value, indent)
 
@@ -508,9 +501,7 @@ def _plan_text(plan) -> str:
         if text is None:
             text = _patches_text(jobs)
             if patch_key is not None:
-                if len(_PATCH_TEXTS) >= 256:
-                    _PATCH_TEXTS.clear()
-                _PATCH_TEXTS[patch_key] = text
+                keep(_PATCH_TEXTS, patch_key, text, 256)
         out.append(text)
     return "".join(out)
 

@@ -20,6 +20,7 @@ from translator.read.ast import Assignment, Word
 from translator.read.words import _expansion
 from translator.records import FrozenRecord
 from translator.slurm.values import to_int
+from translator.tables import keep
 
 if TYPE_CHECKING:
     from translator.read.ast import Script
@@ -79,9 +80,7 @@ def var_refs(text: str) -> list[str]:
         if "$" not in text:  # (every reference starts with one)
             return []
         known = tuple(dict.fromkeys(m.group(1) or m.group(2) for m in _VAR_REF.finditer(text)))
-        if len(_VAR_REFS_MEMO) >= 4096:
-            _VAR_REFS_MEMO.clear()
-        _VAR_REFS_MEMO[text] = known
+        keep(_VAR_REFS_MEMO, text, known, 4096)
     return list(known)
 
 
@@ -167,9 +166,7 @@ def batch_once(text: str) -> tuple[str, frozenset[str], tuple[str, ...]]:
     if known is None:
         new, need, unfixable = _prologue().batch_once(text)
         known = (new, frozenset(need), tuple(unfixable))
-        if len(_ONCE_MEMO) >= _ONCE_MEMO_SIZE:
-            _ONCE_MEMO.clear()
-        _ONCE_MEMO[text] = known
+        keep(_ONCE_MEMO, text, known, _ONCE_MEMO_SIZE)
     return known
 
 

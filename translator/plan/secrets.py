@@ -12,6 +12,7 @@ carry it there. A finding names the Secret and key to create.
 from __future__ import annotations
 
 import re
+from translator.tables import keep
 
 _NAME = re.compile(
     r"(^|_)(TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|API_KEY|KEY|"
@@ -50,9 +51,7 @@ def looks_secret(name: str, value: str) -> str | None:
     key = (name, value)
     if key in _MEMO:
         return _MEMO[key]
-    if len(_MEMO) >= _MEMO_SIZE:
-        _MEMO.clear()
-    answer = _MEMO[key] = _looks_secret(name, value)
+    answer = keep(_MEMO, key, _looks_secret(name, value), _MEMO_SIZE)
     return answer
 
 

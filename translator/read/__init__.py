@@ -12,6 +12,7 @@ import gc
 
 from translator.diagnostics import Diagnostic, ERROR, INFO
 from translator.read.ast import ForeignDirective, Script, Statement
+from translator.tables import keep
 
 __all__ = ["read_file", "read_script", "ReadError", "MAX_FILE_BYTES"]
 
@@ -104,9 +105,7 @@ def _shell_and_interpreter(shebang: str | None) -> tuple[str, str]:
         interpreter = _interpreter(shebang)
         found = (_KNOWN_SHELLS.get(interpreter, "unknown"), interpreter)
         if shebang is None or len(shebang) <= 256:
-            if len(_SHEBANGS) >= 256:
-                _SHEBANGS.clear()
-            _SHEBANGS[shebang] = found
+            keep(_SHEBANGS, shebang, found, 256)
     return found
 
 

@@ -16,6 +16,7 @@ from translator.read.classify import classify
 from translator.read.shell_lexer import LexToken, Segment, ShellLexer
 from translator.read.words import _CACHE as _WORDS, assignment_parts, make_word
 from translator.records import Record
+from translator.tables import keep
 
 R144_CSH_BODY = "R144"
 R145_PARSER_FALLBACK = "R145"
@@ -147,9 +148,7 @@ def _add_command(seg: Segment, out: list) -> None:
     if recipe is None:
         recipe = _recipe(key, bool(seg.redirections), bool(seg.heredocs))
         if len(key) <= 32 and sum(map(len, key)) <= 1024:
-            if len(table) >= _COMMANDS_LIMIT:
-                table.clear()
-            table[key] = recipe
+            keep(table, key, recipe, _COMMANDS_LIMIT)
     _add_recipe(recipe, seg, out)
 
 
@@ -458,9 +457,7 @@ def _parse_blocks(types: tuple[str, ...]):
 
         tree = parse(types)
         if len(types) <= 128:
-            if len(_TREES) >= _TREES_LIMIT:
-                _TREES.clear()
-            _TREES[types] = tree
+            keep(_TREES, types, tree, _TREES_LIMIT)
     return tree
 
 
@@ -527,9 +524,7 @@ def _plan(types: tuple[str, ...]) -> list:
         assert isinstance(top, list)  # the start rule gives a list
         plan = [c for c in top if c.__class__ is not int or types[c] in _STATEMENT_TYPES]
         if len(types) <= 128:
-            if len(_PLANS) >= _TREES_LIMIT:
-                _PLANS.clear()
-            _PLANS[types] = plan
+            keep(_PLANS, types, plan, _TREES_LIMIT)
     return plan
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from translator.launchers.registry import launch_kind
 from translator.read import ast
+from translator.tables import keep
 
 _PY = re.compile(r"^python(?:[0-9](?:\.[0-9]+)?)?$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -126,9 +127,7 @@ def classify(argv: Sequence[str]) -> str:
     if kind is None:
         kind = _classify_argv(key)
         if len(key) <= 16 and sum(map(len, key)) <= 512:
-            if len(_KINDS) >= _KINDS_LIMIT:
-                _KINDS.clear()
-            _KINDS[key] = kind
+            keep(_KINDS, key, kind, _KINDS_LIMIT)
     return kind
 
 

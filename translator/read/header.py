@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from translator.diagnostics import Diagnostic, ERROR, INFO, WARNING
 from translator.read.ast import Directive, ForeignDirective, IgnoredLine
 from translator.records import Record
+from translator.tables import keep
 
 R120_AFTER_FIRST_COMMAND = "R120"
 R121_SPACE_AFTER_HASH = "R121"
@@ -266,9 +267,7 @@ def _typo_distance(word: str) -> int:
     got = _TYPO_DISTANCES.get(word)
     if got is None:
         got = _distance(word, "SBATCH")
-        if len(_TYPO_DISTANCES) >= 4096:
-            _TYPO_DISTANCES.clear()
-        _TYPO_DISTANCES[word] = got
+        keep(_TYPO_DISTANCES, word, got, 4096)
     return got
 
 
@@ -439,23 +438,17 @@ def read_header(lines: list[str]) -> Header:
             if plain is not None:  # a plain line seen for the first time
                 words = tuple(plain)
                 if len(line) <= 512:
-                    if len(plain_lines) >= 8192:
-                        plain_lines.clear()
-                    plain_lines[line] = words
+                    keep(plain_lines, line, words, 8192)
                 directives.append(Directive(number, line, prefix, words, component))
                 continue
         if tok is None:
             tok = tokenize_directive(rest)
             if len(rest) <= 512:
-                if len(_TOKENIZED) >= 8192:
-                    _TOKENIZED.clear()
-                _TOKENIZED[rest] = tok
+                keep(_TOKENIZED, rest, tok, 8192)
         if prefix == "#SBATCH" and not tok.notes and tok.error is None and not tok.hetjob_separator:
             words = tuple(tok.words)
             if len(line) <= 512:
-                if len(plain_lines) >= 8192:
-                    plain_lines.clear()
-                plain_lines[line] = words
+                keep(plain_lines, line, words, 8192)
             directives.append(Directive(number, line, prefix, words, component))
             continue
         for severity, code, message in tok.notes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from translator.read.ast import Assignment, Word
+from translator.tables import keep
 
 _SIMPLE = re.compile(r"[^'\"\\$`*?\[~{]*\Z")
 _DQ_ESCAPABLE = '$`"\\\n'
@@ -69,9 +70,7 @@ def make_word(raw: str) -> Word:
     w = _make_word(raw)
     if len(raw) > 256:
         return w
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[raw] = w
+    keep(_CACHE, raw, w, _CACHE_LIMIT)
     return w
 
 
@@ -313,9 +312,7 @@ def assignment_parts(raw: str) -> tuple[str, Word] | None:
     m = _ASSIGN.match(raw)
     parts = None if m is None else (m.group(1), make_word(raw[m.end() :]))
     if len(raw) <= 256:
-        if len(_ASSIGNMENTS) >= _CACHE_LIMIT:
-            _ASSIGNMENTS.clear()
-        _ASSIGNMENTS[raw] = parts
+        keep(_ASSIGNMENTS, raw, parts, _CACHE_LIMIT)
     return parts
 
 

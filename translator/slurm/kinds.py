@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from translator.slurm import values as V
+from translator.tables import keep
 
 Parsed = tuple[str | None, object]
 Note = Callable[[str], None]
@@ -196,7 +197,5 @@ def parse(kind: str, value: str | None, name: str, note: Note) -> Parsed:
     if got is None:
         got = PARSERS[kind](value, name, note)
         if kind not in _NOTING_KINDS and (value is None or len(value) <= 256):
-            if len(_PARSED) >= _PARSED_LIMIT:
-                _PARSED.clear()
-            _PARSED[key] = got
+            keep(_PARSED, key, got, _PARSED_LIMIT)
     return got

@@ -26,6 +26,7 @@ from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, matc
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.kinds import _NOTING_KINDS, parse as parse_kind
 from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, LONG_OPTIONS, NONE, OPTIONAL, OptionSpec
+from translator.tables import keep
 
 if TYPE_CHECKING:
     from translator.slurm.foreign import Translation
@@ -770,9 +771,7 @@ def _per_process(fn: Callable[[str], _R]) -> Callable[[str], _R]:
             pass
         got = fn(value)
         if len(value) <= 512:
-            if len(table) >= 1024:
-                table.clear()
-            table[value] = got
+            keep(table, value, got, 1024)
         return got
 
     return remembered
@@ -937,9 +936,7 @@ def _line_plan(words: tuple[str, ...]) -> tuple[_PlannedOption, ...] | None:
         pass
     plan = _make_line_plan(words)
     if sum(map(len, words)) <= 512:
-        if len(_LINE_PLANS) >= _LINE_PLANS_LIMIT:
-            _LINE_PLANS.clear()
-        _LINE_PLANS[words] = plan
+        keep(_LINE_PLANS, words, plan, _LINE_PLANS_LIMIT)
     return plan
 
 
