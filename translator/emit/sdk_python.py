@@ -363,19 +363,6 @@ def _dict_call(w: _Writer, depth: int, func: str, mapping: dict[str, str]) -> No
     w.add(depth, "}),")
 
 
-_PATCH_CLASSES = frozenset(
-    {
-        "RuntimePatch",
-        "TrainingRuntimeSpecPatch",
-        "JobSetTemplatePatch",
-        "JobSetSpecPatch",
-        "ReplicatedJobPatch",
-        "JobTemplatePatch",
-        "JobSpecPatch",
-        "PodTemplatePatch",
-        "PodSpecPatch",
-    }
-)
 _PATCH_FRAMES: dict[int, tuple[str, str, str, str, str]] = {}
 
 
@@ -576,6 +563,8 @@ _OPTION_ORDER = (
     "PodSpecPatch",
     "ContainerPatch",
 )
+# the classes a runtime patch nests, RuntimePatch down to PodSpecPatch (ContainerPatch is not used)
+_PATCH_CLASSES = frozenset(_OPTION_ORDER[_OPTION_ORDER.index("RuntimePatch") : _OPTION_ORDER.index("ContainerPatch")])
 
 
 _IMPORTS: dict[tuple, str] = {}
