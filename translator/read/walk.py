@@ -35,25 +35,23 @@ def _assignments(statements, out: list) -> None:
             _assignments(st.children, out)
 
 
-def commands_in(body) -> tuple:
-    """Every Command of `body` in order, descending into blocks: what ast.iter_commands yields."""
-    if _COMMANDS[0] is body:
-        return _COMMANDS[1]
+def _listed(memo: list, body, collect) -> tuple:
+    """`collect`'s flat tuple of `body`, kept in `memo` for the last tuple body seen."""
+    if memo[0] is body:
+        return memo[1]
     out: list = []
-    _commands(body, out)
+    collect(body, out)
     found = tuple(out)
     if type(body) is tuple:
-        _COMMANDS[:] = [body, found]
+        memo[:] = [body, found]
     return found
+
+
+def commands_in(body) -> tuple:
+    """Every Command of `body` in order, descending into blocks: what ast.iter_commands yields."""
+    return _listed(_COMMANDS, body, _commands)
 
 
 def assignments_in(body) -> tuple:
     """Every assignment of `body` in order (prefix assignments included): what ast.iter_assignments yields."""
-    if _ASSIGNMENTS[0] is body:
-        return _ASSIGNMENTS[1]
-    out: list = []
-    _assignments(body, out)
-    found = tuple(out)
-    if type(body) is tuple:
-        _ASSIGNMENTS[:] = [body, found]
-    return found
+    return _listed(_ASSIGNMENTS, body, _assignments)
