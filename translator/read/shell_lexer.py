@@ -172,6 +172,32 @@ class _Frame:
     word: str
 
 
+def _one_line_command(start: int, end: int, words, connector: str, background: bool, line: int, text: str):
+    """The CMD token of a command on one line: LexToken("CMD", line, line, text, Segment(start, end,
+    list(words), [], [], connector, background, line, line, text)), with the fields set one by one (a
+    quarter cheaper than the two constructor calls, and this runs for most lines of a script)."""
+    seg = _new(Segment)
+    seg.start = start
+    seg.end = end
+    seg.words = list(words)
+    seg.redirections = []
+    seg.heredocs = []
+    seg.connector = connector
+    seg.background = background
+    seg.line = seg.end_line = line
+    seg.text = text
+    tok = _new(LexToken)
+    tok.type = "CMD"
+    tok.line = tok.end_line = line
+    tok.text = text
+    tok.segment = seg
+    tok.synthetic = False
+    return tok
+
+
+_new = object.__new__
+
+
 class ShellLexer:
     def __init__(self, text: str, first_line: int = 1, fast: bool = True):
         self.text = text
@@ -662,7 +688,6 @@ class ShellLexer:
         tokens = self.tokens
         append = tokens.append
         get = _LINES.get
-        new = object.__new__
         connector = self._connector  # "" after the first line
         waiting = self.pending_func is not None  # a FUNC token waits for its body
         heredocs = bool(self.pending_heredocs)  # here-documents whose bodies follow the line
@@ -674,24 +699,7 @@ class ShellLexer:
             end = at + len(raw)
             kind, a, b, indent = get(raw) or _line_miss(raw)
             if kind is _SIMPLE:
-                # LexToken("CMD", line, line, b, Segment(at + indent, end, list(a), [], [], connector, False, line,
-                # line, b)), with the fields set one by one: a quarter cheaper than the two calls, on most lines
-                seg = new(Segment)
-                seg.start = at + indent
-                seg.end = end
-                seg.words = list(a)
-                seg.redirections = []
-                seg.heredocs = []
-                seg.connector = connector
-                seg.background = False
-                seg.line = seg.end_line = line
-                seg.text = b
-                tok = new(LexToken)
-                tok.type = "CMD"
-                tok.line = tok.end_line = line
-                tok.text = b
-                tok.segment = seg
-                tok.synthetic = False
+                tok = _one_line_command(at + indent, end, a, connector, False, line, b)
                 if waiting:
                     self._push(tok)
                     waiting = False
@@ -767,30 +775,15 @@ class ShellLexer:
         """Run the actions _line_actions compiled for the line [i, end) (offsets from i): emit its tokens as
         the general scan emits them; return the offset where the general scan goes on."""
         tokens = self.tokens
-        new = object.__new__
         entry_connector = self._connector
         for act in actions:
             op = act[0]
             if op is _A_CMD:
                 _, start, stop, words, redirections, background, text, connector = act
-                seg = new(Segment)  # (fields set one by one, as in _fast_lines)
-                seg.start = i + start
-                seg.end = i + stop
-                seg.words = list(words)
-                seg.redirections = []
-                seg.heredocs = []
-                seg.connector = entry_connector if connector is None else connector
-                seg.background = background
-                seg.line = seg.end_line = line
-                seg.text = text
+                conn = entry_connector if connector is None else connector
+                tok = _one_line_command(i + start, i + stop, words, conn, background, line, text)
                 for at, fd in redirections:
-                    self._redirection(i + at, seg, fd)
-                tok = new(LexToken)
-                tok.type = "CMD"
-                tok.line = tok.end_line = line
-                tok.text = text
-                tok.segment = seg
-                tok.synthetic = False
+                    self._redirection(i + at, tok.segment, fd)
                 if self.pending_func is None:
                     tokens.append(tok)
                 else:
