@@ -16,7 +16,7 @@ from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
 from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
-from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
+from translator.plan import batch_runtime, kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
 from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
@@ -285,8 +285,21 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
         findings=(),
         source_map=(),
     )
-    plans = _arrays(b, base)
-    return _finish(b, plans, env, runtime.rt)
+    plans = _finish(b, _arrays(b, base), env, runtime.rt)
+    if runtime.rt is runtimes.BATCH:  # after the profile, which may change the image (or the runtime)
+        plans = tuple([_with_batch_runtime(p) if p.runtime == runtimes.BATCH.name else p for p in plans])
+    return plans
+
+
+def _with_batch_runtime(plan: TrainerPlan) -> TrainerPlan:
+    """Batch mode: the TrainJob refers to its own TrainingRuntime, written beside it (plan/batch_runtime.py)."""
+    image = plan.image or runtimes.BATCH.image
+    return _replace(
+        plan,
+        runtime=batch_runtime.runtime_name(plan.name),
+        runtime_kind=batch_runtime.KIND,
+        runtime_document=batch_runtime.runtime_document(plan.name, plan.namespace, image),
+    )
 
 
 # --- acceptance: would sbatch take the script?
@@ -331,7 +344,7 @@ def _runtime_and_image(b: _Build) -> _Runtime:
     runtime_name = (
         settings.runtime or intent.runtime or runtimes.DEFAULT_FOR_FRAMEWORK.get(intent.framework, "torch-distributed")
     )
-    rt = runtimes.get(runtime_name)
+    rt = runtimes.BATCH if runtime_name == runtimes.BATCH.name else runtimes.get(runtime_name)
     if settings.runtime:
         if rt is None:
             b.add(
@@ -603,7 +616,7 @@ def _nodes(b: _Build, runtime: _Runtime) -> int:
         _lines(b.job, "nodes", "ntasks", "ntasks-per-node"),
         "mapped" if num_nodes == shape.nodes else "approximated",
     )
-    if runtime.framework == "mpi":
+    if runtime.framework == "mpi" and runtime.rt is not runtimes.BATCH:
         text = " ".join(intent.command + intent.args)
         if not _MPI_STARTER.search(text):
             b.add(

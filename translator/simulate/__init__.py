@@ -130,10 +130,34 @@ def _kube_of_script(path, text, settings, array_index, timeout, runtimes) -> Sid
         for p in plans:  # --array-mode=expand: the TrainJob of that index
             if str(p.name).endswith(f"-{array_index}"):
                 plan = p
-    kube = kubeflow_of_trainjob(trainjob_dict(plan), runtimes, timeout)
+    kube = kubeflow_of_trainjob(trainjob_dict(plan), _with_runtime_of(plan, runtimes), timeout)
     if len(plans) > 1:
         kube = replace(kube, notes=kube.notes + (f"{len(plans)} TrainJobs were produced; {plan.name} is compared",))
     return kube
+
+
+def _with_runtime_of(plan, runtimes):
+    """The runtimes the Kubeflow side knows, plus the one a batch-mode plan writes beside its TrainJob."""
+    if plan.runtime_document is None:
+        return runtimes
+    from translator.simulate.kubeflow_pods import load_runtimes
+
+    known = dict(runtimes if runtimes is not None else load_runtimes())
+    known[str(plan.runtime)] = plan.runtime_document
+    return known
+
+
+def _with_runtimes_in(trainjob_path: str, runtimes):
+    """The runtimes the Kubeflow side knows, plus the (Cluster)TrainingRuntimes of the TrainJob's own file
+    (batch mode writes its runtime there)."""
+    from translator.simulate.kubeflow_pods import load_runtimes
+
+    own = load_runtimes([trainjob_path])
+    if not own:
+        return runtimes
+    known = dict(runtimes if runtimes is not None else load_runtimes())
+    known.update(own)
+    return known
 
 
 def source_of_trainjob(trainjob: dict, trainjob_path: str) -> str | None:
@@ -164,6 +188,10 @@ def simulate_trainjob(
     settings = settings or ConvertSettings()
     try:
         jobs = read_trainjobs(_read_text(trainjob_path), trainjob_path)
+    except TrainJobError as exc:
+        raise SimulateError(str(exc)) from None
+    try:
+        runtimes = _with_runtimes_in(trainjob_path, runtimes)
     except TrainJobError as exc:
         raise SimulateError(str(exc)) from None
     out = []

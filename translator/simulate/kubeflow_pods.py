@@ -74,6 +74,7 @@ from decimal import Decimal, InvalidOperation
 from collections.abc import Mapping, Sequence
 
 from translator.jsondata import as_list
+from translator.plan.batch_runtime import is_batch_runtime
 from translator.simulate.kubelet import expand_argv, resolve_env
 from translator.simulate.model import PodLaunch
 
@@ -503,6 +504,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = Non
             f"spec.runtimeRef.name {rname!r} is not a runtime the simulation knows ({', '.join(sorted(runtimes))})"
         )
     _check_runtime(runtime, rname)
+    batch = is_batch_runtime(runtime)
     rspec = runtime.get("spec") or {}
     ml = rspec.get("mlPolicy") or {}
     policy = _policy(ml)
@@ -686,6 +688,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = Non
                     image=image,
                     fqdn=f"{host}.{name}",
                     image_entrypoint=not command,
+                    batch=batch,
                 )
             )
     return pods
@@ -741,7 +744,8 @@ def hostfile_of(pods: Sequence[PodLaunch]) -> str | None:
 def training_pods(pods: Sequence[PodLaunch]) -> tuple[PodLaunch, ...]:
     """The pods in training-node order: the MPI hostfile's line order when the job has one (OpenMPI
     fills slots host by host in that order, so rank 0 runs on the first line's pod), else the trainer
-    pods by completion index."""
+    pods by completion index. In batch mode the launcher comes first: it is the batch host, Slurm's node 0,
+    and the steps' srun numbers the nodes from it (plan/batch_prologue.py)."""
     hostfile = hostfile_of(pods)
     if hostfile is None:
         return tuple(p for p in pods if p.role == "node")
@@ -751,6 +755,8 @@ def training_pods(pods: Sequence[PodLaunch]) -> tuple[PodLaunch, ...]:
         host = line.split()[0] if line.split() else ""
         if host in by_fqdn:
             out.append(by_fqdn[host])
+    if any(p.batch for p in out):  # batch mode: the launcher runs the batch script, so it is Slurm's node 0
+        out = [p for p in out if p.role == LAUNCHER] + [p for p in out if p.role != LAUNCHER]
     return tuple(out)
 
 

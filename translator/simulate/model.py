@@ -55,6 +55,7 @@ class PodLaunch:
     image: str = ""  # container image (MPI workers keep the runtime's image under v2.3)
     fqdn: str = ""  # "<hostname>.<trainjob>": the name other pods (hostfile, PET_MASTER_ADDR) use
     image_entrypoint: bool = False  # no container command: the image's ENTRYPOINT runs, with `argv` as its args
+    batch: bool = False  # a pod of batch mode's runtime (plan/batch_runtime.py): the launcher is Slurm's node 0
 
 
 @dataclass(frozen=True)

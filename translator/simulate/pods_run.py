@@ -47,6 +47,9 @@ def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0) -> SideResult:
         if not p.argv:
             notes.append(f"pod {p.name}: empty command")
             continue
+        if p.batch and p.role != "launcher":  # batch mode: sshd only; a step's mpirun starts its tasks there
+            notes.append(f"pod {p.name}: runs sshd; the steps' tasks reach it through mpirun")
+            continue
         env: dict[str, str] = {}
         for k, v in p.env:
             env[k] = v
