@@ -154,6 +154,8 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
     inside goes to the first family of registry.FAMILIES that matches it."""
     if not toks:
         return script_family.build(ctx, line, ["the launch line has no command"])
+    if srun is not None and "multi-prog" in srun.options:
+        return script_family.build(ctx, line, [f"`srun --multi-prog` on line {line} runs a program per task"])
     if not toks[0].literal:
         program = common.static_value(ctx, toks[0])
         if program is None:
