@@ -168,3 +168,18 @@ def test_generated_sdk_code_submits_the_same_trainjob(tmp_path):
         pairs.append((y, p))
     for rc, out in oracle_compare_with_runtimes(pairs):
         assert rc == 0 and "equivalent: yes" in out, out
+
+
+@pytest.mark.cluster
+def test_the_real_api_server_stores_every_runtime_and_trainjob(kube):
+    # created for real (not a dry run), runtime first, then read back: the CRDs' schema and CEL rules accept both
+    group = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/" + kube.ns
+    for name in sorted(MULTI_NODE):
+        [plan] = _convert(name).plans
+        runtime, trainjob = _docs(trainjob_yaml.render([plan]))
+        kube.cluster.request("POST", f"{group}/trainingruntimes", body=runtime)
+        kube.cluster.request("POST", f"{group}/trainjobs", body=trainjob)
+        stored = kube.cluster.request("GET", f"{group}/trainingruntimes/{runtime['metadata']['name']}").body
+        assert stored["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] is True
+        got = kube.cluster.request("GET", f"{group}/trainjobs/{trainjob['metadata']['name']}").body
+        assert got["spec"]["runtimeRef"]["kind"] == "TrainingRuntime"
