@@ -718,14 +718,6 @@ CODES: tuple[Code, ...] = (
     ),
     Code(
         "L",
-        "L330",
-        "warning",
-        "script fallback: the body runs under bash -c on every node (reason given)",
-        "a loop of srun steps",
-        'guard run-once steps with `[ "$SLURM_NODEID" = 0 ]`',
-    ),
-    Code(
-        "L",
         "L331",
         "info",
         "the Slurm-compatibility prologue defines these variables/functions",
@@ -939,6 +931,31 @@ CODES: tuple[Code, ...] = (
         "the image must provide the `composer` command (MosaicML Composer)",
         "`composer -n 8 train.py`",
         "`--image` with mosaicml installed",
+    ),
+    Code(
+        "L",
+        "L366",
+        "info",
+        "batch mode, several nodes: the script runs once on the launcher pod (Slurm's node 0) of its own "
+        "TrainingRuntime; each srun starts its tasks on the pods with mpirun over ssh",
+        "a loop of srun steps on `-N 4`",
+        "nothing (review docs/batch-mode.md)",
+    ),
+    Code(
+        "L",
+        "L367",
+        "warning",
+        "batch mode, several nodes: every pod runs the TrainJob's image, which must provide bash, sshd and Open MPI",
+        "`-N 2` with two srun steps",
+        "an image with openssh-server and Open MPI added, then `--image`",
+    ),
+    Code(
+        "L",
+        "L368",
+        "info",
+        "batch mode, one node: the script runs once in the job's one pod; each srun starts its tasks there",
+        "`-N 1` with background srun steps and `wait`",
+        "nothing",
     ),
     Code(
         "L",
