@@ -298,7 +298,8 @@ SRUN_ENV = [
 
 SRUN_RUN = [
     "_s2k_run_local() {  # slurm2kf: every task on the batch pod: N local processes, no MPI",
-    "  local r rc=0 code first=0 pids=()",
+    "  local r i rc=0 code first=0 pids=()",
+    '  [ "$o_K" = 1 ] && set -m  # each task its own process group, so that -K ends its whole tree',
     '  if [ -n "$o_D" ]; then cd -- "$o_D" || { echo "srun: error: cannot chdir to $o_D" >&2; return 1; }; fi',
     "  for ((r = 0; r < ntasks; r++)); do",
     '    if [ "$r" -eq 0 ]; then _S2K_RANK=0 bash -c "$_s2k_task_sh" s2k-task "$@" <&0 &',
@@ -308,7 +309,9 @@ SRUN_RUN = [
     '  if [ "$o_K" = 1 ]; then  # --kill-on-bad-exit: the first failing task ends the others',
     '    for r in "${pids[@]}"; do',
     "      wait -n; code=$?",
-    '      if [ "$code" -ne 0 ] && [ "$first" -eq 0 ]; then first=$code; kill "${pids[@]}" 2>/dev/null; fi',
+    '      if [ "$code" -ne 0 ] && [ "$first" -eq 0 ]; then',
+    '        first=$code; for i in "${pids[@]}"; do kill -TERM -- "-$i" 2>/dev/null; done',
+    "      fi",
     "    done",
     "    return $first",
     "  fi",
