@@ -129,3 +129,25 @@ def test_exit_status_and_kill_on_bad_exit_across_pods(tmp_path, mpi_env):
     assert out[:2] == ["rc=4", "rc=3"], r.stderr
     assert "survived" not in r.stdout
     assert sorted(out[2:]) == ["0: hi", "1: hi"]
+
+
+def test_a_task_count_that_does_not_match_ntasks_per_node_is_spread_evenly(tmp_path, mpi_env):
+    # srun 22.05 (src/srun/libsrun/opt.c): "can't honor --ntasks-per-node set to X which doesn't match the
+    # requested tasks Y with the number of requested nodes Z. Ignoring --ntasks-per-node." and the tasks
+    # are spread by the block layout (NERSC's user docs: 224 tasks on 4 nodes with 64 per node give 56
+    # per node). Here 4 tasks on the job's 2 nodes with 4 per node: 2 and 2. Fewer tasks than nodes:
+    # "can't run 1 processes on 2 nodes, setting nnodes to 1".
+    hostfile = "g-node-0-0.g slots=4\ng-launcher-0-0.g slots=4\n"
+    header = "#SBATCH -N2\n#SBATCH --ntasks-per-node=4"
+    r = run_batch(tmp_path, header, "srun -n4 ./show\nsrun -n1 ./show\n", "g-launcher-0-0", hostfile, mpi_env)
+    assert r.returncode == 0, r.stderr
+    rows = task_lines(r.stdout)
+    assert [(x["S"], x["P"], x["L"], x["N"], x["H"]) for x in rows] == [
+        ("0", "0", "0", "0", "g-launcher-0-0.g"),
+        ("0", "1", "1", "0", "g-launcher-0-0.g"),
+        ("0", "2", "0", "1", "g-node-0-0.g"),
+        ("0", "3", "1", "1", "g-node-0-0.g"),
+        ("1", "0", "0", "0", "local"),
+    ]
+    assert "can't honor --ntasks-per-node set to 4 which doesn't match the requested tasks 4" in r.stderr
+    assert "can't run 1 processes on 2 nodes, setting nnodes to 1" in r.stderr
