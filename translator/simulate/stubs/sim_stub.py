@@ -237,10 +237,10 @@ def _is_stub(path: str) -> bool:
         return False
 
 
-def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) -> int:
-    """Start `argv` as a launcher would (fork + env). Stubbed names run in the child in-process;
-    real (allow-listed) programs and scripts are exec'd; a program that does not exist in the
-    sandbox is the user's program: a training process is recorded for it."""
+def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None, cwd=None) -> int:
+    """Start `argv` as a launcher would (fork + env, in `cwd` when given). Stubbed names run in the
+    child in-process; real (allow-listed) programs and scripts are exec'd; a program that does not
+    exist in the sandbox is the user's program: a training process is recorded for it."""
     if not argv:
         return 0
     env = dict(env)
@@ -258,6 +258,11 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
         try:
             if stdout_fd is not None:
                 os.dup2(stdout_fd, 1)
+            if cwd:
+                try:
+                    os.chdir(cwd)
+                except OSError as exc:
+                    os._exit(fail(os.path.basename(argv[0]), argv, f"cannot chdir to {cwd}: {exc.strerror}", 1))
             os.environ.clear()
             os.environ.update(env)
             name = os.path.basename(argv[0])
@@ -1383,7 +1388,8 @@ def mpirun(name, args) -> int:
     exported = {}
     for x in _multi_opts(head, ["-x"]):
         k, eq, v = x.partition("=")
-        exported[k] = v if eq else env.get(k, "")
+        if eq or k in env:  # `-x NAME` of an unset variable passes nothing
+            exported[k] = v if eq else env[k]
     for x in _multi_opts(head, ["-genv", "-env"]):
         k, _, v = x.partition("=")
         exported[k] = v
@@ -1393,6 +1399,9 @@ def mpirun(name, args) -> int:
         if h not in order:
             order.append(h)
     record("call", name=name, argv=list(args), np=np_, hosts=order)
+    # --wdir/-wdir/-wd (Open MPI 4), --wd: each rank starts there (relative: from mpirun's directory)
+    wdir = opts.get("--wdir") or opts.get("-wdir") or opts.get("-wd") or opts.get("--wd")
+    wdir = os.path.join(os.getcwd(), str(wdir)) if isinstance(wdir, str) and wdir else None
     rc = 0
     node_envs = _config().get("node_env", {})
     for rank, h in enumerate(placement):
@@ -1429,7 +1438,7 @@ def mpirun(name, args) -> int:
         for k in list(renv):
             if k.startswith(SIM_PREFIX):
                 renv[k] = env.get(k, renv[k])
-        rc = max(rc, run_command(cmd, renv, name, node=info[1], host=info[0]))
+        rc = max(rc, run_command(cmd, renv, name, node=info[1], host=info[0], cwd=wdir))
     return rc
 
 
