@@ -47,6 +47,9 @@ SLURM_ONLY = {
     "module",
     "ml",
 }
+# Site tools of a login node (and of the Slurm nodes that share its software): not in a container image
+# unless the image provides them (the unit's config "provides": pods_run.image_tools).
+LOGIN_NODE_TOOLS = {"module", "ml", "conda", "shifter", "singularity", "apptainer", "enroot", "podman-hpc"}
 # Programs whose launch is not a training process (utilities, package managers, setup commands).
 PY_NON_TRAINING_MODULES = {
     "pip",
@@ -145,8 +148,8 @@ def clean_env(env) -> dict:
     return {k: v for k, v in env.items() if not k.startswith(SIM_PREFIX) and k not in ("BASH_ENV", "_")}
 
 
-def fail(name: str, argv, reason: str, code: int = 1, message: str = "") -> int:
-    record("failure", name=name, argv=list(argv), reason=reason)
+def fail(name: str, argv, reason: str, code: int = 1, message: str = "", category: str = "") -> int:
+    record("failure", name=name, argv=list(argv), reason=reason, category=category)
     sys.stderr.write((message or f"{name}: {reason}") + "\n")
     return code
 
@@ -265,7 +268,7 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
             if (path and _is_stub(path)) or (
                 not path and "/" not in argv[0] and (handler_for(name) or name in KNOWN_NAMES)
             ):
-                code = dispatch(name, list(argv[1:]), training_if_unknown=True)
+                code = dispatch(name, list(argv[1:]), training_if_unknown=True, path=argv[0] if "/" in argv[0] else "")
             elif path and _is_program_stub(path):
                 record_process(argv[0], argv[1:], "", env)  # what the stub script would record
                 code = 0
@@ -543,6 +546,34 @@ def _gpu_count(spec):
     return _int(last, 1)
 
 
+def task_gpus(local, tasks_here, gpt, gpn_step, ngpu, bind=None) -> list:
+    """The GPUs one srun task sees (srun.1 --gpus-per-task, --gpu-bind). --gpus-per-task gives each task
+    its own; otherwise every task sees all GPUs of the step on its node, unless --gpu-bind narrows it:
+    `single:N` (tasks 0..N-1 the first GPU, ...), `map_gpu:L` (task i the i-th of L, cycling), `mask_gpu:M`
+    (the bits of the i-th hex mask), `none` (all). `closest` needs the node's topology: not narrowed."""
+    if gpt:
+        return [str(local * gpt + g) for g in range(gpt)]
+    avail = [str(g) for g in range(gpn_step if gpn_step is not None else ngpu)]
+    kind, _, arg = str(bind or "").partition(":")
+    kind = kind.split(",")[-1].strip().lower()  # `verbose,single:1`
+    if not avail or kind not in ("single", "map_gpu", "mask_gpu"):
+        return avail
+    if kind == "single":
+        per = max(_int(arg, 1) or 1, 1)
+        return [avail[min(local // per, len(avail) - 1)]]
+    items = [x.split("*")[0] for x in arg.split(",") if x]
+    if not items:
+        return avail
+    item = items[local % len(items)]
+    if kind == "map_gpu":
+        return [item] if item.isdigit() else avail
+    try:
+        mask = int(item, 16)
+    except ValueError:
+        return avail
+    return [str(g) for g in range(max(len(avail), mask.bit_length())) if mask >> g & 1]
+
+
 def srun(args) -> int:
     env = dict(os.environ)
     opts, cmd = take_opts(args, SRUN_VALUE, SRUN_FLAGS)
@@ -551,7 +582,7 @@ def srun(args) -> int:
         alloc = hostlist.expand(env.get("SLURM_JOB_NODELIST", this_host()))
     n_alloc = len(alloc)
     if "--multi-prog" in opts:
-        return fail("srun", args, "--multi-prog is not emulated", 1)
+        return fail("srun", args, "--multi-prog is not emulated", 1, category="unsupported")
     if not cmd:
         return fail("srun", args, "no command given", 1, "srun: fatal: No command given to execute.")
 
@@ -702,12 +733,7 @@ def srun(args) -> int:
                 tenv.update({"PMI_RANK": str(tid), "PMI_SIZE": str(ntasks)})
             # gres binding: --gpus-per-task gives each task its own GPUs; otherwise every task of
             # the step sees all GPUs the step has on the node.
-            if gpt:
-                devs = [str(local * gpt + g) for g in range(gpt)]
-            elif gpn_step is not None:
-                devs = [str(g) for g in range(gpn_step)]
-            else:
-                devs = [str(g) for g in range(ngpu)]
+            devs = task_gpus(local, counts[nid], gpt, gpn_step, ngpu, opts.get("--gpu-bind"))
             if devs:
                 tenv["CUDA_VISIBLE_DEVICES"] = ",".join(devs)
                 tenv["SLURM_STEP_GPUS"] = ",".join(devs)
@@ -2104,22 +2130,37 @@ def handler_for(name: str):
     return None
 
 
-KNOWN_NAMES = set(names.COMMON_NAMES) | {"chmod", "cp", "ln", "mkdir", "mv", "rm", "touch", "ulimit"}
+# Known tools that are not the user's program: recorded calls. (`source`/`.` of a file that is not here, and
+# `deactivate`/`activate` of a virtualenv that is not here, come through bash's command_not_found_handle.)
+KNOWN_NAMES = set(names.COMMON_NAMES) | {
+    "chmod",
+    "cp",
+    "ln",
+    "mkdir",
+    "mv",
+    "rm",
+    "touch",
+    "ulimit",
+    "source",
+    ".",
+    "activate",
+    "deactivate",
+}
 
 
-def dispatch(name: str, args, training_if_unknown=False) -> int:
-    if side() != "slurm" and name in SLURM_ONLY:
-        record("failure", name=name, argv=list(args), reason="command not found in the container")
-        sys.stderr.write(f"bash: {name}: command not found\n")
-        return 127
+def dispatch(name: str, args, training_if_unknown=False, path: str = "") -> int:
+    """Run the stub of `name` (`path`: how it was called, when by path). A name that is not a known tool
+    nor a program of the host is the user's program (`lmp`, `/home/u/bin/train`): a training process."""
+    if side() != "slurm" and (name in SLURM_ONLY or _login_tool_absent(name)):
+        return fail(name, args, "command not found in the container", 127, f"bash: {name}: command not found", "not-found")
     h = handler_for(name)
     if h is not None:
         return h(list(args))
     if name in ("module", "ml", "spack", "sleep", "sbatch", "scancel", "sinfo", "squeue", "sacct", "sstat"):
         record("call", name=name, argv=list(args))
         return 0
-    if training_if_unknown and name not in KNOWN_NAMES and not _on_host(name):
-        record_process(name, args, "")
+    if name not in KNOWN_NAMES and not _on_host(name):
+        record_process(path or name, args, "")  # a program that is not a known tool: the user's own
         return 0
     return generic(name, args)
 
@@ -2128,13 +2169,18 @@ def _on_host(name: str) -> bool:
     return name in set(_config().get("host_names", ()))
 
 
+def _login_tool_absent(name: str) -> bool:
+    return name in LOGIN_NODE_TOOLS and name not in set(_config().get("provides", ()))
+
+
 def main() -> None:
     name = os.environ.pop(SIM_PREFIX + "ARGV0", "") or os.path.basename(sys.argv[0])
     if os.environ.pop(SIM_PREFIX + "PROGRAM", "") == "1":  # the user's own program, run by path
         record_process(name, sys.argv[1:], "")
         sys.exit(0)
     try:
-        code = dispatch(name, sys.argv[1:])
+        called = sys.argv[0] if "/" in sys.argv[0] and not sys.argv[0].startswith("/.sim/") else ""
+        code = dispatch(name, sys.argv[1:], path=called if os.path.basename(called) == name else "")
     except BrokenPipeError:
         code = 141
     except SystemExit:
