@@ -245,7 +245,7 @@ def command(
     sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
     status = 0
     provides = tuple(t.strip() for item in image_provides for t in item.split(",") if t.strip())
-    verdicts_all = []
+    verdicts_all: list = []
 
     def settings_for(path):
         profile, _ = _load_profile(profile_path, path)

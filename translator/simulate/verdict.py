@@ -420,7 +420,6 @@ def decide(path: str, slurm: SideResult, kube: SideResult, blockers: Sequence[tu
     slurm, kube = normalized(slurm), normalized(kube)
     shared, s_only, k_only = split_failures(slurm, kube)
     diffs = [failure_text(f) for f in k_only] + process_diffs(slurm, kube)
-    common = dict(path=path, slurm=slurm, kubeflow=kube, shared=tuple(failure_text(f) for f in shared))
     reason = _timeout_reason(slurm.failures + kube.failures)
     if reason is None and (s_only or blockers):
         reason = _slurm_reason(s_only, blockers)
@@ -429,9 +428,9 @@ def decide(path: str, slurm: SideResult, kube: SideResult, blockers: Sequence[tu
             reason = Reason(R_BOTH_FAIL, "both sides fail the same way before training", "both", where_of(shared[0]))
         else:
             reason = Reason(R_EMPTY, "no training process on either side: nothing to compare", "both")
-    if reason is not None:
-        return Verdict(verdict="inconclusive", differences=tuple(diffs), reason=reason, **common)
-    return Verdict(verdict="differs" if diffs else "equivalent", differences=tuple(diffs), **common)
+    kind = "inconclusive" if reason is not None else "differs" if diffs else "equivalent"
+    once = tuple(failure_text(f) for f in shared)
+    return Verdict(path, kind, tuple(diffs), slurm, kube, reason=reason, shared=once)
 
 
 def refused(path: str, slurm: SideResult, why: str) -> Verdict:

@@ -21,7 +21,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostlist  # noqa: E402
 import names  # noqa: E402
-import same_ranks  # noqa: E402
+import same_ranks  # type: ignore[import-not-found]  # noqa: E402
 
 SIM_PREFIX = "SLURM2KF_SIM_"
 _CFG = None
