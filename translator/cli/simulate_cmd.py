@@ -1,6 +1,7 @@
 """`slurm2kf simulate`: the processes a job starts on Slurm and on Kubeflow Trainer, side by side.
 
-Exit status: 0 every script is equivalent; 1 at least one differs; 2 usage error or unreadable input.
+Exit status: 0 every script is equivalent; 1 at least one differs; 3 none differs but at least one is
+inconclusive or refused; 2 usage error or unreadable input (before the others).
 """
 
 from __future__ import annotations
@@ -34,11 +35,26 @@ def process_json(p) -> dict:
     }
 
 
+NOT_PROVEN = 3  # inconclusive or refused: neither proved equivalent nor shown to differ
+
+
+def exit_status(verdicts) -> int:
+    """0 all equivalent; 1 some differs; 3 none differs, some inconclusive or refused."""
+    kinds = {v.verdict for v in verdicts}
+    return 1 if "differs" in kinds else NOT_PROVEN if kinds - {"equivalent"} else 0
+
+
+def reason_json(r) -> dict | None:
+    return None if r is None else {"code": r.code, "text": r.text, "side": r.side, "where": r.where}
+
+
 def verdict_json(v) -> dict:
     return {
         "path": v.path,
         "verdict": v.verdict,
+        "reason": reason_json(v.reason),
         "differences": list(v.differences),
+        "shared_failures": list(v.shared),
         "slurm": [process_json(p) for p in v.slurm.processes],
         "kubeflow": [process_json(p) for p in v.kubeflow.processes],
         "failures": {
@@ -85,6 +101,9 @@ def render_human(v, verbose: bool = False) -> str:
     from translator.simulate.verdict import normalized
 
     lines = [f"{v.path}: {v.verdict}"]
+    if v.reason is not None:
+        where = f" ({v.reason.where})" if v.reason.where else ""
+        lines.append(f"  reason: {v.reason.code} {v.reason.text}{where}")
     sg, kg = _groups(normalized(v.slurm).processes), _groups(normalized(v.kubeflow).processes)
     keys = list(OrderedDict.fromkeys(list(sg) + list(kg)))
     keys.sort(key=lambda k: (k[0], k[1]))
@@ -106,6 +125,9 @@ def render_human(v, verbose: bool = False) -> str:
     if v.differences:
         lines.append("  differences:")
         lines.extend(f"    - {d}" for d in v.differences)
+    if v.shared:
+        lines.append("  fails the same way on both sides:")
+        lines.extend(f"    - {d}" for d in v.shared)
     notes = [
         f"{s.side}: {n}" for s in (v.slurm, v.kubeflow) for n in s.notes if verbose or not n.startswith("isolation:")
     ]
@@ -172,6 +194,13 @@ def render_human(v, verbose: bool = False) -> str:
     metavar="FILE|DIR",
     help="(Cluster)TrainingRuntime YAML of the site, instead of the runtimes Trainer v2.3 ships (repeatable).",
 )
+@click.option(
+    "--image-provides",
+    "image_provides",
+    multiple=True,
+    metavar="TOOL[,TOOL]",
+    help="Site tools the TrainJob's image has (conda, apptainer, module, ...); others are absent in pods.",
+)
 @click.pass_context
 def command(
     ctx,
@@ -188,6 +217,7 @@ def command(
     array_index,
     timeout,
     runtime_files,
+    image_provides,
 ) -> None:
     """Run SCRIPT as a Slurm batch job and as the converted TrainJob, with stub commands (nothing of the
     program runs), and compare the training processes. Options after `--` are sbatch options."""
@@ -214,6 +244,8 @@ def command(
             sys.exit(USAGE_ERROR)
     sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
     status = 0
+    provides = tuple(t.strip() for item in image_provides for t in item.split(",") if t.strip())
+    verdicts_all: list = []
 
     def settings_for(path):
         profile, _ = _load_profile(profile_path, path)
@@ -237,15 +269,16 @@ def command(
         try:
             if trainjob:
                 src = script_opt
-                verdicts = simulate_trainjob(path, src, settings_for(src or path), args, array_index, timeout, runtimes)
+                verdicts = simulate_trainjob(
+                    path, src, settings_for(src or path), args, array_index, timeout, runtimes, provides
+                )
             else:
-                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout, runtimes)]
+                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout, runtimes, provides)]
         except SimulateError as exc:
             click.echo(str(exc), err=True)
             status = USAGE_ERROR
             continue
         for v in verdicts:
             emit(v)
-            if v.verdict != "equivalent" and status == 0:
-                status = 1
-    sys.exit(status)
+        verdicts_all.extend(verdicts)
+    sys.exit(status or exit_status(verdicts_all))

@@ -52,7 +52,9 @@ def slurm_of(
     return replace(side, notes=tuple(notes), hosts=tuple((h[0], h[1], h[2]) for h in alloc.host_table())), job
 
 
-def kubeflow_of_trainjob(trainjob: dict, runtimes=None, timeout: float = DEFAULT_TIMEOUT) -> SideResult:
+def kubeflow_of_trainjob(
+    trainjob: dict, runtimes=None, timeout: float = DEFAULT_TIMEOUT, provides: Sequence[str] = ()
+) -> SideResult:
     from translator.simulate.kubeflow_pods import TrainJobError, pods_from_trainjob
     from translator.simulate.pods_run import run_pods
 
@@ -63,16 +65,13 @@ def kubeflow_of_trainjob(trainjob: dict, runtimes=None, timeout: float = DEFAULT
         return SideResult(
             "kubeflow", failures=(Failure("kubeflow", 0, f"TrainJob {name}", f"the Trainer would not start it: {exc}"),)
         )
-    return run_pods(pods, timeout=timeout)
+    return run_pods(pods, timeout=timeout, provides=provides)
 
 
 def _verdict(path: str, slurm: SideResult, kube: SideResult) -> Verdict:
-    from translator.simulate.verdict import compare
+    from translator.simulate.verdict import decide
 
-    diffs = tuple(compare(slurm, kube))
-    return Verdict(
-        path=path, verdict="differs" if diffs else "equivalent", differences=diffs, slurm=slurm, kubeflow=kube
-    )
+    return decide(path, slurm, kube, slurm.blockers)
 
 
 def simulate_script(
@@ -82,8 +81,10 @@ def simulate_script(
     array_index: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     runtimes=None,
+    provides: Sequence[str] = (),
 ) -> Verdict:
-    """Convert `path` as `convert` does and run both sides (the two sandboxes run at the same time)."""
+    """Convert `path` as `convert` does and run both sides (the two sandboxes run at the same time).
+    `provides`: site tools (`conda`, `apptainer`, `module`, ...) the image is declared to have."""
     from concurrent.futures import ThreadPoolExecutor
 
     import dataclasses
@@ -95,11 +96,31 @@ def simulate_script(
         settings = dataclasses.replace(settings, script_args=tuple(script_args))  # the conversion sees them too
     _check_readable(path, settings)
     text = _read_text(path)
+    conv = _convert(path, text, settings)
+    why = refusal(conv)
+    if why:
+        from translator.simulate.verdict import refused
+
+        return refused(path, SideResult("slurm"), why)
     with ThreadPoolExecutor(max_workers=1) as pool:
         slurm_future = pool.submit(slurm_of, path, settings, script_args, array_index, timeout)
-        kube = _kube_of_script(path, text, settings, array_index, timeout, runtimes)
+        kube = _kube_of_plans(conv.plans, array_index, timeout, runtimes, provides)
         slurm, _ = slurm_future.result()
     return _verdict(path, slurm, kube)
+
+
+def refusal(conv) -> str:
+    """Why `convert` refuses the script (it would exit 1), or "": sbatch refuses it, no TrainJob was produced,
+    or the TrainJob carries an error finding (it cannot run as converted)."""
+    from translator.plan.build import accepted_with_plugins
+
+    if conv.job is not None and not accepted_with_plugins(conv.job):
+        err = next((d for d in conv.diagnostics if d.severity == "error"), None)
+        return f"sbatch refuses it ({err.code}: {err.message})" if err else "sbatch refuses it"
+    if not conv.plans:
+        return "no TrainJob was produced"
+    err = next((f for p in conv.plans for f in p.findings if f.severity == "error"), None)
+    return f"{err.code}: {err.message}" if err is not None else ""
 
 
 def _check_readable(path: str, settings) -> None:
@@ -117,20 +138,22 @@ def _default_settings():
     return ConvertSettings()
 
 
-def _kube_of_script(path, text, settings, array_index, timeout, runtimes) -> SideResult:
-    from translator.emit.trainjob import trainjob_dict
+def _convert(path, text, settings):
     from translator.pipeline import convert
 
-    conv = convert(path, data=text.encode("utf-8"), settings=settings)
-    plans = list(conv.plans)
-    if not plans:
-        return SideResult("kubeflow", failures=(Failure("kubeflow", 0, "convert", "no TrainJob was produced"),))
+    return convert(path, data=text.encode("utf-8"), settings=settings)
+
+
+def _kube_of_plans(plans, array_index, timeout, runtimes, provides=()) -> SideResult:
+    from translator.emit.trainjob import trainjob_dict
+
+    plans = list(plans)
     plan = plans[0]
     if len(plans) > 1 and array_index is not None:
         for p in plans:  # --array-mode=expand: the TrainJob of that index
             if str(p.name).endswith(f"-{array_index}"):
                 plan = p
-    kube = kubeflow_of_trainjob(trainjob_dict(plan), _with_runtime_of(plan, runtimes), timeout)
+    kube = kubeflow_of_trainjob(trainjob_dict(plan), _with_runtime_of(plan, runtimes), timeout, provides)
     if len(plans) > 1:
         kube = replace(kube, notes=kube.notes + (f"{len(plans)} TrainJobs were produced; {plan.name} is compared",))
     return kube
@@ -180,6 +203,7 @@ def simulate_trainjob(
     array_index: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     runtimes=None,
+    provides: Sequence[str] = (),
 ) -> Sequence[Verdict]:
     """Compare an existing TrainJob file (each TrainJob in it) with its Slurm script."""
     from translator.pipeline import ConvertSettings
@@ -203,6 +227,6 @@ def simulate_trainjob(
             )
         _check_readable(src, settings)
         slurm, _ = slurm_of(src, settings, script_args, array_index, timeout)
-        kube = kubeflow_of_trainjob(tj, runtimes, timeout)
+        kube = kubeflow_of_trainjob(tj, runtimes, timeout, provides)
         out.append(_verdict(trainjob_path, slurm, kube))
     return out

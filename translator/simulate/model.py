@@ -37,6 +37,7 @@ class Failure:
     node: int
     command: str
     reason: str
+    kind: str = ""  # "timeout" | "exit" (the unit's status) | "unsupported" | "not-found" | "" (a stub refused)
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,25 @@ class SideResult:
     failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()  # e.g. "isolation: user+mount+net namespaces"
     hosts: tuple[tuple[str, int, str], ...] = ()  # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
+    blockers: tuple[tuple[str, str], ...] = ()  # (reason code, where): why the script cannot run as written
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a verdict is `inconclusive` or `refused`: a stable code (S8xx, docs/codes.md), which side, where."""
+
+    code: str
+    text: str
+    side: str = ""  # "slurm" | "kubeflow" | "both" | ""
+    where: str = ""  # the command, node or pod, and the script line when known
 
 
 @dataclass(frozen=True)
 class Verdict:
     path: str
-    verdict: str  # "equivalent" | "differs"
+    verdict: str  # "equivalent" | "differs" | "inconclusive" | "refused"
     differences: tuple[str, ...] = ()
     slurm: SideResult = field(default_factory=lambda: SideResult("slurm"))
     kubeflow: SideResult = field(default_factory=lambda: SideResult("kubeflow"))
+    reason: Reason | None = None  # for inconclusive and refused
+    shared: tuple[str, ...] = ()  # failures both sides have identically (reported once, not a difference)
