@@ -29,6 +29,45 @@ _TTY_BEFORE = frozenset(";&|(`")
 _TTY_AFTER = frozenset(";&|)`")
 _SHIFT = re.compile(r"(^|[;&|\s])shift(\s|;|$)")
 _ENV_TOOLS = re.compile(r"\b(module|ml|conda)\b")
+#: what sbatch and slurmd give every batch step (sbatch(1) OUTPUT ENVIRONMENT VARIABLES): programs the script
+#: starts read them (Lightning, submitit, MPI libraries), whether or not the script names them; those the
+#: job's options leave unset stay unset
+BATCH_STEP_NAMES = (
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_CPUS_ON_NODE",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_GPUS",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_GPU",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+    "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST",
+    "SLURMD_NODENAME",
+    "SLURM_TOPOLOGY_ADDR",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_GTIDS",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_RESTART_COUNT",
+)
 BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 
 _STUBS = [
@@ -78,7 +117,7 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
             runtime="torch-distributed",
             num_nodes=1,
         )
-    names: list[str] = common.slurm_names(body)
+    names = list(dict.fromkeys(common.slurm_names(body) + list(BATCH_STEP_NAMES)))
     functions = [f for f in ("srun", "scontrol", "sbatch") if common.has_word(body, f)]
     text_lines = batch_prologue.batch_prologue_lines(job, ctx.shape, names=names, functions=functions)
     if _ENV_TOOLS.search(body) is not None:

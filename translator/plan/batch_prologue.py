@@ -449,10 +449,12 @@ if [ -n "${_S2K_MPROG+x}" ]; then
 fi
 _s2k_lw="${_S2K_LABEL:-}" _s2k_rep="${_S2K_REPORT:-}"
 unset _S2K_RANK _S2K_STEP _S2K_GPU _S2K_KEEP _S2K_LABEL _S2K_MPROG _S2K_CPT _S2K_REPORT
-[ -n "$_s2k_lw$_s2k_rep" ] || exec "$@"
+# a program that is not there ends as bash ends it (127, "command not found"), through bash's own lookup
+_s2k_exec() { command -v -- "$1" >/dev/null 2>&1 || { "$@"; exit; }; exec "$@"; }
+[ -n "$_s2k_lw$_s2k_rep" ] || _s2k_exec "$@"
 _s2k_lab() { local l; while IFS= read -r l || [ -n "$l" ]; do printf '%*s: %s\n' "$_s2k_lw" "$_s2k_r" "$l"; done; }
 _s2k_task() {
-  if [ -z "$_s2k_lw" ]; then exec "$@"; fi
+  if [ -z "$_s2k_lw" ]; then _s2k_exec "$@"; fi
   { "$@" 2>&1 1>&3 3>&- | _s2k_lab >&2; exit "${PIPESTATUS[0]}"; } 3>&1 | _s2k_lab
   exit "${PIPESTATUS[0]}"
 }
