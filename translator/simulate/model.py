@@ -64,6 +64,9 @@ class SideResult:
     failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()  # e.g. "isolation: user+mount+net namespaces"
     hosts: tuple[tuple[str, int, str], ...] = ()  # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
+    # why this side's run is not complete, as (code, sentence): more nodes/pods than simulate runs (S821),
+    # the overall deadline or a node's/pod's time limit (S822). Non-empty: the verdict is inconclusive.
+    incomplete: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

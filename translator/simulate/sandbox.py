@@ -103,6 +103,7 @@ SIM_ENV = "SLURM2KF_SIM_"
 S820_REFUSED = "S820"
 S821_CAPPED = "S821"
 S822_TIME_LIMIT = "S822"
+MAX_NODES = 128  # nodes (Slurm side) or pods (Kubeflow side) simulate runs; more: not run, inconclusive
 RECORD_CAP = 8 * 1024 * 1024  # bytes of process/call records kept per side (a tmpfs of this size)
 SETUP_FAILED = 3  # sim_init's exit status when the sandbox cannot be built
 

@@ -208,7 +208,7 @@ def main():
     T = spec["tmp"]
     R = os.path.join(T, "root")
     out_dir = os.path.join(T, "out")
-    notes = []
+    notes: list[str] = []
     try:
         build_root(spec, T, R, notes)
         check_drop_privileges()
@@ -233,7 +233,7 @@ def main():
 
 def read_records(path, cap, notes):
     """The records the stubs wrote, and whether their tmpfs filled up (later records were lost)."""
-    records = []
+    records: list[dict] = []
     try:
         with open(path, "rb") as fh:
             data = fh.read(cap)
