@@ -250,10 +250,42 @@ def stop_all() -> None:
     """End every running sandbox now (the process is stopping: a signal). Later runs are refused."""
     _STOPPING.set()
     for proc in list(_LIVE):
+        _kill_init(proc)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_init(proc: subprocess.Popen) -> None:
+    """SIGKILL the sandbox's process 1 (`unshare`'s child): the kernel then kills every process of its pid
+    namespace, and `unshare` exits once they are all gone. (Killing `unshare` itself would leave that to
+    happen after we returned.)"""
+    kids = _children(proc.pid)
+    for pid in kids:
         try:
-            proc.kill()  # `unshare --kill-child` then kills process 1, and the pid namespace with it
+            os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    if not kids:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Kill the sandbox and wait until nothing of it is left."""
+    _kill_init(proc)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _bashenv(stub: str) -> str:
@@ -602,17 +634,15 @@ def _launch(cmd: list[str], spec: dict, uid, gid) -> tuple[int | None, bytes, by
     _LIVE.add(proc)
     try:
         if _STOPPING.is_set():
-            proc.kill()
+            _kill_init(proc)
         out, err = proc.communicate(json.dumps(spec).encode("utf-8"), timeout=spec["timeout_total"] + 10)
         return proc.returncode, out, err
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        _end(proc)
         return None, b"", b""
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            _end(proc)
         _LIVE.discard(proc)
 
 
