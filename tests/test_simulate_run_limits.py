@@ -108,6 +108,24 @@ def test_run_units_raises_instead_of_a_weaker_mode(monkeypatch):
         sb.run_units([unit], "slurm", [("node01", 0, "10.0.0.1", 0)])
 
 
+def test_a_sandbox_that_cannot_be_built_is_a_refusal_not_a_result(monkeypatch):
+    """Namespaces work, but process 1 cannot start: here the temporary directory sits under a folder
+    (mode 0700) that the sandbox's unprivileged user cannot enter. Nothing runs; simulate refuses."""
+    outer = tempfile.mkdtemp(prefix="slurm2kf-test-private-", dir="/tmp")
+    os.chmod(outer, 0o700)
+    inner = os.path.join(outer, "tmp")
+    os.mkdir(inner, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", inner)
+    unit = sb.Unit(argv=["/bin/bash", "-c", "echo ran"], env={}, hostname="node01")
+    try:
+        assert os.geteuid() == 0  # (as root the sandbox runs as its own uid, which 0700 keeps out)
+        with pytest.raises(sb.SandboxUnavailable, match="S820.*cannot be built"):
+            sb.run_units([unit], "slurm", [("node01", 0, "10.0.0.1", 0)])
+        assert os.listdir(inner) == []
+    finally:
+        shutil.rmtree(outer, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- deadline and cap
 
 

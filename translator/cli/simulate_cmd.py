@@ -151,11 +151,14 @@ def _stop_on_signals():
     then exits with 128+N. The previous handlers come back afterwards."""
     from translator.simulate import sandbox
 
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
     def stop(signum, _frame):
+        for s in sigs:  # a second signal must not interrupt the clean-up
+            signal.signal(s, signal.SIG_IGN)
         sandbox.stop_all()
         raise _Stopped(signum)
 
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     try:
         old = {s: signal.signal(s, stop) for s in sigs}
     except ValueError:  # not the main thread: no handlers (the parent-death signal still applies)

@@ -663,15 +663,14 @@ def _run_ns(tmp, units, side, hosts, timeout, budget, extra_stub_paths, node_env
     rc, out, err = _launch(cmd, spec, uid, gid)
     if _STOPPING.is_set():
         raise Interrupted("simulate was interrupted")
-    if rc == SETUP_FAILED:
-        why = " ".join(err.decode("utf-8", "replace").split())[-300:]
-        raise SandboxUnavailable(refusal(f"the sandbox cannot be built on this system ({why})"))
+    why = " ".join(err.decode("utf-8", "replace").split())[-300:]
+    if rc is not None and not out:  # process 1 could not build the sandbox (or could not start at all)
+        raise SandboxUnavailable(refusal(f"the sandbox cannot be built on this system ({why or rc})"))
     notes: list[str] = []
     try:
         res = json.loads(out.decode("utf-8", "replace"))
     except ValueError:
         res = {"units": [], "records": [], "notes": []}
-        why = " ".join(err.decode("utf-8", "replace").split())[-300:]
         notes.append("sandbox killed after its time limit" if rc is None else f"sandbox failed: {why}")
     results = [
         UnitResult(r.get("rc"), bool(r.get("timed_out")), r.get("stdout", ""), r.get("stderr", ""))
