@@ -37,6 +37,7 @@ RM_WAYS = [
     ("plain", "/usr/bin/rm -f {t}; rm -f {t}; /bin/rm -f {t}"),
     ("xargs, find -exec", "echo {t} | xargs rm -f; find {t} -exec rm -f {{}} \\;"),
     ("host root through process 1", "/proc/1/root/usr/bin/rm -f /proc/1/root{t}"),
+    ("the sandbox's private path", "/.sim/real/usr/bin/rm -f {t}; /.sim/real/bin/rm -f {t}"),
 ]
 
 
@@ -77,6 +78,16 @@ def test_no_way_of_calling_rm_deletes_a_host_file(tmp_path):
     # the calls reached the recording stub, whichever way they were spelt
     rm_calls = [r for r in res.records if r.get("kind") == "call" and r.get("name") == "rm"]
     assert len(rm_calls) >= 12, rm_calls
+
+
+def test_only_the_allow_listed_programs_are_real_in_the_sandbox():
+    res = sb.run_units([_bash("ls /.sim/real/usr/bin; [ -e /.sim/real/bin ] || echo no-bin")], "slurm", HOSTS)
+    words = res.units[0].stdout.split()
+    assert words[-1] == "no-bin"
+    names = set(words[:-1])
+    assert "rm" not in names and "curl" not in names and "unshare" not in names
+    allowed = set(sb.ALLOW) | {"dash", "mawk", "gawk", "python3"}  # (the real names behind sh, awk)
+    assert all(n in allowed or n.startswith(("python3.", "which")) for n in names), names
 
 
 def test_utilities_that_write_files_cannot_write_host_files(tmp_path):
