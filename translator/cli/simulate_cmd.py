@@ -206,7 +206,11 @@ def _stop_on_signals():
     help="Array element to simulate (default: the first index).",
 )
 @click.option(
-    "--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True, help="Seconds each side may run."
+    "--timeout",
+    type=click.FloatRange(0.5, 60),
+    default=5.0,
+    show_default=True,
+    help="Seconds each node's or pod's command may run.",
 )
 @click.option(
     "--deadline",
