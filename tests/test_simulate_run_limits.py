@@ -137,7 +137,7 @@ def test_overall_deadline_ends_the_run_and_says_how_much_did_not_run():
     t0 = time.monotonic()
     res = sb.run_units(units, "kubeflow", hosts, timeout=2.0, deadline=time.monotonic() + 3.0)
     elapsed = time.monotonic() - t0
-    assert elapsed < 3.0 + 3.0, elapsed  # (setup and teardown take well under a second here)
+    assert elapsed < 8.0, elapsed  # without the deadline: 4 x 2 s at least (and setup, on a busy machine)
     assert [u.timed_out for u in res.units] == [True, True, True, True]
     assert [code for code, _ in res.incomplete] == ["S822"]
     assert "2 of 4 node(s)/pod(s) did not run" in res.incomplete[0][1]
@@ -148,7 +148,7 @@ def test_deadline_option_gives_an_inconclusive_verdict(tmp_path, cli):
     script.write_text(SLOW_SCRIPT)
     t0 = time.monotonic()
     r = cli("simulate", "--json", "--timeout", "30", "--deadline", "2", script)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 20  # the batch script alone would run for its 30 s
     obj = json.loads(r.stdout)
     assert obj["verdict"] == "inconclusive" and r.exit_code != 0
     assert any("S822" in d and d.startswith("slurm:") for d in obj["differences"]), obj["differences"]
