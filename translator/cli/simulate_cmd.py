@@ -1,18 +1,29 @@
 """`slurm2kf simulate`: the processes a job starts on Slurm and on Kubeflow Trainer, side by side.
 
 Exit status: 0 every script is equivalent; 1 at least one differs; 3 none differs but at least one is
-inconclusive or refused; 2 usage error or unreadable input (before the others).
+inconclusive or refused; 2 usage error or unreadable input (before the others), or simulate refuses to run
+because it cannot isolate the scripts (S820); 128+N when stopped by signal N (SIGINT, SIGTERM, SIGHUP: every
+sandbox is ended and its temporary files removed first).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections import OrderedDict
+from contextlib import contextmanager
 
 import click
 
-from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items, parse_script_args, script_args_option
+from translator.cli.common import (
+    USAGE_ERROR,
+    SbatchArgsCommand,
+    echo_user,
+    parse_env_items,
+    parse_script_args,
+    script_args_option,
+)
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -149,6 +160,38 @@ def render_human(v, verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+class _Stopped(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stop_on_signals():
+    """SIGINT, SIGTERM and SIGHUP end every running sandbox at once (its processes die with its pid
+    namespace) and unwind the run, so that each sandbox's temporary directory is removed; the caller
+    then exits with 128+N. The previous handlers come back afterwards."""
+    from translator.simulate import sandbox
+
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def stop(signum, _frame):
+        for s in sigs:  # a second signal must not interrupt the clean-up
+            signal.signal(s, signal.SIG_IGN)
+        sandbox.stop_all()
+        raise _Stopped(signum)
+
+    try:
+        old = {s: signal.signal(s, stop) for s in sigs}
+    except ValueError:  # not the main thread: no handlers (the parent-death signal still applies)
+        old = {}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 @click.command(name="simulate", cls=SbatchArgsCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("scripts", nargs=-1, metavar="SCRIPT...")
 @click.option(
@@ -185,7 +228,18 @@ def render_human(v, verbose: bool = False) -> str:
     help="Array element to simulate (default: the first index).",
 )
 @click.option(
-    "--timeout", type=click.FloatRange(0.5, 60), default=5.0, show_default=True, help="Seconds each side may run."
+    "--timeout",
+    type=click.FloatRange(0.5, 60),
+    default=5.0,
+    show_default=True,
+    help="Seconds each node's or pod's command may run.",
+)
+@click.option(
+    "--deadline",
+    type=click.FloatRange(1, 3600),
+    default=60.0,
+    show_default=True,
+    help="Seconds one script's whole simulation (both sides, every node and pod) may take.",
 )
 @click.option(
     "--runtimes",
@@ -202,7 +256,31 @@ def render_human(v, verbose: bool = False) -> str:
     help="Site tools the TrainJob's image has (conda, apptainer, module, ...); others are absent in pods.",
 )
 @click.pass_context
-def command(
+def command(ctx, **opts) -> None:
+    """Run SCRIPT as a Slurm batch job and as the converted TrainJob, with stub commands (nothing of the
+    program runs), and compare the training processes. Options after `--` are sbatch options."""
+    from translator.simulate import sandbox
+
+    if opts["trainjob"] and opts["scripts"]:
+        raise click.UsageError("give either SCRIPT... or --trainjob FILE (with --script)")
+    if not opts["trainjob"] and not opts["scripts"]:
+        raise click.UsageError("missing SCRIPT (or --trainjob FILE)")
+    if opts["script_opt"] and not opts["trainjob"]:
+        raise click.UsageError("--script goes with --trainjob")
+    try:
+        sandbox.check_isolation()
+        with _stop_on_signals():
+            status = _run(ctx, **opts)
+    except sandbox.SandboxUnavailable as exc:
+        echo_user(str(exc), err=True)
+        sys.exit(USAGE_ERROR)
+    except _Stopped as exc:
+        echo_user(f"simulate: stopped by {signal.Signals(exc.signum).name}; every sandbox was ended", err=True)
+        sys.exit(128 + exc.signum)
+    sys.exit(status)
+
+
+def _run(
     ctx,
     scripts,
     trainjob,
@@ -216,21 +294,16 @@ def command(
     script_args,
     array_index,
     timeout,
+    deadline,
     runtime_files,
     image_provides,
-) -> None:
-    """Run SCRIPT as a Slurm batch job and as the converted TrainJob, with stub commands (nothing of the
-    program runs), and compare the training processes. Options after `--` are sbatch options."""
+) -> int:
+    """Simulate each script (or the --trainjob file); the exit status. SandboxUnavailable propagates."""
     from translator.cli.convert_cmd import _load_profile
     from translator.pipeline import ConvertSettings
     from translator.simulate import SimulateError, simulate_script, simulate_trainjob
+    from translator.simulate.sandbox import SandboxUnavailable
 
-    if trainjob and scripts:
-        raise click.UsageError("give either SCRIPT... or --trainjob FILE (with --script)")
-    if not trainjob and not scripts:
-        raise click.UsageError("missing SCRIPT (or --trainjob FILE)")
-    if script_opt and not trainjob:
-        raise click.UsageError("--script goes with --trainjob")
     args = parse_script_args(script_args) or ()
     env = parse_env_items(sbatch_env)
     runtimes = None
@@ -240,8 +313,8 @@ def command(
         try:
             runtimes = load_runtimes(list(runtime_files))
         except TrainJobError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(USAGE_ERROR)
+            echo_user(f"error: {exc}", err=True)
+            return USAGE_ERROR
     sbatch_args = tuple(ctx.meta.get("slurm2kf.sbatch_args", ()))
     status = 0
     provides = tuple(t.strip() for item in image_provides for t in item.split(",") if t.strip())
@@ -260,9 +333,9 @@ def command(
 
     def emit(v):
         if as_json:
-            click.echo(json.dumps(verdict_json(v), sort_keys=False))
+            click.echo(json.dumps(verdict_json(v), sort_keys=False))  # (JSON escapes every control character)
         else:
-            click.echo(render_human(v, verbose), nl=False)
+            echo_user(render_human(v, verbose), nl=False)
 
     jobs = [trainjob] if trainjob else list(scripts)
     for path in jobs:
@@ -270,15 +343,19 @@ def command(
             if trainjob:
                 src = script_opt
                 verdicts = simulate_trainjob(
-                    path, src, settings_for(src or path), args, array_index, timeout, runtimes, provides
+                    path, src, settings_for(src or path), args, array_index, timeout, runtimes, provides, deadline
                 )
             else:
-                verdicts = [simulate_script(path, settings_for(path), args, array_index, timeout, runtimes, provides)]
+                verdicts = [
+                    simulate_script(path, settings_for(path), args, array_index, timeout, runtimes, provides, deadline)
+                ]
+        except SandboxUnavailable:
+            raise
         except SimulateError as exc:
-            click.echo(str(exc), err=True)
+            echo_user(str(exc), err=True)
             status = USAGE_ERROR
             continue
         for v in verdicts:
             emit(v)
         verdicts_all.extend(verdicts)
-    sys.exit(status or exit_status(verdicts_all))
+    return status or exit_status(verdicts_all)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from translator.simulate.model import Failure, Process, SideResult
-from translator.simulate.sandbox import SandboxResult
+from translator.simulate.sandbox import S822_TIME_LIMIT, SandboxResult
 
 
 def side_result(
@@ -48,11 +48,14 @@ def side_result(
                     kind=str(r.get("category", "")),
                 )
             )
+    incomplete = list(res.incomplete)
     for i, u in enumerate(res.units):
         where = unit_names[i] if i < len(unit_names) else f"unit {i}"
         node = unit_nodes[i] if i < len(unit_nodes) else 0
         if u.timed_out:
             fails.append(Failure(side, node, where, "did not finish within the simulation time limit", "timeout"))
+            if not res.incomplete:  # (the overall deadline's sentence already covers it)
+                incomplete.append((S822_TIME_LIMIT, f"{where} did not finish within its time limit"))
         elif u.rc not in (0, None):
             last = [ln for ln in u.stderr.strip().splitlines() if ln.strip()]
             why = f"exited with status {u.rc}" + (f" ({last[-1][:160]})" if last else "")
@@ -63,4 +66,5 @@ def side_result(
         processes=tuple(procs),
         failures=tuple(fails),
         notes=tuple([f"isolation: {res.isolation}"] + list(res.notes) + list(notes)),
+        incomplete=tuple(incomplete),
     )

@@ -106,6 +106,14 @@ class TrainJobError(ValueError):
     simulation does not emulate.  The message says which field and why."""
 
 
+class TooManyPods(TrainJobError):
+    """The TrainJob starts more pods than the simulation runs (`pods_from_trainjob(max_pods=...)`)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"the TrainJob starts {count} pods")
+        self.count = count
+
+
 # ---------------------------------------------------------------------------------------------- runtimes
 
 
@@ -481,9 +489,12 @@ def _int_field(trainer: Mapping, key: str, minimum: int) -> int | None:
 # ---------------------------------------------------------------------------------------------- main
 
 
-def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = None) -> list[PodLaunch]:
+def pods_from_trainjob(
+    trainjob: dict, runtimes: Mapping[str, dict] | None = None, max_pods: int | None = None
+) -> list[PodLaunch]:
     """The containers Kubeflow Trainer v2.3 + the kubelet start for ``trainjob`` (a TrainJob as a dict),
-    in JobSet order (replicatedJobs of the runtime, pods by completion index)."""
+    in JobSet order (replicatedJobs of the runtime, pods by completion index). TooManyPods when they
+    would be more than ``max_pods`` (checked before any pod is built)."""
     if not isinstance(trainjob, dict):
         raise TrainJobError("the TrainJob is not a mapping")
     if not isinstance(trainjob.get("metadata") or {}, dict):
@@ -568,6 +579,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = Non
             )
         if num_nodes is not None and NODE in counts:
             counts[NODE] = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
+
+    if max_pods is not None and sum(counts.values()) > max_pods:
+        raise TooManyPods(sum(counts.values()))
 
     # --- per-container env lists (before the kubelet) and command/image
     trainer_count = counts[trainer_job.get("name")]

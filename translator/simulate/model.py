@@ -67,6 +67,9 @@ class SideResult:
     notes: tuple[str, ...] = ()  # e.g. "isolation: user+mount+net namespaces"
     hosts: tuple[tuple[str, int, str], ...] = ()  # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
     blockers: tuple[tuple[str, str], ...] = ()  # (reason code, where): why the script cannot run as written
+    # why this side's run is not complete, as (code, sentence): more nodes/pods than simulate runs (S821),
+    # the overall deadline or a node's/pod's time limit (S822). Non-empty: the verdict is inconclusive.
+    incomplete: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

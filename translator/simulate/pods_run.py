@@ -40,7 +40,9 @@ def host_table(pods: Sequence[PodLaunch]) -> list[tuple[str, int, str, int]]:
     return table
 
 
-def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0, provides: Sequence[str] = ()) -> SideResult:
+def run_pods(
+    pods: Sequence[PodLaunch], timeout: float = 5.0, provides: Sequence[str] = (), deadline: float | None = None
+) -> SideResult:
     from translator.simulate import sandbox
     from translator.simulate.collect import side_result
 
@@ -81,7 +83,7 @@ def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0, provides: Sequence
         )
         names.append(f"pod {p.name}")
         nodes.append(node_of[p.hostname])
-    res = sandbox.run_units(units, "kubeflow", table, timeout=timeout)
+    res = sandbox.run_units(units, "kubeflow", table, timeout=timeout, deadline=deadline)
     out = side_result("kubeflow", res, names, nodes, notes)
     from dataclasses import replace
 

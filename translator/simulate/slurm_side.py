@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from collections.abc import Sequence
 
+from translator.simulate.model import SideResult
 from translator.simulate.stubs import hostlist
 
 JOB_ID = 4242
@@ -46,8 +47,8 @@ def _int(v) -> int | None:
         return None
 
 
-def allocation(job) -> Allocation:
-    """The nodes, GPUs and task layout slurmctld would grant (the minimum node count of a range)."""
+def node_count(job) -> int:
+    """The nodes slurmctld would grant: the minimum of a range, else what -n/--ntasks-per-node need."""
     f = job.fields
     nodes = f.nodes_min or 0
     if not nodes:
@@ -55,7 +56,13 @@ def allocation(job) -> Allocation:
             nodes = -(-f.ntasks // f.ntasks_per_node)
         else:
             nodes = 1
-    nodes = max(1, min(nodes, 512))
+    return max(1, nodes)
+
+
+def allocation(job) -> Allocation:
+    """The nodes, GPUs and task layout slurmctld would grant (`node_count`; the caller checks the cap)."""
+    f = job.fields
+    nodes = node_count(job)
     width = max(2, len(str(nodes)))
     names = tuple(f"node{i + 1:0{width}d}" for i in range(nodes))
     if f.gpus_per_node is not None:
@@ -248,11 +255,25 @@ def absolute_programs(text: str) -> list[str]:
     return sorted({m.group(1) for m in _ABS_PROG.finditer(text)})
 
 
-def run(job, text: str, script_args: Sequence[str] = (), array_index: int | None = None, timeout: float = 5.0):
-    """Run the batch script in the sandbox; returns (SideResult, Allocation)."""
+def run(
+    job,
+    text: str,
+    script_args: Sequence[str] = (),
+    array_index: int | None = None,
+    timeout: float = 5.0,
+    deadline: float | None = None,
+):
+    """Run the batch script in the sandbox; returns (SideResult, Allocation). A job on more nodes than
+    simulate runs (sandbox.MAX_NODES) is not run: its SideResult says so in `incomplete` (S821)."""
     from translator.simulate import sandbox
     from translator.simulate.collect import side_result
 
+    sandbox.check_isolation()
+    nodes = node_count(job)
+    if nodes > sandbox.MAX_NODES:
+        why = f"the job asks for {nodes} nodes; simulate runs at most {sandbox.MAX_NODES} per side"
+        side = SideResult("slurm", notes=(f"not run: {why} ({sandbox.S821_CAPPED})",))
+        return replace(side, incomplete=((sandbox.S821_CAPPED, why),)), Allocation(("node01",), 0, (1,), 1)
     alloc = allocation(job)
     env, notes = batch_env(job, alloc, array_index)
     spool = f"/var/spool/slurmd/job{env['SLURM_JOB_ID']}/slurm_script"
@@ -281,7 +302,12 @@ def run(job, text: str, script_args: Sequence[str] = (), array_index: int | None
         programs=sandbox.program_paths([text]),
     )
     res = sandbox.run_units(
-        [unit], "slurm", alloc.host_table(), timeout=timeout, extra_stub_paths=absolute_programs(text)
+        [unit],
+        "slurm",
+        alloc.host_table(),
+        timeout=timeout,
+        extra_stub_paths=absolute_programs(text),
+        deadline=deadline,
     )
     notes.append(
         f"allocation: {len(alloc.hosts)} node(s) {hostlist.compress(list(alloc.hosts))}, "

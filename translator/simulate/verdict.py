@@ -420,7 +420,11 @@ def decide(path: str, slurm: SideResult, kube: SideResult, blockers: Sequence[tu
     slurm, kube = normalized(slurm), normalized(kube)
     shared, s_only, k_only = split_failures(slurm, kube)
     diffs = [failure_text(f) for f in k_only] + process_diffs(slurm, kube)
-    reason = _timeout_reason(slurm.failures + kube.failures)
+    # a side that did not run to its end (more nodes than simulate runs, the overall deadline): never a verdict
+    incomplete = [(side.side, code, why) for side in (slurm, kube) for code, why in side.incomplete]
+    reason = Reason(incomplete[0][1], incomplete[0][2], incomplete[0][0]) if incomplete else None
+    if reason is None:
+        reason = _timeout_reason(slurm.failures + kube.failures)
     if reason is None and (s_only or blockers):
         reason = _slurm_reason(s_only, blockers)
     if reason is None and not diffs and not slurm.processes and not kube.processes:
