@@ -281,7 +281,12 @@ def run_unit(spec, R, out_dir, i, u, deadline_total):
                 rc = os.waitstatus_to_exitcode(status)
                 break
             time.sleep(0.002)
-    # whatever the unit left running (background jobs, fork loops) ends with it
+    # Background steps the script started just before it ended get a moment to start their tasks: the
+    # stubs take no time (`sleep` returns at once), so without this a step launched behind `&` is cut
+    # before its tasks run, where on a cluster the script's own sleeps gave it time. Then whatever the
+    # unit left running (background jobs, fork loops) ends with it.
+    if not timed_out:
+        _drain(min(deadline, time.monotonic() + DRAIN_SECONDS))
     try:
         os.kill(-1, signal.SIGKILL)
     except OSError:
@@ -300,6 +305,20 @@ def run_unit(spec, R, out_dir, i, u, deadline_total):
         res[key] = data[:cap].decode("utf-8", "replace")
         res[key + "_truncated"] = len(data) > cap
     return res
+
+
+DRAIN_SECONDS = 1.0
+
+
+def _drain(until: float) -> None:
+    """Reap the unit's remaining processes as they end, until none is left or `until` (time.monotonic())."""
+    while time.monotonic() < until:
+        try:
+            wpid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # process 1 has no child left, so nothing runs in the namespace
+        if wpid == 0:
+            time.sleep(0.002)
 
 
 def child(spec, R, u, outfd, errfd):
