@@ -153,3 +153,15 @@ def test_too_many_nodes_is_an_error(tmp_path):
     r = run_batch(tmp_path, "#SBATCH -N1", "srun -N2 true; echo rc=$?\n", ME)
     assert r.stdout.splitlines() == ["rc=1"]
     assert "Only allocated 1 nodes asked for 2" in r.stderr
+
+
+def test_first_host_idiom_under_pipefail(tmp_path):
+    # `scontrol show hostnames | head -n1` under `set -euo pipefail` (a common way to pick the head node):
+    # scontrol writes its list at once, so head's early exit does not fail the pipeline.
+    body = (
+        "set -euo pipefail\n"
+        "for i in 1 2 3 4 5; do first=$(scontrol show hostnames 'n[001-300]' | head -n1); done\n"
+        'echo "first=$first"\n'
+    )
+    r = run_batch(tmp_path, "#SBATCH -N1", body, ME)
+    assert (r.returncode, r.stdout) == (0, "first=n001\n"), r.stderr
