@@ -113,11 +113,12 @@ def test_exit_status_is_the_highest_task_exit_code(tmp_path):
 
 
 def test_kill_on_bad_exit_ends_the_other_tasks(tmp_path):
-    body = "srun -K -n2 bash -c 'if [ $SLURM_PROCID = 1 ]; then exit 3; fi; sleep 20; echo survived'; echo rc=$?\n"
+    body = "srun -K -n2 bash -c 'if [ $SLURM_PROCID = 1 ]; then echo oops >&2; exit 3; fi; sleep 20; echo survived'; echo rc=$?\n"
     start = time.monotonic()
     r = run_batch(tmp_path, "#SBATCH -N1\n#SBATCH -n2", body, ME)
     assert time.monotonic() - start < 15
     assert r.stdout.splitlines() == ["rc=3"]
+    assert r.stderr == "oops\n"  # the task's own stderr, and no job-control report of the ended task
 
 
 def test_background_steps_get_their_own_step_ids(tmp_path):

@@ -308,6 +308,7 @@ SRUN_RUN = [
     '    pids+=("$!")',
     "  done",
     '  if [ "$o_K" = 1 ]; then  # --kill-on-bad-exit: the first failing task ends the others',
+    "    exec 2>/dev/null  # (the tasks keep their stderr; job control would report the ones it ends)",
     '    for r in "${pids[@]}"; do',
     "      wait -n; code=$?",
     '      if [ "$code" -ne 0 ] && [ "$first" -eq 0 ]; then',
