@@ -166,3 +166,18 @@ def test_first_host_idiom_under_pipefail(tmp_path):
     )
     r = run_batch(tmp_path, "#SBATCH -N1", body, ME)
     assert (r.returncode, r.stdout) == (0, "first=n001\n"), r.stderr
+
+
+def test_hostile_job_values_and_option_values_stay_data(tmp_path):
+    header = "#SBATCH -N1\n#SBATCH --job-name='$(touch PWNED1);`touch PWNED2`'"
+    body = (
+        'echo "name=$SLURM_JOB_NAME"\n'
+        "srun -n '1;touch PWNED3' true; echo rc=$?\n"
+        "srun -N '$(touch PWNED4)' true; echo rc=$?\n"
+        "srun -w '$(touch PWNED5)' -n1 true; echo rc=$?\n"
+        "srun --gpu-bind='map_gpu:$(touch PWNED6)' -n1 true; echo rc=$?\n"
+    )
+    r = run_batch(tmp_path, header, body, ME)
+    assert r.stdout.splitlines() == ["name=$(touch PWNED1);`touch PWNED2`", "rc=1", "rc=1", "rc=0", "rc=0"]
+    assert "invalid task or node count" in r.stderr
+    assert not list(tmp_path.glob("PWNED*"))
