@@ -24,6 +24,7 @@ NAMES = (
     "SLURM_LOCALID",
     "SLURMD_NODENAME",
     "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
     "SLURM_GPUS_PER_NODE",
 )
 

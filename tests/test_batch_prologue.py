@@ -113,11 +113,12 @@ def test_exit_status_is_the_highest_task_exit_code(tmp_path):
 
 
 def test_kill_on_bad_exit_ends_the_other_tasks(tmp_path):
-    body = "srun -K -n2 bash -c 'if [ $SLURM_PROCID = 1 ]; then exit 3; fi; sleep 20; echo survived'; echo rc=$?\n"
+    body = "srun -K -n2 bash -c 'if [ $SLURM_PROCID = 1 ]; then echo oops >&2; exit 3; fi; sleep 20; echo survived'; echo rc=$?\n"
     start = time.monotonic()
     r = run_batch(tmp_path, "#SBATCH -N1\n#SBATCH -n2", body, ME)
     assert time.monotonic() - start < 15
     assert r.stdout.splitlines() == ["rc=3"]
+    assert r.stderr == "oops\n"  # the task's own stderr, and no job-control report of the ended task
 
 
 def test_background_steps_get_their_own_step_ids(tmp_path):
@@ -153,3 +154,30 @@ def test_too_many_nodes_is_an_error(tmp_path):
     r = run_batch(tmp_path, "#SBATCH -N1", "srun -N2 true; echo rc=$?\n", ME)
     assert r.stdout.splitlines() == ["rc=1"]
     assert "Only allocated 1 nodes asked for 2" in r.stderr
+
+
+def test_first_host_idiom_under_pipefail(tmp_path):
+    # `scontrol show hostnames | head -n1` under `set -euo pipefail` (a common way to pick the head node):
+    # scontrol writes its list at once, so head's early exit does not fail the pipeline.
+    body = (
+        "set -euo pipefail\n"
+        "for i in 1 2 3 4 5; do first=$(scontrol show hostnames 'n[001-300]' | head -n1); done\n"
+        'echo "first=$first"\n'
+    )
+    r = run_batch(tmp_path, "#SBATCH -N1", body, ME)
+    assert (r.returncode, r.stdout) == (0, "first=n001\n"), r.stderr
+
+
+def test_hostile_job_values_and_option_values_stay_data(tmp_path):
+    header = "#SBATCH -N1\n#SBATCH --job-name='$(touch PWNED1);`touch PWNED2`'"
+    body = (
+        'echo "name=$SLURM_JOB_NAME"\n'
+        "srun -n '1;touch PWNED3' true; echo rc=$?\n"
+        "srun -N '$(touch PWNED4)' true; echo rc=$?\n"
+        "srun -w '$(touch PWNED5)' -n1 true; echo rc=$?\n"
+        "srun --gpu-bind='map_gpu:$(touch PWNED6)' -n1 true; echo rc=$?\n"
+    )
+    r = run_batch(tmp_path, header, body, ME)
+    assert r.stdout.splitlines() == ["name=$(touch PWNED1);`touch PWNED2`", "rc=1", "rc=1", "rc=0", "rc=0"]
+    assert "invalid task or node count" in r.stderr
+    assert not list(tmp_path.glob("PWNED*"))

@@ -151,3 +151,24 @@ def test_a_task_count_that_does_not_match_ntasks_per_node_is_spread_evenly(tmp_p
     ]
     assert "can't honor --ntasks-per-node set to 4 which doesn't match the requested tasks 4" in r.stderr
     assert "can't run 1 processes on 2 nodes, setting nnodes to 1" in r.stderr
+
+
+def test_foreign_host_list_multi_prog_and_set_eu_across_pods(tmp_path, mpi_env):
+    # -w naming hosts that are not in the allocation (the original cluster's names): as many nodes as it
+    # names, taken in allocation order. --multi-prog reaches the remote task through mpirun.
+    (tmp_path / "mp.conf").write_text("0 echo head %t\n* echo worker %t %o\n")
+    body = (
+        "set -euo pipefail\n"
+        "srun -w 'gpu[07-08]' -n2 ./show\n"
+        "srun -N2 -n2 --multi-prog mp.conf\n"
+        'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)\n'
+        'srun -N1 -n1 -w "$head" bash -c \'echo "ran on $SLURMD_NODENAME"\'\n'
+    )
+    r = run_batch(tmp_path, "#SBATCH -N3", body, ME, HOSTFILE, mpi_env)
+    assert r.returncode == 0, r.stderr
+    rows = task_lines(r.stdout)
+    assert layout(rows) == [("0", "0", "0", L, L), ("1", "0", "1", N0, N0)]
+    rest = [line for line in r.stdout.splitlines() if not line.startswith("P=")]
+    # task 1 matches `*` (task 0 matched the line before): offset = its position in all tasks
+    assert sorted(rest[:2]) == ["head 0", "worker 1 1"]
+    assert rest[2:] == [f"ran on {L}"]

@@ -77,10 +77,13 @@ EXPAND = [
 
 SCONTROL = [
     "scontrol() {  # slurm2kf: only `scontrol show hostname(s) [LIST]` exists on Kubernetes",
+    "  local out",
     '  case "${1:-} ${2:-}" in',
     '    "show hostnames"|"show hostname")',
-    '      if [ $# -ge 3 ]; then _s2k_expand "$3"',
-    '      else _s2k_expand "${SLURM_JOB_NODELIST:-$(IFS=,; echo "${_s2k_hostv[*]}")}"; fi ;;',
+    '      out="$(_s2k_expand "${3:-${SLURM_JOB_NODELIST:-$(IFS=,; echo "${_s2k_hostv[*]}")}}")" || return 1',
+    "      # scontrol writes its list at once: a reader that stops early (`| head -n1` under pipefail) is no",
+    "      # error; bash writes line by line, so a closed pipe is ignored here",
+    "      ( trap '' PIPE; printf '%s\\n' \"$out\" 2>/dev/null ); return 0 ;;",
     '    *) echo "slurm2kf: scontrol $* is not available on Kubernetes (only scontrol show hostnames)" >&2',
     "       return 1 ;;",
     "  esac",
@@ -305,6 +308,7 @@ SRUN_RUN = [
     '    pids+=("$!")',
     "  done",
     '  if [ "$o_K" = 1 ]; then  # --kill-on-bad-exit: the first failing task ends the others',
+    "    exec 2>/dev/null  # (the tasks keep their stderr; job control would report the ones it ends)",
     '    for r in "${pids[@]}"; do',
     "      wait -n; code=$?",
     '      if [ "$code" -ne 0 ] && [ "$first" -eq 0 ]; then',
