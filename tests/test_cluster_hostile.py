@@ -300,3 +300,32 @@ def test_an_announced_huge_answer_is_refused_before_reading(cli, hostile):
     kc = hostile("huge")
     r = cli("jobs", "--kubeconfig", kc)
     assert r.exit_code == 2 and "error K920" in r.stderr and "10,737,418,240 bytes announced" in r.stderr
+
+
+def test_the_deadline_covers_a_tls_handshake_that_never_ends(tmp_path):
+    """An https server that accepts and then says nothing: each read would wait 30 s, the whole
+    request ends at its 1 s deadline (the socket is shut under the TLS handshake)."""
+    import socket
+
+    from translator.cluster import ClusterError
+    from translator.cluster.client import connect
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    kc = tmp_path / "kc"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:%d', "
+        "insecure-skip-tls-verify: true}\nusers:\n- {name: u, user: {token: t}}\ncontexts:\n"
+        "- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n" % srv.getsockname()[1]
+    )
+    try:
+        cluster = connect(str(kc), deadline=1.0)
+        assert cluster.timeout == (5.0, 30.0)
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError) as info:
+            cluster.request("GET", "/apis")
+        assert info.value.code == "K909" and "in full within 1 s" in info.value.message
+        assert time.monotonic() - t0 < 4
+    finally:
+        srv.close()

@@ -81,17 +81,19 @@ class Deadline:
 
 
 def _shut(conn) -> None:
-    """End the connection's pending reads (the socket's own shutdown, below any TLS layer)."""
-    sock = getattr(conn, "sock", None)
-    if sock is None:
-        return
-    try:
-        if isinstance(sock, socket.socket):
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        else:  # a TLS-in-TLS transport (HTTPS proxy): its own shutdown
-            sock.shutdown(socket.SHUT_RDWR)
-    except (OSError, ValueError, AttributeError):
-        pass
+    """End the connection's pending reads: its socket's own shutdown, below any TLS layer. During the
+    TLS handshake `conn.sock` is the plain socket whose descriptor the TLS socket has taken over, so
+    the handshake's own descriptor (a duplicate kept while `connect` runs) is shut instead."""
+    for sock in (getattr(conn, "_handshake_sock", None), getattr(conn, "sock", None)):
+        if sock is None:
+            continue
+        try:
+            if isinstance(sock, socket.socket):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            else:  # a TLS-in-TLS transport (HTTPS proxy): its own shutdown
+                sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def install(pool_manager, inflight: threading.local) -> None:
@@ -100,28 +102,37 @@ def install(pool_manager, inflight: threading.local) -> None:
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-    def register(conn) -> None:
-        deadline = getattr(inflight, "deadline", None)
-        if deadline is not None:
-            deadline.watch(conn)
+    class Watched:
+        """Mixed into urllib3's connection classes (the methods below run before theirs)."""
 
-    class WatchedHTTPConnection(HTTPConnection):
+        def _register(self) -> None:
+            deadline = getattr(inflight, "deadline", None)
+            if deadline is not None:
+                deadline.watch(self)
+
+        def _new_conn(self):
+            sock = super()._new_conn()  # type: ignore[misc]
+            self._handshake_sock = sock.dup()  # the same socket under a descriptor of our own
+            return sock
+
         def connect(self) -> None:
-            register(self)
-            super().connect()
+            self._register()
+            try:
+                super().connect()  # type: ignore[misc]
+            finally:
+                dup = self.__dict__.pop("_handshake_sock", None)
+                if dup is not None:
+                    dup.close()
 
         def request(self, *args, **kwargs) -> None:
-            register(self)
-            super().request(*args, **kwargs)
+            self._register()
+            super().request(*args, **kwargs)  # type: ignore[misc]
 
-    class WatchedHTTPSConnection(HTTPSConnection):
-        def connect(self) -> None:
-            register(self)
-            super().connect()
+    class WatchedHTTPConnection(Watched, HTTPConnection):
+        pass
 
-        def request(self, *args, **kwargs) -> None:
-            register(self)
-            super().request(*args, **kwargs)
+    class WatchedHTTPSConnection(Watched, HTTPSConnection):
+        pass
 
     class WatchedHTTPPool(HTTPConnectionPool):
         ConnectionCls = WatchedHTTPConnection
