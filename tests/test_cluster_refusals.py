@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -130,3 +131,73 @@ def test_control_sequences_from_the_server_never_reach_the_terminal(cli, kube, t
     c = cli("cancel", "--kubeconfig", kube.kubeconfig, "-n", ns, "good-one", input="n\n")
     assert c.exit_code == 1 and "Cancel TrainJob" in c.stderr and "evil.sbatch" in c.stderr
     assert not any(ch in c.stderr for ch in RAW), repr(c.stderr)
+
+
+def _one_connection_proxy(target_port: int):
+    """A TCP forwarder to the API server that passes its first connection through and closes every
+    later one at once (a load balancer losing its backend mid-batch). Returns (port, stop)."""
+    import socket
+    import threading
+
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(16)
+    lsock.settimeout(0.2)
+    stop = threading.Event()
+
+    def pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def serve():
+        first = True
+        while not stop.is_set():
+            try:
+                client, _ = lsock.accept()
+            except OSError:
+                continue
+            if not first:
+                client.close()
+                continue
+            first = False
+            upstream = socket.create_connection(("127.0.0.1", target_port))
+            threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+        lsock.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return lsock.getsockname()[1], stop
+
+
+def test_a_batch_cut_short_reports_exactly_what_the_server_stored(cli, kube, tmp_path):
+    """The first request goes alone over the one connection that works; the others fail: every
+    TrainJob the real server stored gets its `Submitted` line, no other does, then the error, exit 2."""
+    from urllib.parse import urlparse
+
+    from kube_cluster import list_trainjobs, variant_kubeconfig
+
+    ns = new_namespace(kube)
+    port, stop = _one_connection_proxy(urlparse(kube.cluster.server).port)
+    try:
+        kc = variant_kubeconfig(kube, tmp_path, server=f"https://127.0.0.1:{port}")
+        docs = [GOOD.replace("good-one", f"job-{i}") for i in range(6)]
+        yml = tmp_path / "six.yaml"
+        yml.write_text("---\n".join(docs))
+        r = cli("submit", "--kubeconfig", kc, "-n", ns, yml)
+    finally:
+        stop.set()
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    # the later connections close during the TLS handshake: K902 (or K901, reset, when the close wins)
+    assert re.match(r"slurm2kf submit: error K90[12] ", r.stderr) and r.stderr.count("\n") == 1, r.stderr
+    stored = {o["metadata"]["name"] for o in list_trainjobs(kube, ns)}
+    reported = {ln.split("/")[-1] for ln in r.stdout.splitlines() if ln.startswith(f"Submitted TrainJob {ns}/")}
+    assert "job-0" in stored and stored == reported and len(stored) < 6

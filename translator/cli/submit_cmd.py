@@ -95,16 +95,33 @@ def command(
 
     prepared = prepare(files, settings_for, force=force)
     for line in prepared.messages:
-        click.echo(line, err=True)
-    outcomes = []
+        echo_user(line, err=True)
+    outcomes: list = []
+    error = None
     if prepared.items:
         cluster = connect_or_exit("submit", kubeconfig, context, namespace, request_timeout)
         try:
-            outcomes = submit_all(
-                cluster, prepared.items, dry_run=dry_run, apply=apply_, generate_name=generate_name, namespace=namespace
+            submit_all(
+                cluster,
+                prepared.items,
+                dry_run=dry_run,
+                apply=apply_,
+                generate_name=generate_name,
+                namespace=namespace,
+                done=outcomes,
             )
         except ClusterError as exc:
-            exit_on("submit", exc)
+            error = exc  # the jobs the server did answer are still reported, then this line
+    rejected = _report(outcomes, dry_run=dry_run, apply_=apply_, quiet=quiet)
+    if error is not None:
+        exit_on("submit", error)
+    if prepared.unreadable:
+        sys.exit(2)
+    sys.exit(1 if (rejected or prepared.refused) else 0)
+
+
+def _report(outcomes, *, dry_run: bool, apply_: bool, quiet: bool) -> int:
+    """One line per outcome (stdout: `Submitted ...`; stderr: warnings, rejections); the rejected count."""
     rejected = 0
     for o in outcomes:
         label = f"TrainJob {o.namespace}/{o.name or o.item.name}"
@@ -123,6 +140,4 @@ def command(
             suffix = f" ({o.action})"
         # o.name is the name in the server's answer (a stored TrainJob: answers.TRAINJOB)
         echo_user(f"Submitted TrainJob {o.namespace}/{o.name}{suffix}")
-    if prepared.unreadable:
-        sys.exit(2)
-    sys.exit(1 if (rejected or prepared.refused) else 0)
+    return rejected

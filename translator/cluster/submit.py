@@ -147,23 +147,26 @@ def submit_all(
     generate_name: bool = False,
     namespace: str | None = None,
     workers: int = 8,
+    done: list[Outcome] | None = None,
 ) -> list[Outcome]:
-    """All items in input order. Raises ClusterError when the cluster cannot be used at all."""
+    """All items in input order. Raises ClusterError when the cluster cannot be used at all; the
+    outcomes the server did answer are then in ``done`` (when given), so what was created can still
+    be reported."""
+    results: list[Outcome] = done if done is not None else []
     if not items:
-        return []
+        return results
 
     def one(item):
         return submit_one(cluster, item, dry_run=dry_run, apply=apply, generate_name=generate_name, namespace=namespace)
 
-    first = one(items[0])  # alone: a dead cluster is one error, not a hundred
+    results.append(one(items[0]))  # alone: a dead cluster is one error, not a hundred
     rest = items[1:]
-    if not rest:
-        return [first]
-    if workers <= 1 or len(rest) == 1:
-        return [first] + [one(i) for i in rest]
+    if workers <= 1 or len(rest) <= 1:
+        for i in rest:
+            results.append(one(i))
+        return results
     with ThreadPoolExecutor(max_workers=min(workers, len(rest))) as pool:
         futures = [pool.submit(one, i) for i in rest]
-        results = [first]
         error: ClusterError | None = None
         for f in futures:
             try:
