@@ -146,7 +146,8 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
     """Check TrainJob YAML against a TrainJob CRD: the OpenAPI schema with unknown fields as errors,
     defaults, list keys, the CEL rules that apply at create, and the Kubeflow Trainer webhook rules.
 
-    Exit status: 0 all TrainJobs valid, 1 some invalid, 2 a file or the CRD could not be read.
+    Exit status: 0 all TrainJobs valid, 1 some invalid, 2 a file or the CRD could not be read (with
+    --server: or the cluster could not be used, or it judged a TrainJob not at all: `cannot tell`).
     """
     from translator.validate.crd import CRDError, load_crd
     from translator.validate.validator import validate_text

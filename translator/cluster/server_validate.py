@@ -88,6 +88,15 @@ def judge(cluster: Cluster, doc, result, namespace: str | None) -> ServerVerdict
                 verdict.unusable = True
                 verdict.cannot_tell = CANNOT_TELL.get(rej.code, f"the server answered HTTP {rej.status}")
                 verdict.problems.append(Problem(rej.code, "error", "", doc.start_line, rej.message))
+                verdict.problems.append(
+                    Problem(
+                        "K921",
+                        "error",
+                        "",
+                        doc.start_line,
+                        f"cannot tell whether this TrainJob is valid: {verdict.cannot_tell} (the server judged nothing)",
+                    )
+                )
             break
     if verdict.accepted is not None:
         offline_errors = [
@@ -112,16 +121,7 @@ def merge(result, verdict: ServerVerdict):
 
     kept = [p for p in result.problems if p.code in KEPT_OFFLINE or dry_run_blind(p)]
     result.problems = kept + verdict.problems
-    if verdict.cannot_tell:
-        result.problems.append(
-            Problem(
-                "K921",
-                "error",
-                "",
-                None,
-                f"cannot tell whether this TrainJob is valid: {verdict.cannot_tell} (the server judged nothing)",
-            )
-        )
+
     if verdict.disagreement:
         result.problems.append(Problem("K912", "warning", "", None, verdict.disagreement))
     return result
