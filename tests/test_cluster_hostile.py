@@ -36,6 +36,7 @@ class Hostile(BaseHTTPRequestHandler):
     """Answers every request the way ``self.server.mode`` says."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK wait per answer
 
     def log_message(self, *args) -> None:  # quiet
         pass
@@ -127,6 +128,19 @@ class Hostile(BaseHTTPRequestHandler):
         except OSError:
             pass
         self.close_connection = True
+
+    # ---- a list that never ends: every page empty, with a continue token (fresh, or always the same)
+    def _page(self, token: str) -> None:
+        doc = {"apiVersion": API, "kind": "TrainJobList", "metadata": {"continue": token}, "items": []}
+        self._send(200, "application/json", json.dumps(doc).encode())
+
+    def mode_pages_fresh(self, body: bytes) -> None:
+        self.server.sent += 1  # type: ignore[attr-defined]
+        self._page(f"page-{self.server.sent}")  # type: ignore[attr-defined]
+
+    def mode_pages_same(self, body: bytes) -> None:
+        self.server.sent += 1  # type: ignore[attr-defined]
+        self._page("again")
 
     # ---- announces 10 GiB
     def mode_huge(self, body: bytes) -> None:
@@ -329,3 +343,17 @@ def test_the_deadline_covers_a_tls_handshake_that_never_ends(tmp_path):
         assert time.monotonic() - t0 < 4
     finally:
         srv.close()
+
+
+def test_a_list_that_never_ends_is_refused(cli, hostile):
+    """Kubernetes lists in pages (`limit`, `continue`); an empty page with a token is legal (a label
+    selector can filter a whole page out), so only the count of pages bounds a server whose tokens
+    never run out: 1,000 pages of 500. A token that comes back is no API server's (K919)."""
+    kc = hostile("pages_fresh")
+    r = cli("jobs", "--kubeconfig", kc)
+    assert r.exit_code == 2 and "error K920" in r.stderr and "did not end after 1,000 pages" in r.stderr
+    assert hostile.server.sent == 1000 and r.stdout == ""  # type: ignore[attr-defined]
+    kc = hostile("pages_same")
+    r = cli("jobs", "--kubeconfig", kc)
+    assert r.exit_code == 2 and "error K919" in r.stderr and "continue token repeats" in r.stderr
+    assert hostile.server.sent == 2  # type: ignore[attr-defined]

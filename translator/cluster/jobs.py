@@ -13,12 +13,16 @@ import datetime as _dt
 import os
 from dataclasses import dataclass
 
-from translator.cluster import LABEL_HASH, LABEL_SCRIPT, SELECTOR
+from translator.cluster import LABEL_HASH, LABEL_SCRIPT, SELECTOR, ClusterError
 from translator.cluster.answers import NAMESPACE, TRAINJOB, TRAINJOB_DELETED, TRAINJOB_LIST
 from translator.cluster.client import Cluster, HttpError, _seg
 from translator.cluster.errors import Rejection, path_segment_problem, rejection
 from translator.jsondata import as_dict, as_list
 from translator.plan.naming import ANNOTATION_SOURCE
+
+
+PAGE_SIZE = 500  # TrainJobs per list request (a page of them is a few MiB, under the 16 MiB cap)
+MAX_PAGES = 1000  # a list longer than 500,000 TrainJobs is not believed (K920)
 
 
 @dataclass
@@ -143,18 +147,29 @@ def list_jobs(cluster: Cluster, namespace: str | None, *, all_namespaces: bool =
         raise ListError(namespace_missing(cluster, ns) or Rejection("K905", 0, ns))
     items: list[dict] = []
     cont = None
-    while True:
-        query = [("labelSelector", SELECTOR), ("limit", "500")]
+    tokens: set[str] = set()
+    path = cluster.trainjobs_path(ns)
+    for _page in range(MAX_PAGES):
+        query = [("labelSelector", SELECTOR), ("limit", str(PAGE_SIZE))]
         if cont:
             query.append(("continue", cont))
         try:
-            resp = cluster.request("GET", cluster.trainjobs_path(ns), query=query, expect=TRAINJOB_LIST)
+            resp = cluster.request("GET", path, query=query, expect=TRAINJOB_LIST)
         except HttpError as err:
             raise ListError(rejection(err, verb="list", namespace=ns, name=None, cluster=cluster)) from None
         items.extend(resp.body["items"])  # TRAINJOB_LIST: a list of objects with metadata.name
         cont = resp.body["metadata"].get("continue")
         if not cont:
             break
+        if cont in tokens:  # the API server's tokens move on: a repeated one would be an endless list
+            raise ClusterError("K919", f"{cluster.where} answered GET {path} with a list whose continue token repeats")
+        tokens.add(cont)
+    else:
+        raise ClusterError(
+            "K920",
+            f"{cluster.where} answered GET {path} with a list that did not end after {MAX_PAGES:,} pages of "
+            f"{PAGE_SIZE} TrainJobs; slurm2kf reads at most that many",
+        )
     if ns and not items:
         missing = namespace_missing(cluster, ns)
         if missing is not None:
