@@ -52,11 +52,17 @@ def is_status(body: Any) -> bool:
     return isinstance(body, dict) and body.get("kind") == "Status" and body.get("apiVersion") == "v1"
 
 
+def _shown(value: Any) -> str:
+    """A value of the server's, quoted and cut short for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _kind_problem(body: Any, api_version: str, kind: str) -> str | None:
     if not isinstance(body, dict):
         return "not a JSON object"
     if body.get("apiVersion") != api_version or body.get("kind") != kind:
-        return f"apiVersion {body.get('apiVersion')!r}, kind {body.get('kind')!r}"
+        return f"apiVersion {_shown(body.get('apiVersion'))}, kind {_shown(body.get('kind'))}"
     if not isinstance(body.get("metadata"), dict):
         return "no metadata"
     return None
@@ -77,7 +83,7 @@ def _object_problem(body: Any, expect: Expect) -> str | None:
 def shape_problem(expect: Expect, body: Any) -> str | None:
     """Why a success answer ``body`` is not what ``expect`` names (None: it is)."""
     if expect.or_status and is_status(body):
-        return None if body.get("status") == "Success" else f"a Status of {body.get('status')!r}"
+        return None if body.get("status") == "Success" else f"a Status of {_shown(body.get('status'))}"
     if not expect.list_of:
         return _object_problem(body, expect)
     problem = _kind_problem(body, expect.api_version, expect.kind)
@@ -101,10 +107,11 @@ def shape_problem(expect: Expect, body: Any) -> str | None:
 def describe(status: int, headers: Any, data: bytes, body: Any) -> str:
     """A few words about an answer that is not an API object: status, media type, size, its start."""
     ctype = str(headers.get("Content-Type") or "no Content-Type").split(";")[0].strip()
+    ctype = "".join(ch if " " <= ch <= "~" else "?" for ch in ctype)  # printable ASCII only
     size = f"{len(data):,} bytes" if data else "empty"
     if isinstance(body, dict):
-        return f"HTTP {status} {ctype}, {size}: a JSON object with apiVersion {body.get('apiVersion')!r}, kind {body.get('kind')!r}"
+        return f"HTTP {status} {ctype[:60]}, {size}: a JSON object with apiVersion {_shown(body.get('apiVersion'))}, kind {_shown(body.get('kind'))}"
     if body is not None:
-        return f"HTTP {status} {ctype}, {size}: JSON {type(body).__name__}"
+        return f"HTTP {status} {ctype[:60]}, {size}: JSON {type(body).__name__}"
     start = " ".join(data[:160].decode("utf-8", "replace").split())[:80]
-    return f"HTTP {status} {ctype}, {size}" + (f": {start!r}" if start else "")
+    return f"HTTP {status} {ctype[:60]}, {size}" + (f": {start!r}" if start else "")
