@@ -177,7 +177,6 @@ def exchange(
             except BaseException:
                 resp.close()  # never back into the pool: the rest of the answer is still on the wire
                 raise
-            resp.release_conn()
         except AnswerTooLarge:
             raise
         except Exception as exc:
@@ -186,6 +185,11 @@ def exchange(
             raise
         finally:
             inflight.deadline = None
+    # back into the pool only now that no timer can shut it (one that fired at the very end did: close it)
+    if watch.expired:
+        resp.close()
+    else:
+        resp.release_conn()
     return Answer(resp.status, resp.headers, data)
 
 
