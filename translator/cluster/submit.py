@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from translator.cluster import FIELD_MANAGER, ClusterError
+from translator.cluster.answers import TRAINJOB
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import Cause, Rejection, path_segment_problem, rejection
 from translator.cluster.objects import Item
@@ -98,23 +99,26 @@ def submit_one(
             resp = cluster.request(
                 "PATCH",
                 cluster.trainjobs_path(ns, name),
-                query=_query(dry_run) + [],
+                query=_query(dry_run),
                 body=body,
                 content_type="application/apply-patch+yaml",
+                expect=TRAINJOB,
             )
-            rv = (resp.body or {}).get("metadata", {}).get("resourceVersion") if isinstance(resp.body, dict) else None
+            rv = resp.body["metadata"].get("resourceVersion")
             out.action = (
                 ("validated" if dry_run else "created")
                 if before is None
                 else ("unchanged" if rv == before else ("validated" if dry_run else "configured"))
             )
         else:
-            resp = cluster.request("POST", cluster.trainjobs_path(ns), query=_query(dry_run), body=body)
+            resp = cluster.request(
+                "POST", cluster.trainjobs_path(ns), query=_query(dry_run), body=body, expect=TRAINJOB
+            )
             out.action = "validated" if dry_run else "created"
+        # TRAINJOB: the server's answer is the stored (or, dry run, the checked) TrainJob with its name
         out.warnings = resp.warnings
-        out.body = resp.body if isinstance(resp.body, dict) else None
-        if out.body:
-            out.name = out.body.get("metadata", {}).get("name") or name
+        out.body = resp.body
+        out.name = resp.body["metadata"]["name"]
     except HttpError as err:
         verb = "patch" if apply else "create"
         out.rejection = rejection(err, verb=verb, namespace=ns, name=name, cluster=cluster, locate=item.locate)
@@ -126,12 +130,12 @@ def _get_rv(cluster: Cluster, ns: str, name: str | None) -> str | None:
     if not name:
         return None
     try:
-        resp = cluster.request("GET", cluster.trainjobs_path(ns, name))
+        resp = cluster.request("GET", cluster.trainjobs_path(ns, name), expect=TRAINJOB)
     except HttpError as err:
         if err.status == 404:
             return None
         raise
-    return (resp.body or {}).get("metadata", {}).get("resourceVersion")
+    return resp.body["metadata"].get("resourceVersion")
 
 
 def submit_all(
@@ -143,23 +147,26 @@ def submit_all(
     generate_name: bool = False,
     namespace: str | None = None,
     workers: int = 8,
+    done: list[Outcome] | None = None,
 ) -> list[Outcome]:
-    """All items in input order. Raises ClusterError when the cluster cannot be used at all."""
+    """All items in input order. Raises ClusterError when the cluster cannot be used at all; the
+    outcomes the server did answer are then in ``done`` (when given), so what was created can still
+    be reported."""
+    results: list[Outcome] = done if done is not None else []
     if not items:
-        return []
+        return results
 
     def one(item):
         return submit_one(cluster, item, dry_run=dry_run, apply=apply, generate_name=generate_name, namespace=namespace)
 
-    first = one(items[0])  # alone: a dead cluster is one error, not a hundred
+    results.append(one(items[0]))  # alone: a dead cluster is one error, not a hundred
     rest = items[1:]
-    if not rest:
-        return [first]
-    if workers <= 1 or len(rest) == 1:
-        return [first] + [one(i) for i in rest]
+    if workers <= 1 or len(rest) <= 1:
+        for i in rest:
+            results.append(one(i))
+        return results
     with ThreadPoolExecutor(max_workers=min(workers, len(rest))) as pool:
         futures = [pool.submit(one, i) for i in rest]
-        results = [first]
         error: ClusterError | None = None
         for f in futures:
             try:
