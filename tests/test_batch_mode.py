@@ -183,3 +183,33 @@ def test_the_real_api_server_stores_every_runtime_and_trainjob(kube):
         assert stored["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] is True
         got = kube.cluster.request("GET", f"{group}/trainjobs/{trainjob['metadata']['name']}").body
         assert got["spec"]["runtimeRef"]["kind"] == "TrainingRuntime"
+
+
+def _runtimes_in(kube, ns: str) -> list[str]:
+    got = kube.cluster.request("GET", f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainingruntimes").body
+    return sorted(i["metadata"]["name"] for i in got["items"])
+
+
+@pytest.mark.cluster
+def test_submit_creates_the_runtime_before_the_trainjob(cli, kube, tmp_path):
+    from kube_cluster import get_trainjob, new_namespace
+
+    ns = new_namespace(kube)
+    script = FIXTURES / "ray_cluster.sbatch"  # --job-name=ray-tune-resnet
+    dry = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, "--dry-run", script)
+    assert dry.exit_code == 0, dry.stderr
+    assert _runtimes_in(kube, ns) == [] and get_trainjob(kube, ns, "ray-tune-resnet") is None  # a dry run stores nothing
+    r = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, script)
+    assert r.exit_code == 0, r.stderr
+    assert _runtimes_in(kube, ns) == ["ray-tune-resnet-batch"]
+    assert get_trainjob(kube, ns, "ray-tune-resnet")["spec"]["runtimeRef"]["name"] == "ray-tune-resnet-batch"
+    # a second submission (a new name) finds the runtime there and keeps it
+    again = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, "--generate-name", script)
+    assert again.exit_code == 0, again.stderr
+    assert _runtimes_in(kube, ns) == ["ray-tune-resnet-batch"]
+    # the YAML that convert writes (runtime, then TrainJob) is applied the same way, without a K915 skip
+    out = tmp_path / "dask.yaml"
+    assert cli("convert", FIXTURES / "dask_cluster.sbatch", "-o", out).exit_code == 0
+    applied = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, "--apply", out)
+    assert applied.exit_code == 0 and "K915" not in applied.stderr, applied.stderr
+    assert _runtimes_in(kube, ns) == ["dask-etl-batch", "ray-tune-resnet-batch"]

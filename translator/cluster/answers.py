@@ -36,6 +36,7 @@ TRAINJOB = Expect(TRAINJOB_API, KIND, stored=True)
 TRAINJOB_LIST = Expect(TRAINJOB_API, KIND + "List", list_of=KIND)
 TRAINJOB_DELETED = Expect(TRAINJOB_API, KIND, or_status=True)
 NAMESPACE = Expect("v1", "Namespace")
+TRAINING_RUNTIME = Expect(TRAINJOB_API, "TrainingRuntime", stored=True)
 
 
 def parse(data: bytes) -> Any:

@@ -11,8 +11,8 @@ import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from translator.cluster import FIELD_MANAGER, ClusterError
-from translator.cluster.answers import TRAINJOB
+from translator.cluster import FIELD_MANAGER, GROUP, VERSION, ClusterError
+from translator.cluster.answers import TRAINING_RUNTIME, TRAINJOB
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import Cause, Rejection, path_segment_problem, rejection
 from translator.cluster.objects import Item
@@ -93,6 +93,11 @@ def submit_one(
         meta.pop("name", None)
         meta["generateName"] = generate_name_base(name)
     out = Outcome(item, ns, name)
+    if item.runtime is not None:  # batch mode: the TrainJob's own TrainingRuntime, created first
+        refused = _ensure_runtime(cluster, item, ns, dry_run=dry_run, apply=apply)
+        if refused is not None:
+            out.rejection = refused
+            return out
     try:
         if apply:
             before = _get_rv(cluster, ns, name)
@@ -123,6 +128,41 @@ def submit_one(
         verb = "patch" if apply else "create"
         out.rejection = rejection(err, verb=verb, namespace=ns, name=name, cluster=cluster, locate=item.locate)
     return out
+
+
+def _ensure_runtime(cluster: Cluster, item: Item, ns: str, *, dry_run: bool, apply: bool) -> Rejection | None:
+    """Create (or, with --apply, apply) the TrainingRuntime a batch-mode TrainJob refers to; one that exists
+    already is kept on create (another submission of the same script made it). A refusal names the runtime."""
+    body = copy.deepcopy(item.runtime or {})
+    meta = body.setdefault("metadata", {})
+    meta["namespace"] = ns
+    rname = str(meta.get("name") or "")
+    path = runtimes_path(ns, rname if apply else None)
+    try:
+        if apply:
+            cluster.request(
+                "PATCH",
+                path,
+                query=_query(dry_run),
+                body=body,
+                content_type="application/apply-patch+yaml",
+                expect=TRAINING_RUNTIME,
+            )
+        else:
+            cluster.request("POST", path, query=_query(dry_run), body=body, expect=TRAINING_RUNTIME)
+    except HttpError as err:
+        if err.status == 409 and not apply:
+            return None  # AlreadyExists: the same runtime from an earlier submission
+        rej = rejection(err, verb="patch" if apply else "create", namespace=ns, name=rname, cluster=cluster)
+        return Rejection(rej.code, rej.status, f"TrainingRuntime {rname}: {rej.message}", rej.causes)
+    return None
+
+
+def runtimes_path(ns: str, name: str | None = None) -> str:
+    from urllib.parse import quote
+
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/{quote(ns, safe='')}/trainingruntimes"
+    return f"{path}/{quote(name, safe='')}" if name else path
 
 
 def _get_rv(cluster: Cluster, ns: str, name: str | None) -> str | None:
