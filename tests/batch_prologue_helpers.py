@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from translator.launchers.common import job_shape
 from translator.plan.batch_prologue import batch_prologue_lines
@@ -66,3 +69,28 @@ def task_lines(out: str) -> list[dict]:
         if line.startswith("P="):
             rows.append(dict(item.split("=", 1) for item in line.split(" ")))
     return sorted(rows, key=lambda r: (int(r["S"]), int(r["P"])))
+
+
+AGENT = """#!/bin/bash
+# test-only ssh: skip ssh's options, take the host, run the command here in a clean session
+while [ $# -gt 0 ]; do case "$1" in -p|-o|-l|-i) shift 2 ;; -*) shift ;; *) break ;; esac; done
+host="$1"; shift
+tmp="$S2K_TEST_PODS/$host"; mkdir -p "$tmp"  # each pod its own /tmp (Open MPI's session directory)
+exec env -i PATH="$PATH" HOME="$HOME" TMPDIR="$tmp" S2K_TEST_REAL_HOST="$host" /bin/sh -c "$*"
+"""
+
+
+@pytest.fixture
+def mpi_env(tmp_path):
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing: install Debian's openmpi-bin (./test.sh does)"
+    agent = tmp_path / "fake-ssh"
+    agent.write_text(AGENT)
+    agent.chmod(0o755)
+    return {
+        "OMPI_MCA_plm_rsh_agent": str(agent),
+        "S2K_TEST_PODS": str(tmp_path / "pods"),
+        "OMPI_MCA_oob_tcp_if_include": "lo",
+        "OMPI_MCA_btl_tcp_if_include": "lo",
+        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",  # as the Trainer's MPI plugin sets it
+    }

@@ -18,7 +18,7 @@ import yaml
 from translator.emit import sdk_python, trainjob_yaml
 from translator.pipeline import convert
 
-FIXTURES = Path(__file__).parent / "fixtures" / "convert" / "batch"
+FIXTURES = Path(__file__).parent / "fixtures" / "convert" / "batch" / "realistic"
 
 # fixture -> the job's node count (its #SBATCH --nodes line), read by hand
 MULTI_NODE = {

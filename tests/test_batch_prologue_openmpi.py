@@ -16,40 +16,11 @@ These tests fail, never skip, when mpirun is missing.
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
-
-from tests.batch_prologue_helpers import run_batch, task_lines
+from tests.batch_prologue_helpers import mpi_env, run_batch, task_lines  # noqa: F401  (mpi_env: a fixture)
 
 HOSTFILE = "j-node-0-0.j slots=2\nj-node-0-1.j slots=2\nj-launcher-0-0.j slots=2\n"
 ME = "j-launcher-0-0"
 L, N0, N1 = "j-launcher-0-0.j", "j-node-0-0.j", "j-node-0-1.j"
-
-AGENT = """#!/bin/bash
-# test-only ssh: skip ssh's options, take the host, run the command here in a clean session
-while [ $# -gt 0 ]; do case "$1" in -p|-o|-l|-i) shift 2 ;; -*) shift ;; *) break ;; esac; done
-host="$1"; shift
-tmp="$S2K_TEST_PODS/$host"; mkdir -p "$tmp"  # each pod its own /tmp (Open MPI's session directory)
-exec env -i PATH="$PATH" HOME="$HOME" TMPDIR="$tmp" S2K_TEST_REAL_HOST="$host" /bin/sh -c "$*"
-"""
-
-
-@pytest.fixture
-def mpi_env(tmp_path):
-    mpirun = shutil.which("mpirun")
-    assert mpirun, "mpirun is missing: install Debian's openmpi-bin (./test.sh does)"
-    agent = tmp_path / "fake-ssh"
-    agent.write_text(AGENT)
-    agent.chmod(0o755)
-    return {
-        "OMPI_MCA_plm_rsh_agent": str(agent),
-        "S2K_TEST_PODS": str(tmp_path / "pods"),
-        "OMPI_MCA_oob_tcp_if_include": "lo",
-        "OMPI_MCA_btl_tcp_if_include": "lo",
-        "OMPI_MCA_orte_keep_fqdn_hostnames": "true",  # as the Trainer's MPI plugin sets it
-    }
-
 
 def layout(rows):
     return [(r["P"], r["L"], r["N"], r["D"], r["H"]) for r in rows]

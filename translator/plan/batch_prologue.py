@@ -471,6 +471,17 @@ exit "$_s2k_code"
 """
 
 
+# Open MPI in the batch script (srun's steps and the script's own mpirun) starts its daemons over the
+# Trainer's ssh (port 2222 on the pods, keys mounted by the Trainer), never through Slurm's own launcher,
+# which the SLURM_* variables of the batch step would otherwise select (Open MPI's plm/ras "slurm" components
+# activate on SLURM_JOBID and then start the daemons with a real `srun`, which a pod does not have).
+MPI_ENV = [
+    "export OMPI_MCA_plm='^slurm' OMPI_MCA_ras='^slurm' PRTE_MCA_plm='^slurm' PRTE_MCA_ras='^slurm'",
+    f"export OMPI_MCA_plm_rsh_args={shlex.quote(SSH_ARGS)} PRTE_MCA_plm_ssh_args={shlex.quote(SSH_ARGS)}",
+    "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+]
+
+
 def _job_defaults(job, shape) -> list[str]:
     """The job's own values srun falls back to when the batch environment lacks them (srun(1) INPUT
     ENVIRONMENT: SLURM_NTASKS, SLURM_NTASKS_PER_NODE), the node's GPUs, the step directory."""
@@ -502,6 +513,7 @@ def batch_prologue_lines(job, shape, *, names: Sequence[str], functions: Sequenc
     wanted = set(functions)
     lines = ["# slurm2kf: Slurm batch step on the batch pod (the script runs once; srun starts job steps)"]
     lines += HOSTS
+    lines += MPI_ENV
     for name in names:
         if not name.isidentifier() or not name.isascii():
             continue
