@@ -294,7 +294,7 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
 
 def _acceptance(b: _Build) -> None:
     job = b.job
-    plugin_diags = [d for d in job.diagnostics if d.code == "O206"]
+    plugin_diags = [d for d in job.diagnostics if d.code in ("O206", "O226")]  # O226: Shifter, accepted
     if plugin_diags:
         names = []
         for d in plugin_diags:
