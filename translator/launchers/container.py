@@ -180,11 +180,15 @@ def _finish(
 ) -> LaunchIntent:
     """The image and binds of a container wrapper around `inner`. `local`: why the image cannot be pulled,
     when the wrapper already knows (an enroot container name, a Shifter `id:` image)."""
+    pulled: str | None
+    why: str | None
     if local is not None:
         pulled, why = None, local
     else:
         image = image_text(ctx, image_tok)
-        pulled, why = registry_image(image) if image is not None else (None, f"`{image_tok.raw}` is computed by the shell")
+        pulled, why = (
+            registry_image(image) if image is not None else (None, f"`{image_tok.raw}` is computed by the shell")
+        )
     if pulled is None:
         ctx.add(
             ERROR,
@@ -309,7 +313,9 @@ def _shifter_image_tok(value: str) -> tuple[Tok, str | None]:
     kind, tag = shifter_image_descriptor(value)
     if kind == "docker":
         return Tok(tag, value, True), None
-    return Tok(tag, value, True), f"`{value}` is a Shifter `{kind}:` image of the site, which Kubernetes nodes cannot pull"
+    return Tok(
+        tag, value, True
+    ), f"`{value}` is a Shifter `{kind}:` image of the site, which Kubernetes nodes cannot pull"
 
 
 def _shifter(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int, dispatch) -> LaunchIntent:
@@ -378,8 +384,7 @@ def _shifter_modules(ctx: LaunchContext, modules: list[str], line: int) -> None:
     ctx.add(
         WARNING,
         "L358",
-        "Shifter modules inject site software into the container at start; a pod gets none of it: "
-        + "; ".join(needs),
+        "Shifter modules inject site software into the container at start; a pod gets none of it: " + "; ".join(needs),
         line,
         "build the software into the image (or add the volume with a site profile)",
     )

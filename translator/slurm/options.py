@@ -290,6 +290,8 @@ def shifter_value_problem(name: str, value: str | None) -> str | None:
             if flag and flag.partition("=")[0].lower() not in _SHIFTER_VOLUME_FLAGS:
                 return f"`--volume` flag `{flag}` is not one Shifter knows (ro, rec, perNodeCache)"
     return None
+
+
 for _n in (
     "ear",
     "ear-policy",
