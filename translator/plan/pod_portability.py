@@ -43,14 +43,16 @@ def _statements(body, out: list, in_block: bool = False) -> list:
                 _statements(st.children, out, True)
         else:
             out.append((st, in_block))
-            if isinstance(st, Command):
-                out.extend((a, in_block) for a in st.prefix_assignments)
+            if st.__class__ is Command and st.prefix_assignments:
+                out.extend([(a, in_block) for a in st.prefix_assignments])
     return out
 
 
 def _expanded_text(raw: str) -> str:
     """`raw` without the parts bash does not expand: single-quoted strings outside double quotes, `\\$`
     and comments."""
+    if "'" not in raw and "\\" not in raw and "#" not in raw:
+        return raw  # (most words: nothing to take out)
     out = []
     i, n, dq = 0, len(raw), False
     while i < n:
@@ -72,11 +74,12 @@ def _expanded_text(raw: str) -> str:
 
 
 def _text(st) -> str:
+    """What bash expands of a statement: an assignment's value, a command's words (prefix assignments are
+    statements of their own)."""
     if isinstance(st, Assignment):
-        return st.value.raw
+        return _expanded_text(st.value.raw)
     if isinstance(st, Command):
-        # the words (prefix assignments are statements of their own)
-        return " ".join(w.raw for w in st.words)
+        return _expanded_text(" ".join(w.raw for w in st.words))
     return ""
 
 
@@ -93,7 +96,7 @@ def _names_set(statements) -> tuple[set[str], set[str]]:
     """(names assigned anywhere in the script, names assigned only inside blocks)."""
     top: set[str] = set()
     anywhere: set[str] = set()
-    for st, in_block in statements:
+    for st, in_block, _ in statements:
         names: list[str] = []
         if isinstance(st, Assignment):
             names = [st.name]
@@ -107,7 +110,7 @@ def _names_set(statements) -> tuple[set[str], set[str]]:
         elif isinstance(st, Command) and st.words:
             names = _command_sets(st)
         anywhere.update(names)
-        if not in_block:
+        if not in_block and not isinstance(st, Block):  # (a loop's variable is set inside the loop)
             top.update(names)
     return anywhere, anywhere - top
 
@@ -146,23 +149,29 @@ def _command_sets(cmd: Command) -> list[str]:
 def findings(script, job, intent, existing, array_expanded: bool) -> list[Finding]:
     """The findings of this module for one job (see the module docstring). `existing`: the findings made so
     far (not repeated); `array_expanded`: one TrainJob per array index (SLURM_ARRAY_TASK_ID is set)."""
-    statements = _statements(script.body, [])
+    # (statement, inside a block, its expanded text), the text computed once for every check
+    statements = [(st, b, _text(st)) for st, b in _statements(script.body, [])]
+    return _findings(statements, job, intent, existing, array_expanded)
+
+
+def _findings(statements, job, intent, existing, array_expanded: bool) -> list[Finding]:
     covered = {(f.code, f.line) for f in existing}
     out: list[Finding] = []
     out += _interfaces(statements)
     native = getattr(intent, "family", "script") != "script"
+    names = _names_set(statements)
     if native:
         # a native family runs the launch command only (the other commands are dropped and reported as
         # such): what the launch line reads is checked by launchline.py; subscripts on its lines here
         lines = set(getattr(intent, "consumed_lines", ()) or ()) | {getattr(intent, "line", None)}
-        carried = [(st, b) for st, b in statements if getattr(st, "line", None) in lines]
+        carried = [e for e in statements if getattr(e[0], "line", None) in lines]
     else:
-        out += _submission_env(statements, existing)
+        out += _submission_env(statements, names, existing)
         carried = statements
     out += _sourced_files(statements, covered)
     if not any(f.code == "L345" for f in existing):  # (the fallback under `set -e` makes them no-ops)
         out += _terminal(statements, covered)
-    out += _subscripts(statements, carried, job, native, array_expanded)
+    out += _subscripts(statements, carried, names, job, native, array_expanded)
     out += _gpu_without_request(statements, job)
     return out
 
@@ -198,11 +207,11 @@ def _foreign_interfaces(name: str, value: str) -> list[str]:
 
 def _interfaces(statements) -> list[Finding]:
     out = []
-    for st, _ in statements:
+    for st, _, text in statements:
         pairs: list[tuple[str, str]] = []
         if isinstance(st, Assignment) and st.name in _IFACE_VARS and st.value.literal:
             pairs = [(st.name, st.value.value)]
-        elif isinstance(st, Command) and st.words:
+        elif isinstance(st, Command) and st.words and ("_if_" in text or "IFNAME" in text or "UCX_NET" in text):
             words = [w.value for w in st.words if w.literal]
             text = " ".join(words)
             pairs = [(f"OMPI_MCA_{m.group(1)}", m.group(2)) for m in _MCA_IFACE.finditer(text)]
@@ -229,8 +238,8 @@ def _interfaces(statements) -> list[Finding]:
 
 # L348 -------------------------------------------------------------------------------------------------
 
-_PLAIN_REF = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
-_BRACED_READ = re.compile(r"\$\{([A-Za-z_]\w*)(?:\[[^\]]*\])?(?:[#%/^,][^}]*)?\}")
+# `$NAME`, `${NAME}`, `${NAME[…]}`, `${NAME%…}` and the other forms that read NAME without a default
+_READ = re.compile(r"\$(?:\{([A-Za-z_]\w*)(?:\[[^\]]*\])?(?:[#%/^,][^}]*)?\}|([A-Za-z_]\w*))")
 # Set in every pod or by bash itself, by Slurm/the Trainer runtime inside the tasks, or harmless when empty
 # (path lists the script extends).
 _PROVIDED = frozenset(
@@ -245,38 +254,45 @@ _PROVIDED = frozenset(
     ).split()
 )
 _PROVIDED_PREFIX = ("SLURM", "SBATCH_", "SRUN_", "SALLOC_", "PMI", "OMPI_", "PET_", "KUBERNETES_", "CONDA", "MAMBA")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _MODULE_LIKE = re.compile(r"^(EB|CRAY_|PE_|LMOD|MODULE)|_(ROOT|HOME|DIR|PREFIX|VERSION|BASE|INC|LIB)$")
 
 
-def _submission_env(statements, existing) -> list[Finding]:
-    commands = [st for st, _ in statements if isinstance(st, Command) and st.words]
+def _not_from_submission(n: str, anywhere, modules: bool) -> bool:
+    """True when `n` is set by the script, bash, Slurm, the pod or a module, or is not an environment-style
+    (upper-case) name: then its value does not come from the submission environment."""
+    return (
+        n in anywhere
+        or not _ENV_NAME.fullmatch(n)
+        or n in _PROVIDED
+        or n.startswith(_PROVIDED_PREFIX)
+        or n.endswith("PATH")
+        or bool(modules and _MODULE_LIKE.search(n))
+    )
+
+
+def _submission_env(statements, names, existing) -> list[Finding]:
+    commands = [st for st, _, _ in statements if isinstance(st, Command) and st.words]
     if any(c.kind == SOURCE or c.words[0].value == "eval" for c in commands):
         return []  # a sourced file or an eval may set anything: not guessed
     modules = any(c.kind == "module" for c in commands)
-    anywhere, _ = _names_set(statements)
+    anywhere, _ = names
     reported = {f.message for f in existing if f.code == "L348"}
-    reads: dict[str, list[int]] = {}
-    for st, _ in statements:
-        text = _expanded_text(_text(st))
+    reads: dict[str, dict[int, None]] = {}
+    decided: dict[str, bool] = {}  # name -> not a submission-environment variable
+    for st, _, text in statements:
         if "$" not in text:
             continue
-        names = [m.group(1) or m.group(2) for m in _PLAIN_REF.finditer(text)]
-        names += [m.group(1) for m in _BRACED_READ.finditer(text)]
-        for n in names:
-            if (
-                n in anywhere
-                or not re.fullmatch(r"[A-Z][A-Z0-9_]*", n)
-                or n in _PROVIDED
-                or n.startswith(_PROVIDED_PREFIX)
-                or n.endswith("PATH")
-                or (modules and _MODULE_LIKE.search(n))
-            ):
-                continue
-            lines = reads.setdefault(n, [])
-            if st.line not in lines:
-                lines.append(st.line)
+        for m in _READ.finditer(text):
+            n = m.group(1) or m.group(2)
+            skip = decided.get(n)
+            if skip is None:
+                skip = decided[n] = _not_from_submission(n, anywhere, modules)
+            if not skip:
+                reads.setdefault(n, {})[st.line] = None  # (a dict: the lines in order, each once)
     out = []
-    for n, lines in reads.items():
+    for n, seen in reads.items():
+        lines = list(seen)
         if any(f"${n}," in m or f"${n} " in m for m in reported):
             continue  # the launch line's own finding says it
         where = ", ".join(str(x) for x in lines[:5]) + (" …" if len(lines) > 5 else "")
@@ -303,7 +319,7 @@ _ACTIVATION = re.compile(r"(conda|mamba)\.sh$|/activate$")
 
 def _sourced_files(statements, covered) -> list[Finding]:
     out = []
-    for st, _ in statements:
+    for st, _, _ in statements:
         if not isinstance(st, Command) or st.kind in (CONDA, VENV) or len(st.words) < 2:
             continue
         if st.words[0].value not in ("source", ".") or ("P440", st.line) in covered:
@@ -335,12 +351,12 @@ _TERMINAL_SUB = re.compile(r"(\$\(|`)\s*(clear|tput|reset)\b")
 
 def _terminal(statements, covered) -> list[Finding]:
     out = []
-    for st, _ in statements:
+    for st, _, text in statements:
         used = None
         if isinstance(st, Command) and st.words and st.words[0].value in _TERMINAL:
             used = st.words[0].value
         else:
-            m = _TERMINAL_SUB.search(_expanded_text(_text(st)))
+            m = _TERMINAL_SUB.search(text)
             used = m.group(2) if m else None
         if used is None or any((c, st.line) in covered for c in ("L345", "P435", "P436")):
             continue
@@ -362,18 +378,19 @@ def _terminal(statements, covered) -> list[Finding]:
 _SUBSCRIPT = re.compile(r"\$\{([A-Za-z_]\w*)\[\s*\$?\{?([A-Za-z_]\w*)\}?\s*\]\}")
 
 
-def _subscripts(statements, carried, job, native: bool, array_expanded: bool) -> list[Finding]:
-    """P463 for the subscripts of the `carried` statements (`statements`: the whole body, for the names)."""
-    anywhere, block_only = _names_set(statements)
+def _subscripts(statements, carried, names, job, native: bool, array_expanded: bool) -> list[Finding]:
+    """P463 for the subscripts of the `carried` statements (`statements`: the whole body; `names`: what
+    _names_set says of it)."""
+    anywhere, block_only = names
     from_array_id = {
         st.name
-        for st, in_block in statements
+        for st, _, _ in statements
         if isinstance(st, Assignment) and re.fullmatch(r'"?\$\{?SLURM_ARRAY_TASK_ID\}?"?', st.value.raw)
     }
     array_job = bool(getattr(getattr(job, "fields", None), "array", None))
     out = []
-    for st, _ in carried:
-        for m in _SUBSCRIPT.finditer(_expanded_text(_text(st))):
+    for st, _, text in carried:
+        for m in _SUBSCRIPT.finditer(text):
             arr, var = m.group(1), m.group(2)
             why = None
             if var == "SLURM_ARRAY_TASK_ID" or var in from_array_id:
@@ -410,15 +427,14 @@ _NPROC = re.compile(r"--nproc[_-]per[_-]node[= ](\S+)")
 
 def _gpu_signals(statements) -> list[tuple[str, int]]:
     signals: list[tuple[str, int]] = []
-    for st, _ in statements:
+    for st, _, text in statements:
         if isinstance(st, Assignment):
             if st.name.startswith("NCCL_"):
                 signals.append((f"{st.name} (NCCL runs on GPUs only)", st.line))
             elif _GPU_VAR.match(st.name) and st.value.literal and st.value.value.isdigit() and int(st.value.value):
                 signals.append((f"{st.name}={st.value.value}", st.line))
             continue
-        text = _expanded_text(_text(st)) if isinstance(st, Command) else ""
-        if not text:
+        if not text or not isinstance(st, Command):
             continue
         m = _GPU_ARG.search(text)
         if m and int(m.group(1)) > 0:
@@ -440,8 +456,8 @@ def _gpu_without_request(statements, job) -> list[Finding]:
     signals = _gpu_signals(statements)
     if not signals and getattr(fields, "exclusive", None):
         # 2 or more processes per node on a whole node: the partition's GPUs
-        for st, _ in statements:
-            m = _NPROC.search(_expanded_text(_text(st))) if isinstance(st, Command) else None
+        for st, _, text in statements:
+            m = _NPROC.search(text) if isinstance(st, Command) else None
             if m and m.group(1).isdigit() and int(m.group(1)) >= 2:
                 signals.append((f"{m.group(0)} on an --exclusive node", st.line))
                 break
