@@ -159,3 +159,64 @@ def test_site_profile_maps_a_local_sif_to_a_registry_image(tmp_path):
     p = c.plans[0]
     assert p.image == "registry.site.org/ml/torch:2.3"
     assert all(f.severity != "error" for f in p.findings if f.code == "L310")
+
+
+# ---- the script fallback runs the body in the pod: its wrappers run the command directly ---------------
+
+
+def _fallback_pods(text, tmp_path, job):
+    from test_convert_equivalence import _run_pods
+
+    c = conv(text)
+    plan = c.plans[0]
+    assert plan.launcher == "script"
+    return c, plan, _run_pods(plan, tmp_path, 2, job, programs=("python",))
+
+
+def test_fallback_shifter_loop_runs_python_in_the_job_image(tmp_path):
+    # Slurm: a loop of two steps, each `srun shifter python …` = 1 task per node on 2 nodes inside the
+    # job's image -> python train.py --lr 0.1 and --lr 0.01 on each node. In the pods: the same calls, no
+    # shifter (the pod runs the image nersc/pytorch:24.06.01).
+    text = (
+        "#!/bin/bash\n#SBATCH --job-name=sweep\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n"
+        "#SBATCH --image=docker:nersc/pytorch:24.06.01\n#SBATCH --volume=/pscratch/u:/data\n"
+        "for lr in 0.1 0.01; do\n  srun shifter --module=gpu python train.py --lr $lr\ndone\n"
+    )
+    c, plan, pods = _fallback_pods(text, tmp_path, "sweep")
+    assert plan.image == "nersc/pytorch:24.06.01"
+    for calls in pods:
+        assert [(x["name"], x["args"]) for x in calls] == [
+            ("python", ["train.py", "--lr", "0.1"]),
+            ("python", ["train.py", "--lr", "0.01"]),
+        ]
+    assert {"L322", "L323", "L358", "L360"} <= {f.code for f in c.findings}
+
+
+def test_fallback_enroot_import_and_apptainer_exec(tmp_path):
+    # `enroot import` only prepared the image (nothing to do in a pod); `srun enroot start … pyt python`
+    # and `srun apptainer exec … docker://IMG python` ran python in the image: one task per node each.
+    text = (
+        "#!/bin/bash\n#SBATCH --job-name=two\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\nset -e\n"
+        "enroot import -o pyt.sqsh docker://nvcr.io#nvidia/pytorch:24.01-py3\n"
+        "enroot create --name pyt pyt.sqsh\n"
+        "srun enroot start --mount /d:/data pyt python prep.py\n"
+        f"srun apptainer exec --nv -B /d:/data docker://{NGC} python train.py\n"
+    )
+    c, plan, pods = _fallback_pods(text, tmp_path, "two")
+    assert plan.image == NGC
+    for calls in pods:
+        assert [(x["name"], x["args"]) for x in calls] == [("python", ["prep.py"]), ("python", ["train.py"])]
+    (info,) = [f for f in c.findings if f.code == "L360"]
+    assert "`enroot` (line 6)" in info.message and "`apptainer` (line 9)" in info.message
+
+
+def test_fallback_with_two_images_says_which_one_runs():
+    text = (
+        "#!/bin/bash\n#SBATCH -N 1\nfor s in a b; do\n"
+        "  srun apptainer exec docker://ghcr.io/x/prep:1 python prep.py $s\n"
+        "  srun apptainer exec docker://ghcr.io/x/train:2 python train.py $s\ndone\n"
+    )
+    c = conv(text)
+    assert c.plans[0].image == "ghcr.io/x/prep:1"
+    (w,) = [f for f in c.findings if f.code == "L360" and f.severity == "warning"]
+    assert "ghcr.io/x/train:2" in w.message and w.line == 5

@@ -974,6 +974,14 @@ CODES: tuple[Code, ...] = (
     ),
     Code(
         "L",
+        "L360",
+        "info/warning",
+        "script fallback: the body's container wrappers (`apptainer`/`singularity exec`, `shifter`, `enroot start`, `podman-hpc run`, pyxis options of `srun`) run their command directly in the pod, which already runs in the image they name (it becomes the TrainJob image; `pull`/`build`/`import`/`create` do nothing) (info); the body names several images and the TrainJob runs the first (warning)",
+        "`for s in a b; do srun shifter python t.py $s; done`",
+        "one image per TrainJob: convert the steps needing another image separately",
+    ),
+    Code(
+        "L",
         "L370",
         "warning",
         "a launch argument starts with an unquoted `~` (or `name=~`, `name=a:~`): bash expands it to the home directory, the user's cluster home on Slurm but the image's `$HOME` in the container; kept for bash",

@@ -498,3 +498,145 @@ def _enroot_imports(ctx: LaunchContext) -> list[tuple[str, int]]:
                 if uris:
                     out.append((uris[-1], st.line))
     return out
+
+
+# ---- the script fallback: the body runs in the pod, so its wrappers must not -----------------------------
+
+_WRAPPER_NAMES = ("apptainer", "singularity", "shifter", "enroot", "podman-hpc", "podman")
+
+
+def _case_words(options) -> str:
+    return "|".join(sorted(options))
+
+
+def _shim(name: str) -> list[str]:
+    """The lines of an executable that stands for wrapper `name` in a pod: it drops the wrapper's own options
+    and image and execs the command (the pod already runs in the image); subcommands that only prepare an
+    image (`apptainer pull`, `enroot import`, `podman-hpc pull`) do nothing."""
+    skip_globals = 'while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do shift; done'
+    if name == "shifter":
+        return [
+            "while [ $# -gt 0 ]; do",
+            f'  case "$1" in {_case_words(_SHIFTER_VALUE)}) shift 2 ;; -*) shift ;; *) break ;; esac',
+            "done",
+            'exec "$@"',
+        ]
+    runs, values = {
+        "apptainer": ("exec|run", _VALUE),
+        "singularity": ("exec|run", _VALUE),
+        "enroot": ("start", _ENROOT_VALUE),
+        "podman-hpc": ("run", _PODMAN_VALUE),
+        "podman": ("run", _PODMAN_VALUE),
+    }[name]
+    return [
+        skip_globals,
+        'sub="$1"; shift',
+        f'case "$sub" in {runs}) ;; *) exit 0 ;; esac  # pull/build/import/create: the pod has the image',
+        "while [ $# -gt 0 ]; do",
+        f'  case "$1" in {_case_words(values)}) shift 2 ;; -*) shift ;; *) break ;; esac',
+        "done",
+        "shift  # the image",
+        "[ $# -gt 0 ] || exit 0",
+        'exec "$@"',
+    ]
+
+
+def _wrapper_of(words) -> tuple[str | None, SrunCall | None, list[Tok]]:
+    """(the container wrapper a body command runs, its srun call, the words from the wrapper on)."""
+    call = None
+    toks = common.toks_of(words)
+    if toks and common.basename(toks[0].value) == "srun":
+        call = common.parse_srun(words)
+        toks = common.toks_of(call.command) if call.command else []
+    w0 = common.basename(toks[0].value) if toks else ""
+    if w0 in _WRAPPER_NAMES:
+        return w0, call, toks
+    if call is not None and call.options.get("container-image"):
+        return "pyxis", call, toks
+    return None, call, toks
+
+
+def fallback_unwrap(script, job, shape, intent: LaunchIntent) -> LaunchIntent:
+    """The script fallback runs the body in the pod: each container wrapper it uses (apptainer, singularity,
+    shifter, enroot, podman-hpc, pyxis options of srun) is read as the launch line's would be (image, binds:
+    L322/L323/L310, L358/L359), the image becomes the TrainJob's (L360 when the body names several), and
+    the body gets executables of those names that run the command directly (never a container in a pod)."""
+    from translator.launchers.launchline import _top_assignments, entries
+    from translator.read.ast import Command
+
+    if intent.family != "script" or intent.command != ("bash", "-c") or not intent.args:
+        return intent
+    walk = entries(script.body)
+    images: dict[str, int] = {}
+    used: dict[str, int] = {}
+    ctx = LaunchContext(script=script, job=job, shape=shape)
+    for st, _ in walk:
+        if not (isinstance(st, Command) and st.words):
+            continue
+        name, call, inner = _wrapper_of(st.words)
+        if name is None and job_plugin_option(job, "container-image") is not None and st.words[0].value == "srun":
+            name = "pyxis"
+        if name is None:
+            continue
+        used.setdefault(name, st.line)
+        probe = LaunchContext(
+            script=script, job=job, shape=shape, assignments=_top_assignments(script, walk, st.line, st)
+        )
+        got = _probe(probe, name, call, inner, st.line)
+        ctx.findings.extend(f for f in probe.findings if f not in ctx.findings)
+        if got is not None:
+            images.setdefault(got, st.line)
+    if not used:
+        return intent
+    return _fallback_intent(ctx, intent, images, used)
+
+
+def _probe(ctx: LaunchContext, name: str, call: SrunCall | None, toks: list[Tok], line: int) -> str | None:
+    """The image one wrapped body command names (its findings go to ctx)."""
+
+    def inner(c, words, srun, ln):
+        return LaunchIntent(family="script", framework="torch", command=(), args=())
+
+    if name == "pyxis":
+        assert call is not None
+        return pyxis(ctx, call, toks, line, inner).image
+    sub = [t.value for t in toks[1:] if not t.value.startswith("-")][:1]
+    if name in ("apptainer", "singularity") and sub and sub[0] in ("exec", "run"):
+        return apptainer(ctx, toks, call, line, inner).image
+    if name == "shifter" or (name == "enroot" and sub == ["start"]) or (sub == ["run"]):
+        return other(ctx, toks, call, line, inner).image
+    return None
+
+
+def _fallback_intent(ctx: LaunchContext, intent: LaunchIntent, images: dict[str, int], used: dict[str, int]):
+    lines = ['_s2k_bin="${TMPDIR:-/tmp}/slurm2kf-bin"  # slurm2kf: container wrappers run their command directly']
+    lines.append('mkdir -p "$_s2k_bin"')
+    for name in sorted(n for n in used if n != "pyxis"):
+        lines.append(f"cat > \"$_s2k_bin/{name}\" <<'S2K_WRAPPER'")
+        lines += ["#!/bin/bash"] + _shim(name) + ["S2K_WRAPPER", f'chmod +x "$_s2k_bin/{name}"']
+    lines.append('export PATH="$_s2k_bin:$PATH"')
+    where = ", ".join(f"`{n}` (line {ln})" for n, ln in sorted(used.items(), key=lambda x: x[1]))
+    chosen = next(iter(images), None)
+    ctx.add(
+        INFO,
+        "L360",
+        f"the body's container wrappers {where} run their command directly in the pod, which already runs in "
+        + (f"the image `{chosen}`" if chosen else "the TrainJob image")
+        + "; image-preparing subcommands (pull, build, import, create) do nothing",
+        min(used.values()),
+    )
+    if len(images) > 1:
+        ctx.add(
+            WARNING,
+            "L360",
+            "the body runs several images ("
+            + ", ".join(f"`{i}` line {ln}" for i, ln in images.items())
+            + f"); a TrainJob has one: `{chosen}`",
+            sorted(images.values())[1],
+            "run the steps that need another image as a TrainJob of their own",
+        )
+    text = "\n".join(lines) + "\n" + intent.args[0]
+    changes: dict = {"args": (text,) + tuple(intent.args[1:]), "findings": tuple(intent.findings) + tuple(ctx.findings)}
+    if chosen is not None and intent.image is None:
+        changes["image"] = chosen
+    return intent_replace(intent, **changes)

@@ -667,7 +667,15 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str, re
 
 
 def detect(script, job) -> LaunchIntent:
-    """Choose the launch line and convert it with its family's module."""
+    """Choose the launch line and convert it with its family's module; a script fallback gets its body's
+    container wrappers unwrapped (container.fallback_unwrap)."""
+    intent = _detect(script, job)
+    if intent.family == "script":
+        return container.fallback_unwrap(script, job, common.job_shape(job.fields), intent)
+    return intent
+
+
+def _detect(script, job) -> LaunchIntent:
     shape = common.job_shape(job.fields)
     walk = entries(script.body)
     launches: list[tuple[Command, str | None, int]] = []  # (command, enclosing block, index in walk)
