@@ -296,3 +296,14 @@ def test_clean_script_has_no_portability_finding():
     )
     c = conv(text)
     assert not {f.code for f in c.findings} & {"P460", "P461", "P462", "P463", "P464", "L348"}
+
+
+def test_sbatch_export_option_decides_what_came_from_the_submission_environment():
+    # sbatch(1) --export: NAME=value is set by sbatch itself; NONE passes no user variable; a name list
+    # passes only those names
+    base = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH {export}\nfor s in 1 2; do srun python t.py --d $DATA --w $WORK; done\n"
+    c = conv(base.format(export="--export=ALL,DATA=/d"))
+    assert [f.message.split(" ", 1)[0] for f in found(c, "L348")] == ["$WORK"]
+    assert not found(conv(base.format(export="--export=NONE")), "L348")
+    c = conv(base.format(export="--export=DATA"))
+    assert [f.message.split(" ", 1)[0] for f in found(c, "L348")] == ["$DATA"]

@@ -166,7 +166,7 @@ def _findings(statements, job, intent, existing, array_expanded: bool) -> list[F
         lines = set(getattr(intent, "consumed_lines", ()) or ()) | {getattr(intent, "line", None)}
         carried = [e for e in statements if getattr(e[0], "line", None) in lines]
     else:
-        out += _submission_env(statements, names, existing)
+        out += _submission_env(statements, names, existing, job)
         carried = statements
     out += _sourced_files(statements, covered)
     if not any(f.code == "L345" for f in existing):  # (the fallback under `set -e` makes them no-ops)
@@ -271,7 +271,21 @@ def _not_from_submission(n: str, anywhere, modules: bool) -> bool:
     )
 
 
-def _submission_env(statements, names, existing) -> list[Finding]:
+def _exported(job) -> tuple[bool, set[str], set[str]]:
+    """What sbatch's `--export` lets through (sbatch(1)): (the whole submission environment, the names it
+    passes on, the names it sets itself with NAME=value)."""
+    value = getattr(getattr(job, "fields", None), "export", None) or "ALL"
+    items = [i for i in value.split(",") if i]
+    everything = bool(items) and items[0].upper() == "ALL"
+    given = {i.split("=", 1)[0] for i in items if "=" in i}
+    named = {i for i in items if "=" not in i and i.upper() not in ("ALL", "NONE", "NIL")}
+    return everything, named, given
+
+
+def _submission_env(statements, names, existing, job) -> list[Finding]:
+    everything, named, given = _exported(job)
+    if not everything and not named:
+        return []  # --export=NONE: nothing came from the submission environment
     commands = [st for st, _, _ in statements if isinstance(st, Command) and st.words]
     if any(c.kind == SOURCE or c.words[0].value == "eval" for c in commands):
         return []  # a sourced file or an eval may set anything: not guessed
@@ -287,7 +301,9 @@ def _submission_env(statements, names, existing) -> list[Finding]:
             n = m.group(1) or m.group(2)
             skip = decided.get(n)
             if skip is None:
-                skip = decided[n] = _not_from_submission(n, anywhere, modules)
+                skip = decided[n] = (
+                    _not_from_submission(n, anywhere, modules) or n in given or not (everything or n in named)
+                )
             if not skip:
                 reads.setdefault(n, {})[st.line] = None  # (a dict: the lines in order, each once)
     out = []
@@ -420,8 +436,8 @@ def _subscripts(statements, carried, names, job, native: bool, array_expanded: b
 
 # P464 -------------------------------------------------------------------------------------------------
 
-_GPU_VAR = re.compile(r"^(GPUS_PER_NODE|NUM_GPUS|N_GPUS|NGPUS|GPUS|NUM_GPUS_PER_NODE|GPU_PER_NODE|NPROC_PER_NODE)$")
-_GPU_ARG = re.compile(r"(?:^|\s)--(?:gpus|num_gpus|num-gpus|ngpus|n_gpus|gpus_per_node|gpus-per-node|devices)[= ](\d+)")
+_GPU_VAR = re.compile(r"^(GPUS_PER_NODE|NUM_GPUS|N_GPUS|NGPUS|GPUS|NUM_GPUS_PER_NODE|GPU_PER_NODE)$")
+_GPU_ARG = re.compile(r"(?:^|\s)--(?:gpus|num_gpus|num-gpus|ngpus|n_gpus|gpus_per_node|gpus-per-node)[= ](\d+)")
 _NPROC = re.compile(r"--nproc[_-]per[_-]node[= ](\S+)")
 
 
