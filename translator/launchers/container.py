@@ -503,6 +503,7 @@ def _enroot_imports(ctx: LaunchContext) -> list[tuple[str, int]]:
 # ---- the script fallback: the body runs in the pod, so its wrappers must not -----------------------------
 
 _WRAPPER_NAMES = ("apptainer", "singularity", "shifter", "enroot", "podman-hpc", "podman")
+_MAX_PROBED = 100  # wrapped body commands whose image and binds are read (all of them get the executables)
 
 
 def _case_words(options) -> str:
@@ -570,6 +571,7 @@ def fallback_unwrap(script, job, shape, intent: LaunchIntent) -> LaunchIntent:
     images: dict[str, int] = {}
     used: dict[str, int] = {}
     ctx = LaunchContext(script=script, job=job, shape=shape)
+    probed = 0
     for st, _ in walk:
         if not (isinstance(st, Command) and st.words):
             continue
@@ -579,6 +581,9 @@ def fallback_unwrap(script, job, shape, intent: LaunchIntent) -> LaunchIntent:
         if name is None:
             continue
         used.setdefault(name, st.line)
+        probed += 1
+        if probed > _MAX_PROBED:
+            continue  # (each probe reads the assignments before its line: bounded, not quadratic)
         probe = LaunchContext(
             script=script, job=job, shape=shape, assignments=_top_assignments(script, walk, st.line, st)
         )
