@@ -246,6 +246,7 @@ class _Packages:
 def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
     """The plan(s) of one job: each section below adds its findings and source-map entries in order."""
     from translator.launchers.launchline import detect
+    from translator.plan import pod_portability
 
     b = _Build(script, job, settings)
     _acceptance(b)
@@ -260,6 +261,7 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
     env, command_raw, args_raw = _command(b, env, runtime.framework)
     deadline = _deadline(b)
     _other_options(b)
+    b.findings.extend(pod_portability.findings(script, job, b.intent, b.findings, settings.array_mode == "expand"))
     name, job_name, annotations = _identity(b)
     _launch_map(b)
     base = TrainerPlan(
@@ -307,7 +309,7 @@ def _with_batch_runtime(plan: TrainerPlan) -> TrainerPlan:
 
 def _acceptance(b: _Build) -> None:
     job = b.job
-    plugin_diags = [d for d in job.diagnostics if d.code == "O206"]
+    plugin_diags = [d for d in job.diagnostics if d.code in ("O206", "O226")]  # O226: Shifter, accepted
     if plugin_diags:
         names = []
         for d in plugin_diags:
