@@ -333,7 +333,11 @@ SRUN_RUN = [
     '    xs+=(-x "$v")',
     "  done < <(compgen -e)",
     "  unset OMPI_MCA_orte_default_hostfile OMPI_MCA_rmaps_base_default_hostfile PRTE_MCA_prte_default_hostfile",
+    "  # each step its own session directory: two mpiruns started at once (background steps) race to create",
+    '  # the shared one and Open MPI 4 fails the loser (session_dir.c: mkdir "File exists")',
+    '  local sdir="$_s2k_stepdir/mpi.$BASHPID"; mkdir -p "$sdir"',
     '  { OMPI_MCA_plm_rsh_args="$_s2k_ssh" PRTE_MCA_plm_ssh_args="$_s2k_ssh" \\',
+    '    OMPI_MCA_orte_tmpdir_base="$sdir" PRTE_MCA_prte_tmpdir_base="$sdir" \\',
     "    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_abort_on_non_zero_status=$abort \\",
     '    mpirun --host "$hl" -np "$ntasks" --map-by slot "${xs[@]}" --wdir "${o_D:-$PWD}" \\',
     '    bash -c "$_s2k_task_sh" s2k-task "$@" 2>&1 1>&3 3>&- | _s2k_exits "$f"; } 3>&1',
@@ -371,7 +375,8 @@ SRUN_RUN = [
 
 # ---- the task wrapper (`bash -c WRAPPER s2k-task CMD ARGS...`, once per task) ------------------
 
-TASK_WRAPPER = r"""_s2k_r="${_S2K_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}}"
+TASK_WRAPPER = r"""[ -z "${S2K_CONTAINER_SHIMS:-}" ] || eval "$S2K_CONTAINER_SHIMS"  # container wrappers (launchers/container.py)
+_s2k_r="${_S2K_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}}"
 IFS='|' read -r _s2k_id _s2k_n _s2k_c _s2k_cf _s2k_nl <<< "$_S2K_STEP"
 IFS=, read -ra _s2k_cv <<< "$_s2k_c"
 IFS=, read -ra _s2k_nv <<< "$_s2k_nl"
