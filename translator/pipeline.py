@@ -26,6 +26,7 @@ class ConvertSettings:
     profile: object | None = None  # translator.profile.model.Profile, when one applies
     script_args: tuple[str, ...] | None = None  # --script-args: the arguments sbatch gives the script
     simulate: bool = False  # migrate/report --simulate: also compare the launches (slurm2kf simulate)
+    trainer_version: str = "2.3"  # --trainer-version: the Kubeflow Trainer release (validate/versions.py)
 
 
 @dataclass(frozen=True)
@@ -72,4 +73,8 @@ def convert(path: str, data: bytes | None = None, settings: ConvertSettings = Co
     if err is not None:
         return Conversion(path=path, script=None, job=None, file_error=err)
     plans = build_plans(script, job, settings)
+    if settings.trainer_version != "2.3":
+        from translator.plan.trainer_version import plans_for
+
+        plans = plans_for(plans, settings.trainer_version)
     return Conversion(path=path, script=script, job=job, plans=tuple(plans))

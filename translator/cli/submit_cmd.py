@@ -14,6 +14,7 @@ import click
 
 from translator.cli.cluster_common import cluster_options, connect_or_exit, echo_rejection
 from translator.cli.common import SbatchArgsCommand, conversion_options, parse_env_items
+from translator.cli.trainer_version import resolve as resolve_version, trainer_version_option
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -39,6 +40,7 @@ from translator.profile.lookup import PROFILE_ENV
 )
 @click.option("--force", is_flag=True, help="Submit even when the conversion has error findings.")
 @conversion_options(f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
+@trainer_version_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems (no `Submitted` lines).")
 @click.pass_context
 def command(
@@ -57,6 +59,7 @@ def command(
     array_mode,
     profile_path,
     sbatch_env,
+    trainer_version,
     quiet,
 ) -> None:
     """Convert and submit sbatch scripts (or TrainJob YAML) to the cluster. Options after `--` are
@@ -89,6 +92,7 @@ def command(
             sbatch_env=env,
             sbatch_args=sbatch_args,
             profile=profile,
+            trainer_version=resolve_version(trainer_version, profile, "submit"),
         )
 
     prepared = prepare(files, settings_for, force=force)

@@ -32,6 +32,7 @@ class JobRow:
     state: str
     reason: str = ""  # reason of the condition that decided the state
     source_hash: str = ""  # the slurm2kf.io/source-hash label (first 12 hex of the file's SHA-256)
+    why: str = ""  # why it has no running pods (cluster/logs.py short_reason): the REASON column
 
     def age(self, now: _dt.datetime | None = None) -> str:
         return age_text(self.created, now)
@@ -48,6 +49,7 @@ class JobRow:
             "age": self.age(now),
             "state": self.state,
             "reason": self.reason,
+            "why": self.why,
         }
 
 
@@ -148,8 +150,22 @@ def list_jobs(cluster: Cluster, namespace: str | None, *, all_namespaces: bool =
         if not cont:
             break
     rows = [row_of(i) for i in items]
+    _add_reasons(cluster, ns, items, rows)
     rows.sort(key=lambda r: (r.namespace, r.created or "", r.name))
     return rows
+
+
+def _add_reasons(cluster: Cluster, ns: str | None, items: list[dict], rows: list[JobRow]) -> None:
+    """REASON from each TrainJob and its pods (one list of the JobSet pods; without the right to list
+    pods, from the TrainJobs alone)."""
+    from translator.cluster.logs import list_pods, pods_by_job, short_reason
+
+    try:
+        pods = pods_by_job(list_pods(cluster, ns)) if items else {}
+    except HttpError:
+        pods = {}
+    for obj, row in zip(items, rows):
+        row.why = short_reason(obj, pods.get((row.namespace, row.name), []))
 
 
 def from_sources(rows: list[JobRow], paths) -> list[JobRow]:
@@ -198,7 +214,9 @@ def get_job(cluster: Cluster, namespace: str | None, name: str):
 
 
 def table(rows: list[JobRow], *, all_namespaces: bool, now=None) -> str:
-    head = (["NAMESPACE"] if all_namespaces else []) + ["NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT"]
+    head = (["NAMESPACE"] if all_namespaces else []) + [
+        *("NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT", "REASON")
+    ]
     data = []
     for r in rows:
         script = r.script
@@ -217,7 +235,8 @@ def table(rows: list[JobRow], *, all_namespaces: bool, now=None) -> str:
                 "-" if r.gpus is None else str(r.gpus),
                 r.runtime,
                 r.age(now),
-                script,
+                script or "-",
+                r.why,
             ]
         )
     widths = [max(len(h), *(len(d[i]) for d in data)) if data else len(h) for i, h in enumerate(head)]
