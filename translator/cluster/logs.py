@@ -168,7 +168,8 @@ def reason_of(obj: dict, pods: list[PodView]) -> str:
     if why or not pods:
         return why
     latest = _latest(pods)
-    for p in latest:
+    bad = [p for p in latest if any(reason in BAD_WAITING for _, reason, _ in p.waiting)]
+    for p in bad + latest:
         text = p.problem()
         if text:
             return text
@@ -192,10 +193,12 @@ def short_reason(obj: dict, pods: list[PodView]) -> str:
         return f"JobSet creation failed ({created.get('reason') or 'Created=False'})"
     if created is None:
         return "no JobSet: name too long for its pods (V748)" if _name_problem(obj) else "no JobSet yet"
-    for p in _latest(pods):
+    latest = _latest(pods)
+    for p in latest:  # a container that will not start by itself first: it needs a fix
         for _cont, reason, _ in p.waiting:
             if reason in BAD_WAITING:
                 return f"{reason} ({p.label})"
+    for p in latest:
         if not p.node_name:
             return f"Unschedulable ({p.label})" if p.unschedulable else f"not scheduled ({p.label})"
     return ""
