@@ -196,3 +196,19 @@ def test_submit_generate_name_and_validate_server(cli, kube, tmp_path):
     long_file.write_text(_trainjob({"name": NAME63}, 16))
     r = cli("validate", "--server", "--kubeconfig", kube.kubeconfig, "-n", kube.ns, long_file)
     assert r.exit_code == 1 and "error V748" in r.stdout
+
+
+def test_profile_runtime_jobs_count(cli, tmp_path):
+    """A site runtime chosen by the profile for the launcher: its listed replicatedJobs decide the
+    bound (`-data-preparation-0-0-abcde` is 17 + 4 + 6 = 27 characters: 63 - 27 = 36)."""
+    prof = tmp_path / "slurm2kf.yaml"
+    prof.write_text(
+        "apiVersion: slurm2kf/v1\nkind: SiteProfile\nruntimes:\n  - name: site-torch\n"
+        "    launchers: [srun-tasks, torchrun, python]\n    replicatedJobs: [data-preparation, node]\n"
+    )
+    script = _script(tmp_path, NAME63, 16)
+    r = cli("convert", "--profile", prof, script)
+    assert r.exit_code == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    assert doc["spec"]["runtimeRef"]["name"] == "site-torch"
+    assert len(doc["metadata"]["name"]) == 36

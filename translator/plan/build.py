@@ -749,8 +749,11 @@ def _name_room(b: _Build, runtime_name: str, num_nodes: int) -> int:
     runtime's replicatedJobs (shipped ones known; a profile's runtime adds the jobs it lists)."""
     from translator.validate.runtimes import SHIPPED, pods_per_job
 
+    rules = getattr(b.settings.profile, "runtimes", ()) or ()
+    if not b.settings.runtime and runtime_name in SHIPPED:  # the profile may choose by launcher (apply.py)
+        runtime_name = next((r.name for r in rules if b.intent.family in r.launchers), runtime_name)
     pods = pods_per_job(SHIPPED.get(runtime_name), num_nodes)
-    for rule in getattr(b.settings.profile, "runtimes", ()) or ():
+    for rule in rules:
         if rule.name == runtime_name:
             for job in rule.replicated_jobs:
                 pods.setdefault(job, 1)
