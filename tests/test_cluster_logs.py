@@ -200,3 +200,20 @@ def test_units_choose_since_restarts():
     assert [p.name for p in choose(restarted, None, True)] == ["node-0-1", "node-1-1"]  # newest attempt only
     with pytest.raises(LogsError):
         choose(restarted, 2, False)
+
+
+def test_kueue_workload_text():
+    """Kueue Workload conditions (kueue.sigs.k8s.io, Workload API: QuotaReserved, Admitted, Evicted)."""
+    from translator.cluster.logs import workload_text
+
+    def wl(*conds):
+        return {"metadata": {"name": "trainjob-big-1a2b3"}, "status": {"conditions": list(conds)}}
+
+    pending = _cond("QuotaReserved", "Pending", "False", "couldn't assign flavors to pod set node: insufficient quota")
+    assert workload_text(wl(pending)) == (
+        "workload trainjob-big-1a2b3 is pending: couldn't assign flavors to pod set node: insufficient quota"
+    )
+    assert workload_text(wl(_cond("QuotaReserved", "QuotaReserved"), _cond("Admitted", "Admitted"))) == ""
+    evicted = _cond("Evicted", "Preempted", "True", "Preempted to accommodate a higher priority Workload")
+    assert workload_text(wl(evicted)).startswith("workload trainjob-big-1a2b3 was evicted (Preempted)")
+    assert workload_text(wl()) == "workload trainjob-big-1a2b3 is not admitted yet"

@@ -60,6 +60,11 @@ def command(name, kubeconfig, context, namespace, follow, node, all_nodes, tail,
             sys.exit(1)
         if not pods:
             why = reason_of(obj, pods) or "the JobSet exists but its Jobs have not created pods yet"
+            if why.startswith(("Kueue", "suspended")):
+                from translator.cluster.logs import kueue_detail
+
+                detail = kueue_detail(cluster, obj)
+                why = f"{why} ({detail})" if detail else why
             echo_user(f"slurm2kf logs: K930 TrainJob {ns}/{name} has no pods yet: {why}", err=True)
             sys.exit(1)
         try:

@@ -151,6 +151,53 @@ def job_reason(obj: dict) -> str:
     return ""
 
 
+KUEUE_WORKLOADS = ("/apis/kueue.x-k8s.io/v1beta2", "/apis/kueue.x-k8s.io/v1beta1")
+
+
+def kueue_detail(cluster: Cluster, obj: dict) -> str:
+    """What Kueue's Workload of a TrainJob says about its admission ('' when there is none, or Kueue is
+    not installed, or it may not be read). Kueue labels the Workload `kueue.x-k8s.io/job-uid=<uid>`
+    (kueue.sigs.k8s.io, "Troubleshooting Jobs"); its QuotaReserved condition (False: not admitted yet)
+    and Evicted condition carry the reason in words."""
+    from translator.cluster.client import HttpError
+
+    meta = as_dict(obj.get("metadata"))
+    ns, uid = meta.get("namespace"), meta.get("uid")
+    if not ns or not uid:
+        return ""
+    for base in KUEUE_WORKLOADS:
+        try:
+            body = cluster.request(
+                "GET",
+                f"{base}/namespaces/{_seg(ns)}/workloads",
+                query=[("labelSelector", f"kueue.x-k8s.io/job-uid={uid}")],
+            ).body
+        except HttpError:
+            continue  # this version is not served, or Kueue is not installed, or not allowed
+        for wl in as_list(as_dict(body).get("items")):
+            text = workload_text(as_dict(wl))
+            if text:
+                return text
+        return ""
+    return ""
+
+
+def workload_text(wl: dict) -> str:
+    """`workload NAME: <why it is not admitted>` from a Kueue Workload, '' when it is admitted."""
+    name = as_dict(wl.get("metadata")).get("name") or "?"
+    conds = {c.get("type"): c for c in as_list(as_dict(wl.get("status")).get("conditions")) if isinstance(c, dict)}
+    evicted = conds.get("Evicted")
+    if evicted is not None and _true(evicted):
+        return f"workload {name} was evicted ({evicted.get('reason') or 'Evicted'}): {evicted.get('message') or ''}"
+    admitted = conds.get("Admitted")
+    if admitted is not None and _true(admitted):
+        return ""
+    quota = conds.get("QuotaReserved")
+    if quota is not None and not _true(quota):
+        return f"workload {name} is pending: {quota.get('message') or quota.get('reason') or 'no quota reserved'}"
+    return f"workload {name} is not admitted yet"
+
+
 def _name_problem(obj: dict) -> str:
     from translator.validate.rules import check_pod_names
     from translator.validate.runtimes import SHIPPED
