@@ -1274,6 +1274,22 @@ CODES: tuple[Code, ...] = (
         "nothing: the TrainJob is the same",
     ),
     Code(
+        "P",
+        "P468",
+        "info",
+        "`--time` under a Kueue queue: also the label `kueue.x-k8s.io/max-exec-time-seconds` (total admitted time; activeDeadlineSeconds restarts on every resume)",
+        "`-p gpu --time=1:30:00` with `partitions.gpu.queue`",
+        "nothing",
+    ),
+    Code(
+        "P",
+        "P469",
+        "info",
+        "`--dependency` kept in the annotation `slurm2kf.io/dependency` (not enforced: see P407)",
+        "`--dependency=afterok:1234`",
+        "submit the TrainJob when its dependencies have ended",
+    ),
+    Code(
         "F-load",
         "F550",
         "error",

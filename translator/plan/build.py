@@ -863,6 +863,11 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
         if b.shape.gpus_per_node:
             p = with_shared_memory(p, rt)
         out.append(p)
+    if b.job.fields.dependency or (settings.profile is not None and any(p.labels for p in out)):
+        from translator.plan.kueue import kueue_fields
+
+        lines = (b.job.fields.dependency, _first(b.job, "time"), _first(b.job, "dependency"))
+        out = [kueue_fields(p, *lines) for p in out]
     return tuple(out)
 
 
