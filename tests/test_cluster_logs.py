@@ -217,3 +217,47 @@ def test_kueue_workload_text():
     evicted = _cond("Evicted", "Preempted", "True", "Preempted to accommodate a higher priority Workload")
     assert workload_text(wl(evicted)).startswith("workload trainjob-big-1a2b3 was evicted (Preempted)")
     assert workload_text(wl()) == "workload trainjob-big-1a2b3 is not admitted yet"
+
+
+def test_stream_lines_prefixes_and_parameters(monkeypatch):
+    """What `logs` asks the official client for and how it prints the answer (the server side of a real
+    log needs a kubelet; here read_namespaced_pod_log is replaced by a stand-in that records the call)."""
+    import types
+
+    from kubernetes import client as kclient
+
+    from translator.cluster.logs import LogRequest, PodView, stream
+
+    calls = []
+
+    class Answer:
+        def __init__(self, chunks):
+            self.chunks = chunks
+
+        def stream(self, _size):
+            yield from self.chunks
+
+    def fake(self, name, namespace, **kw):
+        calls.append((name, namespace, kw))
+        return Answer([b"step 1\nstep", b" 2\n", b"last without newline"])
+
+    monkeypatch.setattr(kclient.CoreV1Api, "read_namespaced_pod_log", fake)
+    cluster = types.SimpleNamespace(api=None, timeout=(5.0, 30.0))
+    pods = [
+        PodView("j-node-0-0-a", "node", 0, 0, "n1", "Running", NOW, containers=("node", "sidecar")),
+        PodView("j-node-0-1-b", "node", 1, 0, "n2", "Running", NOW, containers=("node",)),
+    ]
+    out = []
+    errors = stream(cluster, pods, LogRequest("ml", follow=True, tail=5, since=60, prefix=True), out.append)
+    assert errors == []
+    assert sorted(out) == sorted(
+        [f"[node-{i}] {t}" for i in (0, 1) for t in ("step 1", "step 2", "last without newline")]
+    )
+    assert sorted(c[0] for c in calls) == ["j-node-0-0-a", "j-node-0-1-b"]
+    for _name, ns, kw in calls:
+        assert ns == "ml" and kw["container"] == "node" and kw["follow"] is True
+        assert kw["tail_lines"] == 5 and kw["since_seconds"] == 60 and "_request_timeout" not in kw
+    out.clear()
+    stream(cluster, pods[:1], LogRequest("ml"), out.append)
+    assert out == ["step 1", "step 2", "last without newline"]  # one pod: no prefix
+    assert calls[-1][2]["_request_timeout"] == (5.0, 30.0) and "tail_lines" not in calls[-1][2]
