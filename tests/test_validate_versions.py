@@ -163,3 +163,28 @@ def test_submit_and_migrate_take_the_option(cli, tmp_path):
     for cmd in ("submit", "migrate"):
         r = cli(cmd, "--help")
         assert "--trainer-version [2.3|2.4]" in r.stdout
+
+
+def test_migrate_reads_each_scripts_profile_version(cli, tmp_path):
+    """Without --trainer-version, `migrate` takes each script's own profile's release: 2.4 there drops
+    L306 for P466, and a runtime of that profile with a too long job name makes the script an error."""
+    import json
+
+    src = tmp_path / "repo"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "mpi.sbatch").write_text(MPI_SCRIPT)
+    _profile(src / "a", '  trainerVersion: "2.4"\n', "launcher")
+    (src / "b").mkdir()
+    (src / "b" / "mpi.sbatch").write_text(MPI_SCRIPT)
+    _profile(src / "b", '  trainerVersion: "2.4"\n', "launcher-with-a-long-name")
+    out = tmp_path / "out"
+    r = cli("migrate", src, "-o", out)
+    assert r.exit_code == 1, r.stderr  # b's script has an error finding
+    report = json.loads((out / "slurm2kf-report.json").read_text())
+    by_dir = {}
+    for s in report["scripts"]:
+        by_dir[s["path"].split("/")[0]] = {f["code"] for f in s["issues"]}
+    assert "P466" in by_dir["a"] and "L306" not in by_dir["a"] and "P465" not in by_dir["a"]
+    assert "P465" in by_dir["b"]
+    r = cli("migrate", src, "-o", tmp_path / "out23", "--trainer-version", "2.3")
+    assert r.exit_code == 0, r.stderr  # the option wins over both profiles

@@ -113,7 +113,8 @@ def command(
 
     from translator.cli.trainer_version import resolve
 
-    settings = replace(settings, trainer_version=resolve(trainer_version, settings.profile, "migrate"))
+    if trainer_version or settings.profile is not None:  # else each script's own profile decides
+        settings = replace(settings, trainer_version=resolve(trainer_version, settings.profile, "migrate"))
     try:
         res = migrate(
             MigrateOptions(

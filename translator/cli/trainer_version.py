@@ -29,7 +29,7 @@ def resolve(option: str | None, profile=None, command: str = "convert") -> str:
 
     defaults = getattr(profile, "defaults", None)
     version = option or getattr(defaults, "trainer_version", None) or DEFAULT
-    problems = profile_findings(profile, version) if profile is not None else []
+    problems = [f for f, _ in profile_findings(profile, version)] if profile is not None else []
     for f in problems:
         echo_user(f.format(profile.path), err=True)
     if problems:
