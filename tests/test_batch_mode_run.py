@@ -15,7 +15,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.batch_prologue_helpers import mpi_env  # noqa: F401  (a fixture)
 from translator.pipeline import ConvertSettings, convert
 from translator.simulate.kubelet import expand_argv
 

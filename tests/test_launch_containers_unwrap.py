@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.batch_prologue_helpers import mpi_env  # noqa: F401  (a fixture)
 
 from translator.pipeline import ConvertSettings, convert
 

@@ -146,7 +146,17 @@ def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: 
     help="With --server: give up on a server request not answered in full after this long (default 60).",
 )
 def command(
-    files, crd_path, runtime_paths, trainer_version, as_json, quiet, server, kubeconfig, context, namespace, request_timeout
+    files,
+    crd_path,
+    runtime_paths,
+    trainer_version,
+    as_json,
+    quiet,
+    server,
+    kubeconfig,
+    context,
+    namespace,
+    request_timeout,
 ):
     """Check TrainJob YAML against a TrainJob CRD: the OpenAPI schema with unknown fields as errors,
     defaults, list keys, the CEL rules that apply at create, and the Kubeflow Trainer webhook rules.
@@ -188,7 +198,9 @@ def command(
             results.append(Result(path, None, None, problems=[Problem("V701", "error", "<file>", None, err)]))
             continue
         if cluster is not None:
-            file_results, unusable = _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell, version)
+            file_results, unusable = _server_results(
+                cluster, text, crd, path, runtimes, namespace, cannot_tell, version
+            )
             unreadable = unreadable or unusable
         else:
             file_results = validate_text(text, crd, file=path, runtimes=runtimes, trainer_version=version)

@@ -647,7 +647,7 @@ def _fallback_intent(ctx: LaunchContext, intent: LaunchIntent, images: dict[str,
     # the steps' tasks on the other pods need the same executables: srun's task wrapper makes them there from
     # this text (fixed text of ours, never the script's), which mpirun forwards with the other variables
     setup = "\n".join(lines)
-    text = f"S2K_CONTAINER_SHIMS={shlex.quote(setup)}\nexport S2K_CONTAINER_SHIMS\neval \"$S2K_CONTAINER_SHIMS\"\n"
+    text = f'S2K_CONTAINER_SHIMS={shlex.quote(setup)}\nexport S2K_CONTAINER_SHIMS\neval "$S2K_CONTAINER_SHIMS"\n'
     text += intent.args[0]
     changes: dict = {"args": (text,) + tuple(intent.args[1:]), "findings": tuple(intent.findings) + tuple(ctx.findings)}
     if chosen is not None and intent.image is None:
