@@ -12,16 +12,29 @@ Records are JSON lines appended to the unit's record file (see `_config`).
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hostlist  # noqa: E402
 import names  # noqa: E402
-import same_ranks  # type: ignore[import-not-found]  # noqa: E402
+
+
+class _OnFirstUse:
+    """A module imported when first used. The stub starts once per command the script runs (a `module load`,
+    a `mkdir`), and most of them need neither `re` nor `json`: importing those costs more than the rest of
+    the stub's start together, so only the commands that use them pay it."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(__import__(self._name), attr)
+
+
+re = _OnFirstUse("re")
+hostlist = _OnFirstUse("hostlist")
+same_ranks = _OnFirstUse("same_ranks")
 
 SIM_PREFIX = "SLURM2KF_SIM_"
 _CFG = None
@@ -79,10 +92,52 @@ def _config() -> dict:
         path = os.environ.get(SIM_PREFIX + "CONFIG") or os.path.join(_simdir(), "unit", "config.json")
         try:
             with open(path, encoding="utf-8") as fh:
-                _CFG = json.load(fh)
+                _CFG = json_loads(fh.read())
         except (OSError, ValueError):
             _CFG = {}
     return _CFG
+
+
+def json_loads(text: str):
+    """JSON text -> value, with the C scanner the `json` package itself uses (CPython's `_json`), without
+    importing the package (whose decoder imports `re`)."""
+    import _json
+
+    class Context:
+        strict = True
+        object_hook = object_pairs_hook = None
+        parse_float, parse_int = float, int
+        memo: dict = {}
+
+        @staticmethod
+        def parse_constant(name):
+            return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+    start = len(text) - len(text.lstrip())
+    try:
+        value, end = _json.make_scanner(Context)(text, start)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if text[end:].strip():
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def json_dumps(value) -> str:
+    """value (dict, list, str, int, float, bool, None) -> JSON text with sorted keys, as `json.dumps(value,
+    sort_keys=True)` writes it."""
+    from _json import encode_basestring_ascii as quote
+
+    if isinstance(value, str):
+        return quote(value)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        items = sorted((str(k), v) for k, v in value.items())
+        return "{" + ", ".join(quote(k) + ": " + json_dumps(v) for k, v in items) + "}"
+    return "[" + ", ".join(json_dumps(v) for v in value) + "]"
 
 
 def _simdir() -> str:
@@ -133,7 +188,7 @@ def node_gpus(node=None) -> int:
 def record(kind: str, **fields) -> None:
     rec = {"kind": kind, "unit": _config().get("unit", 0), "node": this_node(), "host": this_host()}
     rec.update(fields)
-    _append(_rec_path(), (json.dumps(rec, sort_keys=True) + "\n").encode("utf-8"))
+    _append(_rec_path(), (json_dumps(rec) + "\n").encode("utf-8"))
 
 
 def _rec_path() -> str:
@@ -168,9 +223,22 @@ def fail(name: str, argv, reason: str, code: int = 1, message: str = "", categor
 def _first_int(env, *names):
     for n in names:
         v = env.get(n)
-        if v is not None and re.fullmatch(r"\s*-?\d+\s*", v):
+        if v is not None and _is_int(v):
             return int(v)
     return None
+
+
+def _is_int(text: str) -> bool:
+    """`12`, ` -3 ` (what `int()` reads, without `+`, `_` or non-ASCII digits)."""
+    t = text.strip()
+    t = t[1:] if t.startswith("-") else t
+    return t.isascii() and t.isdigit()
+
+
+def is_python(name: str) -> bool:
+    """python, python3, python3.11"""
+    rest = name[6:] if name.startswith("python") else "x"
+    return all(c in "0123456789." for c in rest)
 
 
 def visible_gpus(env, node=None) -> int:
@@ -377,7 +445,7 @@ def _run_alike(tasks, launcher: str, capture: bool):
         for r in records:
             r = same_ranks.substitute(r, pairs)
             r.update(node=node, host=host or this_host(), **derived_fields(r.get("env", {}), node))
-            lines.append(json.dumps(r, sort_keys=True) + "\n")
+            lines.append(json_dumps(r) + "\n")
         outputs.append(same_ranks.substitute(out, pairs))
     _append(_rec_path(), "".join(lines).encode("utf-8"))
     if not capture:
@@ -396,7 +464,7 @@ def _read_records(path: str) -> list:
     out = []
     for line in data.splitlines():
         try:
-            out.append(json.loads(line))
+            out.append(json_loads(line))
         except ValueError:
             return [{"kind": "malformed"}]  # not alike: run the tasks one by one
     return out
@@ -1036,7 +1104,7 @@ def python(name, args) -> int:
 
 
 def _interp(name: str) -> str:
-    return "python" if re.fullmatch(r"python[0-9.]*", name) else name
+    return "python" if is_python(name) else name
 
 
 TORCHRUN_VALUE = [
@@ -2192,7 +2260,7 @@ def whoami(name, args) -> int:
 
 
 def handler_for(name: str):
-    if re.fullmatch(r"python[0-9.]*", name):
+    if is_python(name):
         return lambda a: python(name, a)
     table = {
         "srun": srun,
