@@ -397,11 +397,16 @@ def run_tasks(tasks, launcher: str, capture: bool = False):
 
 
 def _capture_file() -> int:
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="s2k-out-")
-    os.unlink(path)
-    return fd
+    """An unnamed file for a task's output (a file, not a pipe: a task may write more than a pipe holds)."""
+    for n in range(1000):
+        path = f"/tmp/.s2k-out-{os.getpid()}-{n}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        os.unlink(path)
+        return fd
+    raise OSError("no temporary file for a task's output")
 
 
 def _read_back(fd: int) -> str:
