@@ -78,12 +78,13 @@ def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0, provides: Sequence
         if not p.argv:
             notes.append(f"pod {p.name}: empty command")
             continue
-        env: dict[str, str] = {"HOME": HOME}
+        # (the weaker sandbox keeps HOME in its temporary directory)
+        env: dict[str, str] = {"HOME": HOME} if sandbox.namespaces_available() else {}
         for k, v in p.env:
             env[k] = v
         cwd = p.workdir or DEFAULT_WORKDIR
         files = list(p.files)
-        if cwd != env["HOME"] and env["HOME"] == HOME:
+        if cwd != env.get("HOME", cwd) and env.get("HOME") == HOME:
             files.append((HOME + "/.bashrc", ""))  # so that the home directory exists
         units.append(
             sandbox.Unit(
