@@ -39,11 +39,17 @@ def test_wrappers_that_read_the_rank_are_not_alike():
         'eval "export R=$RANK"; exec "$@"',  # a computed command
         'v=RANK; export R="${!v}"; exec "$@"',  # a computed name
         'x="${Y:-$(hostname)}"; exec "$@"',  # a command hidden in an expansion
-        'export R="$RANK"; python -c "import os"; exec "$@"',  # a program run along the way
         'sleep $((RANK * 2)); exec "$@"',
         '(( RANK > 0 )) && exit 0; exec "$@"',
     ):
         assert not same_ranks.text_alike(text, names), text
+
+
+def test_a_run_that_starts_more_than_plain_programs_is_not_alike():
+    # `python -c`, a nested launcher or nvidia-smi may read a varying value: they record a call of their own
+    assert same_ranks.records_alike([{"kind": "process"}, {"kind": "call", "name": "module"}])
+    assert not same_ranks.records_alike([{"kind": "call", "name": "python", "argv": ["-c", "import os"]}])
+    assert not same_ranks.records_alike([{"kind": "call", "name": "torchrun"}])
 
 
 def _layout(side):
@@ -82,6 +88,27 @@ def test_one_run_for_alike_tasks_gives_what_each_task_gives(tmp_path):
     assert [(env[r]["TASK"], env[r]["LOCAL"], env[r]["CUDA_VISIBLE_DEVICES"]) for r in (0, 5)] == [
         ("0", "0", "0"),
         ("5", "1", "1"),
+    ]
+
+
+def test_rank_as_a_python_argument_is_alike_and_gives_each_task_its_rank(tmp_path):
+    body = """
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=2
+        srun bash -c '{extra}module load cuda; cd /home/user && python train.py --rank $SLURM_PROCID --node "${{SLURMD_NODENAME}}"'
+    """
+    text = 'module load cuda; cd /home/user && python train.py --rank $SLURM_PROCID --node "${SLURMD_NODENAME}"'
+    assert same_ranks.text_alike(text, {"SLURM_PROCID", "SLURMD_NODENAME", "SLURM_LOCALID"})
+    assert not same_ranks.text_alike("echo $SLURM_PROCID; " + text, {"SLURM_PROCID"})
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    alike = run(tmp_path / "a", textwrap.dedent(body.format(extra="")))
+    each = run(tmp_path / "b", textwrap.dedent(body.format(extra=': "$SLURM_PROCID"; ')))
+    assert _layout(alike) == _layout(each)
+    # srun.1: task ids 0-3 in block order, two per node (node01: 0, 1; node02: 2, 3)
+    assert sorted(p.argv for p in alike.processes) == [
+        ("--rank", str(r), "--node", f"node0{r // 2 + 1}") for r in range(4)
     ]
 
 

@@ -427,7 +427,7 @@ def _run_alike(tasks, launcher: str, capture: bool):
     names = {n for n in same_ranks.varying(envs) if not n.startswith(SIM_PREFIX)}
     text = same_ranks.shell_text(tasks[0][0])
     host_varies = len({(t[2], t[3]) for t in tasks}) > 1
-    if text is None or any(n not in e for e in envs for n in names):
+    if text is None or any(n not in e or not same_ranks.plain_value(e[n]) for e in envs for n in names):
         return None
     if not same_ranks.text_alike(text, names, host_varies):
         return None
