@@ -124,12 +124,16 @@ def test_gpu_bind_narrows_what_each_task_sees(tmp_path):
         #SBATCH --gpus-per-node=4
         srun --gpu-bind=map_gpu:3,2,1,0 python a.py
         srun --gpu-bind=single:2 python b.py
+        srun --gpus-per-task=1 --gpu-bind=none python c.py
         """,
     )
+    # --gpus-per-task implies --gpu-bind=per_task:1 "but that can be overridden with an explicit --gpu-bind":
+    # with none, each task sees the step's 4 GPUs of the node
+    assert {dict(p.env)["CUDA_VISIBLE_DEVICES"] for p in side.processes if p.program == "c.py"} == {"0,1,2,3"}
     got = {(p.program, p.rank): dict(p.env)["CUDA_VISIBLE_DEVICES"] for p in side.processes}
     assert [got[("a.py", r)] for r in range(4)] == ["3", "2", "1", "0"]
     assert [got[("b.py", r)] for r in range(4)] == ["0", "0", "1", "1"]
-    assert {p.gpus for p in side.processes} == {1}
+    assert {p.gpus for p in side.processes if p.program != "c.py"} == {1}
 
 
 def test_64_nodes_by_8_ranks_every_rank_accounted(tmp_path):

@@ -729,12 +729,15 @@ def task_gpus(local, tasks_here, gpt, gpn_step, ngpu, bind=None) -> list:
     """The GPUs one srun task sees (srun.1 --gpus-per-task, --gpu-bind). --gpus-per-task gives each task
     its own; otherwise every task sees all GPUs of the step on its node, unless --gpu-bind narrows it:
     `single:N` (tasks 0..N-1 the first GPU, ...), `map_gpu:L` (task i the i-th of L, cycling), `mask_gpu:M`
-    (the bits of the i-th hex mask), `none` (all). `closest` needs the node's topology: not narrowed."""
-    if gpt:
-        return [str(local * gpt + g) for g in range(gpt)]
-    avail = [str(g) for g in range(gpn_step if gpn_step is not None else ngpu)]
+    (the bits of the i-th hex mask), `none` (all; with --gpus-per-task, all the step's GPUs on the node).
+    `closest` needs the node's topology: not narrowed."""
     kind, _, arg = str(bind or "").partition(":")
     kind = kind.split(",")[-1].strip().lower()  # `verbose,single:1`
+    if gpt and kind != "none":  # --gpus-per-task implies --gpu-bind=per_task:N unless one is given
+        return [str(local * gpt + g) for g in range(gpt)]
+    if gpt:
+        return [str(g) for g in range(min(gpt * tasks_here, ngpu) if ngpu else gpt * tasks_here)]
+    avail = [str(g) for g in range(gpn_step if gpn_step is not None else ngpu)]
     if not avail or kind not in ("single", "map_gpu", "mask_gpu"):
         return avail
     if kind == "single":
