@@ -819,8 +819,98 @@ def srun(args) -> int:
     step_nodes = pool[:nnodes]
     if wlist:
         step_nodes = [w for w in alloc if w in step_nodes]  # the step's nodes keep allocation order
-    # Block distribution (slurm_step_layout.c _task_layout_block): task counts per node handed out
-    # round-robin, capped by --ntasks-per-node, then consecutive task ids node by node.
+    counts = block_counts(ntasks, nnodes, tpn, bool(opts.get("-O") or opts.get("--overcommit")))
+    if counts is None:
+        return fail(
+            "srun",
+            args,
+            f"{ntasks} tasks do not fit {nnodes} nodes x {tpn} tasks per node",
+            1,
+            "srun: error: Unable to create step for job: More processors requested than permitted",
+        )
+    step_id = _next_step_id()
+    label = bool(opts.get("-l") or opts.get("--label"))
+    tasks = srun_tasks(cmd, env, opts, alloc, step_nodes, counts, step_id)
+    codes, outputs = run_tasks(tasks, "srun", capture=label)
+    for task_id, data in enumerate(outputs):  # -l: each line of task N's output as "N: line"
+        for line in data.splitlines():
+            sys.stdout.write(f"{task_id}: {line}\n")
+    sys.stdout.flush()
+    rc = max(codes, default=0)
+    record("call", name="srun", argv=list(args), step=step_id, nodes=step_nodes, tasks=counts)
+    return rc
+
+
+def srun_tasks(cmd, env, opts, alloc, step_nodes, counts, step_id) -> list:
+    """(argv, env, node, host) of each task of an srun step: the step's and the task's SLURM_* variables
+    (srun.1 OUTPUT ENVIRONMENT), --export, --mpi, and the task's GPUs."""
+    nnodes, ntasks = len(step_nodes), sum(counts)
+    gpt = _gpu_count(opts.get("--gpus-per-task") or env.get("SLURM_GPUS_PER_TASK"))
+    gpn_step = _gpu_count(
+        opts.get("--gpus-per-node")
+        or (opts.get("--gres") if opts.get("--gres") and "gpu" in str(opts.get("--gres")) else None)
+    )
+    cpt = opts.get("-c") or opts.get("--cpus-per-task")
+    step_list = hostlist.compress(step_nodes)
+    tid = 0
+    ips = {h[0]: h[2] for h in hosts()}
+    gtids_all = []
+    tasks: list = []
+    t = 0
+    for c in counts:
+        gtids_all.append(list(range(t, t + c)))
+        t += c
+    step_env = {
+        "SLURM_STEP_ID": str(step_id),
+        "SLURM_STEPID": str(step_id),
+        "SLURM_STEP_NODELIST": step_list,
+        "SLURM_NODELIST": step_list,
+        "SLURM_STEP_NUM_NODES": str(nnodes),
+        "SLURM_NNODES": str(nnodes),
+        "SLURM_STEP_NUM_TASKS": str(ntasks),
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_NPROCS": str(ntasks),
+        "SLURM_STEP_TASKS_PER_NODE": hostlist.counts_form(counts),
+        "SLURM_TASKS_PER_NODE": hostlist.counts_form(counts),
+        "SLURM_LAUNCH_NODE_IPADDR": ips.get(alloc[0], "10.0.0.1"),
+        "SLURM_CPU_BIND": "quiet,mask_cpu:0x1",
+        "SLURM_DISTRIBUTION": "block",
+    }
+    if cpt:
+        step_env["SLURM_CPUS_PER_TASK"] = str(cpt)
+    for nid, host in enumerate(step_nodes):
+        node = alloc.index(host)
+        ngpu = node_gpus(node)
+        for local in range(counts[nid]):
+            tenv = dict(env, **step_env)
+            tenv.update(
+                {
+                    "SLURM_PROCID": str(tid),
+                    "SLURM_LOCALID": str(local),
+                    "SLURM_NODEID": str(nid),
+                    "SLURM_GTIDS": ",".join(map(str, gtids_all[nid])),
+                    "SLURMD_NODENAME": host,
+                    "SLURM_TOPOLOGY_ADDR": host,
+                    "SLURM_TASK_PID": str(4000 + tid),
+                }
+            )
+            tenv = srun_export(tenv, opts.get("--export"))
+            mpi = str(opts.get("--mpi") or "")
+            if mpi.startswith("pmix"):
+                tenv.update({"PMIX_RANK": str(tid)})
+            elif mpi.startswith("pmi2"):
+                tenv.update({"PMI_RANK": str(tid), "PMI_SIZE": str(ntasks)})
+            devs = task_gpus(local, counts[nid], gpt, gpn_step, ngpu, opts.get("--gpu-bind"))
+            set_devices(tenv, devs, clear=gpt is not None or gpn_step is not None or bool(ngpu))
+            tasks.append((cmd, tenv, node, host))
+            tid += 1
+    return tasks
+
+
+def block_counts(ntasks: int, nnodes: int, tpn, overcommit: bool):
+    """Tasks per node of the block distribution (slurm_step_layout.c _task_layout_block): handed out
+    round-robin, capped by --ntasks-per-node (unless --overcommit); task ids then run node by node.
+    None when the tasks do not fit."""
     counts = [0] * nnodes
     left, capped = ntasks, False
     while left > 0:
@@ -834,105 +924,34 @@ def srun(args) -> int:
             left -= 1
             progressed = True
         if not progressed:
-            if opts.get("-O") or opts.get("--overcommit"):
-                capped = True
-                continue
-            return fail(
-                "srun",
-                args,
-                f"{ntasks} tasks do not fit {nnodes} nodes x {tpn} tasks per node",
-                1,
-                "srun: error: Unable to create step for job: More processors requested than permitted",
-            )
-    step_id = _next_step_id()
-    gpt = _gpu_count(opts.get("--gpus-per-task") or env.get("SLURM_GPUS_PER_TASK"))
-    gpn_step = _gpu_count(
-        opts.get("--gpus-per-node")
-        or (opts.get("--gres") if opts.get("--gres") and "gpu" in str(opts.get("--gres")) else None)
-    )
-    cpt = opts.get("-c") or opts.get("--cpus-per-task")
-    label = bool(opts.get("-l") or opts.get("--label"))
-    step_list = hostlist.compress(step_nodes)
-    tid, rc = 0, 0
-    ips = {h[0]: h[2] for h in hosts()}
-    gtids_all = []
-    tasks: list = []
-    t = 0
-    for c in counts:
-        gtids_all.append(list(range(t, t + c)))
-        t += c
-    for nid, host in enumerate(step_nodes):
-        node = alloc.index(host)
-        ngpu = node_gpus(node)
-        for local in range(counts[nid]):
-            tenv = dict(env)
-            tenv.update(
-                {
-                    "SLURM_PROCID": str(tid),
-                    "SLURM_LOCALID": str(local),
-                    "SLURM_NODEID": str(nid),
-                    "SLURM_STEP_ID": str(step_id),
-                    "SLURM_STEPID": str(step_id),
-                    "SLURM_STEP_NODELIST": step_list,
-                    "SLURM_NODELIST": step_list,
-                    "SLURM_STEP_NUM_NODES": str(nnodes),
-                    "SLURM_NNODES": str(nnodes),
-                    "SLURM_STEP_NUM_TASKS": str(ntasks),
-                    "SLURM_NTASKS": str(ntasks),
-                    "SLURM_NPROCS": str(ntasks),
-                    "SLURM_STEP_TASKS_PER_NODE": hostlist.counts_form(counts),
-                    "SLURM_TASKS_PER_NODE": hostlist.counts_form(counts),
-                    "SLURM_GTIDS": ",".join(map(str, gtids_all[nid])),
-                    "SLURM_LAUNCH_NODE_IPADDR": ips.get(alloc[0], "10.0.0.1"),
-                    "SLURMD_NODENAME": host,
-                    "SLURM_TOPOLOGY_ADDR": host,
-                    "SLURM_TASK_PID": str(4000 + tid),
-                    "SLURM_CPU_BIND": "quiet,mask_cpu:0x1",
-                    "SLURM_DISTRIBUTION": "block",
-                }
-            )
-            if cpt:
-                tenv["SLURM_CPUS_PER_TASK"] = str(cpt)
-            export = opts.get("--export")
-            if export:
-                # srun.1 --export: ALL (default), NONE (only SLURM_* reach the task), or a list of names
-                # and NAME=value items, with ALL keeping the rest.
-                items = str(export).split(",")
-                keep_all = "ALL" in items
-                if not keep_all:
-                    tenv = {
-                        k: v
-                        for k, v in tenv.items()
-                        if k.startswith(("SLURM_", SIM_PREFIX)) or k in ("PATH", "HOME", "HOSTNAME") or k in items
-                    }
-                for it in items:
-                    k, eq, v = it.partition("=")
-                    if eq:
-                        tenv[k] = v
-            mpi = opts.get("--mpi")
-            if mpi and str(mpi).startswith("pmix"):
-                tenv.update({"PMIX_RANK": str(tid)})
-            elif mpi and str(mpi).startswith("pmi2"):
-                tenv.update({"PMI_RANK": str(tid), "PMI_SIZE": str(ntasks)})
-            # gres binding: --gpus-per-task gives each task its own GPUs; otherwise every task of
-            # the step sees all GPUs the step has on the node.
-            devs = task_gpus(local, counts[nid], gpt, gpn_step, ngpu, opts.get("--gpu-bind"))
-            if devs:
-                tenv["CUDA_VISIBLE_DEVICES"] = ",".join(devs)
-                tenv["SLURM_STEP_GPUS"] = ",".join(devs)
-                tenv["GPU_DEVICE_ORDINAL"] = ",".join(devs)
-            elif gpt is not None or gpn_step is not None or ngpu:
-                tenv.pop("CUDA_VISIBLE_DEVICES", None)
-            tasks.append((cmd, tenv, node, host))
-            tid += 1
-    codes, outputs = run_tasks(tasks, "srun", capture=label)
-    for task_id, data in enumerate(outputs):  # -l: each line of task N's output as "N: line"
-        for line in data.splitlines():
-            sys.stdout.write(f"{task_id}: {line}\n")
-    sys.stdout.flush()
-    rc = max(codes, default=0)
-    record("call", name="srun", argv=list(args), step=step_id, nodes=step_nodes, tasks=counts)
-    return rc
+            if not overcommit:
+                return None
+            capped = True
+    return counts
+
+
+def srun_export(tenv: dict, export) -> dict:
+    """srun.1 --export: ALL (default), NONE (only SLURM_* reach the task), or a list of names and NAME=value
+    items, with ALL keeping the rest."""
+    if not export:
+        return tenv
+    items = str(export).split(",")
+    if "ALL" not in items:
+        keep = ("PATH", "HOME", "HOSTNAME")
+        tenv = {k: v for k, v in tenv.items() if k.startswith(("SLURM_", SIM_PREFIX)) or k in keep or k in items}
+    for it in items:
+        k, eq, v = it.partition("=")
+        if eq:
+            tenv[k] = v
+    return tenv
+
+
+def set_devices(tenv: dict, devs, clear: bool) -> None:
+    """The GPUs a task sees (task_gpus); none: CUDA_VISIBLE_DEVICES removed where the job has GPUs."""
+    if devs:
+        tenv["CUDA_VISIBLE_DEVICES"] = tenv["SLURM_STEP_GPUS"] = tenv["GPU_DEVICE_ORDINAL"] = ",".join(devs)
+    elif clear:
+        tenv.pop("CUDA_VISIBLE_DEVICES", None)
 
 
 def _next_step_id() -> int:
