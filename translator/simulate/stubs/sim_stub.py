@@ -1130,6 +1130,20 @@ def python(name, args) -> int:
     return 0
 
 
+def _with_torch_defaults(wenv: dict) -> dict:
+    """What torchrun sets for its workers when the user did not (TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and
+    OMP_NUM_THREADS=1 for several workers), named in SLURM2KF_SIM_DEFAULTED: not compared as user settings."""
+    defaulted = []
+    several = _int(wenv.get("LOCAL_WORLD_SIZE"), 1) > 1
+    for var, val, when in (("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", True), ("OMP_NUM_THREADS", "1", several)):
+        if when and var not in wenv:
+            wenv[var] = val
+            defaulted.append(var)
+    if defaulted:
+        wenv[SIM_PREFIX + "DEFAULTED"] = ",".join(defaulted)
+    return wenv
+
+
 def _interp(name: str) -> str:
     return "python" if is_python(name) else name
 
@@ -1240,36 +1254,24 @@ def torchrun(args, legacy_launch=False) -> int:
     nopy = opts.get("--no-python") is True or env.get("PET_NO_PYTHON") in ("1", "True")
     use_env = opts.get("--use-env") is True or not legacy_launch
     record("call", name="torchrun", argv=list(args), nnodes=nnodes, nproc=nproc, node_rank=node_rank, backend=backend)
+    common = {
+        "GROUP_RANK": str(node_rank),
+        "ROLE_NAME": "default",
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "WORLD_SIZE": str(world),
+        "GROUP_WORLD_SIZE": str(nnodes),
+        "ROLE_WORLD_SIZE": str(world),
+        "MASTER_ADDR": maddr,
+        "MASTER_PORT": mport,
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
+        "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")),
+        "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
+    }
     rc, tasks = 0, []
     for local in range(nproc):
-        wenv = dict(env)
         rank = node_rank * nproc + local
-        wenv.update(
-            {
-                "LOCAL_RANK": str(local),
-                "RANK": str(rank),
-                "GROUP_RANK": str(node_rank),
-                "ROLE_RANK": str(rank),
-                "ROLE_NAME": "default",
-                "LOCAL_WORLD_SIZE": str(nproc),
-                "WORLD_SIZE": str(world),
-                "GROUP_WORLD_SIZE": str(nnodes),
-                "ROLE_WORLD_SIZE": str(world),
-                "MASTER_ADDR": maddr,
-                "MASTER_PORT": mport,
-                "TORCHELASTIC_RESTART_COUNT": "0",
-                "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
-                "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")),
-                "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
-            }
-        )
-        defaulted = []
-        for var, val, when in (("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", True), ("OMP_NUM_THREADS", "1", nproc > 1)):
-            if when and var not in wenv:
-                wenv[var] = val
-                defaulted.append(var)
-        if defaulted:
-            wenv[SIM_PREFIX + "DEFAULTED"] = ",".join(defaulted)
+        wenv = _with_torch_defaults(dict(env, LOCAL_RANK=str(local), RANK=str(rank), ROLE_RANK=str(rank), **common))
         extra = [] if use_env else [f"--local-rank={local}"]
         if nopy:
             argv = [script] + extra + sargs
