@@ -964,6 +964,22 @@ CODES: tuple[Code, ...] = (
         "`--n={1..5000}`",
         "list the values in a file",
     ),
+    Code(
+        "L",
+        "L378",
+        "error",
+        "the TrainJob's `spec.trainer.command` or `args` is over the TrainJob CRD's limits: an item longer than 1,048,576 characters (`maxLength`, a large script run with `bash -c`) or more than 128 items (`maxItems`); the API server would refuse it",
+        "`spec.trainer.args[0] is 1,200,578 characters`",
+        "move the script body into the image or a ConfigMap volume and run it from there",
+    ),
+    Code(
+        "L",
+        "L379",
+        "error",
+        "the TrainJob as stored would be larger than etcd's request limit (1.5 MiB by default, `--max-request-bytes`); it could not be created",
+        "`the TrainJob is about 1,600,000 bytes as stored`",
+        "move the script body into the image or a ConfigMap volume and run it from there",
+    ),
     Code("P", "P401", "error", "sbatch would refuse the script", "no `#!` line", "fix the R1xx/O2xx errors"),
     Code(
         "P",
@@ -1707,6 +1723,14 @@ CODES: tuple[Code, ...] = (
         "a FIFO, socket or device in `SRC` (or a file replaced by one while `migrate` ran): never opened",
         "`pipe.sbatch: a FIFO (named pipe); special files are never read`",
         "none needed",
+    ),
+    Code(
+        "M",
+        "M622",
+        "error",
+        "another `slurm2kf migrate` is writing into the same `OUT` (it holds the lock `.slurm2kf-migrate.lock`); nothing in `OUT` was changed; exit 2",
+        "`another slurm2kf migrate is writing into 'k8s' (it holds .slurm2kf-migrate.lock)`",
+        "run again when the other run has finished",
     ),
     Code(
         "V",

@@ -286,7 +286,9 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
         source_map=(),
     )
     plans = _arrays(b, base)
-    return _finish(b, plans, env, runtime.rt)
+    from translator.plan import limits  # the API server's size limits (L378/L379)
+
+    return limits.check(_finish(b, plans, env, runtime.rt), script)
 
 
 # --- acceptance: would sbatch take the script?

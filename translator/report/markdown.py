@@ -3,7 +3,8 @@
 Repository summary first, then one collapsible section per script that needs a decision (errors
 first, then warnings), each with its side-by-side table and emitted YAML. Clean scripts are listed
 in one line each. All user text is escaped (HTML entities plus Markdown punctuation), so a hostile
-file name or directive cannot inject markup.
+file name or directive cannot inject markup, and every control sequence is shown, never passed on
+(as on the terminal: fsio.terminal_safe).
 """
 
 from __future__ import annotations
@@ -43,25 +44,51 @@ def _defang(s: str) -> str:
 
 
 # Texts with none of these need no escaping at all (most names and paths): `text` and `code` return them as
-# they are (code() wrapped). Every character or sequence either function rewrites is listed.
-_PLAIN_TEXT = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.")
-_PLAIN_CODE = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.")
+# they are (code() wrapped). Every character or sequence either function rewrites is listed, and every
+# character that is not printable ASCII (controls and non-ASCII text go through the terminal check).
+_PLAIN_TEXT = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.|[^\t\x20-\x7e]")
+_PLAIN_CODE = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.|[^\t\x20-\x7e]")
+# The same for texts joined with _SEP (checked for controls apart, by _joined_inert).
+_PLAIN_TEXT_JOINED = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.")
+_PLAIN_CODE_JOINED = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.")
+# ASCII controls that fsio.terminal_safe rewrites (CR and LF become spaces in a cell, the separator splits)
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1e\x7f]")
+
+
+def _inert(s: str) -> str:
+    """User text with every control sequence made visible, exactly as on the terminal (fsio.terminal_safe:
+    C0 and C1 controls, so ESC and every CSI, OSC and DCS sequence, and bidi overrides become `\\x1b`,
+    `\\u202e`...): a report pasted into a terminal or a review tool shows them, never obeys them. A
+    carriage return becomes a space first (Windows line ends), as in every cell."""
+    from translator.fsio import terminal_safe
+
+    return terminal_safe(s.replace("\r", " "))
+
+
+def _joined_inert(joined: str) -> bool:
+    """Whether texts joined with _SEP hold nothing _inert would change (CR aside: the bodies make it a space)."""
+    if joined.isascii():
+        return _ASCII_CONTROL.search(joined) is None
+    plain = joined.replace(_SEP, " ").replace("\r", " ")
+    return _inert(plain) == plain
 
 
 def text(s) -> str:
-    """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks."""
+    """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks, no
+    control sequences."""
     s = str(s)
     if _PLAIN_TEXT.search(s) is None:
         return s
-    return _text_body(s)
+    return _text_body(_inert(s))
 
 
 def code(s) -> str:
-    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped, no links)."""
+    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped, no links, no
+    control sequences)."""
     s = str(s)
     if _PLAIN_CODE.search(s) is None:
         return f"<code>{s}</code>" if s else ""
-    s = _code_body(s)
+    s = _code_body(_inert(s))
     return f"<code>{s}</code>" if s else ""
 
 
@@ -91,21 +118,23 @@ def _escaped(texts: list, plain, body) -> list | None:
         joined = _SEP.join(texts)
     except TypeError:
         return None
+    if not _joined_inert(joined):  # a control sequence somewhere (rare): each text on its own path
+        return None
     if plain.search(joined) is None:
-        return texts
+        return texts if joined.count(_SEP) == len(texts) - 1 else None  # (a text holding _SEP: its own path)
     parts = body(joined).split(_SEP)
     return parts if len(parts) == len(texts) else None
 
 
 def _texts(texts: list) -> list:
     """`[text(t) for t in texts]`."""
-    out = _escaped(texts, _PLAIN_TEXT, _text_body)
+    out = _escaped(texts, _PLAIN_TEXT_JOINED, _text_body)
     return out if out is not None else [text(t) for t in texts]
 
 
 def _codes(texts: list) -> list:
     """`[code(t) for t in texts]`."""
-    out = _escaped(texts, _PLAIN_CODE, _code_body)
+    out = _escaped(texts, _PLAIN_CODE_JOINED, _code_body)
     if out is None:
         return [code(t) for t in texts]
     return [f"<code>{c}</code>" if c else "" for c in out]
@@ -113,6 +142,10 @@ def _codes(texts: list) -> list:
 
 def fenced(body: str, lang: str = "") -> str:
     # one backtick longer than the longest run in the body (at least three): the shortest run the body lacks
+    if not body.isascii() or _ASCII_CONTROL.search(body) is not None or _SEP in body:
+        from translator.fsio import terminal_safe
+
+        body = terminal_safe(body)  # (the emitted YAML escapes controls itself; its comments quote user text)
     fence = "```"
     while fence in body:
         fence += "`"
