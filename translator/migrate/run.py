@@ -450,10 +450,9 @@ class MigrationRun:
         renamed = [x for x in self.old_manifest.get("renamed", []) if isinstance(x, str)]
         for attempt in (0, 1):
             outputs = {**old_outputs, **self.outputs}
+            listed = {rel: [o for o in outs if o in outputs] for rel, outs in merged_scripts.items()}
             try:
-                F.out_write(
-                    self.out_dir, F.MANIFEST_NAME, F.manifest_bytes(outputs, merged_scripts, renamed, __version__)
-                )
+                F.out_write(self.out_dir, F.MANIFEST_NAME, F.manifest_bytes(outputs, listed, renamed, __version__))
                 return
             except OSError:
                 if attempt:
