@@ -978,7 +978,7 @@ CODES: tuple[Code, ...] = (
         "error",
         "the TrainJob as stored would be larger than etcd's request limit (1.5 MiB by default, `--max-request-bytes`); it could not be created",
         "`the TrainJob is about 1,600,000 bytes as stored`",
-        "move the script body into the image or a ConfigMap volume and run it from there",
+        "make the command line and environment smaller: move large values into a file, the image or a ConfigMap volume",
     ),
     Code("P", "P401", "error", "sbatch would refuse the script", "no `#!` line", "fix the R1xx/O2xx errors"),
     Code(

@@ -83,7 +83,8 @@ def problems(plan, body_line: int | None = None) -> list[Finding]:
                 f"the TrainJob is about {size:,} bytes as stored; etcd refuses objects over "
                 f"{ETCD_MAX_REQUEST_BYTES:,} bytes (1.5 MiB, --max-request-bytes), so it could not be created",
                 line,
-                "move the script body into the image or a ConfigMap volume and run it from there",
+                "make the command line and environment smaller: move large values into a file, the image or a "
+                "ConfigMap volume",
             )
         )
     return found
