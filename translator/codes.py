@@ -1592,7 +1592,7 @@ CODES: tuple[Code, ...] = (
         "M",
         "M604",
         "warning",
-        "broken symbolic link, or a link loop (to a parent folder, or links pointing at each other)",
+        "broken symbolic link, or a link loop (to a parent folder, to a folder that holds `SRC` such as `/` when following links, or links pointing at each other)",
         "`nested/loop: symlink loop: ../.. points to a parent folder`",
         "remove the link, or `--exclude` it",
     ),

@@ -258,9 +258,9 @@ def _pseudo_skip(rel: str, entry_path: str, through: str, is_link: bool) -> Skip
 
     if is_link:
         why = f"symbolic link to {_readlink(entry_path)}, which passes through {display_name(through)}"
-    else:
-        why = "a mount of a kernel pseudo file system"
-    return SkippedFile(rel, "M619", "warning", f"{why} (/proc, /sys, /dev are never entered); not followed")
+        return SkippedFile(rel, "M619", "warning", f"{why} (/proc, /sys, /dev are never entered); not followed")
+    why = "a mount of a kernel pseudo file system (like /proc, /sys, /dev)"
+    return SkippedFile(rel, "M619", "warning", f"{why}; never entered")
 
 
 def discover(

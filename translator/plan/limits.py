@@ -46,48 +46,44 @@ def check(plans: tuple, script=None) -> tuple:
 
 
 def problems(plan, body_line: int | None = None) -> list[Finding]:
+    """The L378/L379 findings of one plan (none in the common case, found with a few len() calls)."""
     command, args = _container(plan)
-    line = _first_line(plan) or body_line
-    found = []
+    over: list[tuple[str, str, str]] = []  # (code, message, fix)
     for field, words in (("command", command), ("args", args)):
         if len(words) > MAX_ITEMS:
-            found.append(
-                Finding(
-                    ERROR,
+            over.append(
+                (
                     "L378",
                     f"the TrainJob's spec.trainer.{field} has {len(words)} items; the TrainJob CRD allows at most "
                     f"{MAX_ITEMS} (maxItems), so the API server would refuse it",
-                    line,
                     "pass the arguments in a file (a config or an arguments file the program reads)",
                 )
             )
-        for i, word in enumerate(words):
-            if len(word) > MAX_ITEM_CHARS:
-                found.append(
-                    Finding(
-                        ERROR,
-                        "L378",
-                        f"the TrainJob's spec.trainer.{field}[{i}] is {len(word):,} characters; the TrainJob CRD "
-                        f"allows at most {MAX_ITEM_CHARS:,} (maxLength), so the API server would refuse it",
-                        line,
-                        "move the script body into the image or a ConfigMap volume and run it from there",
-                    )
+        longest = max(range(len(words)), key=lambda i: len(words[i]), default=None)
+        if longest is not None and len(words[longest]) > MAX_ITEM_CHARS:
+            over.append(
+                (
+                    "L378",
+                    f"the TrainJob's spec.trainer.{field}[{longest}] is {len(words[longest]):,} characters; the "
+                    f"TrainJob CRD allows at most {MAX_ITEM_CHARS:,} (maxLength), so the API server would refuse it",
+                    "move the script body into the image or a ConfigMap volume and run it from there",
                 )
-                break
+            )
     size = _object_size(plan, command, args)
     if size is not None and size > ETCD_MAX_REQUEST_BYTES - OBJECT_MARGIN_BYTES:
-        found.append(
-            Finding(
-                ERROR,
+        over.append(
+            (
                 "L379",
                 f"the TrainJob is about {size:,} bytes as stored; etcd refuses objects over "
                 f"{ETCD_MAX_REQUEST_BYTES:,} bytes (1.5 MiB, --max-request-bytes), so it could not be created",
-                line,
                 "make the command line and environment smaller: move large values into a file, the image or a "
                 "ConfigMap volume",
             )
         )
-    return found
+    if not over:
+        return []
+    line = _first_line(plan) or body_line
+    return [Finding(ERROR, code, message, line, fix) for code, message, fix in over]
 
 
 def _container(plan) -> tuple[list[str], list[str]]:
