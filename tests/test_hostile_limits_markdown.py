@@ -178,3 +178,18 @@ def test_report_of_one_script_to_a_file_is_clean_too(tmp_path):
     assert proc.returncode == 1, proc.stderr
     text = target.read_text(encoding="utf-8")
     assert _raw_controls(text) == set() and "nodez" in text
+
+
+def test_every_character_the_terminal_escapes_is_caught_by_the_markdown_check():
+    """The Markdown writer looks for control characters with one regex (fast on ordinary text, accents and
+    arrows included) and then escapes exactly as fsio.terminal_safe does: the regex must match every
+    character terminal_safe rewrites, or one would slip through unescaped."""
+    from translator.fsio import terminal_safe
+    from translator.report import markdown
+
+    rewritten = [chr(c) for c in range(0x110000) if terminal_safe(chr(c)) != chr(c)]
+    assert "\x1b" in rewritten and "\u202e" in rewritten and "\x9b" in rewritten
+    missed = [f"U+{ord(ch):04X}" for ch in rewritten if not markdown._NEEDS_TERMINAL.search(ch)]
+    assert missed == []
+    for ch in rewritten:
+        assert markdown.text("a" + ch + "b") == markdown.text("a" + terminal_safe(ch) + "b") or ch == "\r"

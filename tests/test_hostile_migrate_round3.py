@@ -357,3 +357,30 @@ def test_a_link_switched_after_discovery_is_not_read(tmp_path):
         link.symlink_to(target)
         r = process(found, ctx)
         assert r.kind == "unreadable" and r.skipped is not None and r.skipped["code"] == "M621", (target, r)
+
+
+def test_a_source_tree_kept_in_dev_shm_is_converted(tmp_path):
+    """/dev/shm is below /dev, but a tree the user chose to keep there is theirs: converted, with its
+    links inside it; a link from it to elsewhere in /dev is still refused."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="slurm2kf-test-", dir="/dev/shm"))
+    try:
+        src = base / "src"
+        (src / "team").mkdir(parents=True)
+        (src / "a.sbatch").write_text(GOOD.format(name="a"))
+        (src / "team" / "b.sbatch").write_text(GOOD.format(name="b"))
+        (src / "alias.sbatch").symlink_to("a.sbatch")
+        (src / "devnull.sbatch").symlink_to("/dev/null")
+        (base / "elsewhere").mkdir()
+        (base / "elsewhere" / "c.sbatch").write_text(GOOD.format(name="c"))
+        (src / "elsewhere").symlink_to(base / "elsewhere")
+        proc = cli("migrate", src, "-o", tmp_path / "out", "--follow-symlinks", "-j", "1", timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        report = report_of(tmp_path / "out")
+        assert sorted(s["path"] for s in report["scripts"]) == ["a.sbatch", "team/b.sbatch"]
+        codes = {s["path"]: s["code"] for s in report["skipped"]}
+        assert codes == {"alias.sbatch": "M605", "devnull.sbatch": "M619", "elsewhere": "M619"}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

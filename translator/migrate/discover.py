@@ -206,16 +206,24 @@ def _pseudo_devices() -> frozenset:
     return frozenset(devs)
 
 
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
 def _in_pseudo_root(path: str) -> bool:
     return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
 
 
-def resolve_link(path: str, pseudo: frozenset) -> tuple[str, str]:
+def resolve_link(path: str, pseudo: frozenset, root: str = "") -> tuple[str, str]:
     """Where a path really leads, resolved one part at a time as the kernel does: (real path, "") or
     ("", the first place it passes through that is in a kernel pseudo file system). Every part on the
     way is checked, not only the end: `/proc/self/root` ends at `/`, and `/proc/<pid>/cwd` in another
     process's folder, but both pass through /proc. ("", "") when the path cannot be resolved (broken,
-    a loop of more than MAX_LINK_HOPS links)."""
+    a loop of more than MAX_LINK_HOPS links). The source folder `root` and the folders above it are
+    never counted as pseudo by their path (a tree the user keeps in /dev/shm is converted)."""
     if not path.startswith("/"):
         path = os.path.join(os.getcwd(), path)
     parts = [p for p in reversed(path.split("/")) if p]  # a stack: the next part is last
@@ -229,13 +237,14 @@ def resolve_link(path: str, pseudo: frozenset) -> tuple[str, str]:
             resolved = os.path.dirname(resolved)  # `resolved` holds no link: its parent is real
             continue
         here = resolved.rstrip("/") + "/" + part
-        if _in_pseudo_root(here):
+        ours = bool(root) and (_within(root, here) or _within(here, root))  # SRC, inside it or above it
+        if _in_pseudo_root(here) and not ours:
             return "", here
         try:
             st = os.lstat(here)
         except OSError:
             return "", ""
-        if st.st_dev in pseudo:
+        if st.st_dev in pseudo and not ours:
             return "", here
         if not stat.S_ISLNK(st.st_mode):
             resolved = here
@@ -308,7 +317,8 @@ class _Walk:
     def __init__(self, root, out_real, include, exclude, max_size, follow, seen) -> None:
         self.root, self.out_real, self.include, self.exclude = root, out_real, include, exclude
         self.max_size, self.follow, self.seen = max_size, follow, seen
-        self.pseudo = _pseudo_devices()
+        # (the file system SRC itself is on is the user's choice: a tree kept in /dev/shm is converted)
+        self.pseudo = _pseudo_devices() - {_device(root)}
 
     def _outside(self, rel: str, entry_path: str, real: str) -> SkippedFile | None:
         """A link leading out of SRC: the record that says it is not followed (None when following)."""
@@ -380,7 +390,7 @@ class _Walk:
             return
         real = ""
         if is_link:
-            real, through = resolve_link(entry.path, self.pseudo)
+            real, through = resolve_link(entry.path, self.pseudo, self.root)
             if through:
                 yield _pseudo_skip(rel, entry.path, through, True)
                 return

@@ -19,6 +19,7 @@ planning, on the plans as the emitters will write them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from translator.diagnostics import ERROR, Finding
 
@@ -59,8 +60,8 @@ def problems(plan, body_line: int | None = None) -> list[Finding]:
                     "pass the arguments in a file (a config or an arguments file the program reads)",
                 )
             )
-        longest = max(range(len(words)), key=lambda i: len(words[i]), default=None)
-        if longest is not None and len(words[longest]) > MAX_ITEM_CHARS:
+        if max(map(len, words), default=0) > MAX_ITEM_CHARS:
+            longest = max(range(len(words)), key=lambda i: len(words[i]))
             over.append(
                 (
                     "L378",
@@ -86,15 +87,16 @@ def problems(plan, body_line: int | None = None) -> list[Finding]:
     return [Finding(ERROR, code, message, line, fix) for code, message, fix in over]
 
 
-def _container(plan) -> tuple[list[str], list[str]]:
+def _container(plan) -> tuple[Sequence[str], Sequence[str]]:
+    """The container's command and args as the emitters write them (emit.command.container_command)."""
     if not plan.packages:
-        return [str(c) for c in plan.command], [str(a) for a in plan.args]
+        return plan.command, plan.args  # (the plan's words are strings)
     from translator.emit.command import container_command
 
     return container_command(plan)
 
 
-def _object_size(plan, command: list[str], args: list[str]) -> int | None:
+def _object_size(plan, command: Sequence[str], args: Sequence[str]) -> int | None:
     """Bytes of the TrainJob as JSON, when its large parts could come near the limit (else None)."""
     rough = sum(map(len, command)) + sum(map(len, args)) + sum(len(str(e.value)) for e in plan.env)
     if rough < _CHEAP_BOUND:

@@ -43,16 +43,26 @@ def _defang(s: str) -> str:
     return _WWW.sub(r"\1&#46;", s)
 
 
+# Characters fsio.terminal_safe may rewrite (a superset, so that most text, non-ASCII included, is
+# checked with one regex search): C0 controls, DEL, C1 controls, zero-width and bidi marks, embeddings,
+# overrides and isolates, line/paragraph separators, BOM, surrogate escapes of undecodable bytes.
+# tests/test_hostile_limits_markdown.py checks that every character terminal_safe rewrites is in it.
+_TERMINAL_CANDIDATES = (
+    r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+)
+_NEEDS_TERMINAL = re.compile(f"[{_TERMINAL_CANDIDATES}]")
+# ... in texts joined with _SEP (\x1f, which splits them again) where a CR is no control: it becomes a space
+_NEEDS_TERMINAL_JOINED = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1e\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+)
+
 # Texts with none of these need no escaping at all (most names and paths): `text` and `code` return them as
-# they are (code() wrapped). Every character or sequence either function rewrites is listed, and every
-# character that is not printable ASCII (controls and non-ASCII text go through the terminal check).
-_PLAIN_TEXT = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.|[^\t\x20-\x7e]")
-_PLAIN_CODE = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.|[^\t\x20-\x7e]")
-# The same for texts joined with _SEP (checked for controls apart, by _joined_inert).
+# they are (code() wrapped). Every character or sequence either function rewrites is listed.
+_PLAIN_TEXT = re.compile(rf"[\\`*_\[\]|~&<>()!@\r\n{_TERMINAL_CANDIDATES}]|://|(?i:www)\.")
+_PLAIN_CODE = re.compile(rf"[\\`*_|&<>\"'()!@\r\n{_TERMINAL_CANDIDATES}]|://|(?i:www)\.")
+# The same for texts joined with _SEP (checked for controls apart, with _NEEDS_TERMINAL_JOINED).
 _PLAIN_TEXT_JOINED = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.")
 _PLAIN_CODE_JOINED = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.")
-# ASCII controls that fsio.terminal_safe rewrites (CR and LF become spaces in a cell, the separator splits)
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1e\x7f]")
 
 
 def _inert(s: str) -> str:
@@ -60,17 +70,11 @@ def _inert(s: str) -> str:
     C0 and C1 controls, so ESC and every CSI, OSC and DCS sequence, and bidi overrides become `\\x1b`,
     `\\u202e`...): a report pasted into a terminal or a review tool shows them, never obeys them. A
     carriage return becomes a space first (Windows line ends), as in every cell."""
+    if _NEEDS_TERMINAL.search(s) is None:
+        return s
     from translator.fsio import terminal_safe
 
     return terminal_safe(s.replace("\r", " "))
-
-
-def _joined_inert(joined: str) -> bool:
-    """Whether texts joined with _SEP hold nothing _inert would change (CR aside: the bodies make it a space)."""
-    if joined.isascii():
-        return _ASCII_CONTROL.search(joined) is None
-    plain = joined.replace(_SEP, " ").replace("\r", " ")
-    return _inert(plain) == plain
 
 
 def text(s) -> str:
@@ -118,7 +122,7 @@ def _escaped(texts: list, plain, body) -> list | None:
         joined = _SEP.join(texts)
     except TypeError:
         return None
-    if not _joined_inert(joined):  # a control sequence somewhere (rare): each text on its own path
+    if _NEEDS_TERMINAL_JOINED.search(joined) is not None:  # a control character (rare): each text alone
         return None
     if plain.search(joined) is None:
         return texts if joined.count(_SEP) == len(texts) - 1 else None  # (a text holding _SEP: its own path)
@@ -142,7 +146,7 @@ def _codes(texts: list) -> list:
 
 def fenced(body: str, lang: str = "") -> str:
     # one backtick longer than the longest run in the body (at least three): the shortest run the body lacks
-    if not body.isascii() or _ASCII_CONTROL.search(body) is not None or _SEP in body:
+    if _NEEDS_TERMINAL.search(body) is not None:
         from translator.fsio import terminal_safe
 
         body = terminal_safe(body)  # (the emitted YAML escapes controls itself; its comments quote user text)
