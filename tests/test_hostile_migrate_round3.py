@@ -307,11 +307,13 @@ def test_disk_full_mid_run_leaves_every_written_output_in_the_manifest(tmp_path)
         for i in range(12):
             (src / team / f"job{i:02d}.sbatch").write_text(GOOD.format(name=f"{team}-job{i:02d}"))
     out = tmp_path / "out"
-    # budgets: the first scripts' outputs only; every script but not the reports
-    for budget in (9_000, 150_000):
+    # budgets: the first scripts' outputs only; every script but not the reports (inline, and with two
+    # worker processes, each of which inherits the full disk's budget)
+    for budget, jobs in ((9_000, 1), (150_000, 1), (150_000, 2)):
         if out.exists():
             subprocess.run(["rm", "-rf", str(out)], check=True)
-        full = cli("migrate", src, "-o", out, "-j", "1", prelude=DISK_FULL.format(out=str(out), budget=budget))
+        prelude = DISK_FULL.format(out=str(out), budget=budget)
+        full = cli("migrate", src, "-o", out, "-j", jobs, prelude=prelude)
         no_traceback(full)
         assert full.returncode == 2 and "M610" in full.stderr, (budget, full.stderr)
         manifest = json.loads((out / ".slurm2kf-migrate.json").read_text())

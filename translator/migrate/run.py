@@ -232,7 +232,7 @@ def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp, on_
                         on_results(fut.result())
                     except BrokenProcessPool:
                         lost.append(b)
-            except Exception:
+            except BaseException:  # (Ctrl-C too: the workers ignore SIGINT and finish their batches anyway)
                 _drain([*done, *pending], on_lost)
                 raise
             if lost:  # the pool is broken: every batch still pending is lost too
