@@ -147,6 +147,21 @@ def _repo(root: Path, names) -> Path:
     return root
 
 
+def _flocked(path: Path) -> bool:
+    """Whether some process holds a flock on `path` (the kernel's list, /proc/locks: "... FLOCK ... WRITE
+    PID MAJ:MIN:INODE ..."), seen without taking a lock that could get in the holder's way."""
+    try:
+        ino = path.stat().st_ino
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return False
+    return any(
+        f.split()[1] == "FLOCK" and f.split()[5].rsplit(":", 1)[-1] == str(ino)
+        for f in locks.splitlines()
+        if len(f.split()) > 5
+    )
+
+
 def test_a_second_migrate_into_the_same_out_is_refused_while_the_first_runs(tmp_path):
     src_a = _repo(tmp_path / "a", [f"job{i:03d}" for i in range(60)])
     src_b = _repo(tmp_path / "b", ["only_in_b"])
@@ -162,7 +177,7 @@ def test_a_second_migrate_into_the_same_out_is_refused_while_the_first_runs(tmp_
     )
     try:
         deadline = time.monotonic() + 60
-        while not (out / ".slurm2kf-migrate.lock").exists():
+        while not _flocked(out / ".slurm2kf-migrate.lock"):
             assert first.poll() is None and time.monotonic() < deadline, "the first run ended before it was seen"
             time.sleep(0.005)
         os.killpg(first.pid, signal.SIGSTOP)  # the first run holds OUT for as long as the test needs
@@ -386,3 +401,23 @@ def test_a_source_tree_kept_in_dev_shm_is_converted(tmp_path):
         assert codes == {"alias.sbatch": "M605", "devnull.sbatch": "M619", "elsewhere": "M619"}
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_run_held_half_way_through_its_start_is_reported_as_busy_not_foreign(tmp_path):
+    """OUT as another run leaves it between taking the lock and writing its manifest (only the lock file
+    and a temporary file): a second run says M622 (busy), not M613 (not ours), and changes nothing."""
+    import fcntl
+
+    src = _repo(tmp_path / "src", ["one"])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".slurm2kf-migrate.json.4242.1.slurm2kf-tmp").write_text("{")
+    with open(out / ".slurm2kf-migrate.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # this process is "the other run"
+        proc = cli("migrate", src, "-o", out, "-j", "1", timeout=60)
+    no_traceback(proc)
+    assert proc.returncode == 2 and "M622" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".slurm2kf-migrate.json.4242.1.slurm2kf-tmp",
+        ".slurm2kf-migrate.lock",
+    ]

@@ -179,15 +179,21 @@ MAX_LINK_HOPS = 40  # as the kernel (ELOOP after 40 links in one path)
 
 
 def _pseudo_devices() -> frozenset:
-    """st_dev of the kernel's pseudo file systems: /proc, /sys, /dev, every mount below them (/dev/shm,
-    /sys/fs/cgroup/...) and every mount of a pseudo file system type elsewhere (a bind of /proc into a
-    tree), from /proc/self/mountinfo. Never walked, read or followed."""
+    """st_dev of the kernel's pseudo file systems: the ones mounted at /proc, /sys and /dev, and every
+    mount of a pseudo file system type anywhere (/sys/fs/cgroup, /dev/pts, a `proc` mounted into a tree),
+    from /proc/self/mountinfo. Never walked, read or followed. Only by type: a disk that also holds a
+    file bind-mounted below /dev (Kubernetes' /dev/termination-log) is not pseudo, and neither is the
+    root file system when /proc, /sys or /dev is a plain folder of it (nothing mounted there); links into
+    /proc, /sys and /dev are refused by their path anyway (resolve_link)."""
     devs = set()
+    try:
+        root_dev = os.stat("/").st_dev
+    except OSError:
+        root_dev = None
     for p in PSEUDO_ROOTS:
-        try:
-            devs.add(os.stat(p).st_dev)
-        except OSError:
-            pass
+        dev = _device(p)
+        if dev is not None and dev != root_dev:
+            devs.add(dev)
     try:
         with open("/proc/self/mountinfo", "rb") as fh:
             lines = fh.read(4 << 20).decode("utf-8", "replace").splitlines()
@@ -200,9 +206,9 @@ def _pseudo_devices() -> frozenset:
             fstype = fields[fields.index("-") + 1]
         except (IndexError, ValueError):
             continue
-        point = fields[4].replace("\\040", " ")
-        if fstype in _PSEUDO_TYPES or _in_pseudo_root(point):
+        if fstype in _PSEUDO_TYPES:
             devs.add(os.makedev(major, minor))
+    devs.discard(root_dev)
     return frozenset(devs)
 
 

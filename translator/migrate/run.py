@@ -390,7 +390,12 @@ class MigrationRun:
         from translator import __version__
 
         opts, out = self.opts, self.out
-        check_paths(opts.src, out, opts.force)
+        try:
+            check_paths(opts.src, out, opts.force)
+        except MigrateError as exc:
+            if exc.code == "M613" and out is not None and os.path.isdir(out):
+                self.lock(out, probe=True)  # another run half-way through its start: M622, not M613
+            raise
         if out is None:  # a report-only run: no OUT to create or claim
             return
         if not opts.check:
@@ -414,20 +419,28 @@ class MigrationRun:
             except OSError as exc:
                 raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
 
-    def lock(self, out: str) -> None:
+    def lock(self, out: str, probe: bool = False) -> None:
         """Hold OUT for the whole run: an exclusive lock (a shared one for --check, which writes nothing),
-        taken before anything in OUT is touched; a second run into the same OUT stops here (M622)."""
+        taken before anything in OUT is touched; a second run into the same OUT stops here (M622).
+        `probe`: only say M622 when another run holds the lock (nothing is created or kept)."""
         try:
-            self.lock_fd = F.lock_out(out, exclusive=not self.opts.check)
+            fd = F.lock_out(out, exclusive=not (self.opts.check or probe))
+            if probe:
+                if fd is not None:
+                    os.close(fd)
+                return
+            self.lock_fd = fd
         except F.OutBusy:
             raise MigrateError(
                 "M622",
                 f"another slurm2kf migrate is writing into {out!r} (it holds {F.LOCK_NAME}); "
                 "nothing was changed; run again when it has finished",
             ) from None
-        except F.OutEntryRefused as exc:
-            raise MigrateError("M618", exc.message) from None
-        except OSError as exc:
+        except (F.OutEntryRefused, OSError) as exc:
+            if probe:
+                return
+            if isinstance(exc, F.OutEntryRefused):
+                raise MigrateError("M618", exc.message) from None
             raise MigrateError("M610", f"cannot lock {out!r}: {exc.strerror or exc}") from None
 
     def salvage_manifest(self) -> None:
@@ -457,12 +470,12 @@ class MigrationRun:
             except OSError:
                 if attempt:
                     return
-            for rel in [r for r in self.written if r not in old_outputs]:
+            for rel in dict.fromkeys(r for r in self.written if r not in old_outputs and r in self.outputs):
                 try:
                     F.out_remove(self.out_dir, rel, self.outputs[rel])
                 except OSError:
                     continue
-                self.outputs.pop(rel, None)
+                del self.outputs[rel]
 
     def convert_all(self) -> None:
         """Discover the scripts and convert them in the pool (each worker writes its script's outputs).
