@@ -626,4 +626,7 @@ def kustomization_bytes(resources: list[str]) -> bytes:
         lines.extend(f"- {yaml_quote(r)}" for r in resources)
     else:
         lines.append("resources: []")
+    # keep each file's order: a batch-mode file holds the TrainingRuntime before the TrainJob that refers to it,
+    # and kustomize's default order would apply the TrainJob first (kustomize >= 5.0, kubectl >= 1.27)
+    lines += ["sortOptions:", "  order: fifo"]
     return ("\n".join(lines) + "\n").encode("utf-8")
