@@ -72,7 +72,9 @@ def main() -> None:
     for k in sorted(stats):
         print(f"  {k:45} {stats[k]}")
     multi = stats["multi-node"] or 1
-    print(f"  multi-node converted without an error: {100 * stats['multi-node: converted without an error'] / multi:.1f}%")
+    print(
+        f"  multi-node converted without an error: {100 * stats['multi-node: converted without an error'] / multi:.1f}%"
+    )
     if a.simulate:
         t0 = time.perf_counter()
         verdicts = simulate_sample(batch[: a.simulate])

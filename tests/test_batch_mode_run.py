@@ -120,7 +120,9 @@ def test_values_the_batch_shell_computes_are_computed_once(tmp_path, mpi_env):
     assert {c["host"] for c in calls} == {launcher}
     masters = {c["args"][c["args"].index("--master") + 1] for c in calls}
     ports = {c["args"][c["args"].index("--port") + 1] for c in calls}
-    assert masters == {launcher.split(".")[0]}  # `hostname` on the batch pod: its short name
+    # `hostname` on the batch pod gives the name every pod resolves (`<pod>.<trainjob>`): as a Slurm node's
+    # name, it works as the rendezvous address from the other nodes (a pod's short name does not resolve there)
+    assert masters == {launcher}
     assert len(ports) == 1 and 20000 <= int(ports.pop()) < 21000
 
 
@@ -214,3 +216,20 @@ def test_container_wrappers_of_steps_run_their_command_on_every_pod(tmp_path, mp
     launcher, (node0, _) = _pods(plan)
     got = sorted((c["args"][-1], c["host"]) for c in calls)
     assert got == [("a", launcher), ("a", node0), ("b", launcher), ("b", node0)]
+
+
+def test_srun_started_by_another_program(tmp_path, mpi_env):
+    # `timeout 85800 srun …`: timeout execs srun, which must therefore be a program too (it loads the batch
+    # shell's definitions); the step is the job's second (SLURM_STEP_ID 1), its tasks on both pods
+    text = (
+        HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\n"
+        "srun -N1 -n1 python prep.py\ntimeout 85800 srun python train.py\n"
+    )
+    plan = _plan(text=text)
+    proc, calls = run_launcher(plan, tmp_path, mpi_env)
+    assert proc.returncode == 0, proc.stderr
+    launcher, (node0, _) = _pods(plan)
+    train = sorted(
+        (c["env"]["SLURM_PROCID"], c["host"], c["env"]["SLURM_STEP_ID"]) for c in calls if c["args"] == ["train.py"]
+    )
+    assert train == [("0", launcher, "1"), ("1", launcher, "1"), ("2", node0, "1"), ("3", node0, "1")]

@@ -297,6 +297,7 @@ def test_batch_mode_computes_per_run_values_once():
     c = conv(HEAD + "#SBATCH -N 2\nOUT=run_$(date +%s)\nfor i in 1; do srun python t.py $OUT; done\n")
     assert c.plans[0].launcher == "script" and "L346" not in codes(c) and "L366" in codes(c)
 
+
 def test_batch_hostname_in_a_launch_preamble(tmp_path):
     # srun python t.py --master $M with M=$(hostname): Slurm's batch shell expanded it once on node 0.
     plan = _plan(text=HEAD + "#SBATCH -N 2\n#SBATCH --ntasks-per-node=2\nM=$(hostname)\nsrun python t.py --master $M\n")

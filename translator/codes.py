@@ -999,6 +999,15 @@ CODES: tuple[Code, ...] = (
     ),
     Code(
         "L",
+        "L369",
+        "warning",
+        "batch mode: steps started in the background without -w/--relative all start at once on the first node(s); "
+        "Slurm places concurrent steps on free CPUs and GPUs and queues the rest, and a step's --gpus is not bound",
+        "`for i in 1 2 3; do srun -N1 -n1 --gpus=1 python eval.py $i & done; wait`",
+        "place each step with -w or --relative, and set CUDA_VISIBLE_DEVICES per step",
+    ),
+    Code(
+        "L",
         "L370",
         "warning",
         "a launch argument starts with an unquoted `~` (or `name=~`, `name=a:~`): bash expands it to the home directory, the user's cluster home on Slurm but the image's `$HOME` in the container; kept for bash",

@@ -645,9 +645,9 @@ def _fallback_intent(ctx: LaunchContext, intent: LaunchIntent, images: dict[str,
             "run the steps that need another image as a TrainJob of their own",
         )
     # the steps' tasks on the other pods need the same executables: srun's task wrapper makes them there from
-    # this text (fixed text of ours, never the script's), which mpirun forwards with the other variables
+    # this text (fixed text of ours, never the script's), which srun's mpirun forwards as _S2K_SHIMS
     setup = "\n".join(lines)
-    text = f'S2K_CONTAINER_SHIMS={shlex.quote(setup)}\nexport S2K_CONTAINER_SHIMS\neval "$S2K_CONTAINER_SHIMS"\n'
+    text = f'_s2k_shims={shlex.quote(setup)}\neval "$_s2k_shims"\n'
     text += intent.args[0]
     changes: dict = {"args": (text,) + tuple(intent.args[1:]), "findings": tuple(intent.findings) + tuple(ctx.findings)}
     if chosen is not None and intent.image is None:

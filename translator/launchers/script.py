@@ -124,6 +124,8 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
         text_lines += _STUBS
     text_lines += _shell_options(ctx, script, body)
     _node_name_findings(ctx, script)
+    if multi_node:
+        _step_findings(ctx, script)
     end = script.line_count
     text_lines.append(f"# ---- batch script body, lines {script.body_start_line}-{end} ----")
     text = "\n".join(text_lines) + "\n" + body + ("\n" if body and not body.endswith("\n") else "")
@@ -134,7 +136,8 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
             "L366",
             f"batch mode ({why}): the script runs once, on the launcher pod, which is Slurm's node 0 of the "
             f"{ctx.shape.nodes} nodes; each srun starts its tasks on the pods with mpirun over ssh, as srun "
-            "started them on the allocation's nodes",
+            "started them on the allocation's nodes; files the script writes reach the other pods only through a "
+            "shared volume (site profile filesystems), as on Slurm's shared file systems",
             line or script.body_start_line,
         )
         ctx.add(
@@ -161,7 +164,7 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
             "the Slurm-compatibility prologue defines " + ", ".join(f + "()" for f in functions),
             script.body_start_line,
         )
-    _undefined_names(ctx, names)
+    _undefined_names(ctx, common.slurm_names(body))  # only what the script itself reads
     if script.shell not in ("bash", "sh", "unknown"):
         ctx.add(
             WARNING,
@@ -221,6 +224,40 @@ def _node_name_findings(ctx: LaunchContext, script) -> None:
                     "use --relative=N (node index in the job), or names from `scontrol show hostnames`",
                 )
                 break
+
+
+def _step_findings(ctx: LaunchContext, script) -> None:
+    """What a step does differently when Open MPI starts its tasks on the pods (several nodes only)."""
+    from translator.launchers.launchline import srun_commands
+
+    background: list[int] = []
+    for st in srun_commands(script.body):
+        call = common.parse_srun(st.words)
+        if "mpi" in call.options:
+            ctx.add(
+                WARNING,
+                "L308",
+                f"`srun --mpi={call.options['mpi']}` started its tasks through Slurm's PMI; in batch mode Open MPI's "
+                "mpirun starts them, so the program must be built against Open MPI (an MPICH, Intel MPI or Cray "
+                "MPICH build would start as separate one-rank runs)",
+                st.line,
+                "use an image whose MPI is Open MPI",
+            )
+        placed = any(o in call.options for o in ("w", "nodelist", "r", "relative"))
+        if st.background and not placed:
+            background.append(st.line)
+    if background:
+        ctx.add(
+            WARNING,
+            "L369",
+            "steps started in the background (line "
+            + ", ".join(str(n) for n in sorted(set(background))[:8])
+            + "): Slurm places concurrent steps on the CPUs and GPUs still free (and queues those that do not "
+            "fit); here each starts at once on the first node(s) of the job, and a step's --gpus/--gres does not "
+            "give it GPUs of its own",
+            background[0],
+            "place each step with -w or --relative, and set CUDA_VISIBLE_DEVICES per step",
+        )
 
 
 def _undefined_names(ctx: LaunchContext, names: list[str]) -> None:

@@ -45,6 +45,14 @@ HOSTS = [
     "}",
     "_s2k_load_hosts",
     "_s2k_hosts() { printf '%s\\n' \"${_s2k_hostv[@]}\"; }",
+    # On Slurm a node's name resolves from every node; a pod's short name does not (the pods' DNS search path
+    # lacks the JobSet's subdomain), its hostfile name `<pod>.<trainjob>` does. So in the batch shell
+    # `hostname` and $HOSTNAME give that name (what `MASTER_ADDR=$(hostname)` needs); `-s` the short one.
+    'if [ "${#_s2k_hostv[@]}" -gt 1 ]; then',
+    '  hostname() { case "${1:-}" in "") echo "${_s2k_hostv[0]}" ;; -s|--short) echo "${_s2k_hostv[0]%%.*}" ;;'
+    ' -f|--fqdn|--long) echo "${_s2k_hostv[0]}" ;; *) command hostname "$@" ;; esac; }',
+    '  HOSTNAME="${_s2k_hostv[0]}"',
+    "fi",
 ]
 
 EXPAND = [
@@ -326,7 +334,7 @@ SRUN_RUN = [
     "  # without -K every task reports its exit status (mpirun then returns 0 whatever they exit with)",
     '  [ "$o_K" = 1 ] && abort=1 || export _S2K_REPORT=1',
     "  while read -r v; do  # srun --export=ALL: the batch shell's exported variables",
-    '    case "$v" in HOSTNAME|PWD|OLDPWD|SHLVL|_|TMPDIR|_S2K_TMP|BASH_FUNC_*|OMPI_*|PRTE_*|PMIX_*) continue ;; esac',
+    '    case "$v" in HOSTNAME|PWD|OLDPWD|SHLVL|_|TMPDIR|_S2K_TMP|_S2K_SHIMS|BASH_FUNC_*|OMPI_*|PRTE_*|PMIX_*) continue ;; esac',
     '    if [ -n "${_S2K_KEEP+x}" ]; then',
     '      case "$v" in SLURM_*|_S2K_*) ;; *) case ",$_S2K_KEEP," in *",$v,"*) ;; *) continue ;; esac ;; esac',
     "    fi",
@@ -338,6 +346,7 @@ SRUN_RUN = [
     "  # The tasks get the batch shell's TMPDIR back (_S2K_TMP); the daemons on the other pods keep their own.",
     '  local sdir="$_s2k_stepdir/mpi.$BASHPID"; mkdir -p "$sdir"',
     '  _S2K_TMP="${TMPDIR+set:$TMPDIR}"; export _S2K_TMP; xs+=(-x _S2K_TMP)',
+    '  [ -z "${_s2k_shims:-}" ] || { _S2K_SHIMS="$_s2k_shims"; export _S2K_SHIMS; xs+=(-x _S2K_SHIMS); }',
     '  { TMPDIR="$sdir" OMPI_MCA_plm_rsh_args="$_s2k_ssh" PRTE_MCA_plm_ssh_args="$_s2k_ssh" \\',
     "    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_abort_on_non_zero_status=$abort \\",
     '    mpirun --host "$hl" -np "$ntasks" --map-by slot "${xs[@]}" --wdir "${o_D:-$PWD}" \\',
@@ -379,7 +388,8 @@ SRUN_RUN = [
 TASK_WRAPPER = r"""if [ -n "${_S2K_TMP+x}" ]; then  # started by mpirun: the batch shell's TMPDIR, not mpirun's own
   case "$_S2K_TMP" in set:*) export TMPDIR="${_S2K_TMP#set:}" ;; *) unset TMPDIR ;; esac; unset _S2K_TMP
 fi
-[ -z "${S2K_CONTAINER_SHIMS:-}" ] || eval "$S2K_CONTAINER_SHIMS"  # container wrappers (launchers/container.py)
+[ -z "${_S2K_SHIMS:-}" ] || eval "$_S2K_SHIMS"  # container wrappers on this pod too (launchers/container.py)
+unset _S2K_SHIMS
 _s2k_r="${_S2K_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}}"
 IFS='|' read -r _s2k_id _s2k_n _s2k_c _s2k_cf _s2k_nl <<< "$_S2K_STEP"
 IFS=, read -ra _s2k_cv <<< "$_s2k_c"
@@ -538,4 +548,21 @@ def batch_prologue_lines(job, shape, *, names: Sequence[str], functions: Sequenc
         lines += SRUN_OPTS + SRUN_LAYOUT + SRUN_ENV + SRUN_RUN
     if "sbatch" in wanted:
         lines += prologue.SBATCH_FUNCTION
+    if "srun" in wanted:
+        lines += COMMANDS
     return lines
+
+
+# `timeout 23h srun …`, `nohup srun …`, `xargs … srun`: a program that runs srun cannot call a bash function, so
+# srun and scontrol are also executables (first on PATH; in the batch shell the functions still win) that load
+# the batch shell's definitions (its _s2k_* values, one step counter) and call the function.
+COMMANDS = [
+    '_s2k_cbin="$_s2k_stepdir/bin"; mkdir -p "$_s2k_cbin"',
+    "{ declare -p $(compgen -v _s2k_) | sed -e 's/^declare -- /declare -g /' -e 's/^declare -\\([a-zA-Z]*\\) /declare -g\\1 /'",
+    '  declare -f; } > "$_s2k_cbin/.batch-step" 2>/dev/null',
+    "for _s2k_c in srun scontrol; do",
+    '  printf \'#!/bin/bash\\nbuiltin source %q\\n%s "$@"\\n\' "$_s2k_cbin/.batch-step" "$_s2k_c" > "$_s2k_cbin/$_s2k_c"',
+    '  chmod +x "$_s2k_cbin/$_s2k_c"',
+    "done",
+    'export PATH="$_s2k_cbin:$PATH"',
+]

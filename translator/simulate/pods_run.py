@@ -54,7 +54,9 @@ def run_in_groups(units, table, timeout: float, deadline: float | None = None):
     size = max(GROUP, -(-len(units) // (os.cpu_count() or 1)))
     groups = [units[i : i + size] for i in range(0, len(units), size)] or [[]]
     with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-        results = list(pool.map(lambda g: sandbox.run_units(g, "kubeflow", table, timeout=timeout, deadline=deadline), groups))
+        results = list(
+            pool.map(lambda g: sandbox.run_units(g, "kubeflow", table, timeout=timeout, deadline=deadline), groups)
+        )
     notes = list(dict.fromkeys(n for r in results for n in r.notes))
     return sandbox.SandboxResult(
         [u for r in results for u in r.units],

@@ -2143,6 +2143,43 @@ def make_paths(name, args) -> int:
     return 0
 
 
+def _own_path(path: str) -> str | None:
+    """`path` resolved, when it is inside the sandbox's own writable places (working directory, HOME, /tmp)."""
+    roots = [os.path.realpath(p) for p in (os.getcwd(), os.environ.get("HOME", ""), "/tmp") if p]
+    target = os.path.realpath(path)
+    if any(target == r or target.startswith(r.rstrip("/") + "/") for r in roots if r != "/"):
+        return target
+    return None
+
+
+def chmod_mv(name, args) -> int:
+    """`chmod MODE FILE...` and `mv [-f] SRC DST`: recorded; done only on the sandbox's own files, so that a
+    script that writes a helper, makes it executable and renames it into place can run it, as on a node."""
+    record("call", name=name, argv=list(args))
+    words = [a for a in args if not (a.startswith("-") and a not in ("-x", "-w", "-r"))]
+    try:
+        if name == "chmod" and len(words) >= 2:
+            mode, files = words[0], words[1:]
+            for f in files:
+                target = _own_path(f)
+                if target is None or not os.path.exists(target):
+                    continue
+                current = os.stat(target).st_mode & 0o7777
+                if mode.isdigit():
+                    os.chmod(target, int(mode, 8) & 0o777)
+                elif "+" in mode and "x" in mode.split("+", 1)[1]:
+                    os.chmod(target, current | 0o111)
+        elif name == "mv" and len(words) == 2:
+            src, dst = _own_path(words[0]), _own_path(words[1])
+            if src is not None and dst is not None and os.path.exists(src):
+                if os.path.isdir(dst):
+                    dst = os.path.join(dst, os.path.basename(src))
+                os.replace(src, dst)
+    except OSError:
+        pass
+    return 0
+
+
 def exec_wrapper(name, args) -> int:
     """env/timeout/nohup/nice/stdbuf/numactl/taskset: run the inner command (recorded as called)."""
     env = dict(os.environ)
@@ -2323,6 +2360,8 @@ def handler_for(name: str):
         "uname": uname,
         "mkdir": lambda a: make_paths("mkdir", a),
         "touch": lambda a: make_paths("touch", a),
+        "chmod": lambda a: chmod_mv("chmod", a),
+        "mv": lambda a: chmod_mv("mv", a),
     }
     if name in ("env", "timeout", "nohup", "nice", "stdbuf", "numactl", "taskset"):
         return lambda a: exec_wrapper(name, a)
