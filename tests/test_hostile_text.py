@@ -62,7 +62,8 @@ def _emitted_bash(plan):
     (`$$` -> `$`; `$(NAME)` of an undefined variable stays as written)."""
     from translator.plan import kube
 
-    doc = yaml.safe_load(trainjob_yaml.render([plan]))
+    # (a batch-mode TrainJob comes after its TrainingRuntime)
+    [doc] = [d for d in yaml.safe_load_all(trainjob_yaml.render([plan])) if d and d.get("kind") == "TrainJob"]
     trainer = doc["spec"]["trainer"]
     return [kube.expand(w, {}) for w in list(trainer["command"]) + list(trainer["args"])]
 
