@@ -13,6 +13,7 @@ import click
 
 from translator.cli.common import USAGE_ERROR, SbatchArgsCommand, parse_env_items, parse_script_args, script_args_option
 from translator.profile.lookup import PROFILE_ENV
+from translator.redact import path_secrets, redact_data as hide_secrets
 
 
 def process_json(p) -> dict:
@@ -227,6 +228,7 @@ def command(
         )
 
     def emit(v):
+        v = hide_secrets(v, path_secrets(v.path, script_opt))  # translator/redact.py: as the YAML hides them
         if as_json:
             click.echo(json.dumps(verdict_json(v), sort_keys=False))
         else:

@@ -662,7 +662,10 @@ def _one_node_mpi(intent, runtime: _Runtime) -> str:
     if per_host is not None and np_ > 2 * per_host:
         return head + f"; mpirun -np {np_} with {per_host} rank(s) per host needs more than these 2 hosts and fails"
     if per_host is not None and np_ > per_host:
-        return head + f"; mpirun -np {np_} places {per_host} rank(s) per host, so its ranks span the worker and the launcher"
+        return (
+            head
+            + f"; mpirun -np {np_} places {per_host} rank(s) per host, so its ranks span the worker and the launcher"
+        )
     return (
         head + f"; mpirun -np {np_} fills the first host's slots first, so its ranks run on the worker pod and "
         "the launcher pod only runs mpirun, its resources idle"
@@ -1055,8 +1058,10 @@ def _secret_assignments(script) -> tuple:
 def _command_secrets(words) -> list[tuple[str, str]]:
     """(value, why) of the secrets written into the command's words: tokens (and URL passwords) inside
     any word, values given to a secret option (`--password X`, `--api-key=X`)."""
-    out = [(v, f"the value of `{words[i - 1] if v == words[i] else words[i].split('=', 1)[0]}` in the command")
-           for i, v in secrets.option_secrets(words)]
+    out = [
+        (v, f"the value of `{words[i - 1] if v == words[i] else words[i].split('=', 1)[0]}` in the command")
+        for i, v in secrets.option_secrets(words)
+    ]
     for word in words if secrets.has_token("\0".join(words)) else ():
         for token in secrets.embedded_tokens(word):
             out.append((token, "a word of the command has the shape of a token"))

@@ -39,7 +39,7 @@ _DIGEST_NAME = re.compile(r"SHA|COMMIT|HASH|CHECKSUM|MD5|DIGEST|REV|UUID|GIT")
 # a group named `tok` gives that group as the token (the password of a URL), else the whole match.
 _EMBEDDED = (
     (("hf_",), re.compile(r"hf_[A-Za-z0-9]{20,}")),  # Hugging Face user access token
-    (("gh",), re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}")),  # GitHub tokens
+    (("gh", "github_pat_"), re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}")),  # GitHub tokens
     (("sk-",), re.compile(r"sk-[A-Za-z0-9_-]{20,}")),  # OpenAI / Anthropic style API keys
     (("AKIA",), re.compile(r"AKIA[0-9A-Z]{16}")),  # AWS access key id
     (("xox",), re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}")),  # Slack tokens

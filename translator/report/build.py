@@ -244,7 +244,7 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
     from translator.simulate.findings import findings_of, not_simulated
 
     try:
-        v = simulate_script(path, dataclasses.replace(settings, simulate=False))
+        v = _redacted(simulate_script(path, dataclasses.replace(settings, simulate=False)), path)
         found = findings_of(v)
         sim = {
             "verdict": v.verdict,
@@ -310,25 +310,42 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
         rows = ()
     first = plans[0] if plans else None
     image = getattr(first, "image", None) if first is not None else None
-    return ScriptReport(
-        path=rel_path,
-        outcome=outcome_of(issues, sbatch_accepts, bool(plans)),
-        sbatch_accepts=sbatch_accepts,
-        names=tuple(p.name for p in plans),
-        launcher=getattr(first, "launcher", None),
-        runtime=getattr(first, "runtime", None),
-        image=image,
-        nodes=nodes,
-        gpus=gpus,
-        time_limit_seconds=limit,
-        node_hours=round(node_hours, 4),
-        gpu_hours=round(gpu_hours, 4),
-        issues=tuple(issues),
-        rows=rows,
-        decisions=_decisions(issues, rows, modules, envs, paths, image),
-        modules=modules,
-        environments=envs,
-        paths=paths,
-        yaml=yaml_text,
-        outputs=tuple(outputs),
+    return _redacted(
+        ScriptReport(
+            path=rel_path,
+            outcome=outcome_of(issues, sbatch_accepts, bool(plans)),
+            sbatch_accepts=sbatch_accepts,
+            names=tuple(p.name for p in plans),
+            launcher=getattr(first, "launcher", None),
+            runtime=getattr(first, "runtime", None),
+            image=image,
+            nodes=nodes,
+            gpus=gpus,
+            time_limit_seconds=limit,
+            node_hours=round(node_hours, 4),
+            gpu_hours=round(gpu_hours, 4),
+            issues=tuple(issues),
+            rows=rows,
+            decisions=_decisions(issues, rows, modules, envs, paths, image),
+            modules=modules,
+            environments=envs,
+            paths=paths,
+            yaml=yaml_text,
+            outputs=tuple(outputs),
+        ),
+        script,
     )
+
+
+def _redacted(record, source):
+    """`record` with the secrets of `source` (a Script, or the path of one) hidden in every string:
+    translator/redact.py; a script without any secret-like text is left as it is."""
+    from translator import redact
+
+    if isinstance(source, str):
+        return redact.redact_data(record, redact.path_secrets(source))
+    text = getattr(source, "text", "") or ""
+    values = redact.script_secrets(source)
+    if values or redact.secrets.has_token_start(text) or "://" in text:
+        return redact.redact_data(record, values)
+    return record
