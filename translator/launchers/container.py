@@ -17,6 +17,7 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.launchers.intent import replace as intent_replace
+from translator.launchers.wrapper_env import WrapperEnv
 
 APPTAINER = ("apptainer", "singularity")
 # Other container exec wrappers of HPC sites: Shifter (NERSC; image from `--image=` or the job's
@@ -188,12 +189,14 @@ def apptainer(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: 
         return script.build(ctx, line, [f"`{toks[0].value} {sub}` is not a container launch slurm2kf reads"])
     i += 1
     mounts: list[tuple[str, str]] = []
+    wenv = WrapperEnv()  # --env/--env-file: P449/P450, never dropped silently
     while i < len(toks) and toks[i].value.startswith("-"):
         name, inline = common.split_option(toks[i])
         value = inline
         if inline is None and name in _VALUE and i + 1 < len(toks):
             value = toks[i + 1].value
             i += 1
+        wenv.add(name, value)
         if name in ("-B", "--bind") and value:
             mounts += _mounts(value)
         elif name == "--mount" and value:
@@ -228,6 +231,7 @@ def apptainer(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: 
             intent = dispatch(ctx, inner, srun, line)
         finally:
             ctx.nesting -= 1
+    intent = wenv.apply(ctx, intent, line, f"{toks[0].value} {sub}")
     return _finish(ctx, intent, image_tok, mounts, line, f"{toks[0].value} {sub}")
 
 
@@ -259,6 +263,7 @@ def other(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int,
     """`shifter [--image=IMG] [--volume=a:b] cmd …` and `podman-hpc run [options] IMAGE cmd …`."""
     w0 = common.basename(toks[0].value)
     mounts: list[tuple[str, str]] = []
+    wenv = WrapperEnv()
     if w0 == "shifter":
         i, image_tok = 1, None
         while i < len(toks) and toks[i].value.startswith("-"):
@@ -269,6 +274,7 @@ def other(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int,
             if inline is None and name in _SHIFTER_VALUE and i + 1 < len(toks):
                 value = toks[i + 1].value
                 i += 1
+            wenv.add(name, value)
             if name in ("--image", "-i") and value is not None:
                 image_tok = Tok(shifter_image(value), value, True)
             elif name in ("--volume", "-V") and value:
@@ -294,7 +300,7 @@ def other(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int,
                 "pass --image REGISTRY/IMAGE:TAG",
             )
             return intent
-        return _finish(ctx, intent, image_tok, mounts, line, "shifter")
+        return _finish(ctx, wenv.apply(ctx, intent, line, "shifter"), image_tok, mounts, line, "shifter")
     # podman-hpc / podman: only `run`/`exec`-style `run [options] IMAGE cmd …`
     i = 1
     while i < len(toks) and toks[i].value.startswith("-"):
@@ -311,6 +317,7 @@ def other(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int,
         if inline is None and name in _PODMAN_VALUE and i + 1 < len(toks):
             value = toks[i + 1].value
             i += 1
+        wenv.add(name, value)
         if name in ("-v", "--volume") and value:
             mounts += _mounts(value)
         elif name in ("-w", "--workdir", "--entrypoint"):
@@ -318,5 +325,5 @@ def other(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int,
         i += 1
     if i >= len(toks):
         return dispatch(ctx, [], srun, line)
-    intent = dispatch(ctx, toks[i + 1 :], srun, line)
+    intent = wenv.apply(ctx, dispatch(ctx, toks[i + 1 :], srun, line), line, f"{w0} run")
     return _finish(ctx, intent, toks[i], mounts, line, f"{w0} run")

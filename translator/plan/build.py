@@ -17,6 +17,7 @@ from translator.launchers import common
 from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
+from translator.launchers import wrapper_env
 from translator.redact import redact, script_secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
@@ -696,6 +697,8 @@ def _environment(b: _Build, framework: str) -> tuple[EnvVar, ...]:
         b.smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
     b.findings.extend(xfind)
+    env, pfind = wrapper_env.unprefixed(env, wrapper_env.ran_apptainer(intent))  # APPTAINERENV_X: X inside
+    b.findings.extend(pfind)
     launch_names = {x.name for x in extra_env}
     return tuple(e for e in env if e.name not in launch_names) + extra_env
 
