@@ -1285,10 +1285,11 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
     seen = set()
     for where, text, line, before in texts:
         # both patterns need a digit-dot-digit address or one of the endpoint prefixes: most texts have neither
-        if "." not in text and "://" not in text and "MASTER_ADDR=" not in text and "--" not in text:
+        probe = before + text
+        if "." not in text and "://" not in text and "MASTER_ADDR=" not in probe and "--" not in probe:
             continue
         hits = [h for h in _addressed_ipv4(text, before) if not h.startswith(("127.", "0."))]
-        hits += [h for h in (_without_scheme(h) for h in _endpoints(text)) if _literal_host(h)]
+        hits += [h for h in (_without_scheme(h) for h in _endpoints(probe)) if _literal_host(h)]
         for h in hits:
             if (where, h) in seen or any(o != h and o in h for o in hits):
                 continue
