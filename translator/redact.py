@@ -35,8 +35,10 @@ def script_secrets(script) -> frozenset[str]:
 
     commands, assignments = body_lists(script.body)
     values: set[str] = set()
-    for a, _ in secrets.literal_secrets(assignments):
-        values.add(a.value.value.strip())
+    for a, why in secrets.literal_secrets(assignments):
+        # a URL keeps its user and host in view: its password alone is the secret (redact hides it by shape)
+        if why != secrets.URL_PASSWORD:
+            values.add(a.value.value.strip())
     for cmd in commands:
         words = [w.value for w in cmd.words]
         values.update(v for _, v in secrets.option_secrets(words))

@@ -96,6 +96,7 @@ SECRET_OPTIONS = frozenset(
     )
 )
 
+URL_PASSWORD = "its value is a URL carrying a password"
 _WHOLE_MIN = 32  # the two whole-value shapes need at least this many characters
 
 _MEMO: dict = {}  # (name, value) -> answer: the same exports recur across the scripts of a repository
@@ -155,7 +156,7 @@ def _looks_secret(name: str, value: str) -> str | None:
     if not v:
         return None
     if _url_password(v):
-        return "its value is a URL carrying a password"
+        return URL_PASSWORD
     if has_token(v):
         return "its value has the shape of a token or key"
     if pathlike(v):
