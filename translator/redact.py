@@ -54,6 +54,12 @@ def script_secrets(script) -> frozenset[str]:
     return frozenset(v for v in values if len(v) >= MIN_LENGTH)
 
 
+def needs_redaction(text: str, values) -> bool:
+    """Whether anything derived from `text` (a script) can hold a secret `redact` hides: False when the
+    script has no secret value and no token-shaped text or URL password."""
+    return bool(values) or secrets.has_token(text) or ("@" in text and secrets.URL_CREDENTIALS.search(text) is not None)
+
+
 def path_secrets(*paths) -> frozenset[str]:
     """script_secrets of the scripts at `paths` (a path that cannot be read as a script adds nothing)."""
     from translator.read import ReadError, read_file
@@ -76,7 +82,7 @@ def redact(text: str, values=()) -> str:
         return text
     for v in sorted((v for v in values if len(v) >= MIN_LENGTH and v in text), key=len, reverse=True):
         text = text.replace(v, MARK)
-    if secrets.has_token_start(text) or "://" in text:
+    if secrets.has_token_start(text):
         for token in secrets.embedded_tokens(text):
             text = text.replace(token, MARK)
         if "@" in text:

@@ -18,7 +18,7 @@ from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.launchers import wrapper_env
-from translator.redact import redact, script_secrets
+from translator.redact import needs_redaction, redact, script_secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
 from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
@@ -1009,7 +1009,7 @@ def _final_findings(findings, script, env) -> tuple[Finding, ...]:
     clean = _CLEAN_TEXTS
     texts = [t for f in findings for t in (f.message, f.suggestion) if t and t not in clean]
     joined = "\n".join(texts)
-    if secrets.has_token(joined) or "://" in joined:
+    if needs_redaction(joined, values):
         return _dedupe(_redact(findings, values))
     # _spaced_once for every text at once: the concatenation is printable when each text is, and then no
     # text holds a line break, so the ones in `joined` are the boundaries between texts

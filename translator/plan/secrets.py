@@ -50,10 +50,11 @@ _EMBEDDED = (
     (("_live_", "_test_"), re.compile(r"[rs]k_(?:live|test)_[0-9A-Za-z]{16,}")),  # Stripe keys
     (("eyJ",), re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),  # JWT
     # scheme://user:PASSWORD@host: the password (a `$` reference is the shell's, not a literal)
-    (("@",), re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@'\"$]*:(?P<tok>[^\s/@'\"$]{4,})@")),
+    (("://",), re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@'\"$]*:(?P<tok>[^\s/@'\"$]{4,})@")),
 )
+# Every match of _EMBEDDED starts with one of these (a URL: holds `://`): a text without any holds no token.
 _TOKEN_START = re.compile(
-    r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|xox[abposr]-|hooks\.slack\.com|glpat-|AIza|npm_|_live_|_test_|eyJ|@"
+    r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|xox[abposr]-|hooks\.slack\.com|glpat-|AIza|npm_|_live_|_test_|eyJ|://"
 )
 # A URL with credentials, whatever the password's length: what redact() hides in any text.
 URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@'\"]*:)([^\s/@'\"]+)(@)")
@@ -198,6 +199,8 @@ def has_token_start(text: str) -> bool:
 
 def has_token(text: str) -> bool:
     """Whether `text` holds an embedded token: False exactly when embedded_tokens(text) is empty."""
+    if _TOKEN_START.search(text) is None:  # the common case: not even the start of a token
+        return False
     for hints, shape in _EMBEDDED:
         if any(hint in text for hint in hints) and shape.search(text):
             return True
@@ -208,8 +211,10 @@ def embedded_tokens(text: str) -> list[str]:
     """Substrings of `text` with the unmistakable shape of a token (hf_…, ghp_…, sk-…, AKIA…, xox…, a
     Slack webhook, a JWT, the password of a URL), each once, in the order of the shapes."""
     out: list[str] = []
+    if _TOKEN_START.search(text) is None:  # the common case: not even the start of a token
+        return out
     for hints, shape in _EMBEDDED:
-        if not any(hint in text for hint in hints):  # the common case: not even the start of a token
+        if not any(hint in text for hint in hints):
             continue
         for m in shape.finditer(text):
             tok = m.group("tok") if "tok" in shape.groupindex else m.group(0)

@@ -346,6 +346,6 @@ def _redacted(record, source):
         return redact.redact_data(record, redact.path_secrets(source))
     text = getattr(source, "text", "") or ""
     values = redact.script_secrets(source)
-    if values or redact.secrets.has_token_start(text) or "://" in text:
+    if redact.needs_redaction(text, values):
         return redact.redact_data(record, values)
     return record
