@@ -302,3 +302,16 @@ def test_option_secrets_and_wrapper_items():
     assert secrets.wrapper_env_items("A=1,B=x=y,C,9X=2") == [("A", "1"), ("B", "x=y"), ("C", None)]
     assert secrets.embedded_tokens("curl https://bob:hunter22@x.com/a") == ["hunter22"]
     assert secrets.embedded_tokens("curl https://bob:$PW@x.com/a") == []
+
+
+def test_a_secret_option_inside_shell_text_is_read_from_the_secret_and_the_shell_stays_intact():
+    # the whole body runs under `bash -c` (no launch line): the value is replaced inside the text by
+    # "${NAME}", which bash expands from the container env (NAME reads the Secret)
+    plan = _plan(
+        'cd /tmp\nfor i in 1 2; do python train.py --password "hunter2secret" --api-key=Zx8Kp2Lm9Qr4Tv6Y; done\n'
+    )
+    text = "\n".join(plan.command + plan.args)
+    assert "hunter2secret" not in text and "Zx8Kp2Lm9Qr4Tv6Y" not in text
+    names = [f.message.split(" ", 1)[0] for f in _codes(plan, "P447")]
+    assert len(names) == 2
+    assert f'--password "${{{names[0]}}}" --api-key="${{{names[1]}}}"; done' in text

@@ -1058,6 +1058,9 @@ def _secret_assignments(script) -> tuple:
     return found
 
 
+_SHELL_SPLIT = re.compile(r"[\s;&|()<>`]+")
+
+
 def _command_secrets(words) -> list[tuple[str, str]]:
     """(value, why) of the secrets written into the command's words: tokens (and URL passwords) inside
     any word, values given to a secret option (`--password X`, `--api-key=X`)."""
@@ -1065,6 +1068,10 @@ def _command_secrets(words) -> list[tuple[str, str]]:
         (v, f"the value of `{words[i - 1] if v == words[i] else words[i].split('=', 1)[0]}` in the command")
         for i, v in secrets.option_secrets(words)
     ]
+    for text in words:  # shell text (`bash -c '…'`): its words split at blanks and operators, quotes taken off
+        if "--" in text and any(c in text for c in " \n\t"):
+            inner = [w.strip("'\"") for w in _SHELL_SPLIT.split(text)]
+            out += [(v, "the value of a secret option in the command") for _, v in secrets.option_secrets(inner)]
     for word in words if secrets.has_token("\0".join(words)) else ():
         for token in secrets.embedded_tokens(word):
             out.append((token, "a word of the command has the shape of a token"))
