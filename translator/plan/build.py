@@ -17,11 +17,12 @@ from translator.launchers import common
 from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
 from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
-from translator.launchers import wrapper_env
-from translator.redact import needs_redaction, redact, script_secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
 from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
+
+from translator.launchers import wrapper_env  # (the secrets' imports: translator/redact.py, P449/P450)
+from translator.redact import needs_redaction, redact, script_secrets
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
