@@ -149,3 +149,21 @@ def test_redact_unit():
     assert redact_data(data, {API_KEY}) == {"k": [("x", "--token <secret>")], "n": 3}
     same = {"k": ["clean"]}
     assert redact_data(same, {API_KEY}) is same
+
+
+def test_redact_data_rebuilds_frozen_records_and_leaves_other_values():
+    import dataclasses
+
+    from translator.redact import redact_data
+
+    @dataclasses.dataclass(frozen=True)
+    class Rec:
+        argv: tuple
+        env: dict
+        tags: frozenset
+        n: int = 1
+
+    r = Rec(("--password", PASSWORD), {"HF_TOKEN": HF}, frozenset({DB_PASS, "x"}))
+    got = redact_data(r, {PASSWORD, DB_PASS})
+    assert got == Rec(("--password", "<secret>"), {"HF_TOKEN": "<secret>"}, frozenset({"<secret>", "x"}))
+    assert r.argv[1] == PASSWORD  # the original is left as it was
