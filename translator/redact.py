@@ -107,8 +107,8 @@ def redact_data(obj, values=()):
             return obj
         return type(obj)(items) if type(obj) in (tuple, list) else obj.__class__(*items)
     if isinstance(obj, (set, frozenset)):
-        items = {redact_data(x, values) for x in obj}
-        return obj if items == obj else type(obj)(items)
+        members = {redact_data(x, values) for x in obj}
+        return obj if members == obj else type(obj)(members)
     if isinstance(obj, dict):
         out = {redact_data(k, values): redact_data(v, values) for k, v in obj.items()}
         same = len(out) == len(obj) and all(k in obj and obj[k] is v for k, v in out.items())
