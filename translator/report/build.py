@@ -264,7 +264,28 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
 
 
 def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (), settings=None) -> ScriptReport:
-    """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with)."""
+    """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with); the
+    script's secrets are hidden in every string of it (translator/redact.py)."""
+    record = _script_report(conv, rel_path, yaml_text, outputs, settings)
+    return _redacted(record, getattr(conv, "script", None))
+
+
+def _redacted(record, source):
+    """`record` with the secrets of `source` (a Script, or the path of one) hidden in every string:
+    translator/redact.py; a script without any secret-like text is left as it is."""
+    from translator import redact
+
+    if isinstance(source, str):
+        return redact.redact_data(record, redact.path_secrets(source))
+    text = getattr(source, "text", "") or ""
+    values = redact.script_secrets(source)
+    if redact.needs_redaction(text, values):
+        return redact.redact_data(record, values)
+    return record
+
+
+def _script_report(conv, rel_path: str, yaml_text: str, outputs: Sequence[str], settings) -> ScriptReport:
+    """The report record of one Conversion, as the conversion has it."""
     raw: list = []
     if getattr(conv, "file_error", None) is not None:
         raw.append(conv.file_error)
@@ -310,42 +331,25 @@ def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[st
         rows = ()
     first = plans[0] if plans else None
     image = getattr(first, "image", None) if first is not None else None
-    return _redacted(
-        ScriptReport(
-            path=rel_path,
-            outcome=outcome_of(issues, sbatch_accepts, bool(plans)),
-            sbatch_accepts=sbatch_accepts,
-            names=tuple(p.name for p in plans),
-            launcher=getattr(first, "launcher", None),
-            runtime=getattr(first, "runtime", None),
-            image=image,
-            nodes=nodes,
-            gpus=gpus,
-            time_limit_seconds=limit,
-            node_hours=round(node_hours, 4),
-            gpu_hours=round(gpu_hours, 4),
-            issues=tuple(issues),
-            rows=rows,
-            decisions=_decisions(issues, rows, modules, envs, paths, image),
-            modules=modules,
-            environments=envs,
-            paths=paths,
-            yaml=yaml_text,
-            outputs=tuple(outputs),
-        ),
-        script,
+    return ScriptReport(
+        path=rel_path,
+        outcome=outcome_of(issues, sbatch_accepts, bool(plans)),
+        sbatch_accepts=sbatch_accepts,
+        names=tuple(p.name for p in plans),
+        launcher=getattr(first, "launcher", None),
+        runtime=getattr(first, "runtime", None),
+        image=image,
+        nodes=nodes,
+        gpus=gpus,
+        time_limit_seconds=limit,
+        node_hours=round(node_hours, 4),
+        gpu_hours=round(gpu_hours, 4),
+        issues=tuple(issues),
+        rows=rows,
+        decisions=_decisions(issues, rows, modules, envs, paths, image),
+        modules=modules,
+        environments=envs,
+        paths=paths,
+        yaml=yaml_text,
+        outputs=tuple(outputs),
     )
-
-
-def _redacted(record, source):
-    """`record` with the secrets of `source` (a Script, or the path of one) hidden in every string:
-    translator/redact.py; a script without any secret-like text is left as it is."""
-    from translator import redact
-
-    if isinstance(source, str):
-        return redact.redact_data(record, redact.path_secrets(source))
-    text = getattr(source, "text", "") or ""
-    values = redact.script_secrets(source)
-    if redact.needs_redaction(text, values):
-        return redact.redact_data(record, values)
-    return record
