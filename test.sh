@@ -33,6 +33,17 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# 3b. Open MPI's mpirun (Debian's openmpi-bin) for the step-launcher tests (tests/test_batch_prologue_openmpi.py),
+# when missing.
+if ! command -v mpirun >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin) >/tmp/slurm2kf-openmpi.log 2>&1 \
+      || { tail -20 /tmp/slurm2kf-openmpi.log >&2; echo "test.sh: could not install openmpi-bin" >&2; exit 2; }
+  else
+    echo "test.sh: mpirun is missing; install Debian's openmpi-bin package" >&2; exit 2
+  fi
+fi
+
 # 4. A real kube-apiserver (+ etcd) on 127.0.0.1 with the Trainer CRDs, for the `cluster` tests
 # (submit, jobs, cancel, validate --server). setup.sh unpacks Debian's etcd-server itself; it needs
 # kubectl, xz and openssl (Debian packages kubernetes-client, xz-utils, openssl), installed when missing.

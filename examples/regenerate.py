@@ -16,8 +16,8 @@ Each case gets, from its `job.sbatch`, what these commands print when run inside
 `README.md` in each case is written by hand; --check only reports it when it is missing. The commands
 run in this process (a few seconds for all cases), with no site profile: $SLURM2KF_PROFILE is ignored,
 and a `slurm2kf.yaml` above the examples is an error rather than silently changing the outputs.
-`simulate` needs unprivileged user namespaces (as `simulate` itself says in its `isolation:` note);
-without them this script stops instead of writing different verdicts.
+`simulate` needs unprivileged user namespaces (it refuses to run without them, S820); without them
+this script stops before writing anything.
 """
 from __future__ import annotations
 
@@ -98,9 +98,8 @@ def check_machine(root: Path = HERE) -> None:
         raise RegenerateError(f"{found} would apply to the examples as their site profile; the examples are "
                               "converted without one (move it away or regenerate elsewhere)")
     if not namespaces_available():
-        raise RegenerateError("simulate cannot use unprivileged user namespaces on this machine, and its "
-                              "path-only fallback gives other verdicts; regenerate where `slurm2kf simulate` "
-                              "reports `isolation: namespaces`")
+        raise RegenerateError("simulate cannot use unprivileged user namespaces on this machine (it refuses "
+                              "to run without them, S820); regenerate where `slurm2kf simulate` runs")
 
 
 def outputs(case: Path) -> Dict[str, str]:

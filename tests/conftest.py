@@ -57,6 +57,7 @@ _ORACLE_MARKS = (
             "oracle_validate",
             "oracle_run_sdk",
             "oracle_compare",
+            "oracle_compare_with_runtimes",
             "run_sdk_code",
             "validate_trainjob",
             "VENV_PY",

@@ -181,6 +181,21 @@ def oracle_compare(pairs: Sequence[tuple], jobs: int = 2) -> list[tuple]:
         return list(pool.map(one, pairs))
 
 
+def oracle_compare_with_runtimes(pairs: Sequence[tuple], jobs: int = 2) -> list[tuple]:
+    """compare_outputs.py per (yaml, py) pair with the YAML file as `--runtimes` too: batch mode writes its
+    TrainingRuntime there, and the SDK code finds it (get_runtime) instead of creating it."""
+    env = dict(os.environ, KF_ORACLE_PYTHON=str(VENV_PY))
+
+    def one(pair):
+        y, p = pair
+        cmd = _oracle("compare_outputs.py") + ["--runtimes", str(y), str(y), str(p)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, pairs))
+
+
 def oracle_run_sdk(paths: Sequence[Path], jobs: int = 2) -> tuple:
     """run_sdk_code.py --json -j on files; (rc, list of captured TrainJobs, stderr)."""
     env = dict(os.environ, KF_ORACLE_PYTHON=str(VENV_PY))

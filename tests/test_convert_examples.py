@@ -20,7 +20,7 @@ FAMILY = {
     "python_single_gpu": "python",
     "container_pyxis": "torchrun",
     "container_apptainer": "python",
-    "script_fallback": "script",
+    "batch_ray_cluster": "script",
     "array_sweep": "python",
 }
 

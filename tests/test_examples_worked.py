@@ -28,7 +28,7 @@ CASES = [
     "jax_multinode",
     "mpi_openmpi",
     "python_single_gpu",
-    "script_fallback",
+    "batch_ray_cluster",
     "srun_python_per_gpu",
     "torchrun_multinode",
 ]

@@ -1,4 +1,4 @@
-"""P447 (secrets), P448 (hard-coded addresses), P445 (one node on an MPI runtime), P449/P450 (container
+"""P447 (secrets), P448 (hard-coded addresses), P445 (one node on an MPI runtime), P449/L359 (container
 wrapper env): what the plan does with each, through the real conversion.
 
 Sources of the expected values:
@@ -246,7 +246,7 @@ def test_p445_without_np_doubles_and_a_site_runtime_is_not_guessed():
     assert "runLauncherAsNode" in _one_node_mpi(no_np, site) and "doubles" not in _one_node_mpi(no_np, site)
 
 
-# ---- P449/P450: what container wrappers set inside the container ---------------------------------
+# ---- P449/L359: what container wrappers set inside the container ---------------------------------
 
 IMG = "docker://nvcr.io/nvidia/pytorch:24.01-py3"
 
@@ -265,7 +265,7 @@ def test_apptainer_env_is_carried_and_a_secret_among_it_goes_to_the_secret():
     "wrapper", [f"apptainer exec --env-file secrets.env {IMG}", f"apptainer exec --env OTHER {IMG}"]
 )
 def test_what_a_wrapper_env_cannot_carry_is_a_warning(wrapper):
-    [f] = _codes(_plan(f"srun {wrapper} python train.py\n"), "P450")
+    [f] = _codes(_plan(f"srun {wrapper} python train.py\n"), "L359")
     assert f.severity == "warning" and f.line == 5
 
 
@@ -315,3 +315,15 @@ def test_a_secret_option_inside_shell_text_is_read_from_the_secret_and_the_shell
     names = [f.message.split(" ", 1)[0] for f in _codes(plan, "P447")]
     assert len(names) == 2
     assert f'--password "${{{names[0]}}}" --api-key="${{{names[1]}}}"; done' in text
+
+
+def test_a_wrapper_env_the_fallback_cannot_carry_says_so():
+    # the whole body runs in the pod (a loop of steps); the container wrapper there runs its command directly,
+    # so `--env` is not TrainJob env: L359, never "carried" (and the token still goes to the Secret, P447)
+    token = "hf_QmVnYXRpdmVUb2tlbkV4YW1wbGUxMjM0"
+    plan = _plan(f"for lr in 1 2; do\n  srun apptainer exec --env MODE=fast,HF_TOKEN={token} {IMG} python t.py\ndone\n")
+    assert plan.launcher == "script"
+    assert _codes(plan, "P449") == [] and "MODE" not in _env(plan)
+    [f] = [f for f in _codes(plan, "L359") if "MODE" in f.message]
+    assert "does not carry" in f.message and token not in f.message
+    assert _codes(plan, "P447") and token not in "\n".join(plan.args)

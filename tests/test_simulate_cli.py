@@ -86,10 +86,11 @@ def test_usage_and_unreadable_exit_2(cli, tmp_path):
     assert cli("simulate", "--script", "x.sbatch", str(EX / "array_sweep" / "job.sbatch")).exit_code == 2
 
 
-def test_trainjob_file_with_source_annotation_and_bad_yaml(cli, tmp_path):
+def test_trainjob_file_with_source_annotation_and_bad_yaml(cli, tmp_path, monkeypatch):
     src = tmp_path / "job.sbatch"
     src.write_text((EX / "srun_python_per_gpu" / "job.sbatch").read_text())
-    conv = cli("convert", str(src))
+    monkeypatch.chdir(tmp_path)
+    conv = cli("convert", "job.sbatch")  # the annotation: `job.sbatch`, next to the YAML written below
     tj = tmp_path / "job.yaml"
     tj.write_text(conv.stdout)
     r = cli("simulate", "--json", "--trainjob", str(tj))  # script found through slurm2kf.io/source

@@ -14,7 +14,9 @@ def test_simulation_codes_are_documented():
     used = set()
     for p in (ROOT / "translator" / "simulate").rglob("*.py"):
         used |= set(re.findall(r'"(S8\d{2})"', p.read_text(encoding="utf-8")))
-    assert used == {"S801", "S802", "S803"}
+    # S801-S803, the reason codes of the inconclusive/refused verdicts (docs/simulate.md "The verdict") and the
+    # sandbox's refusal, cap, deadline and source-annotation codes
+    assert used == {"S801", "S802", "S803"} | {f"S8{n:02d}" for n in range(6, 14)} | {"S820", "S821", "S822", "S823"}
     m = re.search(r"<!-- SECTION:codes-S -->(.*?)<!-- /SECTION:codes-S -->", all_docs(), re.S)
     assert m
     documented = set(re.findall(r"\|\s*(S\d{3})\s*\|", m.group(1)))

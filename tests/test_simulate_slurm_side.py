@@ -420,12 +420,13 @@ def test_random_is_repeatable_and_differs_per_node(tmp_path):
 
 def test_legacy_launch_module_and_terminal_commands(tmp_path):
     # torch.distributed.launch (without --use-env) appends --local-rank=N (torch>=2.0 spelling);
-    # `clear` needs a terminal: in a batch job TERM is unset, it fails, and `set -e` stops the script.
+    # `clear` needs TERM: with --export=NONE sbatch propagates no TERM from the submit shell (sbatch.1
+    # --export: only SLURM_* variables), it fails, and `set -e` stops the script.
     side = run(
         tmp_path,
         """
         #!/bin/bash
-        #SBATCH --gres=gpu:2
+        #SBATCH --gres=gpu:2 --export=NONE
         python -m torch.distributed.launch --nproc_per_node 2 t.py --a
         set -e
         clear

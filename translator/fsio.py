@@ -313,8 +313,12 @@ def _escape_char(ch: str) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
-# C0 controls except TAB and LF, DEL, C1 controls (CSI is U+009B), the bidirectional overrides and
-# isolates (text that displays in another order than it reads), line/paragraph separators, BOM.
+# C0 controls except TAB and LF (ESC starts every CSI, OSC -- window title, OSC 52 clipboard, OSC 8
+# links --, DCS, APC, PM and SOS sequence; BEL and ST end them), DEL, C1 controls (the 8-bit forms: CSI
+# U+009B, OSC U+009D, DCS U+0090, ST U+009C, ...), the bidirectional embeddings, overrides, isolates and
+# marks (text that displays in another order than it reads: U+202A-U+202E, U+2066-U+2069, U+200E/F,
+# U+061C), line/paragraph separators, BOM. With ESC and the C1 introducers made visible, no sequence can
+# start, so the bytes that follow them are plain text.
 _TERMINAL_UNSAFE = {
     c: _escape_char(chr(c))
     for c in [
@@ -322,6 +326,7 @@ _TERMINAL_UNSAFE = {
         *range(11, 32),
         127,
         *range(0x80, 0xA0),
+        0x061C,
         0x2028,
         0x2029,
         0x202A,

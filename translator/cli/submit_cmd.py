@@ -12,7 +12,8 @@ import sys
 
 import click
 
-from translator.cli.cluster_common import cluster_options, connect_or_exit, echo_rejection
+from translator.cli.cluster_common import cluster_options, connect_or_exit, echo_rejection, exit_on
+from translator.cli.common import echo_user
 from translator.cli.common import SbatchArgsCommand, conversion_options, parse_env_items
 from translator.profile.lookup import PROFILE_ENV
 
@@ -47,6 +48,7 @@ def command(
     kubeconfig,
     context,
     namespace,
+    request_timeout,
     dry_run,
     apply_,
     generate_name,
@@ -93,22 +95,38 @@ def command(
 
     prepared = prepare(files, settings_for, force=force)
     for line in prepared.messages:
-        click.echo(line, err=True)
-    outcomes = []
+        echo_user(line, err=True)
+    outcomes: list = []
+    error = None
     if prepared.items:
-        cluster = connect_or_exit("submit", kubeconfig, context, namespace)
+        cluster = connect_or_exit("submit", kubeconfig, context, namespace, request_timeout)
         try:
-            outcomes = submit_all(
-                cluster, prepared.items, dry_run=dry_run, apply=apply_, generate_name=generate_name, namespace=namespace
+            submit_all(
+                cluster,
+                prepared.items,
+                dry_run=dry_run,
+                apply=apply_,
+                generate_name=generate_name,
+                namespace=namespace,
+                done=outcomes,
             )
         except ClusterError as exc:
-            click.echo(exc.format("submit"), err=True)
-            sys.exit(exc.exit_code)
+            error = exc  # the jobs the server did answer are still reported, then this line
+    rejected = _report(outcomes, dry_run=dry_run, apply_=apply_, quiet=quiet)
+    if error is not None:
+        exit_on("submit", error)
+    if prepared.unreadable:
+        sys.exit(2)
+    sys.exit(1 if (rejected or prepared.refused) else 0)
+
+
+def _report(outcomes, *, dry_run: bool, apply_: bool, quiet: bool) -> int:
+    """One line per outcome (stdout: `Submitted ...`; stderr: warnings, rejections); the rejected count."""
     rejected = 0
     for o in outcomes:
         label = f"TrainJob {o.namespace}/{o.name or o.item.name}"
         for w in o.warnings:
-            click.echo(f"{o.item.source}: warning K917 {label}: the server warns: {w}", err=True)
+            echo_user(f"{o.item.source}: warning K917 {label}: the server warns: {w}", err=True)
         if not o.ok:
             rejected += 1
             echo_rejection(o.item.source, label, o.rejection)
@@ -120,7 +138,6 @@ def command(
             suffix = " (dry run: accepted by the server, not stored)"
         elif apply_ and o.action != "created":
             suffix = f" ({o.action})"
-        click.echo(f"Submitted TrainJob {o.namespace}/{o.name}{suffix}")
-    if prepared.unreadable:
-        sys.exit(2)
-    sys.exit(1 if (rejected or prepared.refused) else 0)
+        # o.name is the name in the server's answer (a stored TrainJob: answers.TRAINJOB)
+        echo_user(f"Submitted TrainJob {o.namespace}/{o.name}{suffix}")
+    return rejected

@@ -66,8 +66,9 @@ def _load_runtimes(paths):
     return out
 
 
-def _server_results(cluster, text, crd, path, runtimes, namespace):
-    """Offline results of one file with the server's verdict merged in; (results, unusable)."""
+def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: dict):
+    """Offline results of one file with the server's verdict merged in; (results, unusable). A result the
+    server did not judge (forbidden, ...) goes into ``cannot_tell`` (id(result) -> reason)."""
     from translator.cluster import ClusterError
     from translator.cluster.server_validate import judge, merge
     from translator.validate.documents import DecodeError, load_documents
@@ -87,9 +88,12 @@ def _server_results(cluster, text, crd, path, runtimes, namespace):
         try:
             verdict = judge(cluster, doc, r, namespace)
         except ClusterError as exc:
-            click.echo(exc.format("validate"), err=True)
-            sys.exit(exc.exit_code)
+            from translator.cli.cluster_common import exit_on
+
+            exit_on("validate", exc)
         unusable = unusable or verdict.unusable
+        if verdict.cannot_tell:
+            cannot_tell[id(r)] = verdict.cannot_tell
         merge(r, verdict)
     if not any(not r.skipped for r in results):
         from translator.validate.validator import Problem, Result
@@ -132,11 +136,18 @@ def _server_results(cluster, text, crd, path, runtimes, namespace):
 @click.option("--kubeconfig", metavar="FILE", help="With --server: kubeconfig (default: $KUBECONFIG).")
 @click.option("--context", metavar="NAME", help="With --server: kubeconfig context.")
 @click.option("-n", "--namespace", metavar="NS", help="With --server: namespace for TrainJobs that name none.")
-def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, context, namespace):
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="With --server: give up on a server request not answered in full after this long (default 60).",
+)
+def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, context, namespace, request_timeout):
     """Check TrainJob YAML against a TrainJob CRD: the OpenAPI schema with unknown fields as errors,
     defaults, list keys, the CEL rules that apply at create, and the Kubeflow Trainer webhook rules.
 
-    Exit status: 0 all TrainJobs valid, 1 some invalid, 2 a file or the CRD could not be read.
+    Exit status: 0 all TrainJobs valid, 1 some invalid, 2 a file or the CRD could not be read (with
+    --server: or the cluster could not be used, or it judged a TrainJob not at all: `cannot tell`).
     """
     from translator.validate.crd import CRDError, load_crd
     from translator.validate.validator import validate_text
@@ -148,16 +159,17 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
         sys.exit(2)
     runtimes = _load_runtimes(runtime_paths)
 
-    if not server and (kubeconfig or context or namespace):
-        raise click.UsageError("--kubeconfig, --context and --namespace need --server")
+    if not server and (kubeconfig or context or namespace or request_timeout):
+        raise click.UsageError("--kubeconfig, --context, --namespace and --request-timeout need --server")
     cluster = None
     if server:
         from translator.cli.cluster_common import connect_or_exit
 
-        cluster = connect_or_exit("validate", kubeconfig, context, namespace)
+        cluster = connect_or_exit("validate", kubeconfig, context, namespace, request_timeout)
 
     unreadable = False
     results = []
+    cannot_tell: dict[int, str] = {}  # id(result) -> why the server judged nothing (K921): no verdict
     for path in files:
         text, err = _read(path)
         if err is not None:
@@ -167,7 +179,7 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
             results.append(Result(path, None, None, problems=[Problem("V701", "error", "<file>", None, err)]))
             continue
         if cluster is not None:
-            file_results, unusable = _server_results(cluster, text, crd, path, runtimes, namespace)
+            file_results, unusable = _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell)
             unreadable = unreadable or unusable
         else:
             file_results = validate_text(text, crd, file=path, runtimes=runtimes)
@@ -178,7 +190,10 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
     verdicts = [r for r in results if not r.skipped]
     if as_json:
         for r in verdicts:
-            click.echo(json.dumps(r.to_json(), ensure_ascii=True))
+            row = r.to_json()
+            if id(r) in cannot_tell:
+                row.update(valid=None, cannot_tell=cannot_tell[id(r)])
+            click.echo(json.dumps(row, ensure_ascii=True))
     else:
         for r in results:
             where_doc = f" (document {r.index + 1})" if r.index is not None else ""
@@ -187,6 +202,8 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
                 echo_user(f"{loc}: {p.severity} {p.code} {p.message}{where_doc}")
             if not quiet and not r.skipped and r.index is not None:
                 state = "valid" if r.valid else "INVALID"
+                if id(r) in cannot_tell:
+                    state = f"cannot tell: {cannot_tell[id(r)]}"
                 how = (
                     f"server-side dry run on {cluster.server}, context {cluster.context}"
                     if cluster is not None
@@ -194,7 +211,8 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
                 )
                 echo_user(f"{r.file}{where_doc}: {r.name or '<no name>'}: {state} ({how})")
     n_valid = sum(1 for r in verdicts if r.valid)
-    click.echo(f"valid: {n_valid}/{len(verdicts)}", err=as_json)
+    unknown = sum(1 for r in verdicts if id(r) in cannot_tell)
+    click.echo(f"valid: {n_valid}/{len(verdicts)}" + (f", cannot tell: {unknown}" if unknown else ""), err=as_json)
     if unreadable:
         sys.exit(2)
     sys.exit(0 if n_valid == len(verdicts) else 1)

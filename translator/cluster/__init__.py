@@ -2,14 +2,16 @@
 
 Modules:
   client    kubeconfig -> one ApiClient (short timeouts, no retries), raw requests, transport errors
+  wire      one HTTP exchange: a total deadline per request, a size cap per answer
+  answers   what each request expects back (the object asked for, or a Status); anything else is K919
   errors    server answers (Status objects) -> K9xx messages, 422 causes -> TrainJob field + source line
   objects   what to send: TrainJobs converted from scripts or read from YAML, with their source maps
   submit    create / server-side dry run / server-side apply, batched over one client
   server_validate   `validate --server`: server-side dry run next to the offline validator
   jobs      list TrainJobs that slurm2kf created, their state from status.conditions; cancel
 
-K9xx codes (docs/codes.md, codes-K) are stable; transport problems (K900-K903, K909) end the command
-with exit 2, a rejected object is exit 1.
+K9xx codes (docs/codes.md, codes-K) are stable; transport problems (K900-K903, K909) and answers that
+are not the API's (K919, K920) end the command with exit 2, a rejected object is exit 1.
 """
 
 from __future__ import annotations

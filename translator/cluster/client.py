@@ -1,7 +1,11 @@
 """kubeconfig -> one `kubernetes` ApiClient, raw JSON requests, and transport errors as one line.
 
-One client per command: every request of a batch shares its connection pool. Timeouts are short
-(connect 5 s, read 30 s by default) and urllib3 never retries, so a dead server is reported at once.
+One client per command: every request of a batch shares its connection pool (the client's urllib3
+pool manager; the client's own request code is not used, so each answer can be bounded: wire.py).
+Timeouts are short (connect 5 s, each read 30 s, the whole request 60 s by default) and urllib3 never
+retries, so a dead server is reported at once. A request that names what it expects (answers.Expect)
+gets that object, an HttpError carrying the server's Status, or a ClusterError (K919: the answer is
+not an API object; K920: larger than the cap).
 """
 
 from __future__ import annotations
@@ -12,10 +16,20 @@ import os
 import re
 import socket
 import ssl
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from translator.cluster import GROUP, PLURAL, VERSION, ClusterError
+from translator.cluster.answers import Expect, describe, is_status, parse, shape_problem
+from translator.cluster.wire import (
+    MAX_ANSWER_BYTES,
+    REQUEST_DEADLINE,
+    AnswerTooLarge,
+    DeadlinePassed,
+    exchange,
+    install,
+)
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
@@ -58,6 +72,13 @@ class Cluster:
     namespace: str
     server: str
     timeout: tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT)
+    deadline: float = REQUEST_DEADLINE  # seconds for a whole request (wire.py)
+    max_answer: int = MAX_ANSWER_BYTES
+    inflight: threading.local = field(default_factory=threading.local)  # the request each thread sends
+
+    @property
+    def where(self) -> str:
+        return f"{self.server} (context {self.context!r})"
 
     # ---- paths
     def trainjobs_path(self, namespace: str | None, name: str | None = None) -> str:
@@ -76,46 +97,76 @@ class Cluster:
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        expect: Expect | None = None,
     ) -> Response:
         """Send one request; returns a Response (2xx), raises HttpError (an answer with an error
-        status) or ClusterError (no usable answer: connection, TLS, credentials, timeout)."""
-        from kubernetes.client.exceptions import ApiException
+        status) or ClusterError (no usable answer: connection, TLS, credentials, deadline, size, and
+        with ``expect`` an answer that is not that object or a Status)."""
+        from urllib.parse import urlencode
 
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = dict(getattr(self.api, "default_headers", {}) or {})
+        headers.update({"Accept": "application/json", "Content-Type": content_type, "Accept-Encoding": "identity"})
+        queries = list(query or [])
         try:
-            data, status, resp_headers = self.api.call_api(
-                path,
+            self.api.update_params_for_auth(headers, queries, ["BearerToken"])
+        except Exception as exc:  # noqa: BLE001 - a credential plugin that fails on refresh
+            raise ClusterError(
+                "K900", f"the credentials of user {self.user!r} (context {self.context!r}) cannot be obtained: {exc}"
+            ) from None
+        url = self.server.rstrip("/") + path + ("?" + urlencode(queries) if queries else "")
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        try:
+            answer = exchange(
+                self.api.rest_client.pool_manager,
+                self.inflight,
                 method,
-                query_params=list(query or []),
-                header_params=headers,
-                body=body,
-                response_type="object",
-                auth_settings=["BearerToken"],
-                _return_http_data_only=False,
-                _preload_content=True,
-                _request_timeout=self.timeout,
+                url,
+                body=data,
+                headers=headers,
+                timeout=self.timeout,
+                deadline=self.deadline,
+                cap=self.max_answer,
             )
-        except ApiException as exc:
-            text = exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")
-            try:
-                parsed = json.loads(text) if text else None
-            except ValueError:
-                parsed = None
-            if exc.status == 401:
-                raise ClusterError(
-                    "K903",
-                    f"the server {self.server} rejected the credentials of user "
-                    f"{self.user!r} (context {self.context!r}): token invalid or "
-                    "expired; log in again or fix the kubeconfig",
-                ) from None
-            if not exc.status:  # the client's own failure wrapped as ApiException (status 0)
-                raise transport_error(exc, self) from None
-            raise HttpError(exc.status, parsed, text) from None
-        except ClusterError:
-            raise
+        except DeadlinePassed:
+            raise ClusterError(
+                "K909",
+                f"{self.where} did not answer {method} {path} in full within {self.deadline:g} s "
+                "(the whole request: --request-timeout)",
+            ) from None
+        except AnswerTooLarge as exc:
+            size = f" ({exc.declared:,} bytes announced)" if exc.declared else ""
+            raise ClusterError(
+                "K920",
+                f"{self.where} answered {method} {path} with more than {self.max_answer >> 20} MiB{size}; "
+                "slurm2kf reads at most that much per answer",
+            ) from None
         except Exception as exc:  # noqa: BLE001 - urllib3/ssl/socket errors: one line, no traceback
             raise transport_error(exc, self) from None
-        return Response(status, data, _warnings(resp_headers))
+        return self._judge(method, path, answer, expect)
+
+    def _judge(self, method: str, path: str, answer, expect: Expect | None) -> Response:
+        """The answer as a Response, an HttpError (a Status) or a ClusterError (K903, K919)."""
+        parsed = parse(answer.data)
+        status = answer.status
+        ok = 200 <= status < 300
+        if expect is not None and (shape_problem(expect, parsed) if ok else not is_status(parsed)):
+            wanted = f"{expect.what} ({shape_problem(expect, parsed)})" if ok else "a Status (the API's error object)"
+            raise ClusterError(
+                "K919",
+                f"{self.where} answered {method} {path} with {describe(status, answer.headers, answer.data, parsed)}, "
+                f"not {wanted}: not an answer of the Kubernetes API (is this the API server's "
+                "address, or is a login page or proxy in between?)",
+            )
+        if ok:
+            return Response(status, parsed, _warnings(answer.headers))
+        if status == 401:
+            raise ClusterError(
+                "K903",
+                f"the server {self.server} rejected the credentials of user "
+                f"{self.user!r} (context {self.context!r}): token invalid or "
+                "expired; log in again or fix the kubeconfig",
+            )
+        raise HttpError(status, parsed, answer.data[:4096].decode("utf-8", "replace"))
 
 
 def _seg(text: str) -> str:
@@ -222,6 +273,7 @@ def connect(
     namespace: str | None = None,
     *,
     timeout: tuple[float, float] = (CONNECT_TIMEOUT, READ_TIMEOUT),
+    deadline: float | None = None,
     pool_size: int = 16,
 ) -> Cluster:
     """Load the kubeconfig (like kubectl: --kubeconfig, $KUBECONFIG, ~/.kube/config) and build one client.
@@ -291,14 +343,17 @@ def connect(
     cfg.connection_pool_maxsize = pool_size
     api = kclient.ApiClient(configuration=cfg)
     ns = namespace or ctx.get("namespace") or "default"
-    return Cluster(
+    cluster = Cluster(
         api=api,
         context=str(chosen.get("name")),
         user=str(ctx.get("user") or "?"),
         namespace=ns,
         server=str(cfg.host),
         timeout=timeout,
+        deadline=deadline or REQUEST_DEADLINE,
     )
+    install(api.rest_client.pool_manager, cluster.inflight)
+    return cluster
 
 
 class _LogCatcher(logging.Handler):

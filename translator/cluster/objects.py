@@ -49,6 +49,7 @@ class Item:
     kind: str = "script"  # "script" | "yaml"
     doc_index: int | None = None  # YAML document index
     plan: Any = None  # TrainerPlan (scripts)
+    runtime: dict | None = None  # the TrainingRuntime to create first (batch mode writes one beside the TrainJob)
 
     @property
     def name(self) -> str | None:
@@ -164,6 +165,7 @@ def items_from_plans(path: str, data: bytes, plans) -> list[Item]:
             "script",
             None,
             plan,
+            plan.runtime_document,
         )
         for plan in plans
     ]
@@ -194,8 +196,12 @@ def from_yaml(path: str, *, out: Prepared) -> None:
         return
     digest = hashlib.sha256(data).hexdigest()
     found = 0
+    runtimes = _training_runtimes(docs)
+    used: set[str] = set()
     for doc in docs:
         d = doc.data
+        if _is_training_runtime(d) and _runtime_referenced(d, docs):
+            continue  # created before the TrainJob that refers to it (below)
         if not isinstance(d, dict) or d.get("kind") != KIND or not str(d.get("apiVersion", "")).startswith(GROUP + "/"):
             where = f"{path}:{doc.start_line}" if doc.start_line else path
             kind = d.get("kind") if isinstance(d, dict) else type(d).__name__
@@ -208,10 +214,39 @@ def from_yaml(path: str, *, out: Prepared) -> None:
             out.unreadable = True
         found += 1
         body = tag(copy.deepcopy(d), source_path=path, digest=digest, keep_source=True)
-        out.items.append(Item(path, body, yaml_locator(doc), "yaml", doc.index))
+        runtime = runtimes.get(_runtime_ref(d)) if _runtime_ref(d) not in used else None
+        if runtime is not None:
+            used.add(_runtime_ref(d))
+        out.items.append(Item(path, body, yaml_locator(doc), "yaml", doc.index, runtime=runtime))
     if not found and not out.unreadable:
         out.messages.append(f"{path}: error V703 no TrainJob document in this file")
         out.unreadable = True
+
+
+def _is_training_runtime(d) -> bool:
+    return isinstance(d, dict) and d.get("kind") == "TrainingRuntime" and str(d.get("apiVersion", "")).startswith(GROUP)
+
+
+def _runtime_ref(d) -> str:
+    """The name of the namespaced TrainingRuntime a TrainJob refers to ("" for a ClusterTrainingRuntime)."""
+    ref = as_dict(as_dict(d.get("spec")).get("runtimeRef")) if isinstance(d, dict) else {}
+    return str(ref.get("name") or "") if ref.get("kind") == "TrainingRuntime" else ""
+
+
+def _training_runtimes(docs) -> dict[str, dict]:
+    """The file's TrainingRuntimes by name (batch mode writes the runtime of a TrainJob before it)."""
+    out: dict[str, dict] = {}
+    for doc in docs:
+        d = doc.data
+        name = as_dict(d.get("metadata")).get("name") if _is_training_runtime(d) else None
+        if isinstance(name, str) and name:
+            out[name] = copy.deepcopy(d)
+    return out
+
+
+def _runtime_referenced(d, docs) -> bool:
+    name = as_dict(d.get("metadata")).get("name")
+    return any(_runtime_ref(doc.data) == name for doc in docs if isinstance(doc.data, dict))
 
 
 def prepare(paths, settings_for: Callable, *, force: bool = False) -> Prepared:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from translator.cluster.answers import TRAINJOB
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import rejection, yaml_locator
 from translator.cluster.submit import generate_name_base
@@ -27,6 +28,16 @@ def dry_run_blind(problem) -> bool:
     return problem.code == "V730" and "resourceVersion" in (problem.path or "")
 
 
+# a rejection that is no verdict on the TrainJob -> the reason `validate --server` cannot tell (K921)
+CANNOT_TELL = {
+    "K904": "forbidden",
+    "K905": "the namespace does not exist",
+    "K906": "the name is taken",
+    "K908": "conflict",
+    "K910": "the server has no TrainJob API",
+    "K914": "not found",
+}
+
 SERVER_LAYER = ("V710", "V711", "V712", "V714", "V715", "V720", "V721", "V730")
 KEPT_OFFLINE = ("V701", "V702", "V703", "V713", "V740", "V741", "V742", "V743", "V744", "V745", "V746", "V747", "V799")
 
@@ -37,6 +48,7 @@ class ServerVerdict:
     problems: list = field(default_factory=list)  # translator.validate.validator.Problem
     disagreement: str | None = None  # K912 text
     unusable: bool = False  # a non-validation rejection (exit 2)
+    cannot_tell: str = ""  # why the server judged nothing (K921: `forbidden`, ...); the verdict is unknown
 
 
 def judge(cluster: Cluster, doc, result, namespace: str | None) -> ServerVerdict:
@@ -53,7 +65,7 @@ def judge(cluster: Cluster, doc, result, namespace: str | None) -> ServerVerdict
     body = data
     for attempt in range(2):
         try:
-            resp = cluster.request("POST", cluster.trainjobs_path(ns), query=query, body=body)
+            resp = cluster.request("POST", cluster.trainjobs_path(ns), query=query, body=body, expect=TRAINJOB)
             verdict.accepted = True
             for w in resp.warnings:
                 verdict.problems.append(Problem("K917", "warning", "", doc.start_line, f"the server warns: {w}"))
@@ -72,9 +84,19 @@ def judge(cluster: Cluster, doc, result, namespace: str | None) -> ServerVerdict
                     verdict.problems.append(
                         Problem("K907", "error", c.field or "", c.line, f"rejected by the server: {msg}")
                     )
-            else:
+            else:  # the server judged nothing: the verdict is unknown, not INVALID
                 verdict.unusable = True
+                verdict.cannot_tell = CANNOT_TELL.get(rej.code, f"the server answered HTTP {rej.status}")
                 verdict.problems.append(Problem(rej.code, "error", "", doc.start_line, rej.message))
+                verdict.problems.append(
+                    Problem(
+                        "K921",
+                        "error",
+                        "",
+                        doc.start_line,
+                        f"cannot tell whether this TrainJob is valid: {verdict.cannot_tell} (the server judged nothing)",
+                    )
+                )
             break
     if verdict.accepted is not None:
         offline_errors = [
@@ -99,6 +121,7 @@ def merge(result, verdict: ServerVerdict):
 
     kept = [p for p in result.problems if p.code in KEPT_OFFLINE or dry_run_blind(p)]
     result.problems = kept + verdict.problems
+
     if verdict.disagreement:
         result.problems.append(Problem("K912", "warning", "", None, verdict.disagreement))
     return result

@@ -11,7 +11,8 @@ import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from translator.cluster import FIELD_MANAGER, ClusterError
+from translator.cluster import FIELD_MANAGER, GROUP, VERSION, ClusterError
+from translator.cluster.answers import TRAINING_RUNTIME, TRAINJOB
 from translator.cluster.client import Cluster, HttpError
 from translator.cluster.errors import Cause, Rejection, path_segment_problem, rejection
 from translator.cluster.objects import Item
@@ -92,33 +93,76 @@ def submit_one(
         meta.pop("name", None)
         meta["generateName"] = generate_name_base(name)
     out = Outcome(item, ns, name)
+    if item.runtime is not None:  # batch mode: the TrainJob's own TrainingRuntime, created first
+        refused = _ensure_runtime(cluster, item, ns, dry_run=dry_run, apply=apply)
+        if refused is not None:
+            out.rejection = refused
+            return out
     try:
         if apply:
             before = _get_rv(cluster, ns, name)
             resp = cluster.request(
                 "PATCH",
                 cluster.trainjobs_path(ns, name),
-                query=_query(dry_run) + [],
+                query=_query(dry_run),
                 body=body,
                 content_type="application/apply-patch+yaml",
+                expect=TRAINJOB,
             )
-            rv = (resp.body or {}).get("metadata", {}).get("resourceVersion") if isinstance(resp.body, dict) else None
+            rv = resp.body["metadata"].get("resourceVersion")
             out.action = (
                 ("validated" if dry_run else "created")
                 if before is None
                 else ("unchanged" if rv == before else ("validated" if dry_run else "configured"))
             )
         else:
-            resp = cluster.request("POST", cluster.trainjobs_path(ns), query=_query(dry_run), body=body)
+            resp = cluster.request(
+                "POST", cluster.trainjobs_path(ns), query=_query(dry_run), body=body, expect=TRAINJOB
+            )
             out.action = "validated" if dry_run else "created"
+        # TRAINJOB: the server's answer is the stored (or, dry run, the checked) TrainJob with its name
         out.warnings = resp.warnings
-        out.body = resp.body if isinstance(resp.body, dict) else None
-        if out.body:
-            out.name = out.body.get("metadata", {}).get("name") or name
+        out.body = resp.body
+        out.name = resp.body["metadata"]["name"]
     except HttpError as err:
         verb = "patch" if apply else "create"
         out.rejection = rejection(err, verb=verb, namespace=ns, name=name, cluster=cluster, locate=item.locate)
     return out
+
+
+def _ensure_runtime(cluster: Cluster, item: Item, ns: str, *, dry_run: bool, apply: bool) -> Rejection | None:
+    """Create (or, with --apply, apply) the TrainingRuntime a batch-mode TrainJob refers to; one that exists
+    already is kept on create (another submission of the same script made it). A refusal names the runtime."""
+    body = copy.deepcopy(item.runtime or {})
+    meta = body.setdefault("metadata", {})
+    meta["namespace"] = ns
+    rname = str(meta.get("name") or "")
+    path = runtimes_path(ns, rname if apply else None)
+    try:
+        if apply:
+            cluster.request(
+                "PATCH",
+                path,
+                query=_query(dry_run),
+                body=body,
+                content_type="application/apply-patch+yaml",
+                expect=TRAINING_RUNTIME,
+            )
+        else:
+            cluster.request("POST", path, query=_query(dry_run), body=body, expect=TRAINING_RUNTIME)
+    except HttpError as err:
+        if err.status == 409 and not apply:
+            return None  # AlreadyExists: the same runtime from an earlier submission
+        rej = rejection(err, verb="patch" if apply else "create", namespace=ns, name=rname, cluster=cluster)
+        return Rejection(rej.code, rej.status, f"TrainingRuntime {rname}: {rej.message}", rej.causes)
+    return None
+
+
+def runtimes_path(ns: str, name: str | None = None) -> str:
+    from urllib.parse import quote
+
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/{quote(ns, safe='')}/trainingruntimes"
+    return f"{path}/{quote(name, safe='')}" if name else path
 
 
 def _get_rv(cluster: Cluster, ns: str, name: str | None) -> str | None:
@@ -126,12 +170,12 @@ def _get_rv(cluster: Cluster, ns: str, name: str | None) -> str | None:
     if not name:
         return None
     try:
-        resp = cluster.request("GET", cluster.trainjobs_path(ns, name))
+        resp = cluster.request("GET", cluster.trainjobs_path(ns, name), expect=TRAINJOB)
     except HttpError as err:
         if err.status == 404:
             return None
         raise
-    return (resp.body or {}).get("metadata", {}).get("resourceVersion")
+    return resp.body["metadata"].get("resourceVersion")
 
 
 def submit_all(
@@ -143,23 +187,26 @@ def submit_all(
     generate_name: bool = False,
     namespace: str | None = None,
     workers: int = 8,
+    done: list[Outcome] | None = None,
 ) -> list[Outcome]:
-    """All items in input order. Raises ClusterError when the cluster cannot be used at all."""
+    """All items in input order. Raises ClusterError when the cluster cannot be used at all; the
+    outcomes the server did answer are then in ``done`` (when given), so what was created can still
+    be reported."""
+    results: list[Outcome] = done if done is not None else []
     if not items:
-        return []
+        return results
 
     def one(item):
         return submit_one(cluster, item, dry_run=dry_run, apply=apply, generate_name=generate_name, namespace=namespace)
 
-    first = one(items[0])  # alone: a dead cluster is one error, not a hundred
+    results.append(one(items[0]))  # alone: a dead cluster is one error, not a hundred
     rest = items[1:]
-    if not rest:
-        return [first]
-    if workers <= 1 or len(rest) == 1:
-        return [first] + [one(i) for i in rest]
+    if workers <= 1 or len(rest) <= 1:
+        for i in rest:
+            results.append(one(i))
+        return results
     with ThreadPoolExecutor(max_workers=min(workers, len(rest))) as pool:
         futures = [pool.submit(one, i) for i in rest]
-        results = [first]
         error: ClusterError | None = None
         for f in futures:
             try:

@@ -17,6 +17,7 @@ needs a live cluster); it prints the job name.
 
 from __future__ import annotations
 
+import pprint
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -466,6 +467,12 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         else:
             add(_P1 + "client = TrainerClient()")
     command, args, env, res, jobs, patch_key = plan_parts(plan)
+    if plan.runtime_document is not None:
+        used.add("_ensure_runtime")
+        add(_P1 + "# Batch mode: the TrainJob runs on a TrainingRuntime of its own (the YAML output's first document)")
+        namespace = _lit(str(plan.namespace)) if plan.namespace else "None"
+        runtime = pprint.pformat(_plain_copy(plan.runtime_document), width=100, sort_dicts=False)
+        add(f"{_P1}_ensure_runtime(\n{_P2}" + runtime.replace("\n", "\n" + _P2) + f",\n{_P2}{namespace},\n{_P1})")
     image = _lit(str(plan.image)) if plan.image else "None"
     add(f"{_CALL_HEAD}{_lit(str(plan.runtime))}{_TRAINER_HEAD}{image},{_where(plan, 'spec.trainer.image')}")
     if plan.num_nodes:
@@ -545,6 +552,37 @@ _FROM_SUBMIT_ENV = [
     "    return value",
 ]
 
+# SDK 0.5 reads namespaced TrainingRuntimes (get_runtime prefers them) but cannot create one: batch mode's
+# runtime is created here with the Kubernetes client the SDK itself uses, in the namespace the SDK submits to.
+_ENSURE_RUNTIME = [
+    "def _ensure_runtime(runtime: dict, namespace: str | None) -> None:",
+    '    """Create the TrainingRuntime ``runtime`` unless the namespace already has one of that name."""',
+    "    namespace = namespace or get_default_target_namespace()",
+    "    api = k8s.CustomObjectsApi()",
+    '    where = ("trainer.kubeflow.org", "v1alpha1", namespace, "trainingruntimes")',
+    "    try:",
+    '        api.get_namespaced_custom_object(*where, runtime["metadata"]["name"])',
+    "    except k8s.ApiException as exc:",
+    "        if exc.status != 404:",
+    "            raise",
+    "        api.create_namespaced_custom_object(*where, runtime)",
+    '        print(f"created TrainingRuntime {runtime[\'metadata\'][\'name\']}")',
+]
+
+
+def _plain_copy(value):
+    """``value`` as plain dicts, lists, str, int and bool (what pprint writes as Python literals)."""
+    if isinstance(value, dict):
+        return {str(k): _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_copy(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    return str(value)
+
+
 _OPTION_ORDER = (
     "Name",
     "Labels",
@@ -616,7 +654,14 @@ def render(plans: Sequence) -> str:
     if "_from_submit_env" in used:
         out.add(0, "import os")
         out.add(0, "")
+    if "_ensure_runtime" in used:
+        out.add(0, "from kubeflow.common.utils import get_default_target_namespace")
     out.lines.append(_imports(tuple(top), tuple(name for name in _OPTION_ORDER if name in used)))
+    if "_ensure_runtime" in used:
+        out.lines[-1] = out.lines[-1].rstrip("\n") + "\nfrom kubernetes import client as k8s\n\n"
+        out.lines.extend(_ENSURE_RUNTIME)
+        out.add(0, "")
+        out.add(0, "")
     if "_from_submit_env" in used:
         out.lines.extend(_FROM_SUBMIT_ENV)
         out.add(0, "")

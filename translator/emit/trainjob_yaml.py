@@ -1,4 +1,4 @@
-"""TrainJob YAML: one document per plan, ``---`` between them.
+"""TrainJob YAML: one document per plan, ``---`` between them (a batch-mode plan's TrainingRuntime first).
 
 Safe by construction: the object is plain dicts/lists/str/int (:mod:`translator.emit.trainjob`) and
 is written as PyYAML's safe dumper writes it, so every string is a scalar that loads back to itself
@@ -536,6 +536,8 @@ def render(plans: Sequence, *, findings_comment: bool = False) -> str:
     docs = []
     for plan in plans:
         text = plan_text(plan)
+        if plan.runtime_document is not None:  # batch mode: its TrainingRuntime, created first (`kubectl apply`)
+            text = dump(plan.runtime_document) + "---\n" + text
         if findings_comment and plan.findings:
             text = _findings_comment(plan) + text
         docs.append(text)

@@ -154,6 +154,8 @@ def dispatch(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: i
     inside goes to the first family of registry.FAMILIES that matches it."""
     if not toks:
         return script_family.build(ctx, line, ["the launch line has no command"])
+    if srun is not None and "multi-prog" in srun.options:
+        return script_family.build(ctx, line, [f"`srun --multi-prog` on line {line} runs a program per task"])
     if not toks[0].literal:
         program = common.static_value(ctx, toks[0])
         if program is None:
@@ -399,8 +401,30 @@ def _as_toks(words) -> list[Tok]:
     return out
 
 
+_ARRAY_ALL = re.compile(r'^"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"$')
+
+
+def _expand_arrays(ctx: LaunchContext, words) -> list:
+    """`"${NAME[@]}"` words of the launch line (`CONTAINER=(--container-image=IMG …); srun "${CONTAINER[@]}"
+    cmd`) replaced by the elements of NAME's top-level `NAME=(…)` assignment, one word each (as bash
+    expands a quoted `[@]`). Anything else (an unknown array, elements with shell logic) is left as is."""
+    out = []
+    for w in words:
+        m = None if w.literal else _ARRAY_ALL.match(w.raw)
+        a = ctx.last_assignment(m.group(1)) if m and m.group(1) not in ctx.block_assigned else None
+        raw = a.value.raw if a is not None else ""
+        parts = indirect.split_shell_words(raw[1:-1]) if raw.startswith("(") and raw.endswith(")") else None
+        if parts is None:
+            out.append(w)
+        else:
+            out.extend(parts)
+    return out
+
+
 def _dispatch_words(ctx: LaunchContext, words, line: int) -> LaunchIntent:
     if common.basename(words[0].value) == "srun":
+        if any('[@]}"' in w.raw or '[*]}"' in w.raw for w in words):
+            words = _expand_arrays(ctx, words)
         call = common.parse_srun(words)
         common.check_inherited_ntasks(ctx, call, line)
         if call.options.get("container-image") or ctx.job_image_option:
@@ -645,7 +669,15 @@ def _unset_variables(ctx: LaunchContext, entries, cmd: Command, emitted: str, re
 
 
 def detect(script, job) -> LaunchIntent:
-    """Choose the launch line and convert it with its family's module."""
+    """Choose the launch line and convert it with its family's module; a script fallback gets its body's
+    container wrappers unwrapped (container.fallback_unwrap)."""
+    intent = _detect(script, job)
+    if intent.family == "script":
+        return container.fallback_unwrap(script, job, common.job_shape(job.fields), intent)
+    return intent
+
+
+def _detect(script, job) -> LaunchIntent:
     shape = common.job_shape(job.fields)
     walk = entries(script.body)
     launches: list[tuple[Command, str | None, int]] = []  # (command, enclosing block, index in walk)

@@ -1,10 +1,12 @@
-"""Fallback: anything the launcher families do not cover (loops over srun steps, several steps, shell logic).
+"""Batch mode: anything the launcher families do not cover (loops over srun steps, several steps, shell logic).
 
-The script body runs under `bash -c` on every node of a `torch-distributed` TrainJob, after a
-Slurm-compatibility prologue (translator/plan/prologue.py) that defines the SLURM_* variables the script
-uses from PET_* and the job-completion index, and `srun`/`scontrol` as bash functions. The difference
-that matters is said in findings: on Slurm the body runs once and only `srun` fans out; here every node
-runs the body, so steps outside `srun` need a guard to run once.
+Slurm runs the batch script once, on the first node of the allocation; only `srun` starts work on the
+other nodes, as a job step. The TrainJob does the same (docs/batch-mode.md): the script body runs once
+under `bash -c`, after a Slurm-compatibility prologue (translator/plan/batch_prologue.py) that defines the
+batch step's SLURM_* variables and `srun`/`scontrol` as bash functions. A multi-node job runs on a
+TrainingRuntime of the Trainer's MPI policy (translator/plan/batch_runtime.py): the launcher pod is the
+batch host and `srun` starts a step's tasks on the pods with Open MPI's mpirun over ssh. A single-node job
+keeps one pod, where `srun` starts the tasks as local processes.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from translator.diagnostics import INFO, WARNING
 from translator.launchers import common
 from translator.launchers.common import LaunchContext
 from translator.launchers.intent import SCRIPT, LaunchIntent
-from translator.plan import prologue
-from translator.read.ast import Assignment, Block, Command, Comment
+from translator.plan import batch_prologue, batch_runtime, prologue
 
 _SLURM_NAME = re.compile(r"\b(SLURMD?_[A-Z0-9_]+)\b")  # what common.slurm_names finds
 # `set -e` / `set -o errexit` at the start of a line (after blanks): `(^|\n)\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)`,
@@ -28,6 +29,45 @@ _TTY_BEFORE = frozenset(";&|(`")
 _TTY_AFTER = frozenset(";&|)`")
 _SHIFT = re.compile(r"(^|[;&|\s])shift(\s|;|$)")
 _ENV_TOOLS = re.compile(r"\b(module|ml|conda)\b")
+#: what sbatch and slurmd give every batch step (sbatch(1) OUTPUT ENVIRONMENT VARIABLES): programs the script
+#: starts read them (Lightning, submitit, MPI libraries), whether or not the script names them; those the
+#: job's options leave unset stay unset
+BATCH_STEP_NAMES = (
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_CPUS_ON_NODE",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_GPUS",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_GPU",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+    "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST",
+    "SLURMD_NODENAME",
+    "SLURM_TOPOLOGY_ADDR",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_GTIDS",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_RESTART_COUNT",
+)
 BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 
 _STUBS = [
@@ -53,14 +93,13 @@ def body_text(script) -> str:
 
 
 def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
+    """Batch mode: the script runs once on the batch pod (Slurm's node 0) and each srun is a step that
+    starts its tasks on the pods of the allocation (docs/batch-mode.md)."""
     script, job = ctx.script, ctx.job
     body = body_text(script)
-    names: list[str] = common.slurm_names(body)
-    functions = [f for f in ("srun", "scontrol", "sbatch") if common.has_word(body, f)]
-    pro = prologue.prologue_lines(names, job, ctx.shape, export=True, functions=functions)
-    uses_env_tools = _ENV_TOOLS.search(body) is not None
-    text_lines = pro + (_STUBS if uses_env_tools else [])
-    end = script.line_count
+    multi_node = ctx.shape.nodes > 1
+    runtime = batch_runtime.FRAMEWORK if multi_node else "torch-distributed"
+    framework = "mpi" if multi_node else "torch"
     if not body.strip():
         ctx.add(
             WARNING,
@@ -76,71 +115,53 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
             args=(),
             line=None,
             runtime="torch-distributed",
-            num_nodes=ctx.shape.nodes,
+            num_nodes=1,
         )
-    body, helpers = _batch_once_body(ctx, script, body)
-    text_lines += prologue.batch_once_lines(helpers, job)
-    opts = _shebang_options(script)
-    if opts:
-        text_lines.append("set " + " ".join(opts) + "  # slurm2kf: options of the #! line")
-        ctx.add(INFO, "L344", f"the options of the #! line ({' '.join(opts)}) are kept with `set`", 1)
-    errexit = (
-        any(o.startswith("-") and "e" in o and o != "-o" for o in opts) or ("errexit" in opts) or _sets_errexit(body)
-    )
-    tty = _tty_commands(body)
-    if tty and errexit:
-        text_lines.append("clear() { :; }; tput() { :; }; reset() { :; }  # slurm2kf: no terminal in a pod")
-        ctx.add(
-            WARNING,
-            "L345",
-            f"`{'`, `'.join(tty)}` need a terminal (TERM), which a pod does not have; under "
-            "`set -e` the failing command would stop the script, so they do nothing here",
-            script.body_start_line,
-            "remove terminal commands from batch scripts",
-        )
-    for call, cline in _srun_calls(script):
-        for opt in ("nodelist", "exclude", "w", "x"):
-            if opt in call.options and "$" not in call.options[opt] and "`" not in call.options[opt]:
-                ctx.add(
-                    WARNING,
-                    "L347",
-                    f"`srun {'-' if len(opt) == 1 else '--'}{opt} {call.options[opt]}` names "
-                    "Slurm nodes, which do not exist on Kubernetes: the step runs on the first "
-                    "node(s) of the TrainJob",
-                    cline,
-                    "use --relative=N (node index in the job) or drop the node names",
-                )
-                break
+    names = list(dict.fromkeys(common.slurm_names(body) + list(BATCH_STEP_NAMES)))
+    functions = [f for f in ("srun", "scontrol", "sbatch") if common.has_word(body, f)]
+    text_lines = batch_prologue.batch_prologue_lines(job, ctx.shape, names=names, functions=functions)
+    if _ENV_TOOLS.search(body) is not None:
+        text_lines += _STUBS
+    text_lines += _shell_options(ctx, script, body)
+    _node_name_findings(ctx, script)
+    end = script.line_count
     text_lines.append(f"# ---- batch script body, lines {script.body_start_line}-{end} ----")
     text = "\n".join(text_lines) + "\n" + body + ("\n" if body and not body.endswith("\n") else "")
-    has_definition = [prologue.definition(n, job, ctx.shape) is not None for n in names]
-    defined = [n for n, known in zip(names, has_definition) if known]
-    undefined = [n for n, known in zip(names, has_definition) if not known]
     why = "; ".join(reasons) if reasons else "no launch line of a known family"
-    ctx.add(
-        WARNING,
-        "L330",
-        f"the script body runs under bash -c on every node ({why}); on Slurm it ran once and only srun "
-        "fanned out, so commands outside srun now run on each node",
-        line or script.body_start_line,
-        'guard steps that must run once with `if [ "$SLURM_NODEID" = 0 ]; then …; fi`',
-    )
-    if defined or functions:
+    if multi_node:
+        ctx.add(
+            INFO,
+            "L366",
+            f"batch mode ({why}): the script runs once, on the launcher pod, which is Slurm's node 0 of the "
+            f"{ctx.shape.nodes} nodes; each srun starts its tasks on the pods with mpirun over ssh, as srun "
+            "started them on the allocation's nodes",
+            line or script.body_start_line,
+        )
+        ctx.add(
+            WARNING,
+            "L367",
+            "the image must provide bash, an sshd binary and Open MPI (mpirun, orted) on the default PATH: the "
+            "node pods run sshd and the steps reach them with mpirun; the TrainingRuntime written beside the "
+            "TrainJob runs this image on every pod",
+            script.body_start_line,
+            "build the image FROM your training image with openssh-server and openmpi-bin added, then pass --image",
+        )
+    else:
+        ctx.add(
+            INFO,
+            "L368",
+            f"batch mode ({why}): the script runs once in the job's one pod, and each srun starts its tasks "
+            "there as local processes with the Slurm variables of each task",
+            line or script.body_start_line,
+        )
+    if functions:
         ctx.add(
             INFO,
             "L331",
-            "the Slurm-compatibility prologue defines " + ", ".join(defined + [f + "()" for f in functions]),
+            "the Slurm-compatibility prologue defines " + ", ".join(f + "()" for f in functions),
             script.body_start_line,
         )
-    for n in undefined:
-        ctx.add(
-            WARNING,
-            "L325",
-            f"the script uses {n}, which this job does not define on Kubernetes (and Slurm may "
-            "not have set it either); it expands to an empty string",
-            None,
-            f"replace ${n} with a literal value",
-        )
+    _undefined_names(ctx, names)
     if script.shell not in ("bash", "sh", "unknown"):
         ctx.add(
             WARNING,
@@ -149,6 +170,73 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
             1,
             "rewrite the body for bash",
         )
+    given = _script_arguments(ctx, script, job, body)
+    return LaunchIntent(
+        family=SCRIPT,
+        framework=framework,
+        command=("bash", "-c"),
+        args=(text, BATCH_ARGV0) + given,
+        line=line,
+        runtime=runtime,
+        num_nodes=ctx.shape.nodes,
+        uses_shell=True,
+    )
+
+
+def _shell_options(ctx: LaunchContext, script, body: str) -> list[str]:
+    """`set` lines for the #! line's options, and the terminal commands made harmless under errexit."""
+    lines = []
+    opts = _shebang_options(script)
+    if opts:
+        lines.append("set " + " ".join(opts) + "  # slurm2kf: options of the #! line")
+        ctx.add(INFO, "L344", f"the options of the #! line ({' '.join(opts)}) are kept with `set`", 1)
+    errexit = (
+        any(o.startswith("-") and "e" in o and o != "-o" for o in opts) or ("errexit" in opts) or _sets_errexit(body)
+    )
+    tty = _tty_commands(body)
+    if tty and errexit:
+        lines.append("clear() { :; }; tput() { :; }; reset() { :; }  # slurm2kf: no terminal in a pod")
+        ctx.add(
+            WARNING,
+            "L345",
+            f"`{'`, `'.join(tty)}` need a terminal (TERM), which a pod does not have; under "
+            "`set -e` the failing command would stop the script, so they do nothing here",
+            script.body_start_line,
+            "remove terminal commands from batch scripts",
+        )
+    return lines
+
+
+def _node_name_findings(ctx: LaunchContext, script) -> None:
+    for call, cline in _srun_calls(script):
+        for opt in ("nodelist", "exclude", "w", "x"):
+            if opt in call.options and "$" not in call.options[opt] and "`" not in call.options[opt]:
+                ctx.add(
+                    WARNING,
+                    "L347",
+                    f"`srun {'-' if len(opt) == 1 else '--'}{opt} {call.options[opt]}` names "
+                    "Slurm nodes, which do not exist on Kubernetes: the step takes as many of the TrainJob's "
+                    "pods, in node order",
+                    cline,
+                    "use --relative=N (node index in the job), or names from `scontrol show hostnames`",
+                )
+                break
+
+
+def _undefined_names(ctx: LaunchContext, names: list[str]) -> None:
+    for n in names:
+        if prologue.definition(n, ctx.job, ctx.shape) is None:
+            ctx.add(
+                WARNING,
+                "L325",
+                f"the script uses {n}, which this job does not define on Kubernetes (and Slurm may "
+                "not have set it either); it expands to an empty string",
+                None,
+                f"replace ${n} with a literal value",
+            )
+
+
+def _script_arguments(ctx: LaunchContext, script, job, body: str) -> tuple[str, ...]:
     given = tuple(getattr(job, "script_args", ()) or ())
     if common.uses_positional(body) or ("shift" in body and _SHIFT.search(body)):
         if given:
@@ -168,17 +256,7 @@ def build(ctx: LaunchContext, line, reasons: list[str]) -> LaunchIntent:
                 script.body_start_line,
                 "pass them with `slurm2kf convert --script-args '...'`",
             )
-    args = (text, BATCH_ARGV0) + given
-    return LaunchIntent(
-        family=SCRIPT,
-        framework="torch",
-        command=("bash", "-c"),
-        args=args,
-        line=line,
-        runtime="torch-distributed",
-        num_nodes=ctx.shape.nodes,
-        uses_shell=True,
-    )
+    return given
 
 
 def _sets_errexit(body: str) -> bool:
@@ -246,55 +324,3 @@ def _srun_calls(script):
     from translator.launchers.launchline import srun_commands
 
     return [(common.parse_srun(st.words), st.line) for st in srun_commands(script.body)]
-
-
-def _batch_once_body(ctx, script, body: str):
-    """Top-level assignments computing a value once on node 0 (hostname, $RANDOM) rewritten so every pod
-    computes the same value; per-run values (date, $$) reported."""
-    lines: list[str] | None = None  # the body's lines, split when an assignment needs rewriting or a finding
-    start = script.body_start_line
-    helpers: set[str] = set()
-    changed = False
-    others = (Command, Comment, Block)  # (the other statement classes: no isinstance call for them)
-    for st in [
-        s for s in script.body if (c := s.__class__) is Assignment or (c not in others and isinstance(s, Assignment))
-    ]:
-        if st.value.literal:
-            continue
-        raw = st.value.raw
-        # batch_once depends on the text alone: asked first, the line is looked at only when it has an answer
-        new, need, unfixable = common.batch_once(raw)
-        if not (need or unfixable):
-            continue
-        if lines is None:
-            lines = body.split("\n")
-        i = st.line - start
-        if not (0 <= i < len(lines)) or raw not in lines[i]:
-            continue
-        if need:
-            lines[i] = lines[i].replace(raw, new, 1)
-            changed = True
-            helpers |= need
-            ctx.add(
-                INFO,
-                "L346",
-                f"`{st.name}={st.value.raw}` was computed once by the batch shell on node 0; every "
-                "pod now computes node 0's value ("
-                + ", ".join(
-                    {"batch_host": "the rank-0 pod's host name", "random": "one $RANDOM for the job"}[h]
-                    for h in sorted(need)
-                )
-                + ")",
-                st.line,
-            )
-        if unfixable:
-            ctx.add(
-                WARNING,
-                "L346",
-                f"`{st.name}={st.value.raw}` was computed once on Slurm but now on every pod, and "
-                f"{', '.join(unfixable)} differs between pods",
-                st.line,
-                f"compute {st.name} from something all pods share (the job name, SLURM_JOB_ID), or write it on "
-                "rank 0 only",
-            )
-    return ("\n".join(lines) if changed and lines is not None else body), helpers

@@ -5,11 +5,13 @@
 and `SINGULARITYENV_NAME=VALUE` of the batch script for an Apptainer/Singularity container (Apptainer
 user guide, "Environment and metadata": the prefix is stripped inside the container). In a pod the TrainJob
 image is the container, so each becomes TrainJob env NAME (P449); a secret among them goes to the job's
-Secret like any other (P447). What cannot be carried is a finding (P450): `--env-file FILE` (a file on the
-Slurm side) and `--env NAME` without a value (the host's value at that moment).
+Secret like any other (P447). What cannot be carried stays the container module's warning L359:
+`--env-file FILE` (a file on the Slurm side) and `--env NAME` without a value (the node's value).
 """
 
 from __future__ import annotations
+
+import re
 
 from translator.diagnostics import INFO, WARNING, Finding
 from translator.launchers.intent import replace as intent_replace
@@ -20,57 +22,52 @@ ENV_OPTIONS = frozenset(("--env", "-e"))
 PREFIXES = ("APPTAINERENV_", "SINGULARITYENV_")
 
 
-class WrapperEnv:
-    """What one wrapper's options set: `add(option, value)` for each option, `apply(...)` at the end."""
+def carry(ctx, name: str, value: str | None, line: int, what: str) -> bool:
+    """Keep the `NAME=VALUE` items of a wrapper's `--env`/`-e` option for the TrainJob env (`take` adds them
+    to the intent) with an info finding naming them (P449, never the values). False when the option holds
+    anything else (`--env-file`, `--env NAME` passing the node's value): the caller reports it (L359)."""
+    if name not in ENV_OPTIONS or not value:
+        return False
+    items = wrapper_env_items(value)
+    if not items or any(v is None for _, v in items):
+        return False
+    ctx.wrapper_env.extend((n, v) for n, v in items if v is not None)
+    names = ", ".join(dict.fromkeys(n for n, _ in items))
+    ctx.add(INFO, "P449", f"{what} option `{name}` set {names}{_CARRIED}", line)
+    return True
 
-    def __init__(self) -> None:
-        self.items: list[tuple[str, str]] = []
-        self.unset: list[str] = []
-        self.files: list[str] = []
 
-    def add(self, option: str, value) -> None:
-        if value is None:
-            return
-        if option in ENV_OPTIONS:
-            for name, val in wrapper_env_items(value):
-                if val is None:
-                    self.unset.append(name)
-                else:
-                    self.items.append((name, val))
-        elif option == "--env-file":
-            self.files.append(value)
+_CARRIED = " inside the container: carried as TrainJob env (spec.trainer.env)"
+_NAMES = re.compile(r"option `[^`]*` set (.*)" + re.escape(_CARRIED) + "$")
 
-    def apply(self, ctx, intent, line: int, how: str):
-        """`intent` with the wrapper's variables added to its env, and the findings saying so."""
-        if self.items:
-            names = ", ".join(dict.fromkeys(n for n, _ in self.items))
-            ctx.add(
-                INFO,
-                "P449",
-                f"`{how} --env` set {names} inside the container: carried as TrainJob env (spec.trainer.env)",
-                line,
-            )
-            intent = intent_replace(intent, env=tuple(intent.env) + tuple(self.items))
-        for name in self.unset:
-            ctx.add(
+
+def settle(findings, env) -> list:
+    """P449 says a wrapper's variables are TrainJob env; where they are not (the script fallback runs the
+    wrapped command directly in the pod, its `--env` dropped), the finding says so instead (L359)."""
+    have = {e.name for e in env}
+    out = []
+    for f in findings:
+        m = _NAMES.search(f.message) if f.code == "P449" else None
+        if m is not None and not set(m.group(1).split(", ")) <= have:
+            f = Finding(
                 WARNING,
-                "P450",
-                f"`{how} --env {name}` passed the Slurm node's value of {name} into the container; the pod does "
-                "not have it",
-                line,
-                f"give {name} a value (an export before the launch line, or a Secret for a secret)",
+                "L359",
+                f.message[: -len(_CARRIED)] + " inside the container; the TrainJob does not carry them (the pod "
+                "runs the wrapped command directly)",
+                f.line,
+                "write them as `export NAME=value` before the command (they become spec.trainer.env)",
             )
-        for path in self.files:
-            ctx.add(
-                WARNING,
-                "P450",
-                f"`{how} --env-file {path}` set variables from a file of the Slurm side inside the container; "
-                "the TrainJob does not read it, so the program finds them unset",
-                line,
-                "export each variable before the launch line (a secret goes to the job's Secret, P447), or mount "
-                "the file and source it",
-            )
+        out.append(f)
+    return out
+
+
+def take(ctx, intent):
+    """`intent` with the variables `carry` kept added to its env (a later one wins, as in the container)."""
+    if not ctx.wrapper_env:
         return intent
+    pairs = tuple(ctx.wrapper_env)
+    ctx.wrapper_env.clear()
+    return intent_replace(intent, env=tuple(intent.env) + pairs)
 
 
 def ran_apptainer(intent) -> bool:

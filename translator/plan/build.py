@@ -16,12 +16,12 @@ from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
 from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
-from translator.plan import kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
+from translator.plan import batch_runtime, kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
 from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
-from translator.launchers import wrapper_env  # (the secrets' imports: translator/redact.py, P449/P450)
+from translator.launchers import wrapper_env  # (the secrets' imports: translator/redact.py, P449)
 from translator.redact import needs_redaction, redact, script_secrets
 
 MAX_ARRAY_EXPANSION = 1000
@@ -249,6 +249,7 @@ class _Packages:
 def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
     """The plan(s) of one job: each section below adds its findings and source-map entries in order."""
     from translator.launchers.launchline import detect
+    from translator.plan import pod_portability
 
     b = _Build(script, job, settings)
     _acceptance(b)
@@ -263,6 +264,7 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
     env, command_raw, args_raw = _command(b, env, runtime.framework)
     deadline = _deadline(b)
     _other_options(b)
+    b.findings.extend(pod_portability.findings(script, job, b.intent, b.findings, settings.array_mode == "expand"))
     name, job_name, annotations = _identity(b)
     _launch_map(b)
     base = TrainerPlan(
@@ -288,8 +290,21 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
         findings=(),
         source_map=(),
     )
-    plans = _arrays(b, base)
-    return _finish(b, plans, env, runtime.rt)
+    plans = _finish(b, _arrays(b, base), env, runtime.rt)
+    if runtime.rt is runtimes.BATCH:  # after the profile, which may change the image (or the runtime)
+        plans = tuple([_with_batch_runtime(p) if p.runtime == runtimes.BATCH.name else p for p in plans])
+    return plans
+
+
+def _with_batch_runtime(plan: TrainerPlan) -> TrainerPlan:
+    """Batch mode: the TrainJob refers to its own TrainingRuntime, written beside it (plan/batch_runtime.py)."""
+    image = plan.image or runtimes.BATCH.image
+    return _replace(
+        plan,
+        runtime=batch_runtime.runtime_name(plan.name),
+        runtime_kind=batch_runtime.KIND,
+        runtime_document=batch_runtime.runtime_document(plan.name, plan.namespace, image),
+    )
 
 
 # --- acceptance: would sbatch take the script?
@@ -297,7 +312,7 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
 
 def _acceptance(b: _Build) -> None:
     job = b.job
-    plugin_diags = [d for d in job.diagnostics if d.code == "O206"]
+    plugin_diags = [d for d in job.diagnostics if d.code in ("O206", "O226")]  # O226: Shifter, accepted
     if plugin_diags:
         names = []
         for d in plugin_diags:
@@ -334,7 +349,7 @@ def _runtime_and_image(b: _Build) -> _Runtime:
     runtime_name = (
         settings.runtime or intent.runtime or runtimes.DEFAULT_FOR_FRAMEWORK.get(intent.framework, "torch-distributed")
     )
-    rt = runtimes.get(runtime_name)
+    rt = runtimes.BATCH if runtime_name == runtimes.BATCH.name else runtimes.get(runtime_name)
     if settings.runtime:
         if rt is None:
             b.add(
@@ -606,7 +621,7 @@ def _nodes(b: _Build, runtime: _Runtime) -> int:
         _lines(b.job, "nodes", "ntasks", "ntasks-per-node"),
         "mapped" if num_nodes == shape.nodes else "approximated",
     )
-    if runtime.framework == "mpi":
+    if runtime.framework == "mpi" and runtime.rt is not runtimes.BATCH:
         text = " ".join(intent.command + intent.args)
         if not _MPI_STARTER.search(text):
             b.add(
@@ -699,7 +714,7 @@ def _environment(b: _Build, framework: str) -> tuple[EnvVar, ...]:
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
     b.findings.extend(xfind)
     env, pfind = wrapper_env.unprefixed(env, wrapper_env.ran_apptainer(intent))  # APPTAINERENV_X: X inside
-    b.findings.extend(pfind)
+    b.findings[:] = wrapper_env.settle(b.findings, tuple(env) + tuple(extra_env)) + pfind
     launch_names = {x.name for x in extra_env}
     return tuple(e for e in env if e.name not in launch_names) + extra_env
 

@@ -114,6 +114,8 @@ class TrainerPlan:
     # --- runtime ---
     runtime: str = "torch-distributed"  # runtimeRef.name (ClusterTrainingRuntime)
     runtime_kind: str = "ClusterTrainingRuntime"
+    # the runtime object to create beside the TrainJob (batch mode's TrainingRuntime, API form), or None
+    runtime_document: dict | None = None
     framework: str = "torch"  # torch | mpi | jax | plain (runtime's ML policy)
     launcher: str = "python"  # launcher family that produced the command
     # --- CommandTrainer parameters ---
@@ -145,6 +147,7 @@ class TrainerPlan:
         annotations: tuple[tuple[str, str], ...] = (),
         runtime: str = "torch-distributed",
         runtime_kind: str = "ClusterTrainingRuntime",
+        runtime_document: dict | None = None,
         framework: str = "torch",
         launcher: str = "python",
         image: str | None = None,
@@ -172,6 +175,7 @@ class TrainerPlan:
             annotations=annotations,
             runtime=runtime,
             runtime_kind=runtime_kind,
+            runtime_document=runtime_document,
             framework=framework,
             launcher=launcher,
             image=image,

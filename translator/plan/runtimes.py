@@ -74,6 +74,12 @@ SHIPPED: dict[str, Runtime] = {
     )
 }
 
+#: Batch mode's TrainingRuntime (translator/plan/batch_runtime.py), as the plan builder sees it: its name is
+#: the TrainJob's plus `-batch`, and its pods run the TrainJob's image.
+BATCH = Runtime(
+    "slurm2kf-batch", "slurm2kf-batch", "mpi", _TORCH_IMAGE, trainer_job="launcher", jobs=("node", "launcher")
+)
+
 #: The runtime each launcher framework uses unless --runtime says otherwise.
 DEFAULT_FOR_FRAMEWORK = {"torch": "torch-distributed", "mpi": "deepspeed-distributed", "jax": "jax-distributed"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from translator.simulate.model import Failure, Process, SideResult
-from translator.simulate.sandbox import SandboxResult
+from translator.simulate.sandbox import S822_TIME_LIMIT, SandboxResult
 
 
 def side_result(
@@ -45,21 +45,26 @@ def side_result(
                     node=int(r.get("node", 0)),
                     command=(str(r.get("name", "")) + (" " + argv if argv else ""))[:200],
                     reason=str(r.get("reason", "")),
+                    kind=str(r.get("category", "")),
                 )
             )
+    incomplete = list(res.incomplete)
     for i, u in enumerate(res.units):
         where = unit_names[i] if i < len(unit_names) else f"unit {i}"
         node = unit_nodes[i] if i < len(unit_nodes) else 0
         if u.timed_out:
-            fails.append(Failure(side, node, where, "did not finish within the simulation time limit"))
+            fails.append(Failure(side, node, where, "did not finish within the simulation time limit", "timeout"))
+            if not res.incomplete:  # (the overall deadline's sentence already covers it)
+                incomplete.append((S822_TIME_LIMIT, f"{where} did not finish within its time limit"))
         elif u.rc not in (0, None):
             last = [ln for ln in u.stderr.strip().splitlines() if ln.strip()]
             why = f"exited with status {u.rc}" + (f" ({last[-1][:160]})" if last else "")
-            fails.append(Failure(side, node, where, why))
+            fails.append(Failure(side, node, where, why, "exit"))
     procs.sort(key=lambda p: (p.node, p.rank if p.rank is not None else -1, p.local_rank or 0, p.program))
     return SideResult(
         side=side,
         processes=tuple(procs),
         failures=tuple(fails),
         notes=tuple([f"isolation: {res.isolation}"] + list(res.notes) + list(notes)),
+        incomplete=tuple(incomplete),
     )

@@ -1,4 +1,9 @@
-"""The simulation's verdict as `convert` findings (S8xx, documented in docs/codes.md)."""
+"""The simulation's verdict as `convert` findings (S8xx, documented in docs/codes.md).
+
+equivalent -> S801 (info); differs -> one S802 (warning) per difference; inconclusive -> one warning with the
+reason's own code (S806-S812: which side could not be judged, and where); refused -> S813 (info: convert's
+own error findings already say why).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ def findings_of(verdict) -> list[Finding]:
                 "(program, arguments, world size, rank layout, GPUs, environment)",
             )
         ]
+    if verdict.verdict in ("inconclusive", "refused"):
+        return [_reason_finding(verdict)]
     return [
         Finding(
             WARNING,
@@ -33,17 +40,32 @@ def findings_of(verdict) -> list[Finding]:
     ]
 
 
+def _reason_finding(verdict) -> Finding:
+    r = verdict.reason
+    where = f" ({r.where})" if r.where else ""
+    if verdict.verdict == "refused":
+        return Finding(INFO, r.code, f"simulation: not compared, {r.text}")
+    return Finding(
+        WARNING,
+        r.code,
+        f"simulation inconclusive: {r.text}{where}",
+        suggestion="the launch is neither proved equivalent nor shown to differ; see `slurm2kf simulate`",
+    )
+
+
 def not_simulated(reason: str) -> Finding:
     return Finding(WARNING, S803_NOT_SIMULATED, f"simulation could not run: {reason}")
 
 
 def simulation_json(verdict) -> dict:
     """The plan JSON's "simulation" object."""
-    from translator.cli.simulate_cmd import process_json
+    from translator.cli.simulate_cmd import process_json, reason_json
 
     return {
         "verdict": verdict.verdict,
+        "reason": reason_json(verdict.reason),
         "differences": list(verdict.differences),
+        "shared_failures": list(verdict.shared),
         "slurm": [process_json(p) for p in verdict.slurm.processes],
         "kubeflow": [process_json(p) for p in verdict.kubeflow.processes],
         "failures": {

@@ -74,6 +74,7 @@ from decimal import Decimal, InvalidOperation
 from collections.abc import Mapping, Sequence
 
 from translator.jsondata import as_list
+from translator.plan.batch_runtime import is_batch_runtime
 from translator.simulate.kubelet import expand_argv, resolve_env
 from translator.simulate.model import PodLaunch
 
@@ -103,6 +104,14 @@ _DATA_DIR = os.path.join(os.path.dirname(__file__), "data", "runtimes")
 class TrainJobError(ValueError):
     """The TrainJob cannot become pods: the Trainer's webhook would reject it, or it uses something the
     simulation does not emulate.  The message says which field and why."""
+
+
+class TooManyPods(TrainJobError):
+    """The TrainJob starts more pods than the simulation runs (`pods_from_trainjob(max_pods=...)`)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"the TrainJob starts {count} pods")
+        self.count = count
 
 
 # ---------------------------------------------------------------------------------------------- runtimes
@@ -480,9 +489,12 @@ def _int_field(trainer: Mapping, key: str, minimum: int) -> int | None:
 # ---------------------------------------------------------------------------------------------- main
 
 
-def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = None) -> list[PodLaunch]:
+def pods_from_trainjob(
+    trainjob: dict, runtimes: Mapping[str, dict] | None = None, max_pods: int | None = None
+) -> list[PodLaunch]:
     """The containers Kubeflow Trainer v2.3 + the kubelet start for ``trainjob`` (a TrainJob as a dict),
-    in JobSet order (replicatedJobs of the runtime, pods by completion index)."""
+    in JobSet order (replicatedJobs of the runtime, pods by completion index). TooManyPods when they
+    would be more than ``max_pods`` (checked before any pod is built)."""
     if not isinstance(trainjob, dict):
         raise TrainJobError("the TrainJob is not a mapping")
     if not isinstance(trainjob.get("metadata") or {}, dict):
@@ -503,6 +515,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = Non
             f"spec.runtimeRef.name {rname!r} is not a runtime the simulation knows ({', '.join(sorted(runtimes))})"
         )
     _check_runtime(runtime, rname)
+    batch = is_batch_runtime(runtime)
     rspec = runtime.get("spec") or {}
     ml = rspec.get("mlPolicy") or {}
     policy = _policy(ml)
@@ -566,6 +579,9 @@ def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = Non
             )
         if num_nodes is not None and NODE in counts:
             counts[NODE] = max(num_nodes - 1, 1) if launcher_as_node else num_nodes
+
+    if max_pods is not None and sum(counts.values()) > max_pods:
+        raise TooManyPods(sum(counts.values()))
 
     # --- per-container env lists (before the kubelet) and command/image
     trainer_count = counts[trainer_job.get("name")]
@@ -686,6 +702,7 @@ def pods_from_trainjob(trainjob: dict, runtimes: Mapping[str, dict] | None = Non
                     image=image,
                     fqdn=f"{host}.{name}",
                     image_entrypoint=not command,
+                    batch=batch,
                 )
             )
     return pods
@@ -741,7 +758,8 @@ def hostfile_of(pods: Sequence[PodLaunch]) -> str | None:
 def training_pods(pods: Sequence[PodLaunch]) -> tuple[PodLaunch, ...]:
     """The pods in training-node order: the MPI hostfile's line order when the job has one (OpenMPI
     fills slots host by host in that order, so rank 0 runs on the first line's pod), else the trainer
-    pods by completion index."""
+    pods by completion index. In batch mode the launcher comes first: it is the batch host, Slurm's node 0,
+    and the steps' srun numbers the nodes from it (plan/batch_prologue.py)."""
     hostfile = hostfile_of(pods)
     if hostfile is None:
         return tuple(p for p in pods if p.role == "node")
@@ -751,6 +769,8 @@ def training_pods(pods: Sequence[PodLaunch]) -> tuple[PodLaunch, ...]:
         host = line.split()[0] if line.split() else ""
         if host in by_fqdn:
             out.append(by_fqdn[host])
+    if any(p.batch for p in out):  # batch mode: the launcher runs the batch script, so it is Slurm's node 0
+        out = [p for p in out if p.role == LAUNCHER] + [p for p in out if p.role != LAUNCHER]
     return tuple(out)
 
 

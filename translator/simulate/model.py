@@ -37,6 +37,7 @@ class Failure:
     node: int
     command: str
     reason: str
+    kind: str = ""  # "timeout" | "exit" (the unit's status) | "unsupported" | "not-found" | "" (a stub refused)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class PodLaunch:
     image: str = ""  # container image (MPI workers keep the runtime's image under v2.3)
     fqdn: str = ""  # "<hostname>.<trainjob>": the name other pods (hostfile, PET_MASTER_ADDR) use
     image_entrypoint: bool = False  # no container command: the image's ENTRYPOINT runs, with `argv` as its args
+    batch: bool = False  # a pod of batch mode's runtime (plan/batch_runtime.py): the launcher is Slurm's node 0
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,28 @@ class SideResult:
     failures: tuple[Failure, ...] = ()
     notes: tuple[str, ...] = ()  # e.g. "isolation: user+mount+net namespaces"
     hosts: tuple[tuple[str, int, str], ...] = ()  # (hostname, node, ip) of the side's nodes/pods, for MASTER_ADDR
+    blockers: tuple[tuple[str, str], ...] = ()  # (reason code, where): why the script cannot run as written
+    # why this side's run is not complete, as (code, sentence): more nodes/pods than simulate runs (S821),
+    # the overall deadline or a node's/pod's time limit (S822). Non-empty: the verdict is inconclusive.
+    incomplete: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a verdict is `inconclusive` or `refused`: a stable code (S8xx, docs/codes.md), which side, where."""
+
+    code: str
+    text: str
+    side: str = ""  # "slurm" | "kubeflow" | "both" | ""
+    where: str = ""  # the command, node or pod, and the script line when known
 
 
 @dataclass(frozen=True)
 class Verdict:
     path: str
-    verdict: str  # "equivalent" | "differs"
+    verdict: str  # "equivalent" | "differs" | "inconclusive" | "refused"
     differences: tuple[str, ...] = ()
     slurm: SideResult = field(default_factory=lambda: SideResult("slurm"))
     kubeflow: SideResult = field(default_factory=lambda: SideResult("kubeflow"))
+    reason: Reason | None = None  # for inconclusive and refused
+    shared: tuple[str, ...] = ()  # failures both sides have identically (reported once, not a difference)

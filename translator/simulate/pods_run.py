@@ -12,7 +12,17 @@ from collections.abc import Sequence
 
 from translator.simulate.model import PodLaunch, SideResult
 
-DEFAULT_WORKDIR = "/workspace"
+DEFAULT_WORKDIR = "/home/user"  # no workingDir: the image's is not known; taken as where Slurm runs the job
+HOME = "/home/user"  # both sides run as the same user with the same home
+# Site tools that exist on a login node but not in a container (sim_stub.LOGIN_NODE_TOOLS); an image may
+# provide some. The images below are known to (pytorch/pytorch is built on conda); `--image-provides` adds.
+IMAGE_TOOLS = (("pytorch/pytorch", ("conda",)), ("continuumio/", ("conda",)), ("condaforge/", ("conda",)))
+
+
+def image_tools(image: str, declared=()) -> list[str]:
+    """The site tools the pod's image provides: the known images' and the declared ones."""
+    out = [t for prefix, tools in IMAGE_TOOLS if image.startswith(prefix) for t in tools]
+    return sorted(set(out) | set(declared))
 
 
 def host_table(pods: Sequence[PodLaunch]) -> list[tuple[str, int, str, int]]:
@@ -30,7 +40,9 @@ def host_table(pods: Sequence[PodLaunch]) -> list[tuple[str, int, str, int]]:
     return table
 
 
-def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0) -> SideResult:
+def run_pods(
+    pods: Sequence[PodLaunch], timeout: float = 5.0, provides: Sequence[str] = (), deadline: float | None = None
+) -> SideResult:
     from translator.simulate import sandbox
     from translator.simulate.collect import side_result
 
@@ -47,24 +59,31 @@ def run_pods(pods: Sequence[PodLaunch], timeout: float = 5.0) -> SideResult:
         if not p.argv:
             notes.append(f"pod {p.name}: empty command")
             continue
-        env: dict[str, str] = {}
+        if p.batch and p.role != "launcher":  # batch mode: sshd only; a step's mpirun starts its tasks there
+            notes.append(f"pod {p.name}: runs sshd; the steps' tasks reach it through mpirun")
+            continue
+        env: dict[str, str] = {"HOME": HOME}
         for k, v in p.env:
             env[k] = v
+        cwd = p.workdir or DEFAULT_WORKDIR
+        files = list(p.files)
+        if cwd != env["HOME"] and env["HOME"] == HOME:
+            files.append((HOME + "/.bashrc", ""))  # so that the home directory exists
         units.append(
             sandbox.Unit(
                 argv=list(p.argv),
                 env=env,
                 hostname=p.hostname,
                 node=node_of[p.hostname],
-                cwd=p.workdir or DEFAULT_WORKDIR,
-                files=list(p.files),
-                config={"gpus": p.gpus, "role": p.role, "pod": p.name},
+                cwd=cwd,
+                files=files,
+                config={"gpus": p.gpus, "role": p.role, "pod": p.name, "provides": image_tools(p.image, provides)},
                 programs=sandbox.program_paths([" ".join(p.argv[:1])] + list(p.argv[1:])),
             )
         )
         names.append(f"pod {p.name}")
         nodes.append(node_of[p.hostname])
-    res = sandbox.run_units(units, "kubeflow", table, timeout=timeout)
+    res = sandbox.run_units(units, "kubeflow", table, timeout=timeout, deadline=deadline)
     out = side_result("kubeflow", res, names, nodes, notes)
     from dataclasses import replace
 

@@ -1,18 +1,19 @@
 """Run untrusted job scripts (or a pod's command) without performing any of their side effects.
 
 Every external command is a recording stub (translator/simulate/stubs/sim_stub.py), whether called
-by name or by absolute path, except an allow-list of pure text utilities. Isolation, best first:
+by name or by absolute path, except an allow-list of pure text utilities. `unshare` gives fresh user,
+mount, network and pid namespaces; process 1 (stubs/sim_init.py) builds a private root on a tmpfs
+(system directories read-only, every bin directory a tmpfs of stub links, only the allow-listed host
+programs under /.sim/real), pivots into it, drops capabilities in a nested user namespace and
+applies limits (time, processes, file size, output). Nothing outside the sandbox's own tmpfs mounts
+is reachable, and there is no network. When run as root, the namespaces are entered as an
+unprivileged user id so that the process limit applies.
 
-* `namespaces`: `unshare` gives fresh user, mount, network and pid namespaces; process 1
-  (stubs/sim_init.py) builds a private root on a tmpfs (system directories read-only, every bin
-  directory a tmpfs of stub links), pivots into it, drops capabilities in a nested user namespace
-  and applies limits (time, processes, file size, output). Nothing outside the sandbox's own
-  tmpfs mounts is reachable, and there is no network. When run as root, the namespaces are
-  entered as an unprivileged user id so that the process limit applies.
-* `path-only` (no user namespaces on this platform): PATH holds only the stub links, absolute
-  program paths are shadowed by shell functions, the working directory and HOME are a temporary
-  directory and the same limits apply, but the file system is NOT protected from a script that
-  uses a shell builtin redirection outside it. Reported in every result.
+There is no weaker mode: where the namespaces cannot be had (Docker's default seccomp profile, many
+CI runners) or the private root cannot be built, `run_units` raises SandboxUnavailable (S820) and
+nothing of the job runs. The spec given to process 1 (it holds the job's environment) goes through
+a pipe, never a file; `stop_all` ends every running sandbox (the CLI calls it on SIGTERM/SIGINT/SIGHUP),
+and a sandbox also ends when the thread that started it dies (parent-death signal).
 """
 
 from __future__ import annotations
@@ -22,11 +23,16 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from collections.abc import Sequence
+
+from translator.simulate import SimulateError
 
 STUB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stubs")
 BIN_DIRS = ("/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/games", "/usr/local/games")
@@ -93,13 +99,27 @@ ALLOW = (
     "yes",
     "jq",
 )
-# Utilities that can write files or start programs by path are real only inside the namespace
-# sandbox, where every writable place is a throw-away tmpfs; in the weaker mode they are stubs.
-FILE_CHANGING = {"mktemp", "tee", "xargs", "find"}
 SIM_ENV = "SLURM2KF_SIM_"
+S820_REFUSED = "S820"
+S821_CAPPED = "S821"
+S822_TIME_LIMIT = "S822"
+MAX_NODES = 128  # nodes (Slurm side) or pods (Kubeflow side) simulate runs; more: not run, inconclusive
+RECORD_CAP = 8 * 1024 * 1024  # bytes of process/call records kept per side (a tmpfs of this size)
+SETUP_FAILED = 3  # sim_init's exit status when the sandbox cannot be built
 
-_NS_OK: bool | None = None
-_HOST_NAMES: dict[str, list[str]] | None = None
+_NS_PROBE: list[str] = []  # [] not probed yet, else [""] (namespaces work) or [the reason they do not]
+_HOST_NAMES: dict[str, list[str]] = {}
+_HOST_NAMES_LOCK = threading.Lock()
+_LIVE: set[subprocess.Popen] = set()  # the running sandboxes (`unshare` processes), for stop_all
+_STOPPING = threading.Event()
+
+
+class SandboxUnavailable(SimulateError):
+    """This system cannot isolate a simulation: simulate refuses, and nothing of the job ran."""
+
+
+class Interrupted(SimulateError):
+    """The run was stopped by a signal (stop_all)."""
 
 
 @dataclass
@@ -130,6 +150,9 @@ class SandboxResult:
     records: list[dict]
     isolation: str
     notes: list[str]
+    # why the run is not complete, as (code, sentence): the overall deadline ended it, or the records
+    # filled their cap. (A unit's own time-out is in `units`.) The verdict is then inconclusive.
+    incomplete: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _python() -> str:
@@ -142,22 +165,24 @@ def _python() -> str:
 
 
 def _host_names() -> dict[str, list[str]]:
-    global _HOST_NAMES
-    if _HOST_NAMES is None:
-        _HOST_NAMES = {}
-        for d in BIN_DIRS:
-            try:
-                _HOST_NAMES[d] = sorted(n for n in os.listdir(d) if "/" not in n)
-            except OSError:
-                pass
-    return _HOST_NAMES
+    """The names in the host's bin directories (each gets a stub). Filled once, under a lock: the two
+    sides of a simulation run in two threads, and one must not read the table while the other fills it
+    ("dictionary changed size during iteration")."""
+    with _HOST_NAMES_LOCK:
+        if not _HOST_NAMES:
+            found: dict[str, list[str]] = {}
+            for d in BIN_DIRS:
+                try:
+                    found[d] = sorted(n for n in os.listdir(d) if "/" not in n)
+                except OSError:
+                    pass
+            _HOST_NAMES.update(found or {"": []})
+        return _HOST_NAMES
 
 
-def _allowed_real(ns: bool) -> dict[str, str]:
+def _allowed_real() -> dict[str, str]:
     out = {}
     for name in ALLOW:
-        if not ns and name in FILE_CHANGING:
-            continue
         p = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
         if p:
             real = os.path.realpath(p)
@@ -175,31 +200,92 @@ def _sandbox_ids() -> tuple[int | None, int | None]:
     return uid, uid
 
 
+def _probe_namespaces() -> str:
+    """'' when `unshare` can create the sandbox's namespaces here, else why not (one line)."""
+    if not sys.platform.startswith("linux"):
+        return "it needs Linux user namespaces"
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return "the `unshare` program (util-linux) is not installed"
+    uid, gid = _sandbox_ids()
+    try:
+        r = subprocess.run(
+            [unshare, "-Urmnpf", "--kill-child", "true"],
+            capture_output=True,
+            timeout=10,
+            user=uid,
+            group=gid,
+            extra_groups=[] if uid is not None else None,
+            cwd="/",
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"`unshare` could not run ({exc})"
+    if r.returncode != 0:
+        why = " ".join(r.stderr.decode("utf-8", "replace").split())[-200:]
+        return "unprivileged user namespaces are not available" + (f" ({why})" if why else "")
+    return ""
+
+
 def namespaces_available() -> bool:
-    global _NS_OK
-    if _NS_OK is None:
-        if (
-            os.environ.get("SLURM2KF_SIM_FORCE_WEAK") == "1"
-            or not shutil.which("unshare")
-            or not sys.platform.startswith("linux")
-        ):
-            _NS_OK = False
-        else:
-            uid, gid = _sandbox_ids()
-            try:
-                r = subprocess.run(
-                    ["unshare", "-Urmnpf", "--kill-child", "true"],
-                    capture_output=True,
-                    timeout=10,
-                    user=uid,
-                    group=gid,
-                    extra_groups=[] if uid is not None else None,
-                    cwd="/",
-                )
-                _NS_OK = r.returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                _NS_OK = False
-    return _NS_OK
+    if not _NS_PROBE:
+        _NS_PROBE.append(_probe_namespaces())
+    return _NS_PROBE[0] == ""
+
+
+def refusal(reason: str) -> str:
+    """The one line simulate prints when it cannot isolate (exit status 2)."""
+    return (
+        f"error {S820_REFUSED}: simulate refuses to run here: {reason}; it runs job scripts only inside "
+        "user, mount, network and pid namespaces, and nothing was run"
+    )
+
+
+def check_isolation() -> None:
+    """Raise SandboxUnavailable unless the sandbox's namespaces can be had on this system."""
+    if not namespaces_available():
+        raise SandboxUnavailable(refusal(_NS_PROBE[0]))
+
+
+def stop_all() -> None:
+    """End every running sandbox now (the process is stopping: a signal). Later runs are refused."""
+    _STOPPING.set()
+    for proc in list(_LIVE):
+        _kill_init(proc)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_init(proc: subprocess.Popen) -> None:
+    """SIGKILL the sandbox's process 1 (`unshare`'s child): the kernel then kills every process of its pid
+    namespace, and `unshare` exits once they are all gone. (Killing `unshare` itself would leave that to
+    happen after we returned.)"""
+    kids = _children(proc.pid)
+    for pid in kids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if not kids:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Kill the sandbox and wait until nothing of it is left."""
+    _kill_init(proc)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _bashenv(stub: str) -> str:
@@ -249,16 +335,38 @@ def run_units(
     timeout: float = 5.0,
     extra_stub_paths: Sequence[str] = (),
     node_env: dict[str, dict[str, str]] | None = None,
+    deadline: float | None = None,
 ) -> SandboxResult:
-    """Run units one after another in one sandbox. `hosts` = [(hostname, node, ip, gpus)] of the side."""
+    """Run units one after another in one sandbox. `hosts` = [(hostname, node, ip, gpus)] of the side;
+    `deadline` (time.monotonic()) ends the whole run, whatever the per-unit `timeout`. Raises
+    SandboxUnavailable where the sandbox cannot be built (nothing ran), Interrupted after stop_all."""
+    check_isolation()
+    if _STOPPING.is_set():
+        raise Interrupted("simulate was interrupted")
+    budget = timeout * max(len(units), 1) + 1
+    if deadline is not None:
+        budget = min(budget, deadline - time.monotonic())
+        if budget <= 0:
+            return _not_run(units)
     tmp = tempfile.mkdtemp(prefix="slurm2kf-sim-")
     try:
-        ns = namespaces_available()
-        if ns:
-            return _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env or {})
-        return _run_weak(tmp, units, side, hosts, timeout, node_env or {})
+        return _run_ns(tmp, units, side, hosts, timeout, budget, extra_stub_paths, node_env or {})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _not_run(units: Sequence[Unit]) -> SandboxResult:
+    why = "not run: the simulation's overall deadline was reached"
+    return SandboxResult(
+        [UnitResult(None, True, "", why) for _ in units],
+        [],
+        ISOLATION,
+        [],
+        [(S822_TIME_LIMIT, f"the overall deadline was reached before {len(units)} node(s)/pod(s) could run")],
+    )
+
+
+ISOLATION = "namespaces (user+mount+net+pid; private read-only root, no network)"
 
 
 def _unit_config(u: Unit, i: int, side: str, hosts, node_env, rec: str) -> dict:
@@ -403,13 +511,9 @@ def _copy_stubs(tmp: str, py: str) -> None:
                 fh.write(data)
 
 
-def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> SandboxResult:
-    py = _python()
-    uid, gid = _sandbox_ids()
-    _copy_stubs(tmp, py)
-    os.makedirs(os.path.join(tmp, "out"))
-    os.makedirs(os.path.join(tmp, "root"))
-    allow = _allowed_real(ns=True)
+def _bin_dirs(allow: dict[str, str]) -> tuple[dict[str, dict[str, str]], dict[str, str], list[str]]:
+    """(every bin directory -> {name: link target}, the top-level links such as /bin -> usr/bin, the
+    top-level library directories bound read-only)."""
     host_names = _host_names()
     bin_dirs: dict[str, dict[str, str]] = {}
     for d in BIN_DIRS:
@@ -436,9 +540,11 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
             for n in bin_dirs[p]:
                 if n in allow:
                     bin_dirs[p][n] = "/.sim/real" + allow[n]
-    stub_text = (
-        f"#!/.sim/real{py} -IS\nimport sys\nsys.path.insert(0, '/.sim/stubs')\nimport sim_stub\nsim_stub.main()\n"
-    )
+    return bin_dirs, top_links, top_binds
+
+
+def _unit_specs(units, side, hosts, node_env) -> tuple[list[dict], dict[str, str | None]]:
+    """What process 1 needs for each unit, and the user's programs named by absolute path."""
     unit_specs = []
     programs_abs: dict[str, str | None] = {}
     for i, u in enumerate(units):
@@ -463,201 +569,137 @@ def _run_ns(tmp, units, side, hosts, timeout, extra_stub_paths, node_env) -> San
                 "config": _unit_config(u, i, side, hosts, node_env, "/.sim/rec/records.jsonl"),
             }
         )
-    spec = {
+    return unit_specs, programs_abs
+
+
+def _spec(tmp, units, side, hosts, timeout, budget, extra_stub_paths, node_env, py) -> dict:
+    allow = _allowed_real()
+    bin_dirs, top_links, top_binds = _bin_dirs(allow)
+    unit_specs, programs_abs = _unit_specs(units, side, hosts, node_env)
+    return {
         "tmp": tmp,
         "top_links": top_links,
         "top_binds": top_binds,
         "bin_dirs": bin_dirs,
+        "real_files": sorted(set(allow.values()) | {py}),
         "extra_stub_paths": [
             p
             for p in extra_stub_paths
             if _file_ok(p) and not p.startswith(("/etc/", "/tmp/")) and p not in programs_abs
         ],
         "program_files": programs_abs,
-        "stub_text": stub_text,
+        "stub_text": (
+            f"#!/.sim/real{py} -IS\nimport sys\nsys.path.insert(0, '/.sim/stubs')\nimport sim_stub\nsim_stub.main()\n"
+        ),
         "bashenv": _bashenv("/.sim/stub"),
         "etc_files": _etc_files(units),
         "units": unit_specs,
         "timeout": timeout,
-        "timeout_total": timeout * max(len(units), 1) + 1,
+        "timeout_total": budget,
         "output_cap": 64 * 1024,
-        "record_cap": 8 * 1024 * 1024,
+        "record_cap": RECORD_CAP,
         "limits": {"nproc": 256, "fsize": 16 * 1024 * 1024, "cpu": int(timeout) + 5},
     }
-    with open(os.path.join(tmp, "spec.json"), "w") as fh:
-        json.dump(spec, fh)
+
+
+def _die_with_parent():
+    """A preexec function: SIGKILL the child when the thread that started it dies (even by SIGKILL), so
+    that no sandbox outlives simulate. (It runs after the uid change, which would clear the setting;
+    libc is loaded here, in the parent, not in the forked child.)"""
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def preexec() -> None:
+        prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+    return preexec
+
+
+def _launch(cmd: list[str], spec: dict, uid, gid) -> tuple[int | None, bytes, bytes]:
+    """Start the sandbox, hand it the spec on its standard input, wait for it (at most the run's time
+    budget plus a margin for setup). (None, ...) when it was killed for taking too long."""
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd="/",
+        user=uid,
+        group=gid,
+        extra_groups=[] if uid is not None else None,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        preexec_fn=_die_with_parent(),
+    )
+    _LIVE.add(proc)
+    try:
+        if _STOPPING.is_set():
+            _kill_init(proc)
+        out, err = proc.communicate(json.dumps(spec).encode("utf-8"), timeout=spec["timeout_total"] + 10)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        return None, b"", b""
+    finally:
+        if proc.poll() is None:
+            _end(proc)
+        _LIVE.discard(proc)
+
+
+def _run_ns(tmp, units, side, hosts, timeout, budget, extra_stub_paths, node_env) -> SandboxResult:
+    py = _python()
+    uid, gid = _sandbox_ids()
+    _copy_stubs(tmp, py)
+    os.makedirs(os.path.join(tmp, "out"))
+    os.makedirs(os.path.join(tmp, "root"))
+    spec = _spec(tmp, units, side, hosts, timeout, budget, extra_stub_paths, node_env, py)
     if uid is not None and gid is not None:
         for base, _dirs, file_names in os.walk(tmp):
             os.chown(base, uid, gid)
             for nm in file_names:
                 os.chown(os.path.join(base, nm), uid, gid)
-    cmd = [
-        "unshare",
-        "-Urmnpf",
-        "--kill-child",
-        py,
-        "-I",
-        "-S",
-        os.path.join(tmp, "stubs", "sim_init.py"),
-        os.path.join(tmp, "spec.json"),
-    ]
-    notes = []
+    unshare = shutil.which("unshare") or "unshare"
+    cmd = [unshare, "-Urmnpf", "--kill-child", py, "-I", "-S", os.path.join(tmp, "stubs", "sim_init.py")]
+    rc, out, err = _launch(cmd, spec, uid, gid)
+    if _STOPPING.is_set():
+        raise Interrupted("simulate was interrupted")
+    why = " ".join(err.decode("utf-8", "replace").split())[-300:]
+    if rc is not None and not out:  # process 1 could not build the sandbox (or could not start at all)
+        raise SandboxUnavailable(refusal(f"the sandbox cannot be built on this system ({why or rc})"))
+    notes: list[str] = []
     try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            timeout=spec["timeout_total"] + 10,
-            cwd="/",
-            user=uid,
-            group=gid,
-            extra_groups=[] if uid is not None else None,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-        )
-        if proc.returncode != 0:
-            notes.append("sandbox setup failed: " + proc.stderr.decode("utf-8", "replace")[-500:].strip())
-    except subprocess.TimeoutExpired:
-        notes.append("sandbox killed after its time limit")
-    try:
-        with open(os.path.join(tmp, "out", "result.json")) as fh:
-            res = json.load(fh)
-    except (OSError, ValueError):
+        res = json.loads(out.decode("utf-8", "replace"))
+    except ValueError:
         res = {"units": [], "records": [], "notes": []}
+        notes.append("sandbox killed after its time limit" if rc is None else f"sandbox failed: {why}")
     results = [
         UnitResult(r.get("rc"), bool(r.get("timed_out")), r.get("stdout", ""), r.get("stderr", ""))
         for r in res["units"]
     ]
     while len(results) < len(units):
-        results.append(UnitResult(125, False, "", "the sandbox could not start: " + " ".join(notes)[-300:]))
-    iso = (
-        "namespaces (user+mount+net+pid; private read-only root, no network"
-        + (f", unprivileged uid {uid}" if uid is not None else "")
-        + ")"
-    )
-    return SandboxResult(results, res["records"], iso, notes + list(res.get("notes", [])))
+        results.append(UnitResult(None, True, "", "the sandbox ended before this unit ran: " + " ".join(notes)))
+    incomplete = _incomplete(res, len(units), rc is None)
+    iso = ISOLATION[:-1] + (f", unprivileged uid {uid}" if uid is not None else "") + ")"
+    return SandboxResult(results, res["records"], iso, notes + list(res.get("notes", [])), incomplete)
 
 
-def _run_weak(tmp, units, side, hosts, timeout, node_env) -> SandboxResult:
-    """No namespaces: PATH-only stubs (reported as such)."""
-    import resource
-
-    py = _python()
-    _copy_stubs(tmp, py)
-    bindir = os.path.join(tmp, "bin")
-    os.makedirs(bindir)
-    os.makedirs(os.path.join(tmp, "rec"))
-    os.makedirs(os.path.join(tmp, "unit"))
-    stub = os.path.join(tmp, "stub")
-    with open(stub, "w") as fh:
-        fh.write(
-            f"#!{py} -IS\nimport sys\nsys.path.insert(0, {os.path.join(tmp, 'stubs')!r})\n"
-            "import sim_stub\nsim_stub.main()\n"
+def _incomplete(res: dict, n_units: int, killed: bool) -> list[tuple[str, str]]:
+    out = []
+    cut = [r for r in res["units"] if r.get("cut_by_deadline") or r.get("not_run")]
+    if killed or cut or len(res["units"]) < n_units:
+        not_run = sum(1 for r in res["units"] if r.get("not_run")) + n_units - len(res["units"])
+        out.append(
+            (
+                S822_TIME_LIMIT,
+                "the overall deadline ended the run"
+                + (f"; {not_run} of {n_units} node(s)/pod(s) did not run" if not_run else ""),
+            )
         )
-    os.chmod(stub, 0o755)
-    allow = _allowed_real(ns=False)
-    names = {n for ns in _host_names().values() for n in ns} | set(STUB_NAMES)
-    for n in names:
-        target = allow.get(n, stub)
-        try:
-            os.symlink(target, os.path.join(bindir, n))
-        except OSError:
-            pass
-    shadow = []
-    for d, ns in _host_names().items():
-        for n in ns:
-            if n in allow or not all(c.isalnum() or c in "._+-" for c in n):
-                continue
-            for prefix in (d, d.replace("/usr", "", 1) if d in ("/usr/bin", "/usr/sbin") else None):
-                if prefix:
-                    shadow.append(f'function {prefix}/{n} {{ SLURM2KF_SIM_ARGV0={n} {stub} "$@"; }}')
-    bashenv = os.path.join(tmp, "bashenv")
-    with open(bashenv, "w") as fh:
-        fh.write(_bashenv(stub) + "\n".join(shadow) + "\n")
-    results: list[UnitResult] = []
-    notes: list[str] = []
-    uid, gid = _sandbox_ids()
-    for i, u in enumerate(units):
-        work = os.path.join(tmp, f"work{i}")
-        os.makedirs(work)
-        cfg = _unit_config(u, i, side, hosts, node_env, os.path.join(tmp, "rec", "records.jsonl"))
-        with open(os.path.join(tmp, "unit", "config.json"), "w") as fh:
-            json.dump(cfg, fh)
-        for p, c in u.files:
-            rel = p.lstrip("/")
-            dest = os.path.join(work, rel)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(dest, "w") as fh:
-                fh.write(c)
-        for p in u.programs:
-            if p.startswith("/"):
-                continue
-            dest = os.path.join(work, p)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            content = _program_stub(p, stub)
-            if content is None:
-                os.symlink(stub, dest)
-            else:
-                with open(dest, "w") as fh:
-                    fh.write(content)
-                os.chmod(dest, 0o755)
-        env = _base_env(u, {"BASH_ENV": bashenv, SIM_ENV + "CONFIG": os.path.join(tmp, "unit", "config.json")}, work)
-        env["PATH"] = bindir
-        if uid is not None and gid is not None:
-            for base, _dirs, files in os.walk(tmp):
-                os.chown(base, uid, gid)
-                for f in files:
-                    os.chown(os.path.join(base, f), uid, gid)
-
-        def limits():
-            os.setsid()
-            resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
-            resource.setrlimit(resource.RLIMIT_CPU, (int(timeout) + 5, int(timeout) + 5))
-
-        try:
-            placed = {path: os.path.join(work, path.lstrip("/")) for path, _ in u.files}
-            argv = [placed.get(a, a) for a in u.argv]  # files given by absolute path live under `work` here
-            p = subprocess.run(
-                argv,
-                env=env,
-                cwd=work,
-                capture_output=True,
-                timeout=timeout,
-                preexec_fn=limits,
-                user=uid,
-                group=gid,
-                extra_groups=[] if uid is not None else None,
+    if res.get("records_full"):
+        out.append(
+            (
+                S821_CAPPED,
+                f"the processes started filled the {RECORD_CAP >> 20} MiB kept per side; later ones are not counted",
             )
-            results.append(
-                UnitResult(
-                    p.returncode,
-                    False,
-                    p.stdout.decode("utf-8", "replace")[:65536],
-                    p.stderr.decode("utf-8", "replace")[:65536],
-                )
-            )
-        except subprocess.TimeoutExpired as exc:
-            results.append(
-                UnitResult(
-                    None,
-                    True,
-                    (exc.stdout or b"").decode("utf-8", "replace")[:65536],
-                    (exc.stderr or b"").decode("utf-8", "replace")[:65536],
-                )
-            )
-        except OSError as exc:
-            results.append(UnitResult(126, False, "", str(exc)))
-    records = []
-    try:
-        with open(os.path.join(tmp, "rec", "records.jsonl"), encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    records.append(json.loads(line))
-                except ValueError:
-                    pass
-    except OSError:
-        pass
-    iso = (
-        "path-only (no user namespaces here: commands are stubs by name and by absolute path, but files "
-        "outside the temporary directory are NOT protected)"
-    )
-    return SandboxResult(results, records, iso, notes)
+        )
+    return out

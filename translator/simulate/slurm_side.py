@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Sequence
 
+from translator.simulate.model import SideResult
 from translator.simulate.stubs import hostlist
 
 JOB_ID = 4242
-SUBMIT_DIR = "/home/user"
+SUBMIT_DIR = "/home/user"  # the user's home, where the job is submitted from (both sides run there)
 SUBMIT_HOST = "login01"
 CLUSTER = "cluster"
+# The login shell's environment that sbatch propagates with --export=ALL (the default) beyond what both
+# sides share (USER, HOME, PATH, SHELL, LANG): the terminal type of the shell sbatch was typed in.
+SUBMIT_ENV = {"TERM": "xterm-256color"}
+_PLACEHOLDER = re.compile(r"(?<![<\w$])<([A-Za-z][\w./:-]*)>(?!>)")
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,8 @@ def _int(v) -> int | None:
         return None
 
 
-def allocation(job) -> Allocation:
-    """The nodes, GPUs and task layout slurmctld would grant (the minimum node count of a range)."""
+def node_count(job) -> int:
+    """The nodes slurmctld would grant: the minimum of a range, else what -n/--ntasks-per-node need."""
     f = job.fields
     nodes = f.nodes_min or 0
     if not nodes:
@@ -51,7 +56,13 @@ def allocation(job) -> Allocation:
             nodes = -(-f.ntasks // f.ntasks_per_node)
         else:
             nodes = 1
-    nodes = max(1, min(nodes, 512))
+    return max(1, nodes)
+
+
+def allocation(job) -> Allocation:
+    """The nodes, GPUs and task layout slurmctld would grant (`node_count`; the caller checks the cap)."""
+    f = job.fields
+    nodes = node_count(job)
     width = max(2, len(str(nodes)))
     names = tuple(f"node{i + 1:0{width}d}" for i in range(nodes))
     if f.gpus_per_node is not None:
@@ -184,6 +195,37 @@ def batch_env(job, alloc: Allocation, array_index: int | None = None) -> tuple[d
     return env, notes
 
 
+def submit_env(export: str | None) -> dict[str, str]:
+    """What sbatch propagates from the submit shell (sbatch.1 --export; sbatch-semantics.md §5): everything
+    with ALL (the default), nothing with NONE/NIL, only the listed names otherwise; NAME=value items are set."""
+    items = [i.strip() for i in (export or "ALL").split(",") if i.strip()]
+    if not items or items[0].upper() in ("NONE", "NIL"):
+        return {}
+    out = dict(SUBMIT_ENV) if "ALL" in (i.upper() for i in items) else {}
+    for it in items:
+        name, eq, value = it.partition("=")
+        if eq:
+            out.setdefault(name, value)  # with ALL,VAR=val the caller's own value wins (sbatch.1)
+        elif name in SUBMIT_ENV:
+            out[name] = SUBMIT_ENV[name]
+    return out
+
+
+def placeholders(text: str) -> list[tuple[str, str]]:
+    """`<your-token>`-style placeholders in command lines (not comments): the script cannot run as written."""
+    from translator.simulate.verdict import R_PLACEHOLDER
+
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.split(" #", 1)[0]
+        if code.lstrip().startswith("#"):
+            continue
+        m = _PLACEHOLDER.search(code)
+        if m:
+            out.append((R_PLACEHOLDER, f"line {n}: {m.group(0)}"))
+    return out
+
+
 def interpreter_argv(text: str, script_path: str) -> tuple[list[str], str | None]:
     """How slurmd (the kernel, via `#!`) runs the script. Any shell runs as bash --noprofile --norc."""
     first = text.split("\n", 1)[0]
@@ -213,11 +255,25 @@ def absolute_programs(text: str) -> list[str]:
     return sorted({m.group(1) for m in _ABS_PROG.finditer(text)})
 
 
-def run(job, text: str, script_args: Sequence[str] = (), array_index: int | None = None, timeout: float = 5.0):
-    """Run the batch script in the sandbox; returns (SideResult, Allocation)."""
+def run(
+    job,
+    text: str,
+    script_args: Sequence[str] = (),
+    array_index: int | None = None,
+    timeout: float = 5.0,
+    deadline: float | None = None,
+):
+    """Run the batch script in the sandbox; returns (SideResult, Allocation). A job on more nodes than
+    simulate runs (sandbox.MAX_NODES) is not run: its SideResult says so in `incomplete` (S821)."""
     from translator.simulate import sandbox
     from translator.simulate.collect import side_result
 
+    sandbox.check_isolation()
+    nodes = node_count(job)
+    if nodes > sandbox.MAX_NODES:
+        why = f"the job asks for {nodes} nodes; simulate runs at most {sandbox.MAX_NODES} per side"
+        side = SideResult("slurm", notes=(f"not run: {why} ({sandbox.S821_CAPPED})",))
+        return replace(side, incomplete=((sandbox.S821_CAPPED, why),)), Allocation(("node01",), 0, (1,), 1)
     alloc = allocation(job)
     env, notes = batch_env(job, alloc, array_index)
     spool = f"/var/spool/slurmd/job{env['SLURM_JOB_ID']}/slurm_script"
@@ -230,21 +286,32 @@ def run(job, text: str, script_args: Sequence[str] = (), array_index: int | None
         notes.append(f"--chdir={cwd} is a system directory here; the job runs in {SUBMIT_DIR}")
         cwd = SUBMIT_DIR
     env["PWD"] = cwd
+    env["HOME"] = SUBMIT_DIR  # the user's home, also with --chdir
+    env.update({k: v for k, v in submit_env(job.options.get("export")).items() if k not in env})
+    files = [(spool, text)]
+    if cwd != SUBMIT_DIR:
+        files.append((SUBMIT_DIR + "/.bashrc", ""))  # so that the home directory exists
     unit = sandbox.Unit(
         argv=argv,
         env=env,
         hostname=alloc.hosts[0],
         node=0,
         cwd=cwd,
-        files=[(spool, text)],
+        files=files,
         config={"gpus": alloc.gpus_per_node},
         programs=sandbox.program_paths([text]),
     )
     res = sandbox.run_units(
-        [unit], "slurm", alloc.host_table(), timeout=timeout, extra_stub_paths=absolute_programs(text)
+        [unit],
+        "slurm",
+        alloc.host_table(),
+        timeout=timeout,
+        extra_stub_paths=absolute_programs(text),
+        deadline=deadline,
     )
     notes.append(
         f"allocation: {len(alloc.hosts)} node(s) {hostlist.compress(list(alloc.hosts))}, "
         f"{alloc.gpus_per_node} GPU(s) per node"
     )
-    return side_result("slurm", res, ["batch script"], [0], notes), alloc
+    side = side_result("slurm", res, ["batch script"], [0], notes)
+    return replace(side, blockers=tuple(placeholders(text))), alloc

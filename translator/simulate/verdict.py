@@ -18,7 +18,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from translator.simulate.model import Process, SideResult
+from translator.simulate.model import Failure, Process, Reason, SideResult, Verdict
 
 INTERNAL_PREFIXES = (
     "SLURM_",
@@ -197,13 +197,20 @@ def normalized(side: SideResult) -> SideResult:
     return replace(side, processes=tuple(procs))
 
 
+def failure_text(f: Failure) -> str:
+    where = "pod" if f.side == "kubeflow" else "node"
+    return f"{SIDE_NAME.get(f.side, f.side)}: `{f.command}` fails on {where} {f.node}: {f.reason}"
+
+
 def compare(slurm: SideResult, kube: SideResult) -> list[str]:
+    """Every failure of either side, then the differences between the training processes."""
     slurm, kube = normalized(slurm), normalized(kube)
+    return [failure_text(f) for f in slurm.failures + kube.failures] + process_diffs(slurm, kube)
+
+
+def process_diffs(slurm: SideResult, kube: SideResult) -> list[str]:
+    """The differences between the training processes of two normalized sides."""
     diffs: list[str] = []
-    for side in (slurm, kube):
-        for f in side.failures:
-            where = "pod" if side.side == "kubeflow" else "node"
-            diffs.append(f"{SIDE_NAME[side.side]}: `{f.command}` fails on {where} {f.node}: {f.reason}")
     sp, kp = list(slurm.processes), list(kube.processes)
     sc, kc = Counter(_key(p) for p in sp), Counter(_key(p) for p in kp)
     example: dict[tuple, Process] = {}  # one process per key, for naming the command
@@ -269,13 +276,26 @@ def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> list[str]:
     for a, b in pairs:
         ea, eb = user_env(a), user_env(b)
         for var in sorted(set(ea) | set(eb)):
-            if ea.get(var) != eb.get(var) and var not in seen:
+            if var not in seen and noticeable(ea.get(var), eb.get(var)):
                 seen[var] = (ea.get(var), eb.get(var))
     for var, (va, vb) in list(seen.items())[:8]:
         out.append(f"{name}: environment variable {var} is {_val(va)} on Slurm, {_val(vb)} on Kubeflow")
     if len(seen) > 8:
         out.append(f"{name}: {len(seen) - 8} more environment variables differ")
     return out
+
+
+_NODE_ONLY = re.compile(r"(?:<node\d+>|\d+)(?:[ ,:;]+(?:<node\d+>|\d+))*")
+
+
+def noticeable(a: str | None, b: str | None) -> bool:
+    """Whether a program could tell two values of a variable apart. Not so for a rendezvous helper that only
+    one side sets and that names nothing but the side's nodes and ports (`HEAD_NODE=<node0>`, `NODES=<node0>
+    <node1>`): the launcher gives the program its rendezvous on each side, and the helper names the same nodes."""
+    if a == b:
+        return False
+    only = a if b is None else b if a is None else None
+    return not (only is not None and "<node" in only and _NODE_ONLY.fullmatch(only.strip()))
 
 
 def _order(p: Process):
@@ -324,3 +344,100 @@ def _ep(s) -> str:
 
 def _val(v) -> str:
     return "unset" if v is None else repr(v) if len(v) <= 60 else repr(v[:57] + "...")
+
+
+# ---------------------------------------------------------------- the verdict: which of the four, and why
+
+R_TIMEOUT = "S806"  # time ran out on a side
+R_PLACEHOLDER = "S807"  # the script has a placeholder to fill in (`<your-token>`)
+R_UNSUPPORTED = "S808"  # a feature the simulation does not emulate (`srun --multi-prog`)
+R_SITE_FILE = "S809"  # a file of the site (a script, a directory) is not here
+R_SLURM_FAILS = "S810"  # the batch script fails here for another reason
+R_BOTH_FAIL = "S811"  # both sides fail the same way before any training process starts
+R_EMPTY = "S812"  # no training process on either side
+R_REFUSED = "S813"  # convert refused the script: no TrainJob to compare
+
+_LINE = re.compile(r"\bline (\d+)\b")
+_SHELL_PREFIX = re.compile(r"^(?:\S*: )?(?:line \d+: )?")
+
+
+def failure_key(f: Failure) -> tuple[str, str]:
+    """What two failures must share to be the same failure: the command and the shell's message, without
+    the script's name, its line (the TrainJob carries the script in another form) or the node."""
+    reason = f.reason
+    m = re.match(r"exited with status (\d+) \((.*)\)$", reason, re.S)
+    if m:
+        reason = f"status {m.group(1)}: " + _SHELL_PREFIX.sub("", m.group(2).strip())
+    command = "" if f.kind == "exit" else f.command
+    return command, reason
+
+
+def split_failures(slurm: SideResult, kube: SideResult) -> tuple[list[Failure], list[Failure], list[Failure]]:
+    """(shared, Slurm only, Kubeflow only). A failure both sides have is shared (listed once, from Slurm)."""
+    skeys = {failure_key(f) for f in slurm.failures}
+    kkeys = {failure_key(f) for f in kube.failures}
+    shared = [f for f in slurm.failures if failure_key(f) in kkeys]
+    s_only = [f for f in slurm.failures if failure_key(f) not in kkeys]
+    k_only = [f for f in kube.failures if failure_key(f) not in skeys]
+    return shared, s_only, k_only
+
+
+def where_of(f: Failure) -> str:
+    m = _LINE.search(f.reason)
+    place = "batch script" if f.side == "slurm" and f.kind in ("exit", "timeout") else f.command
+    host = f"pod {f.node}" if f.side == "kubeflow" else f"node {f.node}"
+    return f"{place} on {host}" + (f", line {m.group(1)}" if m and f.side == "slurm" else "")
+
+
+def _slurm_reason(fails: Sequence[Failure], blockers: Sequence[tuple[str, str]]) -> Reason:
+    """Why the Slurm side cannot run here, most specific first."""
+    if blockers:
+        code, where = blockers[0]
+        return Reason(code, _BLOCKER_TEXT.get(code, "the script cannot run here"), "slurm", where)
+    f = fails[0]
+    if f.kind == "unsupported" or "not emulated" in f.reason:
+        return Reason(R_UNSUPPORTED, f"a feature the simulation does not emulate: {f.reason}", "slurm", where_of(f))
+    if "No such file or directory" in f.reason or "not found" in f.reason.lower():
+        return Reason(R_SITE_FILE, f"a file of the site is not here: {f.reason}", "slurm", where_of(f))
+    return Reason(R_SLURM_FAILS, f"the batch script fails here: {f.reason}", "slurm", where_of(f))
+
+
+_BLOCKER_TEXT = {
+    R_PLACEHOLDER: "the script has a placeholder to fill in before it can run",
+    R_UNSUPPORTED: "the script uses a feature the simulation does not emulate",
+}
+
+
+def _timeout_reason(fails: Sequence[Failure]) -> Reason | None:
+    for f in fails:
+        if f.kind == "timeout":
+            return Reason(R_TIMEOUT, "time ran out before the side finished", f.side, where_of(f))
+    return None
+
+
+def decide(path: str, slurm: SideResult, kube: SideResult, blockers: Sequence[tuple[str, str]] = ()) -> Verdict:
+    """equivalent / differs / inconclusive for two sides (`refused` is decided before, by `refused`)."""
+    slurm, kube = normalized(slurm), normalized(kube)
+    shared, s_only, k_only = split_failures(slurm, kube)
+    diffs = [failure_text(f) for f in k_only] + process_diffs(slurm, kube)
+    # a side that did not run to its end (more nodes than simulate runs, the overall deadline): never a verdict
+    incomplete = [(side.side, code, why) for side in (slurm, kube) for code, why in side.incomplete]
+    reason = Reason(incomplete[0][1], incomplete[0][2], incomplete[0][0]) if incomplete else None
+    if reason is None:
+        reason = _timeout_reason(slurm.failures + kube.failures)
+    if reason is None and (s_only or blockers):
+        reason = _slurm_reason(s_only, blockers)
+    if reason is None and not diffs and not slurm.processes and not kube.processes:
+        if shared:
+            reason = Reason(R_BOTH_FAIL, "both sides fail the same way before training", "both", where_of(shared[0]))
+        else:
+            reason = Reason(R_EMPTY, "no training process on either side: nothing to compare", "both")
+    kind = "inconclusive" if reason is not None else "differs" if diffs else "equivalent"
+    once = tuple(failure_text(f) for f in shared)
+    return Verdict(path, kind, tuple(diffs), slurm, kube, reason=reason, shared=once)
+
+
+def refused(path: str, slurm: SideResult, why: str) -> Verdict:
+    return Verdict(
+        path=path, verdict="refused", slurm=slurm, reason=Reason(R_REFUSED, f"convert refused the script: {why}")
+    )

@@ -222,6 +222,76 @@ for _n in _PYXIS_FLAGS:
 for _n in ("image", "volume", "module"):
     SPANK_OPTIONS[_n] = ("shifter", REQUIRED)
 SPANK_OPTIONS["ccm"] = ("shifter", NONE)
+
+# Plugins whose options count as accepted by sbatch (O226 instead of O206). DECISION (issue 21.4): NERSC's
+# Shifter SPANK plugin is installed wherever a script writes `#SBATCH --image=…`, and its options choose
+# the image the TrainJob needs, so a script using them is read as sbatch with the plugin reads it. This is
+# a documented exception to the Slurm oracle of the test suite, whose sbatch 22.05 has no plugstack and
+# refuses them (docs/inspect.md, docs/codes.md O226). pyxis/EAR options stay O206 (refused by plain sbatch).
+ACCEPTED_PLUGINS = frozenset({"shifter"})
+# Shifter's image types (ImageData.c allowedImageTypes); a descriptor without one of them as its prefix
+# is an image of the site's defaultImageType, `docker` as Shifter recommends and NERSC configures.
+SHIFTER_IMAGE_TYPES = ("docker", "custom", "id", "local")
+# What Shifter keeps of a user's image tag / volume path (ImageData.c _ImageData_filterString): other
+# characters are dropped, not refused.
+_SHIFTER_TAG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:.+-/")
+# A user's volume may not be mounted at these container paths (VolumeMap.c validateVolumeMap_userRequest).
+_SHIFTER_TO_FORBIDDEN_PREFIX = ("/etc", "/var", "etc", "var", "/opt/udiImage", "opt/udiImage")
+_SHIFTER_TO_FORBIDDEN = ("/opt", "opt")
+_SHIFTER_VOLUME_FLAGS = ("ro", "rec", "pernodecache")
+
+
+def shifter_image(value: str) -> tuple[str, str]:
+    """(image type, tag) of a Shifter image descriptor as parse_ImageDescriptor reads it:
+    `docker:nersc/pytorch:24.06.01` -> ("docker", "nersc/pytorch:24.06.01"); `ubuntu:22.04` (no known type
+    before the first `:`) -> ("docker", "ubuntu:22.04"); characters Shifter filters out are dropped."""
+    value = value.strip()
+    kind, colon, rest = value.partition(":")
+    if colon and kind in SHIFTER_IMAGE_TYPES:
+        tag = rest
+    else:
+        kind, tag = "docker", value
+    return kind, "".join(c for c in tag if c in _SHIFTER_TAG_CHARS)
+
+
+def shifter_volumes(value: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(from, to, flags) of each `;`-separated entry of a Shifter `--volume` value (`/a:/b:ro;/c:/d`)."""
+    out = []
+    for item in value.split(";"):
+        item = item.strip()
+        if len(item) >= 2 and item[0] == item[-1] == '"':
+            item = item[1:-1]
+        if not item:
+            continue
+        parts = item.split(":")
+        out.append((parts[0], parts[1] if len(parts) > 1 else "", tuple(parts[2:])))
+    return out
+
+
+def shifter_value_problem(name: str, value: str | None) -> str | None:
+    """Why the Shifter plugin refuses the value of its option `name` (sbatch then exits with an error),
+    or None. Checked as shifterSpank.c does: an empty image or volume; a volume entry without a container
+    path, mounted under /etc, /var, /opt/udiImage or at /opt, or with an unknown flag."""
+    if name == "ccm":
+        return None
+    if not value or not value.strip():
+        return f"`--{name}` needs a value (Shifter: it must not be zero length)"
+    if name == "image":
+        kind, tag = shifter_image(value)
+        return None if tag else f"`--image={value}` names no image after Shifter's character filter"
+    if name != "volume":
+        return None
+    for src, dst, flags in shifter_volumes(value):
+        if not src or not dst:
+            return f"`--volume` entry `{src}:{dst}` needs both a host and a container path"
+        if dst in _SHIFTER_TO_FORBIDDEN or dst.startswith(_SHIFTER_TO_FORBIDDEN_PREFIX):
+            return f"`--volume` may not mount over `{dst}` in the container (Shifter refuses /etc, /var, /opt)"
+        for flag in flags:
+            if flag and flag.partition("=")[0].lower() not in _SHIFTER_VOLUME_FLAGS:
+                return f"`--volume` flag `{flag}` is not one Shifter knows (ro, rec, perNodeCache)"
+    return None
+
+
 for _n in (
     "ear",
     "ear-policy",

@@ -25,7 +25,17 @@ from translator.slurm import values as V
 from translator.slurm.getopt import GetoptError, ParsedOption, getopt_long, match_long
 from translator.slurm.job import JobComponent, JobFields, OptionSetting, SlurmJob
 from translator.slurm.kinds import _NOTING_KINDS, parse as parse_kind
-from translator.slurm.options import CANONICAL, ENV_ONLY, ENV_OPTIONS, LONG_OPTIONS, NONE, OPTIONAL, OptionSpec
+from translator.slurm.options import (
+    ACCEPTED_PLUGINS,
+    CANONICAL,
+    ENV_ONLY,
+    ENV_OPTIONS,
+    LONG_OPTIONS,
+    NONE,
+    OPTIONAL,
+    OptionSpec,
+    shifter_value_problem,
+)
 from translator.tables import keep
 
 if TYPE_CHECKING:
@@ -57,6 +67,8 @@ O222_WRAPPER_IGNORED = "O222"
 O223_COMMAND_LINE_ONLY = "O223"
 O224_VALUE_IGNORED = "O224"
 O225_SUBMIT_HOST_DEPENDENT = "O225"
+O226_SHIFTER_OPTION = "O226"
+O227_SHIFTER_REFUSES = "O227"
 
 CODES = {
     O201_UNKNOWN_OPTION: ERROR,
@@ -84,6 +96,8 @@ CODES = {
     O223_COMMAND_LINE_ONLY: WARNING,
     O224_VALUE_IGNORED: WARNING,
     O225_SUBMIT_HOST_DEPENDENT: WARNING,
+    O226_SHIFTER_OPTION: INFO,
+    O227_SHIFTER_REFUSES: ERROR,
 }
 
 _GETOPT_CODES = {
@@ -274,6 +288,8 @@ class _Resolver:
             if po.spec is None:  # plugin option: recorded, not applied
                 assert po.spank is not None  # no spec: a SPANK plugin option
                 plugin, option = po.spank
+                if plugin in ACCEPTED_PLUGINS:  # Shifter: accepted as sbatch with the plugin accepts it
+                    self._shifter_option(option, po)
                 comp.spank[option] = (plugin, po.value)
                 comp.settings.append(OptionSetting(option, po.value or "", source, po.line, po.written))
                 continue
@@ -283,6 +299,20 @@ class _Resolver:
                 self.diag(O223_COMMAND_LINE_ONLY, _command_line_only(po.written, po.spec), po.line, "remove the line")
                 continue
             self.apply(comp, po.spec, po.value, source, po.line, po.written)
+
+    def _shifter_option(self, option: str, po: ParsedOption) -> None:
+        """O227 when the Shifter plugin refuses the value (sbatch exits), else O226: read as the plugin
+        reads it. A documented exception to the oracle (options.ACCEPTED_PLUGINS)."""
+        problem = shifter_value_problem(option, po.value)
+        if problem is not None:
+            self.diag(O227_SHIFTER_REFUSES, f"sbatch with NERSC's Shifter plugin refuses this: {problem}", po.line)
+            return
+        self.diag(
+            O226_SHIFTER_OPTION,
+            f"`--{option}` is an option of the shifter SPANK plugin (NERSC): sbatch with the plugin accepts "
+            f"`{po.written}` and it is read as the plugin reads it (plain sbatch 22.05 would refuse it)",
+            po.line,
+        )
 
     def _note_spelling(self, po: ParsedOption, source: str) -> None:
         for code, message, suggestion in _spelling_notes(po):
@@ -295,6 +325,8 @@ class _Resolver:
             if e.kind == "spank":
                 assert e.spank is not None  # getopt names the plugin of every spank error
                 plugin, name = e.spank
+                if plugin in ACCEPTED_PLUGINS:
+                    continue  # reported with its value by apply_parsed (O226/O227)
                 self.diag(
                     code,
                     f"`--{name}` is an option of the {plugin} SPANK plugin, not of sbatch itself: "

@@ -5,10 +5,14 @@ stub links (and the allow-listed real text utilities), a private /etc, /dev, /pr
 for each *unit* (the batch step, or one pod) a fresh mount+UTS namespace with its own hostname,
 /etc, working directory (tmpfs) and files. The unit's command runs after pivot_root (the host's
 file system is gone from its view), in a nested user namespace (no capabilities), with resource
-limits. Process 1 kills everything left when a unit ends or its time is up, then copies the
-bounded records and outputs to the host directory.
+limits. Process 1 kills everything left when a unit ends or its time is up, then writes the
+bounded records and outputs to its standard output as one JSON object.
 
-Usage: python -I -S sim_init.py SPEC.json
+The spec (which holds the job's environment) comes on standard input and is never written to a
+file; the units' outputs are kept in a tmpfs of process 1's own mount namespace. Exit status 3
+(SETUP_FAILED) means the sandbox could not be built here: nothing of the job ran.
+
+Usage: python -I -S sim_init.py < SPEC.json
 """
 
 import ctypes
@@ -25,6 +29,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWUSER = 0x00020000, 0x04000000, 0x10000000
+SETUP_FAILED = 3  # the exit status that tells the host the sandbox could not be built
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217}.get(platform.machine(), 155)
 
 
@@ -60,11 +65,13 @@ def write(path, content, mode=0o644):
     os.chmod(path, mode)
 
 
-def main():
-    spec = json.load(open(sys.argv[1]))
-    T = spec["tmp"]
-    R = os.path.join(T, "root")
-    notes = []
+class SetupError(Exception):
+    """The sandbox cannot be built here: simulate refuses (nothing of the job ran)."""
+
+
+def build_root(spec, T, R, notes):
+    """The private root: /usr read-only with stub bin directories, only the allow-listed host programs
+    under /.sim/real, the stubs, /dev, /proc. Returns whether /proc could be mounted."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     tmpfs(R, size="32m", inodes=65536)
     for d in (
@@ -76,7 +83,7 @@ def main():
         "run",
         "var",
         "home",
-        ".sim/real/usr",
+        ".sim/real",
         ".sim/rec",
         ".sim/unit",
         ".sim/stubs",
@@ -90,15 +97,13 @@ def main():
         os.makedirs(R + d, exist_ok=True)
         bind_ro(d, R + d)
     bind_ro("/usr", R + "/usr")
-    bind_ro("/usr", R + "/.sim/real/usr")
+    real_programs(spec, R)
     for d, names in spec["bin_dirs"].items():
         if not os.path.isdir(R + d):
             continue
         tmpfs(R + d, size="4m", inodes=32768)
         for name, target in names.items():
             os.symlink(target, os.path.join(R + d, name))
-    for d in spec.get("extra_stub_dirs", []):
-        os.makedirs(R + d, exist_ok=True)
     for path, content in spec.get("program_files", {}).items():
         os.makedirs(os.path.dirname(R + path), exist_ok=True)
         if not os.path.lexists(R + path):
@@ -121,7 +126,41 @@ def main():
                     write(os.path.join(R, ".sim/stubs", sub, fname), fh.read())
     write(os.path.join(R, ".sim/stub"), spec["stub_text"], 0o755)
     write(os.path.join(R, ".sim/bashenv"), spec["bashenv"], 0o644)
-    # /dev
+    build_dev(R, notes)
+    try:
+        mount("proc", R + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError as exc:
+        raise SetupError(f"cannot mount /proc in the sandbox ({exc.strerror})") from None
+    tmpfs(R + "/.sim/rec", size=str(spec["record_cap"]), inodes=4096)
+    os.chmod(R + "/.sim/rec", 0o777)
+    for u in spec["units"]:
+        for d in [u["cwd"]] + [os.path.dirname(p) for p, _ in u["files"]]:
+            top = d.strip("/").split("/")[0] if d.strip("/") else ""
+            if top and top not in ("usr", "proc", "dev", ".sim", "etc", "tmp") and not os.path.islink(R + "/" + top):
+                os.makedirs(R + d, exist_ok=True)
+    mount(None, R, None, MS_REMOUNT | MS_RDONLY, None)
+
+
+def real_programs(spec, R):
+    """/.sim/real holds only the host programs that may run for real (the text utilities, the shells,
+    the stubs' interpreter), each bound read-only; /.sim/real/usr/<dir> for every other /usr
+    directory (libraries, the interpreter's standard library) is a link to /usr/<dir>."""
+    base = R + "/.sim/real"
+    tmpfs(base, size="1m", inodes=4096)
+    for path in spec["real_files"]:
+        os.makedirs(os.path.dirname(base + path), exist_ok=True)
+        open(base + path, "w").close()
+        bind_ro(path, base + path)
+    for top in ("/usr", "/usr/local"):
+        os.makedirs(base + top, exist_ok=True)
+        for name in os.listdir(top) if os.path.isdir(top) else ():
+            path = top + "/" + name
+            if path not in spec["bin_dirs"] and path != "/usr/local" and not os.path.lexists(base + path):
+                os.symlink(path, base + path)
+    mount(None, base, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def build_dev(R, notes):
     tmpfs(R + "/dev", size="64k")
     for dev in ("null", "zero", "full", "random", "urandom"):
         p = os.path.join(R, "dev", dev)
@@ -138,42 +177,78 @@ def main():
     ):
         os.symlink(target, os.path.join(R, "dev", name))
     os.makedirs(R + "/dev/shm")
-    have_proc = True
-    try:
-        mount("proc", R + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except OSError as exc:
-        have_proc = False
-        notes.append(f"no /proc in the sandbox ({exc.strerror if hasattr(exc, 'strerror') else exc})")
-    tmpfs(R + "/.sim/rec", size="8m", inodes=4096)
-    os.chmod(R + "/.sim/rec", 0o777)
-    units = spec["units"]
-    for u in units:
-        for d in [u["cwd"]] + [os.path.dirname(p) for p, _ in u["files"]]:
-            top = d.strip("/").split("/")[0] if d.strip("/") else ""
-            if top and top not in ("usr", "proc", "dev", ".sim", "etc", "tmp") and not os.path.islink(R + "/" + top):
-                os.makedirs(R + d, exist_ok=True)
-    mount(None, R, None, MS_REMOUNT | MS_RDONLY, None)
+
+
+def check_drop_privileges():
+    """The unit's command must run without capabilities (a nested user namespace as uid 1000); a
+    platform that does not allow it cannot isolate, so the sandbox is not built at all."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            enter_unprivileged()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SetupError("a nested user namespace (to drop privileges) is not allowed here")
+
+
+def enter_unprivileged():
+    if libc.unshare(CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(user)")
+    for fname, text in (("setgroups", "deny"), ("uid_map", "1000 0 1"), ("gid_map", "1000 0 1")):
+        with open(f"/proc/self/{fname}", "w") as fh:
+            fh.write(text)
+
+
+def main():
+    spec = json.load(sys.stdin.buffer)
+    T = spec["tmp"]
+    R = os.path.join(T, "root")
     out_dir = os.path.join(T, "out")
+    notes: list[str] = []
+    try:
+        build_root(spec, T, R, notes)
+        check_drop_privileges()
+        # the units' outputs live in a tmpfs of this mount namespace only: nothing the job prints
+        # reaches the host's file system
+        tmpfs(out_dir, size="40m", mode="700", inodes=256)
+    except (OSError, SetupError) as exc:
+        sys.stderr.write(f"{exc}\n")
+        sys.exit(SETUP_FAILED)
     results = []
     deadline_total = time.monotonic() + spec["timeout_total"]
-    for i, u in enumerate(units):
-        results.append(run_unit(spec, R, out_dir, i, u, have_proc, deadline_total))
-    records = []
+    for i, u in enumerate(spec["units"]):
+        if time.monotonic() >= deadline_total:
+            results.append({"rc": None, "timed_out": True, "not_run": True, "stdout": "", "stderr": ""})
+            continue
+        results.append(run_unit(spec, R, out_dir, i, u, deadline_total))
+    records, full = read_records(R + "/.sim/rec/records.jsonl", spec["record_cap"], notes)
+    out = {"units": results, "records": records, "records_full": full, "notes": notes}
+    sys.stdout.write(json.dumps(out))
+    sys.stdout.flush()
+
+
+def read_records(path, cap, notes):
+    """The records the stubs wrote, and whether their tmpfs filled up (later records were lost)."""
+    records: list[dict] = []
     try:
-        with open(R + "/.sim/rec/records.jsonl", "rb") as fh:
-            data = fh.read(spec["record_cap"])
-        for line in data.decode("utf-8", "replace").splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                notes.append("a malformed record line was ignored")
+        with open(path, "rb") as fh:
+            data = fh.read(cap)
+        st = os.statvfs(os.path.dirname(path))
     except OSError:
-        pass
-    with open(os.path.join(out_dir, "result.json"), "w") as fh:
-        json.dump({"units": results, "records": records, "notes": notes}, fh)
+        return records, False
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            notes.append("a malformed record line was ignored")
+    return records, st.f_bavail * st.f_frsize < 64 * 1024
 
 
-def run_unit(spec, R, out_dir, i, u, have_proc, deadline_total):
+def run_unit(spec, R, out_dir, i, u, deadline_total):
     out_path = os.path.join(out_dir, f"u{i}.out")
     err_path = os.path.join(out_dir, f"u{i}.err")
     outfd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -181,7 +256,7 @@ def run_unit(spec, R, out_dir, i, u, have_proc, deadline_total):
     pid = os.fork()
     if pid == 0:
         try:
-            child(spec, R, u, outfd, errfd, have_proc)
+            child(spec, R, u, outfd, errfd)
         except BaseException as exc:
             os.write(errfd, f"slurm2kf sandbox: {exc}\n".encode())
         os._exit(125)
@@ -189,6 +264,7 @@ def run_unit(spec, R, out_dir, i, u, have_proc, deadline_total):
     os.close(errfd)
     deadline = min(time.monotonic() + u.get("timeout", spec["timeout"]), deadline_total)
     rc, timed_out = None, False
+    cut = deadline == deadline_total  # the overall deadline, not the unit's own limit, ends it
     while True:
         try:
             wpid, status = os.waitpid(-1, os.WNOHANG)
@@ -205,7 +281,12 @@ def run_unit(spec, R, out_dir, i, u, have_proc, deadline_total):
                 rc = os.waitstatus_to_exitcode(status)
                 break
             time.sleep(0.002)
-    # whatever the unit left running (background jobs, fork loops) ends with it
+    # Background steps the script started just before it ended get a moment to start their tasks: the
+    # stubs take no time (`sleep` returns at once), so without this a step launched behind `&` is cut
+    # before its tasks run, where on a cluster the script's own sleeps gave it time. Then whatever the
+    # unit left running (background jobs, fork loops) ends with it.
+    if not timed_out:
+        _drain(min(deadline, time.monotonic() + DRAIN_SECONDS))
     try:
         os.kill(-1, signal.SIGKILL)
     except OSError:
@@ -216,16 +297,31 @@ def run_unit(spec, R, out_dir, i, u, have_proc, deadline_total):
         except ChildProcessError:
             break
     cap = spec["output_cap"]
-    res: dict[str, object] = {"rc": rc, "timed_out": timed_out}
+    res: dict[str, object] = {"rc": rc, "timed_out": timed_out, "cut_by_deadline": timed_out and cut}
     for key, p in (("stdout", out_path), ("stderr", err_path)):
         with open(p, "rb") as fh:
             data = fh.read(cap + 1)
+        os.unlink(p)
         res[key] = data[:cap].decode("utf-8", "replace")
         res[key + "_truncated"] = len(data) > cap
     return res
 
 
-def child(spec, R, u, outfd, errfd, have_proc):
+DRAIN_SECONDS = 1.0
+
+
+def _drain(until: float) -> None:
+    """Reap the unit's remaining processes as they end, until none is left or `until` (time.monotonic())."""
+    while time.monotonic() < until:
+        try:
+            wpid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # process 1 has no child left, so nothing runs in the namespace
+        if wpid == 0:
+            time.sleep(0.002)
+
+
+def child(spec, R, u, outfd, errfd):
     if libc.unshare(CLONE_NEWNS | CLONE_NEWUTS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(mount, uts)")
     host = u["hostname"].encode()[:64]
@@ -263,16 +359,9 @@ def child(spec, R, u, outfd, errfd, have_proc):
     os.chdir("/")
     if libc.umount2(b"/.sim/oldroot", MNT_DETACH) != 0:
         raise OSError(ctypes.get_errno(), "umount old root")
-    if have_proc:
-        # a nested user namespace: the command runs as an ordinary user (uid 1000) with no
-        # capability over the mounts above, so it cannot undo them
-        if libc.unshare(CLONE_NEWUSER) == 0:
-            for fname, text in (("setgroups", "deny"), ("uid_map", "1000 0 1"), ("gid_map", "1000 0 1")):
-                try:
-                    with open(f"/proc/self/{fname}", "w") as fh:
-                        fh.write(text)
-                except OSError:
-                    pass
+    # a nested user namespace: the command runs as an ordinary user (uid 1000) with no capability
+    # over the mounts above, so it cannot undo them (and cannot reach process 1's view of the host)
+    enter_unprivileged()
     os.chdir(cwd)
     lim = spec["limits"]
     for res_name, value in (

@@ -21,6 +21,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostlist  # noqa: E402
 import names  # noqa: E402
+import same_ranks  # type: ignore[import-not-found]  # noqa: E402
 
 SIM_PREFIX = "SLURM2KF_SIM_"
 _CFG = None
@@ -47,6 +48,9 @@ SLURM_ONLY = {
     "module",
     "ml",
 }
+# Site tools of a login node (and of the Slurm nodes that share its software): not in a container image
+# unless the image provides them (the unit's config "provides": pods_run.image_tools).
+LOGIN_NODE_TOOLS = {"module", "ml", "conda", "shifter", "singularity", "apptainer", "enroot", "podman-hpc"}
 # Programs whose launch is not a training process (utilities, package managers, setup commands).
 PY_NON_TRAINING_MODULES = {
     "pip",
@@ -129,8 +133,15 @@ def node_gpus(node=None) -> int:
 def record(kind: str, **fields) -> None:
     rec = {"kind": kind, "unit": _config().get("unit", 0), "node": this_node(), "host": this_host()}
     rec.update(fields)
-    path = _config().get("rec") or os.path.join(_simdir(), "rec", "records.jsonl")
-    line = (json.dumps(rec, sort_keys=True) + "\n").encode("utf-8")
+    _append(_rec_path(), (json.dumps(rec, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def _rec_path() -> str:
+    """The unit's record file, or (SLURM2KF_SIM_REC) the file of a run that stands for several tasks."""
+    return os.environ.get(SIM_PREFIX + "REC") or _config().get("rec") or os.path.join(_simdir(), "rec", "records.jsonl")
+
+
+def _append(path: str, line: bytes) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -145,8 +156,8 @@ def clean_env(env) -> dict:
     return {k: v for k, v in env.items() if not k.startswith(SIM_PREFIX) and k not in ("BASH_ENV", "_")}
 
 
-def fail(name: str, argv, reason: str, code: int = 1, message: str = "") -> int:
-    record("failure", name=name, argv=list(argv), reason=reason)
+def fail(name: str, argv, reason: str, code: int = 1, message: str = "", category: str = "") -> int:
+    record("failure", name=name, argv=list(argv), reason=reason, category=category)
     sys.stderr.write((message or f"{name}: {reason}") + "\n")
     return code
 
@@ -162,10 +173,10 @@ def _first_int(env, *names):
     return None
 
 
-def visible_gpus(env) -> int:
+def visible_gpus(env, node=None) -> int:
     v = env.get("CUDA_VISIBLE_DEVICES")
     if v is None:
-        return node_gpus()
+        return node_gpus(node)
     v = v.strip()
     if not v or v.lower() in ("nodevfiles", "none", "-1"):
         return 0
@@ -174,35 +185,42 @@ def visible_gpus(env) -> int:
 
 def record_process(program: str, argv, interpreter: str, env=None) -> None:
     env = dict(os.environ if env is None else env)
-    # Slurm's task variables last: a program that reads them (Lightning, JAX, submitit) gets its rank
-    # there when no launcher set RANK/OMPI_*; in the batch step they say rank 0 of SLURM_NTASKS.
-    in_step = True
-    slurm_rank = ("SLURM_PROCID",)
+    fields = derived_fields(env)
     record(
         "process",
         program=program,
         argv=list(argv),
         interpreter=interpreter,
         launcher=env.get(SIM_PREFIX + "LAUNCHER", "direct"),
-        rank=_first_int(env, "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "JAX_PROCESS_ID", *slurm_rank),
-        local_rank=_first_int(
-            env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", *(("SLURM_LOCALID",) if in_step else ())
+        env=clean_env(env),
+        cwd=os.getcwd(),
+        defaulted=[n for n in env.get(SIM_PREFIX + "DEFAULTED", "").split(",") if n],
+        **fields,
+    )
+
+
+def derived_fields(env, node=None) -> dict:
+    """What a program reads from its environment to place itself: rank, local rank, world size, rendezvous,
+    visible GPUs. Slurm's task variables come last: a program that reads them (Lightning, JAX, submitit) gets
+    its rank there when no launcher set RANK/OMPI_*; in the batch step they say rank 0 of SLURM_NTASKS."""
+    return {
+        "rank": _first_int(
+            env, "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "JAX_PROCESS_ID", "SLURM_PROCID"
         ),
-        world_size=_first_int(
+        "local_rank": _first_int(env, "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"),
+        "world_size": _first_int(
             env,
             "WORLD_SIZE",
             "OMPI_COMM_WORLD_SIZE",
             "PMI_SIZE",
             "JAX_NUM_PROCESSES",
-            *(("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS") if in_step else ()),
+            "SLURM_STEP_NUM_TASKS",
+            "SLURM_NTASKS",
         ),
-        master_addr=env.get("MASTER_ADDR"),
-        master_port=env.get("MASTER_PORT"),
-        gpus=visible_gpus(env),
-        env=clean_env(env),
-        cwd=os.getcwd(),
-        defaulted=[n for n in env.get(SIM_PREFIX + "DEFAULTED", "").split(",") if n],
-    )
+        "master_addr": env.get("MASTER_ADDR"),
+        "master_port": env.get("MASTER_PORT"),
+        "gpus": visible_gpus(env, node),
+    }
 
 
 # ---------------------------------------------------------------- starting child commands
@@ -237,10 +255,10 @@ def _is_stub(path: str) -> bool:
         return False
 
 
-def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) -> int:
-    """Start `argv` as a launcher would (fork + env). Stubbed names run in the child in-process;
-    real (allow-listed) programs and scripts are exec'd; a program that does not exist in the
-    sandbox is the user's program: a training process is recorded for it."""
+def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None, cwd=None) -> int:
+    """Start `argv` as a launcher would (fork + env, in `cwd` when given). Stubbed names run in the
+    child in-process; real (allow-listed) programs and scripts are exec'd; a program that does not
+    exist in the sandbox is the user's program: a training process is recorded for it."""
     if not argv:
         return 0
     env = dict(env)
@@ -258,6 +276,11 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
         try:
             if stdout_fd is not None:
                 os.dup2(stdout_fd, 1)
+            if cwd:
+                try:
+                    os.chdir(cwd)
+                except OSError as exc:
+                    os._exit(fail(os.path.basename(argv[0]), argv, f"cannot chdir to {cwd}: {exc.strerror}", 1))
             os.environ.clear()
             os.environ.update(env)
             name = os.path.basename(argv[0])
@@ -265,7 +288,7 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
             if (path and _is_stub(path)) or (
                 not path and "/" not in argv[0] and (handler_for(name) or name in KNOWN_NAMES)
             ):
-                code = dispatch(name, list(argv[1:]), training_if_unknown=True)
+                code = dispatch(name, list(argv[1:]), training_if_unknown=True, path=argv[0] if "/" in argv[0] else "")
             elif path and _is_program_stub(path):
                 record_process(argv[0], argv[1:], "", env)  # what the stub script would record
                 code = 0
@@ -291,6 +314,97 @@ def run_command(argv, env, launcher: str, node=None, host=None, stdout_fd=None) 
             os._exit(code if isinstance(code, int) else 1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) if status else 0
+
+
+def run_tasks(tasks, launcher: str, capture: bool = False):
+    """Start each task (argv, env, node, host) as a launcher does, one after another; returns the exit codes
+    and, with `capture`, each task's output (else it goes to our stdout). Tasks that provably behave alike
+    (same_ranks) cost one run: its records and output are given to each task with the task's own values."""
+    if len(tasks) > 2 and all(t[0] == tasks[0][0] for t in tasks):
+        done = _run_alike(tasks, launcher, capture)
+        if done is not None:
+            return done
+    codes, outputs = [], []
+    for argv, env, node, host in tasks:
+        fd = _capture_file() if capture else None
+        codes.append(run_command(argv, env, launcher, node=node, host=host, stdout_fd=fd))
+        if fd is not None:
+            outputs.append(_read_back(fd))
+    return codes, outputs
+
+
+def _capture_file() -> int:
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="s2k-out-")
+    os.unlink(path)
+    return fd
+
+
+def _read_back(fd: int) -> str:
+    os.lseek(fd, 0, 0)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _run_alike(tasks, launcher: str, capture: bool):
+    """One run of the common command with a sentinel for each varying value; None when not provably alike."""
+    envs = [dict(env, HOSTNAME=host) if host is not None else dict(env) for _, env, _, host in tasks]
+    names = {n for n in same_ranks.varying(envs) if not n.startswith(SIM_PREFIX)}
+    text = same_ranks.shell_text(tasks[0][0])
+    host_varies = len({(t[2], t[3]) for t in tasks}) > 1
+    if text is None or any(n not in e for e in envs for n in names):
+        return None
+    if not same_ranks.text_alike(text, names, host_varies):
+        return None
+    env0 = dict(envs[0], **{n: same_ranks.sentinel(n) for n in names})
+    node0, host0 = tasks[0][2], tasks[0][3]
+    env0.update(
+        {SIM_PREFIX + "NODE": str(this_node() if node0 is None else node0), SIM_PREFIX + "HOST": host0 or this_host()}
+    )
+    env0[SIM_PREFIX + "REC"] = rec = os.path.join(os.path.dirname(_rec_path()), f"alike.{os.getpid()}.jsonl")
+    fd = _capture_file()
+    code = run_command(tasks[0][0], env0, launcher, stdout_fd=fd)
+    out = _read_back(fd)
+    records = _read_records(rec)
+    if not same_ranks.records_alike(records):
+        return None
+    lines, outputs = [], []
+    for (_, _, node, host), env in zip(tasks, envs):
+        pairs = [(same_ranks.sentinel(n), env[n]) for n in names]
+        node = this_node() if node is None else node
+        for r in records:
+            r = same_ranks.substitute(r, pairs)
+            r.update(node=node, host=host or this_host(), **derived_fields(r.get("env", {}), node))
+            lines.append(json.dumps(r, sort_keys=True) + "\n")
+        outputs.append(same_ranks.substitute(out, pairs))
+    _append(_rec_path(), "".join(lines).encode("utf-8"))
+    if not capture:
+        sys.stdout.write("".join(outputs))
+        sys.stdout.flush()
+    return [code] * len(tasks), outputs
+
+
+def _read_records(path: str) -> list:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = fh.read()
+        os.unlink(path)
+    except OSError:
+        return []
+    out = []
+    for line in data.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            return [{"kind": "malformed"}]  # not alike: run the tasks one by one
+    return out
 
 
 # ---------------------------------------------------------------- option scanning helper
@@ -543,6 +657,34 @@ def _gpu_count(spec):
     return _int(last, 1)
 
 
+def task_gpus(local, tasks_here, gpt, gpn_step, ngpu, bind=None) -> list:
+    """The GPUs one srun task sees (srun.1 --gpus-per-task, --gpu-bind). --gpus-per-task gives each task
+    its own; otherwise every task sees all GPUs of the step on its node, unless --gpu-bind narrows it:
+    `single:N` (tasks 0..N-1 the first GPU, ...), `map_gpu:L` (task i the i-th of L, cycling), `mask_gpu:M`
+    (the bits of the i-th hex mask), `none` (all). `closest` needs the node's topology: not narrowed."""
+    if gpt:
+        return [str(local * gpt + g) for g in range(gpt)]
+    avail = [str(g) for g in range(gpn_step if gpn_step is not None else ngpu)]
+    kind, _, arg = str(bind or "").partition(":")
+    kind = kind.split(",")[-1].strip().lower()  # `verbose,single:1`
+    if not avail or kind not in ("single", "map_gpu", "mask_gpu"):
+        return avail
+    if kind == "single":
+        per = max(_int(arg, 1) or 1, 1)
+        return [avail[min(local // per, len(avail) - 1)]]
+    items = [x.split("*")[0] for x in arg.split(",") if x]
+    if not items:
+        return avail
+    item = items[local % len(items)]
+    if kind == "map_gpu":
+        return [item] if item.isdigit() else avail
+    try:
+        mask = int(item, 16)
+    except ValueError:
+        return avail
+    return [str(g) for g in range(max(len(avail), mask.bit_length())) if mask >> g & 1]
+
+
 def srun(args) -> int:
     env = dict(os.environ)
     opts, cmd = take_opts(args, SRUN_VALUE, SRUN_FLAGS)
@@ -551,7 +693,7 @@ def srun(args) -> int:
         alloc = hostlist.expand(env.get("SLURM_JOB_NODELIST", this_host()))
     n_alloc = len(alloc)
     if "--multi-prog" in opts:
-        return fail("srun", args, "--multi-prog is not emulated", 1)
+        return fail("srun", args, "--multi-prog is not emulated", 1, category="unsupported")
     if not cmd:
         return fail("srun", args, "no command given", 1, "srun: fatal: No command given to execute.")
 
@@ -643,6 +785,7 @@ def srun(args) -> int:
     tid, rc = 0, 0
     ips = {h[0]: h[2] for h in hosts()}
     gtids_all = []
+    tasks: list = []
     t = 0
     for c in counts:
         gtids_all.append(list(range(t, t + c)))
@@ -702,37 +845,21 @@ def srun(args) -> int:
                 tenv.update({"PMI_RANK": str(tid), "PMI_SIZE": str(ntasks)})
             # gres binding: --gpus-per-task gives each task its own GPUs; otherwise every task of
             # the step sees all GPUs the step has on the node.
-            if gpt:
-                devs = [str(local * gpt + g) for g in range(gpt)]
-            elif gpn_step is not None:
-                devs = [str(g) for g in range(gpn_step)]
-            else:
-                devs = [str(g) for g in range(ngpu)]
+            devs = task_gpus(local, counts[nid], gpt, gpn_step, ngpu, opts.get("--gpu-bind"))
             if devs:
                 tenv["CUDA_VISIBLE_DEVICES"] = ",".join(devs)
                 tenv["SLURM_STEP_GPUS"] = ",".join(devs)
                 tenv["GPU_DEVICE_ORDINAL"] = ",".join(devs)
             elif gpt is not None or gpn_step is not None or ngpu:
                 tenv.pop("CUDA_VISIBLE_DEVICES", None)
-            out_fd = None
-            if label:
-                r, w = os.pipe()
-                out_fd = w
-            code = run_command(cmd, tenv, "srun", node=node, host=host, stdout_fd=out_fd)
-            if label:
-                os.close(w)
-                data = b""
-                while True:
-                    chunk = os.read(r, 65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                os.close(r)
-                for line in data.decode("utf-8", "replace").splitlines():
-                    sys.stdout.write(f"{tid}: {line}\n")
-                sys.stdout.flush()
-            rc = max(rc, code)
+            tasks.append((cmd, tenv, node, host))
             tid += 1
+    codes, outputs = run_tasks(tasks, "srun", capture=label)
+    for task_id, data in enumerate(outputs):  # -l: each line of task N's output as "N: line"
+        for line in data.splitlines():
+            sys.stdout.write(f"{task_id}: {line}\n")
+    sys.stdout.flush()
+    rc = max(codes, default=0)
     record("call", name="srun", argv=list(args), step=step_id, nodes=step_nodes, tasks=counts)
     return rc
 
@@ -1023,7 +1150,7 @@ def torchrun(args, legacy_launch=False) -> int:
     nopy = opts.get("--no-python") is True or env.get("PET_NO_PYTHON") in ("1", "True")
     use_env = opts.get("--use-env") is True or not legacy_launch
     record("call", name="torchrun", argv=list(args), nnodes=nnodes, nproc=nproc, node_rank=node_rank, backend=backend)
-    rc = 0
+    rc, tasks = 0, []
     for local in range(nproc):
         wenv = dict(env)
         rank = node_rank * nproc + local
@@ -1060,8 +1187,9 @@ def torchrun(args, legacy_launch=False) -> int:
             argv = ["python", "-m", script] + extra + sargs
         else:
             argv = ["python", script] + extra + sargs
-        rc = max(rc, run_command(argv, wenv, "torchrun"))
-    return rc
+        tasks.append((argv, wenv, None, None))
+    codes, _ = run_tasks(tasks, "torchrun")
+    return max([rc] + codes)
 
 
 # composer/cli/launcher.py (MosaicML Composer): -n/--nproc processes on this node; --world_size,
@@ -1383,7 +1511,8 @@ def mpirun(name, args) -> int:
     exported = {}
     for x in _multi_opts(head, ["-x"]):
         k, eq, v = x.partition("=")
-        exported[k] = v if eq else env.get(k, "")
+        if eq or k in env:  # `-x NAME` of an unset variable passes nothing
+            exported[k] = v if eq else env[k]
     for x in _multi_opts(head, ["-genv", "-env"]):
         k, _, v = x.partition("=")
         exported[k] = v
@@ -1393,6 +1522,9 @@ def mpirun(name, args) -> int:
         if h not in order:
             order.append(h)
     record("call", name=name, argv=list(args), np=np_, hosts=order)
+    # --wdir/-wdir/-wd (Open MPI 4), --wd: each rank starts there (relative: from mpirun's directory)
+    wdir = opts.get("--wdir") or opts.get("-wdir") or opts.get("-wd") or opts.get("--wd")
+    wdir = os.path.join(os.getcwd(), str(wdir)) if isinstance(wdir, str) and wdir else None
     rc = 0
     node_envs = _config().get("node_env", {})
     for rank, h in enumerate(placement):
@@ -1429,7 +1561,7 @@ def mpirun(name, args) -> int:
         for k in list(renv):
             if k.startswith(SIM_PREFIX):
                 renv[k] = env.get(k, renv[k])
-        rc = max(rc, run_command(cmd, renv, name, node=info[1], host=info[0]))
+        rc = max(rc, run_command(cmd, renv, name, node=info[1], host=info[0], cwd=wdir))
     return rc
 
 
@@ -1877,10 +2009,14 @@ def date_cmd(args) -> int:
 
 
 def needs_terminal(name, args) -> int:
+    """`clear`/`tput` read the terminal type from TERM (not a terminal): without it they fail. With it,
+    `tput cols`/`lines` print the terminfo size, or COLUMNS/LINES (80x24 for the common types)."""
     record("call", name=name, argv=list(args))
     if not os.environ.get("TERM"):
         sys.stderr.write("TERM environment variable not set.\n")
         return 1
+    if name == "tput" and args and args[0] in ("cols", "lines"):
+        print(os.environ.get("COLUMNS" if args[0] == "cols" else "LINES") or ("80" if args[0] == "cols" else "24"))
     return 0
 
 
@@ -2104,22 +2240,39 @@ def handler_for(name: str):
     return None
 
 
-KNOWN_NAMES = set(names.COMMON_NAMES) | {"chmod", "cp", "ln", "mkdir", "mv", "rm", "touch", "ulimit"}
+# Known tools that are not the user's program: recorded calls. (`source`/`.` of a file that is not here, and
+# `deactivate`/`activate` of a virtualenv that is not here, come through bash's command_not_found_handle.)
+KNOWN_NAMES = set(names.COMMON_NAMES) | {
+    "chmod",
+    "cp",
+    "ln",
+    "mkdir",
+    "mv",
+    "rm",
+    "touch",
+    "ulimit",
+    "source",
+    ".",
+    "activate",
+    "deactivate",
+}
 
 
-def dispatch(name: str, args, training_if_unknown=False) -> int:
-    if side() != "slurm" and name in SLURM_ONLY:
-        record("failure", name=name, argv=list(args), reason="command not found in the container")
-        sys.stderr.write(f"bash: {name}: command not found\n")
-        return 127
+def dispatch(name: str, args, training_if_unknown=False, path: str = "") -> int:
+    """Run the stub of `name` (`path`: how it was called, when by path). A name that is not a known tool
+    nor a program of the host is the user's program (`lmp`, `/home/u/bin/train`): a training process."""
+    if side() != "slurm" and (name in SLURM_ONLY or _login_tool_absent(name)):
+        return fail(
+            name, args, "command not found in the container", 127, f"bash: {name}: command not found", "not-found"
+        )
     h = handler_for(name)
     if h is not None:
         return h(list(args))
     if name in ("module", "ml", "spack", "sleep", "sbatch", "scancel", "sinfo", "squeue", "sacct", "sstat"):
         record("call", name=name, argv=list(args))
         return 0
-    if training_if_unknown and name not in KNOWN_NAMES and not _on_host(name):
-        record_process(name, args, "")
+    if name not in KNOWN_NAMES and not _on_host(name):
+        record_process(path or name, args, "")  # a program that is not a known tool: the user's own
         return 0
     return generic(name, args)
 
@@ -2128,13 +2281,18 @@ def _on_host(name: str) -> bool:
     return name in set(_config().get("host_names", ()))
 
 
+def _login_tool_absent(name: str) -> bool:
+    return name in LOGIN_NODE_TOOLS and name not in set(_config().get("provides", ()))
+
+
 def main() -> None:
     name = os.environ.pop(SIM_PREFIX + "ARGV0", "") or os.path.basename(sys.argv[0])
     if os.environ.pop(SIM_PREFIX + "PROGRAM", "") == "1":  # the user's own program, run by path
         record_process(name, sys.argv[1:], "")
         sys.exit(0)
     try:
-        code = dispatch(name, sys.argv[1:])
+        called = sys.argv[0] if "/" in sys.argv[0] and not sys.argv[0].startswith("/.sim/") else ""
+        code = dispatch(name, sys.argv[1:], path=called if os.path.basename(called) == name else "")
     except BrokenPipeError:
         code = 141
     except SystemExit:
