@@ -7,7 +7,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from translator.launchers.common import job_shape
 from translator.plan.batch_prologue import batch_prologue_lines
@@ -80,8 +79,8 @@ exec env -i PATH="$PATH" HOME="$HOME" TMPDIR="$tmp" S2K_TEST_REAL_HOST="$host" /
 """
 
 
-@pytest.fixture
-def mpi_env(tmp_path):
+def mpi_env_for(tmp_path):
+    """The environment that makes Open MPI start the daemons of "other pods" here (the fixture `mpi_env`)."""
     mpirun = shutil.which("mpirun")
     assert mpirun, "mpirun is missing: install Debian's openmpi-bin (./test.sh does)"
     agent = tmp_path / "fake-ssh"

@@ -45,6 +45,15 @@ import oracles  # noqa: E402  (tests/oracles.py)
 from kube_cluster import kube  # noqa: E402,F401  (fixture: the real kube-apiserver, one namespace per test module)
 
 
+@pytest.fixture
+def mpi_env(tmp_path):
+    """Real Open MPI starting batch-mode steps on "other pods" of this machine (tests/batch_prologue_helpers.py);
+    fails, never skips, without Debian's openmpi-bin."""
+    from batch_prologue_helpers import mpi_env_for
+
+    return mpi_env_for(tmp_path)
+
+
 # Oracle-dependent tests are marked automatically, so `pytest -m "not slurm and not sdk"` is a real fast loop:
 # a test that asks for the Slurm oracle (fixture or helper) is `slurm`; one that runs the Kubeflow oracle or the
 # real SDK is `sdk`. Explicit marks in test modules still work; this only adds what a test's code reveals.

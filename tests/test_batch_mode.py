@@ -125,14 +125,15 @@ def test_the_runtime_follows_the_image_option():
     [plan] = conv.plans
     runtime, trainjob = _docs(trainjob_yaml.render([plan]))
     node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
-    assert node["template"]["spec"]["template"]["spec"]["containers"][0]["image"] == trainjob["spec"]["trainer"]["image"]
+    assert (
+        node["template"]["spec"]["template"]["spec"]["containers"][0]["image"] == trainjob["spec"]["trainer"]["image"]
+    )
 
 
 def test_hostile_image_and_names_stay_data_in_both_outputs(tmp_path):
     evil = "x\"; import os; os.system('id') #\n- bad: 'y'"
     text = (
-        "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --job-name=\"$(rm -rf /)'\"\n"
-        "for i in 1 2; do srun python t.py \"$i\"; done\n"
+        '#!/bin/bash\n#SBATCH -N 2\n#SBATCH --job-name="$(rm -rf /)\'"\nfor i in 1 2; do srun python t.py "$i"; done\n'
     )
     conv = convert("evil.sbatch", data=text.encode(), settings=_settings(image=evil))
     [plan] = conv.plans
@@ -147,7 +148,9 @@ def test_hostile_image_and_names_stay_data_in_both_outputs(tmp_path):
         if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "_ensure_runtime"
     ]
     assert len(calls) == 1 and ast.literal_eval(calls[0].args[0]) == runtime
-    assert not any(isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "system" for n in ast.walk(ast.parse(code)))
+    assert not any(
+        isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "system" for n in ast.walk(ast.parse(code))
+    )
 
 
 def _settings(**kw):
@@ -198,7 +201,9 @@ def test_submit_creates_the_runtime_before_the_trainjob(cli, kube, tmp_path):
     script = FIXTURES / "ray_cluster.sbatch"  # --job-name=ray-tune-resnet
     dry = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, "--dry-run", script)
     assert dry.exit_code == 0, dry.stderr
-    assert _runtimes_in(kube, ns) == [] and get_trainjob(kube, ns, "ray-tune-resnet") is None  # a dry run stores nothing
+    assert (
+        _runtimes_in(kube, ns) == [] and get_trainjob(kube, ns, "ray-tune-resnet") is None
+    )  # a dry run stores nothing
     r = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, script)
     assert r.exit_code == 0, r.stderr
     assert _runtimes_in(kube, ns) == ["ray-tune-resnet-batch"]

@@ -15,7 +15,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.batch_prologue_helpers import mpi_env  # noqa: F401  (a fixture)
 from translator.pipeline import ConvertSettings, convert
 from translator.simulate.kubelet import expand_argv
 
@@ -178,6 +177,7 @@ def test_a_background_head_and_workers_pinned_with_w(tmp_path, mpi_env):
     plan = _plan(text=text)
     proc, calls = run_launcher(plan, tmp_path, mpi_env, programs=("ray", "python"))
     assert proc.returncode == 0, proc.stderr
+    assert len(calls) == 4, proc.stdout + proc.stderr
     launcher, (node0, node1, _) = _pods(plan)
     got = sorted((c["name"], c["args"][-1], c["host"]) for c in calls)
     assert got == sorted(
@@ -201,3 +201,16 @@ def test_a_step_whose_pods_cannot_be_reached_fails(tmp_path, mpi_env):
     proc, calls = run_launcher(plan, tmp_path, env)
     assert proc.returncode != 0 and "unreachable" not in proc.stdout
     assert [c["host"] for c in calls if c["host"] != _pods(plan)[0]] == []
+
+
+def test_container_wrappers_of_steps_run_their_command_on_every_pod(tmp_path, mpi_env):
+    # `srun apptainer exec IMG python t.py` on 2 nodes: each task runs `python t.py` in the pod, which already
+    # runs the image (L360); the executable that stands in for apptainer exists on the other pod too
+    text = HEAD + "#SBATCH -N 2\nfor s in a b; do srun apptainer exec docker://ghcr.io/x/train:1 python t.py $s; done\n"
+    plan = _plan(text=text)
+    assert plan.image == "ghcr.io/x/train:1"
+    proc, calls = run_launcher(plan, tmp_path, mpi_env)
+    assert proc.returncode == 0, proc.stderr
+    launcher, (node0, _) = _pods(plan)
+    got = sorted((c["args"][-1], c["host"]) for c in calls)
+    assert got == [("a", launcher), ("a", node0), ("b", launcher), ("b", node0)]

@@ -16,11 +16,12 @@ These tests fail, never skip, when mpirun is missing.
 
 from __future__ import annotations
 
-from tests.batch_prologue_helpers import mpi_env, run_batch, task_lines  # noqa: F401  (mpi_env: a fixture)
+from tests.batch_prologue_helpers import run_batch, task_lines
 
 HOSTFILE = "j-node-0-0.j slots=2\nj-node-0-1.j slots=2\nj-launcher-0-0.j slots=2\n"
 ME = "j-launcher-0-0"
 L, N0, N1 = "j-launcher-0-0.j", "j-node-0-0.j", "j-node-0-1.j"
+
 
 def layout(rows):
     return [(r["P"], r["L"], r["N"], r["D"], r["H"]) for r in rows]

@@ -129,7 +129,7 @@ def test_jobs_table_and_all_namespaces(cli, kube, listed):
     r = cli("jobs", "--kubeconfig", kube.kubeconfig, "-n", listed["ns"])
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT"]
+    assert lines[0].split() == ["NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT", "REASON"]
     by_name = {ln.split()[0]: ln.split() for ln in lines[1:]}
     assert by_name["complete"][1:5] == ["COMPLETE", "2", "8", "torch-distributed"]
     assert len(lines) == 6

@@ -56,8 +56,11 @@ def test_server_verdicts_use_the_offline_output_format_and_exit_codes(cli, kube,
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     good.write_text(GOOD)
     bad.write_text(BAD)
-    off = cli("validate", good, bad)
-    srv = cli("validate", "--server", "--kubeconfig", kube.kubeconfig, "-n", kube.ns, good, bad)
+    # the test server's CRD comes from the Trainer's main branch after v2.3.0, with #3809's rules, which
+    # were released with 2.4: validate for that release so the offline rules are the server's
+    v24 = ("--trainer-version", "2.4")
+    off = cli("validate", *v24, good, bad)
+    srv = cli("validate", *v24, "--server", "--kubeconfig", kube.kubeconfig, "-n", kube.ns, good, bad)
     assert off.exit_code == srv.exit_code == 1
     # the same lines are blamed: numProcPerNode (line 9, CEL rule self >= 1) and memory (line 12, pattern)
     assert sorted(loc for loc, _ in _error_lines(off.stdout)) == [f"{bad}:12", f"{bad}:9"]

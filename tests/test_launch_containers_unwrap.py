@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 
+
 from translator.pipeline import ConvertSettings, convert
 
 HEAD = "#!/bin/bash\n#SBATCH --job-name=job\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
@@ -166,19 +167,24 @@ def test_site_profile_maps_a_local_sif_to_a_registry_image(tmp_path):
     assert all(f.severity != "error" for f in p.findings if f.code == "L310")
 
 
-# ---- the script fallback runs the body in the pod: its wrappers run the command directly ---------------
+# ---- batch mode runs the body on the batch pod: its steps' wrappers run the command directly, on every pod ----
 
 
-def _fallback_pods(text, tmp_path, job):
-    from test_convert_equivalence import _run_pods
+def _fallback_pods(text, tmp_path, mpi_env):
+    """Batch mode, run for real (tests/test_batch_mode_run.py): the calls of each pod, the batch pod first."""
+    from test_batch_mode_run import _pods, run_launcher
 
     c = conv(text)
     plan = c.plans[0]
     assert plan.launcher == "script"
-    return c, plan, _run_pods(plan, tmp_path, 2, job, programs=("python",))
+    proc, calls = run_launcher(plan, tmp_path, mpi_env)
+    assert proc.returncode == 0, proc.stderr
+    launcher, hosts = _pods(plan)
+    order = [launcher] + [h for h in hosts if h != launcher]
+    return c, plan, [[x for x in calls if x["host"] == h] for h in order]
 
 
-def test_fallback_shifter_loop_runs_python_in_the_job_image(tmp_path):
+def test_fallback_shifter_loop_runs_python_in_the_job_image(tmp_path, mpi_env):
     # Slurm: a loop of two steps, each `srun shifter python …` = 1 task per node on 2 nodes inside the
     # job's image -> python train.py --lr 0.1 and --lr 0.01 on each node. In the pods: the same calls, no
     # shifter (the pod runs the image nersc/pytorch:24.06.01).
@@ -187,7 +193,7 @@ def test_fallback_shifter_loop_runs_python_in_the_job_image(tmp_path):
         "#SBATCH --image=docker:nersc/pytorch:24.06.01\n#SBATCH --volume=/pscratch/u:/data\n"
         "for lr in 0.1 0.01; do\n  srun shifter --module=gpu python train.py --lr $lr\ndone\n"
     )
-    c, plan, pods = _fallback_pods(text, tmp_path, "sweep")
+    c, plan, pods = _fallback_pods(text, tmp_path, mpi_env)
     assert plan.image == "nersc/pytorch:24.06.01"
     for calls in pods:
         assert [(x["name"], x["args"]) for x in calls] == [
@@ -197,7 +203,7 @@ def test_fallback_shifter_loop_runs_python_in_the_job_image(tmp_path):
     assert {"L322", "L323", "L358", "L360"} <= {f.code for f in c.findings}
 
 
-def test_fallback_enroot_import_and_apptainer_exec(tmp_path):
+def test_fallback_enroot_import_and_apptainer_exec(tmp_path, mpi_env):
     # `enroot import` only prepared the image (nothing to do in a pod); `srun enroot start … pyt python`
     # and `srun apptainer exec … docker://IMG python` ran python in the image: one task per node each.
     text = (
@@ -207,7 +213,7 @@ def test_fallback_enroot_import_and_apptainer_exec(tmp_path):
         "srun enroot start --mount /d:/data pyt python prep.py\n"
         f"srun apptainer exec --nv -B /d:/data docker://{NGC} python train.py\n"
     )
-    c, plan, pods = _fallback_pods(text, tmp_path, "two")
+    c, plan, pods = _fallback_pods(text, tmp_path, mpi_env)
     assert plan.image == NGC
     for calls in pods:
         assert [(x["name"], x["args"]) for x in calls] == [("python", ["prep.py"]), ("python", ["train.py"])]

@@ -124,7 +124,8 @@ def test_working_directory_and_home_are_an_empty_private_directory():
 def test_unknown_commands_are_recorded_not_failed():
     res = sb.run_units([_bash("set -e; site-tool --flag; echo after")], "slurm", HOSTS)
     assert res.units[0].stdout == "after\n"
-    assert any(r["kind"] == "call" and r["name"] == "site-tool" and r["argv"] == ["--flag"] for r in res.records)
+    # a name that is neither a known tool nor a program of the machine is the user's own program (issue 20)
+    assert any(r["kind"] == "process" and r["program"] == "site-tool" and r["argv"] == ["--flag"] for r in res.records)
 
 
 def test_killing_everything_or_filling_the_disk_stays_inside():

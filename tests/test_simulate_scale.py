@@ -39,16 +39,25 @@ def test_wrappers_that_read_the_rank_are_not_alike():
         'eval "export R=$RANK"; exec "$@"',  # a computed command
         'v=RANK; export R="${!v}"; exec "$@"',  # a computed name
         'x="${Y:-$(hostname)}"; exec "$@"',  # a command hidden in an expansion
-        'export R="$RANK"; python -c "import os"; exec "$@"',  # a program run along the way
         'sleep $((RANK * 2)); exec "$@"',
         '(( RANK > 0 )) && exit 0; exec "$@"',
     ):
         assert not same_ranks.text_alike(text, names), text
 
 
+def test_a_run_that_starts_more_than_plain_programs_is_not_alike():
+    # `python -c`, a nested launcher or nvidia-smi may read a varying value: they record a call of their own
+    assert same_ranks.records_alike([{"kind": "process"}, {"kind": "call", "name": "module"}])
+    assert not same_ranks.records_alike([{"kind": "call", "name": "python", "argv": ["-c", "import os"]}])
+    assert not same_ranks.records_alike([{"kind": "call", "name": "torchrun"}])
+
+
 def _layout(side):
+    def env(p):  # (PATH, PWD and HOME name the sandbox's temporary directory in its weaker mode)
+        return tuple(kv for kv in p.env if kv[0] not in ("PATH", "PWD", "HOME"))
+
     return sorted(
-        (p.rank, p.node, p.host, p.local_rank, p.world_size, p.gpus, p.program, p.argv, p.env) for p in side.processes
+        (p.rank, p.node, p.host, p.local_rank, p.world_size, p.gpus, p.program, p.argv, env(p)) for p in side.processes
     )
 
 
@@ -82,6 +91,27 @@ def test_one_run_for_alike_tasks_gives_what_each_task_gives(tmp_path):
     ]
 
 
+def test_rank_as_a_python_argument_is_alike_and_gives_each_task_its_rank(tmp_path):
+    body = """
+        #!/bin/bash
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=2
+        srun bash -c '{extra}module load cuda; cd /home/user && python train.py --rank $SLURM_PROCID --node "${{SLURMD_NODENAME}}"'
+    """
+    text = 'module load cuda; cd /home/user && python train.py --rank $SLURM_PROCID --node "${SLURMD_NODENAME}"'
+    assert same_ranks.text_alike(text, {"SLURM_PROCID", "SLURMD_NODENAME", "SLURM_LOCALID"})
+    assert not same_ranks.text_alike("echo $SLURM_PROCID; " + text, {"SLURM_PROCID"})
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    alike = run(tmp_path / "a", textwrap.dedent(body.format(extra="")))
+    each = run(tmp_path / "b", textwrap.dedent(body.format(extra=': "$SLURM_PROCID"; ')))
+    assert _layout(alike) == _layout(each)
+    # srun.1: task ids 0-3 in block order, two per node (node01: 0, 1; node02: 2, 3)
+    assert sorted(p.argv for p in alike.processes) == [
+        ("--rank", str(r), "--node", f"node0{r // 2 + 1}") for r in range(4)
+    ]
+
+
 def test_gpu_bind_narrows_what_each_task_sees(tmp_path):
     # srun.1 --gpu-bind: map_gpu gives task i the i-th listed GPU; single:N gives the first N tasks GPU 0,
     # the next N GPU 1, ...
@@ -94,12 +124,16 @@ def test_gpu_bind_narrows_what_each_task_sees(tmp_path):
         #SBATCH --gpus-per-node=4
         srun --gpu-bind=map_gpu:3,2,1,0 python a.py
         srun --gpu-bind=single:2 python b.py
+        srun --gpus-per-task=1 --gpu-bind=none python c.py
         """,
     )
+    # --gpus-per-task implies --gpu-bind=per_task:1 "but that can be overridden with an explicit --gpu-bind":
+    # with none, each task sees the step's 4 GPUs of the node
+    assert {dict(p.env)["CUDA_VISIBLE_DEVICES"] for p in side.processes if p.program == "c.py"} == {"0,1,2,3"}
     got = {(p.program, p.rank): dict(p.env)["CUDA_VISIBLE_DEVICES"] for p in side.processes}
     assert [got[("a.py", r)] for r in range(4)] == ["3", "2", "1", "0"]
     assert [got[("b.py", r)] for r in range(4)] == ["0", "0", "1", "1"]
-    assert {p.gpus for p in side.processes} == {1}
+    assert {p.gpus for p in side.processes if p.program != "c.py"} == {1}
 
 
 def test_64_nodes_by_8_ranks_every_rank_accounted(tmp_path):

@@ -309,3 +309,11 @@ def test_exit_status_and_json_reason(tmp_path, cli):
     assert [d["verdict"] for d in docs] == ["equivalent", "inconclusive"]
     assert docs[0]["reason"] is None and docs[1]["reason"]["code"] == "S812"
     assert cli("simulate", eq, empty, differs).exit_code == 1
+
+
+def test_convert_simulate_gives_the_reason_code(tmp_path, cli):
+    p = write(tmp_path, "#!/bin/bash\n#SBATCH -N 1\necho hi\n", "empty.sbatch")
+    r = cli("convert", "--simulate", "--to", "json", p)
+    assert " warning S812 simulation inconclusive: no training process on either side" in r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["simulation"]["verdict"] == "inconclusive" and doc["simulation"]["reason"]["code"] == "S812"

@@ -231,10 +231,11 @@ def test_cli_exit_codes_and_json(tmp_path):
     bad.write_text(GOOD.replace("numNodes: 2", "numNodes: 2\n    numProcPerNode: 0"))
     r = _cli(str(good))
     assert r.returncode == 0 and "valid: 1/1" in r.stdout
-    r = _cli(str(good), str(bad))
+    # numProcPerNode >= 1 is a CEL rule from kubeflow/trainer #3809, released with v2.4 (not at v2.3.0)
+    r = _cli("--trainer-version", "2.4", str(good), str(bad))
     assert r.returncode == 1
     assert f"{bad}:14: error V720" in r.stdout
-    r = _cli("--json", str(bad))
+    r = _cli("--trainer-version", "2.4", "--json", str(bad))
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert lines[0]["valid"] is False and lines[0]["errors"][0]["line"] == 14
     assert _cli(str(tmp_path / "missing.yaml")).returncode == 2

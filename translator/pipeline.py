@@ -26,6 +26,8 @@ class ConvertSettings:
     profile: object | None = None  # translator.profile.model.Profile, when one applies
     script_args: tuple[str, ...] | None = None  # --script-args: the arguments sbatch gives the script
     simulate: bool = False  # migrate/report --simulate: also compare the launches (slurm2kf simulate)
+    # --trainer-version: the Kubeflow Trainer release (validate/versions.py); None: the profile's, else 2.3
+    trainer_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,4 +74,10 @@ def convert(path: str, data: bytes | None = None, settings: ConvertSettings = Co
     if err is not None:
         return Conversion(path=path, script=None, job=None, file_error=err)
     plans = build_plans(script, job, settings)
+    defaults = getattr(settings.profile, "defaults", None)
+    version = settings.trainer_version or getattr(defaults, "trainer_version", None) or "2.3"
+    if version != "2.3":
+        from translator.plan.trainer_version import plans_for
+
+        plans = plans_for(plans, version, settings.profile)
     return Conversion(path=path, script=script, job=job, plans=tuple(plans))

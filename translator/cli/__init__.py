@@ -26,6 +26,7 @@ COMMANDS = {
     "submit": "submit_cmd",
     "jobs": "jobs_cmd",
     "cancel": "cancel_cmd",
+    "logs": "logs_cmd",
     "simulate": "simulate_cmd",
 }
 

@@ -23,6 +23,7 @@ from translator.cli.common import (
     parse_script_args,
     script_args_option,
 )
+from translator.cli.trainer_version import resolve as resolve_version, trainer_version_option
 from translator.emit import DEFAULT as DEFAULT_FORMAT, WRITERS
 from translator.profile.lookup import PROFILE_ENV
 
@@ -69,6 +70,7 @@ def _to_help() -> str:
 @click.option("-o", "--output", "output", default="-", metavar="FILE|-", help="Where to write (default stdout).")
 @conversion_options(f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
 @click.option("--namespace", metavar="NS", help="metadata.namespace of the TrainJob.")
+@trainer_version_option
 @click.option("--findings-comment", is_flag=True, help="Also write the findings as a comment block (YAML).")
 @click.option(
     "--simulate",
@@ -87,6 +89,7 @@ def command(
     runtime,
     image,
     namespace,
+    trainer_version,
     gpu_resource,
     array_mode,
     profile_path,
@@ -117,6 +120,7 @@ def command(
         sbatch_args=sbatch_args,
         profile=profile,
         script_args=parse_script_args(script_args),
+        trainer_version=resolve_version(trainer_version, profile, "convert"),
     )
     conv = convert(script, data=data, settings=settings)
     if conv.file_error is not None:

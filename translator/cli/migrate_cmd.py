@@ -7,6 +7,7 @@ import sys
 import click
 
 from translator.cli import report_cmd as _shared
+from translator.cli.trainer_version import trainer_version_option
 
 
 @click.command("migrate")
@@ -74,6 +75,7 @@ from translator.cli import report_cmd as _shared
 @click.option("--kubeconfig", metavar="FILE", help="With --apply/--server-dry-run: kubeconfig file.")
 @click.option("--context", metavar="NAME", help="With --apply/--server-dry-run: kubeconfig context.")
 @_shared.convert_options
+@trainer_version_option
 def command(
     src,
     out,
@@ -89,6 +91,7 @@ def command(
     apply_,
     kubeconfig,
     context,
+    trainer_version,
     **convert_opts,
 ) -> None:
     """Convert every Slurm job script under SRC (found by content) into OUT.
@@ -106,6 +109,12 @@ def command(
     if (kubeconfig or context) and not (server_dry_run or apply_):
         raise click.UsageError("--kubeconfig and --context need --apply or --server-dry-run")
     settings = _shared.settings_from(convert_opts)
+    from dataclasses import replace
+
+    from translator.cli.trainer_version import resolve
+
+    if trainer_version or settings.profile is not None:  # else each script's own profile decides
+        settings = replace(settings, trainer_version=resolve(trainer_version, settings.profile, "migrate"))
     try:
         res = migrate(
             MigrateOptions(

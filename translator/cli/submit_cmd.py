@@ -15,6 +15,7 @@ import click
 from translator.cli.cluster_common import cluster_options, connect_or_exit, echo_rejection, exit_on
 from translator.cli.common import echo_user
 from translator.cli.common import SbatchArgsCommand, conversion_options, parse_env_items
+from translator.cli.trainer_version import resolve as resolve_version, trainer_version_option
 from translator.profile.lookup import PROFILE_ENV
 
 
@@ -40,6 +41,7 @@ from translator.profile.lookup import PROFILE_ENV
 )
 @click.option("--force", is_flag=True, help="Submit even when the conversion has error findings.")
 @conversion_options(f"Site profile (default: ${PROFILE_ENV}, else slurm2kf.yaml found upward from SCRIPT).")
+@trainer_version_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems (no `Submitted` lines).")
 @click.pass_context
 def command(
@@ -59,6 +61,7 @@ def command(
     array_mode,
     profile_path,
     sbatch_env,
+    trainer_version,
     quiet,
 ) -> None:
     """Convert and submit sbatch scripts (or TrainJob YAML) to the cluster. Options after `--` are
@@ -91,6 +94,7 @@ def command(
             sbatch_env=env,
             sbatch_args=sbatch_args,
             profile=profile,
+            trainer_version=resolve_version(trainer_version, profile, "submit"),
         )
 
     prepared = prepare(files, settings_for, force=force)

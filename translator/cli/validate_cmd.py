@@ -9,6 +9,7 @@ import sys
 import click
 
 from translator.cli.common import echo_user
+from translator.cli.trainer_version import trainer_version_option
 
 
 MAX_YAML_BYTES = 64 << 20  # a TrainJob file is kilobytes; a folder of 10,000 of them is ~30 MB
@@ -66,7 +67,7 @@ def _load_runtimes(paths):
     return out
 
 
-def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: dict):
+def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: dict, version):
     """Offline results of one file with the server's verdict merged in; (results, unusable). A result the
     server did not judge (forbidden, ...) goes into ``cannot_tell`` (id(result) -> reason)."""
     from translator.cluster import ClusterError
@@ -77,8 +78,8 @@ def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: 
     try:
         docs = _expand_lists(load_documents(text))
     except DecodeError:
-        return validate_text(text, crd, file=path, runtimes=runtimes), False
-    results = validate_documents(docs, crd, file=path, runtimes=runtimes)
+        return validate_text(text, crd, file=path, runtimes=runtimes, trainer_version=version), False
+    results = validate_documents(docs, crd, file=path, runtimes=runtimes, trainer_version=version)
     by_index = {d.index: d for d in docs}
     unusable = False
     for r in results:
@@ -115,7 +116,8 @@ def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: 
     "--crd",
     "crd_path",
     metavar="CRD.yaml",
-    help="TrainJob CustomResourceDefinition to validate against (default: the bundled Kubeflow Trainer v2.3.0 CRD).",
+    help="TrainJob CustomResourceDefinition to validate against (default: the bundled Kubeflow Trainer "
+    "CRD, as the --trainer-version release has it).",
 )
 @click.option(
     "--runtimes",
@@ -125,6 +127,7 @@ def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: 
     help="(Cluster)TrainingRuntime manifests (file or folder) for runtime-aware checks; "
     "the shipped runtimes are always known.",
 )
+@trainer_version_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per TrainJob on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Only print problems and the summary.")
 @click.option(
@@ -142,7 +145,19 @@ def _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell: 
     metavar="SECONDS",
     help="With --server: give up on a server request not answered in full after this long (default 60).",
 )
-def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, context, namespace, request_timeout):
+def command(
+    files,
+    crd_path,
+    runtime_paths,
+    trainer_version,
+    as_json,
+    quiet,
+    server,
+    kubeconfig,
+    context,
+    namespace,
+    request_timeout,
+):
     """Check TrainJob YAML against a TrainJob CRD: the OpenAPI schema with unknown fields as errors,
     defaults, list keys, the CEL rules that apply at create, and the Kubeflow Trainer webhook rules.
 
@@ -151,9 +166,13 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
     """
     from translator.validate.crd import CRDError, load_crd
     from translator.validate.validator import validate_text
+    from translator.validate.versions import check, crd_for
 
+    version = check(trainer_version)
     try:
         crd = load_crd(crd_path)
+        if not crd_path:  # the bundled CRD, as the chosen release has it; a given CRD is taken as it is
+            crd = crd_for(crd, version)
     except CRDError as exc:
         echo_user(f"slurm2kf validate: error V700 {exc}", err=True)
         sys.exit(2)
@@ -179,10 +198,12 @@ def command(files, crd_path, runtime_paths, as_json, quiet, server, kubeconfig, 
             results.append(Result(path, None, None, problems=[Problem("V701", "error", "<file>", None, err)]))
             continue
         if cluster is not None:
-            file_results, unusable = _server_results(cluster, text, crd, path, runtimes, namespace, cannot_tell)
+            file_results, unusable = _server_results(
+                cluster, text, crd, path, runtimes, namespace, cannot_tell, version
+            )
             unreadable = unreadable or unusable
         else:
-            file_results = validate_text(text, crd, file=path, runtimes=runtimes)
+            file_results = validate_text(text, crd, file=path, runtimes=runtimes, trainer_version=version)
         if any(p.code == "V701" for r in file_results for p in r.problems):
             unreadable = True
         results.extend(file_results)

@@ -9,6 +9,7 @@ Modules:
   submit    create / server-side dry run / server-side apply, batched over one client
   server_validate   `validate --server`: server-side dry run next to the offline validator
   jobs      list TrainJobs that slurm2kf created, their state from status.conditions; cancel
+  logs      a TrainJob's pods (JobSet labels), their logs, and why there are none yet (`logs`, REASON)
 
 K9xx codes (docs/codes.md, codes-K) are stable; transport problems (K900-K903, K909) and answers that
 are not the API's (K919, K920) end the command with exit 2, a rejected object is exit 1.

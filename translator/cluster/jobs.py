@@ -37,6 +37,7 @@ class JobRow:
     state: str
     reason: str = ""  # reason of the condition that decided the state
     source_hash: str = ""  # the slurm2kf.io/source-hash label (first 12 hex of the file's SHA-256)
+    why: str = ""  # why it has no running pods (cluster/logs.py short_reason): the REASON column
 
     def age(self, now: _dt.datetime | None = None) -> str:
         return age_text(self.created, now)
@@ -53,6 +54,7 @@ class JobRow:
             "age": self.age(now),
             "state": self.state,
             "reason": self.reason,
+            "why": self.why,
         }
 
 
@@ -175,8 +177,22 @@ def list_jobs(cluster: Cluster, namespace: str | None, *, all_namespaces: bool =
         if missing is not None:
             raise ListError(missing)
     rows = [row_of(i) for i in items]
+    _add_reasons(cluster, ns, items, rows)
     rows.sort(key=lambda r: (r.namespace, r.created or "", r.name))
     return rows
+
+
+def _add_reasons(cluster: Cluster, ns: str | None, items: list[dict], rows: list[JobRow]) -> None:
+    """REASON from each TrainJob and its pods (one list of the JobSet pods; without the right to list
+    pods, from the TrainJobs alone)."""
+    from translator.cluster.logs import list_pods, pods_by_job, short_reason
+
+    try:
+        pods = pods_by_job(list_pods(cluster, ns)) if items else {}
+    except HttpError:
+        pods = {}
+    for obj, row in zip(items, rows):
+        row.why = short_reason(obj, pods.get((row.namespace, row.name), []))
 
 
 def from_sources(rows: list[JobRow], paths) -> list[JobRow]:
@@ -252,7 +268,9 @@ def table(rows: list[JobRow], *, all_namespaces: bool, now=None) -> str:
     sequences shown as escapes) before the columns are measured."""
     from translator.fsio import terminal_safe
 
-    head = (["NAMESPACE"] if all_namespaces else []) + ["NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT"]
+    head = (["NAMESPACE"] if all_namespaces else []) + [
+        *("NAME", "STATE", "NODES", "GPUS", "RUNTIME", "AGE", "SCRIPT", "REASON")
+    ]
     data = []
     for r in rows:
         script = r.script
@@ -269,7 +287,8 @@ def table(rows: list[JobRow], *, all_namespaces: bool, now=None) -> str:
             "-" if r.gpus is None else str(r.gpus),
             r.runtime,
             r.age(now),
-            script,
+            script or "-",
+            r.why,
         ]
         data.append([" ".join(terminal_safe(c).split()) for c in cells])  # newlines and tabs too
     widths = [max(len(h), *(len(d[i]) for d in data)) if data else len(h) for i, h in enumerate(head)]

@@ -39,7 +39,10 @@ CANNOT_TELL = {
 }
 
 SERVER_LAYER = ("V710", "V711", "V712", "V714", "V715", "V720", "V721", "V730")
-KEPT_OFFLINE = ("V701", "V702", "V703", "V713", "V740", "V741", "V742", "V743", "V744", "V745", "V746", "V747", "V799")
+KEPT_OFFLINE = (
+    *("V701", "V702", "V703", "V713", "V740", "V741", "V742", "V743", "V744", "V745", "V746", "V747", "V799"),
+    *("V748", "V749", "V750"),  # JobSet's pod names and the runtime's job names: checked by webhooks, not here
+)
 
 
 @dataclass

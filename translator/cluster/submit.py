@@ -35,9 +35,21 @@ class Outcome:
         return self.rejection is None
 
 
-def generate_name_base(name: str) -> str:
-    """`train-a` -> `train-a-` (the server appends 5 random characters: a unique name per submit)."""
-    base = name[: MAX_GENERATED_BASE - 1].rstrip("-")
+def generate_name_base(name: str, body: dict | None = None) -> str:
+    """`train-a` -> `train-a-` (the server appends 5 random characters: a unique name per submit).
+    With the TrainJob ``body``, short enough that JobSet accepts its pod names (plan/naming.py)."""
+    limit = MAX_GENERATED_BASE
+    if body is not None:
+        from translator.jsondata import as_dict
+        from translator.plan.naming import name_room
+        from translator.validate.runtimes import SHIPPED, pods_per_job
+
+        spec = as_dict(body.get("spec"))
+        nodes = as_dict(spec.get("trainer")).get("numNodes")
+        info = SHIPPED.get(str(as_dict(spec.get("runtimeRef")).get("name")))
+        pods = pods_per_job(info, nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None)
+        limit = min(limit, name_room(pods, generated=True))
+    base = name[: max(limit, 2) - 1].rstrip("-")
     return base + "-"
 
 
@@ -91,7 +103,7 @@ def submit_one(
     meta["namespace"] = ns
     if generate_name and name:
         meta.pop("name", None)
-        meta["generateName"] = generate_name_base(name)
+        meta["generateName"] = generate_name_base(name, body)
     out = Outcome(item, ns, name)
     if item.runtime is not None:  # batch mode: the TrainJob's own TrainingRuntime, created first
         refused = _ensure_runtime(cluster, item, ns, dry_run=dry_run, apply=apply)

@@ -566,7 +566,7 @@ _ENSURE_RUNTIME = [
     "        if exc.status != 404:",
     "            raise",
     "        api.create_namespaced_custom_object(*where, runtime)",
-    '        print(f"created TrainingRuntime {runtime[\'metadata\'][\'name\']}")',
+    "        print(f\"created TrainingRuntime {runtime['metadata']['name']}\")",
 ]
 
 

@@ -10,6 +10,8 @@ registry image (or `--image`). Binds become a finding listing the volumes the Tr
 
 from __future__ import annotations
 
+import shlex
+
 import re
 
 from translator.diagnostics import ERROR, INFO, WARNING
@@ -620,8 +622,10 @@ def _fallback_intent(ctx: LaunchContext, intent: LaunchIntent, images: dict[str,
     lines = ['_s2k_bin="${TMPDIR:-/tmp}/slurm2kf-bin"  # slurm2kf: container wrappers run their command directly']
     lines.append('mkdir -p "$_s2k_bin"')
     for name in sorted(n for n in used if n != "pyxis"):
-        lines.append(f"cat > \"$_s2k_bin/{name}\" <<'S2K_WRAPPER'")
-        lines += ["#!/bin/bash"] + _shim(name) + ["S2K_WRAPPER", f'chmod +x "$_s2k_bin/{name}"']
+        # written aside then renamed: tasks of a step on this pod may be running the previous copy
+        lines.append(f"cat > \"$_s2k_bin/.{name}.$$\" <<'S2K_WRAPPER'")
+        lines += ["#!/bin/bash"] + _shim(name) + ["S2K_WRAPPER"]
+        lines.append(f'chmod +x "$_s2k_bin/.{name}.$$" && mv -f "$_s2k_bin/.{name}.$$" "$_s2k_bin/{name}"')
     lines.append('export PATH="$_s2k_bin:$PATH"')
     where = ", ".join(f"`{n}` (line {ln})" for n, ln in sorted(used.items(), key=lambda x: x[1]))
     chosen = next(iter(images), None)
@@ -643,7 +647,11 @@ def _fallback_intent(ctx: LaunchContext, intent: LaunchIntent, images: dict[str,
             sorted(images.values())[1],
             "run the steps that need another image as a TrainJob of their own",
         )
-    text = "\n".join(lines) + "\n" + intent.args[0]
+    # the steps' tasks on the other pods need the same executables: srun's task wrapper makes them there from
+    # this text (fixed text of ours, never the script's), which mpirun forwards with the other variables
+    setup = "\n".join(lines)
+    text = f'S2K_CONTAINER_SHIMS={shlex.quote(setup)}\nexport S2K_CONTAINER_SHIMS\neval "$S2K_CONTAINER_SHIMS"\n'
+    text += intent.args[0]
     changes: dict = {"args": (text,) + tuple(intent.args[1:]), "findings": tuple(intent.findings) + tuple(ctx.findings)}
     if chosen is not None and intent.image is None:
         changes["image"] = chosen

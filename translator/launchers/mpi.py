@@ -232,3 +232,29 @@ def build(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int)
         num_nodes=step.nodes,
         uses_shell=shell,
     )
+
+
+def l306_for_version(findings, version: str) -> tuple:
+    """L306 describes Trainer 2.3, where the worker pods keep the runtime's image. From 2.4 the TrainJob
+    image runs on the MPI workers too (trainer #4301): L306 is replaced by P466, what that image then
+    needs (the runtime's worker command starts sshd from it)."""
+    from translator.diagnostics import Finding
+    from translator.validate.versions import MPI_WORKERS_GET_IMAGE
+
+    if version not in MPI_WORKERS_GET_IMAGE:
+        return tuple(findings)
+    return tuple(
+        f
+        if f.code != "L306"
+        else Finding(
+            WARNING,
+            "P466",
+            f"Trainer {version} starts the MPI worker pods from spec.trainer.image too (trainer #4301), with "
+            "the runtime's worker command: that image must start sshd as the runtime image does (user "
+            "mpiuser, /home/mpiuser/.sshd_config) and bring Open MPI (the only MPI the runtime supports)",
+            f.line,
+            "build the image from the runtime's image (FROM ghcr.io/kubeflow/trainer/deepspeed-runtime), "
+            "or keep the runtime's image with --image",
+        )
+        for f in findings
+    )

@@ -326,14 +326,19 @@ SRUN_RUN = [
     "  # without -K every task reports its exit status (mpirun then returns 0 whatever they exit with)",
     '  [ "$o_K" = 1 ] && abort=1 || export _S2K_REPORT=1',
     "  while read -r v; do  # srun --export=ALL: the batch shell's exported variables",
-    '    case "$v" in HOSTNAME|PWD|OLDPWD|SHLVL|_|BASH_FUNC_*|OMPI_*|PRTE_*|PMIX_*) continue ;; esac',
+    '    case "$v" in HOSTNAME|PWD|OLDPWD|SHLVL|_|TMPDIR|_S2K_TMP|BASH_FUNC_*|OMPI_*|PRTE_*|PMIX_*) continue ;; esac',
     '    if [ -n "${_S2K_KEEP+x}" ]; then',
     '      case "$v" in SLURM_*|_S2K_*) ;; *) case ",$_S2K_KEEP," in *",$v,"*) ;; *) continue ;; esac ;; esac',
     "    fi",
     '    xs+=(-x "$v")',
     "  done < <(compgen -e)",
     "  unset OMPI_MCA_orte_default_hostfile OMPI_MCA_rmaps_base_default_hostfile PRTE_MCA_prte_default_hostfile",
-    '  { OMPI_MCA_plm_rsh_args="$_s2k_ssh" PRTE_MCA_plm_ssh_args="$_s2k_ssh" \\',
+    "  # each step's mpirun its own TMPDIR (its session directory): two mpiruns started at once (background",
+    '  # steps) race to create a shared one and Open MPI 4 fails the loser (session_dir.c: mkdir "File exists").',
+    "  # The tasks get the batch shell's TMPDIR back (_S2K_TMP); the daemons on the other pods keep their own.",
+    '  local sdir="$_s2k_stepdir/mpi.$BASHPID"; mkdir -p "$sdir"',
+    '  _S2K_TMP="${TMPDIR+set:$TMPDIR}"; export _S2K_TMP; xs+=(-x _S2K_TMP)',
+    '  { TMPDIR="$sdir" OMPI_MCA_plm_rsh_args="$_s2k_ssh" PRTE_MCA_plm_ssh_args="$_s2k_ssh" \\',
     "    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_abort_on_non_zero_status=$abort \\",
     '    mpirun --host "$hl" -np "$ntasks" --map-by slot "${xs[@]}" --wdir "${o_D:-$PWD}" \\',
     '    bash -c "$_s2k_task_sh" s2k-task "$@" 2>&1 1>&3 3>&- | _s2k_exits "$f"; } 3>&1',
@@ -371,7 +376,11 @@ SRUN_RUN = [
 
 # ---- the task wrapper (`bash -c WRAPPER s2k-task CMD ARGS...`, once per task) ------------------
 
-TASK_WRAPPER = r"""_s2k_r="${_S2K_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}}"
+TASK_WRAPPER = r"""if [ -n "${_S2K_TMP+x}" ]; then  # started by mpirun: the batch shell's TMPDIR, not mpirun's own
+  case "$_S2K_TMP" in set:*) export TMPDIR="${_S2K_TMP#set:}" ;; *) unset TMPDIR ;; esac; unset _S2K_TMP
+fi
+[ -z "${S2K_CONTAINER_SHIMS:-}" ] || eval "$S2K_CONTAINER_SHIMS"  # container wrappers (launchers/container.py)
+_s2k_r="${_S2K_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}}"
 IFS='|' read -r _s2k_id _s2k_n _s2k_c _s2k_cf _s2k_nl <<< "$_S2K_STEP"
 IFS=, read -ra _s2k_cv <<< "$_s2k_c"
 IFS=, read -ra _s2k_nv <<< "$_s2k_nl"

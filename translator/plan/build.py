@@ -223,6 +223,7 @@ class _Build:
     shape: Any = None  # common.Shape of the job
     findings: list[Finding] = dataclasses.field(default_factory=list)
     smap: list[SourceMap] = dataclasses.field(default_factory=list)
+    name_room: int = naming.MAX  # the longest TrainJob name whose pods get valid names (naming.py)
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -259,6 +260,7 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
     runtime = _runtime_and_image(b)
     packages = _software_environment(b)
     num_nodes = _nodes(b, runtime)
+    b.name_room = _name_room(b, runtime.name, num_nodes)
     res = _resources(b)
     env = _environment(b, runtime.framework)
     env, command_raw, args_raw = _command(b, env, runtime.framework)
@@ -726,7 +728,12 @@ def _command(b: _Build, env, framework: str):
     intent = b.intent
     command_raw, args_raw = tuple(intent.command), tuple(intent.args)
     env, command_raw, args_raw, sfind = _secrets(
-        b.script, env, intent, command_raw, args_raw, naming.trainjob_name(b.job.fields.job_name or "sbatch")
+        b.script,
+        env,
+        intent,
+        command_raw,
+        args_raw,
+        naming.trainjob_name(b.job.fields.job_name or "sbatch", room=b.name_room),
     )
     b.findings.extend(sfind)
     b.findings.extend(_node_specific(env, command_raw, args_raw, intent))
@@ -796,17 +803,34 @@ def _other_options(b: _Build) -> None:
 # --- identity
 
 
+def _name_room(b: _Build, runtime_name: str, num_nodes: int) -> int:
+    """How long the TrainJob name may be so that JobSet accepts every pod name (naming.py): the
+    runtime's replicatedJobs (shipped ones known; a profile's runtime adds the jobs it lists)."""
+    from translator.validate.runtimes import SHIPPED, pods_per_job
+
+    rules = getattr(b.settings.profile, "runtimes", ()) or ()
+    if not b.settings.runtime and runtime_name in SHIPPED:  # the profile may choose by launcher (apply.py)
+        runtime_name = next((r.name for r in rules if b.intent.family in r.launchers), runtime_name)
+    pods = pods_per_job(SHIPPED.get(runtime_name), num_nodes)
+    for rule in rules:
+        if rule.name == runtime_name:
+            for job in rule.replicated_jobs:
+                pods.setdefault(job, 1)
+    return naming.name_room(pods)
+
+
 def _identity(b: _Build):
     job = b.job
     job_name = job.fields.job_name or "sbatch"
-    name = naming.trainjob_name(job_name)
+    name = naming.trainjob_name(job_name, room=b.name_room)
     if name != job_name:
         b.add(
             Finding(
                 INFO,
                 "P429",
-                f"job name `{job_name}` becomes the TrainJob name `{name}` (RFC 1035 "
-                "label); the original is kept in the annotation " + naming.ANNOTATION_JOB_NAME,
+                f"job name `{job_name}` becomes the TrainJob name `{name}` (RFC 1035 label of at most "
+                f"{b.name_room} characters, so that JobSet accepts its longest pod name); the original is "
+                "kept in the annotation " + naming.ANNOTATION_JOB_NAME,
                 _first(job, "job-name"),
             )
         )
@@ -850,7 +874,7 @@ def _arrays(b: _Build, base: TrainerPlan) -> list[TrainerPlan]:
         )
         b.map("(array)", _lines(job, "array"), "mapped")
         for ix in indices:
-            plans.append(_array_plan(base, job, arr, indices, ix))
+            plans.append(_array_plan(base, job, arr, indices, ix, b.name_room))
         return plans
     reason = (
         "it has more than %d tasks" % MAX_ARRAY_EXPANSION
@@ -898,6 +922,11 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
         if b.shape.gpus_per_node:
             p = with_shared_memory(p, rt)
         out.append(p)
+    if b.job.fields.dependency or (settings.profile is not None and any(p.labels for p in out)):
+        from translator.plan.kueue import kueue_fields
+
+        lines = (b.job.fields.dependency, _first(b.job, "time"), _first(b.job, "dependency"))
+        out = [kueue_fields(p, *lines) for p in out]
     return tuple(out)
 
 
@@ -965,7 +994,7 @@ def _with_env(env, name, value) -> tuple[EnvVar, ...]:
     return tuple(e for e in env if e.name != name) + (EnvVar(name, value),)
 
 
-def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
+def _array_plan(base: TrainerPlan, job, spec, indices, ix, room: int) -> TrainerPlan:
     env = base.env
     env = _with_env(env, "SLURM_ARRAY_TASK_ID", str(ix))
     env = _with_env(env, "SLURM_ARRAY_TASK_COUNT", str(len(indices)))
@@ -973,7 +1002,7 @@ def _array_plan(base: TrainerPlan, job, spec, indices, ix) -> TrainerPlan:
     env = _with_env(env, "SLURM_ARRAY_TASK_MAX", str(indices[-1]))
     return dataclasses.replace(
         base,
-        name=naming.trainjob_name(base.job_name, str(ix)),
+        name=naming.trainjob_name(base.job_name, str(ix), room),
         env=env,
         array_index=ix,
         annotations=base.annotations + ((naming.ANNOTATION_ARRAY_INDEX, str(ix)),),

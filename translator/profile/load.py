@@ -354,6 +354,9 @@ PROFILE_SCHEMA = obj(
                     ),
                     "gpuResource": Field(string(lambda v: kube_names.qualified_name_problem(v, require_prefix=True))),
                     "shmSize": Field(quantity()),
+                    "trainerVersion": Field(
+                        one_of("2.3", "2.4"), doc="Kubeflow Trainer release of the cluster (--trainer-version)"
+                    ),
                 }
             )
         ),
@@ -432,6 +435,7 @@ def _build(path: str, doc, chk: Checker) -> Profile | None:
             pip_index_urls=tuple(i.value for i in (d.get("pipIndexUrls") or []) if i.value),
             gpu_resource=d.get("gpuResource"),
             shm_size=d.get("shmSize"),
+            trainer_version=d.get("trainerVersion"),
             lines=tuple(d.key_lines.items()),
         )
 

@@ -136,6 +136,7 @@ class Defaults:
     pip_index_urls: tuple[str, ...] = ()
     gpu_resource: str | None = None
     shm_size: str | None = None
+    trainer_version: str | None = None  # "2.3" | "2.4" (--trainer-version wins)
     lines: tuple[tuple[str, int], ...] = ()  # key -> line, for findings
 
     def line_of(self, key: str) -> int | None:

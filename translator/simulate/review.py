@@ -1,8 +1,9 @@
 """One script's launch-equivalence review: the simulate verdict set against the conversion's own findings.
 
 A conversion is *equivalent* (both sides start the same training processes), *differs-but-flagged* (they
-differ and the conversion carries an error or warning finding, or sbatch refuses the script), or
-*differs-silently* (they differ and nothing says so: the outcome a migration tool must never have).
+differ and the conversion carries an error or warning finding, or sbatch refuses the script),
+*differs-silently* (they differ and nothing says so: the outcome a migration tool must never have),
+*inconclusive* (the simulation cannot judge it: the verdict's reason says why) or *refused* (convert refused it).
 Used by benchmarks/bench_simulate.py and the corpus test.
 """
 
@@ -15,12 +16,14 @@ from translator.simulate.model import Verdict
 EQUIVALENT = "equivalent"
 FLAGGED = "differs-but-flagged"
 SILENT = "differs-silently"
+INCONCLUSIVE = "inconclusive"
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
 class Review:
     path: str
-    kind: str  # EQUIVALENT | FLAGGED | SILENT
+    kind: str  # EQUIVALENT | FLAGGED | SILENT | INCONCLUSIVE | REFUSED
     accepted: bool  # sbatch accepts the script
     verdict: Verdict
 
@@ -36,5 +39,8 @@ def review(path: str, settings=None) -> Review:
     flagged = any(f.severity in ("error", "warning") for f in conv.findings) or any(
         d.severity == "error" for d in conv.diagnostics
     )
-    kind = EQUIVALENT if v.verdict == "equivalent" else FLAGGED if flagged else SILENT
+    if v.verdict in (EQUIVALENT, INCONCLUSIVE, REFUSED):
+        kind = v.verdict
+    else:
+        kind = FLAGGED if flagged else SILENT
     return Review(path, kind, conv.job is not None and conv.job.sbatch_accepts, v)

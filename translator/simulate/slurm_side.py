@@ -286,10 +286,11 @@ def run(
         notes.append(f"--chdir={cwd} is a system directory here; the job runs in {SUBMIT_DIR}")
         cwd = SUBMIT_DIR
     env["PWD"] = cwd
-    env["HOME"] = SUBMIT_DIR  # the user's home, also with --chdir
+    if sandbox.namespaces_available():  # (the weaker sandbox keeps HOME in its temporary directory)
+        env["HOME"] = SUBMIT_DIR  # the user's home, also with --chdir
     env.update({k: v for k, v in submit_env(job.options.get("export")).items() if k not in env})
     files = [(spool, text)]
-    if cwd != SUBMIT_DIR:
+    if cwd != env.get("HOME", cwd):
         files.append((SUBMIT_DIR + "/.bashrc", ""))  # so that the home directory exists
     unit = sandbox.Unit(
         argv=argv,

@@ -161,16 +161,23 @@ def _per_node(procs: Sequence[Process]) -> str:
     return ", ".join(f"node{n}: {c[n]}" for n in sorted(c)) or "none"
 
 
-def _host_patterns(side: SideResult):
-    pats = []
+def _host_pattern(side: SideResult):
+    """(one regex for every node's host name, FQDN and address of the side, {matched name or address: node})."""
+    node_of: dict[str, int] = {}
+    names, ips = [], []
     for name, node, ip in sorted(_hosts_index(side), key=lambda h: -len(h[0])):
         if name:
-            pats.append(
-                (re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?:\.[A-Za-z0-9-]+)*(?![\w-])"), f"<node{node}>")
-            )
+            names.append(re.escape(name))
+            node_of.setdefault(name, node)
         if ip:
-            pats.append((re.compile(r"(?<![\d.])" + re.escape(ip) + r"(?![\d])"), f"<node{node}>"))
-    return pats
+            ips.append(re.escape(ip))
+            node_of.setdefault(ip, node)
+    alts = []
+    if names:
+        alts.append(r"(?<![\w.-])(?P<name>" + "|".join(names) + r")(?:\.[A-Za-z0-9-]+)*(?![\w-])")
+    if ips:
+        alts.append(r"(?<![\d.])(?P<ip>" + "|".join(ips) + r")(?![\d])")
+    return (re.compile("|".join(alts)) if alts else None), node_of
 
 
 def normalized(side: SideResult) -> SideResult:
@@ -179,13 +186,14 @@ def normalized(side: SideResult) -> SideResult:
     `$SLURM_JOB_ID`."""
     from dataclasses import replace
 
-    pats = _host_patterns(side)
+    rx, node_of = _host_pattern(side)
+
+    def node_ref(m) -> str:
+        return f"<node{node_of[m.group('name') or m.group('ip')]}>"
 
     def norm(text: str, jid: str | None) -> str:
         text = _norm_jobid(text, jid)
-        for rx, repl in pats:
-            text = rx.sub(repl, text)
-        return text
+        return rx.sub(node_ref, text) if rx is not None else text
 
     procs = []
     for p in side.processes:

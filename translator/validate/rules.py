@@ -177,7 +177,9 @@ def _env_list(value) -> list[tuple[int, dict]]:
     return [(i, e) for i, e in enumerate(value) if isinstance(e, dict)] if isinstance(value, list) else []
 
 
-def check_trainer(spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
+def check_trainer(spec: dict, runtime: RuntimeInfo | None, version: str = "2.3") -> list[Problem]:
+    from translator.validate.versions import reserved_env
+
     out: list[Problem] = []
     trainer = spec.get("trainer")
     if not isinstance(trainer, dict):
@@ -194,9 +196,11 @@ def check_trainer(spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
             )
         policies = [runtime.policy] if runtime else list(RESERVED_ENV)
         for policy in policies:
-            if name in RESERVED_ENV.get(policy, ()):
+            if name in reserved_env(policy, version):
                 sev = "error" if runtime else "warning"
                 why = f"runtime {runtime.name} ({policy} policy)" if runtime else f"{policy} runtimes (runtime unknown)"
+                if name not in RESERVED_ENV.get(policy, ()):
+                    why += f" from Trainer {version} on"
                 out.append(("V740", sev, path, f"env {name} is reserved: the controller sets it for {why}"))
             if name in CONTROLLER_ENV.get(policy, ()):
                 out.append(
@@ -212,6 +216,28 @@ def check_trainer(spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
     res = trainer.get("resourcesPerNode")
     if isinstance(res, dict):
         out += check_resources(res, base + ("resourcesPerNode",))
+    return out + _unbounded_counts(trainer, version)
+
+
+def _unbounded_counts(trainer: dict, version: str) -> list[Problem]:
+    """V750: Trainer 2.3 has no lower bound on numNodes / numProcPerNode (kubeflow/trainer #3805; the
+    rules came with #3809, released with 2.4), so the API server stores a value the pods cannot use."""
+    if version != "2.3":
+        return []
+    out: list[Problem] = []
+    for key, low in (("numNodes", 0), ("numProcPerNode", 1)):
+        value = trainer.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value < low:
+            out.append(
+                (
+                    "V750",
+                    "warning",
+                    ("spec", "trainer", key),
+                    f"{key} {value}: Trainer 2.3 accepts it (no lower bound before trainer #3809, released "
+                    f"with 2.4, which requires >= {low}), but the controller passes it to the pods and the "
+                    "job fails when it starts (trainer #3805)",
+                )
+            )
     return out
 
 
@@ -436,3 +462,58 @@ def check_runtime_ref(spec: dict) -> list[Problem]:
             )
         )
     return out
+
+
+def check_pod_names(meta: dict, spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
+    """V748: the TrainJob's name (or generateName plus the 5 characters the API server adds) leaves its
+    longest pod name over 63 characters, so JobSet's webhook refuses the JobSet and the TrainJob never
+    starts (see translator/plan/naming.py for the rule and its source)."""
+    from translator.plan.naming import GENERATED, MAX, longest_pod_name, name_room
+    from translator.validate.runtimes import pods_per_job
+
+    name, key = meta.get("name"), "name"
+    if not isinstance(name, str):
+        gen = meta.get("generateName")
+        if not isinstance(gen, str):
+            return []
+        name, key = gen[: MAX - GENERATED] + "x" * GENERATED, "generateName"
+    nodes = as_dict(spec.get("trainer")).get("numNodes")
+    nodes = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+    pods = pods_per_job(runtime, nodes)
+    longest = longest_pod_name(name, pods)
+    if len(longest) <= MAX:
+        return []
+    ref = as_dict(spec.get("runtimeRef")).get("name")
+    which = f"runtime {runtime.name}" if runtime else f"runtime {ref!r} (not known: taken as one `node` job)"
+    room = name_room(pods, generated=key == "generateName")
+    what = "generated name" if key == "generateName" else "name"
+    return [
+        (
+            "V748",
+            "error" if runtime else "warning",
+            ("metadata", key),
+            f"the TrainJob's {what} is too long for its pods on {which}: the longest pod name "
+            f"{longest!r} (JobSet's random part written -abcde) has {len(longest)} characters, over 63, so "
+            f"JobSet refuses the JobSet and the TrainJob never starts; use a {key} of at most {room} characters",
+        )
+    ]
+
+
+def check_runtime_version(spec: dict, runtime: RuntimeInfo | None, version: str) -> list[Problem]:
+    """V749: under Trainer 2.4 a runtime's replicatedJob names are at most 20 characters (#4394)."""
+    from translator.validate.versions import MAX_REPLICATED_JOB_NAME, long_job_names
+
+    if runtime is None:
+        return []
+    long = long_job_names(runtime.jobs, version)
+    if not long:
+        return []
+    return [
+        (
+            "V749",
+            "error",
+            ("spec", "runtimeRef", "name"),
+            f"runtime {runtime.name} has replicatedJob names over {MAX_REPLICATED_JOB_NAME[version]} "
+            f"characters ({', '.join(repr(j) for j in long)}), which Trainer {version} refuses (trainer #4394)",
+        )
+    ]

@@ -38,6 +38,8 @@ class RuntimeInfo:
     # job -> volume names the pods get from the runtime; None when the controller or the runtime may add
     # volumes this description does not know (MPI ssh/hostfile, volumeClaimPolicies)
     volumes: dict[str, tuple[str, ...]] | None = None
+    num_nodes: int = 1  # mlPolicy.numNodes (the node count when the TrainJob sets none)
+    launcher_as_node: bool = False  # mlPolicy.mpi.runLauncherAsNode: the launcher is one of the nodes
 
 
 _NODE: dict[str, tuple[str, ...]] = {"node": ("node",)}
@@ -59,8 +61,8 @@ SHIPPED = {
             "torch",
             {"dataset-initializer": ("dataset-initializer",), "node": ("node",)},
         ),
-        RuntimeInfo("deepspeed-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES),
-        RuntimeInfo("mlx-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES),
+        RuntimeInfo("deepspeed-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES, launcher_as_node=True),
+        RuntimeInfo("mlx-distributed", "mpi", _MPI, volumes=_MPI_VOLUMES, launcher_as_node=True),
         RuntimeInfo("jax-distributed", "jax", _NODE, volumes={"node": ()}),
         RuntimeInfo("xgboost-distributed", "xgboost", _NODE, volumes={"node": ()}),
         RuntimeInfo("torchtune-llama3.2-1b", "torch", _TORCHTUNE),
@@ -100,4 +102,36 @@ def runtime_from_manifest(doc) -> RuntimeInfo | None:
             if job in volumes:
                 volumes[job] = volumes[job] + extra
     exact = policy != "flux" and not (tmpl.get("spec") or {}).get("volumeClaimPolicies")
-    return RuntimeInfo(name, policy, jobs, inits, kind=str(doc.get("kind")), volumes=volumes if exact else None)
+    nodes = ml.get("numNodes")
+    return RuntimeInfo(
+        name,
+        policy,
+        jobs,
+        inits,
+        kind=str(doc.get("kind")),
+        volumes=volumes if exact else None,
+        num_nodes=nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else 1,
+        launcher_as_node=as_dict(ml.get("mpi")).get("runLauncherAsNode") is True,
+    )
+
+
+def pods_per_job(info: RuntimeInfo | None, num_nodes: int | None) -> dict[str, int]:
+    """replicatedJob -> pod count of a TrainJob with ``num_nodes`` nodes (None: the runtime's default).
+
+    The job named `node` runs the nodes (trainer pkg/runtime: numNodes is the pod count of the trainer
+    job); on an MPI runtime whose launcher is a node (runLauncherAsNode) it runs numNodes - 1 of them,
+    at least one (trainer pkg/runtime/framework/plugins/mpi). Every other job (launcher, initializers)
+    runs one pod: the Trainer webhook requires `replicas: 1` and the runtimes run one completion.
+    A runtime this validator does not know is taken as the one `node` job.
+    """
+    nodes = num_nodes if num_nodes is not None else (info.num_nodes if info is not None else 1)
+    jobs = tuple(info.jobs) if info is not None and info.jobs else ("node",)
+    out = {}
+    for job in jobs:
+        if job != "node":
+            out[job] = 1
+        elif info is not None and info.policy == "mpi" and info.launcher_as_node and "launcher" in jobs:
+            out[job] = max(nodes - 1, 1)
+        else:
+            out[job] = max(nodes, 1)
+    return out

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from translator.jsondata import as_dict
 from translator.validate.crd import _RFC3339
 from translator.validate.documents import DecodeError, Document, json_path, load_documents
-from translator.validate.rules import check_metadata, check_patches, check_runtime_ref, check_trainer
+from translator.validate.rules import (
+    check_metadata,
+    check_patches,
+    check_pod_names,
+    check_runtime_ref,
+    check_runtime_version,
+    check_trainer,
+)
 from translator.validate.runtimes import SHIPPED, RuntimeInfo, runtime_from_manifest
 
 _QUANTITY_PATTERN_START = "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)"
@@ -151,18 +158,26 @@ def _runtime_for(spec: dict, runtimes: dict[str, RuntimeInfo]) -> RuntimeInfo | 
 
 
 def validate_documents(
-    docs: Sequence, crd=None, *, file: str = "-", runtimes: dict[str, RuntimeInfo] | None = None
+    docs: Sequence,
+    crd=None,
+    *,
+    file: str = "-",
+    runtimes: dict[str, RuntimeInfo] | None = None,
+    trainer_version: str = "2.3",
 ) -> list[Result]:
     """One Result per TrainJob document (plus a skipped Result per other document).
 
     ``docs``: :class:`Document` objects (from :func:`load_documents`, with lines) or plain dicts.
-    ``crd``: a loaded :class:`translator.validate.crd.CRD` (default: the bundled v2.3.0 TrainJob CRD).
+    ``crd``: a loaded :class:`translator.validate.crd.CRD` (default: the bundled TrainJob CRD as the
+    release ``trainer_version`` has it, see translator/validate/versions.py).
     ``runtimes``: runtime name -> RuntimeInfo; the shipped runtimes are always known, and
     (Cluster)TrainingRuntime documents among ``docs`` are added.
     """
     from translator.validate.crd import apply_defaults, drop_nulls, evaluate_cel, list_key_problems, load_crd
 
-    crd = crd or load_crd()
+    from translator.validate.versions import crd_for
+
+    crd = crd or crd_for(load_crd(), trainer_version)
     documents = [d if isinstance(d, Document) else Document(index=i, data=d) for i, d in enumerate(docs)]
     known = dict(SHIPPED)
     known.update(runtimes or {})
@@ -279,8 +294,10 @@ def validate_documents(
             )
         for check, args in (
             (check_runtime_ref, (spec,)),
-            (check_trainer, (spec, runtime)),
+            (check_trainer, (spec, runtime, trainer_version)),
             (check_patches, (spec, runtime)),
+            (check_pod_names, (as_dict(data.get("metadata")), spec, runtime)),
+            (check_runtime_version, (spec, runtime, trainer_version)),
         ):
             try:
                 found = check(*args)
@@ -319,14 +336,21 @@ def _expand_lists(docs: list[Document]) -> list[Document]:
 
 
 def validate_text(
-    text: str, crd=None, *, file: str = "-", runtimes: dict[str, RuntimeInfo] | None = None
+    text: str,
+    crd=None,
+    *,
+    file: str = "-",
+    runtimes: dict[str, RuntimeInfo] | None = None,
+    trainer_version: str = "2.3",
 ) -> list[Result]:
     """Validate YAML/JSON text; a file that does not decode gives one invalid Result (V701)."""
     try:
         docs = load_documents(text)
     except DecodeError as exc:
         return [Result(file, None, None, problems=[Problem("V701", "error", "<file>", exc.line, exc.message)])]
-    results = validate_documents(_expand_lists(docs), crd, file=file, runtimes=runtimes)
+    results = validate_documents(
+        _expand_lists(docs), crd, file=file, runtimes=runtimes, trainer_version=trainer_version
+    )
     if not any(not r.skipped for r in results):
         results.append(
             Result(

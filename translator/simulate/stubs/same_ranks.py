@@ -8,7 +8,10 @@ The command is `bash -c TEXT [ARG...]` (or `sh -c`), the common shape of a task 
 
 - reads a varying variable only by copying it whole into another variable (`export SLURM_PROCID="$RANK"`)
   that TEXT never reads again,
-- runs only shell builtins, functions it defines, and text utilities that ignore the environment, and
+- reads it otherwise only as a whole argument of a `python` command (`--rank "$SLURM_PROCID"`, a value
+  without spaces or glob characters),
+- runs only shell builtins, functions it defines, text utilities that ignore the environment, `python`
+  and a few stubs that only record (`module`, `mkdir`), and
 - has no construct that reads variables by a computed name (`eval`, `source`, `${!x}`, `declare`, ...),
 
 then bash takes the same path for every task, and what differs between the tasks' outputs, records and the
@@ -95,15 +98,44 @@ def _copies(text: str, name: str) -> list[tuple[int, int, str]]:
 
 
 def _copy_only(text: str, name: str) -> bool:
-    """Every mention of `name` in text is a whole-value copy into a name text never mentions again."""
+    """Every mention of `name` in text is a whole-value copy into a name text never mentions again, or a
+    whole argument of a `python` command (`--rank "$SLURM_PROCID"`): carried verbatim either way."""
     copies = _copies(text, name)
     mentions = len(re.findall(r"(?<![\w])" + re.escape(name) + r"(?!\w)", text))
-    if mentions != len(copies):
+    if mentions != len(copies) + _python_arguments(text, name):
         return False
     return all(len(re.findall(r"(?<![\w])" + re.escape(x) + r"(?!\w)", text)) == 1 for _, _, x in copies)
 
 
+def _python_arguments(text: str, name: str) -> int:
+    """How many times `$NAME` / `"${NAME}"` is a whole argument of a command whose program is python."""
+    arg = re.compile(r"(?<=\s)(\"?)\$(\{?)" + re.escape(name) + r"(\}?)\1(?=[\s;&|)]|$)")
+    n = 0
+    for line in text.splitlines():
+        for seg in re.split(r"&&|\|\||[;|]", line):
+            toks = seg.split()
+            while toks and _ASSIGN.match(toks[0]):
+                toks.pop(0)
+            if toks and is_python(toks[0]):
+                n += sum(1 for m in arg.finditer(seg) if bool(m.group(2)) == bool(m.group(3)))
+    return n
+
+
+def is_python(word: str) -> bool:
+    """python, python3, python3.11 (by name or path)"""
+    base = word.rsplit("/", 1)[-1]
+    return base.startswith("python") and all(c in "0123456789." for c in base[6:])
+
+
+def plain_value(value: str) -> bool:
+    """A value that an unquoted `$NAME` passes on as one word, unchanged (no spaces, no glob characters)."""
+    return all(c.isalnum() or c in "._,:/@+-=%" for c in value)
+
+
 HOST_TOOLS = {"hostname", "uname"}  # stubs that read only the node's identity
+# Stubs that record a call and do nothing the environment could change (module/ml are no-ops on Slurm;
+# mkdir/touch act in the working directory, the same for every task).
+RECORDED_TOOLS = {"module", "ml", "mkdir", "touch", "sleep"}
 _PARAM = re.compile(r"\$\{[^{}]*\}")
 _ARITH = re.compile(r"\$?\(\((?:[^()]|\([^()]*\))*\)\)")
 
@@ -150,6 +182,8 @@ def _word_ok(w: str, funcs, host_varies: bool) -> bool:
     bare = w.strip("\"'")
     if not bare or bare in funcs or bare in SHELL_WORDS or bare in BLIND_TOOLS or bare in ("$@", "]]", "]"):
         return True
+    if bare in RECORDED_TOOLS or is_python(bare):  # stubs: what they do is in the run's records (records_alike)
+        return True
     return bare in HOST_TOOLS and not host_varies
 
 
@@ -180,6 +214,9 @@ def substitute(obj, pairs):
 
 
 def records_alike(records) -> bool:
-    """The template run started only plain programs (a `process` record each) and stubs that ignore the
-    environment: nothing whose behaviour could depend on a varying value other than by carrying it."""
-    return all(r.get("kind") == "process" for r in records)
+    """The run started only plain programs (a `process` record each: `python train.py`, the user's binary)
+    and stubs that ignore the environment: nothing whose behaviour could depend on a varying value other
+    than by carrying it. (`python -c`, a nested launcher, `nvidia-smi` record a call of their own: not alike.)"""
+    return all(
+        r.get("kind") == "process" or (r.get("kind") == "call" and r.get("name") in RECORDED_TOOLS) for r in records
+    )

@@ -12,16 +12,29 @@ Records are JSON lines appended to the unit's record file (see `_config`).
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hostlist  # noqa: E402
 import names  # noqa: E402
-import same_ranks  # type: ignore[import-not-found]  # noqa: E402
+
+
+class _OnFirstUse:
+    """A module imported when first used. The stub starts once per command the script runs (a `module load`,
+    a `mkdir`), and most of them need neither `re` nor `json`: importing those costs more than the rest of
+    the stub's start together, so only the commands that use them pay it."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(__import__(self._name), attr)
+
+
+re = _OnFirstUse("re")
+hostlist = _OnFirstUse("hostlist")
+same_ranks = _OnFirstUse("same_ranks")
 
 SIM_PREFIX = "SLURM2KF_SIM_"
 _CFG = None
@@ -79,10 +92,52 @@ def _config() -> dict:
         path = os.environ.get(SIM_PREFIX + "CONFIG") or os.path.join(_simdir(), "unit", "config.json")
         try:
             with open(path, encoding="utf-8") as fh:
-                _CFG = json.load(fh)
+                _CFG = json_loads(fh.read())
         except (OSError, ValueError):
             _CFG = {}
     return _CFG
+
+
+def json_loads(text: str):
+    """JSON text -> value, with the C scanner the `json` package itself uses (CPython's `_json`), without
+    importing the package (whose decoder imports `re`)."""
+    import _json
+
+    class Context:
+        strict = True
+        object_hook = object_pairs_hook = None
+        parse_float, parse_int = float, int
+        memo: dict = {}
+
+        @staticmethod
+        def parse_constant(name):
+            return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+    start = len(text) - len(text.lstrip())
+    try:
+        value, end = _json.make_scanner(Context)(text, start)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if text[end:].strip():
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def json_dumps(value) -> str:
+    """value (dict, list, str, int, float, bool, None) -> JSON text with sorted keys, as `json.dumps(value,
+    sort_keys=True)` writes it."""
+    from _json import encode_basestring_ascii as quote
+
+    if isinstance(value, str):
+        return quote(value)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        items = sorted((str(k), v) for k, v in value.items())
+        return "{" + ", ".join(quote(k) + ": " + json_dumps(v) for k, v in items) + "}"
+    return "[" + ", ".join(json_dumps(v) for v in value) + "]"
 
 
 def _simdir() -> str:
@@ -133,7 +188,7 @@ def node_gpus(node=None) -> int:
 def record(kind: str, **fields) -> None:
     rec = {"kind": kind, "unit": _config().get("unit", 0), "node": this_node(), "host": this_host()}
     rec.update(fields)
-    _append(_rec_path(), (json.dumps(rec, sort_keys=True) + "\n").encode("utf-8"))
+    _append(_rec_path(), (json_dumps(rec) + "\n").encode("utf-8"))
 
 
 def _rec_path() -> str:
@@ -168,9 +223,22 @@ def fail(name: str, argv, reason: str, code: int = 1, message: str = "", categor
 def _first_int(env, *names):
     for n in names:
         v = env.get(n)
-        if v is not None and re.fullmatch(r"\s*-?\d+\s*", v):
+        if v is not None and _is_int(v):
             return int(v)
     return None
+
+
+def _is_int(text: str) -> bool:
+    """`12`, ` -3 ` (what `int()` reads, without `+`, `_` or non-ASCII digits)."""
+    t = text.strip()
+    t = t[1:] if t.startswith("-") else t
+    return t.isascii() and t.isdigit()
+
+
+def is_python(name: str) -> bool:
+    """python, python3, python3.11"""
+    rest = name[6:] if name.startswith("python") else "x"
+    return all(c in "0123456789." for c in rest)
 
 
 def visible_gpus(env, node=None) -> int:
@@ -334,11 +402,16 @@ def run_tasks(tasks, launcher: str, capture: bool = False):
 
 
 def _capture_file() -> int:
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="s2k-out-")
-    os.unlink(path)
-    return fd
+    """An unnamed file for a task's output (a file, not a pipe: a task may write more than a pipe holds)."""
+    for n in range(1000):
+        path = f"/tmp/.s2k-out-{os.getpid()}-{n}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        os.unlink(path)
+        return fd
+    raise OSError("no temporary file for a task's output")
 
 
 def _read_back(fd: int) -> str:
@@ -359,7 +432,7 @@ def _run_alike(tasks, launcher: str, capture: bool):
     names = {n for n in same_ranks.varying(envs) if not n.startswith(SIM_PREFIX)}
     text = same_ranks.shell_text(tasks[0][0])
     host_varies = len({(t[2], t[3]) for t in tasks}) > 1
-    if text is None or any(n not in e for e in envs for n in names):
+    if text is None or any(n not in e or not same_ranks.plain_value(e[n]) for e in envs for n in names):
         return None
     if not same_ranks.text_alike(text, names, host_varies):
         return None
@@ -382,7 +455,7 @@ def _run_alike(tasks, launcher: str, capture: bool):
         for r in records:
             r = same_ranks.substitute(r, pairs)
             r.update(node=node, host=host or this_host(), **derived_fields(r.get("env", {}), node))
-            lines.append(json.dumps(r, sort_keys=True) + "\n")
+            lines.append(json_dumps(r) + "\n")
         outputs.append(same_ranks.substitute(out, pairs))
     _append(_rec_path(), "".join(lines).encode("utf-8"))
     if not capture:
@@ -401,7 +474,7 @@ def _read_records(path: str) -> list:
     out = []
     for line in data.splitlines():
         try:
-            out.append(json.loads(line))
+            out.append(json_loads(line))
         except ValueError:
             return [{"kind": "malformed"}]  # not alike: run the tasks one by one
     return out
@@ -661,12 +734,15 @@ def task_gpus(local, tasks_here, gpt, gpn_step, ngpu, bind=None) -> list:
     """The GPUs one srun task sees (srun.1 --gpus-per-task, --gpu-bind). --gpus-per-task gives each task
     its own; otherwise every task sees all GPUs of the step on its node, unless --gpu-bind narrows it:
     `single:N` (tasks 0..N-1 the first GPU, ...), `map_gpu:L` (task i the i-th of L, cycling), `mask_gpu:M`
-    (the bits of the i-th hex mask), `none` (all). `closest` needs the node's topology: not narrowed."""
-    if gpt:
-        return [str(local * gpt + g) for g in range(gpt)]
-    avail = [str(g) for g in range(gpn_step if gpn_step is not None else ngpu)]
+    (the bits of the i-th hex mask), `none` (all; with --gpus-per-task, all the step's GPUs on the node).
+    `closest` needs the node's topology: not narrowed."""
     kind, _, arg = str(bind or "").partition(":")
     kind = kind.split(",")[-1].strip().lower()  # `verbose,single:1`
+    if gpt and kind != "none":  # --gpus-per-task implies --gpu-bind=per_task:N unless one is given
+        return [str(local * gpt + g) for g in range(gpt)]
+    if gpt:
+        return [str(g) for g in range(min(gpt * tasks_here, ngpu) if ngpu else gpt * tasks_here)]
+    avail = [str(g) for g in range(gpn_step if gpn_step is not None else ngpu)]
     if not avail or kind not in ("single", "map_gpu", "mask_gpu"):
         return avail
     if kind == "single":
@@ -748,8 +824,98 @@ def srun(args) -> int:
     step_nodes = pool[:nnodes]
     if wlist:
         step_nodes = [w for w in alloc if w in step_nodes]  # the step's nodes keep allocation order
-    # Block distribution (slurm_step_layout.c _task_layout_block): task counts per node handed out
-    # round-robin, capped by --ntasks-per-node, then consecutive task ids node by node.
+    counts = block_counts(ntasks, nnodes, tpn, bool(opts.get("-O") or opts.get("--overcommit")))
+    if counts is None:
+        return fail(
+            "srun",
+            args,
+            f"{ntasks} tasks do not fit {nnodes} nodes x {tpn} tasks per node",
+            1,
+            "srun: error: Unable to create step for job: More processors requested than permitted",
+        )
+    step_id = _next_step_id()
+    label = bool(opts.get("-l") or opts.get("--label"))
+    tasks = srun_tasks(cmd, env, opts, alloc, step_nodes, counts, step_id)
+    codes, outputs = run_tasks(tasks, "srun", capture=label)
+    for task_id, data in enumerate(outputs):  # -l: each line of task N's output as "N: line"
+        for line in data.splitlines():
+            sys.stdout.write(f"{task_id}: {line}\n")
+    sys.stdout.flush()
+    rc = max(codes, default=0)
+    record("call", name="srun", argv=list(args), step=step_id, nodes=step_nodes, tasks=counts)
+    return rc
+
+
+def srun_tasks(cmd, env, opts, alloc, step_nodes, counts, step_id) -> list:
+    """(argv, env, node, host) of each task of an srun step: the step's and the task's SLURM_* variables
+    (srun.1 OUTPUT ENVIRONMENT), --export, --mpi, and the task's GPUs."""
+    nnodes, ntasks = len(step_nodes), sum(counts)
+    gpt = _gpu_count(opts.get("--gpus-per-task") or env.get("SLURM_GPUS_PER_TASK"))
+    gpn_step = _gpu_count(
+        opts.get("--gpus-per-node")
+        or (opts.get("--gres") if opts.get("--gres") and "gpu" in str(opts.get("--gres")) else None)
+    )
+    cpt = opts.get("-c") or opts.get("--cpus-per-task")
+    step_list = hostlist.compress(step_nodes)
+    tid = 0
+    ips = {h[0]: h[2] for h in hosts()}
+    gtids_all = []
+    tasks: list = []
+    t = 0
+    for c in counts:
+        gtids_all.append(list(range(t, t + c)))
+        t += c
+    step_env = {
+        "SLURM_STEP_ID": str(step_id),
+        "SLURM_STEPID": str(step_id),
+        "SLURM_STEP_NODELIST": step_list,
+        "SLURM_NODELIST": step_list,
+        "SLURM_STEP_NUM_NODES": str(nnodes),
+        "SLURM_NNODES": str(nnodes),
+        "SLURM_STEP_NUM_TASKS": str(ntasks),
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_NPROCS": str(ntasks),
+        "SLURM_STEP_TASKS_PER_NODE": hostlist.counts_form(counts),
+        "SLURM_TASKS_PER_NODE": hostlist.counts_form(counts),
+        "SLURM_LAUNCH_NODE_IPADDR": ips.get(alloc[0], "10.0.0.1"),
+        "SLURM_CPU_BIND": "quiet,mask_cpu:0x1",
+        "SLURM_DISTRIBUTION": "block",
+    }
+    if cpt:
+        step_env["SLURM_CPUS_PER_TASK"] = str(cpt)
+    for nid, host in enumerate(step_nodes):
+        node = alloc.index(host)
+        ngpu = node_gpus(node)
+        for local in range(counts[nid]):
+            tenv = dict(env, **step_env)
+            tenv.update(
+                {
+                    "SLURM_PROCID": str(tid),
+                    "SLURM_LOCALID": str(local),
+                    "SLURM_NODEID": str(nid),
+                    "SLURM_GTIDS": ",".join(map(str, gtids_all[nid])),
+                    "SLURMD_NODENAME": host,
+                    "SLURM_TOPOLOGY_ADDR": host,
+                    "SLURM_TASK_PID": str(4000 + tid),
+                }
+            )
+            tenv = srun_export(tenv, opts.get("--export"))
+            mpi = str(opts.get("--mpi") or "")
+            if mpi.startswith("pmix"):
+                tenv.update({"PMIX_RANK": str(tid)})
+            elif mpi.startswith("pmi2"):
+                tenv.update({"PMI_RANK": str(tid), "PMI_SIZE": str(ntasks)})
+            devs = task_gpus(local, counts[nid], gpt, gpn_step, ngpu, opts.get("--gpu-bind"))
+            set_devices(tenv, devs, clear=gpt is not None or gpn_step is not None or bool(ngpu))
+            tasks.append((cmd, tenv, node, host))
+            tid += 1
+    return tasks
+
+
+def block_counts(ntasks: int, nnodes: int, tpn, overcommit: bool):
+    """Tasks per node of the block distribution (slurm_step_layout.c _task_layout_block): handed out
+    round-robin, capped by --ntasks-per-node (unless --overcommit); task ids then run node by node.
+    None when the tasks do not fit."""
     counts = [0] * nnodes
     left, capped = ntasks, False
     while left > 0:
@@ -763,105 +929,34 @@ def srun(args) -> int:
             left -= 1
             progressed = True
         if not progressed:
-            if opts.get("-O") or opts.get("--overcommit"):
-                capped = True
-                continue
-            return fail(
-                "srun",
-                args,
-                f"{ntasks} tasks do not fit {nnodes} nodes x {tpn} tasks per node",
-                1,
-                "srun: error: Unable to create step for job: More processors requested than permitted",
-            )
-    step_id = _next_step_id()
-    gpt = _gpu_count(opts.get("--gpus-per-task") or env.get("SLURM_GPUS_PER_TASK"))
-    gpn_step = _gpu_count(
-        opts.get("--gpus-per-node")
-        or (opts.get("--gres") if opts.get("--gres") and "gpu" in str(opts.get("--gres")) else None)
-    )
-    cpt = opts.get("-c") or opts.get("--cpus-per-task")
-    label = bool(opts.get("-l") or opts.get("--label"))
-    step_list = hostlist.compress(step_nodes)
-    tid, rc = 0, 0
-    ips = {h[0]: h[2] for h in hosts()}
-    gtids_all = []
-    tasks: list = []
-    t = 0
-    for c in counts:
-        gtids_all.append(list(range(t, t + c)))
-        t += c
-    for nid, host in enumerate(step_nodes):
-        node = alloc.index(host)
-        ngpu = node_gpus(node)
-        for local in range(counts[nid]):
-            tenv = dict(env)
-            tenv.update(
-                {
-                    "SLURM_PROCID": str(tid),
-                    "SLURM_LOCALID": str(local),
-                    "SLURM_NODEID": str(nid),
-                    "SLURM_STEP_ID": str(step_id),
-                    "SLURM_STEPID": str(step_id),
-                    "SLURM_STEP_NODELIST": step_list,
-                    "SLURM_NODELIST": step_list,
-                    "SLURM_STEP_NUM_NODES": str(nnodes),
-                    "SLURM_NNODES": str(nnodes),
-                    "SLURM_STEP_NUM_TASKS": str(ntasks),
-                    "SLURM_NTASKS": str(ntasks),
-                    "SLURM_NPROCS": str(ntasks),
-                    "SLURM_STEP_TASKS_PER_NODE": hostlist.counts_form(counts),
-                    "SLURM_TASKS_PER_NODE": hostlist.counts_form(counts),
-                    "SLURM_GTIDS": ",".join(map(str, gtids_all[nid])),
-                    "SLURM_LAUNCH_NODE_IPADDR": ips.get(alloc[0], "10.0.0.1"),
-                    "SLURMD_NODENAME": host,
-                    "SLURM_TOPOLOGY_ADDR": host,
-                    "SLURM_TASK_PID": str(4000 + tid),
-                    "SLURM_CPU_BIND": "quiet,mask_cpu:0x1",
-                    "SLURM_DISTRIBUTION": "block",
-                }
-            )
-            if cpt:
-                tenv["SLURM_CPUS_PER_TASK"] = str(cpt)
-            export = opts.get("--export")
-            if export:
-                # srun.1 --export: ALL (default), NONE (only SLURM_* reach the task), or a list of names
-                # and NAME=value items, with ALL keeping the rest.
-                items = str(export).split(",")
-                keep_all = "ALL" in items
-                if not keep_all:
-                    tenv = {
-                        k: v
-                        for k, v in tenv.items()
-                        if k.startswith(("SLURM_", SIM_PREFIX)) or k in ("PATH", "HOME", "HOSTNAME") or k in items
-                    }
-                for it in items:
-                    k, eq, v = it.partition("=")
-                    if eq:
-                        tenv[k] = v
-            mpi = opts.get("--mpi")
-            if mpi and str(mpi).startswith("pmix"):
-                tenv.update({"PMIX_RANK": str(tid)})
-            elif mpi and str(mpi).startswith("pmi2"):
-                tenv.update({"PMI_RANK": str(tid), "PMI_SIZE": str(ntasks)})
-            # gres binding: --gpus-per-task gives each task its own GPUs; otherwise every task of
-            # the step sees all GPUs the step has on the node.
-            devs = task_gpus(local, counts[nid], gpt, gpn_step, ngpu, opts.get("--gpu-bind"))
-            if devs:
-                tenv["CUDA_VISIBLE_DEVICES"] = ",".join(devs)
-                tenv["SLURM_STEP_GPUS"] = ",".join(devs)
-                tenv["GPU_DEVICE_ORDINAL"] = ",".join(devs)
-            elif gpt is not None or gpn_step is not None or ngpu:
-                tenv.pop("CUDA_VISIBLE_DEVICES", None)
-            tasks.append((cmd, tenv, node, host))
-            tid += 1
-    codes, outputs = run_tasks(tasks, "srun", capture=label)
-    for task_id, data in enumerate(outputs):  # -l: each line of task N's output as "N: line"
-        for line in data.splitlines():
-            sys.stdout.write(f"{task_id}: {line}\n")
-    sys.stdout.flush()
-    rc = max(codes, default=0)
-    record("call", name="srun", argv=list(args), step=step_id, nodes=step_nodes, tasks=counts)
-    return rc
+            if not overcommit:
+                return None
+            capped = True
+    return counts
+
+
+def srun_export(tenv: dict, export) -> dict:
+    """srun.1 --export: ALL (default), NONE (only SLURM_* reach the task), or a list of names and NAME=value
+    items, with ALL keeping the rest."""
+    if not export:
+        return tenv
+    items = str(export).split(",")
+    if "ALL" not in items:
+        keep = ("PATH", "HOME", "HOSTNAME")
+        tenv = {k: v for k, v in tenv.items() if k.startswith(("SLURM_", SIM_PREFIX)) or k in keep or k in items}
+    for it in items:
+        k, eq, v = it.partition("=")
+        if eq:
+            tenv[k] = v
+    return tenv
+
+
+def set_devices(tenv: dict, devs, clear: bool) -> None:
+    """The GPUs a task sees (task_gpus); none: CUDA_VISIBLE_DEVICES removed where the job has GPUs."""
+    if devs:
+        tenv["CUDA_VISIBLE_DEVICES"] = tenv["SLURM_STEP_GPUS"] = tenv["GPU_DEVICE_ORDINAL"] = ",".join(devs)
+    elif clear:
+        tenv.pop("CUDA_VISIBLE_DEVICES", None)
 
 
 def _next_step_id() -> int:
@@ -1040,8 +1135,22 @@ def python(name, args) -> int:
     return 0
 
 
+def _with_torch_defaults(wenv: dict) -> dict:
+    """What torchrun sets for its workers when the user did not (TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and
+    OMP_NUM_THREADS=1 for several workers), named in SLURM2KF_SIM_DEFAULTED: not compared as user settings."""
+    defaulted = []
+    several = _int(wenv.get("LOCAL_WORLD_SIZE"), 1) > 1
+    for var, val, when in (("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", True), ("OMP_NUM_THREADS", "1", several)):
+        if when and var not in wenv:
+            wenv[var] = val
+            defaulted.append(var)
+    if defaulted:
+        wenv[SIM_PREFIX + "DEFAULTED"] = ",".join(defaulted)
+    return wenv
+
+
 def _interp(name: str) -> str:
-    return "python" if re.fullmatch(r"python[0-9.]*", name) else name
+    return "python" if is_python(name) else name
 
 
 TORCHRUN_VALUE = [
@@ -1150,36 +1259,24 @@ def torchrun(args, legacy_launch=False) -> int:
     nopy = opts.get("--no-python") is True or env.get("PET_NO_PYTHON") in ("1", "True")
     use_env = opts.get("--use-env") is True or not legacy_launch
     record("call", name="torchrun", argv=list(args), nnodes=nnodes, nproc=nproc, node_rank=node_rank, backend=backend)
+    common = {
+        "GROUP_RANK": str(node_rank),
+        "ROLE_NAME": "default",
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "WORLD_SIZE": str(world),
+        "GROUP_WORLD_SIZE": str(nnodes),
+        "ROLE_WORLD_SIZE": str(world),
+        "MASTER_ADDR": maddr,
+        "MASTER_PORT": mport,
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
+        "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")),
+        "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
+    }
     rc, tasks = 0, []
     for local in range(nproc):
-        wenv = dict(env)
         rank = node_rank * nproc + local
-        wenv.update(
-            {
-                "LOCAL_RANK": str(local),
-                "RANK": str(rank),
-                "GROUP_RANK": str(node_rank),
-                "ROLE_RANK": str(rank),
-                "ROLE_NAME": "default",
-                "LOCAL_WORLD_SIZE": str(nproc),
-                "WORLD_SIZE": str(world),
-                "GROUP_WORLD_SIZE": str(nnodes),
-                "ROLE_WORLD_SIZE": str(world),
-                "MASTER_ADDR": maddr,
-                "MASTER_PORT": mport,
-                "TORCHELASTIC_RESTART_COUNT": "0",
-                "TORCHELASTIC_MAX_RESTARTS": str(opt("--max-restarts", "0")),
-                "TORCHELASTIC_RUN_ID": str(opt("--rdzv-id", "none")),
-                "TORCHELASTIC_USE_AGENT_STORE": str(backend == "static"),
-            }
-        )
-        defaulted = []
-        for var, val, when in (("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", True), ("OMP_NUM_THREADS", "1", nproc > 1)):
-            if when and var not in wenv:
-                wenv[var] = val
-                defaulted.append(var)
-        if defaulted:
-            wenv[SIM_PREFIX + "DEFAULTED"] = ",".join(defaulted)
+        wenv = _with_torch_defaults(dict(env, LOCAL_RANK=str(local), RANK=str(rank), ROLE_RANK=str(rank), **common))
         extra = [] if use_env else [f"--local-rank={local}"]
         if nopy:
             argv = [script] + extra + sargs
@@ -2201,7 +2298,7 @@ def whoami(name, args) -> int:
 
 
 def handler_for(name: str):
-    if re.fullmatch(r"python[0-9.]*", name):
+    if is_python(name):
         return lambda a: python(name, a)
     table = {
         "srun": srun,
