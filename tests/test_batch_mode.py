@@ -218,3 +218,21 @@ def test_submit_creates_the_runtime_before_the_trainjob(cli, kube, tmp_path):
     applied = cli("submit", "--kubeconfig", kube.kubeconfig, "-n", ns, "--apply", out)
     assert applied.exit_code == 0 and "K915" not in applied.stderr, applied.stderr
     assert _runtimes_in(kube, ns) == ["dask-etl-batch", "ray-tune-resnet-batch"]
+
+
+@pytest.mark.cluster
+def test_migrate_apply_sends_each_runtime_before_its_trainjob(cli, kube, tmp_path):
+    from kube_cluster import new_namespace
+
+    ns = new_namespace(kube)
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("several_steps", "single_node_sweep"):
+        (src / f"{name}.sbatch").write_bytes((FIXTURES / f"{name}.sbatch").read_bytes())
+    out = tmp_path / "out"
+    r = cli("migrate", src, "-o", out, "--namespace", ns, "--apply", "--kubeconfig", kube.kubeconfig)
+    assert r.exit_code == 0, r.stderr
+    # the kustomization keeps each file's order (runtime, then TrainJob) for `kubectl apply -k`
+    assert "sortOptions:\n  order: fifo\n" in (out / "kustomization.yaml").read_text()
+    # one multi-node script (its runtime) and one single-node script (torch-distributed, no runtime of its own)
+    assert _runtimes_in(kube, ns) == ["bert-pipeline-batch"]

@@ -254,7 +254,7 @@ def test_variable_set_by_shell_logic_runs_the_script(setter, tmp_path):
     # only running the script's logic gives N: the body runs under bash as on Slurm (one node, so once)
     c = conv(HEAD + "#SBATCH -N 1\n" + setter + "\ntorchrun --nproc_per_node=$N t.py\n")
     p = c.plans[0]
-    assert p.launcher == "script" and "L330" in codes(c) and setter in p.args[0]
+    assert p.launcher == "script" and "L368" in codes(c) and setter in p.args[0]
     (tmp_path / "n.txt").write_text("2\n")
     bindir = _fake_bin(tmp_path, "torchrun")
     _, log = _run(list(p.command) + list(p.args), tmp_path, bindir, **_pet("job", 0, 1))
@@ -279,70 +279,7 @@ def test_array_index_table_is_carried(tmp_path):
     assert _calls(log)[0]["args"] == ["t.py", "--lr", "0.001"]
 
 
-# ---- script fallback: what the batch shell did once --------------------------------------------------
-
-
-def _run_pods(plan, tmp_path, nnodes, job, programs=("python",)):
-    """Run the command once per pod; the calls of the fake programs on each pod."""
-    bindir = _fake_bin(tmp_path, *programs)
-    out = []
-    for node in range(nnodes):
-        _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet(job, node, nnodes))
-        out.append(_calls(log))
-    return out
-
-
-def test_fallback_batch_values_are_node_zeros_on_every_pod(tmp_path):
-    plan = _plan("equivalence/fallback_batch_once.sbatch")
-    pods = _run_pods(plan, tmp_path, 2, "prep-and-train", programs=("python",))
-    # Slurm: one batch shell on node 0; MASTER = node 0's name, PORT drawn once; `srun -N1 -n1 -w "$FIRST"`
-    # (FIRST = head -n 1 of the node list) and `srun -w node01 -N1 -n1` each run 1 task on the first node
-    # -> 3 calls in all (prep, train, eval) on pod 0, all with the same MASTER and PORT.
-    calls = pods[0] + pods[1]
-    assert [c["args"][0] for c in calls] == ["prep.py", "train.py", "eval.py"]
-    assert not pods[1]
-    masters = {c["args"][c["args"].index("--master") + 1] for c in calls}
-    ports = {c["args"][c["args"].index("--port") + 1] for c in calls}
-    assert masters == {"prep-and-train-node-0-0.prep-and-train"}
-    assert len(ports) == 1 and 20000 <= int(ports.pop()) < 21000
-    text = plan.args[0]
-    assert text.index("set -e") < text.index("# ---- batch script body")
-
-
-def test_fallback_srun_nodelist_from_the_node_list(tmp_path):
-    # srun -w "$LAST" with LAST the last host of the node list runs on that node (srun(1) -w); in the pods
-    # the node list is the pods' names, so the step runs on the last pod.
-    text = (
-        HEAD + "#SBATCH -N 3\n#SBATCH --ntasks-per-node=1\n"
-        'LAST=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | tail -n 1)\n'
-        'srun -N1 -n1 -w "$LAST" python last.py\nsrun -N1 -n1 -w "$LAST" python last.py\n'
-    )
-    plan = _plan(text=text)
-    assert plan.launcher == "script"
-    pods = _run_pods(plan, tmp_path, 3, "job")
-    assert [len(p) for p in pods] == [0, 0, 2] and pods[2][0]["env"]["SLURM_NODEID"] == "2"
-
-
-def test_fallback_srun_relative_and_task_environment(tmp_path):
-    text = (
-        HEAD + "#SBATCH -N 3\n#SBATCH --ntasks-per-node=2\n#SBATCH --cpus-per-task=3\n"
-        "srun -N1 -r2 python rel.py\nfor i in 1; do srun -N2 -n3 python all.py; done\n"
-    )
-    plan = _plan(text=text)
-    pods = _run_pods(plan, tmp_path, 3, "job")
-    # -r2 -N1: the step's one node is node 2 of the allocation (srun(1) --relative); 2 tasks per node.
-    assert [c["args"][0] for c in pods[2] if c["args"][0] == "rel.py"] == ["rel.py", "rel.py"]
-    assert all(c["args"][0] != "rel.py" for c in pods[0] + pods[1])
-    # -N2 -n3: 2 tasks on node 0 and 1 on node 1 (block distribution), ranks 0..2.
-    all_calls = [c for p in pods for c in p if c["args"][0] == "all.py"]
-    assert sorted(c["env"]["SLURM_PROCID"] for c in all_calls) == ["0", "1", "2"]
-    e = all_calls[0]["env"]
-    # srun(1) OUTPUT ENVIRONMENT VARIABLES and the job's own variables each task sees
-    assert e["SLURM_NTASKS"] == "3" and e["SLURM_NNODES"] == "2" and e["SLURM_STEP_NUM_NODES"] == "2"
-    assert e["SLURM_JOB_NUM_NODES"] == "3" and e["SLURM_JOB_NAME"] == "job" and e["SLURM_CPUS_PER_TASK"] == "3"
-    assert e["SLURM_JOB_NODELIST"] == "job-node-0-0.job,job-node-0-1.job,job-node-0-2.job"
-    assert e["SLURM_STEP_NODELIST"] == "job-node-0-0.job,job-node-0-1.job"
-    assert e["SLURM_JOB_ID"].isdigit() and e["SLURM_GTIDS"] == e["SLURM_PROCID"]
+# ---- batch mode (the multi-node runs with real Open MPI are in test_batch_mode_run.py) ------------------
 
 
 def test_fallback_terminal_commands_under_set_e(tmp_path):
@@ -355,10 +292,10 @@ def test_fallback_terminal_commands_under_set_e(tmp_path):
     assert [c["args"] for c in _calls(log)] == [["t.py"]]
 
 
-def test_fallback_per_run_values_are_flagged():
+def test_batch_mode_computes_per_run_values_once():
+    # batch mode runs the script once, as Slurm does: $(date) in an assignment is one value, nothing to flag
     c = conv(HEAD + "#SBATCH -N 2\nOUT=run_$(date +%s)\nfor i in 1; do srun python t.py $OUT; done\n")
-    assert any(f.code == "L346" and f.severity == "warning" for f in c.findings)
-
+    assert c.plans[0].launcher == "script" and "L346" not in codes(c) and "L366" in codes(c)
 
 def test_batch_hostname_in_a_launch_preamble(tmp_path):
     # srun python t.py --master $M with M=$(hostname): Slurm's batch shell expanded it once on node 0.
@@ -545,6 +482,7 @@ def test_hard_coded_master_host_in_the_fallback_is_flagged():
 # ---- the same, measured by `slurm2kf simulate` ---------------------------------------------------------
 
 EQUIVALENT = [
+    "batch_once_values",
     "indirect_eval",
     "mpirun_np_mismatch",
     "node_specific",
@@ -555,8 +493,8 @@ EQUIVALENT = [
     "variables_carried",
 ]
 # different on purpose, and said so: the secret's value comes from a Secret (P447); an MPI runtime given to a
-# torchrun job (P444); the fallback's host names / $RANDOM are node 0's on both sides but spelt differently
-FLAGGED = {"secrets_env": "P447", "mpi_runtime_without_mpirun": "P444", "fallback_batch_once": "L346"}
+# torchrun job (P444)
+FLAGGED = {"secrets_env": "P447", "mpi_runtime_without_mpirun": "P444"}
 
 
 @pytest.mark.parametrize("name", EQUIVALENT + sorted(FLAGGED))

@@ -451,34 +451,6 @@ def test_words_without_glob_tilde_or_brace_characters_need_no_unquoted_text(raw)
             assert not common._expanded_by_bash(raw)
 
 
-def _reference_batch_once_body(ctx, script_, body):
-    """_batch_once_body before the second pass: the body split first, batch_once asked for each assignment
-    whose text is on its line."""
-    from translator.diagnostics import INFO, WARNING
-    from translator.plan import prologue
-    from translator.read.ast import Assignment
-
-    lines = body.split("\n")
-    start = script_.body_start_line
-    helpers = set()
-    changed = False
-    for st_ in script_.body:
-        if not isinstance(st_, Assignment) or st_.value.literal:
-            continue
-        i = st_.line - start
-        if not (0 <= i < len(lines)) or st_.value.raw not in lines[i]:
-            continue
-        new, need, unfixable = prologue.batch_once(st_.value.raw)
-        if need:
-            lines[i] = lines[i].replace(st_.value.raw, new, 1)
-            changed = True
-            helpers |= need
-            ctx.add(INFO, "L346", f"{st_.name} {sorted(need)}", st_.line)
-        if unfixable:
-            ctx.add(WARNING, "L346", f"{st_.name} {unfixable}", st_.line)
-    return ("\n".join(lines) if changed else body), helpers
-
-
 _ONCE_LINES = [
     "H=$(hostname)",
     "H=`hostname -s`",
@@ -494,26 +466,6 @@ _ONCE_LINES = [
     "A=1; B=$(hostname)",
     'F="$(hostname)" G=$RANDOM',
 ]
-
-
-@_fuzz(200)
-@given(st.lists(st.sampled_from(_ONCE_LINES + ["echo x", "# c", "srun hostname"]), max_size=12))
-def test_batch_once_body_matches_the_reference(lines):
-    from types import SimpleNamespace
-
-    from translator.launchers.common import LaunchContext, Shape
-    from translator.read import read_script
-
-    text = "#!/bin/bash\n#SBATCH -N 2\n" + "\n".join(lines) + "\n"
-    script_ = read_script(text.encode(), "job.sbatch")
-    body = script.body_text(script_)
-    job = SimpleNamespace(fields=None)
-    got_ctx = LaunchContext(script=script_, job=job, shape=Shape())  # type: ignore[arg-type]
-    want_ctx = LaunchContext(script=script_, job=job, shape=Shape())  # type: ignore[arg-type]
-    got = script._batch_once_body(got_ctx, script_, body)
-    want = _reference_batch_once_body(want_ctx, script_, body)
-    assert got == want
-    assert [(f.code, f.line) for f in got_ctx.findings] == [(f.code, f.line) for f in want_ctx.findings]
 
 
 def test_static_names_are_remembered_per_context():

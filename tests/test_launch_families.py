@@ -86,8 +86,9 @@ def test_plain_python_is_one_node():
 
 
 def test_multi_launch_falls_back_to_script():
+    # several launch lines on 2 nodes: batch mode (the script runs once on the launcher pod: L366)
     i = intent_of("python prep.py\nsrun torchrun --nproc_per_node 8 train.py\n")
-    assert i.family == "script" and i.command == ("bash", "-c") and "L330" in codes(i)
+    assert i.family == "script" and i.command == ("bash", "-c") and "L366" in codes(i) and i.framework == "mpi"
 
 
 def test_informational_srun_steps_do_not_force_the_fallback():

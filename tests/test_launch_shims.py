@@ -135,37 +135,6 @@ def test_srun_tasks_user_arguments_are_data(tmp_path, value):
     assert not (tmp_path / "pwned").exists()
 
 
-def test_script_fallback_runs_this_nodes_share_of_each_step(tmp_path):
-    plan = _plan("script/loop_steps.sbatch")
-    bindir = _fake_bin(tmp_path, "python")
-    proc, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("lr-sweep", 1, 2))
-    calls = _calls(log)
-    assert [c["args"][2] for c in calls] == ["0.1", "0.01", "0.001"]
-    for c in calls:
-        assert c["env"]["SLURM_PROCID"] == "1" and c["env"]["SLURM_NODEID"] == "1"
-        assert c["env"]["SLURM_NTASKS"] == "2"
-        job_id = c["args"][4].split("/")[1]
-        assert job_id.isdigit(), c["args"]
-    assert "sweep finished on lr-sweep-node-0-0.lr-sweep,lr-sweep-node-0-1.lr-sweep" in proc.stdout
-
-
-def test_script_fallback_srun_task_counts_cover_every_rank_once(tmp_path):
-    text = (
-        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
-        "srun -n 6 app\nsrun --ntasks=1 --nodes=1 app once\nfor i in 1; do :; done\n"
-    )
-    plan = _plan(text=text)
-    assert plan.launcher == "script"
-    bindir = _fake_bin(tmp_path, "app")
-    ranks, once = [], []
-    for node in (0, 1):
-        _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("job-sbatch", node, 2))
-        for c in _calls(log):
-            (once if c["args"] == ["once"] else ranks).append(int(c["env"]["SLURM_PROCID"]))
-    assert sorted(ranks) == [0, 1, 2, 3, 4, 5]
-    assert once == [0]
-
-
 def test_accelerate_machine_flags_come_from_pet_variables(tmp_path):
     plan = _plan("accelerate/multinode.sbatch")
     bindir = _fake_bin(tmp_path, "accelerate")
@@ -268,8 +237,11 @@ def test_gpus_per_task_binds_each_process_to_its_gpus(tmp_path):
     assert dict(plan.resources_per_node)["nvidia.com/gpu"] == "8"
 
 
-def test_script_fallback_keeps_slurm_rendezvous_working(tmp_path):
-    """Several steps: the body runs on each node; scontrol/srun/SLURM_* come from the prologue."""
+def test_batch_mode_keeps_slurm_rendezvous_working(tmp_path, mpi_env):
+    """Several steps: the script runs once on the batch pod; scontrol/srun/SLURM_* come from the prologue and
+    the step's torchrun runs on each pod (with real Open MPI: tests/test_batch_mode_run.py)."""
+    from test_batch_mode_run import _pods, run_launcher
+
     text = (
         "#!/bin/bash\n#SBATCH --job-name=two-step\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
         "python prepare.py\n"
@@ -279,15 +251,14 @@ def test_script_fallback_keeps_slurm_rendezvous_working(tmp_path):
     )
     plan = _plan(text=text)
     assert plan.launcher == "script"
-    bindir = _fake_bin(tmp_path, "python", "torchrun")
-    runs = {}
-    for node in (0, 1):
-        _, log = _run(list(plan.command) + list(plan.args), tmp_path, bindir, **_pet("two-step", node, 2))
-        runs[node] = [c for c in _calls(log) if c["name"] == "torchrun"]
-    for node in (0, 1):
-        [call] = runs[node]
+    proc, calls = run_launcher(plan, tmp_path, mpi_env, programs=("python", "torchrun"))
+    assert proc.returncode == 0, proc.stderr
+    launcher, (node0, _) = _pods(plan)
+    assert [c["host"] for c in calls if c["name"] == "python"] == [launcher]  # prepare.py: once, on node 0
+    runs = sorted((c for c in calls if c["name"] == "torchrun"), key=lambda c: c["env"]["SLURM_PROCID"])
+    assert [(c["env"]["SLURM_PROCID"], c["host"]) for c in runs] == [("0", launcher), ("1", node0)]
+    for call in runs:  # one rendezvous: the batch pod's name (the first host), one id
         a = call["args"]
         assert a[a.index("--nnodes") + 1] == "2"
-        assert a[a.index("--rdzv_endpoint") + 1] == "two-step-node-0-0.two-step:29500"
-        assert call["env"]["SLURM_PROCID"] == str(node)
-    assert runs[0][0]["args"][a.index("--rdzv_id") + 1] == runs[1][0]["args"][a.index("--rdzv_id") + 1]
+        assert a[a.index("--rdzv_endpoint") + 1] == f"{launcher}:29500"
+    assert runs[0]["args"][a.index("--rdzv_id") + 1] == runs[1]["args"][a.index("--rdzv_id") + 1]

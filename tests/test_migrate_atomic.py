@@ -66,7 +66,10 @@ def test_sigkill_mid_run_leaves_only_complete_files(tmp_path):
         elif p.name == "kustomization.yaml":
             assert yaml.safe_load(text)["kind"] == "Kustomization"
     hidden = [p for p in outputs if p.name.startswith(".")]
-    assert all(p.name.endswith(".slurm2kf-tmp") or p.name == ".slurm2kf-migrate.json" for p in hidden)
+    assert all(
+        p.name.endswith(".slurm2kf-tmp") or p.name in (".slurm2kf-migrate.json", ".slurm2kf-migrate.lock")
+        for p in hidden
+    )
     if (out / ".slurm2kf-migrate.json").exists():
         json.loads((out / ".slurm2kf-migrate.json").read_text())
 

@@ -351,17 +351,21 @@ def test_json_report_is_the_same_written_whole_or_through_the_buffer():
 
 
 def _md_text_reference(s) -> str:
+    from translator.fsio import terminal_safe
     from translator.report.markdown import _MD_SPECIAL, _defang
 
-    s = _MD_SPECIAL.sub(r"\\\1", str(s))
+    s = terminal_safe(str(s).replace("\r", " "))  # control sequences shown, as on the terminal
+    s = _MD_SPECIAL.sub(r"\\\1", s)
     s = html.escape(s, quote=False)
     return _defang(s).replace("\r", " ").replace("\n", " ")
 
 
 def _md_code_reference(s) -> str:
+    from translator.fsio import terminal_safe
     from translator.report.markdown import _defang
 
-    s = html.escape(str(s), quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
+    s = terminal_safe(str(s).replace("\r", " "))  # control sequences shown, as on the terminal
+    s = html.escape(s, quote=True).replace("|", "&#124;").replace("\r", " ").replace("\n", " ")
     s = s.replace("\\", "&#92;").replace("`", "&#96;").replace("*", "&#42;").replace("_", "&#95;")
     s = _defang(s)
     return f"<code>{s}</code>" if s else ""
@@ -369,7 +373,7 @@ def _md_code_reference(s) -> str:
 
 md_texts = st.one_of(
     texts,
-    st.text(alphabet="\\`*_[]|~&<>()!@:/wW.\r\n\"' a", max_size=30),
+    st.text(alphabet="\\`*_[]|~&<>()!@:/wW.\r\n\"' a\x1b\x07\x1f\x9b\u202e\u2066\xe9", max_size=30),
     st.sampled_from(("www.x", "WwW.x", "http://x", "a@b", "![i](u)", "team3/job_01.sbatch", "P450", 7, None)),
 )
 

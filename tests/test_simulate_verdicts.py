@@ -317,3 +317,24 @@ def test_convert_simulate_gives_the_reason_code(tmp_path, cli):
     assert " warning S812 simulation inconclusive: no training process on either side" in r.stderr
     doc = json.loads(r.stdout)
     assert doc["simulation"]["verdict"] == "inconclusive" and doc["simulation"]["reason"]["code"] == "S812"
+
+
+def test_the_same_rendezvous_split_on_both_sides_is_shared_not_a_difference():
+    from test_simulate_pods_verdict import P, sides
+
+    from translator.simulate.verdict import decide
+
+    # each node's ranks name their own node as MASTER_ADDR (`MASTER_ADDR=$(hostname)` inside the step): no
+    # single rendezvous on either side; the TrainJob reproduces the script's bug exactly
+    s = [P("slurm", r // 2, r, 4, master=f"node0{r // 2 + 1}") for r in range(4)]
+    k = [P("kubeflow", r // 2, r, 4, master=f"job-node-0-{r // 2}.job") for r in range(4)]
+    v = decide("job.sbatch", *sides(s, k))
+    assert v.verdict == "equivalent", v.differences
+    assert v.shared == (
+        "both sides: the ranks of `python train.py` do not share one MASTER_ADDR (node0, node1): "
+        "they would not form one training",
+    )
+    # split on one side only: a difference
+    k = [P("kubeflow", r // 2, r, 4, master="job-node-0-0.job") for r in range(4)]
+    v = decide("job.sbatch", *sides(s, k))
+    assert v.verdict == "differs" and any(d.startswith("Slurm: the ranks of") for d in v.differences)

@@ -372,6 +372,19 @@ def display_name(name: str) -> str:
     return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch for ch in name)
 
 
+def json_loads(data: bytes | str):
+    """`json.loads` for data read from disk that may be hostile: bytes must be UTF-8, and a document
+    nested too deeply for the decoder (`[[[[…` 100,000 deep) is a ValueError like any other malformed
+    JSON, not a RecursionError that would end the command with an internal error."""
+    import json
+
+    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def looks_like_job_script(path: str) -> bool:
     """Whether an existing file starts like a Slurm job script (`#!`, then #SBATCH header lines)."""
     from translator.migrate.discover import is_job_script

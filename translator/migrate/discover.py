@@ -38,6 +38,7 @@ class Candidate:
     out_stem: str  # output base name relative to OUT ('/' separated), without .trainjob.*
     name_note: str = ""  # why the output name differs from the usual one (M617), "" when it does not
     no_follow: bool = False  # open without following a link (the file was not a link when found)
+    key: tuple[int, int] | None = None  # a link: (st_dev, st_ino) of the file it led to when found
 
 
 Found = Candidate | SkippedFile
@@ -122,11 +123,11 @@ def safe_component(name: str, room: int = 0) -> str:
 
 
 def _reserved(out_rel_dir: str) -> set:
-    from translator.migrate.files import KUSTOMIZATION, MANIFEST_NAME, report_names
+    from translator.migrate.files import KUSTOMIZATION, LOCK_NAME, MANIFEST_NAME, report_names
 
     names = {KUSTOMIZATION}
     if not out_rel_dir:
-        names |= set(report_names()) | {MANIFEST_NAME}
+        names |= set(report_names()) | {MANIFEST_NAME, LOCK_NAME}
     return names
 
 
@@ -168,15 +169,113 @@ def _folder_plan(file_names: list[str], dir_names: list[str], out_rel_dir: str):
     return files, dirs
 
 
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+# File system types of the kernel's pseudo file systems: never entered wherever they are mounted.
+_PSEUDO_TYPES = frozenset(
+    "proc sysfs devtmpfs devpts cgroup cgroup2 debugfs tracefs securityfs bpf configfs mqueue pstore "
+    "fusectl binfmt_misc efivarfs autofs hugetlbfs rpc_pipefs nsfs selinuxfs".split()
+)
+MAX_LINK_HOPS = 40  # as the kernel (ELOOP after 40 links in one path)
+
+
 def _pseudo_devices() -> frozenset:
-    """st_dev of the kernel's pseudo file systems: never walked, even with --follow-symlinks."""
+    """st_dev of the kernel's pseudo file systems: the ones mounted at /proc, /sys and /dev, and every
+    mount of a pseudo file system type anywhere (/sys/fs/cgroup, /dev/pts, a `proc` mounted into a tree),
+    from /proc/self/mountinfo. Never walked, read or followed. Only by type: a disk that also holds a
+    file bind-mounted below /dev (Kubernetes' /dev/termination-log) is not pseudo, and neither is the
+    root file system when /proc, /sys or /dev is a plain folder of it (nothing mounted there); links into
+    /proc, /sys and /dev are refused by their path anyway (resolve_link)."""
     devs = set()
-    for p in ("/proc", "/sys", "/dev"):
+    try:
+        root_dev = os.stat("/").st_dev
+    except OSError:
+        root_dev = None
+    for p in PSEUDO_ROOTS:
+        dev = _device(p)
+        if dev is not None and dev != root_dev:
+            devs.add(dev)
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            lines = fh.read(4 << 20).decode("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        fields = line.split(" ")
         try:
-            devs.add(os.stat(p).st_dev)
-        except OSError:
-            pass
+            major, minor = (int(x) for x in fields[2].split(":"))
+            fstype = fields[fields.index("-") + 1]
+        except (IndexError, ValueError):
+            continue
+        if fstype in _PSEUDO_TYPES:
+            devs.add(os.makedev(major, minor))
+    devs.discard(root_dev)
     return frozenset(devs)
+
+
+def _device(path: str) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
+
+
+def _in_pseudo_root(path: str) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in PSEUDO_ROOTS)
+
+
+def resolve_link(path: str, pseudo: frozenset, root: str = "") -> tuple[str, str]:
+    """Where a path really leads, resolved one part at a time as the kernel does: (real path, "") or
+    ("", the first place it passes through that is in a kernel pseudo file system). Every part on the
+    way is checked, not only the end: `/proc/self/root` ends at `/`, and `/proc/<pid>/cwd` in another
+    process's folder, but both pass through /proc. ("", "") when the path cannot be resolved (broken,
+    a loop of more than MAX_LINK_HOPS links). The source folder `root` and the folders above it are
+    never counted as pseudo by their path (a tree the user keeps in /dev/shm is converted)."""
+    if not path.startswith("/"):
+        path = os.path.join(os.getcwd(), path)
+    parts = [p for p in reversed(path.split("/")) if p]  # a stack: the next part is last
+    resolved = "/"
+    hops = 0
+    while parts:
+        part = parts.pop()
+        if part == ".":
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)  # `resolved` holds no link: its parent is real
+            continue
+        here = resolved.rstrip("/") + "/" + part
+        ours = bool(root) and (_within(root, here) or _within(here, root))  # SRC, inside it or above it
+        if _in_pseudo_root(here) and not ours:
+            return "", here
+        try:
+            st = os.lstat(here)
+        except OSError:
+            return "", ""
+        if st.st_dev in pseudo and not ours:
+            return "", here
+        if not stat.S_ISLNK(st.st_mode):
+            resolved = here
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            return "", ""
+        try:
+            target = os.readlink(here)
+        except OSError:
+            return "", ""
+        if target.startswith("/"):
+            resolved = "/"
+        parts.extend(p for p in reversed(target.split("/")) if p)
+    return resolved, ""
+
+
+def _pseudo_skip(rel: str, entry_path: str, through: str, is_link: bool) -> SkippedFile:
+    from translator.fsio import display_name
+
+    if is_link:
+        why = f"symbolic link to {_readlink(entry_path)}, which passes through {display_name(through)}"
+        return SkippedFile(rel, "M619", "warning", f"{why} (/proc, /sys, /dev are never entered); not followed")
+    why = "a mount of a kernel pseudo file system (like /proc, /sys, /dev)"
+    return SkippedFile(rel, "M619", "warning", f"{why}; never entered")
 
 
 def discover(
@@ -192,7 +291,9 @@ def discover(
 
     Symbolic links that lead out of `src` are reported (M619) and not followed unless
     `follow_symlinks`; then every folder and file is visited once (by device and inode), loops are
-    cut and the kernel's pseudo file systems (/proc, /sys, /dev) are never entered.
+    cut (a link to a folder on the way down, or to a folder holding one: `..`, `/`). The kernel's
+    pseudo file systems (/proc, /sys, /dev, wherever mounted) are never entered, read or passed
+    through, in either mode (resolve_link checks every part of a link's way).
     """
     root = os.path.realpath(src)
     out_real = os.path.realpath(out_dir) if out_dir else None
@@ -222,7 +323,8 @@ class _Walk:
     def __init__(self, root, out_real, include, exclude, max_size, follow, seen) -> None:
         self.root, self.out_real, self.include, self.exclude = root, out_real, include, exclude
         self.max_size, self.follow, self.seen = max_size, follow, seen
-        self.pseudo = _pseudo_devices() if follow else frozenset()
+        # (the file system SRC itself is on is the user's choice: a tree kept in /dev/shm is converted)
+        self.pseudo = _pseudo_devices() - {_device(root)}
 
     def _outside(self, rel: str, entry_path: str, real: str) -> SkippedFile | None:
         """A link leading out of SRC: the record that says it is not followed (None when following)."""
@@ -237,7 +339,6 @@ class _Walk:
         )
 
     def walk(self, dir_path: str, rel_dir: str, out_rel_dir: str, ancestors: tuple[str, ...]) -> Iterator[Found]:
-        root, out_real, include, exclude = self.root, self.out_real, self.include, self.exclude
         try:
             with os.scandir(dir_path) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -257,123 +358,139 @@ class _Walk:
                 all_names.append(entry.name)
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
-                is_link = entry.is_symlink()
-            except OSError:
-                is_link = False
-            try:
-                st = os.stat(entry.path)  # follows symlinks
-            except OSError as exc:
-                if is_link:
-                    why = "symlink loop" if getattr(exc, "errno", None) == 40 else "broken symlink"
-                    yield SkippedFile(rel, "M604", "warning", f"{why}: {_readlink(entry.path)}")
+            for item in self._entry(entry, rel, ancestors):
+                if isinstance(item, SkippedFile):
+                    yield item
+                elif len(item) == 3:
+                    files.append(item)
                 else:
-                    yield SkippedFile(rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
-                continue
-            key = (st.st_dev, st.st_ino)
-            if stat.S_ISDIR(st.st_mode):
-                if entry.name in VCS_DIRS:
-                    continue
-                real = os.path.realpath(entry.path)
-                if out_real is not None and _within(real, out_real):
-                    continue  # the output folder inside the source tree
-                if exclude and _matches(rel, exclude):
-                    continue
-                if is_link:
-                    if real in ancestors:
-                        yield SkippedFile(
-                            rel, "M604", "warning", f"symlink loop: {_readlink(entry.path)} points to a parent folder"
-                        )
-                        continue
-                    if _within(real, root):
-                        yield SkippedFile(
-                            rel, "M605", "info", f"symlink to {os.path.relpath(real, root)}, which is converted there"
-                        )
-                        continue
-                    outside = self._outside(rel, entry.path, real)
-                    if outside is not None:
-                        yield outside
-                        continue
-                    if st.st_dev in self.pseudo:
-                        yield SkippedFile(
-                            rel,
-                            "M619",
-                            "warning",
-                            f"symbolic link to {_readlink(entry.path)}, a kernel pseudo file system; not followed",
-                        )
-                        continue
-                if key in self.seen:
-                    yield SkippedFile(
-                        rel, "M605", "info", f"the same folder as {self.seen[key] or '.'}, which is converted there"
-                    )
-                    continue
-                self.seen[key] = rel
-                subdirs.append((entry.path, rel, real, entry.name))
-            elif stat.S_ISREG(st.st_mode):
-                if exclude and _matches(rel, exclude):
-                    continue
-                if include and not _matches(rel, include):
-                    continue
-                if is_link:
-                    real = os.path.realpath(entry.path)
-                    if _within(real, root):
-                        yield SkippedFile(
-                            rel, "M605", "info", f"symlink to {os.path.relpath(real, root)}, which is converted there"
-                        )
-                        continue
-                    outside = self._outside(rel, entry.path, real)
-                    if outside is not None:
-                        yield outside
-                        continue
-                    if st.st_dev in self.pseudo:  # /proc/kmsg is a "regular" file whose read blocks
-                        yield SkippedFile(
-                            rel,
-                            "M619",
-                            "warning",
-                            f"symbolic link to {_readlink(entry.path)}, in a kernel pseudo file system; not read",
-                        )
-                        continue
-                    if key in self.seen:
-                        yield SkippedFile(
-                            rel, "M605", "info", f"the same file as {self.seen[key]}, which is converted there"
-                        )
-                        continue
-                    self.seen[key] = rel
-                if st.st_size > self.max_size:
-                    yield SkippedFile(
-                        rel,
-                        "M601",
-                        "warning",
-                        f"{st.st_size} bytes, over the {self.max_size}-byte limit (--max-size); not read",
-                    )
-                    continue
-                files.append((rel, entry, st))
-            else:
-                # sockets, FIFOs, devices: never opened
-                if (exclude and _matches(rel, exclude)) or (include and not _matches(rel, include)):
-                    continue
-                from translator.fsio import kind_of_mode
-
-                yield SkippedFile(
-                    rel,
-                    "M621",
-                    "info",
-                    f"{kind_of_mode(st.st_mode)}"
-                    + (f" (through a symbolic link to {_readlink(entry.path)})" if is_link else "")
-                    + "; special files are never read",
-                )
+                    subdirs.append(item)
         names, dir_names = _folder_plan(all_names, [s[3] for s in subdirs], out_rel_dir)
-        for rel, entry, _st in files:
+        for rel, entry, st in files:
             stem, note = names[entry.name]
-            yield Candidate(
-                rel, entry.path, f"{out_rel_dir}/{stem}" if out_rel_dir else stem, note, not _is_link(entry)
-            )
+            link = _is_link(entry)
+            out_stem = f"{out_rel_dir}/{stem}" if out_rel_dir else stem
+            yield Candidate(rel, entry.path, out_stem, note, not link, (st.st_dev, st.st_ino) if link else None)
         for path, rel, real, name in subdirs:
             out_name, note = dir_names[name]
             if note:
                 yield SkippedFile(rel, "M617", "info", note)
             sub_out = f"{out_rel_dir}/{out_name}" if out_rel_dir else out_name
             yield from self.walk(path, rel, sub_out, ancestors + (real,))
+
+    def _entry(self, entry: os.DirEntry, rel: str, ancestors: tuple[str, ...]) -> Iterator:
+        """What one folder entry gives: SkippedFile records, a file (rel, entry, stat) or a folder to walk
+        (path, rel, real path, name)."""
+        try:
+            is_link = entry.is_symlink()
+        except OSError:
+            is_link = False
+        try:
+            st = os.stat(entry.path)  # follows symlinks
+        except OSError as exc:
+            if is_link:
+                why = "symlink loop" if getattr(exc, "errno", None) == 40 else "broken symlink"
+                yield SkippedFile(rel, "M604", "warning", f"{why}: {_readlink(entry.path)}")
+            else:
+                yield SkippedFile(rel, "M602", "error", f"cannot read: {exc.strerror or exc}")
+            return
+        real = ""
+        if is_link:
+            real, through = resolve_link(entry.path, self.pseudo, self.root)
+            if through:
+                yield _pseudo_skip(rel, entry.path, through, True)
+                return
+            if not real:
+                yield SkippedFile(rel, "M604", "warning", f"symlink loop: {_readlink(entry.path)}")
+                return
+        if st.st_dev in self.pseudo:  # a pseudo file system mounted in the tree (not through a link)
+            yield _pseudo_skip(rel, entry.path, entry.path, False)
+            return
+        if stat.S_ISDIR(st.st_mode):
+            yield from self._folder(entry, rel, st, real or os.path.realpath(entry.path), is_link, ancestors)
+        elif stat.S_ISREG(st.st_mode):
+            yield from self._file(entry, rel, st, real, is_link)
+        else:
+            # sockets, FIFOs, devices: never opened
+            if (self.exclude and _matches(rel, self.exclude)) or (self.include and not _matches(rel, self.include)):
+                return
+            from translator.fsio import kind_of_mode
+
+            yield SkippedFile(
+                rel,
+                "M621",
+                "info",
+                f"{kind_of_mode(st.st_mode)}"
+                + (f" (through a symbolic link to {_readlink(entry.path)})" if is_link else "")
+                + "; special files are never read",
+            )
+
+    def _folder(self, entry, rel: str, st, real: str, is_link: bool, ancestors: tuple[str, ...]) -> Iterator:
+        if entry.name in VCS_DIRS:
+            return
+        if self.out_real is not None and _within(real, self.out_real):
+            return  # the output folder inside the source tree
+        if self.exclude and _matches(rel, self.exclude):
+            return
+        if is_link:
+            # A link to a folder on the way down, or (when following) to a folder that holds one (`../..`,
+            # `/`): a loop, never entered.
+            if real in ancestors or (self.follow and any(_within(a, real) for a in ancestors)):
+                yield SkippedFile(
+                    rel,
+                    "M604",
+                    "warning",
+                    f"symlink loop: {_readlink(entry.path)} points to a parent folder (or one that contains it)",
+                )
+                return
+            if _within(real, self.root):
+                yield SkippedFile(
+                    rel, "M605", "info", f"symlink to {os.path.relpath(real, self.root)}, which is converted there"
+                )
+                return
+            outside = self._outside(rel, entry.path, real)
+            if outside is not None:
+                yield outside
+                return
+        key = (st.st_dev, st.st_ino)
+        if key in self.seen:
+            yield SkippedFile(
+                rel, "M605", "info", f"the same folder as {self.seen[key] or '.'}, which is converted there"
+            )
+            return
+        self.seen[key] = rel
+        yield (entry.path, rel, real, entry.name)
+
+    def _file(self, entry, rel: str, st, real: str, is_link: bool) -> Iterator:
+        if self.exclude and _matches(rel, self.exclude):
+            return
+        if self.include and not _matches(rel, self.include):
+            return
+        if is_link:
+            if _within(real, self.root):
+                yield SkippedFile(
+                    rel, "M605", "info", f"symlink to {os.path.relpath(real, self.root)}, which is converted there"
+                )
+                return
+            outside = self._outside(rel, entry.path, real)
+            if outside is not None:
+                yield outside
+                return
+        if is_link or self.follow:  # following links: each real file once (hard links, two ways to one folder)
+            key = (st.st_dev, st.st_ino)
+            if key in self.seen:
+                yield SkippedFile(rel, "M605", "info", f"the same file as {self.seen[key]}, which is converted there")
+                return
+            self.seen[key] = rel
+        if st.st_size > self.max_size:
+            yield SkippedFile(
+                rel,
+                "M601",
+                "warning",
+                f"{st.st_size} bytes, over the {self.max_size}-byte limit (--max-size); not read",
+            )
+            return
+        yield (rel, entry, st)
 
 
 def _is_link(entry: os.DirEntry) -> bool:

@@ -22,9 +22,10 @@ from typing import IO, cast
 from collections.abc import Callable, Iterable
 
 from translator.yaml_text import yaml_quote
-from translator.fsio import TMP_TAG, UserFileError, kind_of_mode, read_user_file, write_atomic
+from translator.fsio import TMP_TAG, UserFileError, json_loads, kind_of_mode, read_user_file, write_atomic
 
 MANIFEST_NAME = ".slurm2kf-migrate.json"
+LOCK_NAME = ".slurm2kf-migrate.lock"  # held (flock) by the run writing into OUT
 MANIFEST_FORMAT = "slurm2kf-migrate"
 KUSTOMIZATION = "kustomization.yaml"
 REPORT_BASENAME = "slurm2kf-report"
@@ -476,6 +477,82 @@ def is_output_name(rel: str) -> bool:
     return any(len(base) > len(suffix) and base.endswith(suffix) for suffix in output_suffixes())
 
 
+# ---- the lock ----------------------------------------------------------------------------------
+
+
+class OutBusy(Exception):
+    """Another process holds the lock on OUT (another `migrate` is writing into it)."""
+
+
+def lock_out(root: str, exclusive: bool = True) -> int | None:
+    """Lock OUT for this run: an exclusive `flock` on OUT/LOCK_NAME (created when missing), or a shared
+    one (`exclusive` false: a `--check` run, which takes it only when the file exists and never creates
+    it). Returns the descriptor to pass to unlock_out when the run ends (the kernel also releases the
+    lock when the process dies); None when there is nothing to lock. The file is reached without
+    following a link and must be a regular file (OutEntryRefused otherwise); OutBusy when another
+    process holds the lock. A lock won on a file that another run removed meanwhile is taken again on
+    the current one, so two runs can never both hold "the" lock."""
+    import fcntl
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    if exclusive:
+        flags |= os.O_CREAT
+    d = open_out_dir(root, [], create=False, rel=LOCK_NAME)
+    if d is None:
+        return None
+    with d as dfd:
+        for _attempt in range(20):
+            try:
+                fd = os.open(LOCK_NAME, flags, 0o644, dir_fd=dfd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.ENODEV, errno.EISDIR):
+                    raise
+                mode = _entry_mode(dfd, LOCK_NAME) or 0
+                raise OutEntryRefused(
+                    LOCK_NAME, f"{LOCK_NAME} in the output folder is {kind_of_mode(mode)}, not a regular file"
+                ) from None
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise OutEntryRefused(
+                        LOCK_NAME,
+                        f"{LOCK_NAME} in the output folder is {kind_of_mode(st.st_mode)}, not a regular file",
+                    )
+                try:
+                    fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise OutBusy() from None
+                now = os.stat(LOCK_NAME, dir_fd=dfd, follow_symlinks=False)
+                if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                    return fd
+            except FileNotFoundError:
+                pass  # removed by the run that held it: try again on a new file
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+    raise OutBusy()
+
+
+def unlock_out(root: str, fd: int, remove: bool) -> None:
+    """Release the lock of lock_out; with `remove`, first remove the lock file (while still holding it,
+    and only when it is still the file locked), so a finished run leaves nothing behind in OUT."""
+    try:
+        if remove:
+            d = open_out_dir(root, [], create=False, rel=LOCK_NAME)
+            if d is not None:
+                with d as dfd:
+                    st, now = os.fstat(fd), os.stat(LOCK_NAME, dir_fd=dfd, follow_symlinks=False)
+                    if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                        os.unlink(LOCK_NAME, dir_fd=dfd)
+    except OSError:
+        pass  # left behind: the next run takes the lock on it and removes it
+    finally:
+        os.close(fd)
+
+
 # ---- manifest ---------------------------------------------------------------------------------
 
 
@@ -491,7 +568,7 @@ def read_manifest(out_dir: str) -> dict | None:
         raw = out_read(out_dir, MANIFEST_NAME, MANIFEST_MAX_BYTES)
         if raw is None:
             return {}
-        data = json.loads(raw.decode("utf-8"))
+        data = json_loads(raw)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
@@ -549,4 +626,7 @@ def kustomization_bytes(resources: list[str]) -> bytes:
         lines.extend(f"- {yaml_quote(r)}" for r in resources)
     else:
         lines.append("resources: []")
+    # keep each file's order: a batch-mode file holds the TrainingRuntime before the TrainJob that refers to it,
+    # and kustomize's default order would apply the TrainJob first (kustomize >= 5.0, kubectl >= 1.27)
+    lines += ["sortOptions:", "  order: fifo"]
     return ("\n".join(lines) + "\n").encode("utf-8")

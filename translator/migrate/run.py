@@ -101,7 +101,7 @@ def check_paths(src: str, out: str | None, force: bool) -> None:
         if not os.path.isdir(out):
             raise MigrateError("M613", f"output {out!r} exists and is not a folder")
         manifest = F.read_manifest(out)
-        if manifest is None and os.listdir(out) and not force:
+        if manifest is None and set(os.listdir(out)) - {F.LOCK_NAME} and not force:
             raise MigrateError(
                 "M613",
                 f"output folder {out!r} is not empty and was not created by "
@@ -158,12 +158,20 @@ class _Progress:
             self.rich.stop()
 
 
-def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callable[[list[FileResult]], None]) -> None:
+def _execute(
+    batches: Iterator,
+    ctx: WorkContext,
+    jobs: int,
+    on_results: Callable[[list[FileResult]], None],
+    on_lost: Callable[[list[FileResult]], None] = lambda results: None,
+) -> None:
     """Run batches inline (jobs == 1) or in a process pool with at most 2*jobs batches in flight.
 
     A worker that dies (a signal, the OOM killer) breaks the pool: the files of the batches that were
     in flight are then converted one at a time, each in a process of its own, so the script that kills
-    its process is recorded against itself (M616) and the run goes on with a fresh pool.
+    its process is recorded against itself (M616) and the run goes on with a fresh pool. When the run
+    fails (on_results raises: disk full), the batches still in flight are waited for and handed to
+    `on_lost`, so the outputs their workers wrote are known.
     """
     if jobs <= 1:
         from translator.migrate.worker import close_writer
@@ -186,7 +194,7 @@ def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callabl
         mp = None
     source = iter(batches)
     while True:
-        lost = _run_pool(source, ctx, jobs, on_results, mp)
+        lost = _run_pool(source, ctx, jobs, on_results, mp, on_lost)
         if not lost:
             return
         for batch in lost:
@@ -194,7 +202,7 @@ def _execute(batches: Iterator, ctx: WorkContext, jobs: int, on_results: Callabl
                 _run_alone(item, ctx, on_results, mp)
 
 
-def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> list[list]:
+def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp, on_lost=None) -> list[list]:
     """Feed `source` to a pool until it is exhausted ([] returned) or the pool breaks (the batches
     that were in flight are returned; `source` keeps the rest)."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -217,16 +225,31 @@ def _run_pool(source: Iterator, ctx: WorkContext, jobs: int, on_results, mp) -> 
             if not pending:
                 return lost
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for fut in done:
-                b = pending.pop(fut)
-                try:
-                    on_results(fut.result())
-                except BrokenProcessPool:
-                    lost.append(b)
+            try:
+                for fut in done:
+                    b = pending.pop(fut)
+                    try:
+                        on_results(fut.result())
+                    except BrokenProcessPool:
+                        lost.append(b)
+            except BaseException:  # (Ctrl-C too: the workers ignore SIGINT and finish their batches anyway)
+                _drain([*done, *pending], on_lost)
+                raise
             if lost:  # the pool is broken: every batch still pending is lost too
                 lost.extend(pending.values())
                 pending.clear()
                 return lost
+
+
+def _drain(futures, on_lost) -> None:
+    """Wait for the batches still in flight and pass their results to `on_lost` (failures ignored)."""
+    if on_lost is None:
+        return
+    for fut in futures:
+        try:
+            on_lost(fut.result())
+        except Exception:
+            continue
 
 
 def _run_alone(item, ctx: WorkContext, on_results, mp) -> None:
@@ -284,6 +307,7 @@ class MigrationRun:
         self.clashing: set = set()  # rel source paths whose TrainJob names clash
         self.candidates: dict[str, Candidate] = {}
         self.written: list[str] = []
+        self.lock_fd: int | None = None  # the lock on OUT (lock_out), held for the whole run
         self.unchanged = 0
         self.discovered = 0
         # made by run(), before the phases that use them
@@ -301,10 +325,25 @@ class MigrationRun:
         return self.out
 
     def run(self) -> MigrateResult:
+        t0 = time.perf_counter()
+        try:
+            self.prepare()
+            report = self._phases()
+        except BaseException:
+            self.salvage_manifest()
+            raise
+        finally:
+            if self.lock_fd is not None:
+                F.unlock_out(self.out_dir, self.lock_fd, remove=not self.opts.check)
+                self.lock_fd = None
+        self.finish(report)
+        self.result.seconds = time.perf_counter() - t0
+        return self.result
+
+    def _phases(self) -> Report:
+        """convert -> name clashes -> report -> write the tree (or hand the report over)."""
         from translator.report.spool import ScriptSpool
 
-        t0 = time.perf_counter()
-        self.prepare()
         self.spool = ScriptSpool()
         self.ctx = WorkContext(
             out_dir=self.out if self.write_outputs else None,
@@ -341,9 +380,7 @@ class MigrationRun:
         finally:
             self.heap.release()
             self.spool.close()
-        self.finish(report)
-        self.result.seconds = time.perf_counter() - t0
-        return self.result
+        return report
 
     # ---- phases ---------------------------------------------------------------------------------
 
@@ -353,15 +390,25 @@ class MigrationRun:
         from translator import __version__
 
         opts, out = self.opts, self.out
-        check_paths(opts.src, out, opts.force)
+        try:
+            check_paths(opts.src, out, opts.force)
+        except MigrateError as exc:
+            if exc.code == "M613" and out is not None and os.path.isdir(out):
+                self.lock(out, probe=True)  # another run half-way through its start: M622, not M613
+            raise
         if out is None:  # a report-only run: no OUT to create or claim
             return
         if not opts.check:
             try:
                 os.makedirs(out, exist_ok=True)
-                F.sweep_temp_files(out)
             except OSError as exc:
                 raise MigrateError("M610", f"cannot create output folder {out!r}: {exc.strerror or exc}") from None
+        self.lock(out)
+        if not opts.check:
+            try:
+                F.sweep_temp_files(out)
+            except OSError as exc:
+                raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
         if os.path.isdir(out):
             self.old_manifest = F.read_manifest(out) or {}
         if not opts.check and not self.old_manifest:
@@ -371,6 +418,64 @@ class MigrationRun:
                 raise MigrateError("M618", exc.message) from None
             except OSError as exc:
                 raise MigrateError("M610", f"cannot write in {out!r}: {exc.strerror or exc}") from None
+
+    def lock(self, out: str, probe: bool = False) -> None:
+        """Hold OUT for the whole run: an exclusive lock (a shared one for --check, which writes nothing),
+        taken before anything in OUT is touched; a second run into the same OUT stops here (M622).
+        `probe`: only say M622 when another run holds the lock (nothing is created or kept)."""
+        try:
+            fd = F.lock_out(out, exclusive=not (self.opts.check or probe))
+            if probe:
+                if fd is not None:
+                    os.close(fd)
+                return
+            self.lock_fd = fd
+        except F.OutBusy:
+            raise MigrateError(
+                "M622",
+                f"another slurm2kf migrate is writing into {out!r} (it holds {F.LOCK_NAME}); "
+                "nothing was changed; run again when it has finished",
+            ) from None
+        except (F.OutEntryRefused, OSError) as exc:
+            if probe:
+                return
+            if isinstance(exc, F.OutEntryRefused):
+                raise MigrateError("M618", exc.message) from None
+            raise MigrateError("M610", f"cannot lock {out!r}: {exc.strerror or exc}") from None
+
+    def salvage_manifest(self) -> None:
+        """The run stopped early (disk full, a refused entry, Ctrl-C): record the outputs it already
+        wrote, so the next run knows them (and can remove them when their script is gone). The previous
+        manifest's entries stay, updated with what this run wrote. When even that cannot be written, the
+        outputs this run created (that no manifest lists) are removed instead, and the manifest is
+        tried once more in the space that frees."""
+        if self.lock_fd is None or not self.write_outputs or self.opts.check or not self.outputs:
+            return
+        from translator import __version__
+
+        old = self.old_manifest.get("outputs", {})
+        old_outputs = (
+            {k: v for k, v in old.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(old, dict) else {}
+        )
+        scripts = self.old_manifest.get("scripts", {})
+        merged_scripts = dict(scripts) if isinstance(scripts, dict) else {}
+        merged_scripts.update(self.script_outputs)
+        renamed = [x for x in self.old_manifest.get("renamed", []) if isinstance(x, str)]
+        for attempt in (0, 1):
+            outputs = {**old_outputs, **self.outputs}
+            listed = {rel: [o for o in outs if o in outputs] for rel, outs in merged_scripts.items()}
+            try:
+                F.out_write(self.out_dir, F.MANIFEST_NAME, F.manifest_bytes(outputs, listed, renamed, __version__))
+                return
+            except OSError:
+                if attempt:
+                    return
+            for rel in dict.fromkeys(r for r in self.written if r not in old_outputs and r in self.outputs):
+                try:
+                    F.out_remove(self.out_dir, rel, self.outputs[rel])
+                except OSError:
+                    continue
+                del self.outputs[rel]
 
     def convert_all(self) -> None:
         """Discover the scripts and convert them in the pool (each worker writes its script's outputs).
@@ -385,7 +490,7 @@ class MigrationRun:
             max_size=opts.max_size,
             follow_symlinks=opts.follow_symlinks,
         )
-        _execute(self._batches(found, prev_renamed), self.ctx, _jobs(opts.jobs), self._on_results)
+        _execute(self._batches(found, prev_renamed), self.ctx, _jobs(opts.jobs), self._on_results, self._take_lost)
         self.result.files_examined = self.discovered
 
     def fix_name_clashes(self) -> None:
@@ -548,7 +653,11 @@ class MigrationRun:
         self.heap.settle()
         n = 0
         for r in results:
-            n += self._take(r)
+            try:
+                n += self._take(r)
+            except BaseException:
+                self._take_lost(results)  # the outputs of the batch's other scripts are on disk too
+                raise
             for nm in r.base_names:
                 lst = self.names.setdefault(nm, [])
                 if r.rel not in lst:
@@ -562,6 +671,7 @@ class MigrationRun:
             return 0
         if r.kind != "script" or r.light is None:
             return 0
+        self._take_outputs(r)  # first: a spool that fails below (disk full) must not hide written outputs
         if r.record_at is not None:
             self.spool.add_written(r.rel, r.record_at, r.light)
         else:
@@ -570,6 +680,15 @@ class MigrationRun:
             self.suffixed.add(r.rel)
         else:
             self.suffixed.discard(r.rel)
+        if r.runnable:
+            self.kube_outputs[r.rel] = [o[0] for o in r.outputs if o[0].endswith(self.kube_suffixes)]
+        else:
+            self.kube_outputs.pop(r.rel, None)
+        return 1
+
+    def _take_outputs(self, r: FileResult) -> None:
+        """Record the outputs a worker wrote for one script (also for results the run could not finish
+        taking: they go into the manifest salvage_manifest writes)."""
         self.script_outputs[r.rel] = [o[0] for o in r.outputs]
         for rel_out, digest, status in r.outputs:
             self.outputs[rel_out] = digest
@@ -577,11 +696,12 @@ class MigrationRun:
                 self.written.append(rel_out)
             else:
                 self.unchanged += 1
-        if r.runnable:
-            self.kube_outputs[r.rel] = [o[0] for o in r.outputs if o[0].endswith(self.kube_suffixes)]
-        else:
-            self.kube_outputs.pop(r.rel, None)
-        return 1
+
+    def _take_lost(self, results: list[FileResult]) -> None:
+        """Results of batches still in flight when the run failed: only their outputs are recorded."""
+        for r in results:
+            if r.kind == "script" and r.rel not in self.script_outputs:
+                self._take_outputs(r)
 
 
 class _SettledHeap:

@@ -159,16 +159,23 @@ def run_batch(batch: Sequence[tuple[Candidate, str | None]]) -> list[FileResult]
         _settle()
     results = [process(c, _CTX, suffix) for c, suffix in batch]
     if _CTX.spool_dir:
-        writer = _writer(_CTX.spool_dir)
         try:
+            writer = _writer(_CTX.spool_dir)
             for r in results:
                 if r.record_json:
                     r.record_at = writer.put(r.record_json)
-                    r.record_json = b""
             writer.flush()
-        except BaseException:
+        except OSError:  # (disk full) the records go back whole: the outputs written are never lost
             close_writer()  # a half-written file is never appended to again
+            for r in results:
+                r.record_at = None
+            return results
+        except BaseException:
+            close_writer()
             raise
+        for r in results:
+            if r.record_at is not None:
+                r.record_json = b""
     return results
 
 
@@ -208,11 +215,11 @@ def rename_suffix(rel: str) -> str:
 
 
 def process(c: Candidate, ctx: WorkContext, suffix: str | None = None) -> FileResult:
-    from translator.fsio import UserFileError, read_user_file
+    from translator.fsio import UserFileError
     from translator.report.model import SkippedFile
 
     try:
-        data = read_user_file(c.path, ctx.max_size, follow_symlinks=not c.no_follow)
+        data = _read_candidate(c, ctx.max_size)
     except UserFileError as exc:
         if exc.kind == "too_large":  # grew after discovery looked at it
             sk = SkippedFile(c.rel, "M601", "warning", f"over the {ctx.max_size}-byte limit (--max-size); not read")
@@ -238,6 +245,33 @@ def process(c: Candidate, ctx: WorkContext, suffix: str | None = None) -> FileRe
     except Exception as exc:  # a bug in a stage must not stop the run: record it against the script
         return failed_result(c.rel, "M606", f"internal error while converting ({type(exc).__name__}: {exc})")
     return _write_outputs(done, ctx)
+
+
+def _read_candidate(c: Candidate, limit: int) -> bytes:
+    """The candidate's bytes. A symbolic link must still lead to the file discovery checked (same device
+    and inode, before and after the open): a link switched to /proc/kmsg, a device or another file while
+    migrate ran is refused as a special file (M621), never read."""
+    from translator.fsio import SPECIAL, UserFileError, read_fd_regular, read_user_file
+
+    if c.key is None:
+        return read_user_file(c.path, limit, follow_symlinks=not c.no_follow)
+    changed = UserFileError(SPECIAL, c.path, f"{c.path} changed since it was found; it is not read")
+    try:
+        st = os.stat(c.path)
+        if (st.st_dev, st.st_ino) != c.key:
+            raise changed
+        fd = os.open(c.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise UserFileError("other", c.path, f"{c.path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != c.key:
+            raise changed
+        return read_fd_regular(fd, c.path, limit)
+    except OSError as exc:
+        raise UserFileError("other", c.path, f"{c.path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
 
 
 @dataclass

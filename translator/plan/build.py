@@ -292,10 +292,12 @@ def build_plans(script, job, settings) -> tuple[TrainerPlan, ...]:
         findings=(),
         source_map=(),
     )
+    from translator.plan import limits  # the API server's size limits (L378/L379)
+
     plans = _finish(b, _arrays(b, base), env, runtime.rt)
     if runtime.rt is runtimes.BATCH:  # after the profile, which may change the image (or the runtime)
         plans = tuple([_with_batch_runtime(p) if p.runtime == runtimes.BATCH.name else p for p in plans])
-    return plans
+    return limits.check(plans, script)
 
 
 def _with_batch_runtime(plan: TrainerPlan) -> TrainerPlan:

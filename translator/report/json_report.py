@@ -89,6 +89,8 @@ def load(path: str, data: bytes | None = None) -> Report:
         raise ReportFormatError(f"{path}: not a JSON report (not UTF-8 at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ReportFormatError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:  # `[[[[…` nested deeper than the decoder goes: damaged, like any bad JSON (M614)
+        raise ReportFormatError(f"{path}: not a JSON report (nested too deeply)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise ReportFormatError(f'{path}: not a slurm2kf report (no "format": "{FORMAT_NAME}")')
     try:

@@ -3,7 +3,8 @@
 Repository summary first, then one collapsible section per script that needs a decision (errors
 first, then warnings), each with its side-by-side table and emitted YAML. Clean scripts are listed
 in one line each. All user text is escaped (HTML entities plus Markdown punctuation), so a hostile
-file name or directive cannot inject markup.
+file name or directive cannot inject markup, and every control sequence is shown, never passed on
+(as on the terminal: fsio.terminal_safe).
 """
 
 from __future__ import annotations
@@ -42,26 +43,56 @@ def _defang(s: str) -> str:
     return _WWW.sub(r"\1&#46;", s)
 
 
+# Characters fsio.terminal_safe may rewrite (a superset, so that most text, non-ASCII included, is
+# checked with one regex search): C0 controls, DEL, C1 controls, zero-width and bidi marks, embeddings,
+# overrides and isolates, line/paragraph separators, BOM, surrogate escapes of undecodable bytes.
+# tests/test_hostile_limits_markdown.py checks that every character terminal_safe rewrites is in it.
+_TERMINAL_CANDIDATES = (
+    r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+)
+_NEEDS_TERMINAL = re.compile(f"[{_TERMINAL_CANDIDATES}]")
+# ... in texts joined with _SEP (\x1f, which splits them again) where a CR is no control: it becomes a space
+_NEEDS_TERMINAL_JOINED = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1e\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]"
+)
+
 # Texts with none of these need no escaping at all (most names and paths): `text` and `code` return them as
 # they are (code() wrapped). Every character or sequence either function rewrites is listed.
-_PLAIN_TEXT = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.")
-_PLAIN_CODE = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.")
+_PLAIN_TEXT = re.compile(rf"[\\`*_\[\]|~&<>()!@\r\n{_TERMINAL_CANDIDATES}]|://|(?i:www)\.")
+_PLAIN_CODE = re.compile(rf"[\\`*_|&<>\"'()!@\r\n{_TERMINAL_CANDIDATES}]|://|(?i:www)\.")
+# The same for texts joined with _SEP (checked for controls apart, with _NEEDS_TERMINAL_JOINED).
+_PLAIN_TEXT_JOINED = re.compile(r"[\\`*_\[\]|~&<>()!@\r\n]|://|(?i:www)\.")
+_PLAIN_CODE_JOINED = re.compile(r"[\\`*_|&<>\"'()!@\r\n]|://|(?i:www)\.")
+
+
+def _inert(s: str) -> str:
+    """User text with every control sequence made visible, exactly as on the terminal (fsio.terminal_safe:
+    C0 and C1 controls, so ESC and every CSI, OSC and DCS sequence, and bidi overrides become `\\x1b`,
+    `\\u202e`...): a report pasted into a terminal or a review tool shows them, never obeys them. A
+    carriage return becomes a space first (Windows line ends), as in every cell."""
+    if _NEEDS_TERMINAL.search(s) is None:
+        return s
+    from translator.fsio import terminal_safe
+
+    return terminal_safe(s.replace("\r", " "))
 
 
 def text(s) -> str:
-    """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks."""
+    """Escape user text for Markdown table cells and prose: no markup, no links, no line breaks, no
+    control sequences."""
     s = str(s)
     if _PLAIN_TEXT.search(s) is None:
         return s
-    return _text_body(s)
+    return _text_body(_inert(s))
 
 
 def code(s) -> str:
-    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped, no links)."""
+    """Inline code that survives any content (HTML <code>, entities escaped, pipes escaped, no links, no
+    control sequences)."""
     s = str(s)
     if _PLAIN_CODE.search(s) is None:
         return f"<code>{s}</code>" if s else ""
-    s = _code_body(s)
+    s = _code_body(_inert(s))
     return f"<code>{s}</code>" if s else ""
 
 
@@ -91,21 +122,23 @@ def _escaped(texts: list, plain, body) -> list | None:
         joined = _SEP.join(texts)
     except TypeError:
         return None
+    if _NEEDS_TERMINAL_JOINED.search(joined) is not None:  # a control character (rare): each text alone
+        return None
     if plain.search(joined) is None:
-        return texts
+        return texts if joined.count(_SEP) == len(texts) - 1 else None  # (a text holding _SEP: its own path)
     parts = body(joined).split(_SEP)
     return parts if len(parts) == len(texts) else None
 
 
 def _texts(texts: list) -> list:
     """`[text(t) for t in texts]`."""
-    out = _escaped(texts, _PLAIN_TEXT, _text_body)
+    out = _escaped(texts, _PLAIN_TEXT_JOINED, _text_body)
     return out if out is not None else [text(t) for t in texts]
 
 
 def _codes(texts: list) -> list:
     """`[code(t) for t in texts]`."""
-    out = _escaped(texts, _PLAIN_CODE, _code_body)
+    out = _escaped(texts, _PLAIN_CODE_JOINED, _code_body)
     if out is None:
         return [code(t) for t in texts]
     return [f"<code>{c}</code>" if c else "" for c in out]
@@ -113,6 +146,10 @@ def _codes(texts: list) -> list:
 
 def fenced(body: str, lang: str = "") -> str:
     # one backtick longer than the longest run in the body (at least three): the shortest run the body lacks
+    if _NEEDS_TERMINAL.search(body) is not None:
+        from translator.fsio import terminal_safe
+
+        body = terminal_safe(body)  # (the emitted YAML escapes controls itself; its comments quote user text)
     fence = "```"
     while fence in body:
         fence += "`"

@@ -244,9 +244,18 @@ def process_diffs(slurm: SideResult, kube: SideResult) -> list[str]:
         k_ps = [p for p in kp if _key(p) == k]
         name = f"`{command_of(example[k])}`" if len(set(sc) | set(kc)) > 1 else "the training"
         diffs.extend(_layout_diffs(name, s_ps, k_ps, slurm, kube))
-    for side_name, ps in (("slurm", sp), ("kubeflow", kp)):
-        diffs.extend(_consistency(side_name, ps, slurm if side_name == "slurm" else kube))
+    diffs.extend(split_rendezvous(slurm, kube)[0])
     return diffs
+
+
+def split_rendezvous(slurm: SideResult, kube: SideResult) -> tuple[list[str], list[str]]:
+    """(differences, shared): ranks of one training that do not share one MASTER_ADDR/PORT. The same split
+    on both sides (each node its own address, on Slurm as in the pods) is not a difference between them:
+    it is listed once, as shared."""
+    s, k = _consistency("slurm", slurm.processes, slurm), _consistency("kubeflow", kube.processes, kube)
+    diffs = [text for key, text in s.items() if key not in k] + [text for key, text in k.items() if key not in s]
+    shared = ["both sides: " + text.split(": ", 1)[1] for key, text in s.items() if key in k]
+    return diffs, shared
 
 
 def _world(ps) -> Counter:
@@ -319,24 +328,25 @@ def _rank_nodes(ps) -> dict[int, int] | None:
     return m
 
 
-def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> list[str]:
-    """Within one side: all ranks of one training must agree on the rendezvous endpoint."""
-    out = []
+def _consistency(side: str, ps: Sequence[Process], res: SideResult) -> dict[tuple, str]:
+    """Within one side: all ranks of one training must agree on the rendezvous endpoint. {how the ranks
+    split (the command, and which node names which endpoint or port): the sentence}."""
+    out = {}
     groups = defaultdict(list)
     for p in ps:
         groups[_key(p)].append(p)
-    for g in groups.values():
-        eps = {endpoint_node(p.master_addr, p, _hosts_index(res)) for p in g}
-        if len(g) > 1 and len(eps) > 1:
-            out.append(
+    for key, g in groups.items():
+        eps = {(p.node, endpoint_node(p.master_addr, p, _hosts_index(res))) for p in g}
+        if len(g) > 1 and len({e for _, e in eps}) > 1:
+            out[(key, "addr", tuple(sorted(eps, key=str)))] = (
                 f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_ADDR "
-                f"({', '.join(sorted(_ep({e}) for e in eps))}): they would not form one training"
+                f"({', '.join(sorted(_ep({e}) for e in {e for _, e in eps}))}): they would not form one training"
             )
-        ports = {p.master_port for p in g}
-        if len(g) > 1 and len(ports) > 1:
-            out.append(
+        ports = {(p.node, p.master_port) for p in g}
+        if len(g) > 1 and len({q for _, q in ports}) > 1:
+            out[(key, "port", tuple(sorted(ports, key=str)))] = (
                 f"{SIDE_NAME[side]}: the ranks of `{command_of(g[0])}` do not share one MASTER_PORT "
-                f"({', '.join(sorted(str(x) for x in ports))})"
+                f"({', '.join(sorted(str(q) for q in {q for _, q in ports}))})"
             )
     return out
 
@@ -441,7 +451,7 @@ def decide(path: str, slurm: SideResult, kube: SideResult, blockers: Sequence[tu
         else:
             reason = Reason(R_EMPTY, "no training process on either side: nothing to compare", "both")
     kind = "inconclusive" if reason is not None else "differs" if diffs else "equivalent"
-    once = tuple(failure_text(f) for f in shared)
+    once = tuple(failure_text(f) for f in shared) + tuple(split_rendezvous(slurm, kube)[1])
     return Verdict(path, kind, tuple(diffs), slurm, kube, reason=reason, shared=once)
 
 
