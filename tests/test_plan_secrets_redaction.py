@@ -105,7 +105,7 @@ def test_reports_hide_every_secret_and_still_show_the_lines(jobs):
     # the script's own lines are shown, the values hidden (line numbers of TORCH_JOB)
     assert by_line[6] == "export HF_TOKEN=<secret>"
     assert by_line[7] == "export DB_PASS='<secret>'"
-    assert by_line[8] == "export DATABASE_URL=postgres://trainer:<secret>@db.internal:5432/metrics"
+    assert by_line[8] == "export DATABASE_URL=<secret>"  # (the Secret holds the whole value)
     out = tmp / "sim.json"
     _clean("report --simulate (printed)", _run("report", "--simulate", src, "-o", out, cwd=tmp))
     _clean("report --simulate", out.read_text())
@@ -167,3 +167,19 @@ def test_redact_data_rebuilds_frozen_records_and_leaves_other_values():
     got = redact_data(r, {PASSWORD, DB_PASS})
     assert got == Rec(("--password", "<secret>"), {"HF_TOKEN": "<secret>"}, frozenset({"<secret>", "x"}))
     assert r.argv[1] == PASSWORD  # the original is left as it was
+
+
+def test_a_secret_is_not_a_simulate_difference(tmp_path):
+    # The Slurm side runs with the script's values; the Kubeflow side reads them from the job's Secret, which
+    # P447 asks to create with the same values: the same processes, so `equivalent` (not `differs`).
+    job = tmp_path / "env.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=2\n"
+        f"export HF_TOKEN={HF}\nexport DATABASE_URL=postgres://trainer:{URL_PW}@db.internal:5432/metrics\n"
+        f"torchrun --nproc-per-node 2 train.py --api-key {API_KEY}\n"
+    )
+    out = _run("simulate", "--json", job, cwd=tmp_path)
+    _clean("simulate --json", out)
+    obj = json.loads(out.splitlines()[0])
+    assert obj["verdict"] == "equivalent", obj["differences"]
+    assert len(obj["slurm"]) == len(obj["kubeflow"]) == 2

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 
 from translator.plan import secrets
 
 MARK = "<secret>"
+_SECRET_REF = re.compile(r"<secret [^<>\s/]+/[^<>\s]+>")  # kubeflow_pods' placeholder for a secretKeyRef
 MIN_LENGTH = 4  # shorter values are not hidden (a substring that short occurs in unrelated text)
 
 
@@ -35,10 +37,10 @@ def script_secrets(script) -> frozenset[str]:
 
     commands, assignments = body_lists(script.body)
     values: set[str] = set()
-    for a, why in secrets.literal_secrets(assignments):
-        # a URL keeps its user and host in view: its password alone is the secret (redact hides it by shape)
-        if why != secrets.URL_PASSWORD:
-            values.add(a.value.value.strip())
+    for a, _ in secrets.literal_secrets(assignments):
+        # (a variable holding a URL with a password is hidden whole: the job's Secret holds it whole, and
+        # simulate compares the Slurm side's value with the Kubeflow side's `<secret …>`)
+        values.add(a.value.value.strip())
     for cmd in commands:
         words = [w.value for w in cmd.words]
         values.update(v for _, v in secrets.option_secrets(words))
@@ -82,6 +84,8 @@ def redact(text: str, values=()) -> str:
         return text
     for v in sorted((v for v in values if len(v) >= MIN_LENGTH and v in text), key=len, reverse=True):
         text = text.replace(v, MARK)
+    if "<secret " in text:  # simulate's Kubeflow side: a value read from a Secret key
+        text = _SECRET_REF.sub(MARK, text)
     if secrets.has_token_start(text):
         for token in secrets.embedded_tokens(text):
             text = text.replace(token, MARK)
