@@ -134,12 +134,15 @@ def command(
         from dataclasses import replace as _replace
         from translator.simulate import SimulateError, simulate_script
         from translator.simulate.findings import findings_of, not_simulated
+        from translator.redact import redact_data as hide_secrets, script_secrets
 
         if script == "-":
             extra = [not_simulated("the script was read from standard input; give a file")]
         else:
             try:
-                simulation = simulate_script(script, settings, settings.script_args or ())
+                simulation = hide_secrets(
+                    simulate_script(script, settings, settings.script_args or ()), script_secrets(conv.script)
+                )
                 extra = findings_of(simulation)
             except SimulateError as exc:
                 extra = [not_simulated(str(exc))]

@@ -510,6 +510,7 @@ class LaunchContext:
     launch_line: int | None = None  # line of the launch command being converted
     once_helpers: set[str] = field(default_factory=set)  # batch-once helpers the command text needs
     positional: tuple[str, ...] | None = None  # the script's arguments after `set --`/`shift` (replayed)
+    wrapper_env: list[tuple[str, str]] = field(default_factory=list)  # `--env A=B` of a container (wrapper_env.py)
 
     @property
     def job_image_option(self) -> bool:

@@ -19,6 +19,7 @@ from translator.launchers import common
 from translator.launchers.common import LaunchContext, SrunCall, Tok
 from translator.launchers.intent import LaunchIntent
 from translator.launchers.intent import replace as intent_replace
+from translator.launchers import wrapper_env
 from translator.slurm.options import shifter_image as shifter_image_descriptor
 from translator.slurm.options import shifter_volumes
 
@@ -211,7 +212,7 @@ def _finish(
             line,
             "add the volumes with a site profile (`slurm2kf profile`)",
         )
-    return intent_replace(inner, image=pulled, mounts=tuple(mounts))
+    return intent_replace(wrapper_env.take(ctx, inner), image=pulled, mounts=tuple(mounts))
 
 
 def apptainer(ctx: LaunchContext, toks: list[Tok], srun: SrunCall | None, line: int, dispatch) -> LaunchIntent:
@@ -394,6 +395,8 @@ def _shifter_modules(ctx: LaunchContext, modules: list[str], line: int) -> None:
 
 def _env_option(ctx: LaunchContext, name: str, value: str | None, line: int, what: str = "container") -> None:
     """`--env A=B` / `--env-file F` of a container wrapper: the variables it set are not carried (L359)."""
+    if wrapper_env.carry(ctx, name, value, line, what):  # `--env A=B[,C=D]`: TrainJob env (P449)
+        return
     shown = f"{name} {value}" if value is not None else name
     ctx.add(
         WARNING,

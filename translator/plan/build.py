@@ -21,6 +21,9 @@ from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
 from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
+from translator.launchers import wrapper_env  # (the secrets' imports: translator/redact.py, P449)
+from translator.redact import needs_redaction, redact, script_secrets
+
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
 _INFORMATIONAL = {
@@ -637,18 +640,57 @@ def _nodes(b: _Build, runtime: _Runtime) -> int:
                 )
             )
         elif num_nodes == 1:
-            b.add(
-                Finding(
-                    WARNING,
-                    "P445",
-                    f"numNodes 1 on the MPI runtime `{runtime.name}` still starts a "
-                    "launcher pod and one worker pod, each requesting resourcesPerNode; the ranks "
-                    "run on the launcher (first hostfile line), the worker idles",
-                    intent.line,
-                    "for one node use the torch runtime with the program run directly",
-                )
-            )
+            b.add(Finding(WARNING, "P445", _one_node_mpi(intent, runtime), intent.line, _ONE_NODE_FIX))
     return num_nodes
+
+
+_ONE_NODE_FIX = "for one node use the torch runtime with the program run directly"
+_NP = frozenset(("-np", "-n", "--np", "-c", "--n"))
+_NPERNODE = frozenset(("-npernode", "--npernode", "-N"))
+
+
+def _one_node_mpi(intent, runtime: _Runtime) -> str:
+    """What numNodes 1 does on an MPI runtime, per runtime and launcher (P445). Trainer's MPI plugin
+    (docs: kubeflow-trainer.md, MPI) starts `max(numNodes-1, 1)` worker pods when the runtime runs its
+    launcher as a node (runLauncherAsNode: true in the shipped deepspeed-distributed and mlx-distributed),
+    so one worker pod and the launcher pod, each requesting resourcesPerNode; the hostfile lists the worker
+    pod first and the launcher last, with the same slots. DeepSpeed's runner starts its ranks on every host
+    of the hostfile, and mpirun without -np one rank per slot of every host: the world size doubles.
+    mpirun -np N fills the first host's slots first (by-slot mapping), so N up to one host's ranks all run
+    on the worker pod and the launcher pod only holds mpirun."""
+    head = f"numNodes 1 on the MPI runtime `{runtime.name}` starts "
+    if runtime.rt is None:
+        return (
+            head + "a launcher pod and worker pods, each requesting resourcesPerNode; whether the launcher is "
+            "also a host of the hostfile (runLauncherAsNode) is set by that runtime, so check how many ranks start"
+        )
+    head += (
+        "one worker pod and the launcher pod, each requesting resourcesPerNode, and both are hosts of "
+        "/etc/mpi/hostfile (runLauncherAsNode: the worker first, the launcher last)"
+    )
+    words = list(intent.command) + list(intent.args)
+    if intent.family == "deepspeed" or (words and words[0] == "deepspeed"):
+        return head + "; DeepSpeed's runner starts ranks on every host of the hostfile, so the world size doubles"
+    np_ = per_node = None
+    for i, w in enumerate(words[:-1]):
+        if w in _NP and words[i + 1].isdigit():
+            np_ = int(words[i + 1])
+        elif w in _NPERNODE and words[i + 1].isdigit():
+            per_node = int(words[i + 1])
+    if np_ is None:
+        return head + "; mpirun without -np starts one rank per slot of every host, so the world size doubles"
+    per_host = per_node or intent.proc_per_node
+    if per_host is not None and np_ > 2 * per_host:
+        return head + f"; mpirun -np {np_} with {per_host} rank(s) per host needs more than these 2 hosts and fails"
+    if per_host is not None and np_ > per_host:
+        return (
+            head
+            + f"; mpirun -np {np_} places {per_host} rank(s) per host, so its ranks span the worker and the launcher"
+        )
+    return (
+        head + f"; mpirun -np {np_} fills the first host's slots first, so its ranks run on the worker pod and "
+        "the launcher pod only runs mpirun, its resources idle"
+    )
 
 
 def _resources(b: _Build):
@@ -675,6 +717,8 @@ def _environment(b: _Build, framework: str) -> tuple[EnvVar, ...]:
         b.smap.extend(emap)
     extra_env, xfind = envmod.launch_env(intent.env, intent.line, framework, kube.escape)
     b.findings.extend(xfind)
+    env, pfind = wrapper_env.unprefixed(env, wrapper_env.ran_apptainer(intent))  # APPTAINERENV_X: X inside
+    b.findings[:] = wrapper_env.settle(b.findings, tuple(env) + tuple(extra_env)) + pfind
     launch_names = {x.name for x in extra_env}
     return tuple(e for e in env if e.name not in launch_names) + extra_env
 
@@ -1006,13 +1050,14 @@ def _final_findings(findings, script, env) -> tuple[Finding, ...]:
     and no text that _one_line changes, which one look at all their texts tells (then neither runs per
     finding); texts already seen to pass in an earlier job (most suggestions, the frequent messages) are
     not looked at again."""
-    if any(len(a.value.value) >= 4 for a, _ in _secret_assignments(script)):
-        return _dedupe(_redact(findings, script, env))
+    values = script_secrets(script)
+    if values:
+        return _dedupe(_redact(findings, values))
     clean = _CLEAN_TEXTS
     texts = [t for f in findings for t in (f.message, f.suggestion) if t and t not in clean]
     joined = "\n".join(texts)
-    if secrets.has_token(joined):
-        return _dedupe(_redact(findings, script, env))
+    if needs_redaction(joined, values):
+        return _dedupe(_redact(findings, values))
     # _spaced_once for every text at once: the concatenation is printable when each text is, and then no
     # text holds a line break, so the ones in `joined` are the boundaries between texts
     spaced = (
@@ -1060,6 +1105,26 @@ def _secret_assignments(script) -> tuple:
     return found
 
 
+_SHELL_SPLIT = re.compile(r"[\s;&|()<>`]+")
+
+
+def _command_secrets(words) -> list[tuple[str, str]]:
+    """(value, why) of the secrets written into the command's words: tokens (and URL passwords) inside
+    any word, values given to a secret option (`--password X`, `--api-key=X`)."""
+    out = [
+        (v, f"the value of `{words[i - 1] if v == words[i] else words[i].split('=', 1)[0]}` in the command")
+        for i, v in secrets.option_secrets(words)
+    ]
+    for text in words:  # shell text (`bash -c '…'`): its words split at blanks and operators, quotes taken off
+        if "--" in text and any(c in text for c in " \n\t"):
+            inner = [w.strip("'\"") for w in _SHELL_SPLIT.split(text)]
+            out += [(v, "the value of a secret option in the command") for _, v in secrets.option_secrets(inner)]
+    for word in words if secrets.has_token("\0".join(words)) else ():
+        for token in secrets.embedded_tokens(word):
+            out.append((token, "a word of the command has the shape of a token"))
+    return out
+
+
 def _secrets(script, env, intent, command, args, trainjob_name):
     """Move secret values out of env and command text into one Secret. Returns
     (env, command, args, findings)."""
@@ -1077,15 +1142,10 @@ def _secrets(script, env, intent, command, args, trainjob_name):
                 found[e.name] = (e.value, e.line, why)
     known = {v for v, _, _ in found.values()}
     words = tuple(command) + tuple(args)
-    for word in words if secrets.has_token("\0".join(words)) else ():
-        for token in secrets.embedded_tokens(word):
-            if token not in known and not any(token in v for v in known):
-                known.add(token)
-                found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (
-                    token,
-                    intent.line,
-                    "a word of the command has the shape of a token",
-                )
+    for token, why in _command_secrets(words):
+        if token not in known and not any(token in v for v in known):
+            known.add(token)
+            found[f"SLURM2KF_SECRET_{len(found) + 1}"] = (token, intent.line, why)
     if not found:
         return env, command, args, []
     sname = secrets.secret_name(trainjob_name)
@@ -1215,6 +1275,48 @@ def _ipv4_addresses(text: str) -> list[str]:
     return [run for run in _IPV4_RUN.findall(text) if fullmatch(run)]
 
 
+# Where an IPv4 address stands for a host (P448): after an option or variable naming an address
+# (`--master_addr 10.1.2.3`, `MASTER_ADDR=10.1.2.3`, `--host=…`), after `://` or `@`, or before `:PORT`.
+# Anywhere else four dotted numbers are a version (`1.15.2.0`, `torch==1.15.2.0`), never reported.
+_ADDRESS_BEFORE = re.compile(
+    r"(?:(?:addr|address|host|hostname|hosts|ip|endpoint|master|server|url|uri|coordinator|head|nameserver)"
+    r"[\"']?[=\s]\s*[\"']?|://|@)$",
+    re.IGNORECASE,
+)
+_LITERAL_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*(?::\d+)?/?")
+
+
+def _addressed_ipv4(text: str, before: str) -> list[str]:
+    """The IPv4 addresses of `text` standing where a host goes (`before`: what precedes the text, e.g.
+    the previous word of the command or `NAME=` of an env variable)."""
+    if not _IPV4_HINT.search(text):
+        return []
+    out = []
+    for m in _IPV4_RUN.finditer(text):
+        run = m.group(0)
+        if not _IPV4_BODY.fullmatch(run):
+            continue
+        s, e = m.span()
+        port = text[e : e + 1] == ":" and text[e + 1 : e + 2].isdigit()
+        if port or _ADDRESS_BEFORE.search((before + text[:s])[-80:]):
+            out.append(run)
+    return out
+
+
+def _without_scheme(h: str) -> str:
+    """`tcp://node01:23456` -> `node01:23456` (an env:// or file:// value is kept, and is no host)."""
+    scheme, sep, rest = h.partition("://")
+    return rest if sep and scheme in ("tcp", "http", "https", "grpc") else h
+
+
+def _literal_host(h: str) -> bool:
+    """An endpoint value that names a host literally (not `$VAR`, `$(hostname)`, `` `/bin/hostname` ``,
+    localhost or a URL that is a file or env:// scheme)."""
+    if h.startswith(("localhost", "127.", "0.0.0.0", "env:", "file:")) or "_s2k" in h or "hostname" in h:
+        return False
+    return _LITERAL_HOST.fullmatch(h) is not None
+
+
 def _node_specific(env, command, args, intent) -> list[Finding]:
     """Values that name things of the Slurm nodes which do not exist in a pod: GPU indices, addresses."""
     out: list[Finding] = []
@@ -1231,21 +1333,17 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
                     "drop it and request the GPUs the program uses (--gpus-per-node)",
                 )
             )
-    texts = [("env " + e.name, e.value, e.line) for e in env if not e.secret_name]
-    texts += [("the command", w, intent.line) for w in tuple(command) + tuple(args)]
+    texts = [("env " + e.name, e.value, e.line, e.name + "=") for e in env if not e.secret_name]
+    words = tuple(command) + tuple(args)
+    texts += [("the command", w, intent.line, words[i - 1] + " " if i else "") for i, w in enumerate(words)]
     seen = set()
-    for where, text, line in texts:
+    for where, text, line, before in texts:
         # both patterns need a digit-dot-digit address or one of the endpoint prefixes: most texts have neither
-        if "." not in text and "://" not in text and "MASTER_ADDR=" not in text and "--" not in text:
+        probe = before + text
+        if "." not in text and "://" not in text and "MASTER_ADDR=" not in probe and "--" not in probe:
             continue
-        hits = [h for h in _ipv4_addresses(text) if not h.startswith(("127.", "0."))]
-        hits += [
-            h
-            for h in _endpoints(text)
-            if not h.startswith(("$", "localhost", "127.", "0.0.0.0", "env:", "file:", "tcp://$"))
-            and "_s2k" not in h
-            and "://" not in h
-        ]
+        hits = [h for h in _addressed_ipv4(text, before) if not h.startswith(("127.", "0."))]
+        hits += [h for h in (_without_scheme(h) for h in _endpoints(probe)) if _literal_host(h)]
         for h in hits:
             if (where, h) in seen or any(o != h and o in h for o in hits):
                 continue
@@ -1265,26 +1363,12 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
     return out
 
 
-def _redact(findings, script, env) -> list[Finding]:
+def _redact(findings, values) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
-    (they are printed, and become comments of the YAML and the Python file)."""
-    values = {a.value.value for a, _ in _secret_assignments(script) if len(a.value.value) >= 4}
-    if not values and not secrets.has_token("\0".join([t for f in findings for t in (f.message, f.suggestion) if t])):
-        return list(findings)  # nothing to hide in any of them (the common case)
-    longest_first = sorted(values, key=len, reverse=True)
-
-    def clean(text):
-        if not text:
-            return text
-        for v in longest_first:
-            text = text.replace(v, "<secret>")
-        for t in secrets.embedded_tokens(text):
-            text = text.replace(t, "<secret>")
-        return text
-
+    (they are printed, and become comments of the YAML and the Python file): translator/redact.py."""
     out = []
     for f in findings:
-        m, sug = clean(f.message), clean(f.suggestion)
+        m, sug = redact(f.message, values), redact(f.suggestion, values) if f.suggestion else f.suggestion
         out.append(f if (m, sug) == (f.message, f.suggestion) else dataclasses.replace(f, message=m, suggestion=sug))
     return out
 

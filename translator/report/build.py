@@ -244,7 +244,7 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
     from translator.simulate.findings import findings_of, not_simulated
 
     try:
-        v = simulate_script(path, dataclasses.replace(settings, simulate=False))
+        v = _redacted(simulate_script(path, dataclasses.replace(settings, simulate=False)), path)
         found = findings_of(v)
         sim = {
             "verdict": v.verdict,
@@ -264,7 +264,28 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
 
 
 def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (), settings=None) -> ScriptReport:
-    """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with)."""
+    """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with); the
+    script's secrets are hidden in every string of it (translator/redact.py)."""
+    record = _script_report(conv, rel_path, yaml_text, outputs, settings)
+    return _redacted(record, getattr(conv, "script", None))
+
+
+def _redacted(record, source):
+    """`record` with the secrets of `source` (a Script, or the path of one) hidden in every string:
+    translator/redact.py; a script without any secret-like text is left as it is."""
+    from translator import redact
+
+    if isinstance(source, str):
+        return redact.redact_data(record, redact.path_secrets(source))
+    text = getattr(source, "text", "") or ""
+    values = redact.script_secrets(source)
+    if redact.needs_redaction(text, values):
+        return redact.redact_data(record, values)
+    return record
+
+
+def _script_report(conv, rel_path: str, yaml_text: str, outputs: Sequence[str], settings) -> ScriptReport:
+    """The report record of one Conversion, as the conversion has it."""
     raw: list = []
     if getattr(conv, "file_error", None) is not None:
         raw.append(conv.file_error)

@@ -126,7 +126,19 @@ def simulate_script(
         slurm_future = pool.submit(slurm_of, path, settings, script_args, array_index, timeout, deadline)
         kube = _kube_of_plans(conv.plans, array_index, timeout, runtimes, provides, deadline)
         slurm, _ = slurm_future.result()
-    return _verdict(path, slurm, kube)
+    return _verdict(path, *hide_secrets((slurm, kube), conv.script))  # compared and shown as `<secret>`
+
+
+def hide_secrets(sides: tuple, script) -> tuple:
+    """Both sides with the script's secrets as `<secret>` (translator/redact.py): the Slurm side ran with the
+    values, the Kubeflow side reads them from the job's Secret (`<secret NAME/KEY>`), which P447 asks to
+    create with those values; so they compare equal, and no output shows them."""
+    from translator import redact
+
+    values = redact.script_secrets(script)
+    if not redact.needs_redaction(getattr(script, "text", "") or "", values):
+        return sides
+    return redact.redact_data(sides, values)
 
 
 def refusal(conv) -> str:

@@ -32,6 +32,7 @@ INTERNAL_PREFIXES = (
     "JAX_",
     "DMLC_",
     "SLURM2KF_SIM_",
+    "SLURM2KF_SECRET_",  # carries a command-line secret into `$(NAME)` (P447): the argv compares the value
     "MPI_LOCAL",
     "PRTE_",
     "OPAL_",
