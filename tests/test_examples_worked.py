@@ -16,11 +16,12 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
 # One case per launcher family named in the project's issue (torchrun multinode, srun python per GPU,
-# accelerate, deepspeed, Open MPI, JAX, plain python on one GPU, pyxis and Apptainer containers, the
-# script fallback, an array sweep).
+# accelerate, deepspeed, Open MPI, JAX, plain python on one GPU, pyxis and Apptainer containers, batch
+# mode (a Ray cluster), an array sweep).
 CASES = [
     "accelerate_multinode",
     "array_sweep",
+    "batch_ray_cluster",
     "composer_multinode",
     "container_apptainer",
     "container_pyxis",
@@ -28,7 +29,6 @@ CASES = [
     "jax_multinode",
     "mpi_openmpi",
     "python_single_gpu",
-    "batch_ray_cluster",
     "srun_python_per_gpu",
     "torchrun_multinode",
 ]
@@ -144,5 +144,9 @@ def test_outputs_parse_as_what_they_claim_to_be():
     for case in CASES:
         d = EXAMPLES / case
         docs = list(yaml.safe_load_all((d / "trainjob.yaml").read_text(encoding="utf-8")))
-        assert [(x["apiVersion"], x["kind"]) for x in docs] == [("trainer.kubeflow.org/v1alpha1", "TrainJob")], case
+        # one TrainJob; batch mode writes its TrainingRuntime before it (docs/batch-mode.md)
+        kinds = ["TrainingRuntime", "TrainJob"] if case.startswith("batch_") else ["TrainJob"]
+        assert [(x["apiVersion"], x["kind"]) for x in docs] == [("trainer.kubeflow.org/v1alpha1", k) for k in kinds], (
+            case
+        )
         ast.parse((d / "trainjob.py").read_text(encoding="utf-8"), filename=f"{case}/trainjob.py")

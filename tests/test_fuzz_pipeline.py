@@ -47,8 +47,7 @@ def check_outputs(conv, *, findings_comment: bool = False):
         text = trainjob_yaml.render(plans, findings_comment=True)
     else:
         text = S.render_yaml(plans)
-    docs = S.load_yaml_docs(text)
-    assert len(docs) == len(plans), (len(docs), len(plans), text)
+    docs = S.trainjob_docs(S.load_yaml_docs(text), plans)
     for doc, plan in zip(docs, plans):
         assert S.yaml_plan_mismatches(doc, plan) == []
     source = S.render_python(plans)
@@ -83,7 +82,7 @@ def test_user_text_is_data_in_both_outputs(tagged):
     conv = convert(tagged.text.encode("utf-8"), path="tagged.sbatch")
     assert conv.file_error is None and conv.plans, conv.diagnostics
     text = check_outputs(conv, findings_comment=True)
-    docs = S.load_yaml_docs(text)
+    docs = S.trainjob_docs(S.load_yaml_docs(text), conv.plans)
     consts = S.python_string_constants(S.render_python(conv.plans))
     # A CRLF anywhere is refused as sbatch refuses it (R114), and the conversion goes on with the
     # text dos2unix would give, so a "\r\n" inside a quoted value arrives as "\n".

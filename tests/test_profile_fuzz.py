@@ -179,7 +179,7 @@ def test_generated_scripts_under_a_profile_convert_faithfully(data, site):
     plans = list(conv.plans)
     for plan in plans:
         assert [f.code for f in plan.findings].count("F500") == 1
-    docs = S.load_yaml_docs(S.render_yaml(plans))
+    docs = S.trainjob_docs(S.load_yaml_docs(S.render_yaml(plans)), plans)
     for doc, plan in zip(docs, plans):
         assert S.yaml_plan_mismatches(doc, plan) == []
     source = S.render_python(plans)

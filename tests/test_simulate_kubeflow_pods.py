@@ -613,7 +613,10 @@ def test_every_emitted_convert_fixture_becomes_pods(rel):
 
     for plan in convert(str(FIXTURES / rel)).plans:
         job = trainjob_dict(plan)
-        pods = pods_from_trainjob(job)
+        runtimes = None
+        if plan.runtime_document is not None:  # batch mode: its own TrainingRuntime, written beside it
+            runtimes = dict(load_runtimes(), **{plan.runtime: plan.runtime_document})
+        pods = pods_from_trainjob(job, runtimes)
         trainer = job["spec"].get("trainer") or {}
         runner = [
             p
@@ -622,6 +625,7 @@ def test_every_emitted_convert_fixture_becomes_pods(rel):
             == (
                 "launcher"
                 if job["spec"]["runtimeRef"]["name"] in ("deepspeed-distributed", "mlx-distributed")
+                or plan.runtime_document is not None
                 else "node"
             )
         ]

@@ -150,8 +150,8 @@ def test_deadline_option_gives_an_inconclusive_verdict(tmp_path, cli):
     r = cli("simulate", "--json", "--timeout", "30", "--deadline", "2", script)
     assert time.monotonic() - t0 < 20  # the batch script alone would run for its 30 s
     obj = json.loads(r.stdout)
-    assert obj["verdict"] == "inconclusive" and r.exit_code != 0
-    assert any("S822" in d and d.startswith("slurm:") for d in obj["differences"]), obj["differences"]
+    assert obj["verdict"] == "inconclusive" and r.exit_code == 3  # (docs/simulate.md: 3 = inconclusive)
+    assert obj["reason"]["code"] == "S822" and obj["reason"]["side"] == "slurm", obj["reason"]
 
 
 @pytest.mark.parametrize("opts", [["-N", "1000"], ["--nodes=100000"]])
@@ -163,9 +163,12 @@ def test_huge_node_counts_are_capped_and_reported_fast(tmp_path, cli, opts):
     assert time.monotonic() - t0 < 15
     obj = json.loads(r.stdout)
     n = opts[-1].split("=")[-1]
-    assert obj["verdict"] == "inconclusive" and r.exit_code == 1
-    assert f"slurm: the job asks for {n} nodes; simulate runs at most 128 per side (S821)" in obj["differences"]
-    assert f"kubeflow: the TrainJob starts {n} pods; simulate runs at most 128 per side (S821)" in obj["differences"]
+    assert obj["verdict"] == "inconclusive" and r.exit_code == 3  # (docs/simulate.md: 3 = inconclusive)
+    assert obj["reason"]["code"] == "S821" and obj["reason"]["side"] == "slurm", obj["reason"]
+    assert obj["reason"]["text"] == f"the job asks for {n} nodes; simulate runs at most 128 per side"
+    assert (
+        f"not run: the TrainJob starts {n} pods; simulate runs at most 128 per side (S821)" in obj["notes"]["kubeflow"]
+    )
     human = cli("simulate", script, "--", *opts)
     assert "inconclusive" in human.stdout.splitlines()[0] and "S821" in human.stdout
 
@@ -181,9 +184,12 @@ def test_a_trainjob_file_with_a_huge_pod_count_is_not_expanded(tmp_path, cli):
     assert time.monotonic() - t0 < 15
     obj = json.loads(r.stdout)
     assert obj["verdict"] == "inconclusive"
-    assert (
-        "kubeflow: the TrainJob starts 1000000000 pods; simulate runs at most 128 per side (S821)" in obj["differences"]
-    )
+    assert obj["reason"] == {
+        "code": "S821",
+        "text": "the TrainJob starts 1000000000 pods; simulate runs at most 128 per side",
+        "side": "kubeflow",
+        "where": "",
+    }
 
 
 # ---------------------------------------------------------------- signals

@@ -36,7 +36,7 @@ def test_simulate_prints_no_control_sequence(tmp_path, cli):
     for args in (["simulate", script], ["simulate", "-v", script]):
         r = cli(*args)
         text = r.stdout + r.stderr
-        assert r.exit_code == 1, text
+        assert r.exit_code in (1, 3), text  # differs, or inconclusive (the batch script exits 3)
         for ch in RAW:
             assert ch not in text, (repr(ch), text)
         # the text is there, made visible

@@ -226,9 +226,24 @@ def test_shifter_is_absent_in_a_pod(tmp_path):
         done
         """,
     )
-    assert v.verdict == "differs"
-    assert len(v.slurm.processes) == 2 and not v.kubeflow.processes
-    assert any("shifter" in d and "command not found" in d for d in v.differences)
+    # the converted script does not need shifter: its stand-in runs the command in the pod, which runs the
+    # image (L360), so both sides start the same two processes
+    assert v.verdict == "equivalent", v.differences
+    assert len(v.slurm.processes) == 2 == len(v.kubeflow.processes)
+    # but a pod has no shifter of its own: a TrainJob that calls it fails there with "command not found"
+    from translator.simulate import kubeflow_of_trainjob
+
+    tj = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "s"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"image": "nersc/pytorch:24.06", "command": ["shifter", "python", "train.py"], "numNodes": 1},
+        },
+    }
+    kube = kubeflow_of_trainjob(tj)
+    assert not kube.processes and any("command not found" in f.reason for f in kube.failures), kube.failures
 
 
 CONDA_SWEEP = """
@@ -296,10 +311,11 @@ def test_exit_status_and_json_reason(tmp_path, cli):
         "eq.sbatch",
     )
     empty = write(tmp_path, "#!/bin/bash\n#SBATCH -N 1\necho hi\n", "empty.sbatch")
+    # srun torchrun on 2 nodes without --nnodes: each node its own training on Slurm, one on Kubeflow (L349)
     differs = write(
         tmp_path,
-        "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=1\n#SBATCH --image=docker:x/y:1\n"
-        "for s in 1 2; do shifter python t.py $s; done\n",
+        "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=2\n"
+        "srun torchrun --nproc_per_node 2 t.py\n",
         "d.sbatch",
     )
     assert cli("simulate", eq).exit_code == 0

@@ -47,34 +47,9 @@ def main() -> None:
     # L331 info line 10: the Slurm-compatibility prologue defines srun(), scontrol()
     # L366 info line 15: batch mode (launch lines 15, 19, 24 run as several steps): the script runs
     #   once, on the launcher pod, which is Slurm's node 0 of the 3 nodes; each srun starts its tasks
-    #   on the pods with mpirun over ssh, as srun started them on the allocation's nodes
-    # L325 warning script: the script uses SLURM_GPUS_PER_NODE, which this job does not define on
-    #   Kubernetes (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_GPUS_PER_NODE with a literal value)
-    # L325 warning script: the script uses SLURM_GPUS, which this job does not define on Kubernetes
-    #   (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_GPUS with a literal value)
-    # L325 warning script: the script uses SLURM_MEM_PER_NODE, which this job does not define on
-    #   Kubernetes (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_MEM_PER_NODE with a literal value)
-    # L325 warning script: the script uses SLURM_MEM_PER_CPU, which this job does not define on
-    #   Kubernetes (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_MEM_PER_CPU with a literal value)
-    # L325 warning script: the script uses SLURM_MEM_PER_GPU, which this job does not define on
-    #   Kubernetes (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_MEM_PER_GPU with a literal value)
-    # L325 warning script: the script uses SLURM_JOB_PARTITION, which this job does not define on
-    #   Kubernetes (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_JOB_PARTITION with a literal value)
-    # L325 warning script: the script uses SLURM_JOB_ACCOUNT, which this job does not define on
-    #   Kubernetes (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_JOB_ACCOUNT with a literal value)
-    # L325 warning script: the script uses SLURM_JOB_QOS, which this job does not define on Kubernetes
-    #   (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_JOB_QOS with a literal value)
-    # L325 warning script: the script uses SLURM_GTIDS, which this job does not define on Kubernetes
-    #   (and Slurm may not have set it either); it expands to an empty string (fix: replace
-    #   $SLURM_GTIDS with a literal value)
+    #   on the pods with mpirun over ssh, as srun started them on the allocation's nodes; files the
+    #   script writes reach the other pods only through a shared volume (site profile filesystems), as
+    #   on Slurm's shared file systems
     # P442 info script: /dev/shm is mounted as a memory-backed emptyDir on every pod (a container's
     #   default is 64Mi, too small for NCCL and data-loader workers); it counts against the memory
     #   limit (fix: size it with `defaults.shmSize` in a site profile)
@@ -183,6 +158,10 @@ def main() -> None:
                     '}\n'
                     '_s2k_load_hosts\n'
                     '_s2k_hosts() { printf \'%s\\n\' "${_s2k_hostv[@]}"; }\n'
+                    'if [ "${#_s2k_hostv[@]}" -gt 1 ]; then\n'
+                    '  hostname() { case "${1:-}" in "") echo "${_s2k_hostv[0]}" ;; -s|--short) echo "${_s2k_hostv[0]%%.*}" ;; -f|--fqdn|--long) echo "${_s2k_hostv[0]}" ;; *) command hostname "$@" ;; esac; }\n'
+                    '  HOSTNAME="${_s2k_hostv[0]}"\n'
+                    'fi\n'
                     "export OMPI_MCA_plm='^slurm' OMPI_MCA_ras='^slurm' PRTE_MCA_plm='^slurm' PRTE_MCA_ras='^slurm'\n"
                     "export OMPI_MCA_plm_rsh_args='-p 2222 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10' PRTE_MCA_plm_ssh_args='-p 2222 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10'\n"
                     'export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n'
@@ -256,7 +235,8 @@ def main() -> None:
                     '_s2k_task_sh=\'if [ -n "${_S2K_TMP+x}" ]; then  # started by mpirun: the batch shell\'"\'"\'s TMPDIR, not mpirun\'"\'"\'s own\n'
                     '  case "$_S2K_TMP" in set:*) export TMPDIR="${_S2K_TMP#set:}" ;; *) unset TMPDIR ;; esac; unset _S2K_TMP\n'
                     'fi\n'
-                    '[ -z "${S2K_CONTAINER_SHIMS:-}" ] || eval "$S2K_CONTAINER_SHIMS"  # container wrappers (launchers/container.py)\n'
+                    '[ -z "${_S2K_SHIMS:-}" ] || eval "$_S2K_SHIMS"  # container wrappers on this pod too (launchers/container.py)\n'
+                    'unset _S2K_SHIMS\n'
                     '_s2k_r="${_S2K_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}}"\n'
                     'IFS=\'"\'"\'|\'"\'"\' read -r _s2k_id _s2k_n _s2k_c _s2k_cf _s2k_nl <<< "$_S2K_STEP"\n'
                     'IFS=, read -ra _s2k_cv <<< "$_s2k_c"\n'
@@ -558,7 +538,7 @@ def main() -> None:
                     '  # without -K every task reports its exit status (mpirun then returns 0 whatever they exit with)\n'
                     '  [ "$o_K" = 1 ] && abort=1 || export _S2K_REPORT=1\n'
                     "  while read -r v; do  # srun --export=ALL: the batch shell's exported variables\n"
-                    '    case "$v" in HOSTNAME|PWD|OLDPWD|SHLVL|_|TMPDIR|_S2K_TMP|BASH_FUNC_*|OMPI_*|PRTE_*|PMIX_*) continue ;; esac\n'
+                    '    case "$v" in HOSTNAME|PWD|OLDPWD|SHLVL|_|TMPDIR|_S2K_TMP|_S2K_SHIMS|BASH_FUNC_*|OMPI_*|PRTE_*|PMIX_*) continue ;; esac\n'
                     '    if [ -n "${_S2K_KEEP+x}" ]; then\n'
                     '      case "$v" in SLURM_*|_S2K_*) ;; *) case ",$_S2K_KEEP," in *",$v,"*) ;; *) continue ;; esac ;; esac\n'
                     '    fi\n'
@@ -570,6 +550,7 @@ def main() -> None:
                     "  # The tasks get the batch shell's TMPDIR back (_S2K_TMP); the daemons on the other pods keep their own.\n"
                     '  local sdir="$_s2k_stepdir/mpi.$BASHPID"; mkdir -p "$sdir"\n'
                     '  _S2K_TMP="${TMPDIR+set:$TMPDIR}"; export _S2K_TMP; xs+=(-x _S2K_TMP)\n'
+                    '  [ -z "${_s2k_shims:-}" ] || { _S2K_SHIMS="$_s2k_shims"; export _S2K_SHIMS; xs+=(-x _S2K_SHIMS); }\n'
                     '  { TMPDIR="$sdir" OMPI_MCA_plm_rsh_args="$_s2k_ssh" PRTE_MCA_plm_ssh_args="$_s2k_ssh" \\\n'
                     '    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_abort_on_non_zero_status=$abort \\\n'
                     '    mpirun --host "$hl" -np "$ntasks" --map-by slot "${xs[@]}" --wdir "${o_D:-$PWD}" \\\n'
@@ -604,6 +585,14 @@ def main() -> None:
                     '  _s2k_step_env || exit 1\n'
                     '  if [ "${#nodes[@]}" -eq 1 ] && [ "${nodes[0]}" -eq 0 ]; then _s2k_run_local "$@"; else _s2k_run_mpi "$@"; fi\n'
                     ')\n'
+                    '_s2k_cbin="$_s2k_stepdir/bin"; mkdir -p "$_s2k_cbin"\n'
+                    "{ declare -p $(compgen -v _s2k_) | sed -e 's/^declare -- /declare -g /' -e 's/^declare -\\([a-zA-Z]*\\) /declare -g\\1 /'\n"
+                    '  declare -f; } > "$_s2k_cbin/.batch-step" 2>/dev/null\n'
+                    'for _s2k_c in srun scontrol; do\n'
+                    '  printf \'#!/bin/bash\\nbuiltin source %q\\n%s "$@"\\n\' "$_s2k_cbin/.batch-step" "$_s2k_c" > "$_s2k_cbin/$_s2k_c"\n'
+                    '  chmod +x "$_s2k_cbin/$_s2k_c"\n'
+                    'done\n'
+                    'export PATH="$_s2k_cbin:$PATH"\n'
                     '# ---- batch script body, lines 10-24 ----\n'
                     'nodes=( $$(scontrol show hostnames "$SLURM_JOB_NODELIST") )\n'
                     'head_node=${nodes[0]}\n'

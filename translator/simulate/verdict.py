@@ -440,10 +440,12 @@ def decide(path: str, slurm: SideResult, kube: SideResult, blockers: Sequence[tu
     shared, s_only, k_only = split_failures(slurm, kube)
     diffs = [failure_text(f) for f in k_only] + process_diffs(slurm, kube)
     # a side that did not run to its end (more nodes than simulate runs, the overall deadline): never a verdict
+    # (the node cap and the overall deadline first; a node's or pod's own time limit is S806, said where)
     incomplete = [(side.side, code, why) for side in (slurm, kube) for code, why in side.incomplete]
-    reason = Reason(incomplete[0][1], incomplete[0][2], incomplete[0][0]) if incomplete else None
-    if reason is None:
-        reason = _timeout_reason(slurm.failures + kube.failures)
+    whole = [x for x in incomplete if "its time limit" not in x[2]]
+    reason = Reason(whole[0][1], whole[0][2], whole[0][0]) if whole else _timeout_reason(slurm.failures + kube.failures)
+    if reason is None and incomplete:
+        reason = Reason(incomplete[0][1], incomplete[0][2], incomplete[0][0])
     if reason is None and (s_only or blockers):
         reason = _slurm_reason(s_only, blockers)
     if reason is None and not diffs and not slurm.processes and not kube.processes:
