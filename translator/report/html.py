@@ -70,7 +70,7 @@ svg.chart text{font:13px system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans"
 svg.chart text.chart-value{font-weight:600}
 .sim{border:1px solid #d8dde3;border-radius:6px;padding:6px 10px;margin:8px 0;background:#fbfcfd}
 .sim.sim-inconclusive{background:#fffaf0;border-color:#f0d9a8}.sim.sim-differs{border-color:#f3b6bd}
-table.proc{table-layout:fixed;margin:6px 0}
+table.proc{table-layout:fixed;margin:6px 0}table.proc th{white-space:nowrap}
 table.proc td{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap}
 table.proc td.ne{background:#fdecee}
 """
@@ -265,7 +265,7 @@ def _process_table(rows: list, more) -> str:
     out = [
         '<p><b>Processes side by side</b> <span class="muted">(per node and command, as '
         "<code>slurm2kf simulate</code> prints them; a shaded pair differs)</span></p>"
-        '<table class="proc"><colgroup><col style="width:52px"><col style="width:28%"><col><col></colgroup>'
+        '<table class="proc"><colgroup><col style="width:64px"><col style="width:28%"><col><col></colgroup>'
         "<thead><tr><th>node</th><th>command</th><th>Slurm</th><th>Kubeflow</th></tr></thead><tbody>"
     ]
     for r in rows:
@@ -673,9 +673,10 @@ def _write(report: Report, out: TextBuffer) -> None:
     w(f"<h1>{e(report.title)}</h1>")
     if report.source:
         w(f'<p class="muted">Source: <code>{e(report.source)}</code></p>')
-    simulated = s.simulation is not None
-    if simulated:  # the proof leads
-        w(_proof(s.simulation))
+    sim = s.simulation
+    simulated = sim is not None
+    if sim is not None:  # the proof leads
+        w(_proof(sim))
         w('<h2 id="conversion">Conversion</h2>')
     w(
         '<div class="cards">'
@@ -716,11 +717,11 @@ def _write(report: Report, out: TextBuffer) -> None:
     )
     for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
         w(f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>')
-    if simulated:
+    if sim is not None:
         w('<span class="muted">launch:</span>')
         for v, label in (
             ("all", "all"),
-            *((k, simrep.VERDICT_LABELS[k]) for k, _l, n in simrep.verdict_items(s.simulation) if n),
+            *((k, simrep.VERDICT_LABELS[k]) for k, _l, n in simrep.verdict_items(sim) if n),
         ):
             w(
                 f'<button type=button data-verdict="{v}" aria-pressed="{"true" if v == "all" else "false"}">{label}</button>'

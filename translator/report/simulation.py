@@ -171,14 +171,16 @@ _LABEL_W = 170
 _CHART_W = 520
 
 
-def bar_chart_svg(chart_id: str, title: str, desc: str, items: list[tuple[str, int, str]], unit: str) -> str:
+def bar_chart_svg(
+    chart_id: str, title: str, desc: str, items: list[tuple[str, int, str]], unit: str, total: int = 0
+) -> str:
     """A horizontal bar chart: one bar per (label, value, colour), the label left of it and the number right of it
     as text (readable without the bars, and by a screen reader: role=img with a title and a description).
-    `chart_id` must be markup-safe (ours, never user text)."""
+    `chart_id` must be markup-safe (ours, never user text). With `total`, each number is followed by its share."""
     n = max(len(items), 1)
     height = n * (_BAR_H + _GAP) + _GAP
     top = max([v for _l, v, _c in items] + [1])
-    span = _CHART_W - _LABEL_W - 70  # room for the number after the longest bar
+    span = _CHART_W - _LABEL_W - 100  # room for the number (and share) after the longest bar
     parts = [
         f'<svg class="chart" id="{chart_id}" role="img" aria-labelledby="{chart_id}-t {chart_id}-d" '
         f'viewBox="0 0 {_CHART_W} {height}" width="{_CHART_W}" height="{height}" '
@@ -189,22 +191,27 @@ def bar_chart_svg(chart_id: str, title: str, desc: str, items: list[tuple[str, i
         parts.append(f'<text x="0" y="{_GAP + 15}" class="chart-label">none</text>')
     for k, (label, value, color) in enumerate(items):
         y = _GAP + k * (_BAR_H + _GAP)
-        w = round(span * value / top) if value else 0
+        w = round(span * value / top, 1) if value else 0.0
         parts.append(
             f'<g class="bar"><title>{escape(label)}: {value:,} {escape(unit)}</title>'
             f'<text x="{_LABEL_W - 8}" y="{y + 15}" text-anchor="end" class="chart-label">{escape(label)}</text>'
-            f'<rect x="{_LABEL_W}" y="{y}" width="{max(w, 2) if value else 0}" height="{_BAR_H}" rx="3" '
+            f'<rect x="{_LABEL_W}" y="{y}" width="{(max(w, 2.0) if value else 0.0):g}" height="{_BAR_H}" rx="3" '
             f'fill="{color}"></rect>'
-            f'<text x="{_LABEL_W + w + 6}" y="{y + 15}" class="chart-value">{value:,}</text></g>'
+            f'<text x="{_LABEL_W + w + 6:g}" y="{y + 15}" class="chart-value">{value:,}{_share(value, total)}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
+def _share(value: int, total: int) -> str:
+    return f" ({100 * value / total:.0f}%)" if total else ""
+
+
 def verdict_chart(summary: dict) -> str:
     items = [(label, n, VERDICT_COLORS[k]) for k, label, n in verdict_items(summary)]
-    desc = "; ".join(f"{label}: {n:,}" for label, n, _c in items)
-    return bar_chart_svg("chart-verdicts", "Launch simulation verdicts (scripts)", desc, items, "scripts")
+    total = sum(n for _l, n, _c in items)
+    desc = "; ".join(f"{label}: {n:,}{_share(n, total)}" for label, n, _c in items)
+    return bar_chart_svg("chart-verdicts", "Launch simulation verdicts (scripts)", desc, items, "scripts", total)
 
 
 def kinds_chart(summary: dict) -> str:
