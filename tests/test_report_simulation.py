@@ -266,10 +266,10 @@ def test_html_leads_with_cards_and_charts_with_the_numbers():
     assert widths["equivalent"] == 2 * widths["differs"] == 4 * widths["refused"]
     kinds = _chart(page, "chart-kinds")
     assert [(label, value) for label, value, _w in kinds] == [
-        ("world size", "2"),
-        ("failure in pods", "1"),
-        ("GPUs", "1"),
-        ("environment", "1"),
+        ("world size", "2 (100%)"),  # shares of the 2 scripts that differ: c and d both change the world size
+        ("failure in pods", "1 (50%)"),
+        ("GPUs", "1 (50%)"),
+        ("environment", "1 (50%)"),
     ]
     # accessible: a role, a title and a description that says the numbers
     svg_open = re.search(r'<svg class="chart" id="chart-verdicts"[^>]*>', page).group(0)

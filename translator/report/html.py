@@ -64,7 +64,7 @@ details>summary{cursor:pointer;margin:6px 0}
 .card.vd-equivalent b{color:#17803d}.card.vd-differs b{color:#c21f32}.card.vd-inconclusive b{color:#a35f00}
 .charts{display:flex;flex-wrap:wrap;gap:14px;margin:10px 0}
 .charts figure{margin:0;background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:10px 14px;flex:1 1 480px;max-width:560px}
-.charts figcaption{font-weight:600;margin:0 0 6px}
+.charts figcaption{font-weight:600;margin:0 0 6px}.charts figcaption .muted{font-weight:400}
 svg.chart{display:block;max-width:100%;height:auto}
 svg.chart text{font:13px system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;fill:#1d232a}
 svg.chart text.chart-value{font-weight:600}
@@ -220,7 +220,10 @@ def _proof(sim: dict) -> str:
         "were compared.</p>",
         f'<div class="cards">{cards}</div><div class="charts">',
         "<figure><figcaption>Verdicts</figcaption>" + simrep.verdict_chart(sim) + "</figure>",
-        "<figure><figcaption>Most common differences</figcaption>" + simrep.kinds_chart(sim) + "</figure></div>",
+        f"<figure><figcaption>Most common differences <span class=muted>(of the {int(sim.get('differs') or 0):,} "
+        "scripts that differ; one script may have several)</span></figcaption>"
+        + simrep.kinds_chart(sim)
+        + "</figure></div>",
     ]
     reasons = sim.get("inconclusive_reasons") or {}
     if reasons:
@@ -681,9 +684,9 @@ def _write(report: Report, out: TextBuffer) -> None:
     w(
         '<div class="cards">'
         + _card("scripts", f"{s.scripts:,}")
-        + _card("clean", s.outcome(CLEAN), "clean")
-        + _card("with warnings", s.outcome(WARNINGS), "warnings")
-        + _card("with errors", s.outcome(ERRORS), "errors")
+        + _card("clean", f"{s.outcome(CLEAN):,}", "clean")
+        + _card("with warnings", f"{s.outcome(WARNINGS):,}", "warnings")
+        + _card("with errors", f"{s.outcome(ERRORS):,}", "errors")
         + _card("nodes requested", f"{s.nodes:,}")
         + _card("GPUs requested", f"{s.gpus:,}")
         + _card("node-hours", f"{s.node_hours:,.1f}")

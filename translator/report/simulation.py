@@ -216,8 +216,11 @@ def verdict_chart(summary: dict) -> str:
 
 def kinds_chart(summary: dict) -> str:
     items = [(kind, n, "#c21f32") for kind, n in kind_items(summary)]
-    desc = "; ".join(f"{kind}: {n:,}" for kind, n, _c in items) or "no differences"
-    return bar_chart_svg("chart-kinds", "Most common kinds of difference (scripts that differ)", desc, items, "scripts")
+    total = int(summary.get(DIFFERS) or 0)  # a share of the scripts that differ (one may have several kinds)
+    desc = "; ".join(f"{kind}: {n:,}{_share(n, total)}" for kind, n, _c in items) or "no differences"
+    return bar_chart_svg(
+        "chart-kinds", "Most common kinds of difference (scripts that differ)", desc, items, "scripts", total
+    )
 
 
 def process_table(v) -> tuple[list[list[str]], int]:
