@@ -440,6 +440,22 @@ def test_chart_text_is_visible_in_chromium(tmp_path):
     assert w > 200 and h > 100
 
 
+def test_verdict_filter_in_chromium(tmp_path):
+    """The `launch:` buttons show only the scripts of one verdict (the fixture has 2 that differ)."""
+    page = tmp_path / "report.html"
+    page.write_text(html_writer.render(report(evil=False)), encoding="utf-8")
+    js = (
+        "document.querySelector('.toolbar button[data-verdict=differs]').click();"
+        "function shown(sel){var s=document.querySelectorAll(sel),v=[];"
+        "for(var i=0;i<s.length;i++){if(getComputedStyle(s[i]).display!=='none'){v.push(s[i].getAttribute('data-path')"
+        "||s[i].id);}}return v;}"
+        "document.body.setAttribute('data-rows',shown('#script-index tbody tr').join(' '));"
+        "document.body.setAttribute('data-sections',shown('section.script').length);"
+    )
+    body = probe(page, tmp_path, js).find("body")[0]
+    assert body["data-rows"] == "c.sbatch d.sbatch" and body["data-sections"] == "2"
+
+
 @pytest.mark.usefixtures("cli")
 def test_migrate_simulate_summary_of_two_examples(cli, tmp_path):
     """torchrun_multinode is equivalent; container_pyxis differs (docs: srun starts torchrun on 2 nodes without

@@ -659,6 +659,32 @@ def _index_rows(light, ids, detailed, simulated: bool = False) -> str:
     return "".join(out)
 
 
+def _index_head(sim: dict | None) -> str:
+    """The script index's heading, filter toolbar (outcome buttons, and verdict buttons after a simulation) and
+    table head."""
+    out = [
+        '<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
+        'aria-label="filter by path">'
+    ]
+    for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
+        out.append(
+            f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>'
+        )
+    if sim is not None:
+        out.append('<span class="muted">launch:</span>')
+        verdicts = [(k, simrep.VERDICT_LABELS[k]) for k, _l, n in simrep.verdict_items(sim) if n]
+        for v, label in (("all", "all"), *verdicts):
+            out.append(
+                f'<button type=button data-verdict="{v}" aria-pressed="{"true" if v == "all" else "false"}">{label}</button>'
+            )
+    out.append(
+        '</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th>'
+        + ("<th>launch</th>" if sim is not None else "")
+        + "<th>launcher</th><th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>"
+    )
+    return "".join(out)
+
+
 def write(report: Report, out: IO[str]) -> None:
     with TextBuffer(out) as buf:
         _write(report, buf)
@@ -714,26 +740,7 @@ def _write(report: Report, out: TextBuffer) -> None:
             w(f"<tr><td><code>{e(f.path)}</code></td><td><code>{e(f.code)}</code></td><td>{e(f.message)}</td></tr>")
         w("</tbody></table>\n")
 
-    w(
-        '<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
-        'aria-label="filter by path">'
-    )
-    for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
-        w(f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>')
-    if sim is not None:
-        w('<span class="muted">launch:</span>')
-        for v, label in (
-            ("all", "all"),
-            *((k, simrep.VERDICT_LABELS[k]) for k, _l, n in simrep.verdict_items(sim) if n),
-        ):
-            w(
-                f'<button type=button data-verdict="{v}" aria-pressed="{"true" if v == "all" else "false"}">{label}</button>'
-            )
-    w(
-        '</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th>'
-        + ("<th>launch</th>" if simulated else "")
-        + "<th>launcher</th><th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>"
-    )
+    w(_index_head(sim))
     for k in range(0, len(light), _INDEX_CHUNK):
         chunk = light[k : k + _INDEX_CHUNK]
         try:

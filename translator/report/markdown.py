@@ -239,7 +239,7 @@ def _proof(sim: dict) -> str:
     if reasons:
         out.append("\n| why inconclusive | code | scripts |\n|---|---|---:|\n")
         out.extend(f"| {simrep.REASON_LABELS.get(c, '')} | {text(c)} | {int(n):,} |\n" for c, n in reasons.items())
-    out.append("\n")
+    out.append("\n## Conversion\n\n")
     return "".join(out)
 
 
