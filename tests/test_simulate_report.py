@@ -20,6 +20,8 @@ def test_report_simulate_single_script_json_and_markdown(cli):
         "differences": [],
         "slurm_processes": 32,
         "kubeflow_processes": 32,
+        "reason": None,
+        "shared_failures": [],
     }
     assert "S801" in [i["code"] for i in sr["issues"]]
     r = cli("report", "--format", "json", str(EX / "torchrun_multinode" / "job.sbatch"))

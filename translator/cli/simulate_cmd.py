@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections import OrderedDict
 from contextlib import contextmanager
 
 import click
@@ -77,60 +76,14 @@ def verdict_json(v) -> dict:
     }
 
 
-def _ranks(ranks: list) -> str:
-    rs = sorted(r for r in ranks if r is not None)
-    if not rs:
-        return "-"
-    if rs == list(range(rs[0], rs[-1] + 1)):
-        return str(rs[0]) if len(rs) == 1 else f"{rs[0]}-{rs[-1]}"
-    return ",".join(map(str, rs[:6])) + ("…" if len(rs) > 6 else "")
-
-
-def _groups(procs):
-    from translator.simulate.verdict import command_of
-
-    out: OrderedDict[tuple, list] = OrderedDict()  # (node, command) -> its processes
-    for p in procs:
-        out.setdefault((p.node, command_of(p)), []).append(p)
-    return out
-
-
-def _cell(ps, side) -> str:
-    if not ps:
-        return "-"
-    from translator.simulate.verdict import endpoint_node, _hosts_index
-
-    worlds = sorted({str(p.world_size) if p.world_size is not None else "-" for p in ps})
-    gpus = sorted({str(p.gpus) for p in ps})
-    eps = sorted({endpoint_node(p.master_addr, p, _hosts_index(side)) or "-" for p in ps})
-    return (
-        f"{len(ps)} proc  ranks {_ranks([p.rank for p in ps])}  world {','.join(worlds)}  "
-        f"gpu {','.join(gpus)}  master {','.join(eps)}"
-    )
-
-
 def render_human(v, verbose: bool = False) -> str:
-    from translator.simulate.verdict import normalized
+    from translator.simulate.table import HEADER, process_rows
 
     lines = [f"{v.path}: {v.verdict}"]
     if v.reason is not None:
         where = f" ({v.reason.where})" if v.reason.where else ""
         lines.append(f"  reason: {v.reason.code} {v.reason.text}{where}")
-    sg, kg = _groups(normalized(v.slurm).processes), _groups(normalized(v.kubeflow).processes)
-    keys = list(OrderedDict.fromkeys(list(sg) + list(kg)))
-    keys.sort(key=lambda k: (k[0], k[1]))
-    rows = [("node", "command", "Slurm", "Kubeflow")]
-    for node, cmd in keys:
-        rows.append(
-            (
-                str(node),
-                cmd if len(cmd) <= 60 else cmd[:57] + "...",
-                _cell(sg.get((node, cmd), []), v.slurm),
-                _cell(kg.get((node, cmd), []), v.kubeflow),
-            )
-        )
-    if len(rows) == 1:
-        rows.append(("-", "(no training process on either side)", "-", "-"))
+    rows = [HEADER, *process_rows(v)]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         lines.append("  " + " | ".join(r[i].ljust(widths[i]) for i in range(4)).rstrip())

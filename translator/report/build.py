@@ -236,6 +236,29 @@ def _decisions(issues: Sequence[Issue], rows: Sequence[LineRow], modules, envs, 
     return tuple(out)
 
 
+def simulation_record(v) -> dict:
+    """A verdict as the report record keeps it: the verdict, its reason, the differences and failures shared by
+    both sides, the process counts and, for `differs`, the side-by-side process table (rows `[node, command,
+    Slurm, Kubeflow]`, as `slurm2kf simulate` prints it)."""
+    from translator.report.simulation import process_table
+
+    r = v.reason
+    sim: dict = {
+        "verdict": v.verdict,
+        "differences": list(v.differences),
+        "slurm_processes": len(v.slurm.processes),
+        "kubeflow_processes": len(v.kubeflow.processes),
+        "reason": None if r is None else {"code": r.code, "text": r.text, "side": r.side, "where": r.where},
+        "shared_failures": list(v.shared),
+    }
+    if v.verdict == "differs":
+        rows, more = process_table(v)
+        sim["process_table"] = rows
+        if more:
+            sim["process_table_more"] = more
+    return sim
+
+
 def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
     """`--simulate`: the launch comparison of `slurm2kf simulate` as S8xx issues and a summary record."""
     import dataclasses
@@ -246,12 +269,7 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
     try:
         v = _redacted(simulate_script(path, dataclasses.replace(settings, simulate=False)), path)
         found = findings_of(v)
-        sim = {
-            "verdict": v.verdict,
-            "differences": list(v.differences),
-            "slurm_processes": len(v.slurm.processes),
-            "kubeflow_processes": len(v.kubeflow.processes),
-        }
+        sim = simulation_record(v)
     except SimulateError as exc:
         found = [not_simulated(str(exc))]
         sim = {"verdict": "not simulated", "differences": [str(exc)], "slurm_processes": 0, "kubeflow_processes": 0}

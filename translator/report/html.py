@@ -14,6 +14,7 @@ import re
 from html import escape
 from typing import IO
 
+from translator.report import simulation as simrep
 from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, TextBuffer, prerendered
 
 _CSS = """
@@ -58,24 +59,43 @@ details>summary{cursor:pointer;margin:6px 0}
 .toolbar button{padding:4px 10px;border:1px solid #b9c1c9;border-radius:6px;background:#fff;font:inherit;cursor:pointer}
 .toolbar button[aria-pressed=true]{background:#1d232a;color:#fff}
 .index td a{overflow-wrap:anywhere}
+.vd-equivalent{background:#dcf5e3;color:#0f5e2b}.vd-differs{background:#fde0e3;color:#8f1020}
+.vd-inconclusive{background:#fff1d6;color:#7a4700}.vd-refused,.vd-not_simulated{background:#eceff2;color:#46505a}
+.card.vd-equivalent b{color:#17803d}.card.vd-differs b{color:#c21f32}.card.vd-inconclusive b{color:#a35f00}
+.charts{display:flex;flex-wrap:wrap;gap:14px;margin:10px 0}
+.charts figure{margin:0;background:#fff;border:1px solid #d8dde3;border-radius:8px;padding:10px 14px;flex:1 1 480px;max-width:560px}
+.charts figcaption{font-weight:600;margin:0 0 6px}.charts figcaption .muted{font-weight:400}
+svg.chart{display:block;max-width:100%;height:auto}
+svg.chart text{font:13px system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;fill:#1d232a}
+svg.chart text.chart-value{font-weight:600}
+.sim{border:1px solid #d8dde3;border-radius:6px;padding:6px 10px;margin:8px 0;background:#fbfcfd}
+.sim.sim-inconclusive{background:#fffaf0;border-color:#f0d9a8}.sim.sim-differs{border-color:#f3b6bd}
+table.proc{table-layout:fixed;margin:6px 0}table.proc th{white-space:nowrap}
+table.proc td{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap}
+table.proc td.ne{background:#fdecee}
 """
 
 _JS = """
 (function(){
-  var q=document.getElementById('filter-text'),cur='all';
+  var q=document.getElementById('filter-text'),cur='all',curv='all';
   var rows=document.querySelectorAll('#script-index tbody tr');
   var secs=document.querySelectorAll('section.script');
   function apply(){
     var t=(q.value||'').toLowerCase();
     for(var i=0;i<rows.length;i++){
-      var r=rows[i],ok=(cur==='all'||r.getAttribute('data-outcome')===cur)&&(!t||r.getAttribute('data-path').toLowerCase().indexOf(t)>=0);
+      var r=rows[i],ok=(cur==='all'||r.getAttribute('data-outcome')===cur)&&(curv==='all'||r.getAttribute('data-verdict')===curv)
+        &&(!t||r.getAttribute('data-path').toLowerCase().indexOf(t)>=0);
       r.classList.toggle('hidden',!ok);
       var s=document.getElementById(r.getAttribute('data-target'));if(s){s.classList.toggle('hidden',!ok);}
     }
   }
-  var bs=document.querySelectorAll('.toolbar button');
-  for(var j=0;j<bs.length;j++){bs[j].addEventListener('click',function(){cur=this.getAttribute('data-outcome');
-    for(var k=0;k<bs.length;k++){bs[k].setAttribute('aria-pressed',bs[k]===this?'true':'false');}apply();});}
+  function group(sel,set){
+    var bs=document.querySelectorAll(sel);
+    for(var j=0;j<bs.length;j++){bs[j].addEventListener('click',function(){set(this);
+      for(var k=0;k<bs.length;k++){bs[k].setAttribute('aria-pressed',bs[k]===this?'true':'false');}apply();});}
+  }
+  group('.toolbar button[data-outcome]',function(b){cur=b.getAttribute('data-outcome');});
+  group('.toolbar button[data-verdict]',function(b){curv=b.getAttribute('data-verdict');});
   q.addEventListener('input',apply);
 })();
 """
@@ -180,6 +200,86 @@ def _codes_table(title: str, codes, ids) -> str:
             f"<td>{e(c.example_message)}</td><td>{aff}</td></tr>"
         )
     out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _inert(s) -> str:
+    """User text of the simulation with control and bidi characters shown, never passed on (fsio.terminal_safe)."""
+    from translator.fsio import terminal_safe
+
+    return terminal_safe(str(s).replace("\r", " "))
+
+
+def _proof(sim: dict) -> str:
+    """The launch simulation's verdict counts, their chart and the chart of difference kinds (report top)."""
+    items = simrep.verdict_items(sim)
+    cards = "".join(_card(label, f"{n:,}", f"vd-{k}") for k, label, n in items)
+    out = [
+        '<h2 id="proof">Launch simulation</h2><p class="muted">Each script ran as a Slurm batch job and as its '
+        "TrainJob with stub commands (nothing of the program runs), and the training processes of both sides "
+        "were compared.</p>",
+        f'<div class="cards">{cards}</div><div class="charts">',
+        "<figure><figcaption>Verdicts</figcaption>" + simrep.verdict_chart(sim) + "</figure>",
+        f"<figure><figcaption>Most common differences <span class=muted>(of the {int(sim.get('differs') or 0):,} "
+        "scripts that differ; one script may have several)</span></figcaption>"
+        + simrep.kinds_chart(sim)
+        + "</figure></div>",
+    ]
+    reasons = sim.get("inconclusive_reasons") or {}
+    if reasons:
+        out.append(
+            '<table style="max-width:560px"><thead><tr><th>why inconclusive</th><th>code</th>'
+            "<th class=num>scripts</th></tr></thead><tbody>"
+        )
+        for code, n in reasons.items():
+            label = simrep.REASON_LABELS.get(code, "")
+            out.append(f"<tr><td>{e(label)}</td><td><code>{e(code)}</code></td><td class=num>{int(n):,}</td></tr>")
+        out.append("</tbody></table>")
+    return "".join(out) + "\n"
+
+
+def _sim_details(sim) -> str:
+    """A script's verdict details: why it is inconclusive or refused, the side-by-side process table of a
+    `differs` one, and the failures both sides share. The same markup from the fast and the general path."""
+    if not isinstance(sim, dict):
+        return ""
+    v = simrep.verdict_of(sim)
+    out = []
+    reason = sim.get("reason")
+    if v in (simrep.INCONCLUSIVE, simrep.REFUSED) and isinstance(reason, dict):
+        where = reason.get("where")
+        out.append(
+            f"<p><b>Why {v}:</b> <code>{e(_inert(reason.get('code', '')))}</code> {e(_inert(reason.get('text', '')))}"
+            + (f' <span class="muted">({e(_inert(where))})</span>' if where else "")
+            + "</p>"
+        )
+    table = sim.get("process_table")
+    if v == simrep.DIFFERS and isinstance(table, list) and table:
+        out.append(_process_table(table, sim.get("process_table_more")))
+    shared = sim.get("shared_failures")
+    if isinstance(shared, list) and shared:
+        out.append("<p><b>Fails the same way on both sides</b> (listed once, not a difference):</p><ul>")
+        out.extend(f"<li>{e(_inert(x))}</li>" for x in shared)
+        out.append("</ul>")
+    return f'<div class="sim sim-{v}">' + "".join(out) + "</div>" if out else ""
+
+
+def _process_table(rows: list, more) -> str:
+    out = [
+        '<p><b>Processes side by side</b> <span class="muted">(per node and command, as '
+        "<code>slurm2kf simulate</code> prints them; a shaded pair differs)</span></p>"
+        '<table class="proc"><colgroup><col style="width:64px"><col style="width:28%"><col><col></colgroup>'
+        "<thead><tr><th>node</th><th>command</th><th>Slurm</th><th>Kubeflow</th></tr></thead><tbody>"
+    ]
+    for r in rows:
+        if not isinstance(r, (list, tuple)) or len(r) != 4:
+            continue
+        node, cmd, slurm, kube = (e(_inert(x)) for x in r)
+        ne = ' class="ne"' if slurm != kube else ""
+        out.append(f"<tr><td>{node}</td><td>{cmd}</td><td{ne}>{slurm}</td><td{ne}>{kube}</td></tr>")
+    out.append("</tbody></table>")
+    if type(more) is int and more > 0:
+        out.append(f'<p class="muted">and {more:,} more rows: <code>slurm2kf simulate</code> lists them all.</p>')
     return "".join(out)
 
 
@@ -308,6 +408,8 @@ def _script_record_fast(d: dict, sid: str) -> str:
             ua(x)
             t = "</li>"
         t += "</ul></div>"
+    if sim:
+        t += _sim_details(sim)
     decisions = tuple(d.get("decisions", ()))
     if decisions:
         t += '<div class="decide"><b>Reviewer must decide</b><ul>'
@@ -420,6 +522,8 @@ def _script_general(sr: ScriptReport, sid: str) -> str:
         out.append('<div class="decide"><b>Launch simulation: ' + e(sr.simulation.get("verdict", "")) + "</b><ul>")
         out.extend(f"<li>{e(d)}</li>" for d in sr.simulation["differences"])
         out.append("</ul></div>")
+    if sr.simulation:
+        out.append(_sim_details(sr.simulation))
     if sr.decisions:
         out.append('<div class="decide"><b>Reviewer must decide</b><ul>')
         out.extend(f"<li>{e(d)}</li>" for d in sr.decisions)
@@ -494,19 +598,28 @@ _END = "</section>\n"
 _INDEX_CHUNK = 2000  # index rows escaped and written together
 
 
-def _index_row_general(sr: ScriptReport, sid: str, detailed) -> str:
+def _launch_cell(sim) -> str:
+    """The index's launch column: the verdict badge (our own words, never user text)."""
+    v = simrep.verdict_of(sim)
+    return f'<td><span class="badge vd-{v}">{simrep.VERDICT_LABELS[v]}</span></td>'
+
+
+def _index_row_general(sr: ScriptReport, sid: str, detailed, simulated: bool = False) -> str:
     """One row of the script index, each text escaped on its own (the reference for `_index_rows`)."""
     codes = " ".join(sr.codes)
     return (
-        f'<tr data-outcome="{e(sr.outcome)}" data-path="{e(sr.path)}" data-target="{sid}">'
+        f'<tr data-outcome="{e(sr.outcome)}"'
+        + (f' data-verdict="{simrep.verdict_of(sr.simulation)}"' if simulated else "")
+        + f' data-path="{e(sr.path)}" data-target="{sid}">'
         + (f'<td><a href="#{sid}">{e(sr.path)}</a></td>' if sr.path in detailed else f"<td>{e(sr.path)}</td>")
-        + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}'
-        f"</span></td><td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
+        + f'<td><span class="badge oc-{e(sr.outcome)}">{e(sr.outcome)}</span></td>'
+        + (_launch_cell(sr.simulation) if simulated else "")
+        + f"<td>{e(sr.launcher or '')}</td><td>{e(sr.runtime or '')}</td>"
         f"<td class=num>{sr.nodes}</td><td class=num>{sr.gpus}</td><td><code>{e(codes)}</code></td></tr>"
     )
 
 
-def _index_rows(light, ids, detailed) -> str:
+def _index_rows(light, ids, detailed, simulated: bool = False) -> str:
     """Rows of the script index, their texts escaped in one pass (the bytes of `_index_row_general`)."""
     m: list[str] = []
     u: list = []
@@ -519,7 +632,7 @@ def _index_rows(light, ids, detailed) -> str:
         oc = sr.outcome
         ma(t + '<tr data-outcome="')
         ua(oc)
-        ma('" data-path="')
+        ma(f'" data-verdict="{simrep.verdict_of(sr.simulation)}" data-path="' if simulated else '" data-path="')
         ua(path)
         if path in detailed:
             ma(f'" data-target="{sid}"><td><a href="#{sid}">')
@@ -532,7 +645,7 @@ def _index_rows(light, ids, detailed) -> str:
         ua(oc)
         ma('">')
         ua(oc)
-        ma("</span></td><td>")
+        ma("</span></td>" + _launch_cell(sr.simulation) + "<td>" if simulated else "</span></td><td>")
         ua(sr.launcher or "")
         ma("</td><td>")
         ua(sr.runtime or "")
@@ -543,6 +656,32 @@ def _index_rows(light, ids, detailed) -> str:
     out: list = [None] * (len(m) + len(u))
     out[0::2] = m
     out[1::2] = _escape_all(u)
+    return "".join(out)
+
+
+def _index_head(sim: dict | None) -> str:
+    """The script index's heading, filter toolbar (outcome buttons, and verdict buttons after a simulation) and
+    table head."""
+    out = [
+        '<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
+        'aria-label="filter by path">'
+    ]
+    for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
+        out.append(
+            f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>'
+        )
+    if sim is not None:
+        out.append('<span class="muted">launch:</span>')
+        verdicts = [(k, simrep.VERDICT_LABELS[k]) for k, _l, n in simrep.verdict_items(sim) if n]
+        for v, label in (("all", "all"), *verdicts):
+            out.append(
+                f'<button type=button data-verdict="{v}" aria-pressed="{"true" if v == "all" else "false"}">{label}</button>'
+            )
+    out.append(
+        '</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th>'
+        + ("<th>launch</th>" if sim is not None else "")
+        + "<th>launcher</th><th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>"
+    )
     return "".join(out)
 
 
@@ -563,12 +702,17 @@ def _write(report: Report, out: TextBuffer) -> None:
     w(f"<h1>{e(report.title)}</h1>")
     if report.source:
         w(f'<p class="muted">Source: <code>{e(report.source)}</code></p>')
+    sim = s.simulation
+    simulated = sim is not None
+    if sim is not None:  # the proof leads
+        w(_proof(sim))
+        w('<h2 id="conversion">Conversion</h2>')
     w(
         '<div class="cards">'
         + _card("scripts", f"{s.scripts:,}")
-        + _card("clean", s.outcome(CLEAN), "clean")
-        + _card("with warnings", s.outcome(WARNINGS), "warnings")
-        + _card("with errors", s.outcome(ERRORS), "errors")
+        + _card("clean", f"{s.outcome(CLEAN):,}", "clean")
+        + _card("with warnings", f"{s.outcome(WARNINGS):,}", "warnings")
+        + _card("with errors", f"{s.outcome(ERRORS):,}", "errors")
         + _card("nodes requested", f"{s.nodes:,}")
         + _card("GPUs requested", f"{s.gpus:,}")
         + _card("node-hours", f"{s.node_hours:,.1f}")
@@ -596,23 +740,14 @@ def _write(report: Report, out: TextBuffer) -> None:
             w(f"<tr><td><code>{e(f.path)}</code></td><td><code>{e(f.code)}</code></td><td>{e(f.message)}</td></tr>")
         w("</tbody></table>\n")
 
-    w(
-        '<h2>Scripts</h2><div class="toolbar"><input id="filter-text" type="search" placeholder="filter by path" '
-        'aria-label="filter by path">'
-    )
-    for o, label in (("all", "all"), (ERRORS, "errors"), (WARNINGS, "warnings"), (CLEAN, "clean")):
-        w(f'<button type=button data-outcome="{o}" aria-pressed="{"true" if o == "all" else "false"}">{label}</button>')
-    w(
-        '</div><table id="script-index" class="index"><thead><tr><th>script</th><th>outcome</th><th>launcher</th>'
-        "<th>runtime</th><th class=num>nodes</th><th class=num>GPUs</th><th>codes</th></tr></thead><tbody>"
-    )
+    w(_index_head(sim))
     for k in range(0, len(light), _INDEX_CHUNK):
         chunk = light[k : k + _INDEX_CHUNK]
         try:
-            w(_index_rows(chunk, ids, detailed))
+            w(_index_rows(chunk, ids, detailed, simulated))
         except TypeError:  # a record read back from a JSON file may hold values that are not strings
             for sr in chunk:
-                w(_index_row_general(sr, ids[sr.path], detailed))
+                w(_index_row_general(sr, ids[sr.path], detailed, simulated))
     w("</tbody></table>\n")
     if len(detailed) < len(ids):
         w(

@@ -13,6 +13,7 @@ import html
 import re
 from typing import IO
 
+from translator.report import simulation as simrep
 from translator.report.model import CLEAN, ERRORS, WARNINGS, Report, ScriptReport, TextBuffer, prerendered
 
 # Scripts shown in full; the rest are listed (the HTML and JSON reports always hold every script).
@@ -165,6 +166,8 @@ def _summary(report: Report, w) -> None:
     w(f"# {text(report.title)}\n\n")
     if report.source:
         w(f"Source: {code(report.source)}\n\n")
+    if s.simulation is not None:  # the proof leads
+        w(_proof(s.simulation))
     w(
         f"**{s.scripts}** scripts: **{s.outcome(CLEAN)}** clean, **{s.outcome(WARNINGS)}** with warnings, "
         f"**{s.outcome(ERRORS)}** with errors.\n\n"
@@ -202,9 +205,11 @@ def _summary(report: Report, w) -> None:
         w("\n")
     sims = [(sr.path, sr.simulation) for sr in report.light() if sr.simulation]
     if sims:
-        w("## Launch simulation\n\n| script | launch | differences |\n|---|---|---:|\n")
+        w("## Launch simulation per script\n\n| script | launch | differences | why |\n|---|---|---:|---|\n")
         for path, sim in sims[:500]:
-            w(f"| {code(path)} | {text(sim.get('verdict', ''))} | {len(sim.get('differences', ()))} |\n")
+            w(f"| {code(path)} | {text(sim.get('verdict', ''))} | {len(sim.get('differences', ()))} | {_why(sim)} |\n")
+        if len(sims) > 500:
+            w(f"\n… and {len(sims) - 500} more (see the HTML and JSON reports)\n")
         w("\n")
     if s.skipped:
         w("## Files not converted\n\n| code | files |\n|---|---:|\n")
@@ -216,6 +221,63 @@ def _summary(report: Report, w) -> None:
         if len(report.skipped) > 50:
             w(f"- … and {len(report.skipped) - 50} more (see the JSON report)\n")
         w("\n")
+
+
+def _proof(sim: dict) -> str:
+    """The launch simulation's counts and kinds of difference, as plain tables (report top)."""
+    counts = ", ".join(f"**{n:,}** {label}" for _k, label, n in simrep.verdict_items(sim))
+    out = [
+        "## Launch simulation\n\n",
+        f"{counts}.\n\n| verdict | scripts |\n|---|---:|\n",
+        *(f"| {label} | {n:,} |\n" for _k, label, n in simrep.verdict_items(sim)),
+    ]
+    kinds = simrep.kind_items(sim)
+    if kinds:
+        out.append("\n| most common differences | scripts |\n|---|---:|\n")
+        out.extend(f"| {kind} | {n:,} |\n" for kind, n in kinds)
+    reasons = sim.get("inconclusive_reasons") or {}
+    if reasons:
+        out.append("\n| why inconclusive | code | scripts |\n|---|---|---:|\n")
+        out.extend(f"| {simrep.REASON_LABELS.get(c, '')} | {text(c)} | {int(n):,} |\n" for c, n in reasons.items())
+    out.append("\n## Conversion\n\n")
+    return "".join(out)
+
+
+def _why(sim) -> str:
+    """The reason of an inconclusive or refused verdict, for a table cell ('' otherwise)."""
+    reason = sim.get("reason") if isinstance(sim, dict) else None
+    if simrep.verdict_of(sim) not in (simrep.INCONCLUSIVE, simrep.REFUSED) or not isinstance(reason, dict):
+        return ""
+    return f"{text(reason.get('code', ''))} {text(reason.get('text', ''))}"
+
+
+def _sim_details(sim) -> str:
+    """A script's verdict details: why inconclusive or refused, the process table of a `differs` one, and the
+    failures both sides share."""
+    if not isinstance(sim, dict):
+        return ""
+    v = simrep.verdict_of(sim)
+    out = []
+    why = _why(sim)
+    if why:
+        where = sim["reason"].get("where")
+        out.append(f"**Why {v}:** {why}" + (f" ({text(where)})" if where else "") + "\n\n")
+    table = sim.get("process_table")
+    if v == simrep.DIFFERS and isinstance(table, list) and table:
+        out.append("**Processes side by side:**\n\n| node | command | Slurm | Kubeflow |\n|---|---|---|---|\n")
+        for r in table:
+            if isinstance(r, (list, tuple)) and len(r) == 4:
+                out.append("| " + " | ".join(code(x) for x in r) + " |\n")
+        more = sim.get("process_table_more")
+        if type(more) is int and more > 0:
+            out.append(f"\n… and {more:,} more rows (`slurm2kf simulate` lists them all)\n")
+        out.append("\n")
+    shared = sim.get("shared_failures")
+    if isinstance(shared, list) and shared:
+        out.append("**Fails the same way on both sides** (listed once, not a difference):\n\n")
+        out.extend(f"- {text(x)}\n" for x in shared)
+        out.append("\n")
+    return "".join(out)
 
 
 def script_section(sr: ScriptReport) -> str:
@@ -261,6 +323,8 @@ def _script(sr: ScriptReport, w) -> None:
         for d in sr.simulation["differences"]:
             w(f"- {text(d)}\n")
         w("\n")
+    if sr.simulation:
+        w(_sim_details(sr.simulation))
     if sr.decisions:
         w("**Reviewer must decide:**\n\n")
         for d in sr.decisions:

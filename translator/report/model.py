@@ -18,6 +18,8 @@ from json.encoder import encode_basestring as _str_json
 from typing import IO, TYPE_CHECKING
 from collections.abc import Iterable, Iterator
 
+from translator.report.simulation import SimulationTally
+
 if TYPE_CHECKING:  # (spool.py imports this module)
     from translator.report.spool import ScriptSpool
 
@@ -486,13 +488,16 @@ class RepoSummary:
     environments: tuple[tuple[str, int], ...]
     paths: tuple[tuple[str, int], ...]
     skipped: tuple[tuple[str, int], ...]  # (M6xx code, files)
+    simulation: dict | None = None  # --simulate: verdict counts, difference kinds (report/simulation.py)
 
     def outcome(self, name: str) -> int:
         return dict(self.outcomes).get(name, 0)
 
     def to_json(self) -> dict:
-        return {
-            "scripts": self.scripts,
+        out: dict = {"scripts": self.scripts}
+        if self.simulation is not None:  # the proof leads
+            out["simulation"] = self.simulation
+        return out | {
             "outcomes": dict(self.outcomes),
             "blockers": [c.to_json() for c in self.blockers],
             "warnings": [c.to_json() for c in self.warnings],
@@ -534,10 +539,12 @@ class SummaryBuilder:
         self.environments: Counter = Counter()
         self.paths: Counter = Counter()
         self.skipped: Counter = Counter()
+        self.simulation = SimulationTally()
 
     def add(self, s: ScriptReport) -> None:
         self.scripts += 1
         self.outcomes[s.outcome] += 1
+        self.simulation.add(s.simulation)
         worst: dict[str, str] = {}
         message = self.code_message
         for i in s.issues:
@@ -622,6 +629,7 @@ class SummaryBuilder:
             environments=ranked(self.environments),
             paths=ranked(self.paths),
             skipped=tuple(sorted(self.skipped.items())),
+            simulation=self.simulation.build(),
         )
 
 
