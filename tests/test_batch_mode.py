@@ -29,6 +29,11 @@ MULTI_NODE = {
     "gpus_per_task": 2,
     "dask_cluster": 3,
     "multi_prog": 2,
+    "apptainer_steps": 2,
+    "shifter_steps": 2,
+    "pyxis_steps": 2,
+    "enroot_steps": 2,
+    "podman_hpc_steps": 2,
 }
 SINGLE_NODE = {"single_node_sweep": 1}
 
@@ -93,6 +98,29 @@ def test_single_node_keeps_one_pod_and_no_runtime_of_its_own(name):
     assert trainjob["spec"]["trainer"]["numNodes"] == 1
     codes = _codes(conv)
     assert "L368" in codes and not codes & {"L330", "L366", "L367"}
+
+
+# `srun --multi-prog` is not emulated on the Slurm side of simulate (S808): inconclusive, never a verdict
+PROVEN = sorted(set(MULTI_NODE) - {"multi_prog"}) + sorted(SINGLE_NODE)
+
+
+@pytest.mark.parametrize("name", PROVEN)
+def test_simulate_proves_each_pattern_equivalent(name):
+    # both sides run: Slurm's batch script with srun over an emulated allocation, and the TrainJob's pods
+    # (the batch pod's script, its steps through mpirun); training processes on both sides, all the same
+    from translator.simulate import simulate_script
+
+    v = simulate_script(str(FIXTURES / f"{name}.sbatch"))
+    assert v.verdict == "equivalent", (v.differences, v.reason)
+    assert v.slurm.processes and v.kubeflow.processes
+    assert sorted(p.node for p in v.slurm.processes) == sorted(p.node for p in v.kubeflow.processes)
+
+
+def test_multi_prog_is_inconclusive_not_a_verdict():
+    from translator.simulate import simulate_script
+
+    v = simulate_script(str(FIXTURES / "multi_prog.sbatch"))
+    assert v.verdict == "inconclusive" and v.reason is not None and v.reason.code == "S808"
 
 
 def test_a_native_family_keeps_its_runtime():

@@ -534,16 +534,40 @@ def _shim(name: str) -> list[str]:
         "podman-hpc": ("run", _PODMAN_VALUE),
         "podman": ("run", _PODMAN_VALUE),
     }[name]
+    # the environment the command gets in the container: apptainer passes the host's (APPTAINERENV_X/
+    # SINGULARITYENV_X as X; with --cleanenv/-e only those and --env), enroot the host's, podman none but
+    # -e/--env (all with --env-host); --env NAME=V, -e NAME=V and --env NAME (the host's value) are kept
+    clean = "--cleanenv|-e|--containall" if name in ("apptainer", "singularity") else ""
+    keep = "-e|--env" if name.startswith("podman") or name == "enroot" else "--env"
     return [
         skip_globals,
         'sub="$1"; shift',
         f'case "$sub" in {runs}) ;; *) exit 0 ;; esac  # pull/build/import/create: the pod has the image',
+        f"envs=() clean={1 if name.startswith('podman') else 0}",
         "while [ $# -gt 0 ]; do",
-        f'  case "$1" in {_case_words(values)}) shift 2 ;; -*) shift ;; *) break ;; esac',
+        '  case "$1" in',
+        f'    {keep}) e="$2"; [ "${{e#*=}}" != "$e" ] || e="$e=${{!e-}}"; envs+=("$e"); shift 2 ;;',
+        f'    {keep.replace("|", "=*|")}=*) e="${{1#*=}}"; [ "${{e#*=}}" != "$e" ] || e="$e=${{!e-}}"; envs+=("$e"); shift ;;',
+        *([f"    {clean}) clean=1; shift ;;"] if clean else []),
+        *(["    --env-host) clean=0; shift ;;"] if name.startswith("podman") else []),
+        f"    {_case_words(values)}) shift 2 ;;",
+        "    -*) shift ;;",
+        "    *) break ;;",
+        "  esac",
         "done",
         "shift  # the image",
         "[ $# -gt 0 ] || exit 0",
-        'exec "$@"',
+        *(
+            [
+                "for v in $(compgen -e); do",
+                '  case "$v" in APPTAINERENV_*|SINGULARITYENV_*) envs=("${v#*ENV_}=${!v}" "${envs[@]}") ;; esac',
+                "done",
+            ]
+            if clean
+            else []
+        ),
+        '[ "$clean" = 1 ] && exec env -i PATH="$PATH" HOME="$HOME" "${envs[@]}" "$@"',
+        'exec env "${envs[@]}" "$@"',
     ]
 
 
