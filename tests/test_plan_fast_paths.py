@@ -645,7 +645,9 @@ def test_definitions_kept_per_job_match_the_plain_lookup():
     from translator.pipeline import read_and_resolve
     from translator.plan import prologue
 
-    names = list(prologue.TASK_ENV) + list(prologue._DYNAMIC) + list(prologue._FROM_ENV) + ["NOT_SLURM", "SLURM_X"]
+    from translator.launchers.script import BATCH_STEP_NAMES
+
+    names = list(BATCH_STEP_NAMES) + list(prologue._DYNAMIC) + list(prologue._FROM_ENV) + ["NOT_SLURM", "SLURM_X"]
     for text in (
         b"#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gpus-per-node=8\n#SBATCH -J 'it''s'\nsrun x\n",
         b"#!/bin/bash\n#SBATCH --ntasks=3\n#SBATCH --mem=4G\n#SBATCH -p gpu\nsrun y\n",

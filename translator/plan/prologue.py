@@ -1,15 +1,18 @@
-"""The Slurm-compatibility prologue: bash that defines the SLURM_* variables a script uses.
+"""The Slurm-compatibility prologue of the native launcher families: bash defining the SLURM_* variables a
+launch preamble uses, on every pod of a torch/JAX/MPI TrainJob.
 
-On Slurm the batch script runs once and `srun` fans out; on Kubeflow every node of the TrainJob runs
-the command. The prologue recreates what the script reads from what the runtime provides:
+A native family's command runs on every node (torchrun, accelerate, ... start one launcher per node), so a
+preamble that reads Slurm's variables gets them from what the runtime provides:
 
 * node rank: `PET_NODE_RANK` (torch runtimes), else `JOB_COMPLETION_INDEX` (every Indexed Job pod);
 * node count: `PET_NNODES`; node host names: derived from `PET_MASTER_ADDR`
   (`<trainjob>-node-0-0.<trainjob>`; node i is `<trainjob>-node-0-i.<trainjob>`);
-* everything that follows from the job's options (CPUs, GPUs, memory, job name) as constants.
+* everything that follows from the job's options (CPUs, GPUs, memory, job name) as constants;
+* what the batch shell computed once on node 0 (`$(hostname)`, `$RANDOM`) as node 0's value (batch_once).
 
-`scontrol show hostnames` and `srun` are provided as bash functions when the script calls them.
-Nothing here contains text from the script except the (shell-quoted) job name and option values.
+`scontrol show hostnames` is a bash function when the preamble calls it. Batch mode, where the script runs
+once and `srun` starts steps, has its own prologue (translator/plan/batch_prologue.py). Nothing here contains
+text from the script except the (shell-quoted) job name and option values.
 """
 
 from __future__ import annotations
@@ -182,129 +185,6 @@ _SRUN_VALUE_LONG = (
     "ntasks-per-socket|gres-flags|cpu-freq|bcast|jobid|mincpus|tmp|uid|gid|accel-bind|profile|"
     "resv-ports|slurmd-debug|thread-spec|tres-bind|wckey"
 )
-COUNT_HOSTS_FUNCTION = [
-    "_s2k_count_hosts() {  # slurm2kf: how many hosts a Slurm host list names (node[01-04],gpu7 -> 5)",
-    "  local s=\"$1\" n=0 inner part a b re='^([^],[]*)\\[([^]]*)\\](,?)(.*)$'",
-    '  while [ -n "$s" ]; do',
-    '    if [[ "$s" =~ $re ]]; then',
-    '      inner="${BASH_REMATCH[2]}"; s="${BASH_REMATCH[4]}"',
-    '      IFS=, read -ra _s2k_parts <<< "$inner"',
-    '      for part in "${_s2k_parts[@]}"; do',
-    '        if [[ "$part" == *-* ]]; then a=$((10#${part%-*})); b=$((10#${part#*-})); n=$((n + b - a + 1));',
-    "        else n=$((n + 1)); fi",
-    "      done",
-    "    else",
-    '      [ "${s%%,*}" = "$s" ] && s="" || s="${s#*,}"; n=$((n + 1))',
-    "    fi",
-    "  done",
-    '  echo "$n"',
-    "}",
-]
-
-SRUN_FUNCTION = [
-    "srun() {  # slurm2kf: runs this node's share of the step's tasks (the body runs on every node)",
-    '  local ntasks="" nnodes="" tpn="" rel=0 wl="" l r me rc=0 pids=() h i=0 k=0 pos=-1',
-    "  while [ $# -gt 0 ]; do",
-    '    case "$1" in',
-    "      --) shift; break ;;",
-    '      -n|--ntasks) ntasks="$2"; shift 2 ;;',
-    '      --ntasks=*) ntasks="${1#*=}"; shift ;;',
-    '      -n*) ntasks="${1#-n}"; shift ;;',
-    '      -N|--nodes) nnodes="$2"; shift 2 ;;',
-    '      --nodes=*) nnodes="${1#*=}"; shift ;;',
-    '      -N*) nnodes="${1#-N}"; shift ;;',
-    '      --ntasks-per-node) tpn="$2"; shift 2 ;;',
-    '      --ntasks-per-node=*) tpn="${1#*=}"; shift ;;',
-    '      -w|--nodelist) wl="$2"; shift 2 ;;',
-    '      --nodelist=*) wl="${1#*=}"; shift ;;',
-    '      -w*) wl="${1#-w}"; shift ;;',
-    '      -r|--relative) rel="$2"; shift 2 ;;',
-    '      --relative=*) rel="${1#*=}"; shift ;;',
-    '      -r*) rel="${1#-r}"; shift ;;',
-    "      --*=*) shift ;;",
-    f"      --{_SRUN_VALUE_LONG.replace('|', '|--')}) shift 2 ;;",
-    "      --*) shift ;;",
-    "      -[ABbCcDdeGiJLMmopqrSTtwWx]) shift 2 ;;",
-    "      -*) shift ;;",
-    "      *) break ;;",
-    "    esac",
-    "  done",
-    "  me=$(( _s2k_node - rel ))",
-    '  if [ -n "$wl" ]; then  # -w: the pods it names (names from the node list), else as many as it names',
-    "    while read -r h; do",
-    '      case ",$wl," in *",$h,"*|*",${h%%.*},"*) [ "$i" = "$_s2k_node" ] && pos=$k; k=$((k + 1)) ;; esac',
-    "      i=$((i + 1))",
-    "    done < <(_s2k_hosts)",
-    '    if [ "$k" -gt 0 ]; then nnodes="${nnodes:-$k}"; me=$pos; [ "$me" -ge 0 ] || return 0',
-    '    else nnodes="${nnodes:-$(_s2k_count_hosts "$wl")}"; fi',
-    "  fi",
-    '  nnodes="${nnodes%%-*}"; nnodes="${nnodes:-$_s2k_nnodes}"',
-    '  if [ -z "$tpn" ]; then',
-    '    if [ -n "$ntasks" ]; then tpn=$(( (ntasks + nnodes - 1) / nnodes )); else tpn="$_s2k_tpn"; fi',
-    "  fi",
-    '  ntasks="${ntasks:-$(( nnodes * tpn ))}"',
-    '  [ "$me" -ge 0 ] && [ "$me" -lt "$nnodes" ] || return 0',
-    "  for ((l = 0; l < tpn; l++)); do",
-    '    r=$(( me * tpn + l )); [ "$r" -lt "$ntasks" ] || break',
-    "    ( _s2k_task_env",
-    '      export SLURM_PROCID="$r" SLURM_LOCALID="$l" SLURM_NODEID="$_s2k_node" SLURM_NTASKS="$ntasks" \\',
-    '        SLURM_NPROCS="$ntasks" SLURM_STEP_NUM_TASKS="$ntasks" SLURM_STEP_NUM_NODES="$nnodes" \\',
-    '        SLURM_NNODES="$nnodes" SLURM_GTIDS="$r" SLURM_STEP_TASKS_PER_NODE="$tpn(x$nnodes)" \\',
-    '        SLURM_TASKS_PER_NODE="$tpn(x$nnodes)" \\',
-    '        SLURM_STEP_NODELIST="$(_s2k_hosts | tail -n "+$(( rel + 1 ))" | head -n "$nnodes" | paste -sd, -)"',
-    '      exec "$@" ) &',
-    '    pids+=("$!")',
-    "  done",
-    '  for r in "${pids[@]}"; do wait "$r" || rc=$?; done',
-    "  return $rc",
-    "}",
-]
-
-# What srun gives every task besides its rank (srun(1) "OUTPUT ENVIRONMENT VARIABLES" and the job's
-# variables slurmstepd passes on): job-level values; the srun function then sets the step's own.
-TASK_ENV = (
-    "SLURM_JOB_ID",
-    "SLURM_JOBID",
-    "SLURM_JOB_NAME",
-    "SLURM_JOB_NODELIST",
-    "SLURM_NODELIST",
-    "SLURM_JOB_NUM_NODES",
-    "SLURM_NTASKS_PER_NODE",
-    "SLURM_CPUS_PER_TASK",
-    "SLURM_CPUS_ON_NODE",
-    "SLURM_JOB_CPUS_PER_NODE",
-    "SLURM_GPUS_ON_NODE",
-    "SLURM_GPUS_PER_NODE",
-    "SLURM_GPUS_PER_TASK",
-    "SLURM_MEM_PER_NODE",
-    "SLURM_MEM_PER_CPU",
-    "SLURM_MEM_PER_GPU",
-    "SLURM_JOB_PARTITION",
-    "SLURM_JOB_ACCOUNT",
-    "SLURM_JOB_QOS",
-    "SLURM_SUBMIT_DIR",
-    "SLURM_SUBMIT_HOST",
-    "SLURMD_NODENAME",
-    "SLURM_TOPOLOGY_ADDR",
-    "SLURM_STEP_ID",
-    "SLURM_STEPID",
-    "SLURM_CLUSTER_NAME",
-    "SLURM_RESTART_COUNT",
-)
-
-
-def task_env_function(job, shape) -> list[str]:
-    """`_s2k_task_env`: exports the job-level Slurm variables a task started by srun sees."""
-    lines = ["_s2k_task_env() {  # slurm2kf: the job's Slurm variables as srun passes them to each task"]
-    for name in TASK_ENV:
-        expr = definition(name, job, shape)
-        if expr is not None:
-            lines.append(f"  export {name}={expr}")
-    lines.append("  :")
-    lines.append("}")
-    return lines
-
-
 SBATCH_FUNCTION = [
     'sbatch() { echo "slurm2kf: nested sbatch is not available on Kubernetes: $*" >&2; return 1; }',
 ]
@@ -395,10 +275,4 @@ def prologue_lines(names: Sequence[str], job, shape, export: bool = False, funct
         lines.append(f"{keyword}{name}={expr}")
     if "scontrol" in functions:
         lines += SCONTROL_FUNCTION
-    if "srun" in functions:
-        lines += task_env_function(job, shape)
-        lines += COUNT_HOSTS_FUNCTION
-        lines += SRUN_FUNCTION
-    if "sbatch" in functions:
-        lines += SBATCH_FUNCTION
     return lines
