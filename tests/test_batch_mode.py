@@ -264,3 +264,13 @@ def test_migrate_apply_sends_each_runtime_before_its_trainjob(cli, kube, tmp_pat
     assert "sortOptions:\n  order: fifo\n" in (out / "kustomization.yaml").read_text()
     # one multi-node script (its runtime) and one single-node script (torch-distributed, no runtime of its own)
     assert _runtimes_in(kube, ns) == ["bert-pipeline-batch"]
+
+
+def test_a_long_job_name_leaves_room_for_the_launcher_pod():
+    # JobSet refuses a job whose pod name `<name>-<replicatedJob>-<job idx>-<pod idx>-<5 random>` passes 63
+    # characters; batch mode's longest is the launcher's: `<name>-launcher-0-0-xxxxx`, 19 characters added
+    name = "a" * 63
+    text = f"#!/bin/bash\n#SBATCH -N 3\n#SBATCH --job-name={name}\nfor i in 1 2; do srun python t.py $i; done\n"
+    [plan] = convert("long.sbatch", data=text.encode()).plans
+    assert len(plan.name) <= 63 - len("-launcher-0-0-xxxxx")
+    assert plan.runtime == plan.name + "-batch"

@@ -82,7 +82,7 @@ def test_jobs_in_a_missing_namespace_says_so(cli, kube):
     # an existing namespace without TrainJobs is an empty table, exit 0
     empty = new_namespace(kube)
     r = cli("jobs", "--kubeconfig", kube.kubeconfig, "-n", empty)
-    assert r.exit_code == 0 and r.stdout.splitlines() == ["NAME  STATE  NODES  GPUS  RUNTIME  AGE  SCRIPT"]
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["NAME  STATE  NODES  GPUS  RUNTIME  AGE  SCRIPT  REASON"]
     # a name that cannot be a namespace at all (it would not even be one URL path segment)
     r = cli("jobs", "--kubeconfig", kube.kubeconfig, "-n", "../default")
     assert r.exit_code == 1 and "error K905 namespace '../default' does not exist" in r.stderr

@@ -23,7 +23,7 @@ from translator.cli.cluster_common import cluster_options, connect_or_exit
 @click.option("--all-nodes", is_flag=True, help="Every pod of the TrainJob, each line prefixed [job-index].")
 @click.option("--tail", type=click.IntRange(min=0), metavar="N", help="Only the last N lines of each pod.")
 @click.option("--since", metavar="DURATION", help="Only output newer than this (30s, 15m, 2h, 1d).")
-def command(name, kubeconfig, context, namespace, follow, node, all_nodes, tail, since) -> None:
+def command(name, kubeconfig, context, namespace, request_timeout, follow, node, all_nodes, tail, since) -> None:
     """Print the logs of a TrainJob's pods: the launcher on MPI runtimes, else node 0 (--node N, --all-nodes).
 
     Exit status: 0 shown; 1 no such TrainJob, no pods yet (the reason is printed) or the logs cannot be
@@ -41,7 +41,7 @@ def command(name, kubeconfig, context, namespace, follow, node, all_nodes, tail,
         since_s = parse_since(since)
     except ValueError as exc:
         raise click.UsageError(str(exc))
-    cluster = connect_or_exit("logs", kubeconfig, context, namespace)
+    cluster = connect_or_exit("logs", kubeconfig, context, namespace, request_timeout)
     ns = namespace or cluster.namespace
     try:
         obj, rej = get_job(cluster, ns, name)

@@ -813,6 +813,8 @@ def _name_room(b: _Build, runtime_name: str, num_nodes: int) -> int:
     rules = getattr(b.settings.profile, "runtimes", ()) or ()
     if not b.settings.runtime and runtime_name in SHIPPED:  # the profile may choose by launcher (apply.py)
         runtime_name = next((r.name for r in rules if b.intent.family in r.launchers), runtime_name)
+    if runtime_name == runtimes.BATCH.name:  # batch mode's own runtime: a launcher and numNodes - 1 node pods
+        return naming.name_room({"node": max(num_nodes - 1, 1), "launcher": 1})
     pods = pods_per_job(SHIPPED.get(runtime_name), num_nodes)
     for rule in rules:
         if rule.name == runtime_name:
