@@ -274,3 +274,19 @@ def test_a_long_job_name_leaves_room_for_the_launcher_pod():
     [plan] = convert("long.sbatch", data=text.encode()).plans
     assert len(plan.name) <= 63 - len("-launcher-0-0-xxxxx")
     assert plan.runtime == plan.name + "-batch"
+
+
+def test_a_path_list_built_from_path_is_not_a_difference(tmp_path):
+    # batch mode puts its srun/scontrol programs first on PATH on the batch pod; a variable built from $PATH
+    # carries that folder, which no program of the script looks into: not a difference the program could notice
+    from translator.simulate import simulate_script
+
+    script = tmp_path / "p.sbatch"
+    script.write_text(
+        "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\nexport TOOLS=/opt/site/bin:$PATH\n"
+        "for s in 1 2; do srun python t.py $s; done\n"
+    )
+    v = simulate_script(str(script))
+    assert v.verdict == "equivalent", v.differences
+    tools = {dict(p.env).get("TOOLS") for p in v.kubeflow.processes}
+    assert all(t and "/slurm2kf-steps." in t for t in tools)  # the folder is there, and ignored knowingly

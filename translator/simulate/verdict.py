@@ -306,12 +306,19 @@ def _layout_diffs(name, s_ps, k_ps, slurm, kube) -> list[str]:
 _NODE_ONLY = re.compile(r"(?:<node\d+>|\d+)(?:[ ,:;]+(?:<node\d+>|\d+))*")
 
 
+# the folders batch mode puts first on PATH (plan/batch_prologue.py COMMANDS, launchers/container.py stand-ins):
+# a PATH-like variable built from $PATH carries them, and no program looks a tool up there but srun's own
+_TOOL_DIRS = re.compile(r"[^:]*/slurm2kf-(?:steps\.[^/:]*/bin|bin):")
+
+
 def noticeable(a: str | None, b: str | None) -> bool:
     """Whether a program could tell two values of a variable apart. Not so for a rendezvous helper that only
     one side sets and that names nothing but the side's nodes and ports (`HEAD_NODE=<node0>`, `NODES=<node0>
     <node1>`): the launcher gives the program its rendezvous on each side, and the helper names the same nodes."""
     if a == b:
         return False
+    if a is not None and b is not None and _TOOL_DIRS.sub("", a) == _TOOL_DIRS.sub("", b):
+        return False  # only the batch pod's own tool folders (srun/scontrol, container stand-ins) in a path list
     only = a if b is None else b if a is None else None
     return not (only is not None and "<node" in only and _NODE_ONLY.fullmatch(only.strip()))
 
