@@ -293,3 +293,19 @@ def test_the_server_keeps_the_annotations(cli, kube, tmp_path):
     assert stored is not None
     # the structural schema prunes unknown fields: the annotation surviving means the API accepts it there
     assert _annotations(stored) == {"node": {PREFERRED: RACK}}
+
+
+def test_batch_mode_annotates_the_jobs_of_its_own_runtime(cli, tmp_path):
+    # two background job steps: batch mode writes a TrainingRuntime of its own (replicatedJobs launcher, node;
+    # docs/batch-mode.md) and the TrainJob patches exactly those jobs (the Trainer webhook refuses others)
+    script = tmp_path / "bg.sbatch"
+    script.write_text(
+        "#!/bin/bash\n#SBATCH -J bg\n#SBATCH -p gpu\n#SBATCH --nodes=2\n#SBATCH --switches=1\n"
+        "for s in 1 2; do\n  srun --nodes=1 --ntasks=1 --relative=$((s - 1)) python m.py --seed $s &\ndone\nwait\n"
+    )
+    r = cli("convert", "--profile", _profile(tmp_path), script)
+    assert r.exit_code == 0, r.stderr
+    runtime, trainjob = [d for d in yaml.safe_load_all(r.stdout) if d]
+    jobs = {j["name"] for j in runtime["spec"]["template"]["spec"]["replicatedJobs"]}
+    assert jobs == {"launcher", "node"}
+    assert _annotations(trainjob) == {j: {PREFERRED: RACK} for j in jobs}
