@@ -147,6 +147,16 @@ def test_switches_one_is_a_preferred_rack_on_the_node_pods(cli, tmp_path):
     assert _annotations(doc) == {"node": {PREFERRED: RACK}}  # torch-distributed has one replicatedJob
     assert f"{script}:5: info P470 --switches=1@00:10:00 -> Kueue topology {PREFERRED}={RACK}" in err
     assert "P474" not in err
+    assert "only a TrainJob Kueue manages" not in err  # partition gpu -> queue gpu-queue
+
+
+def test_switches_outside_a_queue_says_kueue_must_manage_it(cli, tmp_path):
+    script = _script(tmp_path, ["--switches=1"])
+    script.write_text(script.read_text().replace("#SBATCH -p gpu\n", ""))  # no partition: no queue label
+    doc, err = _convert(cli, "--profile", _profile(tmp_path), script)
+    assert "kueue.x-k8s.io/queue-name" not in (doc["metadata"].get("labels") or {})
+    assert _annotations(doc) == {"node": {PREFERRED: RACK}}
+    assert "only a TrainJob Kueue manages is placed by it (no kueue.x-k8s.io/queue-name label here)" in err
 
 
 def test_switches_required_by_the_profile(cli, tmp_path):

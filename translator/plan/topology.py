@@ -39,6 +39,7 @@ import dataclasses
 
 from translator.diagnostics import INFO, WARNING, Finding
 from translator.plan import runtimes
+from translator.plan.kueue import QUEUE_LABEL
 from translator.plan.model import PodPatch, SourceMap
 from translator.profile.usage import option_line
 
@@ -144,12 +145,14 @@ def _switches(plan, job, profile, count: int, findings: list, smap: list) -> tup
     key = REQUIRED if count == 1 and getattr(topology, "switches", None) == "required" else PREFERRED
     jobs = replicated_jobs(plan, profile)
     mode = "required" if key == REQUIRED else "preferred"
+    queued = any(k == QUEUE_LABEL for k, _ in plan.labels)
     findings.append(
         Finding(
             INFO,
             "P470",
             f"{what} -> Kueue topology {key}={leaf.label} (level `{leaf.name}`, {mode}) on the pods of "
-            f"{', '.join(jobs)}",
+            f"{', '.join(jobs)}"
+            + ("" if queued else f"; only a TrainJob Kueue manages is placed by it (no {QUEUE_LABEL} label here)"),
             line,
         )
     )
