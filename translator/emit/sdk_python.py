@@ -22,7 +22,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from translator.emit.trainjob import plan_parts, resource_name
+from translator.emit.trainjob import patch_job_order, plan_parts, pod_metadata_by_job, resource_name
 from translator.emit.trainjob_yaml import ascii_printable_lines, finding_texts, sanitize_comment
 from translator.tables import keep
 
@@ -399,7 +399,9 @@ def _patch_frame(d: int) -> tuple[str, str, str, str, str]:
     return frame
 
 
-def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> None:
+def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set, meta: dict | None = None) -> None:
+    """One RuntimePatch option: every job's PodSpecPatch and, in ``meta``, its pod template metadata (the
+    order of trainjob.patch_job_order; an empty PodSpecPatch() is dropped by the SDK as the YAML leaves it out)."""
     used.update(_PATCH_CLASSES)
     d = depth
     opening, job_head, job_body, job_tail, closing = _patch_frame(d)
@@ -410,8 +412,14 @@ def _runtime_patch(w: _Writer, depth: int, jobs: dict[str, dict], used: set) -> 
     name_pad = _pad(b + 1)
     pad, pad1, pad2 = _pad(s), _pad(s + 1), _pad(s + 2)
     add(opening)
-    for job, spec in jobs.items():
-        add(job_head + "\n" + name_pad + "name=" + _lit(job) + ",\n" + job_body)
+    meta = meta or {}
+    cut = job_body.rindex("\n") + 1  # before `spec=PodSpecPatch(`
+    for job in patch_job_order(jobs, meta) if meta else jobs:
+        spec = jobs.get(job, {})
+        body = job_body
+        if job in meta:
+            body = job_body[:cut] + _pad(b + 4) + "metadata=" + _lit(meta[job]) + ",\n" + job_body[cut:]
+        add(job_head + "\n" + name_pad + "name=" + _lit(job) + ",\n" + body)
         if "serviceAccountName" in spec:
             add(f"{pad}service_account_name={_lit(spec['serviceAccountName'])},")
         if "volumes" in spec:
@@ -522,12 +530,13 @@ def _train_call(w: _Writer, plan, index: int, total: int, used: set, own_client:
         used.add("ActiveDeadlineSeconds")
         seconds = int(plan.active_deadline_seconds)
         add(f"{_P3}ActiveDeadlineSeconds({seconds}),{_where(plan, 'spec.activeDeadlineSeconds')}")
-    if jobs:
+    meta = pod_metadata_by_job(plan) if any(getattr(p, "annotations", None) for p in plan.patches) else None
+    if jobs or meta:
         got = _PATCH_BLOCKS.get(patch_key) if patch_key is not None else None
         if got is None:
             patch = _Writer()
             names: set[str] = set()
-            _runtime_patch(patch, o, jobs, names)
+            _runtime_patch(patch, o, jobs, names, meta)
             got = ("\n".join(patch.lines), frozenset(names))
             if patch_key is not None:
                 keep(_PATCH_BLOCKS, patch_key, got, 256)

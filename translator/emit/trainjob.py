@@ -144,11 +144,35 @@ def patches_by_job(plan) -> dict[str, dict[str, object]]:
     return out
 
 
+def pod_metadata_by_job(plan) -> dict[str, dict[str, dict[str, str]]]:
+    """replicatedJob name -> pod template metadata patch (``{"annotations": {...}}``), in first-seen order.
+    The CRD's PodTemplatePatch and SDK 0.5's ``PodTemplatePatch.metadata`` both carry labels and annotations."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for p in plan.patches:
+        if getattr(p, "annotations", None):
+            meta = out.setdefault(p.job or _CONTAINER_NODE, {"annotations": {}})
+            meta["annotations"].update(_pairs(p.annotations))
+    return out
+
+
+def patch_job_order(jobs: dict, meta: dict) -> list[str]:
+    """The replicatedJob entries of the runtime patch: jobs with a pod spec patch, then those with metadata only."""
+    return list(dict.fromkeys([*jobs, *meta]))
+
+
 def runtime_patch(plan) -> dict | None:
     jobs = patches_by_job(plan)
-    if not jobs:
+    meta = pod_metadata_by_job(plan)
+    if not jobs and not meta:
         return None
-    replicated = [{"name": job, "template": {"spec": {"template": {"spec": spec}}}} for job, spec in jobs.items()]
+    replicated = []
+    for job in patch_job_order(jobs, meta):
+        template: dict[str, object] = {}
+        if job in meta:
+            template["metadata"] = meta[job]
+        if job in jobs:
+            template["spec"] = jobs[job]
+        replicated.append({"name": job, "template": {"spec": {"template": template}}})
     return {"manager": SDK_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}}}
 
 
@@ -243,6 +267,7 @@ def patches_key(patches) -> tuple | None:
                     tuple([_tree_key(m) for m in p.volume_mounts]) if p.volume_mounts else (),
                     tuple([_text_key(s) for s in p.image_pull_secrets]) if p.image_pull_secrets else (),
                     _text_key(p.service_account_name),
+                    tuple([(_text_key(k), _text_key(v)) for k, v in p.annotations]) if p.annotations else (),
                 )
                 if type(p) is PodPatch
                 else _no_key()

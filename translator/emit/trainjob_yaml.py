@@ -440,6 +440,8 @@ _POD_SPEC = " " * 20
 
 def _plan_text(plan) -> str:
     """`plan_text` for the direct writer; raises _Fallback where it cannot prove the bytes."""
+    if any(getattr(p, "annotations", None) for p in plan.patches):
+        raise _Fallback  # pod template metadata (Kueue topology, translator/plan/topology.py): PyYAML writes it
     out = [_HEAD, _value("  name:", str(plan.name), 4)]
     if plan.namespace:
         out.append(_value("  namespace:", str(plan.namespace), 4))

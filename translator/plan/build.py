@@ -931,6 +931,10 @@ def _finish(b: _Build, plans: list[TrainerPlan], env, rt) -> tuple[TrainerPlan, 
 
         lines = (b.job.fields.dependency, _first(b.job, "time"), _first(b.job, "dependency"))
         out = [kueue_fields(p, *lines) for p in out]
+    if b.job.options.get("switches") or b.job.options.get("nodelist") or b.job.fields.exclusive:
+        from translator.plan.topology import topology_fields
+
+        out = [topology_fields(p, b.job, settings.profile) for p in out]
     return tuple(out)
 
 

@@ -53,6 +53,8 @@ class PodPatch:
     volume_mounts: tuple[dict, ...] = ()  # core/v1 VolumeMount dicts for `container`
     image_pull_secrets: tuple[str, ...] = ()
     service_account_name: str | None = None
+    # pod template metadata.annotations (e.g. Kueue's podset topology annotations, translator/plan/topology.py)
+    annotations: tuple[tuple[str, str], ...] = ()
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class PodPatch:
         volume_mounts: tuple[dict, ...] = (),
         image_pull_secrets: tuple[str, ...] = (),
         service_account_name: str | None = None,
+        annotations: tuple[tuple[str, str], ...] = (),
     ):
         self.__dict__.update(
             job=job,
@@ -76,6 +79,7 @@ class PodPatch:
             volume_mounts=volume_mounts,
             image_pull_secrets=image_pull_secrets,
             service_account_name=service_account_name,
+            annotations=annotations,
         )
 
     def is_empty(self) -> bool:
@@ -87,6 +91,7 @@ class PodPatch:
             or self.volume_mounts
             or self.image_pull_secrets
             or self.service_account_name
+            or self.annotations
         )
 
 

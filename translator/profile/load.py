@@ -29,8 +29,12 @@ from translator.profile.model import (
     Profile,
     QosRule,
     RuntimeRule,
+    HOSTNAME_LABEL,
+    Topology,
+    TopologyLevel,
 )
 from translator.profile.schema import (
+    F_DUPLICATE,
     F_NOT_FOUND,
     F_REQUIRED,
     F_SYNTAX,
@@ -330,6 +334,69 @@ _RUNTIME = obj(
     }
 )
 
+
+def _topology_check(topo, chk):
+    """Kueue's Topology rules (kueue.sigs.k8s.io, Topology Aware Scheduling: levels broadest first, the
+    hostname label only as the lowest level) plus unique names and labels, and a leaf level that exists."""
+    levels = [i for i in (topo.get("levels") or []) if i.value]
+    if topo.get("levels") == [] or (topo.get("levels") is None and "levels" in topo.key_lines):
+        chk.error(F_REQUIRED, topo.path + ".levels", topo.key_lines.get("levels"), "list at least one level")
+    names: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    for n, item in enumerate(levels):
+        name, label = item.value.get("name"), item.value.get("label")
+        if name in names:
+            chk.error(F_DUPLICATE, item.path + ".name", item.line, f"level `{name}` is already on line {names[name]}")
+        if label in labels:
+            chk.error(
+                F_DUPLICATE, item.path + ".label", item.line, f"label `{label}` is already on line {labels[label]}"
+            )
+        names.setdefault(name, item.line)
+        labels.setdefault(label, item.line)
+        if label == HOSTNAME_LABEL and n != len(levels) - 1:
+            chk.error(
+                F_VALUE, item.path + ".label", item.line, f"`{HOSTNAME_LABEL}` can only be the last (lowest) level"
+            )
+    leaf = topo.get("leafSwitchLevel")
+    if leaf is not None and names and leaf not in names:
+        chk.error(
+            F_VALUE,
+            topo.path + ".leafSwitchLevel",
+            topo.key_lines.get("leafSwitchLevel"),
+            f"`{leaf}` is not a level name (levels: {', '.join(names)})",
+        )
+    elif leaf is not None and any(
+        i.value.get("name") == leaf and i.value.get("label") == HOSTNAME_LABEL for i in levels
+    ):
+        chk.error(
+            F_VALUE,
+            topo.path + ".leafSwitchLevel",
+            topo.key_lines.get("leafSwitchLevel"),
+            f"`{leaf}` is the `{HOSTNAME_LABEL}` level: a leaf switch connects several nodes",
+        )
+
+
+_TOPOLOGY = obj(
+    {
+        "levels": Field(
+            list_of(
+                obj(
+                    {
+                        "name": Field(string(kube_names.dns_label_problem), required=True),
+                        "label": Field(_label_key(), required=True, doc="node label naming the level's domains"),
+                    }
+                ),
+                max_items=16,  # Kueue's Topology allows at most 16 levels
+            ),
+            required=True,
+            doc="broadest first, as the Kueue Topology's spec.levels",
+        ),
+        "leafSwitchLevel": Field(string(), doc="the level whose domains are Slurm's leaf switches"),
+        "switches": Field(one_of("preferred", "required"), doc="how --switches is requested from Kueue"),
+    },
+    check=_topology_check,
+)
+
 PROFILE_SCHEMA = obj(
     {
         "apiVersion": Field(string(), required=True),
@@ -397,6 +464,7 @@ PROFILE_SCHEMA = obj(
         ),
         "filesystems": Field(list_of(_FILESYSTEM)),
         "runtimes": Field(list_of(_RUNTIME)),
+        "topology": Field(_TOPOLOGY, doc="Kueue Topology Aware Scheduling levels (--switches)"),
     }
 )
 
@@ -550,6 +618,7 @@ def _build(path: str, doc, chk: Checker) -> Profile | None:
         )
 
     return Profile(
+        topology=_topology(doc.get("topology"), doc.key_lines.get("topology")),
         path=path,
         name=meta.get("name") or "",
         description=meta.get("description") or "",
@@ -566,6 +635,19 @@ def _build(path: str, doc, chk: Checker) -> Profile | None:
         filesystems_line=doc.key_lines.get("filesystems"),
         runtimes=tuple(runtimes),
     )
+
+
+def _topology(t, line: int | None) -> Topology | None:
+    if not t or not t.get("levels"):
+        return None
+    levels = tuple(
+        TopologyLevel(i.value["name"], i.value["label"], i.line)
+        for i in t["levels"]
+        if i.value and i.value.get("name") and i.value.get("label")
+    )
+    if not levels:
+        return None
+    return Topology("topology", line or t.line, levels, t.get("leafSwitchLevel"), t.get("switches") or "preferred")
 
 
 def parse_profile(text: str, path: str = "<profile>") -> Profile:

@@ -125,6 +125,34 @@ class RuntimeRule:
 
 
 @dataclass(frozen=True)
+class TopologyLevel:
+    name: str  # the profile's name for the level (`block`, `rack`, `host`)
+    label: str  # the node label whose value names a domain of this level (Kueue Topology `nodeLabel`)
+    line: int
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The cluster's topology levels, broadest first, as the Kueue Topology object lists them; where Slurm's
+    leaf switches are; whether `--switches` becomes a required or a preferred placement."""
+
+    key: str
+    line: int
+    levels: tuple[TopologyLevel, ...]
+    leaf_switch: str | None = None  # a level name; None = the lowest level that is not kubernetes.io/hostname
+    switches: str = "preferred"  # "preferred" | "required"
+
+    def leaf_level(self) -> TopologyLevel | None:
+        if self.leaf_switch is not None:
+            return next((lv for lv in self.levels if lv.name == self.leaf_switch), None)
+        above_hosts = [lv for lv in self.levels if lv.label != HOSTNAME_LABEL]
+        return above_hosts[-1] if above_hosts else None
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
 class Defaults:
     namespace: str | None = None
     partition: str | None = None  # Slurm's default partition (Default=YES)
@@ -160,6 +188,7 @@ class Profile:
     filesystems: tuple[Filesystem, ...] = ()
     filesystems_line: int | None = None
     runtimes: tuple[RuntimeRule, ...] = ()
+    topology: Topology | None = None
 
     def where(self, line: int | None) -> str:
         """`profile.yaml:12` for findings."""
