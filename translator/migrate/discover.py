@@ -443,14 +443,9 @@ class _Walk:
                     f"symlink loop: {_readlink(entry.path)} points to a parent folder (or one that contains it)",
                 )
                 return
-            if _within(real, self.root):
-                yield SkippedFile(
-                    rel, "M605", "info", f"symlink to {os.path.relpath(real, self.root)}, which is converted there"
-                )
-                return
-            outside = self._outside(rel, entry.path, real)
-            if outside is not None:
-                yield outside
+            skipped = self._link_target(rel, entry.path, real)
+            if skipped is not None:
+                yield skipped
                 return
         key = (st.st_dev, st.st_ino)
         if key in self.seen:
@@ -461,20 +456,24 @@ class _Walk:
         self.seen[key] = rel
         yield (entry.path, rel, real, entry.name)
 
+    def _link_target(self, rel: str, path: str, real: str):
+        """Why a link is not followed (M605: its target is converted where it is in the tree; or what
+        `_outside` says of a target out of the tree), or None."""
+        if _within(real, self.root):
+            return SkippedFile(
+                rel, "M605", "info", f"symlink to {os.path.relpath(real, self.root)}, which is converted there"
+            )
+        return self._outside(rel, path, real)
+
     def _file(self, entry, rel: str, st, real: str, is_link: bool) -> Iterator:
         if self.exclude and _matches(rel, self.exclude):
             return
         if self.include and not _matches(rel, self.include):
             return
         if is_link:
-            if _within(real, self.root):
-                yield SkippedFile(
-                    rel, "M605", "info", f"symlink to {os.path.relpath(real, self.root)}, which is converted there"
-                )
-                return
-            outside = self._outside(rel, entry.path, real)
-            if outside is not None:
-                yield outside
+            skipped = self._link_target(rel, entry.path, real)
+            if skipped is not None:
+                yield skipped
                 return
         if is_link or self.follow:  # following links: each real file once (hard links, two ways to one folder)
             key = (st.st_dev, st.st_ino)
