@@ -290,3 +290,18 @@ def test_a_path_list_built_from_path_is_not_a_difference(tmp_path):
     assert v.verdict == "equivalent", v.differences
     tools = {dict(p.env).get("TOOLS") for p in v.kubeflow.processes}
     assert all(t and "/slurm2kf-steps." in t for t in tools)  # the folder is there, and ignored knowingly
+
+
+def test_an_array_run_name_is_the_same_on_both_sides(tmp_path):
+    # `run_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}`: Slurm's ids differ on every submission, so both
+    # sides' are the job id placeholder; the index is the TrainJob's (the first, P438)
+    from translator.simulate import simulate_script
+
+    script = tmp_path / "a.sbatch"
+    script.write_text(
+        "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --array=0-3\n"
+        'RUN="run_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"\nfor s in 1; do srun python t.py --run "$RUN"; done\n'
+    )
+    v = simulate_script(str(script))
+    assert v.verdict == "equivalent", v.differences
+    assert {p.argv[-1] for p in v.kubeflow.processes} == {"run_$SLURM_JOB_ID_0"}

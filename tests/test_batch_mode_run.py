@@ -233,3 +233,21 @@ def test_srun_started_by_another_program(tmp_path, mpi_env):
         (c["env"]["SLURM_PROCID"], c["host"], c["env"]["SLURM_STEP_ID"]) for c in calls if c["args"] == ["train.py"]
     )
     assert train == [("0", launcher, "1"), ("1", launcher, "1"), ("2", node0, "1"), ("3", node0, "1")]
+
+
+def test_an_array_job_id_is_the_job_id(tmp_path, mpi_env):
+    # sbatch(1): SLURM_ARRAY_JOB_ID is the array's job id, SLURM_ARRAY_TASK_ID the index; a run name built
+    # from both (`run_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}`) must not lose the first
+    text = (
+        HEAD + "#SBATCH -N 2\n#SBATCH --array=0-3\n"
+        'RUN="run_${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"\n'
+        'for s in 1; do srun python t.py --run "$RUN"; done\n'
+    )
+    plan = _plan(text=text)
+    env = {e.name: e.value for e in plan.env}
+    proc, calls = run_launcher(plan, tmp_path, dict(mpi_env, **env))
+    assert proc.returncode == 0, proc.stderr
+    runs = {c["args"][-1] for c in calls}
+    assert len(runs) == 1
+    _, job_id, index = runs.pop().split("_")
+    assert job_id.isdigit() and job_id == calls[0]["env"]["SLURM_JOB_ID"] and index == "0"

@@ -67,6 +67,7 @@ BATCH_STEP_NAMES = (
     "SLURM_GTIDS",
     "SLURM_CLUSTER_NAME",
     "SLURM_RESTART_COUNT",
+    "SLURM_ARRAY_JOB_ID",
 )
 BATCH_ARGV0 = "slurm_script"  # $0 of the batch script on Slurm is the spooled copy `slurm_script`
 

@@ -520,6 +520,10 @@ def _batch_definition(name: str, job, shape) -> str | None:
     """Shell source for `name` in the batch step, or None when Slurm leaves it unset there."""
     if name in _BATCH_VALUES:
         return _BATCH_VALUES[name]
+    if name == "SLURM_ARRAY_JOB_ID" and getattr(job.fields, "array", None):
+        # an array's job id is the first task's, as the TrainJob's own SLURM_JOB_ID stand-in (the index is
+        # SLURM_ARRAY_TASK_ID, which the TrainJob's env carries)
+        return shlex.quote(prologue.job_id_number(job))
     if name.startswith("SLURM_STEP") or prologue.from_env(name):  # no step variables in the batch step
         return None
     return prologue.definition(name, job, shape)

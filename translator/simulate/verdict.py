@@ -192,17 +192,22 @@ def normalized(side: SideResult) -> SideResult:
     def node_ref(m) -> str:
         return f"<node{node_of[m.group('name') or m.group('ip')]}>"
 
-    def norm(text: str, jid: str | None) -> str:
-        text = _norm_jobid(text, jid)
+    def norm(text: str, jid: str | None, ajid: str | None = None) -> str:
+        text = _norm_jobid(_norm_jobid(text, ajid), jid)
         return rx.sub(node_ref, text) if rx is not None else text
 
     procs = []
     for p in side.processes:
         jid = job_id_of(p)
+        # an array's job id differs on every submission as the job id does: the same placeholder
+        ajid = dict(p.env).get("SLURM_ARRAY_JOB_ID")
+        ajid = ajid if ajid and len(ajid) >= 3 else None
         env = tuple(
-            (k, v if k in INTERNAL_NAMES or k.startswith(INTERNAL_PREFIXES) else norm(v, jid)) for k, v in p.env
+            (k, v if k in INTERNAL_NAMES or k.startswith(INTERNAL_PREFIXES) else norm(v, jid, ajid)) for k, v in p.env
         )
-        procs.append(replace(p, program=norm(p.program, jid), argv=tuple(norm(a, jid) for a in p.argv), env=env))
+        procs.append(
+            replace(p, program=norm(p.program, jid, ajid), argv=tuple(norm(a, jid, ajid) for a in p.argv), env=env)
+        )
     return replace(side, processes=tuple(procs))
 
 
