@@ -1,4 +1,4 @@
-"""A secret that the TrainJob YAML hides is in clear in no output of the real CLI (translator/redact.py).
+"""A secret that the TrainJob YAML hides is in clear in no output of the real CLI (translator/plan/redact.py).
 
 The job below writes secrets the ways scripts do (issue 23 point 6): exports by name and by shape, in
 single quotes, a URL with a password, a JWT, values of `--api-key`/`--password` on the launch line, an
@@ -139,7 +139,7 @@ def test_migrate_folder_hides_every_secret(jobs):
 
 
 def test_redact_unit():
-    from translator.redact import redact, redact_data
+    from translator.plan.redact import redact, redact_data
 
     assert redact("x postgres://u:pw@h/db y") == "x postgres://u:<secret>@h/db y"
     assert redact("x postgres://u:$PW@h/db") == "x postgres://u:$PW@h/db"
@@ -154,7 +154,7 @@ def test_redact_unit():
 def test_redact_data_rebuilds_frozen_records_and_leaves_other_values():
     import dataclasses
 
-    from translator.redact import redact_data
+    from translator.plan.redact import redact_data
 
     @dataclasses.dataclass(frozen=True)
     class Rec:

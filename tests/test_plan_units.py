@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from translator.pipeline import ConvertSettings, convert
-from translator.plan import kube, naming, resources, runtimes
+from translator import naming
+from translator.plan import kube, resources, runtimes
 from translator.plan.build import array_indices
 
 RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

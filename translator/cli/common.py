@@ -53,7 +53,7 @@ def echo_user(text: str, err: bool = False, nl: bool = True) -> None:
     """Print text that holds user data (file names, script lines, messages quoting them) with every
     terminal control sequence made inert (ESC, OSC, C1 controls, bidi overrides: see fsio.terminal_safe)."""
     from translator.fsio import terminal_safe
-    from translator.redact import redact
+    from translator.plan.redact import redact
 
     click.echo(terminal_safe(redact(text)), err=err, nl=nl)  # no token-shaped text or URL password in clear
 

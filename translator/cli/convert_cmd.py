@@ -134,7 +134,7 @@ def command(
         from dataclasses import replace as _replace
         from translator.simulate import SimulateError, simulate_script
         from translator.simulate.findings import findings_of, not_simulated
-        from translator.redact import redact_data as hide_secrets, script_secrets
+        from translator.plan.redact import redact_data as hide_secrets, script_secrets
 
         if script == "-":
             extra = [not_simulated("the script was read from standard input; give a file")]

@@ -24,7 +24,7 @@ from translator.cli.common import (
     script_args_option,
 )
 from translator.profile.lookup import PROFILE_ENV
-from translator.redact import path_secrets, redact_data as hide_secrets
+from translator.plan.redact import path_secrets, redact_data as hide_secrets
 
 
 def process_json(p) -> dict:
@@ -286,7 +286,7 @@ def _run(
         )
 
     def emit(v):
-        v = hide_secrets(v, path_secrets(v.path, script_opt))  # translator/redact.py: as the YAML hides them
+        v = hide_secrets(v, path_secrets(v.path, script_opt))  # translator/plan/redact.py: as the YAML hides them
         if as_json:
             click.echo(json.dumps(verdict_json(v), sort_keys=False))  # (JSON escapes every control character)
         else:

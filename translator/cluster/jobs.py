@@ -18,7 +18,7 @@ from translator.cluster.answers import NAMESPACE, TRAINJOB, TRAINJOB_DELETED, TR
 from translator.cluster.client import Cluster, HttpError, _seg
 from translator.cluster.errors import Rejection, path_segment_problem, rejection
 from translator.jsondata import as_dict, as_list
-from translator.plan.naming import ANNOTATION_SOURCE
+from translator.naming import ANNOTATION_SOURCE
 
 
 PAGE_SIZE = 500  # TrainJobs per list request (a page of them is a few MiB, under the 16 MiB cap)

@@ -33,7 +33,7 @@ from translator.cluster import (
     GROUP,
 )
 from translator.jsondata import as_dict
-from translator.plan.naming import ANNOTATION_SOURCE
+from translator.naming import ANNOTATION_SOURCE
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

@@ -37,11 +37,11 @@ class Outcome:
 
 def generate_name_base(name: str, body: dict | None = None) -> str:
     """`train-a` -> `train-a-` (the server appends 5 random characters: a unique name per submit).
-    With the TrainJob ``body``, short enough that JobSet accepts its pod names (plan/naming.py)."""
+    With the TrainJob ``body``, short enough that JobSet accepts its pod names (translator/naming.py)."""
     limit = MAX_GENERATED_BASE
     if body is not None:
         from translator.jsondata import as_dict
-        from translator.plan.naming import name_room
+        from translator.naming import name_room
         from translator.validate.runtimes import SHIPPED, pods_per_job
 
         spec = as_dict(body.get("spec"))

@@ -16,13 +16,14 @@ from translator.diagnostics import ERROR, INFO, WARNING, Finding
 from translator.launchers import common
 from translator.launchers.launchline import entries, is_env_setup
 from translator.plan import env as envmod
-from translator.plan import batch_runtime, kube, naming, packages as pipmod, prologue, resources, runtimes, secrets
+from translator import naming
+from translator.plan import batch_runtime, kube, packages as pipmod, prologue, resources, runtimes, secrets
 from translator.plan.model import EnvVar, PodPatch, SourceMap, TrainerPlan
 from translator.slurm import values as V
 from translator.read.ast import Assignment, CD, CONDA, MODULE, OTHER, PIP, SBATCH, SOURCE, VENV, EXPORT
 
-from translator.launchers import wrapper_env  # (the secrets' imports: translator/redact.py, P449)
-from translator.redact import needs_redaction, redact, script_secrets
+from translator.launchers import wrapper_env  # (the secrets' imports: translator/plan/redact.py, P449)
+from translator.plan.redact import needs_redaction, redact, script_secrets
 
 MAX_ARRAY_EXPANSION = 1000
 _MPI_STARTER = re.compile(r"(^|[\s/'\"(;&|])(mpirun|mpiexec|orterun|deepspeed)(\s|$)")
@@ -1371,7 +1372,7 @@ def _node_specific(env, command, args, intent) -> list[Finding]:
 
 def _redact(findings, values) -> list[Finding]:
     """Findings quote script text; a secret value or anything shaped like a token never appears in them
-    (they are printed, and become comments of the YAML and the Python file): translator/redact.py."""
+    (they are printed, and become comments of the YAML and the Python file): translator/plan/redact.py."""
     out = []
     for f in findings:
         m, sug = redact(f.message, values), redact(f.suggestion, values) if f.suggestion else f.suggestion

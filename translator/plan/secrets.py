@@ -16,7 +16,7 @@ Secret and key to create. Values given to a secret option of the command (`--pas
 `--token X`, `--secret X`) and tokens inside command words go to the same Secret under a generated key,
 and the command refers to them as `$(NAME)`, which the kubelet expands from the container env.
 
-translator/redact.py hides the same values in every text output (reports, simulate, logs).
+translator/plan/redact.py hides the same values in every text output (reports, simulate, logs).
 """
 
 from __future__ import annotations

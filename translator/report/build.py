@@ -283,15 +283,15 @@ def with_simulation(sr: ScriptReport, path: str, settings) -> ScriptReport:
 
 def script_report(conv, rel_path: str, yaml_text: str = "", outputs: Sequence[str] = (), settings=None) -> ScriptReport:
     """Build the report record of one Conversion (`settings`: the ConvertSettings it was made with); the
-    script's secrets are hidden in every string of it (translator/redact.py)."""
+    script's secrets are hidden in every string of it (translator/plan/redact.py)."""
     record = _script_report(conv, rel_path, yaml_text, outputs, settings)
     return _redacted(record, getattr(conv, "script", None))
 
 
 def _redacted(record, source):
     """`record` with the secrets of `source` (a Script, or the path of one) hidden in every string:
-    translator/redact.py; a script without any secret-like text is left as it is."""
-    from translator import redact
+    translator/plan/redact.py; a script without any secret-like text is left as it is."""
+    from translator.plan import redact
 
     if isinstance(source, str):
         return redact.redact_data(record, redact.path_secrets(source))

@@ -130,10 +130,10 @@ def simulate_script(
 
 
 def hide_secrets(sides: tuple, script) -> tuple:
-    """Both sides with the script's secrets as `<secret>` (translator/redact.py): the Slurm side ran with the
+    """Both sides with the script's secrets as `<secret>` (translator/plan/redact.py): the Slurm side ran with the
     values, the Kubeflow side reads them from the job's Secret (`<secret NAME/KEY>`), which P447 asks to
     create with those values; so they compare equal, and no output shows them."""
-    from translator import redact
+    from translator.plan import redact
 
     values = redact.script_secrets(script)
     if not redact.needs_redaction(getattr(script, "text", "") or "", values):
@@ -222,7 +222,7 @@ def source_of_trainjob(trainjob: dict, trainjob_path: str, text: str = "") -> st
     """The script named by the `slurm2kf.io/source` annotation, relative to the TrainJob file's folder and
     confined to it like any input: an absolute path, a `..` step out of the folder or a symbolic link
     that leads out of it is an error (S823, naming the file and the annotation's line), never read."""
-    from translator.plan.naming import ANNOTATION_SOURCE
+    from translator.naming import ANNOTATION_SOURCE
 
     ann = ((trainjob.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SOURCE)
     if not ann:

@@ -467,8 +467,8 @@ def check_runtime_ref(spec: dict) -> list[Problem]:
 def check_pod_names(meta: dict, spec: dict, runtime: RuntimeInfo | None) -> list[Problem]:
     """V748: the TrainJob's name (or generateName plus the 5 characters the API server adds) leaves its
     longest pod name over 63 characters, so JobSet's webhook refuses the JobSet and the TrainJob never
-    starts (see translator/plan/naming.py for the rule and its source)."""
-    from translator.plan.naming import GENERATED, MAX, longest_pod_name, name_room
+    starts (see translator/naming.py for the rule and its source)."""
+    from translator.naming import GENERATED, MAX, longest_pod_name, name_room
     from translator.validate.runtimes import pods_per_job
 
     name, key = meta.get("name"), "name"
