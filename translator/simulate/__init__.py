@@ -191,28 +191,25 @@ def _kube_of_plans(plans, array_index, timeout, runtimes, provides=(), deadline=
     return kube
 
 
-def _with_runtime_of(plan, runtimes):
-    """The runtimes the Kubeflow side knows, plus the one a batch-mode plan writes beside its TrainJob."""
-    if plan.runtime_document is None:
+def _with_runtimes(runtimes, extra: dict):
+    """The runtimes the Kubeflow side knows (the given ones, else the shipped ones) plus `extra` by name."""
+    if not extra:
         return runtimes
     from translator.simulate.kubeflow_pods import load_runtimes
 
-    known = dict(runtimes if runtimes is not None else load_runtimes())
-    known[str(plan.runtime)] = plan.runtime_document
-    return known
+    return {**(runtimes if runtimes is not None else load_runtimes()), **extra}
+
+
+def _with_runtime_of(plan, runtimes):
+    """... plus the TrainingRuntime a batch-mode plan writes beside its TrainJob."""
+    return _with_runtimes(runtimes, {str(plan.runtime): plan.runtime_document} if plan.runtime_document else {})
 
 
 def _with_runtimes_in(trainjob_path: str, runtimes):
-    """The runtimes the Kubeflow side knows, plus the (Cluster)TrainingRuntimes of the TrainJob's own file
-    (batch mode writes its runtime there)."""
+    """... plus the (Cluster)TrainingRuntimes of the TrainJob's own file (batch mode writes its runtime there)."""
     from translator.simulate.kubeflow_pods import load_runtimes
 
-    own = load_runtimes([trainjob_path])
-    if not own:
-        return runtimes
-    known = dict(runtimes if runtimes is not None else load_runtimes())
-    known.update(own)
-    return known
+    return _with_runtimes(runtimes, load_runtimes([trainjob_path]))
 
 
 S823_SOURCE_OUTSIDE = "S823"

@@ -2126,12 +2126,11 @@ def make_paths(name, args) -> int:
     """`mkdir`/`touch`: recorded; done only inside the sandbox's own writable places (the working
     directory, HOME, /tmp), so that a later `> logs/x` or `cd dir` behaves as on a real node."""
     record("call", name=name, argv=list(args))
-    roots = [os.path.realpath(p) for p in (os.getcwd(), os.environ.get("HOME", ""), "/tmp") if p]
     for a in args:
         if a.startswith("-"):
             continue
-        target = os.path.realpath(a)
-        if not any(target == r or target.startswith(r.rstrip("/") + "/") for r in roots if r != "/"):
+        target = _own_path(a)
+        if target is None:
             continue
         try:
             if name == "mkdir":
